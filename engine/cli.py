@@ -1,0 +1,236 @@
+"""`engine`: a thin command line over engine.pipeline. Heavy imports wait until a command needs them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE, OrtflowError
+
+
+def _recipe_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", type=Path, help="the recipe YAML file")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a recipe value, e.g. --set opt.with.level=all (repeatable)")
+    parser.add_argument("--params", type=Path, metavar="FILE", help="YAML file of KEY: VALUE overrides")
+    parser.add_argument("--cache", type=Path, metavar="DIR",
+                        help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="engine", description="ortflow: cached ONNX Runtime optimization pipelines")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a recipe (only what is not cached)")
+    _recipe_options(run)
+    run.add_argument("stages", nargs="*", help="run only these stages and what they need")
+    run.add_argument("-j", "--jobs", type=int, default=1, help="stages to run at once (default 1)")
+    run.add_argument("-k", "--keep-going", action="store_true", help="after a failure, finish independent branches")
+    run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
+    run.set_defaults(handler=_cmd_run)
+
+    validate = sub.add_parser("validate", help="check a recipe without running anything")
+    _recipe_options(validate)
+    validate.set_defaults(handler=_cmd_validate)
+
+    plan = sub.add_parser("plan", help="what a run would do, and why")
+    _recipe_options(plan)
+    plan.add_argument("stages", nargs="*", help="only these stages and what they need")
+    plan.set_defaults(handler=_cmd_plan)
+
+    dag = sub.add_parser("dag", help="show the stage graph")
+    _recipe_options(dag)
+    dag.add_argument("--format", choices=["text", "mermaid", "dot"], default="text")
+    dag.set_defaults(handler=_cmd_dag)
+
+    status = sub.add_parser("status", help="which stages are up to date against the lock file")
+    _recipe_options(status)
+    status.set_defaults(handler=_cmd_status)
+
+    stages = sub.add_parser("stages", help="list stage types, or describe one")
+    stages.add_argument("name", nargs="?", help="a stage type to describe")
+    stages.set_defaults(handler=_cmd_stages)
+
+    cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
+    cache_sub = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    for name, helptext, handler in (
+        ("ls", "list cached stage runs", _cmd_cache_ls),
+        ("verify", "re-hash every object and report damage", _cmd_cache_verify),
+        ("gc", "remove what no given recipe's lock file references", _cmd_cache_gc),
+    ):
+        action = cache_sub.add_parser(name, help=helptext)
+        action.add_argument("recipes", nargs="*", type=Path, help="recipes whose lock files say what to keep")
+        action.add_argument("--cache", type=Path, metavar="DIR", help="artifact store (default: as for run)")
+        action.set_defaults(handler=handler)
+        if name == "verify":
+            action.add_argument("--remove", action="store_true", help="delete damaged entries so they rebuild")
+        if name == "gc":
+            action.add_argument("--dry-run", action="store_true", help="only say what would go")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from engine.console import Output
+
+    out = Output(quiet=args.quiet, debug=args.debug)
+    try:
+        return int(args.handler(args, out) or EXIT_OK)
+    except OrtflowError as exc:
+        out.error(str(exc))
+        if args.debug:
+            out.traceback()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        out.error("interrupted: finished stages are cached; run the same command again to resume")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)  # stage threads hold no state worth waiting for: their work folders are discarded
+    except Exception as exc:  # an engine bug: say so plainly, traceback only when asked
+        out.error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        if args.debug:
+            out.traceback()
+        return EXIT_STAGE_FAILED
+
+
+def _workspace(args: argparse.Namespace) -> Any:
+    from engine.pipeline import open_workspace
+
+    return open_workspace(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None))
+
+
+def _cmd_run(args: argparse.Namespace, out: Any) -> int:
+    from engine import pipeline
+
+    if args.jobs < 1:
+        raise OrtflowError("--jobs must be at least 1")
+    ws = _workspace(args)
+    with out.progress(ws.recipe) as events:
+        summary = pipeline.run(ws, args.jobs, args.keep_going, args.stages, events)
+    out.run_table(ws.recipe, summary)
+    return summary.exit_code
+
+
+def _cmd_validate(args: argparse.Namespace, out: Any) -> int:
+    from engine.pipeline import load
+
+    recipe, graph = load(args.recipe, args.overrides, args.params)
+    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {graph.number_of_edges()} edges")
+    return EXIT_OK
+
+
+def _cmd_plan(args: argparse.Namespace, out: Any) -> int:
+    from engine.pipeline import plan
+
+    out.plan_table(plan(_workspace(args), args.stages))
+    return EXIT_OK
+
+
+def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
+    from engine import dag
+    from engine.pipeline import load
+
+    recipe, graph = load(args.recipe, args.overrides, args.params)
+    render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
+    print(render(graph, recipe))
+    return EXIT_OK
+
+
+def _cmd_status(args: argparse.Namespace, out: Any) -> int:
+    from engine.pipeline import plan
+
+    ws = _workspace(args)
+    lock = ws.lock()
+    rows = []
+    for item in plan(ws):
+        entry = lock["stages"].get(item.name)
+        in_lock = entry is not None and entry["key"] == item.key
+        if item.action == "cached" and in_lock:
+            state = "up to date"
+        elif in_lock:
+            state = "locked, not in this cache"
+        else:
+            state = "changed" if entry else "not in lock"
+        rows.append((item.name, state, "" if state == "up to date" else item.reason))
+    out.status_table(rows)
+    return EXIT_OK if all(r[1] == "up to date" for r in rows) else EXIT_STAGE_FAILED
+
+
+def _cmd_stages(args: argparse.Namespace, out: Any) -> int:
+    from engine.errors import suggest
+    from engine.registry import StageRegistry
+
+    registry = StageRegistry.discover()
+    if args.name is None:
+        out.stage_list(registry)
+        return EXIT_OK
+    if args.name not in registry:
+        hint = suggest(args.name, registry.names())
+        raise OrtflowError(f"unknown stage type '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
+    out.stage_detail(registry, args.name)
+    return EXIT_OK
+
+
+def _cache_store(args: argparse.Namespace) -> Any:
+    from engine.pipeline import default_cache
+    from engine.store import open_store
+
+    if args.cache:
+        return open_store(args.cache)
+    if args.recipes:
+        return open_store(default_cache(args.recipes[0]))
+    return open_store(Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow"))
+
+
+def _cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
+    out.cache_list(_cache_store(args))
+    return EXIT_OK
+
+
+def _cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
+    store = _cache_store(args)
+    damage = store.verify()
+    for item in damage:
+        out.error(f"{store.root}: damaged {item.what} {item.name}: {item.reason}")
+    if damage and args.remove:
+        store.remove_damaged(damage)
+        out.say(f"removed {len(damage)} damaged entries; the next run rebuilds them")
+    elif damage:
+        out.error("run `engine cache verify --remove` to delete them so the next run rebuilds them")
+    else:
+        out.say(f"{store.root}: all objects and run records intact")
+    return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+
+
+def _cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
+    from engine.lockfile import read_lock, referenced
+
+    if not args.recipes:
+        raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
+                           "— everything their lock files do not reference is removed")
+    store = _cache_store(args)
+    keys: set[str] = set()
+    digests: set[str] = set()
+    for recipe in args.recipes:
+        lock_path = recipe.with_name(recipe.name + ".lock")
+        if not lock_path.exists():
+            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first, or leave it out of the list")
+        more_keys, more_digests = referenced(read_lock(lock_path))
+        keys |= more_keys
+        digests |= more_digests
+    if args.dry_run:
+        runs = sum(1 for key, _ in store.iter_runs() if key not in keys)
+        out.say(f"would remove {runs} run records and the objects only they reference")
+        return EXIT_OK
+    runs, objects, freed = store.gc(keys, digests)
+    out.say(f"removed {runs} run records and {objects} objects ({freed / 1e6:.1f} MB)")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

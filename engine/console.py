@@ -1,0 +1,184 @@
+"""Everything the CLI prints: tables, progress and one-line errors (rich, imported only here)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from engine.scheduler import SchedulerEvents
+
+STATUS_STYLE = {"ran": "green", "cached": "cyan", "failed": "bold red", "gate failed": "bold yellow",
+                "skipped": "yellow", "not run": "dim"}
+
+
+class Output:
+    def __init__(self, quiet: bool = False, debug: bool = False):
+        from rich.console import Console
+
+        self.quiet = quiet
+        self.debug = debug
+        self.console = Console(highlight=False)
+        self.errors = Console(stderr=True, highlight=False)
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, markup=False)
+
+    def error(self, text: str) -> None:
+        for line in text.splitlines():
+            self.errors.print(f"error: {line}", style="red", markup=False, soft_wrap=True)
+
+    def traceback(self) -> None:
+        import traceback
+
+        traceback.print_exc()
+
+    @contextmanager
+    def progress(self, recipe: Any) -> Iterator[SchedulerEvents]:
+        running: list[str] = []
+        done = [0]
+        lock = threading.Lock()
+        total = len(recipe.stages)
+        live = self.console.is_terminal and not self.quiet
+        status = self.console.status("") if live else None
+
+        def refresh() -> None:
+            if status is not None:
+                status.update(f"[{done[0]}/{total}] running: {', '.join(running) or '-'}")
+
+        def started(name: str) -> None:
+            with lock:
+                running.append(name)
+                refresh()
+            if not live and not self.quiet:
+                self.console.print(f"running {name} ({recipe.stages[name].uses})", markup=False)
+
+        def finished(outcome: Any) -> None:
+            with lock:
+                if outcome.name in running:
+                    running.remove(outcome.name)
+                done[0] += 1
+                refresh()
+
+        def log(message: str) -> None:
+            if not self.quiet:
+                self.console.print(message, markup=False)
+
+        if status is not None:
+            status.start()
+        try:
+            yield SchedulerEvents(started, finished, log)
+        finally:
+            if status is not None:
+                status.stop()
+
+    def run_table(self, recipe: Any, summary: Any) -> None:
+        from rich.table import Table
+
+        for outcome in summary.outcomes.values():
+            if outcome.status in ("failed", "gate failed"):
+                spec = recipe.stages[outcome.name]
+                self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
+                if outcome.traceback:
+                    if self.debug:
+                        print(outcome.traceback, file=sys.stderr)
+                    else:
+                        self.error("run with --debug for the traceback")
+        if self.quiet:
+            return
+        table = Table(title=f"{recipe.name}", title_justify="left")
+        for column in ("stage", "status", "seconds", "result"):
+            table.add_column(column, justify="right" if column == "seconds" else "left")
+        for outcome in summary.outcomes.values():
+            record = outcome.record or {}
+            result = record.get("summary") or outcome.error or ""
+            style = STATUS_STYLE.get(outcome.status, "")
+            table.add_row(outcome.name, f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
+        self.console.print(table)
+        self.console.print(f"outputs and report: {summary.report_path.parent}", markup=False)
+
+    def plan_table(self, planned: list[Any]) -> None:
+        from rich.table import Table
+
+        table = Table()
+        for column in ("stage", "type", "action", "why", "key"):
+            table.add_column(column)
+        for item in planned:
+            style = "cyan" if item.action == "cached" else "green"
+            table.add_row(item.name, item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), item.key or "(after upstream)")
+        self.console.print(table)
+        would_run = sum(1 for p in planned if p.action == "run")
+        self.console.print(f"{would_run} of {len(planned)} stages would run", markup=False)
+
+    def status_table(self, rows: list[tuple[str, str, str]]) -> None:
+        from rich.table import Table
+
+        table = Table()
+        for column in ("stage", "state", "why"):
+            table.add_column(column)
+        for name, state, why in rows:
+            style = "cyan" if state == "up to date" else "yellow"
+            table.add_row(name, f"[{style}]{state}[/]", _escape(why))
+        self.console.print(table)
+
+    def stage_list(self, registry: Any) -> None:
+        from rich.table import Table
+
+        table = Table()
+        for column in ("type", "version", "inputs", "outputs", "provided by"):
+            table.add_column(column)
+        for name in registry.names():
+            cls = registry.get(name)
+            table.add_row(name, cls.version, ", ".join(p.name for p in cls.inputs),
+                          ", ".join(p.name for p in cls.outputs), registry.origin(name))
+        self.console.print(table)
+        self.console.print("`engine stages <type>` describes one", markup=False)
+
+    def stage_detail(self, registry: Any, name: str) -> None:
+        from rich.table import Table
+
+        cls = registry.get(name)
+        self.console.print(f"[bold]{name}[/] (version {cls.version}) from {_escape(registry.origin(name))}")
+        self.console.print(cls.description, markup=False)
+        ports = Table(title="inputs and outputs", title_justify="left")
+        for column in ("", "name", "kind", "description"):
+            ports.add_column(column)
+        for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
+            for port in items:
+                flags = " (list)" if port.many else "" + (" (optional)" if port.optional else "")
+                ports.add_row(direction, port.name + flags, port.kind.value, port.description)
+        self.console.print(ports)
+        params = Table(title="parameters (`with:`)", title_justify="left")
+        for column in ("name", "type", "default", "description"):
+            params.add_column(column)
+        for pname, prop in cls.params_schema.get("properties", {}).items():
+            kind = prop.get("type") or ("one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any")
+            default = repr(prop["default"]) if "default" in prop else "(required)"
+            params.add_row(pname, _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
+        self.console.print(params)
+
+    def cache_list(self, store: Any) -> None:
+        from rich.table import Table
+
+        table = Table(title=str(store.root), title_justify="left")
+        for column in ("key", "stage", "type", "created", "outputs", "MB"):
+            table.add_column(column)
+        count = 0
+        for key, record in store.iter_runs():
+            count += 1
+            if record is None:
+                table.add_row(key, "?", "?", "unreadable", "", "")
+                continue
+            size = sum(out["size"] for out in record.get("outputs", {}).values())
+            table.add_row(key, record["stage"], record["type"], record["created"],
+                          ", ".join(record.get("outputs", {})), f"{size / 1e6:.1f}")
+        self.console.print(table)
+        self.console.print(f"{count} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

@@ -1,0 +1,97 @@
+"""The recipe as a networkx DiGraph: stage -> stage edges from data references and `after:`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.errors import Problem, RecipeError
+from engine.recipe import Recipe
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def build_graph(recipe: Recipe) -> "nx.DiGraph":
+    """Edges point from producer to consumer. Raises RecipeError naming every cycle's path."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    for name in recipe.stages:
+        graph.add_node(name)
+    for name, spec in recipe.stages.items():
+        for ref in spec.refs():
+            if not ref.is_input:
+                graph.add_edge(ref.source, name, via=str(ref))
+        for before in spec.after:
+            if not graph.has_edge(before, name):
+                graph.add_edge(before, name, via="after")
+    problems = []
+    for cycle in _cycles(graph):
+        path = " -> ".join([*cycle, cycle[0]])
+        first = recipe.stages[cycle[0]]
+        problems.append(Problem(f"cycle between stages: {path}", first.location,
+                                "remove one of these references or `after:` entries"))
+    if problems:
+        raise RecipeError(problems)
+    return graph
+
+
+def _cycles(graph: "nx.DiGraph") -> list[list[str]]:
+    import networkx as nx
+
+    cycles = []
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1 or any(graph.has_edge(n, n) for n in component):
+            sub = graph.subgraph(component)
+            cycle = [edge[0] for edge in nx.find_cycle(sub)]
+            start = cycle.index(min(cycle))  # stable order for messages and tests
+            cycles.append(cycle[start:] + cycle[:start])
+    return sorted(cycles)
+
+
+def execution_order(graph: "nx.DiGraph") -> list[str]:
+    """Topological order, ties broken by name so plans print the same way every time."""
+    import networkx as nx
+
+    return list(nx.lexicographical_topological_sort(graph))
+
+
+def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
+    lines = []
+    for name in execution_order(graph):
+        spec = recipe.stages[name]
+        sources = [str(r) for r in spec.refs()] + [f"after {a}" for a in spec.after]
+        lines.append(f"{name} ({spec.uses})")
+        for i, src in enumerate(sources):
+            lines.append(f"  {'└' if i == len(sources) - 1 else '├'}── {src}")
+    return "\n".join(lines)
+
+
+def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
+    lines = ["flowchart LR"]
+    for name in recipe.inputs:
+        lines.append(f'  inputs.{name}[("inputs.{name}")]')
+    for name in execution_order(graph):
+        lines.append(f'  {name}["{name}<br/>{recipe.stages[name].uses}"]')
+    for name in execution_order(graph):
+        for ref in recipe.stages[name].refs():
+            origin = str(ref) if ref.is_input else ref.source
+            lines.append(f"  {origin} -->|{ref.name}| {name}")
+        for before in recipe.stages[name].after:
+            lines.append(f"  {before} -.-> {name}")
+    return "\n".join(lines)
+
+
+def render_dot(graph: "nx.DiGraph", recipe: Recipe) -> str:
+    lines = [f'digraph "{recipe.name}" {{', "  rankdir=LR;"]
+    for name in recipe.inputs:
+        lines.append(f'  "inputs.{name}" [shape=cylinder];')
+    for name in execution_order(graph):
+        lines.append(f'  "{name}" [shape=box, label="{name}\\n{recipe.stages[name].uses}"];')
+        for ref in recipe.stages[name].refs():
+            origin = str(ref) if ref.is_input else ref.source
+            lines.append(f'  "{origin}" -> "{name}" [label="{ref.name}"];')
+        for before in recipe.stages[name].after:
+            lines.append(f'  "{before}" -> "{name}" [style=dashed];')
+    lines.append("}")
+    return "\n".join(lines)

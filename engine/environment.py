@@ -1,0 +1,59 @@
+"""Environment facts a stage's outputs can depend on; a stage names the ones it needs for its cache key."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from typing import Callable
+
+
+def _dist_version(*names: str) -> str:
+    for name in names:
+        try:
+            return f"{name} {version(name)}"
+        except PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _providers() -> str:
+    import onnxruntime
+
+    return ",".join(onnxruntime.get_available_providers())
+
+
+FACTS: dict[str, Callable[[], str]] = {
+    "onnxruntime": lambda: _dist_version("onnxruntime-gpu", "onnxruntime"),
+    "onnx": lambda: _dist_version("onnx"),
+    "numpy": lambda: _dist_version("numpy"),
+    "python": lambda: platform.python_version(),
+    "platform": lambda: f"{sys.platform}-{platform.machine()}",
+    # Hardware a machine-specific artifact (an ORT 'all'-level model, a benchmark) was made for.
+    "cpu": lambda: f"{_cpu_model()} x{os.cpu_count()}",
+    "providers": _providers,
+}
+
+
+@lru_cache(maxsize=None)
+def fact(name: str) -> str:
+    if name not in FACTS:
+        raise KeyError(f"unknown environment fact '{name}'; known: {', '.join(sorted(FACTS))}")
+    return FACTS[name]()
+
+
+def facts(names: tuple[str, ...]) -> dict[str, str]:
+    return {name: fact(name) for name in sorted(set(names))}

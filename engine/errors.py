@@ -1,0 +1,78 @@
+"""Errors a user can act on: each names where the problem is and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Exit codes, documented in the README.
+EXIT_OK = 0
+EXIT_STAGE_FAILED = 1
+EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran
+EXIT_GATE_FAILED = 3  # a stage ran and its quality gate said no
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a file (1-based line and column), or an origin such as `--set a.b=c`."""
+
+    file: str
+    line: int | None = None
+    col: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    message: str
+    location: Location | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        return f"{text} — {self.hint}" if self.hint else text
+
+
+class OrtflowError(Exception):
+    """Base of every error the CLI prints as one line per problem, without a traceback."""
+
+    exit_code = EXIT_USAGE
+
+
+class RecipeError(OrtflowError):
+    """One or more problems with a recipe, all reported at once."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(
+            problems,
+            key=lambda p: (
+                str(p.location.file) if p.location else "",
+                (p.location.line or 0) if p.location else 0,
+                (p.location.col or 0) if p.location else 0,
+            ),
+        )
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class StoreError(OrtflowError):
+    """The artifact store cannot be used as asked (a damaged entry, a missing object)."""
+
+
+class StageError(Exception):
+    """Raised by a stage for a failure it can explain; the message is shown as is, without a traceback."""
+
+
+class GateFailed(StageError):
+    """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash)."""
+
+
+def suggest(name: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str | None:
+    """'did you mean ...' text for the closest of `choices`, if any is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None

@@ -1,0 +1,78 @@
+"""Content hashes of files and folders, remembered by (inode, mtime, size) so unchanged files are not re-read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+def hash_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def hash_tree(path: Path, file_hash=hash_file) -> str:
+    """A folder's hash: the hash of its sorted (relative path, file hash) manifest."""
+    manifest = {
+        f.relative_to(path).as_posix(): file_hash(f) for f in sorted(path.rglob("*")) if f.is_file()
+    }
+    return hash_bytes(json.dumps(manifest, sort_keys=True).encode())
+
+
+class HashCache:
+    """A state table like DVC's: path -> (inode, mtime_ns, size, hash) in SQLite, safe across processes."""
+
+    def __init__(self, db_path: Path):
+        self._db_path = db_path
+        self._local = threading.local()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS state (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
+                " size INTEGER, digest TEXT)"
+            )
+            self._local.conn = conn
+        return conn
+
+    def hash_path(self, path: Path) -> str:
+        path = Path(path)
+        if path.is_dir():
+            return hash_tree(path, self._hash_file)
+        return self._hash_file(path)
+
+    def _hash_file(self, path: Path) -> str:
+        st = path.stat()
+        key = str(path.resolve())
+        row = self._conn().execute(
+            "SELECT inode, mtime_ns, size, digest FROM state WHERE path = ?", (key,)
+        ).fetchone()
+        if row and tuple(row[:3]) == (st.st_ino, st.st_mtime_ns, st.st_size):
+            return row[3]
+        digest = hash_file(path)
+        self.remember(path, digest, st)
+        return digest
+
+    def remember(self, path: Path, digest: str, st: os.stat_result | None = None) -> None:
+        """Record a hash computed elsewhere (e.g. while copying) so the next look-up is free."""
+        st = st or path.stat()
+        self._conn().execute(
+            "INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?, ?)",
+            (str(path.resolve()), st.st_ino, st.st_mtime_ns, st.st_size, digest),
+        )

@@ -1,0 +1,86 @@
+"""`<recipe>.lock`: what each stage was built from and what it produced, in stable sorted YAML for git diffs."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.errors import Location, Problem, RecipeError
+from engine.recipe import Recipe
+from engine.runner import StageOutcome
+
+LOCK_SCHEMA = 1
+HEADER = "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    """The lock's content, or an empty lock when there is none. A damaged lock is an error, not ignored."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {"schema": LOCK_SCHEMA, "inputs": {}, "stages": {}}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = Location(str(path), mark.line + 1, mark.column + 1) if mark else Location(str(path))
+        raise RecipeError([Problem("the lock file is not valid YAML", where,
+                                   "restore it from git, or delete it and run again")]) from None
+    if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA or not isinstance(data.get("stages"), dict):
+        raise RecipeError([Problem(f"not an ortflow lock file (schema {LOCK_SCHEMA})", Location(str(path)),
+                                   "restore it from git, or delete it and run again")])
+    data.setdefault("inputs", {})
+    return data
+
+
+def lock_entry(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": record["type"],
+        "version": record["version"],
+        "key": record["key"],
+        "params": record["params"],
+        "inputs": record["inputs"],
+        "env": record["env"],
+        "outputs": {name: {"digest": out["digest"], "size": out["size"]} for name, out in record["outputs"].items()},
+    }
+
+
+def updated_lock(
+    recipe: Recipe, old: dict[str, Any], outcomes: dict[str, StageOutcome], input_digests: dict[str, str]
+) -> dict[str, Any]:
+    """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go."""
+    stages = {name: entry for name, entry in old.get("stages", {}).items() if name in recipe.stages}
+    for name, outcome in outcomes.items():
+        if outcome.succeeded and outcome.record is not None:
+            stages[name] = lock_entry(outcome.record)
+    return {
+        "schema": LOCK_SCHEMA,
+        "recipe": recipe.name,
+        "inputs": {name: {"path": spec.declared, "digest": input_digests[name]} for name, spec in recipe.inputs.items()},
+        "stages": stages,
+    }
+
+
+def write_lock(path: Path, lock: dict[str, Any]) -> None:
+    text = HEADER + yaml.safe_dump(lock, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except FileNotFoundError:
+        pass
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    staging.write_text(text, encoding="utf-8")
+    os.replace(staging, path)
+
+
+def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(cache keys, object digests) a lock file needs kept."""
+    keys, digests = set(), set()
+    for entry in lock.get("stages", {}).values():
+        keys.add(entry["key"])
+        digests.update(out["digest"] for out in entry.get("outputs", {}).values())
+    return keys, digests

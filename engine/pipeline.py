@@ -1,0 +1,125 @@
+"""The library behind the CLI: open a recipe with its store, plan it, run it, and record what happened."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
+from engine.executors import Executor, LocalExecutor
+from engine.lockfile import read_lock, updated_lock, write_lock
+from engine.plan import PlannedStage, make_plan
+from engine.recipe import Recipe, load_recipe
+from engine.registry import StageRegistry
+from engine.report import write_report
+from engine.runner import FAILED, GATE_FAILED, StageOutcome
+from engine.scheduler import Scheduler, SchedulerEvents
+from engine.store import ArtifactStore, open_store
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass
+class Workspace:
+    """A validated recipe, its DAG and the artifact store it uses."""
+
+    recipe: Recipe
+    graph: "nx.DiGraph"
+    store: ArtifactStore
+    out_dir: Path
+
+    def input_digests(self) -> dict[str, str]:
+        return {name: self.store.hashes.hash_path(spec.path) for name, spec in sorted(self.recipe.inputs.items())}
+
+    def lock(self) -> dict[str, Any]:
+        return read_lock(self.recipe.lock_path)
+
+
+def default_cache(recipe_path: Path) -> Path:
+    return Path(os.environ.get("ORTFLOW_CACHE") or Path(recipe_path).resolve().parent / ".ortflow")
+
+
+def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
+         registry: StageRegistry | None = None) -> tuple[Recipe, "nx.DiGraph"]:
+    """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
+    from engine.dag import build_graph
+
+    recipe = load_recipe(Path(recipe_path), registry or StageRegistry.discover(), list(overrides), params_file)
+    return recipe, build_graph(recipe)
+
+
+def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
+                   cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
+    recipe, graph = load(recipe_path, overrides, params_file)
+    store = open_store(Path(cache_dir) if cache_dir else default_cache(recipe.path))
+    out = Path(out_dir) if out_dir else recipe.path.parent / "out" / recipe.name
+    return Workspace(recipe, graph, store, out)
+
+
+def select(ws: Workspace, targets: list[str]) -> set[str] | None:
+    """The target stages and everything upstream of them (None: the whole recipe)."""
+    if not targets:
+        return None
+    import networkx as nx
+
+    from engine.errors import suggest
+
+    unknown = [t for t in targets if t not in ws.recipe.stages]
+    if unknown:
+        raise RecipeError([Problem(f"the recipe has no stage '{t}'", hint=suggest(t, list(ws.recipe.stages))) for t in unknown])
+    chosen = set(targets)
+    for target in targets:
+        chosen |= nx.ancestors(ws.graph, target)
+    return chosen
+
+
+def plan(ws: Workspace, targets: list[str] = ()) -> list[PlannedStage]:
+    chosen = select(ws, list(targets))
+    planned = make_plan(ws.recipe, ws.graph, ws.store, ws.input_digests(), ws.lock())
+    return [p for p in planned if chosen is None or p.name in chosen]
+
+
+@dataclass
+class RunSummary:
+    outcomes: dict[str, StageOutcome]
+    report_path: Path
+    exit_code: int
+
+
+def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
+        events: SchedulerEvents | None = None, executor: Executor | None = None) -> RunSummary:
+    chosen = select(ws, list(targets))
+    lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
+    ws.store.remove_stale_tmp()
+    digests = ws.input_digests()
+    executor = executor or LocalExecutor(jobs)
+    events = events or SchedulerEvents()
+    finished = events.finished
+
+    def materialize_then_report(outcome: StageOutcome) -> None:
+        if outcome.succeeded and outcome.record is not None:
+            for out in outcome.record["outputs"].values():
+                ws.store.materialize(out["digest"], ws.out_dir / outcome.name / out["filename"])
+        finished(outcome)
+
+    scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, digests, keep_going,
+                          SchedulerEvents(events.started, materialize_then_report, events.log))
+    try:
+        outcomes = scheduler.run(chosen)
+    finally:
+        executor.shutdown()
+    write_lock(ws.recipe.lock_path, updated_lock(ws.recipe, lock, outcomes, digests))
+    report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)
+    return RunSummary(outcomes, report_path, exit_code(outcomes))
+
+
+def exit_code(outcomes: dict[str, StageOutcome]) -> int:
+    statuses = {o.status for o in outcomes.values()}
+    if FAILED in statuses:
+        return EXIT_STAGE_FAILED
+    if GATE_FAILED in statuses:
+        return EXIT_GATE_FAILED
+    return EXIT_OK

@@ -1,0 +1,100 @@
+"""JSON Schema validation whose errors read as file:line:col, what is wrong, and the fix."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from engine.errors import Problem, suggest
+from engine.yamlsource import PathKey, SourceMap
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def validate(
+    instance: Any, schema: dict[str, Any], source: SourceMap, base: PathKey = (), subject: str = ""
+) -> list[Problem]:
+    """All problems of `instance` against `schema`; `base` is where `instance` sits in the document."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema)
+    problems: list[Problem] = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+        problems.extend(_describe(error, source, base, subject))
+    return problems
+
+
+def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Iterable[Problem]:
+    path = base + tuple(error.absolute_path)
+    key = ".".join(str(p) for p in error.absolute_path)
+    prefix = f"{subject}: " if subject else ""
+    what = f"{prefix}'{key}'" if key else (subject or "the document")
+    kind = error.validator
+    schema = error.schema
+    if kind == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        for name in sorted(set(error.instance) - set(allowed), key=str):
+            hint = suggest(str(name), allowed) or (f"allowed: {', '.join(allowed)}" if allowed else None)
+            yield Problem(f"{prefix}unknown key '{_join(key, name)}'", source.locate(path + (name,), key=True), hint)
+        return
+    if kind == "required":
+        missing = [n for n in error.validator_value if n not in error.instance]
+        for name in missing:
+            yield Problem(f"{what}: missing required key '{name}'", source.locate(path), _expected(schema, name))
+        return
+    if kind == "type":
+        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        names = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
+        yield Problem(f"{what} must be {names}, got {_show(error.instance)}", source.locate(path), _hint(schema))
+        return
+    if kind == "enum":
+        choices = [str(c) for c in error.validator_value]
+        hint = suggest(str(error.instance), choices) or f"one of: {', '.join(choices)}"
+        yield Problem(f"{what}: {_show(error.instance)} is not allowed", source.locate(path), hint)
+        return
+    if kind in ("oneOf", "anyOf") and "x-expected" in schema:
+        yield Problem(f"{what} must be {schema['x-expected']}, got {_show(error.instance)}", source.locate(path))
+        return
+    if kind == "pattern":
+        yield Problem(f"{what}: {_show(error.instance)} is not valid", source.locate(path), _hint(schema))
+        return
+    if kind == "propertyNames":
+        yield Problem(f"{what}: name {_show(error.instance)} is not allowed", source.locate(path), _hint(schema))
+        return
+    yield Problem(f"{what}: {error.message}", source.locate(path), _hint(schema))
+
+
+def _expected(schema: dict[str, Any], name: str) -> str | None:
+    prop = schema.get("properties", {}).get(name, {})
+    return f"add '{name}': {prop['description']}" if "description" in prop else f"add '{name}'"
+
+
+def _hint(schema: dict[str, Any]) -> str | None:
+    return f"expected {schema['description']}" if "description" in schema else None
+
+
+def _join(key: str, name: Any) -> str:
+    return f"{key}.{name}" if key else str(name)
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `params` with every missing property that declares a `default` filled in (recursively)."""
+    result = dict(params)
+    for name, prop in schema.get("properties", {}).items():
+        if name not in result and "default" in prop:
+            result[name] = prop["default"]
+        if isinstance(result.get(name), dict) and prop.get("type") == "object":
+            result[name] = fill_defaults(result[name], prop)
+    return result

@@ -1,0 +1,84 @@
+"""The contract between the engine and a stage. Stages know nothing about the scheduler or the cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+
+class ArtifactKind(str, Enum):
+    ONNX_MODEL = "onnx_model"
+    CALIBRATION_TABLE = "calibration_table"
+    METRICS = "metrics"  # a JSON document
+    DATASET = "dataset"
+    DIRECTORY = "directory"
+    FILE = "file"
+
+
+@dataclass(frozen=True)
+class Port:
+    """A named input or output of a stage type."""
+
+    name: str
+    kind: ArtifactKind
+    description: str
+    filename: str | None = None  # outputs: the name the stage writes under its output folder
+    many: bool = False  # inputs: takes a list of references
+    optional: bool = False
+
+
+@dataclass
+class StageContext:
+    """What a stage receives: resolved parameters, input files, and where to write its outputs."""
+
+    stage_name: str
+    params: dict[str, Any]
+    inputs: dict[str, Path | list[Path]]
+    output_dir: Path
+    outputs: dict[str, Port]
+    log: Callable[[str], None] = print
+
+    def output_path(self, name: str) -> Path:
+        port = self.outputs[name]
+        return self.output_dir / (port.filename or name)
+
+
+@dataclass
+class StageResult:
+    """Optional extras a stage returns besides the files it wrote."""
+
+    summary: str = ""  # one short line for the run table, e.g. "nodes 512 -> 301"
+    metrics: dict[str, Any] = field(default_factory=dict)  # small numbers kept in the run record
+
+
+class Stage:
+    """Base class of every stage type; subclasses fill in the class attributes and `run`.
+
+    Register a subclass under the `ortflow.stages` entry-point group. Import heavy libraries
+    (onnxruntime, onnx) inside `run`, so listing and planning stay fast.
+    """
+
+    type: ClassVar[str]
+    version: ClassVar[str] = "1"  # bump when the same params and inputs would produce different bytes
+    description: ClassVar[str] = ""
+    inputs: ClassVar[tuple[Port, ...]] = ()
+    outputs: ClassVar[tuple[Port, ...]] = ()
+    params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        """Names of environment facts (see engine.environment) the outputs depend on; part of the cache key."""
+        return ()
+
+    def run(self, ctx: StageContext) -> StageResult | None:
+        raise NotImplementedError
+
+    @classmethod
+    def input_port(cls, name: str) -> Port | None:
+        return next((p for p in cls.inputs if p.name == name), None)
+
+    @classmethod
+    def output_port(cls, name: str) -> Port | None:
+        return next((p for p in cls.outputs if p.name == name), None)

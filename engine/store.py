@@ -1,0 +1,237 @@
+"""The content-addressed artifact store: objects by the hash of their bytes, run records by cache key.
+
+Layout under the store root (default `.ortflow/` beside the recipe, or $ORTFLOW_CACHE):
+  objects/ab/cdef...      a file or a folder, named by its sha256 (full length, never shortened)
+  runs/ab/<key>.json      what one stage execution produced: output digests, params, inputs, timing
+  tmp/                    work folders of running stages (one per process and stage)
+  locks/                  one file lock per cache key, so concurrent runs never build the same thing twice
+  state.db                hashes of files already seen, keyed by inode, mtime and size
+Every write lands in tmp/ first and is renamed into place, so a killed run never leaves half an entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from engine.errors import StoreError
+from engine.hashing import HashCache, hash_file, hash_tree
+
+
+@dataclass(frozen=True)
+class Damage:
+    what: str  # "object" or "run"
+    name: str
+    reason: str
+
+
+class ArtifactStore:
+    def __init__(self, root: Path):
+        self.root = Path(root).resolve()
+        self.objects = self.root / "objects"
+        self.runs = self.root / "runs"
+        self.tmp = self.root / "tmp"
+        self.locks = self.root / "locks"
+        for folder in (self.objects, self.runs, self.tmp, self.locks):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.hashes = HashCache(self.root / "state.db")
+
+    # -- objects -----------------------------------------------------------------------------
+
+    def object_path(self, digest: str) -> Path:
+        return self.objects / digest[:2] / digest[2:]
+
+    def object_intact(self, digest: str) -> bool:
+        """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified."""
+        path = self.object_path(digest)
+        return path.exists() and self.hashes.hash_path(path) == digest
+
+    def add(self, path: Path) -> str:
+        """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
+        digest = hash_tree(path) if path.is_dir() else hash_file(path)
+        target = self.object_path(digest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists() and not self.object_intact(digest):
+            _remove(target)  # a damaged copy: replace it with the good bytes
+        if target.exists():
+            _remove(path)
+            return digest
+        _make_read_only(path)
+        try:
+            os.replace(path, target)
+        except OSError:
+            if not target.exists():  # a folder rename loses only to a concurrent identical one
+                raise
+            _remove(path)
+        self.hashes.hash_path(target)
+        return digest
+
+    def materialize(self, digest: str, dest: Path) -> None:
+        """Copy an object to a readable place (out/...), atomically; skipped when already identical."""
+        if dest.exists() and self.hashes.hash_path(dest) == digest:
+            return
+        source = self.object_path(digest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
+        if source.is_dir():
+            shutil.copytree(source, staging, copy_function=shutil.copyfile)
+        else:
+            shutil.copyfile(source, staging)
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+        self.hashes.hash_path(dest)
+
+    # -- run records -------------------------------------------------------------------------
+
+    def run_path(self, key: str) -> Path:
+        return self.runs / key[:2] / f"{key}.json"
+
+    def read_run(self, key: str) -> dict[str, Any] | None:
+        """The run record for `key` if it exists and every object it names is intact, else None."""
+        try:
+            record = json.loads(self.run_path(key).read_text(encoding="utf-8"))
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        if record.get("key") != key:
+            return None
+        if not all(self.object_intact(out["digest"]) for out in record.get("outputs", {}).values()):
+            return None
+        return record
+
+    def write_run(self, key: str, record: dict[str, Any]) -> None:
+        path = self.run_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = self.tmp / f"run-{os.getpid()}-{uuid.uuid4().hex}.json"
+        staging.write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(staging, path)
+
+    def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        for path in sorted(self.runs.glob("*/*.json")):
+            try:
+                yield path.stem, json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                yield path.stem, None
+
+    # -- concurrency -------------------------------------------------------------------------
+
+    def key_lock(self, key: str):
+        from filelock import FileLock
+
+        return FileLock(str(self.locks / f"{key}.lock"))
+
+    def workdir(self, label: str) -> Path:
+        path = self.tmp / f"{label}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        path.mkdir(parents=True)
+        return path
+
+    def remove_stale_tmp(self) -> int:
+        """Delete work folders left by processes that no longer exist (a killed run)."""
+        removed = 0
+        for entry in self.tmp.iterdir():
+            pid = _pid_in(entry.name)
+            if pid is None or not _alive(pid):
+                _remove(entry)
+                removed += 1
+        return removed
+
+    # -- maintenance -------------------------------------------------------------------------
+
+    def iter_objects(self) -> Iterator[str]:
+        for prefix in sorted(self.objects.iterdir()):
+            for entry in sorted(prefix.iterdir()):
+                yield prefix.name + entry.name
+
+    def verify(self) -> list[Damage]:
+        """Re-hash every object from its bytes (ignoring the state table) and check every run record."""
+        damage: list[Damage] = []
+        for digest in self.iter_objects():
+            path = self.object_path(digest)
+            actual = hash_tree(path) if path.is_dir() else hash_file(path)
+            if actual != digest:
+                damage.append(Damage("object", digest, f"content hashes to {actual}"))
+        broken = {d.name for d in damage}
+        for key, record in self.iter_runs():
+            if record is None or record.get("key") != key:
+                damage.append(Damage("run", key, "unreadable run record"))
+                continue
+            for name, out in record.get("outputs", {}).items():
+                if out["digest"] in broken or not self.object_path(out["digest"]).exists():
+                    damage.append(Damage("run", key, f"output '{name}' object {out['digest']} is missing or damaged"))
+        return damage
+
+    def remove_damaged(self, damage: list[Damage]) -> None:
+        for item in damage:
+            _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
+
+    def gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
+        """Remove run records not in `keep_keys` and objects no kept record or digest references."""
+        live = set(keep_digests)
+        removed_runs = 0
+        for key, record in list(self.iter_runs()):
+            if key in keep_keys and record is not None:
+                live.update(out["digest"] for out in record.get("outputs", {}).values())
+            else:
+                _remove(self.run_path(key))
+                removed_runs += 1
+        removed_objects = freed = 0
+        for digest in list(self.iter_objects()):
+            if digest not in live:
+                path = self.object_path(digest)
+                freed += _size(path)
+                _remove(path)
+                removed_objects += 1
+        self.remove_stale_tmp()
+        return removed_runs, removed_objects, freed
+
+    def size(self) -> int:
+        return _size(self.objects)
+
+
+def open_store(root: Path) -> ArtifactStore:
+    try:
+        return ArtifactStore(root)
+    except OSError as exc:
+        raise StoreError(f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder") from None
+
+
+def _make_read_only(path: Path) -> None:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    for f in files:
+        f.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _pid_in(name: str) -> int | None:
+    parts = name.split("-")  # every tmp entry is named <label>-<pid>-<unique>
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,1 @@
+"""Built-in stage types. Each module holds one Stage subclass with its parameter schema beside it."""

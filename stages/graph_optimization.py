@@ -1,0 +1,149 @@
+"""graph_optimization: let ONNX Runtime optimize the graph and save the result (`optimized_model_filepath`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from engine.errors import StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+
+LEVELS = {
+    "disabled": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "layout": "ORT_ENABLE_LAYOUT",
+    "all": "ORT_ENABLE_ALL",
+}
+# ORT's documentation: a model saved after layout optimizations (the 'layout' and 'all' levels) may use
+# kernels and layouts chosen for this machine's CPU instruction set, so it is only valid where it was made.
+MACHINE_SPECIFIC_LEVELS = ("layout", "all")
+
+
+class GraphOptimization(Stage):
+    type = "graph_optimization"
+    version = "1"
+    description = (
+        "Optimize a model with ONNX Runtime's graph optimizer (constant folding, redundant-node removal, "
+        "fusions, layout) and save the optimized graph. Levels 'layout' and 'all' produce a model tied to "
+        "this machine's CPU: the cache key includes the CPU, and the metrics say it is not portable."
+    )
+    inputs = (Port("model", ArtifactKind.ONNX_MODEL, "the ONNX model to optimize"),)
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the optimized model", filename="model.onnx"),
+        Port("metrics", ArtifactKind.METRICS, "node counts by op type before and after, sizes, timing",
+             filename="metrics.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "level": {
+                "enum": list(LEVELS),
+                "default": "extended",
+                "description": "ORT graph optimization level: disabled, basic, extended, layout or all",
+            },
+            "providers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "default": ["CPUExecutionProvider"],
+                "description": "execution providers the graph is optimized for (their kernels decide the fusions)",
+            },
+            "free_dimension_overrides": {
+                "type": "object",
+                "additionalProperties": {"type": "integer", "minimum": 1},
+                "default": {},
+                "description": "fix symbolic dimensions by name (e.g. {batch: 1}) so shape-dependent passes apply",
+            },
+            "disabled_optimizers": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "names of ORT optimizers to skip (e.g. ['AttentionFusion'])",
+            },
+        },
+    }
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        facts: tuple[str, ...] = ("onnxruntime", "onnx")
+        if params["level"] in MACHINE_SPECIFIC_LEVELS:
+            facts += ("cpu",)
+        if params["providers"] != ["CPUExecutionProvider"]:
+            facts += ("providers",)
+        return facts
+
+    def run(self, ctx: StageContext) -> StageResult:
+        import onnxruntime as ort
+
+        source = Path(ctx.inputs["model"])
+        target = ctx.output_path("model")
+        params = ctx.params
+        options = ort.SessionOptions()
+        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["level"]])
+        options.optimized_model_filepath = str(target)
+        options.log_severity_level = 3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
+        for name, value in params["free_dimension_overrides"].items():
+            options.add_free_dimension_override_by_name(name, value)
+        started = time.perf_counter()
+        session = _session(ort, source, options, params["providers"], params["disabled_optimizers"])
+        seconds = time.perf_counter() - started
+        used = session.get_providers()
+        missing = [p for p in params["providers"] if p not in used]
+        if missing:
+            raise StageError(
+                f"ONNX Runtime could not use {', '.join(missing)} here (it used {', '.join(used)}); "
+                "install its libraries or remove it from `providers`"
+            )
+        del session
+        if not target.exists():
+            raise StageError(f"ONNX Runtime did not write the optimized model to {target}")
+        _check_loads(ort, target, used)
+        before, after = _op_counts(source), _op_counts(target)
+        metrics = {
+            "level": params["level"],
+            "providers": used,
+            "portable": params["level"] not in MACHINE_SPECIFIC_LEVELS,
+            "nodes_before": sum(before.values()),
+            "nodes_after": sum(after.values()),
+            "op_types_before": dict(sorted(before.items())),
+            "op_types_after": dict(sorted(after.items())),
+            "bytes_before": source.stat().st_size,
+            "bytes_after": target.stat().st_size,
+            "optimize_seconds": round(seconds, 3),
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        note = "" if metrics["portable"] else " (tied to this CPU)"
+        summary = f"{params['level']}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
+        return StageResult(summary=summary, metrics={k: metrics[k] for k in ("nodes_before", "nodes_after", "portable")})
+
+
+def _session(ort: Any, source: Path, options: Any, providers: list[str], disabled: list[str]) -> Any:
+    try:
+        return ort.InferenceSession(str(source), sess_options=options, providers=providers,
+                                    disabled_optimizers=disabled or None)
+    except Exception as exc:  # ORT raises its own exception types for every load failure
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StageError(
+            f"ONNX Runtime cannot load {source.name}: {first} — check that the file is a complete ONNX model "
+            "(re-export or re-download it)"
+        ) from exc
+
+
+def _check_loads(ort: Any, path: Path, providers: list[str]) -> None:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    except Exception as exc:
+        raise StageError(f"the optimized model does not load back into ONNX Runtime: {exc}") from exc
+
+
+def _op_counts(path: Path) -> Counter[str]:
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return Counter(f"{n.domain}.{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in model.graph.node)
