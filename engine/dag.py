@@ -13,6 +13,15 @@ if TYPE_CHECKING:
 
 def build_graph(recipe: Recipe) -> "nx.DiGraph":
     """Edges point from producer to consumer. Raises RecipeError naming every cycle's path."""
+    graph = stage_graph(recipe)
+    problems = cycle_problems(graph, recipe)
+    if problems:
+        raise RecipeError(problems)
+    return graph
+
+
+def stage_graph(recipe: Recipe) -> "nx.DiGraph":
+    """The graph of whatever stages resolved, cycles included."""
     import networkx as nx
 
     graph = nx.DiGraph()
@@ -20,20 +29,22 @@ def build_graph(recipe: Recipe) -> "nx.DiGraph":
         graph.add_node(name)
     for name, spec in recipe.stages.items():
         for ref in spec.refs():
-            if not ref.is_input:
+            if not ref.is_input and ref.source in recipe.stages:
                 graph.add_edge(ref.source, name, via=str(ref))
         for before in spec.after:
-            if not graph.has_edge(before, name):
+            if before in recipe.stages and not graph.has_edge(before, name):
                 graph.add_edge(before, name, via="after")
+    return graph
+
+
+def cycle_problems(graph: "nx.DiGraph", recipe: Recipe) -> list[Problem]:
     problems = []
     for cycle in _cycles(graph):
         path = " -> ".join([*cycle, cycle[0]])
         first = recipe.stages[cycle[0]]
         problems.append(Problem(f"cycle between stages: {path}", first.location,
                                 "remove one of these references or `after:` entries"))
-    if problems:
-        raise RecipeError(problems)
-    return graph
+    return problems
 
 
 def _cycles(graph: "nx.DiGraph") -> list[list[str]]:

