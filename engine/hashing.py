@@ -42,12 +42,17 @@ class HashCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS state (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
-                " size INTEGER, digest TEXT)"
-            )
+            from filelock import FileLock
+
+            # Switching to WAL and creating the table fail at once (not after the busy timeout) when another
+            # process does the same at the same moment, so set-up is serialised with a file lock.
+            with FileLock(str(self._db_path) + ".lock"):
+                conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS state (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
+                    " size INTEGER, digest TEXT)"
+                )
             self._local.conn = conn
         return conn
 

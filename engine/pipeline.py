@@ -113,8 +113,10 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
                           SchedulerEvents(events.started, materialize_then_report, events.log))
     try:
         outcomes = scheduler.run(chosen)
-    finally:
-        executor.shutdown()
+    except BaseException:
+        executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
+        raise
+    executor.shutdown()
     write_lock(ws.recipe.lock_path, updated_lock(ws.recipe, lock, outcomes, digests))
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)
     return RunSummary(outcomes, report_path, exit_code(outcomes))

@@ -1,7 +1,7 @@
 """A third-party stage package for the engine tests: installed by putting its .dist-info on sys.path.
 
 Each execution appends `<stage> start|end <time>` to $ORTFLOW_TEST_LOG, so tests can count executions and
-see overlap. $ORTFLOW_TEST_SLEEP (seconds) slows a stage down without changing its cache key.
+see overlap. $ORTFLOW_TEST_SLEEP ("stage=seconds,...") slows stages down without changing their cache keys.
 """
 
 from __future__ import annotations
@@ -21,6 +21,14 @@ def _log(ctx: StageContext, event: str) -> None:
             handle.write(f"{ctx.stage_name} {event} {time.time():.4f}\n")
 
 
+def _extra_sleep(stage: str) -> float:
+    for item in filter(None, os.environ.get("ORTFLOW_TEST_SLEEP", "").split(",")):
+        name, _, seconds = item.partition("=")
+        if name == stage:
+            return float(seconds)
+    return 0.0
+
+
 class Concat(Stage):
     type = "concat"
     description = "Concatenates its input files and appends a text."
@@ -37,7 +45,7 @@ class Concat(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         _log(ctx, "start")
-        time.sleep(ctx.params["sleep"] + float(os.environ.get("ORTFLOW_TEST_SLEEP", "0") or 0))
+        time.sleep(ctx.params["sleep"] + _extra_sleep(ctx.stage_name))
         data = b"".join(Path(p).read_bytes() for p in ctx.inputs.get("parts", []))
         ctx.output_path("file").write_bytes(data + ctx.params["text"].encode())
         _log(ctx, "end")

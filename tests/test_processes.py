@@ -1,0 +1,79 @@
+"""Real processes: a run killed mid-stage resumes cleanly; two runs sharing one cache never collide."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+
+from conftest import engine_process, executions, write
+
+
+def two_stage_recipe(project: Path) -> Path:
+    (project / "seed.txt").write_text("seed")
+    return write(project / "recipe.yaml", """
+        version: 1
+        name: twostep
+        inputs:
+          seed: {path: seed.txt}
+        stages:
+          first: {uses: concat, in: {parts: inputs.seed}, with: {text: "+1"}}
+          second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}
+    """)
+
+
+def wait_for(predicate, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def test_killed_run_leaves_no_partial_entry_and_resumes(project, cli):
+    path = two_stage_recipe(project)
+    proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "second=60"})
+    try:
+        wait_for(lambda: executions(project) == ["first", "second"])
+        time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    store = project / ".ortflow"
+    records = [json.loads(p.read_text()) for p in store.glob("runs/*/*.json")]
+    assert [r["stage"] for r in records] == ["first"]  # the killed stage left no run record
+    assert list((store / "tmp").iterdir())  # only its private work folder, which nothing reads
+    assert cli("cache", "verify", path)[0] == 0
+
+    code, out, _ = cli("run", path)
+    assert code == 0
+    assert executions(project) == ["first", "second", "second"]  # first came from the cache
+    assert (project / "out/twostep/second/joined.txt").read_text() == "seed+1+2"
+    assert list((store / "tmp").iterdir()) == []  # the dead process's work folder was cleaned up
+
+
+def test_ctrl_c_exits_130_with_a_resume_hint(project):
+    path = two_stage_recipe(project)
+    proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "second=60"})
+    wait_for(lambda: executions(project) == ["first", "second"])
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted: finished stages are cached; run the same command again to resume" in err
+    assert "Traceback" not in err
+
+
+def test_two_concurrent_runs_share_one_cache(project, cli):
+    path = two_stage_recipe(project)
+    env = {"ORTFLOW_TEST_SLEEP": "first=1.5"}
+    procs = [engine_process("run", path, "--out", project / f"out{i}", env=env) for i in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert sorted(executions(project)) == ["first", "second"]  # each stage built once, the other run waited
+    for i in range(2):
+        assert (project / f"out{i}/second/joined.txt").read_text() == "seed+1+2"
+    statuses = [json.loads((project / f"out{i}/report.json").read_text())["stages"][0]["status"] for i in range(2)]
+    assert sorted(statuses) == ["cached", "ran"]
+    assert cli("cache", "verify", path)[0] == 0
