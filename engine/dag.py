@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import Problem, RecipeError
@@ -9,6 +10,36 @@ from engine.recipe import Recipe
 
 if TYPE_CHECKING:
     import networkx as nx
+
+
+@dataclass(frozen=True)
+class StageGraph:
+    """What the scheduler needs of the DAG: a topological order and each stage's predecessors.
+
+    Derived from the networkx graph once; plain data, so a validated recipe's graph can be stored and
+    reloaded without importing networkx again.
+    """
+
+    order: tuple[str, ...]
+    predecessors: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def from_networkx(cls, graph: "nx.DiGraph") -> "StageGraph":
+        return cls(tuple(execution_order(graph)), {n: tuple(sorted(graph.predecessors(n))) for n in graph.nodes})
+
+    def ancestors(self, name: str) -> set[str]:
+        found: set[str] = set()
+        todo = list(self.predecessors[name])
+        while todo:
+            node = todo.pop()
+            if node not in found:
+                found.add(node)
+                todo.extend(self.predecessors[node])
+        return found
+
+    @property
+    def edge_count(self) -> int:
+        return sum(len(p) for p in self.predecessors.values())
 
 
 def build_graph(recipe: Recipe) -> "nx.DiGraph":

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine.dag import StageGraph
 from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from engine.executors import Executor, LocalExecutor
 from engine.lockfile import read_lock, updated_lock, write_lock
@@ -27,7 +28,7 @@ class Workspace:
     """A validated recipe, its DAG and the artifact store it uses."""
 
     recipe: Recipe
-    graph: "nx.DiGraph"
+    graph: StageGraph
     store: ArtifactStore
     out_dir: Path
 
@@ -57,8 +58,20 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
 
 def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
                    cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
-    recipe, graph = load(recipe_path, overrides, params_file)
-    store = open_store(Path(cache_dir) if cache_dir else default_cache(recipe.path))
+    """Open the store, then the recipe: from its validated snapshot when nothing it depends on changed."""
+    from engine import snapshot
+
+    cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
+    registry = StageRegistry.discover()
+    key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
+    loaded = snapshot.load(open_store(cache), key, registry) if key and cache.is_dir() else None
+    if loaded is None:
+        recipe, nx_graph = load(recipe_path, overrides, params_file, registry)  # a bad recipe creates nothing
+        loaded = recipe, StageGraph.from_networkx(nx_graph)
+        if key:
+            snapshot.save(open_store(cache), key, *loaded)
+    store = open_store(cache)
+    recipe, graph = loaded
     out = Path(out_dir) if out_dir else recipe.path.parent / "out" / recipe.name
     return Workspace(recipe, graph, store, out)
 
@@ -67,8 +80,6 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
     """The target stages and everything upstream of them (None: the whole recipe)."""
     if not targets:
         return None
-    import networkx as nx
-
     from engine.errors import suggest
 
     unknown = [t for t in targets if t not in ws.recipe.stages]
@@ -76,7 +87,7 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
         raise RecipeError([Problem(f"the recipe has no stage '{t}'", hint=suggest(t, list(ws.recipe.stages))) for t in unknown])
     chosen = set(targets)
     for target in targets:
-        chosen |= nx.ancestors(ws.graph, target)
+        chosen |= ws.graph.ancestors(target)
     return chosen
 
 

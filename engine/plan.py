@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from engine.dag import execution_order
+from engine.dag import StageGraph
 from engine.recipe import Recipe
 from engine.runner import StageJob
 from engine.store import ArtifactStore
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -24,13 +21,13 @@ class PlannedStage:
 
 
 def make_plan(
-    recipe: Recipe, graph: "nx.DiGraph", store: ArtifactStore, input_digests: dict[str, str], lock: dict[str, Any]
+    recipe: Recipe, graph: StageGraph, store: ArtifactStore, input_digests: dict[str, str], lock: dict[str, Any]
 ) -> list[PlannedStage]:
     records: dict[str, dict[str, Any]] = {}
     planned: list[PlannedStage] = []
-    for name in execution_order(graph):
+    for name in graph.order:
         spec = recipe.stages[name]
-        waiting = sorted(p for p in graph.predecessors(name) if p not in records)
+        waiting = sorted(p for p in graph.predecessors[name] if p not in records)
         if waiting:
             planned.append(PlannedStage(name, spec.uses, "run", f"upstream '{waiting[0]}' will run", None))
             continue

@@ -5,16 +5,13 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from engine.dag import execution_order
+from engine.dag import StageGraph
 from engine.executors import Executor
 from engine.recipe import Recipe, Ref
 from engine.runner import NOT_RUN, SKIPPED, StageJob, StageOutcome, cached_outcome, execute
 from engine.store import ArtifactStore
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 
 @dataclass
@@ -29,7 +26,7 @@ class SchedulerEvents:
 @dataclass
 class Scheduler:
     recipe: Recipe
-    graph: "nx.DiGraph"
+    graph: StageGraph
     store: ArtifactStore
     executor: Executor
     input_digests: dict[str, str]
@@ -37,7 +34,7 @@ class Scheduler:
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
 
     def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
-        order = [n for n in execution_order(self.graph) if only is None or n in only]
+        order = [n for n in self.graph.order if only is None or n in only]
         outcomes: dict[str, StageOutcome] = {}
         running: dict[Future, str] = {}
         pending = list(order)
@@ -47,7 +44,7 @@ class Scheduler:
             while progressed:
                 progressed = False
                 for name in list(pending):
-                    preds = list(self.graph.predecessors(name))
+                    preds = self.graph.predecessors[name]
                     bad = [p for p in preds if p in outcomes and not outcomes[p].succeeded]
                     if bad:  # skipping is decided even while stopping, so dependents say why they did not run
                         pending.remove(name)

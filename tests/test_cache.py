@@ -179,3 +179,22 @@ def test_cache_location_from_environment(project, cli, monkeypatch):
     monkeypatch.setenv("ORTFLOW_CACHE", str(project / "shared-cache"))
     assert cli("run", path)[0] == 0
     assert (project / "shared-cache/objects").is_dir() and not (project / ".ortflow").exists()
+
+
+def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
+    from engine.store import ArtifactStore
+
+    store = ArtifactStore(tmp_path / "cache")
+    folder = store.workdir("engine") / "cache-dir"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.bin").write_bytes(b"engine")
+    (folder / "sub" / "b.json").write_text("{}")
+    digest = store.add(folder)
+    assert not folder.exists() and store.object_intact(digest)
+    store.materialize(digest, tmp_path / "out" / "engines")
+    assert (tmp_path / "out/engines/sub/b.json").read_text() == "{}"
+    assert store.verify() == []
+    inner = store.object_path(digest) / "a.bin"
+    inner.chmod(0o644)
+    inner.write_bytes(b"enginf")
+    assert [d.name for d in store.verify()] == [digest]

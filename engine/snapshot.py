@@ -1,0 +1,105 @@
+"""Validated-recipe snapshots: a recipe that passed every check is stored in resolved form, so an unchanged
+recipe is not parsed and validated again (no YAML, jsonschema or networkx on a fully cached re-run).
+
+The snapshot's key covers everything validation reads: the recipe's bytes and path, the overrides and
+params file, the working directory (error locations are relative to it), the engine version and the recipe
+schema. What it cannot key on up front, the installed stage types' contracts (version, ports, parameter
+schema) and the inputs' existence, is checked on load; any difference means a full validation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import engine
+from engine.dag import StageGraph
+from engine.errors import Location
+from engine.hashing import hash_bytes
+from engine.keys import canonical_json
+from engine.recipe import InputSpec, Recipe, Ref, StageSpec
+from engine.registry import StageRegistry
+from engine.stage import Stage
+from engine.store import ArtifactStore
+from engine.yamlsource import SourceMap
+
+FOLDER = "recipes"
+
+
+def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
+    try:
+        parts = {
+            "engine": engine.__version__,
+            "schema": hash_bytes((Path(__file__).parent.parent / "schemas" / "recipe.schema.json").read_bytes()),
+            "recipe": hash_bytes(Path(recipe_path).read_bytes()),
+            "path": str(Path(recipe_path).resolve()),
+            "cwd": os.getcwd(),
+            "overrides": list(overrides),
+            "params": hash_bytes(Path(params_file).read_bytes()) if params_file else None,
+        }
+    except OSError:
+        return None  # let the full load report the missing file
+    return hash_bytes(canonical_json(parts).encode())
+
+
+def contract(stage_cls: type[Stage]) -> str:
+    """What validation relied on from a stage type."""
+    ports = [[p.name, p.kind.value, p.many, p.optional] for p in (*stage_cls.inputs, *stage_cls.outputs)]
+    return hash_bytes(canonical_json([stage_cls.version, ports, stage_cls.params_schema]).encode())
+
+
+def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> None:
+    data = {
+        "name": recipe.name,
+        "path": str(recipe.path),
+        "file": recipe.source.file,
+        "overrides": recipe.overrides,
+        "inputs": {n: [str(i.path), i.declared] for n, i in recipe.inputs.items()},
+        "stages": {
+            name: {
+                "uses": spec.uses,
+                "contract": contract(spec.stage_cls),
+                "params": spec.params,
+                "inputs": {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()},
+                "after": spec.after,
+                "location": [spec.location.file, spec.location.line, spec.location.col],
+            }
+            for name, spec in recipe.stages.items()
+        },
+        "order": list(graph.order),
+        "predecessors": {n: list(p) for n, p in graph.predecessors.items()},
+    }
+    folder = store.root / FOLDER
+    folder.mkdir(exist_ok=True)
+    staging = store.tmp / f"recipe-{os.getpid()}-{key[:16]}.json"
+    staging.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(staging, folder / f"{key}.json")
+
+
+def load(store: ArtifactStore, key: str, registry: StageRegistry) -> tuple[Recipe, StageGraph] | None:
+    try:
+        data = json.loads((store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    inputs = {n: InputSpec(n, Path(p), declared) for n, (p, declared) in data["inputs"].items()}
+    if not all(spec.path.exists() for spec in inputs.values()):
+        return None
+    stages: dict[str, StageSpec] = {}
+    for name, item in data["stages"].items():
+        if item["uses"] not in registry:
+            return None
+        stage_cls = registry.get(item["uses"])
+        if contract(stage_cls) != item["contract"]:
+            return None
+        refs = {port: [_ref(t) for t in v] if isinstance(v, list) else _ref(v) for port, v in item["inputs"].items()}
+        stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"], Location(*item["location"]))
+    recipe = Recipe(Path(data["path"]), data["name"], inputs, stages, SourceMap(data["file"]), data["overrides"])
+    graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
+    return recipe, graph
+
+
+def _ref(text: str) -> Ref:
+    source, _, name = text.partition(".")
+    return Ref(source, name)
