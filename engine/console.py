@@ -97,7 +97,7 @@ class Output:
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(outcome.name, f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)
-        self.console.print(f"outputs and report: {summary.report_path.parent}", markup=False)
+        self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
 
     def plan_table(self, planned: list[Any]) -> None:
         from rich.table import Table
@@ -176,6 +176,15 @@ class Output:
                           ", ".join(record.get("outputs", {})), f"{size / 1e6:.1f}")
         self.console.print(table)
         self.console.print(f"{count} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+
+
+def _relative(path: Any) -> str:
+    from pathlib import Path
+
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _escape(text: str) -> str:

@@ -54,6 +54,11 @@ class Scheduler:
                     if stopping or any(p not in outcomes for p in preds):
                         continue
                     job = self._job(name, outcomes)
+                    if isinstance(job, StageOutcome):
+                        pending.remove(name)
+                        self._finish(outcomes, job)
+                        progressed = True
+                        continue
                     cached = cached_outcome(self.store, job)
                     if cached is not None:
                         pending.remove(name)
@@ -92,8 +97,11 @@ class Scheduler:
             return False  # timing-sensitive work runs alone
         return not any(self.recipe.stages[other].stage_cls.exclusive for other in running.values())
 
-    def _job(self, name: str, outcomes: dict[str, StageOutcome]) -> StageJob:
+    def _job(self, name: str, outcomes: dict[str, StageOutcome]) -> StageJob | StageOutcome:
         spec = self.recipe.stages[name]
+        for ref in spec.refs():
+            if not ref.is_input and ref.name not in (outcomes[ref.source].record or {}).get("outputs", {}):
+                return StageOutcome(name, SKIPPED, error=f"upstream '{ref.source}' did not produce its optional output '{ref.name}'")
         digests: dict[str, str | list[str]] = {}
         paths: dict[str, Path | list[Path]] = {}
         for port, value in sorted(spec.inputs.items()):

@@ -56,6 +56,26 @@ def test_independent_stages_run_in_parallel(project, cli):
     assert (project / "out/par/join/joined.txt").read_text() == "LR"
 
 
+def test_exclusive_stage_runs_alone_even_with_free_slots(project, cli):
+    write(project / "recipe.yaml", """
+        version: 1
+        name: solo
+        stages:
+          a: {uses: concat, with: {sleep: 0.3, text: a}}
+          bench: {uses: solo, with: {sleep: 0.3, text: b}}
+          c: {uses: concat, with: {sleep: 0.3, text: c}}
+    """)
+    assert cli("run", "recipe.yaml", "--jobs", "3")[0] == 0
+    spans: dict[str, list[float]] = {}
+    for line in (project / "executions.log").read_text().splitlines():
+        name, _, stamp = line.split()
+        spans.setdefault(name, []).append(float(stamp))
+    start, end = spans.pop("bench")
+    for other_start, other_end in spans.values():
+        assert other_end <= start or other_start >= end
+    assert spans["a"][0] < spans["c"][1] and spans["c"][0] < spans["a"][1]  # the others did overlap
+
+
 def test_one_job_runs_one_stage_at_a_time(project, cli):
     write(project / "recipe.yaml", """
         version: 1

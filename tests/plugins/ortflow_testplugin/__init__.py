@@ -52,6 +52,13 @@ class Concat(Stage):
         return StageResult(summary=f"{len(data)} bytes in")
 
 
+class Solo(Concat):
+    """Like concat, but timing-sensitive: the scheduler runs it alone."""
+
+    type = "solo"
+    exclusive = True
+
+
 class Explode(Stage):
     type = "explode"
     description = "Fails on purpose: with a StageError, a gate failure, or an unexpected exception."
