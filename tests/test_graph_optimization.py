@@ -57,6 +57,13 @@ def test_quickstart_on_the_real_model_then_fully_cached(tmp_path, cli, monkeypat
     assert code == 0 and out.count("cached") == 2 and " ran " not in out
     lock = (tmp_path / "quickstart.yaml.lock").read_text()
     assert "cpu:" in lock  # the 'all' level's key includes the machine
+    # Rebuilt from scratch in another cache, every output has the same bytes: the build is reproducible.
+    first = json.loads((outputs / "report.json").read_text())
+    code, out, _ = cli("run", recipe, "--cache", tmp_path / "fresh-cache")
+    assert code == 0 and out.count(" ran ") == 2
+    second = json.loads((outputs / "report.json").read_text())
+    digests = [{s["stage"]: {k: o["digest"] for k, o in s["outputs"].items()} for s in r["stages"]} for r in (first, second)]
+    assert digests[0] == digests[1]
 
 
 def test_corrupt_model_fails_cleanly_and_caches_nothing(project, cli):
