@@ -86,6 +86,8 @@ class Output:
                         print(outcome.traceback, file=sys.stderr)
                     else:
                         self.error("run with --debug for the traceback")
+        for warning in summary.warnings:
+            self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
         if self.quiet:
             return
         table = Table(title=f"{recipe.name}", title_justify="left")

@@ -77,6 +77,21 @@ def write_lock(path: Path, lock: dict[str, Any]) -> None:
     os.replace(staging, path)
 
 
+def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome]) -> list[str]:
+    """Stages rebuilt under the key the lock records but with different output bytes: not reproducible."""
+    found = []
+    for name, outcome in sorted(outcomes.items()):
+        entry = old.get("stages", {}).get(name)
+        if outcome.record is None or entry is None or entry.get("key") != outcome.key:
+            continue
+        changed = sorted(port for port, out in outcome.record["outputs"].items()
+                         if entry.get("outputs", {}).get(port, {}).get("digest") not in (None, out["digest"]))
+        if changed:
+            found.append(f"stage '{name}' was rebuilt from the same inputs and parameters as the lock file records, "
+                         f"but its output {', '.join(changed)} has different bytes: the stage is not reproducible")
+    return found
+
+
 def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str]]:
     """(cache keys, object digests) a lock file needs kept."""
     keys, digests = set(), set()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from engine.dag import StageGraph
 from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from engine.executors import Executor, LocalExecutor
-from engine.lockfile import read_lock, updated_lock, write_lock
+from engine.lockfile import drift, read_lock, updated_lock, write_lock
 from engine.plan import PlannedStage, make_plan
 from engine.recipe import Recipe, read_recipe
 from engine.registry import StageRegistry
@@ -102,6 +102,7 @@ class RunSummary:
     outcomes: dict[str, StageOutcome]
     report_path: Path
     exit_code: int
+    warnings: list[str]
 
 
 def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
@@ -130,7 +131,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
     executor.shutdown()
     write_lock(ws.recipe.lock_path, updated_lock(ws.recipe, lock, outcomes, digests))
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)
-    return RunSummary(outcomes, report_path, exit_code(outcomes))
+    return RunSummary(outcomes, report_path, exit_code(outcomes), drift(lock, outcomes))
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

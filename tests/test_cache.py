@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import yaml
@@ -198,3 +199,14 @@ def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
     inner.chmod(0o644)
     inner.write_bytes(b"enginf")
     assert [d.name for d in store.verify()] == [digest]
+
+
+def test_rebuild_with_different_bytes_is_flagged_as_not_reproducible(project, cli):
+    path = pipeline(project)
+    assert cli("run", path, "--set", "side.with.stamp=true")[0] == 0
+    shutil.rmtree(project / ".ortflow")  # as on a fresh machine with the lock file from git
+    code, _, err = cli("run", path, "--set", "side.with.stamp=true")
+    assert code == 0
+    assert "warning: stage 'side' was rebuilt from the same inputs and parameters as the lock file records, " in err
+    assert "but its output file has different bytes: the stage is not reproducible" in err
+    assert "'table'" not in err and "'quant'" not in err  # deterministic stages rebuilt identically

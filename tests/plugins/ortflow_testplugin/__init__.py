@@ -40,6 +40,7 @@ class Concat(Stage):
         "properties": {
             "text": {"type": "string", "default": "", "description": "appended after the inputs"},
             "sleep": {"type": "number", "minimum": 0, "default": 0, "description": "seconds to wait first"},
+            "stamp": {"type": "boolean", "default": False, "description": "append the time: not reproducible"},
         },
     }
 
@@ -47,7 +48,8 @@ class Concat(Stage):
         _log(ctx, "start")
         time.sleep(ctx.params["sleep"] + _extra_sleep(ctx.stage_name))
         data = b"".join(Path(p).read_bytes() for p in ctx.inputs.get("parts", []))
-        ctx.output_path("file").write_bytes(data + ctx.params["text"].encode())
+        stamp = f"@{time.time()}" if ctx.params["stamp"] else ""
+        ctx.output_path("file").write_bytes(data + ctx.params["text"].encode() + stamp.encode())
         _log(ctx, "end")
         return StageResult(summary=f"{len(data)} bytes in")
 
