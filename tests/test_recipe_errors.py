@@ -46,7 +46,7 @@ def test_all_problems_reported_at_once(project, cli):
     expected = [
         "recipe.yaml:8:10: stage 'a' (concat): it has no input 'partz' — did you mean 'parts'?",
         "recipe.yaml:9:19: stage 'a' (concat): 'sleep' must be a number, got 'fast'",
-        "recipe.yaml:9:25: stage 'a' (concat): unknown key 'colour' — allowed: sleep, text",
+        "recipe.yaml:9:25: stage 'a' (concat): unknown key 'colour' — allowed: sleep, stamp, text",
         "recipe.yaml:12:18: stage 'b' (concat): unknown reference 'a.fil': concat has no output 'fil' — did you mean 'file'?",
         "recipe.yaml:12:25: stage 'b' (concat): unknown reference 'inputs.dta': no input 'dta' — did you mean 'data'?",
         "recipe.yaml:12:37: stage 'b' (concat): unknown reference 'nowhere.file': no stage 'nowhere'",
