@@ -52,8 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     _recipe_options(status)
     status.set_defaults(handler=_cmd_status)
 
-    stages = sub.add_parser("stages", help="list stage types, or describe one")
-    stages.add_argument("name", nargs="?", help="a stage type to describe")
+    stages = sub.add_parser("stages", help="list stage types and dataset loaders, or describe one")
+    stages.add_argument("name", nargs="?", help="a stage type or dataset loader to describe")
     stages.set_defaults(handler=_cmd_stages)
 
     cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
@@ -163,16 +163,18 @@ def _cmd_status(args: argparse.Namespace, out: Any) -> int:
 
 def _cmd_stages(args: argparse.Namespace, out: Any) -> int:
     from engine.errors import suggest
-    from engine.registry import StageRegistry
+    from engine.registry import Plugins
 
-    registry = StageRegistry.discover()
+    plugins = Plugins()
     if args.name is None:
-        out.stage_list(registry)
+        out.stage_list(plugins)
         return EXIT_OK
-    if args.name not in registry:
-        hint = suggest(args.name, registry.names())
-        raise OrtflowError(f"unknown stage type '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
-    out.stage_detail(registry, args.name)
+    for registry in (plugins.stages, plugins.datasets):
+        if args.name in registry:
+            out.plugin_detail(registry, args.name)
+            return EXIT_OK
+    hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names())
+    raise OrtflowError(f"unknown stage type or dataset loader '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
     return EXIT_OK
 
 

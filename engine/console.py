@@ -125,38 +125,48 @@ class Output:
             table.add_row(name, f"[{style}]{state}[/]", _escape(why))
         self.console.print(table)
 
-    def stage_list(self, registry: Any) -> None:
+    def stage_list(self, plugins: Any) -> None:
         from rich.table import Table
 
-        table = Table()
+        table = Table(title="stage types (`uses:`)", title_justify="left")
         for column in ("type", "version", "inputs", "outputs", "provided by"):
             table.add_column(column)
-        for name in registry.names():
-            cls = registry.get(name)
+        for name in plugins.stages.names():
+            cls = plugins.stages.get(name)
             table.add_row(name, cls.version, ", ".join(p.name for p in cls.inputs),
-                          ", ".join(p.name for p in cls.outputs), registry.origin(name))
+                          ", ".join(p.name for p in cls.outputs), _escape(plugins.stages.origin(name)))
         self.console.print(table)
-        self.console.print("`engine stages <type>` describes one", markup=False)
+        loaders = Table(title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left")
+        for column in ("loader", "version", "reads files from", "provided by"):
+            loaders.add_column(column)
+        for name in plugins.datasets.names():
+            cls = plugins.datasets.get(name)
+            loaders.add_row(name, cls.version, ", ".join(cls.file_params) or "-", _escape(plugins.datasets.origin(name)))
+        self.console.print(loaders)
+        self.console.print("`engine stages <name>` describes one", markup=False)
 
-    def stage_detail(self, registry: Any, name: str) -> None:
+    def plugin_detail(self, registry: Any, name: str) -> None:
         from rich.table import Table
 
         cls = registry.get(name)
         self.console.print(f"[bold]{name}[/] (version {cls.version}) from {_escape(registry.origin(name))}")
         self.console.print(cls.description, markup=False)
-        ports = Table(title="inputs and outputs", title_justify="left")
-        for column in ("", "name", "kind", "description"):
-            ports.add_column(column)
-        for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
-            for port in items:
-                flags = " (list)" if port.many else "" + (" (optional)" if port.optional else "")
-                ports.add_row(direction, port.name + flags, port.kind.value, port.description)
-        self.console.print(ports)
+        if hasattr(cls, "outputs"):
+            ports = Table(title="inputs and outputs", title_justify="left")
+            for column in ("", "name", "kind", "description"):
+                ports.add_column(column)
+            for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
+                for port in items:
+                    flags = (" (list)" if port.many else "") + (" (optional)" if port.optional else "")
+                    ports.add_row(direction, port.name + flags, port.kind.value, port.description)
+            self.console.print(ports)
         params = Table(title="parameters (`with:`)", title_justify="left")
         for column in ("name", "type", "default", "description"):
             params.add_column(column)
         for pname, prop in cls.params_schema.get("properties", {}).items():
             kind = prop.get("type") or ("one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any")
+            if pname in getattr(cls, "file_params", ()):
+                kind = "path or {package, file}"
             default = repr(prop["default"]) if "default" in prop else "(required)"
             params.add_row(pname, _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
         self.console.print(params)

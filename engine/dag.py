@@ -60,7 +60,7 @@ def stage_graph(recipe: Recipe) -> "nx.DiGraph":
         graph.add_node(name)
     for name, spec in recipe.stages.items():
         for ref in spec.refs():
-            if not ref.is_input and ref.source in recipe.stages:
+            if not ref.is_source and ref.source in recipe.stages:
                 graph.add_edge(ref.source, name, via=str(ref))
         for before in spec.after:
             if before in recipe.stages and not graph.has_edge(before, name):
@@ -117,7 +117,7 @@ def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
         lines.append(f'  {name}["{name}<br/>{recipe.stages[name].uses}"]')
     for name in execution_order(graph):
         for ref in recipe.stages[name].refs():
-            origin = str(ref) if ref.is_input else ref.source
+            origin = str(ref) if ref.is_source else ref.source
             lines.append(f"  {origin} -->|{ref.name}| {name}")
         for before in recipe.stages[name].after:
             lines.append(f"  {before} -.-> {name}")
@@ -131,7 +131,7 @@ def render_dot(graph: "nx.DiGraph", recipe: Recipe) -> str:
     for name in execution_order(graph):
         lines.append(f'  "{name}" [shape=box, label="{name}\\n{recipe.stages[name].uses}"];')
         for ref in recipe.stages[name].refs():
-            origin = str(ref) if ref.is_input else ref.source
+            origin = str(ref) if ref.is_source else ref.source
             lines.append(f'  "{origin}" -> "{name}" [label="{ref.name}"];')
         for before in recipe.stages[name].after:
             lines.append(f'  "{before}" -> "{name}" [style=dashed];')

@@ -50,7 +50,7 @@ def lock_entry(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def updated_lock(
-    recipe: Recipe, old: dict[str, Any], outcomes: dict[str, StageOutcome], input_digests: dict[str, str]
+    recipe: Recipe, old: dict[str, Any], outcomes: dict[str, StageOutcome], source_digests: dict[str, str]
 ) -> dict[str, Any]:
     """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go."""
     stages = {name: entry for name, entry in old.get("stages", {}).items() if name in recipe.stages}
@@ -60,7 +60,10 @@ def updated_lock(
     return {
         "schema": LOCK_SCHEMA,
         "recipe": recipe.name,
-        "inputs": {name: {"path": spec.declared, "digest": input_digests[name]} for name, spec in recipe.inputs.items()},
+        "inputs": {name: {"path": spec.declared, "digest": source_digests[f"inputs.{name}"]}
+                   for name, spec in recipe.inputs.items()},
+        "datasets": {name: {"loader": spec.loader, "digest": source_digests[f"datasets.{name}"]}
+                     for name, spec in recipe.datasets.items()},
         "stages": stages,
     }
 

@@ -13,8 +13,10 @@ from engine.executors import Executor, LocalExecutor
 from engine.lockfile import drift, read_lock, updated_lock, write_lock
 from engine.plan import PlannedStage, make_plan
 from engine.recipe import Recipe, read_recipe
-from engine.registry import StageRegistry
+from engine.dataset import Dataset
+from engine.registry import Plugins
 from engine.report import write_report
+from engine.sources import dataset_digest
 from engine.runner import FAILED, GATE_FAILED, StageOutcome
 from engine.scheduler import Scheduler, SchedulerEvents
 from engine.store import ArtifactStore, open_store
@@ -32,8 +34,16 @@ class Workspace:
     store: ArtifactStore
     out_dir: Path
 
-    def input_digests(self) -> dict[str, str]:
-        return {name: self.store.hashes.hash_path(spec.path) for name, spec in sorted(self.recipe.inputs.items())}
+    def sources(self) -> dict[str, tuple[str, Any]]:
+        """Each input and dataset by reference: its content digest and what a stage receives for it."""
+        found: dict[str, tuple[str, Any]] = {}
+        for name, spec in sorted(self.recipe.inputs.items()):
+            found[f"inputs.{name}"] = (self.store.hashes.hash_path(spec.path), spec.path)
+        for name, dataset in sorted(self.recipe.datasets.items()):
+            digest = dataset_digest(dataset, self.store.hashes)
+            handle = Dataset(name, dataset.loader_cls(), dict(dataset.params), digest, str(dataset.location))
+            found[f"datasets.{name}"] = (digest, handle)
+        return found
 
     def lock(self) -> dict[str, Any]:
         return read_lock(self.recipe.lock_path)
@@ -44,11 +54,11 @@ def default_cache(recipe_path: Path) -> Path:
 
 
 def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
-         registry: StageRegistry | None = None) -> tuple[Recipe, "nx.DiGraph"]:
+         plugins: Plugins | None = None) -> tuple[Recipe, "nx.DiGraph"]:
     """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
     from engine.dag import cycle_problems, stage_graph
 
-    recipe, problems = read_recipe(Path(recipe_path), registry or StageRegistry.discover(), list(overrides), params_file)
+    recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
     graph = stage_graph(recipe)
     problems += cycle_problems(graph, recipe)
     if problems:
@@ -62,11 +72,11 @@ def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Pa
     from engine import snapshot
 
     cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
-    registry = StageRegistry.discover()
+    plugins = Plugins()
     key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
-    loaded = snapshot.load(open_store(cache), key, registry) if key and cache.is_dir() else None
+    loaded = snapshot.load(open_store(cache), key, plugins) if key and cache.is_dir() else None
     if loaded is None:
-        recipe, nx_graph = load(recipe_path, overrides, params_file, registry)  # a bad recipe creates nothing
+        recipe, nx_graph = load(recipe_path, overrides, params_file, plugins)  # a bad recipe creates nothing
         loaded = recipe, StageGraph.from_networkx(nx_graph)
         if key:
             snapshot.save(open_store(cache), key, *loaded)
@@ -93,7 +103,8 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
 
 def plan(ws: Workspace, targets: list[str] = ()) -> list[PlannedStage]:
     chosen = select(ws, list(targets))
-    planned = make_plan(ws.recipe, ws.graph, ws.store, ws.input_digests(), ws.lock())
+    digests = {ref: digest for ref, (digest, _) in ws.sources().items()}
+    planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.lock())
     return [p for p in planned if chosen is None or p.name in chosen]
 
 
@@ -110,7 +121,8 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
     chosen = select(ws, list(targets))
     lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
     ws.store.remove_stale_tmp()
-    digests = ws.input_digests()
+    sources = ws.sources()
+    digests = {ref: digest for ref, (digest, _) in sources.items()}
     executor = executor or LocalExecutor(jobs)
     events = events or SchedulerEvents()
     finished = events.finished
@@ -121,7 +133,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
                 ws.store.materialize(out["digest"], ws.out_dir / outcome.name / out["filename"])
         finished(outcome)
 
-    scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, digests, keep_going,
+    scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
                           SchedulerEvents(events.started, materialize_then_report, events.log))
     try:
         outcomes = scheduler.run(chosen)

@@ -21,7 +21,7 @@ class PlannedStage:
 
 
 def make_plan(
-    recipe: Recipe, graph: StageGraph, store: ArtifactStore, input_digests: dict[str, str], lock: dict[str, Any]
+    recipe: Recipe, graph: StageGraph, store: ArtifactStore, source_digests: dict[str, str], lock: dict[str, Any]
 ) -> list[PlannedStage]:
     records: dict[str, dict[str, Any]] = {}
     planned: list[PlannedStage] = []
@@ -34,7 +34,7 @@ def make_plan(
         digests: dict[str, Any] = {}
         for port, value in sorted(spec.inputs.items()):
             refs = value if isinstance(value, list) else [value]
-            found = [input_digests[r.name] if r.is_input else records[r.source]["outputs"][r.name]["digest"] for r in refs]
+            found = [source_digests[str(r)] if r.is_source else records[r.source]["outputs"][r.name]["digest"] for r in refs]
             digests[port] = found if isinstance(value, list) else found[0]
         job = StageJob(spec, digests, {})
         key, env = job.key_and_env()

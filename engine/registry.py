@@ -1,34 +1,37 @@
-"""Finds stage types through the `ortflow.stages` entry-point group (built-ins register there too)."""
+"""Plugins by entry-point group: stage types (`ortflow.stages`) and dataset loaders (`ortflow.datasets`).
+Built-ins register through the same groups as third-party packages."""
 
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from engine.errors import OrtflowError
-from engine.stage import Stage
 
-GROUP = "ortflow.stages"
+STAGES = "ortflow.stages"
+DATASETS = "ortflow.datasets"
 
 
-class StageRegistry:
-    """Stage types by name; a type's module is imported only when that type is used."""
+class Registry:
+    """Plugin classes by name; a plugin's module is imported only when that plugin is used."""
 
-    def __init__(self, entries: dict[str, EntryPoint]):
+    def __init__(self, group: str, entries: dict[str, EntryPoint]):
+        self.group = group
         self._entries = entries
-        self._loaded: dict[str, type[Stage]] = {}
+        self._loaded: dict[str, type] = {}
 
     @classmethod
-    def discover(cls) -> "StageRegistry":
+    def discover(cls, group: str = STAGES) -> "Registry":
         entries: dict[str, EntryPoint] = {}
-        for ep in entry_points(group=GROUP):
+        for ep in entry_points(group=group):
             other = entries.get(ep.name)
             if other is not None and other.value != ep.value:
                 raise OrtflowError(
-                    f"stage type '{ep.name}' is registered twice ({other.value} and {ep.value})"
+                    f"'{ep.name}' is registered twice in {group} ({other.value} and {ep.value})"
                     " — uninstall one of the packages or rename its entry point"
                 )
             entries[ep.name] = ep
-        return cls(entries)
+        return cls(group, entries)
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -36,27 +39,39 @@ class StageRegistry:
     def __contains__(self, name: str) -> bool:
         return name in self._entries
 
-    def get(self, name: str) -> type[Stage]:
+    def get(self, name: str) -> Any:
         if name not in self._loaded:
+            from engine.dataset import DatasetLoader
+            from engine.stage import Stage
+
+            base = Stage if self.group == STAGES else DatasetLoader
             ep = self._entries[name]
             try:
-                stage_cls = ep.load()
+                plugin = ep.load()
             except Exception as exc:
                 raise OrtflowError(
-                    f"stage type '{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc}"
+                    f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc}"
                     " — reinstall the package that provides it"
                 ) from exc
-            if not (isinstance(stage_cls, type) and issubclass(stage_cls, Stage)):
-                raise OrtflowError(f"entry point '{name}' ({ep.value}) is not a subclass of engine.stage.Stage")
-            if getattr(stage_cls, "type", None) != name:
+            if not (isinstance(plugin, type) and issubclass(plugin, base)):
+                raise OrtflowError(f"entry point '{name}' ({ep.value}) is not a subclass of {base.__module__}.{base.__name__}")
+            if getattr(plugin, "type", None) != name:
                 raise OrtflowError(
-                    f"entry point '{name}' ({ep.value}) declares type '{getattr(stage_cls, 'type', None)}'"
+                    f"entry point '{name}' ({ep.value}) declares type '{getattr(plugin, 'type', None)}'"
                     " — the entry-point name and the class's `type` must match"
                 )
-            self._loaded[name] = stage_cls
+            self._loaded[name] = plugin
         return self._loaded[name]
 
     def origin(self, name: str) -> str:
         ep = self._entries[name]
         dist = ep.dist.name if ep.dist is not None else "?"
         return f"{ep.value} ({dist})"
+
+
+class Plugins:
+    """The two registries a recipe draws on."""
+
+    def __init__(self, stages: Registry | None = None, datasets: Registry | None = None):
+        self.stages = stages or Registry.discover(STAGES)
+        self.datasets = datasets or Registry.discover(DATASETS)

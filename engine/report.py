@@ -13,7 +13,7 @@ from engine.recipe import Recipe
 from engine.runner import StageOutcome
 
 
-def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], input_digests: dict[str, str]) -> Path:
+def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
@@ -38,7 +38,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         "recipe_path": str(recipe.path),
         "overrides": recipe.overrides,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "inputs": input_digests,
+        "sources": source_digests,
         "environment": facts(("onnxruntime", "onnx", "python", "platform", "cpu")),
         "stages": stages,
     }

@@ -42,7 +42,7 @@ class StageJob:
 
     spec: StageSpec
     input_digests: dict[str, str | list[str]]
-    input_paths: dict[str, Path | list[Path]]
+    input_paths: dict[str, Any]  # Path, list of Paths, or Dataset
 
     def key_and_env(self) -> tuple[str, dict[str, str]]:
         stage = self.spec.stage_cls()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from engine.dag import StageGraph
 from engine.executors import Executor
@@ -29,7 +29,7 @@ class Scheduler:
     graph: StageGraph
     store: ArtifactStore
     executor: Executor
-    input_digests: dict[str, str]
+    sources: dict[str, tuple[str, Any]]  # "inputs.x" / "datasets.y" -> (digest, Path or Dataset)
     keep_going: bool = False
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
 
@@ -100,10 +100,10 @@ class Scheduler:
     def _job(self, name: str, outcomes: dict[str, StageOutcome]) -> StageJob | StageOutcome:
         spec = self.recipe.stages[name]
         for ref in spec.refs():
-            if not ref.is_input and ref.name not in (outcomes[ref.source].record or {}).get("outputs", {}):
+            if not ref.is_source and ref.name not in (outcomes[ref.source].record or {}).get("outputs", {}):
                 return StageOutcome(name, SKIPPED, error=f"upstream '{ref.source}' did not produce its optional output '{ref.name}'")
         digests: dict[str, str | list[str]] = {}
-        paths: dict[str, Path | list[Path]] = {}
+        paths: dict[str, Any] = {}
         for port, value in sorted(spec.inputs.items()):
             refs = value if isinstance(value, list) else [value]
             resolved = [self._resolve(ref, outcomes) for ref in refs]
@@ -111,9 +111,9 @@ class Scheduler:
             paths[port] = [p for _, p in resolved] if isinstance(value, list) else resolved[0][1]
         return StageJob(spec, digests, paths)
 
-    def _resolve(self, ref: Ref, outcomes: dict[str, StageOutcome]) -> tuple[str, Path]:
-        if ref.is_input:
-            return self.input_digests[ref.name], self.recipe.inputs[ref.name].path
+    def _resolve(self, ref: Ref, outcomes: dict[str, StageOutcome]) -> tuple[str, Any]:
+        if ref.is_source:
+            return self.sources[str(ref)]
         record = outcomes[ref.source].record
         assert record is not None
         digest = record["outputs"][ref.name]["digest"]

@@ -19,9 +19,9 @@ from engine.dag import StageGraph
 from engine.errors import Location
 from engine.hashing import hash_bytes
 from engine.keys import canonical_json
-from engine.recipe import InputSpec, Recipe, Ref, StageSpec
-from engine.registry import StageRegistry
-from engine.stage import Stage
+from engine.recipe import Recipe, Ref, StageSpec
+from engine.registry import Plugins
+from engine.sources import DatasetSpec, InputSpec
 from engine.store import ArtifactStore
 from engine.yamlsource import SourceMap
 
@@ -44,10 +44,11 @@ def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | No
     return hash_bytes(canonical_json(parts).encode())
 
 
-def contract(stage_cls: type[Stage]) -> str:
-    """What validation relied on from a stage type."""
-    ports = [[p.name, p.kind.value, p.many, p.optional] for p in (*stage_cls.inputs, *stage_cls.outputs)]
-    return hash_bytes(canonical_json([stage_cls.version, ports, stage_cls.params_schema]).encode())
+def contract(plugin: type) -> str:
+    """What validation relied on from a stage type or dataset loader."""
+    ports = [[p.name, p.kind.value, p.many, p.optional] for p in (*getattr(plugin, "inputs", ()), *getattr(plugin, "outputs", ()))]
+    files = list(getattr(plugin, "file_params", ()))
+    return hash_bytes(canonical_json([plugin.version, ports, files, plugin.params_schema]).encode())
 
 
 def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> None:
@@ -57,6 +58,15 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
         "file": recipe.source.file,
         "overrides": recipe.overrides,
         "inputs": {n: [str(i.path), i.declared] for n, i in recipe.inputs.items()},
+        "datasets": {
+            n: {
+                "loader": d.loader,
+                "contract": contract(d.loader_cls),
+                "params": {k: str(v) if k in d.file_paths() else v for k, v in d.params.items()},
+                "location": [d.location.file, d.location.line, d.location.col],
+            }
+            for n, d in recipe.datasets.items()
+        },
         "stages": {
             name: {
                 "uses": spec.uses,
@@ -78,7 +88,7 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
     os.replace(staging, folder / f"{key}.json")
 
 
-def load(store: ArtifactStore, key: str, registry: StageRegistry) -> tuple[Recipe, StageGraph] | None:
+def load(store: ArtifactStore, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
     try:
         data = json.loads((store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -86,16 +96,27 @@ def load(store: ArtifactStore, key: str, registry: StageRegistry) -> tuple[Recip
     inputs = {n: InputSpec(n, Path(p), declared) for n, (p, declared) in data["inputs"].items()}
     if not all(spec.path.exists() for spec in inputs.values()):
         return None
+    datasets: dict[str, DatasetSpec] = {}
+    for name, item in data["datasets"].items():
+        if item["loader"] not in plugins.datasets:
+            return None
+        loader_cls = plugins.datasets.get(item["loader"])
+        if contract(loader_cls) != item["contract"]:
+            return None
+        params = {k: Path(v) if k in loader_cls.file_params else v for k, v in item["params"].items()}
+        if not all(params[k].exists() for k in loader_cls.file_params if k in params):
+            return None
+        datasets[name] = DatasetSpec(name, item["loader"], loader_cls, params, Location(*item["location"]))
     stages: dict[str, StageSpec] = {}
     for name, item in data["stages"].items():
-        if item["uses"] not in registry:
+        if item["uses"] not in plugins.stages:
             return None
-        stage_cls = registry.get(item["uses"])
+        stage_cls = plugins.stages.get(item["uses"])
         if contract(stage_cls) != item["contract"]:
             return None
         refs = {port: [_ref(t) for t in v] if isinstance(v, list) else _ref(v) for port, v in item["inputs"].items()}
         stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"], Location(*item["location"]))
-    recipe = Recipe(Path(data["path"]), data["name"], inputs, stages, SourceMap(data["file"]), data["overrides"])
+    recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"])
     graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
     return recipe, graph
 

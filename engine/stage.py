@@ -35,7 +35,7 @@ class StageContext:
 
     stage_name: str
     params: dict[str, Any]
-    inputs: dict[str, Path | list[Path]]
+    inputs: dict[str, Any]  # a Path, a list of Paths, or an engine.dataset.Dataset
     output_dir: Path
     outputs: dict[str, Port]
     log: Callable[[str], None] = print

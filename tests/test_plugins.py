@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import OrtflowError
-from engine.registry import StageRegistry
+from engine.registry import Registry
 
 
 def test_entry_point_discovery_lists_builtin_and_plugin_stages(cli):
@@ -26,15 +26,15 @@ def test_describe_a_stage_shows_its_parameters_from_the_schema(cli):
 
 def test_unknown_stage_type_in_describe(cli):
     code, _, err = cli("stages", "graph_optimisation")
-    assert code == 2 and "unknown stage type 'graph_optimisation' — did you mean 'graph_optimization'?" in err
+    assert code == 2 and "unknown stage type or dataset loader 'graph_optimisation' — did you mean 'graph_optimization'?" in err
 
 
 def test_registry_rejects_entry_point_whose_name_differs_from_the_type():
     from importlib.metadata import EntryPoint
 
-    registry = StageRegistry({"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")})
+    registry = Registry("ortflow.stages", {"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="declares type 'concat'"):
         registry.get("wrong")
-    broken = StageRegistry({"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")})
+    broken = Registry("ortflow.stages", {"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="cannot be imported from no_such_module_xyz:Stage"):
         broken.get("gone")

@@ -1,0 +1,114 @@
+"""images: a folder of pictures, resized, cropped, normalised and laid out as the model's image input wants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.errors import StageError
+
+EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+
+
+class ImagesLoader(DatasetLoader):
+    type = "images"
+    description = (
+        "Every image in a folder (sorted by name), as one sample of the model's image input: resized "
+        "(stretch, crop or letterbox), scaled, normalised by mean/std, in NCHW or NHWC, RGB or BGR."
+    )
+    file_params = ("path",)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path"],
+        "properties": {
+            "path": {"description": "the folder of images (relative to the recipe, or {package, file})"},
+            "input": {"type": "string", "description": "the model input to fill (default: the model's only input)"},
+            "size": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2,
+                     "description": "[height, width]; default: the model's fixed sizes"},
+            "resize": {"enum": ["stretch", "crop", "letterbox"], "default": "stretch",
+                       "description": "stretch to size; or scale the shorter side then centre-crop; or fit and pad"},
+            "layout": {"enum": ["auto", "NCHW", "NHWC"], "default": "auto", "description": "auto: from the model's shape"},
+            "channels": {"enum": ["RGB", "BGR"], "default": "RGB", "description": "channel order"},
+            "scale": {"type": "number", "default": 0.00392156862745098, "description": "multiply pixel values (default 1/255)"},
+            "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0]},
+            "std": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [1, 1, 1]},
+            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N images"},
+        },
+    }
+
+    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+        import numpy as np
+
+        spec = self._input(params, inputs)
+        layout = self._layout(params["layout"], spec)
+        height, width = self._size(params, spec, layout)
+        files = sorted(p for p in Path(params["path"]).iterdir() if p.suffix.lower() in EXTENSIONS)
+        if not files:
+            raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
+        mean = np.asarray(params["mean"], dtype=np.float32)
+        std = np.asarray(params["std"], dtype=np.float32)
+        for path in files[: params.get("limit") or len(files)]:
+            pixels = self._resized(path, params["resize"], height, width)
+            if params["channels"] == "BGR":
+                pixels = pixels[..., ::-1]
+            array = (pixels.astype(np.float32) * params["scale"] - mean) / std
+            if layout == "NCHW":
+                array = array.transpose(2, 0, 1)
+            yield {spec.name: np.ascontiguousarray(array[None]).astype(spec.dtype)}
+
+    @staticmethod
+    def _input(params: dict[str, Any], inputs: list[ModelInput]) -> ModelInput:
+        if "input" in params:
+            found = [i for i in inputs if i.name == params["input"]]
+            if not found:
+                raise StageError(f"the model has no input '{params['input']}' (it has {', '.join(i.name for i in inputs)})")
+            return found[0]
+        if len(inputs) != 1:
+            raise StageError(f"the model has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}) — say which one"
+                             " takes the images with `input`, and feed the others with a `python` dataset")
+        return inputs[0]
+
+    @staticmethod
+    def _layout(layout: str, spec: ModelInput) -> str:
+        if len(spec.shape) != 4:
+            raise StageError(f"input '{spec.name}' is {spec.describe()}, not a 4-D image batch")
+        if layout != "auto":
+            return layout
+        if spec.shape[1] in (1, 3):
+            return "NCHW"
+        if spec.shape[3] in (1, 3):
+            return "NHWC"
+        raise StageError(f"cannot tell the layout of '{spec.name}' {spec.describe()} — set `layout: NCHW` or `NHWC`")
+
+    @staticmethod
+    def _size(params: dict[str, Any], spec: ModelInput, layout: str) -> tuple[int, int]:
+        if "size" in params:
+            return params["size"][0], params["size"][1]
+        dims = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
+        if all(isinstance(d, int) and d > 0 for d in dims):
+            return dims[0], dims[1]  # type: ignore[return-value]
+        raise StageError(f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`")
+
+    @staticmethod
+    def _resized(path: Path, mode: str, height: int, width: int) -> Any:
+        import numpy as np
+        from PIL import Image
+
+        try:
+            image = Image.open(path).convert("RGB")
+        except OSError as exc:
+            raise StageError(f"cannot read image {path.name}: {exc}") from exc
+        if mode == "stretch":
+            return np.asarray(image.resize((width, height), Image.BILINEAR))
+        if mode == "crop":
+            ratio = max(width / image.width, height / image.height)
+            image = image.resize((round(image.width * ratio), round(image.height * ratio)), Image.BILINEAR)
+            left, top = (image.width - width) // 2, (image.height - height) // 2
+            return np.asarray(image.crop((left, top, left + width, top + height)))
+        ratio = min(width / image.width, height / image.height)
+        image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.BILINEAR)
+        canvas = Image.new("RGB", (width, height), (114, 114, 114))
+        canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
+        return np.asarray(canvas)

@@ -1,0 +1,46 @@
+"""npy_dir: a folder with one sub-folder per model input, holding one .npy file per sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.errors import StageError
+
+
+class NpyDirLoader(DatasetLoader):
+    type = "npy_dir"
+    description = (
+        "A folder laid out as <input name>/<sample>.npy; files pair up in sorted order. "
+        "An array without the batch axis gets one."
+    )
+    file_params = ("path",)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path"],
+        "properties": {
+            "path": {"description": "the folder (relative to the recipe, or {package, file})"},
+            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N samples"},
+        },
+    }
+
+    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+        import numpy as np
+
+        root: Path = params["path"]
+        if not root.is_dir():
+            raise StageError(f"{root} is not a folder — npy_dir wants <input name>/<sample>.npy under it")
+        files = {d.name: sorted(d.glob("*.npy")) for d in sorted(root.iterdir()) if d.is_dir()}
+        counts = {name: len(found) for name, found in files.items()}
+        if len(set(counts.values())) > 1:
+            raise StageError(f"{root}: the input folders hold different numbers of .npy files: {counts}")
+        ranks = {i.name: len(i.shape) for i in inputs}
+        total = min(counts.values(), default=0)
+        for index in range(min(total, params.get("limit") or total)):
+            feed = {}
+            for name, found in files.items():
+                array = np.load(found[index], allow_pickle=False)
+                feed[name] = array[None, ...] if array.ndim + 1 == ranks.get(name) else array
+            yield feed

@@ -1,0 +1,47 @@
+"""python: a user function returning feeds, for any data the other loaders cannot read."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from typing import Any, Iterator
+
+from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.errors import StageError
+
+
+class PythonLoader(DatasetLoader):
+    type = "python"
+    description = (
+        "Calls `function(model_inputs, **kwargs)` from a Python file and uses the feeds it yields. The file's "
+        "content is part of the cache key, so editing it re-runs the stages that use the data."
+    )
+    file_params = ("path",)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "function"],
+        "properties": {
+            "path": {"description": "the .py file (relative to the recipe, or {package, file})"},
+            "function": {"type": "string", "description": "name of the function in that file"},
+            "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
+        },
+    }
+
+    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+        path = params["path"]
+        module_name = f"ortflow_user_data_{abs(hash(str(path)))}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise StageError(f"{path} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise StageError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
+        function = getattr(module, params["function"], None)
+        if not callable(function):
+            names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
+            raise StageError(f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})")
+        yield from function(inputs, **params["kwargs"])

@@ -1,0 +1,131 @@
+"""Where a recipe's data comes from: input files (a path, or a file inside an installed package) and
+datasets (a loader plus the files it reads), resolved and checked, with content digests for cache keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import Location, Problem, suggest
+from engine.hashing import HashCache, hash_bytes
+from engine.keys import canonical_json
+from engine.registry import Registry
+from engine.schema_errors import fill_defaults, validate
+from engine.yamlsource import SourceMap
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    path: Path  # resolved, absolute
+    declared: str  # as the user wrote it, for messages
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    loader: str
+    loader_cls: type
+    params: dict[str, Any]  # validated, defaults filled in; file parameters hold absolute Paths
+    location: Location
+
+    def file_paths(self) -> dict[str, Path]:
+        return {p: self.params[p] for p in self.loader_cls.file_params if p in self.params}
+
+
+
+def resolve_inputs(raw: dict[str, Any], base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
+    inputs: dict[str, InputSpec] = {}
+    for name, spec in raw.items():
+        if not isinstance(spec, (str, dict)):
+            continue  # the recipe schema reports it
+        found = resolve_file(spec, base, source, ("inputs", name), f"input '{name}'", problems, report_shape=False)
+        if found is not None:
+            inputs[name] = InputSpec(name, found, _declared(spec))
+    return inputs
+
+
+def resolve_datasets(
+    raw: dict[str, Any], loaders: Registry, base: Path, source: SourceMap, problems: list[Problem]
+) -> dict[str, DatasetSpec]:
+    datasets: dict[str, DatasetSpec] = {}
+    for name, spec in raw.items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("loader"), str):
+            continue  # the recipe schema reports it
+        where = ("datasets", name)
+        if spec["loader"] not in loaders:
+            problems.append(Problem(f"dataset '{name}': unknown loader '{spec['loader']}'", source.locate(where + ("loader",)),
+                                    suggest(spec["loader"], loaders.names()) or f"loaders: {', '.join(loaders.names())}"))
+            continue
+        loader_cls = loaders.get(spec["loader"])
+        params = dict(spec.get("with") or {}) if isinstance(spec.get("with"), dict) else {}
+        subject = f"dataset '{name}' ({loader_cls.type})"
+        before = len(problems)
+        problems.extend(validate(params, loader_cls.params_schema, source, where + ("with",), subject))
+        for param in loader_cls.file_params:
+            if param in params:
+                found = resolve_file(params[param], base, source, where + ("with", param), f"{subject}: '{param}'", problems)
+                params[param] = found
+        if len(problems) == before:
+            datasets[name] = DatasetSpec(name, loader_cls.type, loader_cls, fill_defaults(params, loader_cls.params_schema),
+                                         source.locate(where, key=True))
+    return datasets
+
+
+def dataset_digest(spec: DatasetSpec, hashes: HashCache) -> str:
+    """A dataset's identity: loader type and version, parameters, and its files by content (never by path)."""
+    params = {k: hashes.hash_path(v) if k in spec.file_paths() else v for k, v in spec.params.items()}
+    return hash_bytes(canonical_json({"loader": spec.loader, "version": spec.loader_cls.version, "params": params}).encode())
+
+
+def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subject: str,
+                 problems: list[Problem], report_shape: bool = True) -> Path | None:
+    """A path relative to the recipe's folder (`x` or {path: x}) or {package: dist, file: path-in-it}."""
+    if isinstance(value, str):
+        value = {"path": value}
+        field = where
+    else:
+        field = where + ("path",)
+    if not isinstance(value, dict):
+        if report_shape:
+            problems.append(Problem(f"{subject}: expected a path or {{package: DIST, file: PATH}}", source.locate(where)))
+        return None
+    if isinstance(value.get("path"), str) and value["path"]:
+        resolved = (base / value["path"]).resolve()
+        if not resolved.exists():
+            problems.append(Problem(f"{subject}: file not found: {value['path']} (looked in {base.resolve()})",
+                                    source.locate(field), "fix the path; it is relative to the recipe's folder"))
+            return None
+        return resolved
+    if isinstance(value.get("package"), str) and isinstance(value.get("file"), str):
+        return _package_file(value["package"], value["file"], source.locate(where), problems)
+    if report_shape and "path" not in value and not {"package", "file"} <= set(value):
+        problems.append(Problem(f"{subject}: expected {{path: FILE}} or {{package: DIST, file: PATH}}", source.locate(where)))
+    return None  # other shapes are reported by the recipe schema
+
+
+def _declared(spec: Any) -> str:
+    if isinstance(spec, dict) and "package" in spec:
+        return f"{spec['package']}:{spec.get('file')}"
+    return str(spec.get("path") if isinstance(spec, dict) else spec)
+
+
+def _package_file(package: str, file: str, where: Location, problems: list[Problem]) -> Path | None:
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution(package)
+    except PackageNotFoundError:
+        problems.append(Problem(f"package '{package}' is not installed", where, f"pip install {package}"))
+        return None
+    files = [str(f) for f in dist.files or []]
+    wanted = file.strip("/")
+    matches = [f for f in files if f == wanted] or [f for f in files if f.endswith("/" + wanted)]
+    if len(matches) != 1:
+        data_files = [f for f in files if not f.endswith((".py", ".pyc")) and ".dist-info/" not in f]
+        reason = "is ambiguous" if matches else "is not in it"
+        problems.append(Problem(f"package '{package}': file '{file}' {reason}", where,
+                                f"files in the package: {', '.join(data_files[:5]) or 'none'}"))
+        return None
+    return Path(dist.locate_file(matches[0])).resolve()
