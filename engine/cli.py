@@ -3,28 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE, OrtflowError
+from engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 
 
-def _recipe_options(parser: argparse.ArgumentParser) -> None:
+def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
     parser.add_argument("recipe", type=Path, help="the recipe YAML file")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a recipe value, e.g. --set opt.with.level=all (repeatable)")
     parser.add_argument("--params", type=Path, metavar="FILE", help="YAML file of KEY: VALUE overrides")
-    parser.add_argument("--cache", type=Path, metavar="DIR",
-                        help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+    if cache:
+        parser.add_argument("--cache", type=Path, metavar="DIR",
+                            help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """--debug and --quiet, accepted before or after the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="print errors only")
+    return common
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="engine", description="ortflow: cached ONNX Runtime optimization pipelines")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    common = _common_options()
+    parser = argparse.ArgumentParser(prog="engine", description="ortflow: cached ONNX Runtime optimization pipelines",
+                                     parents=[common])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
 
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
@@ -35,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_cmd_run)
 
     validate = sub.add_parser("validate", help="check a recipe without running anything")
-    _recipe_options(validate)
+    _recipe_options(validate, cache=False)
     validate.set_defaults(handler=_cmd_validate)
 
     plan = sub.add_parser("plan", help="what a run would do, and why")
@@ -44,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.set_defaults(handler=_cmd_plan)
 
     dag = sub.add_parser("dag", help="show the stage graph")
-    _recipe_options(dag)
+    _recipe_options(dag, cache=False)
     dag.add_argument("--format", choices=["text", "mermaid", "dot"], default="text")
     dag.set_defaults(handler=_cmd_dag)
 
@@ -58,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    cache_sub.add_parser = functools.partial(cache_sub.add_parser, parents=[common])  # type: ignore[method-assign]
     for name, helptext, handler in (
         ("ls", "list cached stage runs", _cmd_cache_ls),
         ("verify", "re-hash every object and report damage", _cmd_cache_verify),
@@ -76,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.debug = getattr(args, "debug", False)
+    args.quiet = getattr(args, "quiet", False)
     from engine.console import Output
 
     out = Output(quiet=args.quiet, debug=args.debug)
@@ -92,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)  # stage threads hold no state worth waiting for: their work folders are discarded
     except Exception as exc:  # an engine bug: say so plainly, traceback only when asked
-        out.error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        out.error(f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback")
         if args.debug:
             out.traceback()
-        return EXIT_STAGE_FAILED
+        return EXIT_INTERNAL
 
 
 def _workspace(args: argparse.Namespace) -> Any:
@@ -145,7 +159,7 @@ def _cmd_status(args: argparse.Namespace, out: Any) -> int:
     from engine.pipeline import plan
 
     ws = _workspace(args)
-    lock = ws.lock()
+    lock = ws.read_lockfile()
     rows = []
     for item in plan(ws):
         entry = lock["stages"].get(item.name)
@@ -183,10 +197,14 @@ def _cache_store(args: argparse.Namespace) -> Any:
     from engine.store import open_store
 
     if args.cache:
-        return open_store(args.cache)
-    if args.recipes:
-        return open_store(default_cache(args.recipes[0]))
-    return open_store(Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow"))
+        root = Path(args.cache)
+    elif args.recipes:
+        root = default_cache(args.recipes[0])
+    else:
+        root = Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow")
+    if not (root / "objects").is_dir():
+        raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
+    return open_store(root)
 
 
 def _cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
@@ -211,6 +229,7 @@ def _cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
 
 def _cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     from engine.lockfile import read_lock, referenced
+    from engine.recipe import lock_path_for
 
     if not args.recipes:
         raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
@@ -219,7 +238,7 @@ def _cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     keys: set[str] = set()
     digests: set[str] = set()
     for recipe in args.recipes:
-        lock_path = recipe.with_name(recipe.name + ".lock")
+        lock_path = lock_path_for(recipe)
         if not lock_path.exists():
             raise OrtflowError(f"{lock_path}: no lock file — run the recipe first, or leave it out of the list")
         more_keys, more_digests = referenced(read_lock(lock_path))

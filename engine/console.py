@@ -108,7 +108,7 @@ class Output:
         for column in ("stage", "type", "action", "why", "key"):
             table.add_column(column)
         for item in planned:
-            style = "cyan" if item.action == "cached" else "green"
+            style = {"cached": "cyan", "run": "green", "skip": "yellow", "fail": "red"}[item.action]
             table.add_row(item.name, item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), item.key or "(after upstream)")
         self.console.print(table)
         would_run = sum(1 for p in planned if p.action == "run")

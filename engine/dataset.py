@@ -83,6 +83,9 @@ class Dataset:
     digest: str
     location: str  # where the recipe declares it, for messages
 
+    def current_digest(self, hashes: Any) -> str:
+        return content_digest(type(self.loader), self.params, hashes)
+
     def feeds(self, inputs: list[ModelInput], limit: int | None = None) -> Iterator[Feed]:
         """The loader's feeds, each checked against the model's inputs before anyone runs it."""
         count = 0
@@ -94,6 +97,16 @@ class Dataset:
             yield feed
         if count == 0:
             raise StageError(f"dataset '{self.name}' ({self.location}) gave no samples — check its files and parameters")
+
+
+def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: Any) -> str:
+    """A dataset's identity: loader type and version, parameters, and its files by content (never by path)."""
+    from engine.hashing import hash_bytes
+    from engine.keys import canonical_json
+
+    files = set(loader_cls.file_params)
+    hashed = {k: hashes.hash_path(v) if k in files else v for k, v in params.items()}
+    return hash_bytes(canonical_json({"loader": loader_cls.type, "version": loader_cls.version, "params": hashed}).encode())
 
 
 def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:

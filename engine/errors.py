@@ -9,6 +9,7 @@ EXIT_OK = 0
 EXIT_STAGE_FAILED = 1
 EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran
 EXIT_GATE_FAILED = 3  # a stage ran and its quality gate said no
+EXIT_INTERNAL = 4  # a bug in ortflow itself
 EXIT_INTERRUPTED = 130
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -33,7 +32,8 @@ def hash_tree(path: Path, file_hash=hash_file) -> str:
 
 
 class HashCache:
-    """A state table like DVC's: path -> (inode, mtime_ns, size, hash) in SQLite, safe across processes."""
+    """A state table like DVC's: path -> (inode, mtime, ctime, size, hash) in SQLite, safe across processes.
+    The ctime catches an edit whose writer restored the old mtime (it cannot be set from user space)."""
 
     def __init__(self, db_path: Path):
         self._db_path = db_path
@@ -50,8 +50,8 @@ class HashCache:
                 conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(
-                    "CREATE TABLE IF NOT EXISTS state (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
-                    " size INTEGER, digest TEXT)"
+                    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
+                    " ctime_ns INTEGER, size INTEGER, digest TEXT)"
                 )
             self._local.conn = conn
         return conn
@@ -66,18 +66,13 @@ class HashCache:
         st = path.stat()
         key = str(path.resolve())
         row = self._conn().execute(
-            "SELECT inode, mtime_ns, size, digest FROM state WHERE path = ?", (key,)
+            "SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)
         ).fetchone()
-        if row and tuple(row[:3]) == (st.st_ino, st.st_mtime_ns, st.st_size):
-            return row[3]
+        if row and tuple(row[:4]) == (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size):
+            return row[4]
         digest = hash_file(path)
-        self.remember(path, digest, st)
-        return digest
-
-    def remember(self, path: Path, digest: str, st: os.stat_result | None = None) -> None:
-        """Record a hash computed elsewhere (e.g. while copying) so the next look-up is free."""
-        st = st or path.stat()
         self._conn().execute(
-            "INSERT OR REPLACE INTO state VALUES (?, ?, ?, ?, ?)",
-            (str(path.resolve()), st.st_ino, st.st_mtime_ns, st.st_size, digest),
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            (key, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest),
         )
+        return digest

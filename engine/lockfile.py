@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from engine import atomic
+from engine.atomic import ProcessLock
 from engine.errors import Location, Problem, RecipeError
 from engine.recipe import Recipe
 from engine.runner import StageOutcome
 
 LOCK_SCHEMA = 1
 HEADER = "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Never writes anchors and aliases: a lock file is read by people and diffed by git."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def read_lock(path: Path) -> dict[str, Any]:
@@ -69,15 +76,32 @@ def updated_lock(
 
 
 def write_lock(path: Path, lock: dict[str, Any]) -> None:
-    text = HEADER + yaml.safe_dump(lock, sort_keys=True, default_flow_style=False, allow_unicode=True, width=120)
+    text = HEADER + yaml.dump(lock, Dumper=_PlainDumper, sort_keys=True, default_flow_style=False,
+                              allow_unicode=True, width=120)
     try:
         if path.read_text(encoding="utf-8") == text:
             return
     except FileNotFoundError:
         pass
-    staging = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    staging.write_text(text, encoding="utf-8")
-    os.replace(staging, path)
+    atomic.remove_stale_staging(path.parent)
+    atomic.write_text(path, text)
+
+
+class LockWriter:
+    """Merges finished stages into the lock file under a file lock, re-reading it each time, so runs of
+    different stages of one recipe (or a run and a killed run) never lose each other's entries."""
+
+    def __init__(self, recipe: Recipe, store: Any, source_digests: dict[str, str]):
+        from engine.hashing import hash_bytes
+
+        self.recipe = recipe
+        self.source_digests = source_digests
+        self.guard = ProcessLock(store.locks / f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}.lock")
+
+    def record(self, outcomes: dict[str, StageOutcome]) -> None:
+        with self.guard.held():
+            current = read_lock(self.recipe.lock_path)
+            write_lock(self.recipe.lock_path, updated_lock(self.recipe, current, outcomes, self.source_digests))
 
 
 def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome]) -> list[str]:

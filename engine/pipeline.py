@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -10,14 +11,13 @@ from typing import TYPE_CHECKING, Any
 from engine.dag import StageGraph
 from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from engine.executors import Executor, LocalExecutor
-from engine.lockfile import drift, read_lock, updated_lock, write_lock
+from engine.lockfile import LockWriter, drift, read_lock
 from engine.plan import PlannedStage, make_plan
 from engine.recipe import Recipe, read_recipe
-from engine.dataset import Dataset
+from engine.dataset import Dataset, content_digest
 from engine.registry import Plugins
 from engine.report import write_report
-from engine.sources import dataset_digest
-from engine.runner import FAILED, GATE_FAILED, StageOutcome
+from engine.runner import FAILED, GATE_FAILED, RAN, StageOutcome
 from engine.scheduler import Scheduler, SchedulerEvents
 from engine.store import ArtifactStore, open_store
 
@@ -40,12 +40,12 @@ class Workspace:
         for name, spec in sorted(self.recipe.inputs.items()):
             found[f"inputs.{name}"] = (self.store.hashes.hash_path(spec.path), spec.path)
         for name, dataset in sorted(self.recipe.datasets.items()):
-            digest = dataset_digest(dataset, self.store.hashes)
+            digest = content_digest(dataset.loader_cls, dataset.params, self.store.hashes)
             handle = Dataset(name, dataset.loader_cls(), dict(dataset.params), digest, str(dataset.location))
             found[f"datasets.{name}"] = (digest, handle)
         return found
 
-    def lock(self) -> dict[str, Any]:
+    def read_lockfile(self) -> dict[str, Any]:
         return read_lock(self.recipe.lock_path)
 
 
@@ -104,7 +104,7 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
 def plan(ws: Workspace, targets: list[str] = ()) -> list[PlannedStage]:
     chosen = select(ws, list(targets))
     digests = {ref: digest for ref, (digest, _) in ws.sources().items()}
-    planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.lock())
+    planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.read_lockfile())
     return [p for p in planned if chosen is None or p.name in chosen]
 
 
@@ -119,31 +119,52 @@ class RunSummary:
 def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
         events: SchedulerEvents | None = None, executor: Executor | None = None) -> RunSummary:
     chosen = select(ws, list(targets))
-    lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
-    ws.store.remove_stale_tmp()
-    sources = ws.sources()
-    digests = {ref: digest for ref, (digest, _) in sources.items()}
-    executor = executor or LocalExecutor(jobs)
-    events = events or SchedulerEvents()
-    finished = events.finished
+    lock = ws.read_lockfile()  # read first: a damaged lock stops the run before anything executes
+    with ws.store.in_use().held():
+        ws.store.remove_stale_tmp()
+        sources = ws.sources()
+        digests = {ref: digest for ref, (digest, _) in sources.items()}
+        # With overrides the recipe file no longer says what was built, so its lock file is left alone.
+        lock_writer = LockWriter(ws.recipe, ws.store, digests) if not ws.recipe.overrides else None
+        executor = executor or LocalExecutor(jobs)
+        events = events or SchedulerEvents()
 
-    def materialize_then_report(outcome: StageOutcome) -> None:
-        if outcome.succeeded and outcome.record is not None:
-            for out in outcome.record["outputs"].values():
-                ws.store.materialize(out["digest"], ws.out_dir / outcome.name / out["filename"])
-        finished(outcome)
+        def on_finished(outcome: StageOutcome) -> None:
+            _publish(ws, outcome)
+            if lock_writer is not None and outcome.status == RAN:
+                lock_writer.record({outcome.name: outcome})  # so a killed run still records what it built
+            events.finished(outcome)
 
-    scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
-                          SchedulerEvents(events.started, materialize_then_report, events.log))
-    try:
-        outcomes = scheduler.run(chosen)
-    except BaseException:
-        executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
-        raise
-    executor.shutdown()
-    write_lock(ws.recipe.lock_path, updated_lock(ws.recipe, lock, outcomes, digests))
+        scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
+                              SchedulerEvents(events.started, on_finished, events.log))
+        try:
+            outcomes = scheduler.run(chosen)
+        except BaseException:
+            executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
+            raise
+        executor.shutdown()
+    warnings = drift(lock, outcomes)
+    if lock_writer is not None:
+        lock_writer.record(outcomes)
+    else:
+        warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)
-    return RunSummary(outcomes, report_path, exit_code(outcomes), drift(lock, outcomes))
+    return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
+
+
+def _publish(ws: Workspace, outcome: StageOutcome) -> None:
+    """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
+    folder = ws.out_dir / outcome.name
+    if not (outcome.succeeded and outcome.record is not None):
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    outputs = outcome.record["outputs"].values()
+    for out in outputs:
+        ws.store.materialize(out["digest"], folder / out["filename"])
+    keep = {out["filename"] for out in outputs}
+    for entry in folder.iterdir():
+        if entry.name not in keep and not entry.name.startswith("."):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.dag import StageGraph
-from engine.recipe import Recipe
-from engine.runner import StageJob
+from engine.errors import StageError
+from engine.recipe import Recipe, Ref
+from engine.runner import job_for
 from engine.store import ArtifactStore
 
 
@@ -15,7 +16,7 @@ from engine.store import ArtifactStore
 class PlannedStage:
     name: str
     uses: str
-    action: str  # "cached" or "run"
+    action: str  # "cached", "run", "skip" or "fail"
     reason: str
     key: str | None  # unknown until the upstream stages it waits on have run
 
@@ -23,27 +24,39 @@ class PlannedStage:
 def make_plan(
     recipe: Recipe, graph: StageGraph, store: ArtifactStore, source_digests: dict[str, str], lock: dict[str, Any]
 ) -> list[PlannedStage]:
-    records: dict[str, dict[str, Any]] = {}
+    """Keys are known wherever upstream outputs are: from the cache, or else from the lock file (so a fresh
+    clone with an empty cache still sees which stages match the lock)."""
+    known: dict[str, dict[str, str]] = {}  # stage -> output -> digest
     planned: list[PlannedStage] = []
     for name in graph.order:
         spec = recipe.stages[name]
-        waiting = sorted(p for p in graph.predecessors[name] if p not in records)
+        waiting = sorted(p for p in graph.predecessors[name] if p not in known)
         if waiting:
             planned.append(PlannedStage(name, spec.uses, "run", f"upstream '{waiting[0]}' will run", None))
             continue
-        digests: dict[str, Any] = {}
-        for port, value in sorted(spec.inputs.items()):
-            refs = value if isinstance(value, list) else [value]
-            found = [source_digests[str(r)] if r.is_source else records[r.source]["outputs"][r.name]["digest"] for r in refs]
-            digests[port] = found if isinstance(value, list) else found[0]
-        job = StageJob(spec, digests, {})
-        key, env = job.key_and_env()
+
+        def locate(ref: Ref) -> tuple[str, None] | None:
+            digest = source_digests[str(ref)] if ref.is_source else known[ref.source].get(ref.name)
+            return (digest, None) if digest else None
+
+        job = job_for(spec, locate)
+        if isinstance(job, Ref):
+            planned.append(PlannedStage(name, spec.uses, "skip", f"'{job}' is an optional output not produced", None))
+            continue
+        try:
+            key, env = job.key_and_env()
+        except StageError as exc:
+            planned.append(PlannedStage(name, spec.uses, "fail", str(exc), None))
+            continue
         record = store.read_run(key)
         if record is not None:
-            records[name] = record
+            known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
             planned.append(PlannedStage(name, spec.uses, "cached", "up to date", key))
             continue
-        reason = _why(lock.get("stages", {}).get(name), spec.uses, spec.stage_cls.version, spec.params, digests, env, key)
+        entry = lock.get("stages", {}).get(name)
+        if entry is not None and entry.get("key") == key:
+            known[name] = {port: out["digest"] for port, out in entry.get("outputs", {}).items()}
+        reason = _why(entry, spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env, key)
         planned.append(PlannedStage(name, spec.uses, "run", reason, key))
     return planned
 

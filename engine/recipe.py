@@ -65,7 +65,12 @@ class Recipe:
 
     @property
     def lock_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".lock")
+        return lock_path_for(self.path)
+
+
+def lock_path_for(recipe_path: Path) -> Path:
+    """`<recipe>.lock` beside the recipe."""
+    return recipe_path.with_name(recipe_path.name + ".lock")
 
 
 def recipe_schema() -> dict[str, Any]:
@@ -147,6 +152,8 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
         port_refs = _resolve_ports(scope, name, stage_cls, given)
         after = []
         for i, other in enumerate(spec["after"] if isinstance(spec.get("after"), list) else []):
+            if not isinstance(other, str):
+                continue  # the recipe schema reports it
             if other in raw and other != name:
                 after.append(other)
             elif _is_str(other):

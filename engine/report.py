@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 
+from engine import atomic
 from engine.environment import facts
 from engine.recipe import Recipe
 from engine.runner import StageOutcome
@@ -43,7 +42,6 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         "stages": stages,
     }
     path = out_dir / "report.json"
-    staging = out_dir / f".report.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-    staging.write_text(json.dumps(report, indent=2), encoding="utf-8")
-    os.replace(staging, path)
+    atomic.remove_stale_staging(out_dir)
+    atomic.write_text(path, json.dumps(report, indent=2))
     return path

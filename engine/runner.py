@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import copy
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -10,10 +10,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.dataset import Dataset
 from engine.environment import facts
 from engine.errors import GateFailed, StageError
 from engine.keys import stage_key
-from engine.recipe import StageSpec
+from engine.recipe import Ref, StageSpec
 from engine.stage import StageContext, StageResult
 from engine.store import ArtifactStore
 
@@ -46,9 +47,30 @@ class StageJob:
 
     def key_and_env(self) -> tuple[str, dict[str, str]]:
         stage = self.spec.stage_cls()
-        env = facts(tuple(stage.env_facts(self.spec.params)))
+        try:
+            env = facts(tuple(stage.env_facts(self.spec.params)))
+        except KeyError as exc:
+            raise StageError(f"stage type {self.spec.uses} declares {exc.args[0]} — fix the stage's env_facts") from None
         key = stage_key(self.spec.uses, self.spec.stage_cls.version, self.spec.params, self.input_digests, env)
         return key, env
+
+
+def job_for(spec: StageSpec, locate: Callable[[Ref], tuple[str, Any] | None]) -> StageJob | Ref:
+    """The stage's job, its inputs resolved by `locate` to (digest, path or Dataset); or the first reference
+    that cannot be resolved (an optional output its upstream stage did not produce)."""
+    digests: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    for port, value in sorted(spec.inputs.items()):
+        refs = value if isinstance(value, list) else [value]
+        resolved = []
+        for ref in refs:
+            found = locate(ref)
+            if found is None:
+                return ref
+            resolved.append(found)
+        digests[port] = [d for d, _ in resolved] if isinstance(value, list) else resolved[0][0]
+        values[port] = [v for _, v in resolved] if isinstance(value, list) else resolved[0][1]
+    return StageJob(spec, digests, values)
 
 
 def cached_outcome(store: ArtifactStore, job: StageJob) -> StageOutcome | None:
@@ -80,15 +102,15 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
 
 def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None]) -> dict:
     spec = job.spec
-    workdir = store.workdir(spec.name)
-    try:
+    with store.workdir(spec.name) as workdir:
         out_dir = workdir / "out"
         out_dir.mkdir()
         ports = {p.name: p for p in spec.stage_cls.outputs}
-        ctx = StageContext(spec.name, dict(spec.params), dict(job.input_paths), out_dir, ports, log)
+        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log)
         started = time.perf_counter()
         result = spec.stage_cls().run(ctx) or StageResult()
         seconds = time.perf_counter() - started
+        _check_sources_unchanged(store, job)
         outputs: dict[str, Any] = {}
         for name, port in sorted(ports.items()):
             path = ctx.output_path(name)
@@ -115,5 +137,21 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
         }
         store.write_run(key, record)
         return record
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check_sources_unchanged(store: ArtifactStore, job: StageJob) -> None:
+    """The key was computed from the inputs' hashes before the stage read them; if a file changed in
+    between, the result belongs to neither version and must not be stored under the old key."""
+    for port, value in job.input_paths.items():
+        values = value if isinstance(value, list) else [value]
+        digests = job.input_digests[port]
+        for item, digest in zip(values, digests if isinstance(digests, list) else [digests]):
+            if isinstance(item, Dataset):
+                current = item.current_digest(store.hashes)
+            elif store.objects in Path(item).parents:
+                continue  # store objects are immutable
+            else:
+                current = store.hashes.hash_path(Path(item))
+            if current != digest:
+                raise StageError(f"input '{port}' ({item}) changed while the stage ran, so its result was not kept"
+                                 " — run again once the file stops changing")

@@ -10,7 +10,8 @@ from typing import Any, Callable
 from engine.dag import StageGraph
 from engine.executors import Executor
 from engine.recipe import Recipe, Ref
-from engine.runner import NOT_RUN, SKIPPED, StageJob, StageOutcome, cached_outcome, execute
+from engine.errors import StageError
+from engine.runner import FAILED, NOT_RUN, SKIPPED, StageJob, StageOutcome, cached_outcome, execute, job_for
 from engine.store import ArtifactStore
 
 
@@ -34,60 +35,83 @@ class Scheduler:
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
 
     def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
+        """Each stage is looked up in the cache once, when its last upstream stage finishes."""
         order = [n for n in self.graph.order if only is None or n in only]
+        position = {name: i for i, name in enumerate(order)}
+        dependents: dict[str, list[str]] = {name: [] for name in order}
+        waiting: dict[str, int] = {}
+        for name in order:
+            preds = [p for p in self.graph.predecessors[name] if p in position]
+            waiting[name] = len(preds)
+            for pred in preds:
+                dependents[pred].append(name)
         outcomes: dict[str, StageOutcome] = {}
+        runnable: dict[str, StageJob] = {}
         running: dict[Future, str] = {}
-        pending = list(order)
         stopping = False
-        while pending or running:
-            progressed = True
-            while progressed:
-                progressed = False
-                for name in list(pending):
-                    preds = self.graph.predecessors[name]
-                    bad = [p for p in preds if p in outcomes and not outcomes[p].succeeded]
-                    if bad:  # skipping is decided even while stopping, so dependents say why they did not run
-                        pending.remove(name)
-                        self._finish(outcomes, StageOutcome(name, SKIPPED, error=f"upstream '{bad[0]}' {outcomes[bad[0]].status}"))
-                        progressed = True
+
+        def finish(first: StageOutcome) -> None:
+            settled = [first]  # a work list, not recursion: a cached or skipped chain can be thousands long
+            while settled:
+                outcome = settled.pop()
+                outcomes[outcome.name] = outcome
+                self.events.finished(outcome)
+                for child in dependents[outcome.name]:
+                    if child in outcomes:
                         continue
-                    if stopping or any(p not in outcomes for p in preds):
+                    if not outcome.succeeded:  # decided even while stopping, so dependents say why
+                        skipped = StageOutcome(child, SKIPPED, error=f"upstream '{outcome.name}' {outcome.status}")
+                        outcomes[child] = skipped
+                        settled.append(skipped)
                         continue
-                    job = self._job(name, outcomes)
-                    if isinstance(job, StageOutcome):
-                        pending.remove(name)
-                        self._finish(outcomes, job)
-                        progressed = True
-                        continue
-                    cached = cached_outcome(self.store, job)
-                    if cached is not None:
-                        pending.remove(name)
-                        self._finish(outcomes, cached)
-                        progressed = True
-                        continue
-                    if not self._has_slot(name, running):
-                        continue
-                    pending.remove(name)
-                    self.events.started(name)
-                    running[self.executor.submit(execute, self.store, job, self.events.log)] = name
-                    progressed = True
+                    waiting[child] -= 1
+                    if waiting[child] == 0:
+                        ready = resolve(child)
+                        if ready is not None:
+                            settled.append(ready)
+
+        def resolve(name: str) -> StageOutcome | None:
+            """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""
+            job = self._job(name, outcomes)
+            if isinstance(job, StageOutcome):
+                return job
+            cached = self._cached(job)
+            if cached is None:
+                runnable[name] = job
+            return cached
+
+        for name in order:
+            if waiting[name] == 0 and name not in outcomes:
+                ready = resolve(name)
+                if ready is not None:
+                    finish(ready)
+        while runnable or running:
+            if not stopping:
+                for name in sorted(runnable, key=position.__getitem__):
+                    if self._has_slot(name, running):
+                        job = runnable.pop(name)
+                        self.events.started(name)
+                        running[self.executor.submit(execute, self.store, job, self.events.log)] = name
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:
-                outcome = future.result()
                 running.pop(future)
-                self._finish(outcomes, outcome)
+                outcome = future.result()
+                finish(outcome)
                 if not outcome.succeeded and not self.keep_going:
                     stopping = True
-        for name in pending:
-            outcomes[name] = StageOutcome(name, NOT_RUN, error="stopped after a failure (use --keep-going)")
-            self.events.finished(outcomes[name])
-        return {name: outcomes[name] for name in order if name in outcomes}
+        for name in order:
+            if name not in outcomes:
+                outcomes[name] = StageOutcome(name, NOT_RUN, error="stopped after a failure (use --keep-going)")
+                self.events.finished(outcomes[name])
+        return {name: outcomes[name] for name in order}
 
-    def _finish(self, outcomes: dict[str, StageOutcome], outcome: StageOutcome) -> None:
-        outcomes[outcome.name] = outcome
-        self.events.finished(outcome)
+    def _cached(self, job: StageJob) -> StageOutcome | None:
+        try:
+            return cached_outcome(self.store, job)
+        except StageError as exc:  # e.g. a plugin naming an environment fact that does not exist
+            return StageOutcome(job.spec.name, FAILED, error=str(exc))
 
     def _has_slot(self, name: str, running: dict[Future, str]) -> bool:
         if len(running) >= self.executor.slots:
@@ -98,23 +122,13 @@ class Scheduler:
         return not any(self.recipe.stages[other].stage_cls.exclusive for other in running.values())
 
     def _job(self, name: str, outcomes: dict[str, StageOutcome]) -> StageJob | StageOutcome:
-        spec = self.recipe.stages[name]
-        for ref in spec.refs():
-            if not ref.is_source and ref.name not in (outcomes[ref.source].record or {}).get("outputs", {}):
-                return StageOutcome(name, SKIPPED, error=f"upstream '{ref.source}' did not produce its optional output '{ref.name}'")
-        digests: dict[str, str | list[str]] = {}
-        paths: dict[str, Any] = {}
-        for port, value in sorted(spec.inputs.items()):
-            refs = value if isinstance(value, list) else [value]
-            resolved = [self._resolve(ref, outcomes) for ref in refs]
-            digests[port] = [d for d, _ in resolved] if isinstance(value, list) else resolved[0][0]
-            paths[port] = [p for _, p in resolved] if isinstance(value, list) else resolved[0][1]
-        return StageJob(spec, digests, paths)
+        def locate(ref: Ref) -> tuple[str, Any] | None:
+            if ref.is_source:
+                return self.sources[str(ref)]
+            out = (outcomes[ref.source].record or {}).get("outputs", {}).get(ref.name)
+            return (out["digest"], self.store.object_path(out["digest"])) if out else None
 
-    def _resolve(self, ref: Ref, outcomes: dict[str, StageOutcome]) -> tuple[str, Any]:
-        if ref.is_source:
-            return self.sources[str(ref)]
-        record = outcomes[ref.source].record
-        assert record is not None
-        digest = record["outputs"][ref.name]["digest"]
-        return digest, self.store.object_path(digest)
+        job = job_for(self.recipe.stages[name], locate)
+        if isinstance(job, Ref):
+            return StageOutcome(name, SKIPPED, error=f"upstream '{job.source}' did not produce its optional output '{job.name}'")
+        return job

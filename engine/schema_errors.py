@@ -42,8 +42,12 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
     kind = error.validator
     schema = error.schema
     if kind == "additionalProperties":
+        import re
+
         allowed = sorted(schema.get("properties", {}))
-        for name in sorted(set(error.instance) - set(allowed), key=str):
+        patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+        extra = {n for n in set(error.instance) - set(allowed) if not any(p.search(str(n)) for p in patterns)}
+        for name in sorted(extra, key=str):
             hint = suggest(str(name), allowed) or (f"allowed: {', '.join(allowed)}" if allowed else None)
             yield Problem(f"{prefix}unknown key '{_join(key, name)}'", source.locate(path + (name,), key=True), hint)
         return
@@ -68,8 +72,9 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
     if kind == "pattern":
         yield Problem(f"{what}: {_show(error.instance)} is not valid", source.locate(path), _hint(schema))
         return
-    if kind == "propertyNames":
-        yield Problem(f"{what}: name {_show(error.instance)} is not allowed", source.locate(path), _hint(schema))
+    if kind == "propertyNames" or (kind == "not" and isinstance(error.instance, str)):
+        yield Problem(f"{what}: the name {_show(error.instance)} is not allowed", source.locate(path),
+                      "names are letters, digits, _ and -, and 'inputs' and 'datasets' are reserved")
         return
     yield Problem(f"{what}: {error.message}", source.locate(path), _hint(schema))
 
@@ -80,7 +85,7 @@ def _expected(schema: dict[str, Any], name: str) -> str | None:
 
 
 def _hint(schema: dict[str, Any]) -> str | None:
-    return f"expected {schema['description']}" if "description" in schema else None
+    return f"it is: {schema['description']}" if "description" in schema else None
 
 
 def _join(key: str, name: Any) -> str:
@@ -94,10 +99,12 @@ def _show(value: Any) -> str:
 
 def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     """A copy of `params` with every missing property that declares a `default` filled in (recursively)."""
-    result = dict(params)
+    import copy
+
+    result = copy.deepcopy(params)
     for name, prop in schema.get("properties", {}).items():
         if name not in result and "default" in prop:
-            result[name] = prop["default"]
+            result[name] = copy.deepcopy(prop["default"])  # never share the schema's own list or dict
         if isinstance(result.get(name), dict) and prop.get("type") == "object":
             result[name] = fill_defaults(result[name], prop)
     return result

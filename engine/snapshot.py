@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import engine
+from engine import atomic
 from engine.dag import StageGraph
 from engine.errors import Location
 from engine.hashing import hash_bytes
@@ -81,11 +82,7 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
         "order": list(graph.order),
         "predecessors": {n: list(p) for n, p in graph.predecessors.items()},
     }
-    folder = store.root / FOLDER
-    folder.mkdir(exist_ok=True)
-    staging = store.tmp / f"recipe-{os.getpid()}-{key[:16]}.json"
-    staging.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(staging, folder / f"{key}.json")
+    atomic.write_text(store.root / FOLDER / f"{key}.json", json.dumps(data))
 
 
 def load(store: ArtifactStore, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:

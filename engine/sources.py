@@ -3,13 +3,12 @@ datasets (a loader plus the files it reads), resolved and checked, with content 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.errors import Location, Problem, suggest
-from engine.hashing import HashCache, hash_bytes
-from engine.keys import canonical_json
 from engine.registry import Registry
 from engine.schema_errors import fill_defaults, validate
 from engine.yamlsource import SourceMap
@@ -73,12 +72,6 @@ def resolve_datasets(
     return datasets
 
 
-def dataset_digest(spec: DatasetSpec, hashes: HashCache) -> str:
-    """A dataset's identity: loader type and version, parameters, and its files by content (never by path)."""
-    params = {k: hashes.hash_path(v) if k in spec.file_paths() else v for k, v in spec.params.items()}
-    return hash_bytes(canonical_json({"loader": spec.loader, "version": spec.loader_cls.version, "params": params}).encode())
-
-
 def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subject: str,
                  problems: list[Problem], report_shape: bool = True) -> Path | None:
     """A path relative to the recipe's folder (`x` or {path: x}) or {package: dist, file: path-in-it}."""
@@ -92,7 +85,7 @@ def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subjec
             problems.append(Problem(f"{subject}: expected a path or {{package: DIST, file: PATH}}", source.locate(where)))
         return None
     if isinstance(value.get("path"), str) and value["path"]:
-        resolved = (base / value["path"]).resolve()
+        resolved = Path(os.path.abspath(base / value["path"]))  # symlinks stay: re-followed on every run
         if not resolved.exists():
             problems.append(Problem(f"{subject}: file not found: {value['path']} (looked in {base.resolve()})",
                                     source.locate(field), "fix the path; it is relative to the recipe's folder"))

@@ -3,9 +3,11 @@
 Layout under the store root (default `.ortflow/` beside the recipe, or $ORTFLOW_CACHE):
   objects/ab/cdef...      a file or a folder, named by its sha256 (full length, never shortened)
   runs/ab/<key>.json      what one stage execution produced: output digests, params, inputs, timing
-  tmp/                    work folders of running stages (one per process and stage)
+  recipes/                validated-recipe snapshots (engine.snapshot), disposable
+  tmp/                    work folders of running stages, each guarded by a flock held while it is in use
   locks/                  one file lock per cache key, so concurrent runs never build the same thing twice
-  state.db                hashes of files already seen, keyed by inode, mtime and size
+  store.lock              runs hold it shared, gc exclusive: gc never removes what a running stage uses
+  state.db                hashes of files already seen, keyed by inode, mtime, ctime and size
 Every write lands in tmp/ first and is renamed into place, so a killed run never leaves half an entry.
 """
 
@@ -16,10 +18,13 @@ import os
 import shutil
 import stat
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from engine import atomic
+from engine.atomic import ProcessLock
 from engine.errors import StoreError
 from engine.hashing import HashCache, hash_file, hash_tree
 
@@ -78,14 +83,15 @@ class ArtifactStore:
             return
         source = self.object_path(digest)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        staging = dest.with_name(f".{dest.name}.{uuid.uuid4().hex}.tmp")
-        if source.is_dir():
-            shutil.copytree(source, staging, copy_function=shutil.copyfile)
-        else:
-            shutil.copyfile(source, staging)
-        if dest.is_dir():
-            shutil.rmtree(dest)
-        os.replace(staging, dest)
+        staging = atomic.staging_path(dest)
+        try:
+            if source.is_dir():
+                shutil.copytree(source, staging, copy_function=shutil.copyfile)
+            else:
+                shutil.copyfile(source, staging)
+            atomic.replace(staging, dest)
+        finally:
+            _remove(staging)
         self.hashes.hash_path(dest)
 
     # -- run records -------------------------------------------------------------------------
@@ -106,11 +112,7 @@ class ArtifactStore:
         return record
 
     def write_run(self, key: str, record: dict[str, Any]) -> None:
-        path = self.run_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = self.tmp / f"run-{os.getpid()}-{uuid.uuid4().hex}.json"
-        staging.write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
-        os.replace(staging, path)
+        atomic.write_text(self.run_path(key), json.dumps(record, indent=2, sort_keys=True))
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
         for path in sorted(self.runs.glob("*/*.json")):
@@ -126,19 +128,47 @@ class ArtifactStore:
 
         return FileLock(str(self.locks / f"{key}.lock"))
 
-    def workdir(self, label: str) -> Path:
-        path = self.tmp / f"{label}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        path.mkdir(parents=True)
-        return path
+    def in_use(self) -> ProcessLock:
+        """Held (shared) for a whole run, so that gc, which needs it exclusively, waits for no one."""
+        return ProcessLock(self.root / "store.lock", shared=True)
+
+    @contextmanager
+    def workdir(self, label: str) -> Iterator[Path]:
+        """A private folder under tmp/, locked while in use and removed afterwards."""
+        while True:
+            name = f"{label}-{uuid.uuid4().hex[:16]}"
+            lock = ProcessLock(self.tmp / f"{name}.lock")
+            lock.acquire()
+            if lock.still_current():  # a cleanup may have removed the lock file as we locked it
+                break
+            lock.release()
+        path = self.tmp / name
+        try:
+            path.mkdir()
+            yield path
+        finally:
+            _remove(path)
+            (self.tmp / f"{name}.lock").unlink(missing_ok=True)
+            lock.release()
 
     def remove_stale_tmp(self) -> int:
-        """Delete work folders left by processes that no longer exist (a killed run)."""
+        """Delete work folders nobody holds (left by a killed run, on this machine or another)."""
         removed = 0
-        for entry in self.tmp.iterdir():
-            pid = _pid_in(entry.name)
-            if pid is None or not _alive(pid):
+        for lock_path in self.tmp.glob("*.lock"):
+            lock = ProcessLock(lock_path)
+            if not lock.acquire(blocking=False):
+                continue  # a live run, here or on another host sharing the cache
+            try:
+                if lock.still_current():
+                    _remove(lock_path.with_suffix(""))
+                    lock_path.unlink(missing_ok=True)
+                    removed += 1
+            finally:
+                lock.release()
+        for entry in self.tmp.iterdir():  # a folder whose lock file is gone was abandoned mid-cleanup
+            if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
                 _remove(entry)
-                removed += 1
+        atomic.remove_stale_staging(self.tmp)
         return removed
 
     # -- maintenance -------------------------------------------------------------------------
@@ -171,7 +201,17 @@ class ArtifactStore:
             _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
 
     def gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
-        """Remove run records not in `keep_keys` and objects no kept record or digest references."""
+        """Remove run records not in `keep_keys` and objects no kept record or digest references.
+        Refuses while any run is using the store."""
+        exclusive = ProcessLock(self.root / "store.lock")
+        if not exclusive.acquire(blocking=False):
+            raise StoreError(f"{self.root} is in use by a running `engine run` — run gc when it has finished")
+        try:
+            return self._gc(keep_keys, keep_digests)
+        finally:
+            exclusive.release()
+
+    def _gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
         live = set(keep_digests)
         removed_runs = 0
         for key, record in list(self.iter_runs()):
@@ -188,6 +228,9 @@ class ArtifactStore:
                 _remove(path)
                 removed_objects += 1
         self.remove_stale_tmp()
+        for disposable in (self.root / "recipes", self.locks):  # nobody holds a key lock: no run is active
+            shutil.rmtree(disposable, ignore_errors=True)
+            disposable.mkdir()
         return removed_runs, removed_objects, freed
 
     def size(self) -> int:
@@ -218,20 +261,3 @@ def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
-def _pid_in(name: str) -> int | None:
-    parts = name.split("-")  # every tmp entry is named <label>-<pid>-<unique>
-    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

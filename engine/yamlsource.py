@@ -72,39 +72,99 @@ def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:
     source = SourceMap(name)
     if node is None:
         return None, source
-    problems: list[Problem] = []
-    data = _to_python(node, (), source, problems, _Loader(""))
-    if problems:
-        raise RecipeError(problems)
+    converter = _Converter(source)
+    data = converter.convert(node, ())
+    if converter.problems:
+        raise RecipeError(converter.problems)
     return data, source
 
 
-def _to_python(node: yaml.Node, path: PathKey, source: SourceMap, problems: list[Problem], loader: Any) -> Any:
-    source.positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        result: dict[Any, Any] = {}
+MAX_NODES = 200_000  # aliases can multiply a small file into a huge document ("billion laughs")
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Converter:
+    """Turns composed YAML nodes into plain JSON-like data, recording positions and rejecting what a
+    recipe cannot hold: non-string keys, duplicate keys, tags for non-JSON types, NaN, recursive aliases."""
+
+    def __init__(self, source: SourceMap):
+        self.source = source
+        self.problems: list[Problem] = []
+        self.loader = _Loader("")
+        self.active: set[int] = set()
+        self.count = 0
+
+    def convert(self, node: yaml.Node, path: PathKey) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            if self.count == MAX_NODES + 1:
+                self.problems.append(Problem(f"the document expands to over {MAX_NODES} values", self._loc(node),
+                                             "use fewer anchors and aliases"))
+            return None
+        if id(node) in self.active:
+            self.problems.append(Problem("an alias refers to a value that contains it", self._loc(node),
+                                         "remove the recursive alias"))
+            return None
+        self.source.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
+            if isinstance(node, yaml.SequenceNode):
+                return [self.convert(item, path + (i,)) for i, item in enumerate(node.value)]
+            return self._scalar(node)
+        finally:
+            self.active.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, (str, int, float, bool)):
-                problems.append(Problem("mapping keys must be plain scalars", _loc(source, key_node)))
+            if key_node.tag == MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                for item in sources:
+                    value = self.convert(item, path)
+                    if isinstance(value, dict):
+                        merged = {**value, **merged}
+                    else:
+                        self.problems.append(Problem("'<<' merges only mappings", self._loc(item)))
+                continue
+            key = self._scalar(key_node)
+            if not isinstance(key, str):
+                self.problems.append(Problem(f"key {key!r} is not a string", self._loc(key_node),
+                                             "quote it: YAML reads on/off/yes/no/true/false and numbers as other types"))
                 continue
             if key in result:
-                first = source.locate(path + (key,), key=True)
-                problems.append(
-                    Problem(
-                        f"duplicate key '{key}' (first at line {first.line})",
-                        _loc(source, key_node),
-                        "remove one of them; YAML would silently keep only the last",
-                    )
-                )
+                first = self.source.locate(path + (key,), key=True)
+                self.problems.append(Problem(f"duplicate key '{key}' (first at line {first.line})", self._loc(key_node),
+                                             "remove one of them; YAML would silently keep only the last"))
                 continue
-            source.positions[path + (key, KEY)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            result[key] = _to_python(value_node, path + (key,), source, problems, loader)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, path + (i,), source, problems, loader) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+            self.source.positions[path + (key, KEY)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            result[key] = self.convert(value_node, path + (key,))
+        return {**merged, **result}
 
+    def _scalar(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            self.problems.append(Problem("a mapping or list cannot be used as a key", self._loc(node)))
+            return None
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            self.problems.append(Problem(f"cannot read this value: {problem}", self._loc(node),
+                                         "remove the tag or quote the value"))
+            return None
+        if value is None or isinstance(value, (str, bool, int)):
+            return value
+        if isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                self.problems.append(Problem(f"{node.value!r} is not a finite number", self._loc(node),
+                                             "quote it if you meant text"))
+                return None
+            return value
+        self.problems.append(Problem(f"{node.value!r} reads as a {type(value).__name__}, which a recipe cannot hold",
+                                     self._loc(node), f'quote it: "{node.value}"'))
+        return None
 
-def _loc(source: SourceMap, node: yaml.Node) -> Location:
-    return Location(source.file, node.start_mark.line + 1, node.start_mark.column + 1)
+    def _loc(self, node: yaml.Node) -> Location:
+        return Location(self.source.file, node.start_mark.line + 1, node.start_mark.column + 1)

@@ -91,6 +91,16 @@ def test_lock_file_round_trip_and_status(project, cli):
     assert code == 1 and "changed" in out and "params changed: text" in out
 
 
+def test_overrides_leave_the_lock_file_alone(project, cli):
+    path = pipeline(project)
+    assert cli("run", path)[0] == 0
+    before = (project / "recipe.yaml.lock").read_text()
+    code, _, err = cli("run", path, "--set", "side.with.text=sweep")
+    assert code == 0 and "recipe.yaml.lock was not updated: the run used --set/--params overrides" in err
+    assert (project / "recipe.yaml.lock").read_text() == before
+    assert cli("status", path)[0] == 0  # the recipe and its lock still agree
+
+
 def test_damaged_lock_file_is_an_error_not_ignored(project, cli):
     path = pipeline(project)
     (project / "recipe.yaml.lock").write_text("stages: [unterminated\n")
@@ -186,12 +196,14 @@ def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
     from engine.store import ArtifactStore
 
     store = ArtifactStore(tmp_path / "cache")
-    folder = store.workdir("engine") / "cache-dir"
-    (folder / "sub").mkdir(parents=True)
-    (folder / "a.bin").write_bytes(b"engine")
-    (folder / "sub" / "b.json").write_text("{}")
-    digest = store.add(folder)
-    assert not folder.exists() and store.object_intact(digest)
+    with store.workdir("engine") as work:
+        folder = work / "cache-dir"
+        (folder / "sub").mkdir(parents=True)
+        (folder / "a.bin").write_bytes(b"engine")
+        (folder / "sub" / "b.json").write_text("{}")
+        digest = store.add(folder)
+        assert not folder.exists() and store.object_intact(digest)
+    assert list(store.tmp.iterdir()) == []
     store.materialize(digest, tmp_path / "out" / "engines")
     assert (tmp_path / "out/engines/sub/b.json").read_text() == "{}"
     assert store.verify() == []
@@ -203,10 +215,63 @@ def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
 
 def test_rebuild_with_different_bytes_is_flagged_as_not_reproducible(project, cli):
     path = pipeline(project)
-    assert cli("run", path, "--set", "side.with.stamp=true")[0] == 0
+    path.write_text(path.read_text().replace("side: {uses: concat, in: {parts: inputs.other}}",
+                                             "side: {uses: concat, in: {parts: inputs.other}, with: {stamp: true}}"))
+    assert cli("run", path)[0] == 0
     shutil.rmtree(project / ".ortflow")  # as on a fresh machine with the lock file from git
-    code, _, err = cli("run", path, "--set", "side.with.stamp=true")
+    code, _, err = cli("run", path)
     assert code == 0
     assert "warning: stage 'side' was rebuilt from the same inputs and parameters as the lock file records, " in err
     assert "but its output file has different bytes: the stage is not reproducible" in err
     assert "'table'" not in err and "'quant'" not in err  # deterministic stages rebuilt identically
+
+
+def test_symlinked_input_follows_its_target(project, cli):
+    (project / "v1.txt").write_text("one")
+    (project / "v2.txt").write_text("two")
+    (project / "cur.txt").symlink_to("v1.txt")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: link
+        inputs:
+          data: cur.txt
+        stages:
+          a: {uses: concat, in: {parts: inputs.data}}
+    """)
+    assert cli("run", path)[0] == 0
+    (project / "cur.txt").unlink()
+    (project / "cur.txt").symlink_to("v2.txt")
+    assert cli("run", path)[0] == 0
+    assert (project / "out/link/a/joined.txt").read_text() == "two"
+
+
+def test_edit_that_restores_mtime_is_still_seen(project, cli):
+    path = pipeline(project)
+    assert cli("run", path)[0] == 0
+    calib = project / "calib.txt"
+    stat = calib.stat()
+    calib.write_text("CALIBRATION v1")  # same size
+    os.utime(calib, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert cli("run", path)[0] == 0
+    assert (project / "out/keys/quant/joined.txt").read_text() == "CALIBRATION v1+table+quant"
+
+
+def test_plan_in_a_fresh_clone_uses_the_lock_file(project, cli):
+    path = pipeline(project)
+    assert cli("run", path)[0] == 0
+    shutil.rmtree(project / ".ortflow")
+    code, out, _ = cli("status", path)
+    assert code == 1 and out.count("locked, not in this cache") == 3 and "changed" not in out
+    code, out, _ = cli("plan", path)
+    assert out.count("not in the cache (built elsewhere or removed by gc)") == 3
+
+
+def test_unknown_environment_fact_fails_only_that_stage(project, cli, monkeypatch):
+    from ortflow_testplugin import Concat
+
+    path = pipeline(project)
+    monkeypatch.setattr(Concat, "env_facts", lambda self, params: ("gpu_driver",) if params["text"] == "+quant" else ())
+    code, _, err = cli("run", path, "--keep-going")
+    assert code == 1
+    assert "stage 'quant' (concat) failed: stage type concat declares unknown environment fact 'gpu_driver'" in err
+    assert sorted(executions(project)) == ["side", "table"]

@@ -77,3 +77,47 @@ def test_two_concurrent_runs_share_one_cache(project, cli):
     statuses = [json.loads((project / f"out{i}/report.json").read_text())["stages"][0]["status"] for i in range(2)]
     assert sorted(statuses) == ["cached", "ran"]
     assert cli("cache", "verify", path)[0] == 0
+
+
+def test_input_edited_while_a_stage_reads_it_is_not_cached(project, cli):
+    path = two_stage_recipe(project)
+    proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "first=1.5"})
+    wait_for(lambda: executions(project) == ["first"])
+    (project / "seed.txt").write_text("edited")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "input 'parts'" in err and "changed while the stage ran, so its result was not kept" in err
+    assert not list((project / ".ortflow/runs").glob("*/*.json"))
+    (project / "seed.txt").write_text("seed")
+    assert cli("run", path)[0] == 0
+    assert (project / "out/twostep/second/joined.txt").read_text() == "seed+1+2"
+
+
+def test_gc_refuses_while_a_run_uses_the_cache(project, cli):
+    path = two_stage_recipe(project)
+    assert cli("run", path)[0] == 0
+    path.write_text(path.read_text().replace('"+2"', '"+3"'))
+    proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "second=2"})
+    wait_for(lambda: executions(project)[-1:] == ["second"] and len(executions(project)) == 3)
+    code, _, err = cli("cache", "gc", path)
+    assert code == 2 and "is in use by a running `engine run` — run gc when it has finished" in err
+    assert proc.wait(timeout=60) == 0
+    assert cli("cache", "gc", path)[0] == 0
+    assert cli("cache", "verify", path)[0] == 0
+
+
+def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, cli):
+    (project / "seed.txt").write_text("seed")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: split
+        inputs:
+          seed: {path: seed.txt}
+        stages:
+          left: {uses: concat, in: {parts: inputs.seed}, with: {sleep: 1}}
+          right: {uses: concat, in: {parts: inputs.seed}, with: {sleep: 1.2}}
+    """)
+    procs = [engine_process("run", path, stage) for stage in ("left", "right")]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    code, out, _ = cli("status", path)
+    assert code == 0 and out.count("up to date") == 2

@@ -1,0 +1,105 @@
+"""Writes that are all-or-nothing, and process locks that die with their process (flock)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Iterator
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no flock; locks become no-ops there
+    fcntl = None  # type: ignore[assignment]
+
+STAGING_SUFFIX = ".ortflow-tmp"
+
+
+def staging_path(dest: Path) -> Path:
+    """A hidden sibling of `dest` (same file system, so the final rename is atomic)."""
+    return dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:12]}{STAGING_SUFFIX}")
+
+
+def write_text(dest: Path, text: str) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = staging_path(dest)
+    try:
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, dest)
+    except BaseException:
+        staging.unlink(missing_ok=True)
+        raise
+
+
+def replace(staging: Path, dest: Path) -> None:
+    """Move a staged file or folder onto `dest`. A folder cannot be renamed over another, so the old one
+    is first renamed aside; a reader sees the old or the new folder, or briefly none, never a mixture."""
+    if staging.is_dir() and dest.is_dir():
+        aside = staging_path(dest)
+        os.replace(dest, aside)
+        os.replace(staging, dest)
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        os.replace(staging, dest)
+
+
+def remove_stale_staging(folder: Path, older_than_s: float = 3600) -> None:
+    """Staging leftovers of killed processes: anything of ours older than any write takes."""
+    if not folder.is_dir():
+        return
+    cutoff = time.time() - older_than_s
+    for entry in folder.glob(f".*{STAGING_SUFFIX}"):
+        try:
+            if entry.lstat().st_mtime < cutoff:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        except OSError:
+            pass
+
+
+class ProcessLock:
+    """An exclusive or shared flock on a file. The kernel drops it when the process dies, so a lock held
+    by a dead process (or by a live one in another PID namespace) is never mistaken for the other."""
+
+    def __init__(self, path: Path, shared: bool = False):
+        self.path = path
+        self.shared = shared
+        self._handle: IO[bytes] | None = None
+
+    def acquire(self, blocking: bool = True) -> bool:
+        self._handle = open(self.path, "a+b")
+        if fcntl is None:
+            return True
+        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(self._handle.fileno(), mode | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            self._handle.close()
+            self._handle = None
+            return False
+        return True
+
+    def still_current(self) -> bool:
+        """False if someone removed or replaced the lock file while we waited for it."""
+        assert self._handle is not None
+        try:
+            return os.fstat(self._handle.fileno()).st_ino == os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return False
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing drops the flock
+            self._handle = None
+
+    @contextmanager
+    def held(self) -> Iterator["ProcessLock"]:
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()
