@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.errors import Problem, RecipeError
+from engine.errors import Problem
 from engine.recipe import Recipe
 
 if TYPE_CHECKING:
@@ -36,19 +36,6 @@ class StageGraph:
                 found.add(node)
                 todo.extend(self.predecessors[node])
         return found
-
-    @property
-    def edge_count(self) -> int:
-        return sum(len(p) for p in self.predecessors.values())
-
-
-def build_graph(recipe: Recipe) -> "nx.DiGraph":
-    """Edges point from producer to consumer. Raises RecipeError naming every cycle's path."""
-    graph = stage_graph(recipe)
-    problems = cycle_problems(graph, recipe)
-    if problems:
-        raise RecipeError(problems)
-    return graph
 
 
 def stage_graph(recipe: Recipe) -> "nx.DiGraph":

@@ -128,7 +128,7 @@ def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:
         if str(array.dtype) != spec.dtype or array.ndim != len(spec.shape):
             raise StageError(f"{where}: input '{name}' is {array.dtype} with {array.ndim} dims {list(array.shape)},"
                              f" the model wants {spec.describe()} — convert the data or fix the loader's parameters")
-        for axis, (got, want) in enumerate(zip(array.shape, spec.shape)):
+        for axis, (got, want) in enumerate(zip(array.shape, spec.shape, strict=False)):
             if isinstance(want, int) and want > 0 and got != want:
                 raise StageError(f"{where}: input '{name}' has size {got} on axis {axis}, the model fixes it"
                                  f" at {want} ({spec.describe()})")

@@ -145,7 +145,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         executor.shutdown()
     warnings = drift(lock, outcomes)
     if lock_writer is not None:
-        lock_writer.record(outcomes)
+        lock_writer.record(outcomes, final=True)
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)

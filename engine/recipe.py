@@ -77,14 +77,6 @@ def recipe_schema() -> dict[str, Any]:
     return json.loads((Path(__file__).parent.parent / "schemas" / "recipe.schema.json").read_text(encoding="utf-8"))
 
 
-def load_recipe(path: Path, plugins: Plugins, overrides: list[str] = (), params_file: Path | None = None) -> Recipe:
-    """Load and check `path`; raises RecipeError listing every problem found."""
-    recipe, problems = read_recipe(path, plugins, overrides, params_file)
-    if problems:
-        raise RecipeError(problems)
-    return recipe
-
-
 def read_recipe(
     path: Path, plugins: Plugins, overrides: list[str] = (), params_file: Path | None = None
 ) -> tuple[Recipe, list[Problem]]:

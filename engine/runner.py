@@ -16,7 +16,7 @@ from engine.errors import GateFailed, StageError
 from engine.keys import stage_key
 from engine.recipe import Ref, StageSpec
 from engine.stage import StageContext, StageResult
-from engine.store import ArtifactStore
+from engine.store import ArtifactStore, tree_size
 
 RAN, CACHED, FAILED, GATE_FAILED, SKIPPED, NOT_RUN = "ran", "cached", "failed", "gate failed", "skipped", "not run"
 
@@ -119,7 +119,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
                     continue
                 raise StageError(f"stage type {spec.uses} did not write its output '{name}' ({path.name})"
                                  " — this is a bug in the stage")
-            size = path.stat().st_size if path.is_file() else sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+            size = tree_size(path)
             outputs[name] = {"digest": store.add(path), "kind": port.kind.value, "filename": path.name, "size": size}
         record = {
             "key": key,
@@ -145,7 +145,7 @@ def _check_sources_unchanged(store: ArtifactStore, job: StageJob) -> None:
     for port, value in job.input_paths.items():
         values = value if isinstance(value, list) else [value]
         digests = job.input_digests[port]
-        for item, digest in zip(values, digests if isinstance(digests, list) else [digests]):
+        for item, digest in zip(values, digests if isinstance(digests, list) else [digests], strict=False):
             if isinstance(item, Dataset):
                 current = item.current_digest(store.hashes)
             elif store.objects in Path(item).parents:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from engine.dag import StageGraph

@@ -224,7 +224,7 @@ class ArtifactStore:
         for digest in list(self.iter_objects()):
             if digest not in live:
                 path = self.object_path(digest)
-                freed += _size(path)
+                freed += tree_size(path)
                 _remove(path)
                 removed_objects += 1
         self.remove_stale_tmp()
@@ -234,7 +234,7 @@ class ArtifactStore:
         return removed_runs, removed_objects, freed
 
     def size(self) -> int:
-        return _size(self.objects)
+        return tree_size(self.objects)
 
 
 def open_store(root: Path) -> ArtifactStore:
@@ -257,7 +257,8 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def _size(path: Path) -> int:
+def tree_size(path: Path) -> int:
+    """Bytes in a file, or in all files under a folder."""
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

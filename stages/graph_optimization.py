@@ -34,7 +34,7 @@ class GraphOptimization(Stage):
     inputs = (Port("model", ArtifactKind.ONNX_MODEL, "the ONNX model to optimize"),)
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the optimized model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "node counts by op type before and after, sizes, timing",
+        Port("metrics", ArtifactKind.METRICS, "node counts by op type before and after, and sizes",
              filename="metrics.json"),
     )
     params_schema = {
