@@ -54,6 +54,39 @@ class Concat(Stage):
         return StageResult(summary=f"{len(data)} bytes in")
 
 
+class FeedStats(Stage):
+    """Runs a real model over a dataset's feeds and records what came out (to test datasets end to end)."""
+
+    type = "feed_stats"
+    description = "Counts a dataset's feeds and sums the model's first output over them."
+    inputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "an ONNX model"),
+        Port("data", ArtifactKind.DATASET, "feeds for it"),
+    )
+    outputs = (Port("stats", ArtifactKind.METRICS, "feed count and output sum", filename="stats.json"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"limit": {"type": "integer", "minimum": 1, "description": "at most this many feeds"}},
+    }
+
+    def run(self, ctx: StageContext) -> StageResult:
+        import json
+
+        import onnxruntime as ort
+
+        from engine.dataset import model_inputs
+
+        _log(ctx, "start")
+        session = ort.InferenceSession(str(ctx.inputs["model"]), providers=["CPUExecutionProvider"])
+        count, total = 0, 0.0
+        for feed in ctx.inputs["data"].feeds(model_inputs(ctx.inputs["model"]), ctx.params.get("limit")):
+            total += float(session.run(None, feed)[0].sum())
+            count += 1
+        ctx.output_path("stats").write_text(json.dumps({"feeds": count, "sum": round(total, 3)}))
+        return StageResult(summary=f"{count} feeds")
+
+
 class Solo(Concat):
     """Like concat, but timing-sensitive: the scheduler runs it alone."""
 
