@@ -139,7 +139,11 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
         where = ("stages", name)
         subject = f"stage '{name}' ({stage_cls.type})"
         params = spec.get("with") if isinstance(spec.get("with"), dict) else {}
+        before = len(problems)
         problems.extend(validate(params, stage_cls.params_schema, source, where + ("with",), subject))
+        if len(problems) == before:
+            for message in stage_cls().check(fill_defaults(params, stage_cls.params_schema)):
+                problems.append(Problem(f"{subject}: {message}", source.locate(where + ("with",))))
         given = spec.get("in") if isinstance(spec.get("in"), dict) else {}
         port_refs = _resolve_ports(scope, name, stage_cls, given)
         after = []

@@ -68,6 +68,11 @@ class Stage:
     params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
     exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
 
+    def check(self, params: dict[str, Any]) -> list[str]:
+        """Problems with a combination of parameters that a JSON Schema cannot express (checked before any
+        stage runs; each message says what to change)."""
+        return []
+
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         """Names of environment facts (see engine.environment) the outputs depend on; part of the cache key."""
         return ()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from engine import onnx_model
 from engine.errors import StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
@@ -101,8 +101,8 @@ class GraphOptimization(Stage):
         del session
         if not target.exists():
             raise StageError(f"ONNX Runtime did not write the optimized model to {target}")
-        _check_loads(ort, target, used)
-        before, after = _op_counts(source), _op_counts(target)
+        onnx_model.check(target, used)
+        before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
         metrics = {
             "level": params["level"],
             "providers": used,
@@ -131,19 +131,3 @@ def _session(ort: Any, source: Path, options: Any, providers: list[str], disable
             f"ONNX Runtime cannot load {source.name}: {first} — check that the file is a complete ONNX model "
             "(re-export or re-download it)"
         ) from exc
-
-
-def _check_loads(ort: Any, path: Path, providers: list[str]) -> None:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    try:
-        ort.InferenceSession(str(path), sess_options=options, providers=providers)
-    except Exception as exc:
-        raise StageError(f"the optimized model does not load back into ONNX Runtime: {exc}") from exc
-
-
-def _op_counts(path: Path) -> Counter[str]:
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    return Counter(f"{n.domain}.{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in model.graph.node)

@@ -1,0 +1,83 @@
+"""quantize_dynamic: INT8 weights, activations quantized on the fly (no calibration data needed)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from engine import onnx_model
+from engine.errors import StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from stages.quantize_static import quantized_ops
+
+
+class QuantizeDynamic(Stage):
+    type = "quantize_dynamic"
+    version = "1"
+    description = (
+        "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
+        "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
+    )
+    inputs = (Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),)
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
+        Port("metrics", ArtifactKind.METRICS, "quantized op counts and sizes", filename="metrics.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "weight_type": {"enum": ["QInt8", "QUInt8"], "default": "QInt8", "description": "weights"},
+            "per_channel": {"type": "boolean", "default": False, "description": "one scale per output channel"},
+            "reduce_range": {"type": "boolean", "default": False, "description": "7-bit weights (CPUs without VNNI)"},
+            "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
+                                     "description": "e.g. [MatMul, Attention] (default: every type ORT supports)"},
+            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
+                                 "description": "node names to keep in float"},
+            "extra_options": {"type": "object", "default": {},
+                              "description": "ORT's extra_options, e.g. {MatMulConstBOnly: true}"},
+        },
+    }
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        params = ctx.params
+        source = Path(ctx.inputs["model"])
+        onnx_model.load_for_ort(source)
+        target = ctx.output_path("model")
+        # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
+        # "Unable to find data type for weight_name".
+        extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
+                                 per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                                 weight_type=getattr(QuantType, params["weight_type"]),
+                                 nodes_to_exclude=params["nodes_to_exclude"] or None,
+                                 use_external_data_format=source.stat().st_size > onnx_model.TWO_GB, extra_options=extra)
+        except Exception as exc:
+            raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
+        onnx_model.cap_ir_version(target)
+        onnx_model.check(target)
+        quantized = quantized_ops(target)
+        if not quantized["by_op_type"]:
+            raise StageError("quantize_dynamic quantized nothing: the model has no MatMul, Gemm or Attention with "
+                             "constant weights (check op_types_to_quantize)")
+        metrics = {
+            "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
+            "bytes_before": source.stat().st_size,
+            "bytes_after": target.stat().st_size,
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
+        return StageResult(summary=f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}",
+                           metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})

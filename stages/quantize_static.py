@@ -1,0 +1,213 @@
+"""quantize_static: INT8 (or 16-bit) static quantization from a calibration table, QDQ or QOperator."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from engine import onnx_model
+from engine.errors import StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+
+QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
+# onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
+EXTRA_OPTIONS = [
+    "ActivationRestrictedAsymmetric", "ActivationSymmetric", "AddQDQPairToWeight", "DedicatedQDQPair",
+    "EnableSubgraph", "ForceQuantizeNoInputCheck", "MatMulConstBOnly", "MinimumRealRange",
+    "OpTypesToExcludeOutputQuantization", "QDQDisableWeightAdjustForInt32Bias", "QDQKeepRemovableActivations",
+    "QDQOpTypePerChannelSupportToAxis", "SmoothQuant", "SmoothQuantAlpha", "SmoothQuantFolding",
+    "TensorQuantOverrides", "UseQDQContribOps", "WeightSymmetric",
+]
+MIN_COVERAGE = 0.5  # share of the model's float activations the table must describe
+
+
+class QuantizeStatic(Stage):
+    type = "quantize_static"
+    version = "1"
+    description = (
+        "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
+        "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
+        "activation got quantized (e.g. a fused transformer graph whose Attention ops ORT leaves in float), "
+        "since such a model is weight-only and usually slower than fp32."
+    )
+    inputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the fp32 model (the one the table was calibrated on)"),
+        Port("calibration", ArtifactKind.CALIBRATION_TABLE, "a calibrate stage's table"),
+    )
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
+        Port("metrics", ArtifactKind.METRICS, "quantized op counts, sizes, excluded nodes", filename="metrics.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "format": {"enum": ["QDQ", "QOperator"], "default": "QDQ", "description": "QDQ (ORT's recommendation) or QOperator"},
+            "activation_type": {"enum": QUANT_TYPES, "default": "QUInt8",
+                                "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs"},
+            "weight_type": {"enum": QUANT_TYPES, "default": "QInt8", "description": "weights"},
+            "per_channel": {"type": "boolean", "default": False, "description": "one scale per output channel of each weight"},
+            "reduce_range": {"type": "boolean", "default": False, "description": "7-bit weights (for CPUs without VNNI)"},
+            "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
+                                     "description": "only these op types (default: every type ORT can quantize)"},
+            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
+                                 "description": "node names to keep in float"},
+            "keep_float_op_types": {"type": "array", "items": {"type": "string"}, "default": [],
+                                    "description": "keep every node of these types in float, e.g. [Softmax, LayerNormalization]"},
+            "keep_float_first": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "keep the first N quantizable nodes (in graph order) in float"},
+            "keep_float_last": {"type": "integer", "minimum": 0, "default": 0,
+                                "description": "keep the last N quantizable nodes in float"},
+            "pre_process": {"type": "boolean", "default": True,
+                            "description": "run quant_pre_process first (symbolic shape inference, ORT optimization)"},
+            "allow_weight_only": {"type": "boolean", "default": False,
+                                  "description": "accept a result in which no activation was quantized"},
+            "extra_options": {"type": "object", "propertyNames": {"enum": EXTRA_OPTIONS}, "default": {},
+                              "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}"},
+        },
+    }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        problems = []
+        if params["extra_options"].get("SmoothQuant"):
+            problems.append("SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
+                            " it is not supported here yet")
+        if params["format"] == "QOperator" and "16" in params["activation_type"] + params["weight_type"]:
+            problems.append("16-bit types need format QDQ")
+        if params["activation_type"] == "QInt8" and params["weight_type"] == "QUInt8":
+            problems.append("ORT does not support int8 activations with uint8 weights — use QInt8 weights")
+        return problems
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx", "numpy")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+        from onnxruntime.quantization.calibrate import CalibrationMethod, load_tensors_data
+
+        params = ctx.params
+        source = Path(ctx.inputs["model"])
+        onnx_model.load_for_ort(source)
+        model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
+        table_path = ctx.output_dir.parent / "calibration.json"  # a private copy: ORT may rewrite its cache file
+        table_path.write_bytes(Path(ctx.inputs["calibration"]).read_bytes())
+        try:
+            table = load_tensors_data(table_path)
+            masks = json.loads(table_path.read_text()).get("ortflow", {}).get("mask_tensors", [])
+        except Exception as exc:
+            raise StageError(f"{Path(ctx.inputs['calibration']).name} is not a calibration table: {exc}") from exc
+        self._check_coverage(model, set(table.data) | set(masks))
+        around_masks = self._touching(model, set(masks))
+        excluded = sorted(set(params["nodes_to_exclude"]) | self._kept_float(model, params) | around_masks)
+        target = ctx.output_path("model")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                quantize_static(
+                    str(model), str(target), calibration_data_reader=None,
+                    quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+                    op_types_to_quantize=params["op_types_to_quantize"] or None,
+                    per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                    activation_type=getattr(QuantType, params["activation_type"]),
+                    weight_type=getattr(QuantType, params["weight_type"]),
+                    nodes_to_exclude=excluded or None,
+                    use_external_data_format=model.stat().st_size > onnx_model.TWO_GB,
+                    calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
+                    extra_options=dict(params["extra_options"]),
+                    calibration_cache_path=str(table_path),
+                )
+        except Exception as exc:
+            hint = ""
+            if "Quantization parameters are not specified" in str(exc):
+                hint = (" — the calibration table lacks that tensor: calibrate the same model you quantize, with the"
+                        " same pre_process")
+            raise StageError(f"quantize_static failed: {type(exc).__name__}: {exc}{hint}") from exc
+        onnx_model.cap_ir_version(target)
+        onnx_model.check(target)
+        counts = onnx_model.op_counts(target)
+        quantized = quantized_ops(target)
+        if not quantized["activations"] and not params["allow_weight_only"]:
+            raise StageError(
+                "no activation was quantized: the result is weight-only, and usually slower than fp32 "
+                f"(quantized inputs by op type: {dict(quantized['by_op_type']) or 'none'}). On a transformer-fused "
+                "graph ORT leaves Attention and the fused LayerNorms in float: quantize the unfused model instead, "
+                "or set allow_weight_only: true"
+            )
+        metrics = {
+            "format": params["format"],
+            "activation_type": params["activation_type"],
+            "weight_type": params["weight_type"],
+            "per_channel": params["per_channel"],
+            "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
+            "quantized_activations": quantized["activations"],
+            "QuantizeLinear": counts.get("QuantizeLinear", 0),
+            "DequantizeLinear": counts.get("DequantizeLinear", 0),
+            "nodes_kept_float": excluded,
+            "mask_nodes_kept_float": sorted(around_masks),
+            "bytes_before": source.stat().st_size,
+            "bytes_after": target.stat().st_size,
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
+        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
+        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
+
+    @staticmethod
+    def _check_coverage(model: Path, calibrated: set[str]) -> None:
+        import onnx
+
+        graph = onnx.load(str(model), load_external_data=False).graph
+        initializers = {t.name for t in graph.initializer}
+        activations = {o for n in graph.node for o in n.output} - initializers
+        covered = len(activations & calibrated) / max(1, len(activations))
+        if covered < MIN_COVERAGE:
+            raise StageError(
+                f"the calibration table describes only {covered:.0%} of this model's activations: it was calibrated "
+                "on another graph — give calibrate and quantize_static the same model and the same pre_process"
+            )
+
+    @staticmethod
+    def _touching(model: Path, tensors: set[str]) -> set[str]:
+        """Nodes that produce or consume any of `tensors`."""
+        import onnx
+
+        nodes = onnx.load(str(model), load_external_data=False).graph.node
+        return {n.name for n in nodes if tensors & (set(n.input) | set(n.output))}
+
+    @staticmethod
+    def _kept_float(model: Path, params: dict[str, Any]) -> set[str]:
+        import onnx
+
+        nodes = onnx.load(str(model), load_external_data=False).graph.node
+        kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
+        quantizable = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")]
+        if params["keep_float_first"]:
+            kept.update(quantizable[: params["keep_float_first"]])
+        if params["keep_float_last"]:
+            kept.update(quantizable[-params["keep_float_last"]:])
+        return kept
+
+
+def quantized_ops(path: Path) -> dict[str, Any]:
+    """What quantization did: ops consuming dequantized tensors (QDQ) or QLinear/Integer ops (QOperator),
+    and how many activations (tensors that are not weights) pass through QuantizeLinear."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    initializers = {t.name for t in graph.initializer}
+    dequantized = {n.output[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    by_op_type: Counter[str] = Counter()
+    for node in graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+            continue
+        if node.op_type.startswith("QLinear") or node.op_type in ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul"):
+            by_op_type[node.op_type] += 1
+        elif any(i in dequantized for i in node.input):
+            by_op_type[node.op_type] += 1
+    activations = sum(1 for n in graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
+                      and n.input[0] not in initializers)
+    return {"by_op_type": by_op_type, "activations": activations}

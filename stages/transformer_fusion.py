@@ -1,0 +1,123 @@
+"""transformer_fusion: ONNX Runtime's transformer optimizer (Attention, LayerNorm, Gelu, embedding fusions)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from engine import onnx_model
+from engine.errors import StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+
+MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "phi",
+               "swin", "tnlr", "t5", "unet", "vae", "vit"]
+# FusionOptions fields a user may switch, with ORT's defaults for most model types.
+FUSION_SWITCHES = {
+    "enable_gelu": True, "enable_layer_norm": True, "enable_attention": True, "use_multi_head_attention": False,
+    "enable_skip_layer_norm": True, "enable_embed_layer_norm": True, "enable_bias_skip_layer_norm": True,
+    "enable_bias_gelu": True, "enable_gelu_approximation": False, "enable_gemm_fast_gelu": False,
+    "enable_rotary_embeddings": True, "enable_shape_inference": True,
+}
+# Fusions that show the optimizer recognised the architecture; zero of all of them means it did not.
+CORE_FUSIONS = ("Attention", "MultiHeadAttention", "SkipLayerNormalization", "LayerNormalization",
+                "EmbedLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization")
+
+
+class TransformerFusion(Stage):
+    type = "transformer_fusion"
+    version = "1"
+    description = (
+        "Fuse transformer subgraphs (Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization, ...) "
+        "with onnxruntime.transformers.optimizer. Runs the fusions in Python (opt_level 0): ORT's own graph "
+        "optimizations belong in a graph_optimization stage after this one. Fails when nothing fused."
+    )
+    inputs = (Port("model", ArtifactKind.ONNX_MODEL, "an fp32 transformer model"),)
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the fused model", filename="model.onnx"),
+        Port("metrics", ArtifactKind.METRICS, "fused operator counts and node counts", filename="metrics.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "model_type": {"enum": MODEL_TYPES, "default": "bert", "description": "architecture family"},
+            "num_heads": {"type": "integer", "minimum": 0, "default": 0, "description": "attention heads (0: detect)"},
+            "hidden_size": {"type": "integer", "minimum": 0, "default": 0, "description": "hidden size (0: detect)"},
+            "opt_level": {
+                "enum": [0, 1, 2, 99], "default": 0,
+                "description": "ORT optimization inside the optimizer; above 0 needs PyTorch installed (ORT imports it)",
+            },
+            "use_gpu": {"type": "boolean", "default": False, "description": "fuse for the CUDA provider's kernels"},
+            "float16": {"type": "boolean", "default": False, "description": "convert the fused model to fp16 (for GPUs)"},
+            "keep_io_types": {"type": "boolean", "default": True, "description": "with float16: keep fp32 inputs and outputs"},
+            "fusion": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {k: {"type": "boolean", "default": v} for k, v in FUSION_SWITCHES.items()},
+                "default": {},
+                "description": "FusionOptions switches, e.g. {enable_gelu_approximation: true}",
+            },
+        },
+    }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        heads, hidden = params["num_heads"], params["hidden_size"]
+        if heads and hidden and hidden % heads:
+            return [f"hidden_size {hidden} is not divisible by num_heads {heads} — check the model's config"]
+        if (heads == 0) != (hidden == 0):
+            return ["give both num_heads and hidden_size, or neither (0: detect both)"]
+        return []
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        params = ctx.params
+        if params["opt_level"] > 0:
+            try:
+                import torch  # noqa: F401  (ORT's optimizer imports it for opt_level >= 1)
+            except ImportError:
+                raise StageError("opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
+                                 "opt_level 0 and put a graph_optimization stage after this one") from None
+        from onnxruntime.transformers import optimizer
+        from onnxruntime.transformers.fusion_options import FusionOptions
+
+        source = Path(ctx.inputs["model"])
+        onnx_model.load_for_ort(source)  # a clear error for a broken file before the optimizer's own
+        options = FusionOptions(params["model_type"])
+        for name, value in params["fusion"].items():
+            setattr(options, name, value)
+        try:
+            fused = optimizer.optimize_model(str(source), model_type=params["model_type"], num_heads=params["num_heads"],
+                                             hidden_size=params["hidden_size"], optimization_options=options,
+                                             opt_level=params["opt_level"], use_gpu=params["use_gpu"])
+        except Exception as exc:
+            raise StageError(f"the transformer optimizer failed: {type(exc).__name__}: {exc}") from exc
+        stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
+        if not any(stats.get(op) for op in CORE_FUSIONS):
+            raise StageError(
+                f"nothing fused for model_type {params['model_type']} (fused: {stats or 'none'}) — usually a wrong "
+                "num_heads/hidden_size, a different model_type, or an export the optimizer does not recognise "
+                "(it matches the legacy exporter's eager-attention patterns)"
+            )
+        if params["float16"]:
+            fused.convert_float_to_float16(keep_io_types=params["keep_io_types"])
+        target = ctx.output_path("model")
+        fused.save_model_to_file(str(target), use_external_data_format=fused.model.ByteSize() > onnx_model.TWO_GB)
+        onnx_model.cap_ir_version(target)
+        onnx_model.check(target)
+        complete = bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
+        metrics = {
+            "model_type": params["model_type"],
+            "fused": dict(sorted(stats.items())),
+            "fully_optimized": complete,
+            "nodes_before": sum(onnx_model.op_counts(source).values()),
+            "nodes_after": sum(onnx_model.op_counts(target).values()),
+            "bytes_after": target.stat().st_size,
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        summary = ", ".join(f"{op} {n}" for op, n in sorted(stats.items()))
+        if complete is False:
+            summary += " (not fully optimized: some subgraphs were not recognised)"
+        return StageResult(summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete})
