@@ -90,10 +90,16 @@ class Calibrate(Stage):
         highs: dict[str, list[float]] = {}
         masked: dict[str, int] = {}
         samples = 0
-        feeds = ctx.inputs["data"].feeds(model_inputs(model), limit=params["samples"])
-        for batch in batched(feeds, params["batch_size"]):
+        inputs = model_inputs(model)
+        # A model whose batch axis is fixed (usually at 1) takes one sample per run.
+        fixed_batch = any(i.shape and isinstance(i.shape[0], int) and i.shape[0] > 0 for i in inputs)
+        feeds = ctx.inputs["data"].feeds(inputs, limit=params["samples"])
+        for batch in batched(feeds, 1 if fixed_batch else params["batch_size"]):
             samples += len(next(iter(batch.values())))
-            outputs = dict(zip(names, session.run(None, batch)))
+            try:
+                outputs = dict(zip(names, session.run(None, batch)))
+            except Exception as exc:
+                raise StageError(f"running the model on the dataset failed at sample {samples}: {exc}") from exc
             clean = {}
             for name in sorted(wanted & outputs.keys()):  # sorted: the table's bytes must not vary run to run
                 values = np.asarray(outputs[name]).ravel()
