@@ -30,6 +30,7 @@ def timed(cmd: list[str], cwd: Path) -> float:
 def cached_rerun_vs_floor(work: Path, repeat: int) -> tuple[float, float]:
     recipe = work / "quickstart.yaml"
     shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
+    shutil.copytree(ROOT / "recipes" / "data", work / "data")
     engine = [sys.executable, "-m", "engine.cli", "run", str(recipe)]  # with its usual table output
     subprocess.run(engine, cwd=work, check=True, stdout=subprocess.DEVNULL)  # build once
     floor_cmd = [sys.executable, "-c", "import onnxruntime"]

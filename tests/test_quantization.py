@@ -183,3 +183,29 @@ def test_table_from_another_graph_is_refused(built, project, cli):
     code, _, err = cli("run", path)
     assert code == 1
     assert "the calibration table describes only" in err or "calibrate the same model you quantize" in err
+
+
+def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli):
+    """PP-OCRv4's detector (opset 12) through calibration and per-channel QDQ: the model is moved to opset 13,
+    which per-channel DequantizeLinear needs, and the result passes onnx.checker and runs."""
+    images = Path(__file__).parent.parent / "recipes" / "data" / "images" / "calibration"
+    path = write(project / "recipe.yaml", f"""
+        version: 1
+        name: cnn
+        inputs:
+          model: {{package: rapidocr-onnxruntime, file: rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx}}
+        datasets:
+          calib: {{loader: images, with: {{path: {images}, size: [320, 320], channels: BGR,
+                                          mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], limit: 3}}}}
+        stages:
+          table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.calib}}}}
+          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}}, with: {{per_channel: true}}}}
+    """)
+    code, _, err = cli("run", path)
+    assert code == 0, err
+    metrics = json.loads((project / "out/cnn/int8/metrics.json").read_text())
+    assert metrics["opset_upgraded_from"] == 12 and metrics["quantized_by_op_type"]["Conv"] > 50
+    assert metrics["bytes_after"] < metrics["bytes_before"] / 2.5
+    session = ort.InferenceSession(str(project / "out/cnn/int8/model.onnx"), providers=["CPUExecutionProvider"])
+    probability = session.run(None, {"x": np.zeros((1, 3, 320, 320), np.float32)})[0]
+    assert probability.shape == (1, 1, 320, 320) and 0 <= probability.min() and probability.max() <= 1
