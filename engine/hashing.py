@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from typing import Callable
 import threading
 from pathlib import Path
 
@@ -53,6 +54,7 @@ class HashCache:
                     "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
                     " ctime_ns INTEGER, size INTEGER, digest TEXT)"
                 )
+                conn.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value TEXT)")
             self._local.conn = conn
         return conn
 
@@ -61,6 +63,15 @@ class HashCache:
         if path.is_dir():
             return hash_tree(path, self._hash_file)
         return self._hash_file(path)
+
+    def derived(self, key: str, compute: Callable[[], str]) -> str:
+        """A value computed from content, remembered under a key that includes the content's digest."""
+        row = self._conn().execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
+        if row:
+            return row[0]
+        value = compute()
+        self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?)", (key, value))
+        return value
 
     def _hash_file(self, path: Path) -> str:
         st = path.stat()

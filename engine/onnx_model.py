@@ -1,4 +1,8 @@
-"""Helpers for stages that write ONNX models: save loadable files, check them, count their ops."""
+"""Helpers for stages that read and write ONNX models: find the model file, save loadable files (with
+external data when over protobuf's 2 GB limit), check them, count their ops.
+
+A model artifact is either one .onnx file, or a folder holding one .onnx file and the external-data files
+it references (what a stage writes for a model over 2 GB). Stages go through `model_file` and `output_file`."""
 
 from __future__ import annotations
 
@@ -33,14 +37,84 @@ def max_ir_version() -> int:
     return 7
 
 
-def save(model: Any, path: Path) -> None:
+def sort_nodes(model: Any) -> None:
+    """Put the main graph's nodes in topological order (ONNX requires it; some converters append the
+    nodes they insert at the end)."""
+    graph = model.graph
+    available = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
+    pending = list(graph.node)
+    ordered = []
+    while pending:
+        ready = [n for n in pending if all(i in available for i in n.input)]
+        if not ready:
+            return  # a cycle or an outer-scope name: leave the order as it was, the checker will say
+        for node in ready:
+            ordered.append(node)
+            available.update(node.output)
+        ready_ids = {id(n) for n in ready}
+        pending = [n for n in pending if id(n) not in ready_ids]
+    del graph.node[:]
+    graph.node.extend(ordered)
+
+
+def model_file(path: Path | str) -> Path:
+    """The .onnx file of a model artifact (a file, or a folder with one .onnx file and its data)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    found = sorted(path.glob("*.onnx"))
+    if len(found) != 1:
+        raise StageError(f"{path} should hold exactly one .onnx file (found {len(found)})")
+    return found[0]
+
+
+def external_data_files(path: Path) -> list[str]:
+    """Locations (relative to the model's folder) of the external-data files a model references."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    found = set()
+    for tensor in model.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            found.update(e.value for e in tensor.external_data if e.key == "location")
+    return sorted(found)
+
+
+def total_size(path: Path) -> int:
+    """Bytes of a model including its external data."""
+    path = model_file(path)
+    try:
+        external = external_data_files(path)
+    except Exception:
+        external = []  # not parseable: the load that follows reports it with the fix
+    return path.stat().st_size + sum((path.parent / f).stat().st_size for f in external if (path.parent / f).exists())
+
+
+def output_file(output: Path, large: bool) -> Path:
+    """Where a stage writes its model: the output path itself, or for a model that needs external data a
+    folder at the output path holding model.onnx and model.onnx.data (kept together as one artifact)."""
+    if not large:
+        return output
+    output.mkdir(exist_ok=True)
+    return output / "model.onnx"
+
+
+def save(model: Any, output: Path) -> Path:
     """Save with an IR version ORT accepts, and with external data when the model is over 2 GB."""
     import onnx
 
     model.ir_version = min(model.ir_version, max_ir_version())
-    large = model.ByteSize() > TWO_GB if hasattr(model, "ByteSize") else False
+    large = model.ByteSize() > TWO_GB
+    if large:  # onnx moves only tensors stored as raw_data out of the file (fp16 converters use int32_data)
+        from onnx import numpy_helper
+
+        for tensor in model.graph.initializer:
+            if not tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
+                tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor), tensor.name))
+    path = output_file(output, large)
     onnx.save_model(model, str(path), save_as_external_data=large, all_tensors_to_one_file=True,
                     location=f"{path.name}.data" if large else None)
+    return path
 
 
 def cap_ir_version(path: Path) -> None:
@@ -102,7 +176,7 @@ def op_counts(path: Path) -> Counter[str]:
     return counts
 
 
-def pre_processed(source: Path, target: Path) -> Path:
+def pre_processed(source: Path, destination: Path) -> Path:
     """ORT's quant_pre_process (symbolic shape inference with auto_merge, then ORT's basic optimizations), the
     graph both calibration and static quantization work on. auto_merge: without it shape inference stops
     ("Incomplete symbolic shape inference") on BERT-style and YOLO-style exports."""
@@ -113,11 +187,11 @@ def pre_processed(source: Path, target: Path) -> Path:
 
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            quant_pre_process(str(source), str(target), auto_merge=True,
-                              save_as_external_data=source.stat().st_size > TWO_GB)
+            quant_pre_process(str(source), str(destination), auto_merge=True,
+                              save_as_external_data=total_size(source) > TWO_GB)
     except Exception as exc:
         raise StageError(f"quant_pre_process failed: {type(exc).__name__}: {exc} — set pre_process: false to skip it") from exc
-    return target
+    return destination
 
 
 def _first_line(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from engine.lockfile import LockWriter, drift, read_lock
 from engine.plan import PlannedStage, make_plan
 from engine.recipe import Recipe, read_recipe
 from engine.dataset import Dataset, content_digest
+from engine.sources import input_digest
 from engine.registry import Plugins
 from engine.report import write_report
 from engine.runner import FAILED, GATE_FAILED, RAN, StageOutcome
@@ -38,7 +39,7 @@ class Workspace:
         """Each input and dataset by reference: its content digest and what a stage receives for it."""
         found: dict[str, tuple[str, Any]] = {}
         for name, spec in sorted(self.recipe.inputs.items()):
-            found[f"inputs.{name}"] = (self.store.hashes.hash_path(spec.path), spec.path)
+            found[f"inputs.{name}"] = (input_digest(spec.path, self.store.hashes), spec.path)
         for name, dataset in sorted(self.recipe.datasets.items()):
             digest = content_digest(dataset.loader_cls, dataset.params, self.store.hashes)
             handle = Dataset(name, dataset.loader_cls(), dict(dataset.params), digest, str(dataset.location))

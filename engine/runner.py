@@ -15,6 +15,7 @@ from engine.environment import facts
 from engine.errors import GateFailed, StageError
 from engine.keys import stage_key
 from engine.recipe import Ref, StageSpec
+from engine.sources import input_digest
 from engine.stage import StageContext, StageResult
 from engine.store import ArtifactStore, tree_size
 
@@ -151,7 +152,7 @@ def _check_sources_unchanged(store: ArtifactStore, job: StageJob) -> None:
             elif store.objects in Path(item).parents:
                 continue  # store objects are immutable
             else:
-                current = store.hashes.hash_path(Path(item))
+                current = input_digest(Path(item), store.hashes)
             if current != digest:
                 raise StageError(f"input '{port}' ({item}) changed while the stage ran, so its result was not kept"
                                  " — run again once the file stops changing")

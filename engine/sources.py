@@ -3,12 +3,15 @@ datasets (a loader plus the files it reads), resolved and checked, with content 
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.errors import Location, Problem, suggest
+from engine.hashing import HashCache, hash_bytes
+from engine.keys import canonical_json
 from engine.registry import Registry
 from engine.schema_errors import fill_defaults, validate
 from engine.yamlsource import SourceMap
@@ -70,6 +73,29 @@ def resolve_datasets(
             datasets[name] = DatasetSpec(name, loader_cls.type, loader_cls, fill_defaults(params, loader_cls.params_schema),
                                          source.locate(where, key=True))
     return datasets
+
+
+def input_digest(path: Path, hashes: HashCache) -> str:
+    """An input's content digest. For an ONNX model stored with external data, the data files it names
+    (beside it) are part of it: a changed weights file must change every key downstream."""
+    digest = hashes.hash_path(path)
+    if path.suffix != ".onnx" or not path.is_file():
+        return digest
+
+    def locations() -> str:
+        from engine.onnx_model import external_data_files
+
+        try:
+            return json.dumps(external_data_files(path))
+        except Exception:
+            return "[]"  # not parseable as ONNX: the stage that reads it says so
+
+    external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
+    if not external:
+        return digest
+    parts = {name: hashes.hash_path(path.parent / name) if (path.parent / name).exists() else "missing"
+             for name in external}
+    return hash_bytes(canonical_json({"model": digest, "external_data": parts}).encode())
 
 
 def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subject: str,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 from engine import onnx_model
@@ -69,10 +68,10 @@ class Calibrate(Stage):
 
         params = ctx.params
         method = params["method"]
-        source = Path(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
-        large = model.stat().st_size > onnx_model.TWO_GB
+        large = onnx_model.total_size(model) > onnx_model.TWO_GB
         # Every method uses the raw-tensor augmentation, so values can be cleaned before they are reduced.
         calibrator = create_calibrator(
             str(model), params["op_types_to_calibrate"] or None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from engine import onnx_model
@@ -43,7 +42,7 @@ class ConvertFloat16(Stage):
         from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
         params = ctx.params
-        source = Path(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
         model = onnx.load(str(source))
         try:
@@ -54,10 +53,10 @@ class ConvertFloat16(Stage):
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
-        target = ctx.output_path("model")
-        onnx_model.save(converted, target)
+        onnx_model.sort_nodes(converted)  # the converter appends its input Casts after their consumers
+        target = onnx_model.save(converted, ctx.output_path("model"))
         onnx_model.check(target)
-        metrics = {"bytes_before": source.stat().st_size, "bytes_after": target.stat().st_size,
+        metrics = {"bytes_before": onnx_model.total_size(source), "bytes_after": onnx_model.total_size(target),
                    "keep_io_types": params["keep_io_types"]}
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 from engine import onnx_model
@@ -63,9 +62,10 @@ class QuantizeDynamic(Stage):
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         params = ctx.params
-        source = Path(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
-        target = ctx.output_path("model")
+        large = onnx_model.total_size(source) > onnx_model.TWO_GB
+        target = onnx_model.output_file(ctx.output_path("model"), large)
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
         # "Unable to find data type for weight_name".
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
@@ -76,7 +76,7 @@ class QuantizeDynamic(Stage):
                                  per_channel=params["per_channel"], reduce_range=params["reduce_range"],
                                  weight_type=getattr(QuantType, params["weight_type"]),
                                  nodes_to_exclude=params["nodes_to_exclude"] or None,
-                                 use_external_data_format=source.stat().st_size > onnx_model.TWO_GB, extra_options=extra)
+                                 use_external_data_format=large, extra_options=extra)
         except Exception as exc:
             raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
         onnx_model.cap_ir_version(target)
@@ -87,8 +87,8 @@ class QuantizeDynamic(Stage):
                              "constant weights (check op_types_to_quantize)")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-            "bytes_before": source.stat().st_size,
-            "bytes_after": target.stat().st_size,
+            "bytes_before": onnx_model.total_size(source),
+            "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]

@@ -90,7 +90,7 @@ class QuantizeStatic(Stage):
         from onnxruntime.quantization.calibrate import CalibrationMethod, load_tensors_data
 
         params = ctx.params
-        source = Path(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
         table_path = ctx.output_dir.parent / "calibration.json"  # a private copy: ORT may rewrite its cache file
@@ -106,7 +106,8 @@ class QuantizeStatic(Stage):
             model, upgraded = self._opset_for_per_channel(model, ctx.output_dir.parent / "opset13.onnx")
         around_masks = self._touching(model, set(masks))
         excluded = sorted(set(params["nodes_to_exclude"]) | self._kept_float(model, params) | around_masks)
-        target = ctx.output_path("model")
+        large = onnx_model.total_size(model) > onnx_model.TWO_GB
+        target = onnx_model.output_file(ctx.output_path("model"), large)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 quantize_static(
@@ -117,7 +118,7 @@ class QuantizeStatic(Stage):
                     activation_type=getattr(QuantType, params["activation_type"]),
                     weight_type=getattr(QuantType, params["weight_type"]),
                     nodes_to_exclude=excluded or None,
-                    use_external_data_format=model.stat().st_size > onnx_model.TWO_GB,
+                    use_external_data_format=large,
                     calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
                     extra_options=dict(params["extra_options"]),
                     calibration_cache_path=str(table_path),
@@ -151,8 +152,8 @@ class QuantizeStatic(Stage):
             "nodes_kept_float": excluded,
             "mask_nodes_kept_float": sorted(around_masks),
             "opset_upgraded_from": upgraded,
-            "bytes_before": source.stat().st_size,
-            "bytes_after": target.stat().st_size,
+            "bytes_before": onnx_model.total_size(source),
+            "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from engine import onnx_model
@@ -83,7 +82,7 @@ class TransformerFusion(Stage):
         from onnxruntime.transformers import optimizer
         from onnxruntime.transformers.fusion_options import FusionOptions
 
-        source = Path(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)  # a clear error for a broken file before the optimizer's own
         options = FusionOptions(params["model_type"])
         for name, value in params["fusion"].items():
@@ -103,8 +102,9 @@ class TransformerFusion(Stage):
             )
         if params["float16"]:
             fused.convert_float_to_float16(keep_io_types=params["keep_io_types"])
-        target = ctx.output_path("model")
-        fused.save_model_to_file(str(target), use_external_data_format=fused.model.ByteSize() > onnx_model.TWO_GB)
+        large = fused.model.ByteSize() > onnx_model.TWO_GB
+        target = onnx_model.output_file(ctx.output_path("model"), large)
+        fused.save_model_to_file(str(target), use_external_data_format=large)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         complete = bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
@@ -114,7 +114,7 @@ class TransformerFusion(Stage):
             "fully_optimized": complete,
             "nodes_before": sum(onnx_model.op_counts(source).values()),
             "nodes_after": sum(onnx_model.op_counts(target).values()),
-            "bytes_after": target.stat().st_size,
+            "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         summary = ", ".join(f"{op} {n}" for op, n in sorted(stats.items()))

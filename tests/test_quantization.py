@@ -209,3 +209,49 @@ def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli):
     session = ort.InferenceSession(str(project / "out/cnn/int8/model.onnx"), providers=["CPUExecutionProvider"])
     probability = session.run(None, {"x": np.zeros((1, 3, 320, 320), np.float32)})[0]
     assert probability.shape == (1, 1, 320, 320) and 0 <= probability.min() and probability.max() <= 1
+
+
+def matmul_model_with_external_data(folder: Path) -> Path:
+    rng = np.random.default_rng(0)
+    from onnx import numpy_helper
+
+    weight = numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    folder.mkdir()
+    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, location="weights.bin",
+                    size_threshold=0)
+    assert (folder / "weights.bin").stat().st_size == 64 * 64 * 4
+    return folder / "model.onnx"
+
+
+def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, cli, monkeypatch):
+    import engine.onnx_model
+
+    model = matmul_model_with_external_data(project / "model")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: ext
+        inputs:
+          model: model/model.onnx
+        stages:
+          half: {uses: convert_float16, in: {model: inputs.model}, with: {keep_io_types: true}}
+          dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
+          opt: {uses: graph_optimization, in: {model: half.model}, with: {level: basic}}
+    """)
+    monkeypatch.setattr(engine.onnx_model, "TWO_GB", 4096)  # treat this 16 KB model as over the limit
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    outputs = project / "out/ext"
+    for stage in ("half", "opt"):  # written with external data: a folder holding the model and its data
+        assert sorted(p.name for p in (outputs / stage / "model.onnx").iterdir()) == ["model.onnx", "model.onnx.data"]
+        ort.InferenceSession(str(outputs / stage / "model.onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
+    weights = model.parent / "weights.bin"
+    data = bytearray(weights.read_bytes())
+    data[103] ^= 0x80  # the sign of one weight: survives the fp16 conversion, so all three stages rerun
+    weights.write_bytes(bytes(data))
+    code, out, _ = cli("run", path)
+    assert code == 0 and out.count(" ran ") == 3  # the .onnx file is unchanged; its weights are not

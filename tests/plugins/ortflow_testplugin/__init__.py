@@ -78,9 +78,12 @@ class FeedStats(Stage):
         from engine.dataset import model_inputs
 
         _log(ctx, "start")
-        session = ort.InferenceSession(str(ctx.inputs["model"]), providers=["CPUExecutionProvider"])
+        from engine.onnx_model import model_file
+
+        model = model_file(ctx.inputs["model"])
+        session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
         count, total = 0, 0.0
-        for feed in ctx.inputs["data"].feeds(model_inputs(ctx.inputs["model"]), ctx.params.get("limit")):
+        for feed in ctx.inputs["data"].feeds(model_inputs(model), ctx.params.get("limit")):
             total += float(session.run(None, feed)[0].sum())
             count += 1
         ctx.output_path("stats").write_text(json.dumps({"feeds": count, "sum": round(total, 3)}))
