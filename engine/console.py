@@ -163,11 +163,12 @@ class Output:
         params = Table(title="parameters (`with:`)", title_justify="left")
         for column in ("name", "type", "default", "description"):
             params.add_column(column)
+        required = set(cls.params_schema.get("required", []))
         for pname, prop in cls.params_schema.get("properties", {}).items():
             kind = prop.get("type") or ("one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any")
             if pname in getattr(cls, "file_params", ()):
                 kind = "path or {package, file}"
-            default = repr(prop["default"]) if "default" in prop else "(required)"
+            default = repr(prop["default"]) if "default" in prop else ("(required)" if pname in required else "(optional)")
             params.add_row(pname, _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
         self.console.print(params)
 

@@ -69,8 +69,13 @@ class DatasetLoader:
     file_params: ClassVar[tuple[str, ...]] = ()
 
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterable[Feed]:
-        """Yield one feed (input name -> array with a leading batch axis) per sample."""
+        """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
+        if the schema declares one, is applied by the engine."""
         raise NotImplementedError
+
+    def env_facts(self) -> tuple[str, ...]:
+        """Environment facts (engine.environment) the feeds depend on, e.g. the tokenizers version."""
+        return ()
 
 
 @dataclass
@@ -88,29 +93,48 @@ class Dataset:
 
     def feeds(self, inputs: list[ModelInput], limit: int | None = None) -> Iterator[Feed]:
         """The loader's feeds, each checked against the model's inputs before anyone runs it."""
+        where = f"dataset '{self.name}' ({self.location})"
+        limits = [n for n in (limit, self.params.get("limit")) if n]
+        most = min(limits) if limits else None
         count = 0
-        for feed in self.loader.feeds(self.params, inputs):
-            if limit is not None and count >= limit:
-                return
-            check_feed(feed, inputs, f"dataset '{self.name}' ({self.location}) sample {count}")
+        feeds = iter(self.loader.feeds(self.params, inputs))
+        while most is None or count < most:
+            try:
+                feed = next(feeds)
+            except StopIteration:
+                break
+            except StageError as exc:
+                raise StageError(f"{where}: {exc}") from exc
+            except Exception as exc:  # the loader's (or a user function's) own failure: say whose it is
+                raise StageError(f"{where} failed reading sample {count}: {type(exc).__name__}: {exc}") from exc
+            check_feed(feed, inputs, f"{where} sample {count}")
             count += 1
             yield feed
         if count == 0:
-            raise StageError(f"dataset '{self.name}' ({self.location}) gave no samples — check its files and parameters")
+            raise StageError(f"{where} gave no samples — check its files and parameters")
 
 
 def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: Any) -> str:
-    """A dataset's identity: loader type and version, parameters, and its files by content (never by path)."""
+    """A dataset's identity: loader type and version, parameters, its files by content (never by path),
+    and the library versions it declares (a new tokenizer release may tokenize differently)."""
+    from engine.environment import facts
     from engine.hashing import hash_bytes
     from engine.keys import canonical_json
 
     files = set(loader_cls.file_params)
     hashed = {k: hashes.hash_path(v) if k in files else v for k, v in params.items()}
-    return hash_bytes(canonical_json({"loader": loader_cls.type, "version": loader_cls.version, "params": hashed}).encode())
+    identity = {"loader": loader_cls.type, "version": loader_cls.version, "params": hashed,
+                "env": facts(tuple(loader_cls().env_facts()))}
+    return hash_bytes(canonical_json(identity).encode())
 
 
 def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:
     """A wrong name, dtype or rank is an error naming both sides."""
+    import numpy as np
+
+    if not isinstance(feed, dict) or not all(isinstance(v, np.ndarray) for v in feed.values()):
+        raise StageError(f"{where} is a {type(feed).__name__}, not a mapping of input names to numpy arrays"
+                         " — a feed is {input name: array with a leading batch axis}")
     wanted = {i.name: i for i in inputs}
     unknown = sorted(set(feed) - set(wanted))
     missing = sorted(set(wanted) - set(feed))
@@ -138,11 +162,18 @@ def batched(feeds: Iterable[Feed], batch_size: int) -> Iterator[Feed]:
     """Concatenate consecutive feeds along the batch axis (samples in one batch must share shapes)."""
     import numpy as np
 
+    def join(pending: list[Feed]) -> Feed:
+        try:
+            return {k: np.concatenate([f[k] for f in pending]) for k in pending[0]}
+        except ValueError as exc:
+            raise StageError(f"samples of different shapes cannot share a batch ({exc}) — set batch_size: 1, or "
+                             "make the samples one shape (e.g. the text loader's padding: max_length)") from exc
+
     pending: list[Feed] = []
     for feed in feeds:
         pending.append(feed)
         if len(pending) == batch_size:
-            yield {k: np.concatenate([f[k] for f in pending]) for k in pending[0]}
+            yield join(pending)
             pending = []
     if pending:
-        yield {k: np.concatenate([f[k] for f in pending]) for k in pending[0]}
+        yield join(pending)

@@ -40,6 +40,8 @@ FACTS: dict[str, Callable[[], str]] = {
     "onnxruntime": lambda: _dist_version("onnxruntime-gpu", "onnxruntime"),
     "onnx": lambda: _dist_version("onnx"),
     "numpy": lambda: _dist_version("numpy"),
+    "tokenizers": lambda: _dist_version("tokenizers"),
+    "pillow": lambda: _dist_version("pillow"),
     "python": lambda: platform.python_version(),
     "platform": lambda: f"{sys.platform}-{platform.machine()}",
     # Hardware a machine-specific artifact (an ORT 'all'-level model, a benchmark) was made for.

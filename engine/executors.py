@@ -17,8 +17,17 @@ class Executor(Protocol):
 class LocalExecutor:
     """A thread pool: ONNX Runtime and NumPy release the GIL, so stages really overlap."""
 
+    # Libraries stages import lazily; numpy in particular fails ("cannot import name '__cpu_features__'")
+    # when two threads import it for the first time at once, so the pool imports them up front.
+    PRELOAD = ("numpy", "onnx", "onnxruntime")
+
     def __init__(self, jobs: int = 1):
         self.slots = max(1, jobs)
+        if self.slots > 1:
+            import importlib
+
+            for module in self.PRELOAD:
+                importlib.import_module(module)
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="stage")
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:

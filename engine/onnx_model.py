@@ -13,7 +13,9 @@ from typing import Any
 
 from engine.errors import StageError
 
-TWO_GB = 2**31 - 1  # protobuf's limit: larger models must keep their weights in external data
+TWO_GB = 2**31 - 1
+INTEGER_COMPUTE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "GatherElements", "Attention",
+                       "EmbedLayerNormalization"}  # protobuf's limit: larger models must keep their weights in external data
 
 
 @lru_cache(maxsize=1)
@@ -180,18 +182,59 @@ def pre_processed(source: Path, destination: Path) -> Path:
     """ORT's quant_pre_process (symbolic shape inference with auto_merge, then ORT's basic optimizations), the
     graph both calibration and static quantization work on. auto_merge: without it shape inference stops
     ("Incomplete symbolic shape inference") on BERT-style and YOLO-style exports."""
-    import contextlib
-    import io
-
     from onnxruntime.quantization import quant_pre_process
 
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            quant_pre_process(str(source), str(destination), auto_merge=True,
-                              save_as_external_data=total_size(source) > TWO_GB)
+        quant_pre_process(str(source), str(destination), auto_merge=True,
+                          save_as_external_data=total_size(source) > TWO_GB)
     except Exception as exc:
         raise StageError(f"quant_pre_process failed: {type(exc).__name__}: {exc} — set pre_process: false to skip it") from exc
     return destination
+
+
+def float_tensors(model: Any) -> set[str]:
+    """Names of the float32/float16 tensors of a model (graph inputs, initializers, inferred activations)."""
+    import onnx
+
+    try:
+        typed = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:
+        typed = model.graph
+    kinds = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+    found = {v.name for v in [*typed.value_info, *typed.input, *typed.output] if v.type.tensor_type.elem_type in kinds}
+    return found | {t.name for t in model.graph.initializer if t.data_type in kinds}
+
+
+def quantized_ops(path: Path) -> dict[str, Any]:
+    """What quantization did. QDQ: nodes all of whose float inputs are dequantized (ORT runs them as integer
+    kernels). QOperator and dynamic: the QLinear* and *Integer ops. Plus how many activations (tensors that
+    are not weights) pass through QuantizeLinear or DynamicQuantizeLinear."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    floats = float_tensors(model)
+    initializers = {t.name for t in model.graph.initializer}
+    dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
+    quantized_inputs = {i for n in model.graph.node if n.op_type == "QuantizeLinear" for i in n.input[:1]}
+    by_op_type: Counter[str] = Counter()
+    for node in model.graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
+            continue
+        if node.op_type.startswith("QLinear") or node.op_type.endswith("Integer") or node.domain == "com.microsoft" \
+                and node.op_type in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm"):
+            by_op_type[node.op_type] += 1
+            continue
+        float_inputs = [i for i in node.input if i and (i in floats or i in dequantized)]
+        if not float_inputs or not all(i in dequantized for i in float_inputs):
+            continue
+        # ORT runs these as integer kernels with float outputs; any other op only when its output is
+        # quantized again (otherwise it computes in float on dequantized values).
+        outputs_quantized = all(o in quantized_inputs for o in node.output if o in floats)
+        if node.op_type in INTEGER_COMPUTE_OPS or outputs_quantized:
+            by_op_type[node.op_type] += 1
+    activations = sum(1 for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
+                      and n.input[0] not in initializers)
+    return {"by_op_type": by_op_type, "activations": activations}
 
 
 def _first_line(exc: BaseException) -> str:

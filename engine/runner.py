@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.capture import captured_output
 from engine.dataset import Dataset
 from engine.environment import facts
 from engine.errors import GateFailed, StageError
@@ -19,6 +20,7 @@ from engine.sources import input_digest
 from engine.stage import StageContext, StageResult
 from engine.store import ArtifactStore, tree_size
 
+LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 RAN, CACHED, FAILED, GATE_FAILED, SKIPPED, NOT_RUN = "ran", "cached", "failed", "gate failed", "skipped", "not run"
 
 
@@ -95,10 +97,11 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
         return StageOutcome(spec.name, GATE_FAILED, time.perf_counter() - started, key, error=str(exc))
     except StageError as exc:
         return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=str(exc))
-    except Exception as exc:  # a bug or a library error: keep the traceback for --debug
+    except Exception as exc:  # a bug or a library error: keep the traceback (and what it printed) for --debug
         message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=message,
-                            traceback=traceback.format_exc())
+        log = getattr(exc, "stage_log", "")
+        details = traceback.format_exc() + (f"\nthe stage printed:\n{log}" if log else "")
+        return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=message, traceback=details)
 
 
 def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None]) -> dict:
@@ -109,7 +112,12 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
         ports = {p.name: p for p in spec.stage_cls.outputs}
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log)
         started = time.perf_counter()
-        result = spec.stage_cls().run(ctx) or StageResult()
+        with captured_output() as printed:  # library chatter goes to the run record, not the terminal
+            try:
+                result = spec.stage_cls().run(ctx) or StageResult()
+            except BaseException as exc:
+                exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
+                raise
         seconds = time.perf_counter() - started
         _check_sources_unchanged(store, job)
         outputs: dict[str, Any] = {}
@@ -134,6 +142,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
             "summary": result.summary,
             "metrics": result.metrics,
             "seconds": round(seconds, 3),
+            "log": printed.getvalue()[-LOG_TAIL:],
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         store.write_run(key, record)

@@ -141,6 +141,13 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
     files = [str(f) for f in dist.files or []]
     wanted = file.strip("/")
     matches = [f for f in files if f == wanted] or [f for f in files if f.endswith("/" + wanted)]
+    if not matches:  # a folder inside the package (e.g. a folder of images)
+        folders = set()
+        for name in files:
+            start = f"/{name}".find(f"/{wanted}/")  # `wanted` as whole path components
+            if start >= 0:
+                folders.add(name[: start + len(wanted)])
+        matches = sorted(folders)
     if len(matches) != 1:
         data_files = [f for f in files if not f.endswith((".py", ".pyc")) and ".dist-info/" not in f]
         reason = "is ambiguous" if matches else "is not in it"

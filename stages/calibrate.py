@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from typing import Any
 
@@ -13,7 +11,7 @@ from engine.errors import StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
-DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 128}
+DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
 MASK_KEY = "ortflow"  # our addition to ORT's calibration-cache JSON (ORT ignores unknown keys)
 
 
@@ -56,6 +54,19 @@ class Calibrate(Stage):
                             "description": "calibrate the graph quant_pre_process makes (what quantize_static quantizes)"},
         },
     }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        method, bins = params["method"], params.get("num_bins")
+        problems = []
+        if params["moving_average"] and method != "minmax":
+            problems.append("moving_average applies to method minmax only")
+        if bins is not None and method == "minmax":
+            problems.append("num_bins applies to the histogram methods (entropy, percentile, distribution) only")
+        if bins is not None and method == "distribution" and bins < 512:
+            problems.append(f"num_bins {bins} is too few for method distribution: ORT needs at least 512")
+        if bins is not None and method == "entropy" and bins < params["num_quantized_bins"]:
+            problems.append(f"num_bins {bins} is below num_quantized_bins {params['num_quantized_bins']}")
+        return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
@@ -102,6 +113,7 @@ class Calibrate(Stage):
             clean = {}
             for name in sorted(wanted & outputs.keys()):  # sorted: the table's bytes must not vary run to run
                 values = np.asarray(outputs[name]).ravel()
+                values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
                 fills = np.abs(values) >= params["mask_threshold"]
                 if fills.any():
                     masked[name] = masked.get(name, 0) + int(fills.sum())
@@ -113,8 +125,7 @@ class Calibrate(Stage):
                     lows.setdefault(name, []).append(float(values.min()))
                     highs.setdefault(name, []).append(float(values.max()))
             else:
-                with contextlib.redirect_stdout(io.StringIO()):  # ORT prints progress lines
-                    collector.collect({name: [values] for name, values in clean.items()})
+                collector.collect({name: [values] for name, values in clean.items()})
         ranges = self._ranges(collector, lows, highs, params)
         if not ranges:
             raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
@@ -129,16 +140,17 @@ class Calibrate(Stage):
         metrics = {
             "method": method,
             "samples": samples,
-            "tensors": len(ranges),
+            "tensors": len(ranges) - len(masked),
             "masked_tensors": dict(sorted(masked.items())),
             "widest": dict(sorted(((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
                                   key=lambda item: item[1][0] - item[1][1])[:5]),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        summary = f"{method}: {len(ranges)} tensors from {samples} samples"
+        summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
         if masked:
             summary += f"; mask fills left out of {len(masked)} tensors"
-        return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges), "masked": len(masked)})
+        return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
+                                                     "masked": len(masked)})
 
     @staticmethod
     def _ranges(collector: Any, lows: dict[str, list[float]], highs: dict[str, list[float]],
@@ -148,8 +160,7 @@ class Calibrate(Stage):
         if collector is not None:
             if not collector.histogram_dict:
                 return {}
-            with contextlib.redirect_stdout(io.StringIO()):
-                result = collector.compute_collection_result()
+            result = collector.compute_collection_result()
             return {name: (float(np.asarray(v.range_value[0] if hasattr(v, "range_value") else v[0])),
                            float(np.asarray(v.range_value[1] if hasattr(v, "range_value") else v[1])))
                     for name, v in result.items()}

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from typing import Any
 
 from engine import onnx_model
 from engine.errors import StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from stages.quantize_static import quantized_ops
-
-
-@contextlib.contextmanager
-def _quiet_root_logger() -> Any:
-    import logging
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
 
 
 class QuantizeDynamic(Stage):
@@ -70,18 +54,16 @@ class QuantizeDynamic(Stage):
         # "Unable to find data type for weight_name".
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
         try:
-            # ORT logs a hint to pre-process first; on a fused graph that is deliberately skipped.
-            with contextlib.redirect_stdout(io.StringIO()), _quiet_root_logger():
-                quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
-                                 per_channel=params["per_channel"], reduce_range=params["reduce_range"],
-                                 weight_type=getattr(QuantType, params["weight_type"]),
-                                 nodes_to_exclude=params["nodes_to_exclude"] or None,
-                                 use_external_data_format=large, extra_options=extra)
+            quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
+                             per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                             weight_type=getattr(QuantType, params["weight_type"]),
+                             nodes_to_exclude=params["nodes_to_exclude"] or None,
+                             use_external_data_format=large, extra_options=extra)
         except Exception as exc:
             raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
-        quantized = quantized_ops(target)
+        quantized = onnx_model.quantized_ops(target)
         if not quantized["by_op_type"]:
             raise StageError("quantize_dynamic quantized nothing: the model has no MatMul, Gemm or Attention with "
                              "constant weights (check op_types_to_quantize)")

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from engine import onnx_model
-from engine.errors import StageError
+from engine.errors import StageError, suggest
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from stages.calibrate import MASK_KEY
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
@@ -97,32 +95,27 @@ class QuantizeStatic(Stage):
         table_path.write_bytes(Path(ctx.inputs["calibration"]).read_bytes())
         try:
             table = load_tensors_data(table_path)
-            masks = json.loads(table_path.read_text()).get("ortflow", {}).get("mask_tensors", [])
+            masks = json.loads(table_path.read_text()).get(MASK_KEY, {}).get("mask_tensors", [])
         except Exception as exc:
             raise StageError(f"{Path(ctx.inputs['calibration']).name} is not a calibration table: {exc}") from exc
-        self._check_coverage(model, set(table.data) | set(masks))
-        upgraded = None
-        if params["per_channel"]:
-            model, upgraded = self._opset_for_per_channel(model, ctx.output_dir.parent / "opset13.onnx")
-        around_masks = self._touching(model, set(masks))
-        excluded = sorted(set(params["nodes_to_exclude"]) | self._kept_float(model, params) | around_masks)
+        model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
+                                                                ctx.output_dir.parent / "prepared.onnx")
         large = onnx_model.total_size(model) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                quantize_static(
-                    str(model), str(target), calibration_data_reader=None,
-                    quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
-                    op_types_to_quantize=params["op_types_to_quantize"] or None,
-                    per_channel=params["per_channel"], reduce_range=params["reduce_range"],
-                    activation_type=getattr(QuantType, params["activation_type"]),
-                    weight_type=getattr(QuantType, params["weight_type"]),
-                    nodes_to_exclude=excluded or None,
-                    use_external_data_format=large,
-                    calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
-                    extra_options=dict(params["extra_options"]),
-                    calibration_cache_path=str(table_path),
-                )
+            quantize_static(
+                str(model), str(target), calibration_data_reader=None,
+                quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+                op_types_to_quantize=params["op_types_to_quantize"] or None,
+                per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                activation_type=getattr(QuantType, params["activation_type"]),
+                weight_type=getattr(QuantType, params["weight_type"]),
+                nodes_to_exclude=excluded or None,
+                use_external_data_format=large,
+                calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
+                extra_options=dict(params["extra_options"]),
+                calibration_cache_path=str(table_path),
+            )
         except Exception as exc:
             hint = ""
             if "Quantization parameters are not specified" in str(exc):
@@ -132,7 +125,7 @@ class QuantizeStatic(Stage):
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
-        quantized = quantized_ops(target)
+        quantized = onnx_model.quantized_ops(target)
         if not quantized["activations"] and not params["allow_weight_only"]:
             raise StageError(
                 "no activation was quantized: the result is weight-only, and usually slower than fp32 "
@@ -150,7 +143,7 @@ class QuantizeStatic(Stage):
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
-            "mask_nodes_kept_float": sorted(around_masks),
+            "mask_nodes_kept_float": around_masks,
             "opset_upgraded_from": upgraded,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -162,87 +155,68 @@ class QuantizeStatic(Stage):
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
 
     @staticmethod
-    def _check_coverage(model: Path, calibrated: set[str]) -> None:
+    def _prepare(model_path: Path, params: dict[str, Any], calibrated: set[str], masks: set[str],
+                 destination: Path) -> tuple[Path, list[str], list[str], int | None]:
+        """Check the table and the node and op names against the model, name unnamed nodes (exclusion goes
+        by name), move an opset-12 model to 13 for per-channel, and choose the nodes kept in float.
+        Returns (model to quantize, nodes kept in float, of those the ones around masks, opset upgraded from)."""
         import onnx
 
-        graph = onnx.load(str(model), load_external_data=False).graph
-        initializers = {t.name for t in graph.initializer}
-        activations = {o for n in graph.node for o in n.output} - initializers
-        covered = len(activations & calibrated) / max(1, len(activations))
+        model = onnx.load(str(model_path))
+        changed = False
+        for index, node in enumerate(model.graph.node):
+            if not node.name:
+                node.name, changed = f"{node.op_type}_{index}", True
+        nodes = list(model.graph.node)
+        names = {n.name for n in nodes}
+        op_types = {n.op_type for n in nodes}
+        unknown_nodes = sorted(set(params["nodes_to_exclude"]) - names)
+        if unknown_nodes:
+            hint = suggest(unknown_nodes[0], names)
+            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown_nodes)}"
+                             + (f" — {hint}" if hint else " — node names are in the model (see metrics of the stage that made it)"))
+        for field in ("op_types_to_quantize", "keep_float_op_types"):
+            for op_type in params[field]:
+                if not _is_op_type(op_type):
+                    hint = suggest(op_type, op_types) or "op types are ONNX names such as MatMul, Conv, Gather"
+                    raise StageError(f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}")
+        floats = onnx_model.float_tensors(model) - {t.name for t in model.graph.initializer}
+        wanted = set(params["op_types_to_quantize"])
+        activations = {o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]} & floats
+        covered = len(activations & (calibrated | masks)) / max(1, len(activations))
         if covered < MIN_COVERAGE:
             raise StageError(
-                f"the calibration table describes only {covered:.0%} of this model's activations: it was calibrated "
+                f"the calibration table describes only {covered:.0%} of the activations to quantize: it was calibrated "
                 "on another graph — give calibrate and quantize_static the same model and the same pre_process"
             )
+        upgraded = None
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+        if params["per_channel"] and opset < 13:
+            # Per-channel DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into
+            # older models anyway, which onnx.checker then rejects.
+            from onnx import version_converter
 
-    @staticmethod
-    def _opset_for_per_channel(model: Path, target: Path) -> tuple[Path, int | None]:
-        """Per-channel DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into
-        older models anyway, which onnx.checker then rejects. Convert such models to opset 13 first."""
-        import onnx
-        from onnx import version_converter
-
-        proto = onnx.load(str(model))
-        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 13)
-        if opset >= 13:
-            return model, None
-        try:
-            converted = version_converter.convert_version(proto, 13)
-        except Exception as exc:
-            raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
-                             " — set per_channel: false") from exc
-        onnx_model.save(converted, target)
-        return target, opset
-
-    @staticmethod
-    def _touching(model: Path, tensors: set[str]) -> set[str]:
-        """Nodes that produce or consume any of `tensors`."""
-        import onnx
-
-        nodes = onnx.load(str(model), load_external_data=False).graph.node
-        return {n.name for n in nodes if tensors & (set(n.input) | set(n.output))}
-
-    @staticmethod
-    def _kept_float(model: Path, params: dict[str, Any]) -> set[str]:
-        import onnx
-
-        nodes = onnx.load(str(model), load_external_data=False).graph.node
+            try:
+                model, upgraded, changed = version_converter.convert_version(model, 13), opset, True
+            except Exception as exc:
+                raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
+                                 " — set per_channel: false") from exc
+            nodes = list(model.graph.node)
+        around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
         kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
         quantizable = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")]
         if params["keep_float_first"]:
             kept.update(quantizable[: params["keep_float_first"]])
         if params["keep_float_last"]:
             kept.update(quantizable[-params["keep_float_last"]:])
-        return kept
+        excluded = sorted(set(params["nodes_to_exclude"]) | kept | around_masks)
+        if changed:
+            model_path = onnx_model.save(model, destination)
+        return model_path, excluded, sorted(around_masks), upgraded
 
 
-def quantized_ops(path: Path) -> dict[str, Any]:
-    """What quantization did. QDQ: nodes all of whose float inputs are dequantized (ORT runs them as integer
-    kernels). QOperator and dynamic: the QLinear* and *Integer ops. Plus how many activations (tensors that
-    are not weights) pass through QuantizeLinear or DynamicQuantizeLinear."""
+def _is_op_type(name: str) -> bool:
     import onnx
+    from onnxruntime.quantization.registry import IntegerOpsRegistry, QDQRegistry, QLinearOpsRegistry
 
-    model = onnx.load(str(path), load_external_data=False)
-    try:
-        typed = onnx.shape_inference.infer_shapes(model).graph
-    except Exception:
-        typed = model.graph
-    floats = {v.name for v in [*typed.value_info, *typed.input, *typed.output]
-              if v.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)}
-    floats |= {t.name for t in model.graph.initializer if t.data_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)}
-    initializers = {t.name for t in model.graph.initializer}
-    dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
-    by_op_type: Counter[str] = Counter()
-    for node in model.graph.node:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
-            continue
-        if node.op_type.startswith("QLinear") or node.op_type.endswith("Integer") or node.domain == "com.microsoft" \
-                and node.op_type in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm"):
-            by_op_type[node.op_type] += 1
-            continue
-        float_inputs = [i for i in node.input if i and (i in floats or i in dequantized)]
-        if float_inputs and all(i in dequantized for i in float_inputs):
-            by_op_type[node.op_type] += 1
-    activations = sum(1 for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
-                      and n.input[0] not in initializers)
-    return {"by_op_type": by_op_type, "activations": activations}
+    return onnx.defs.has(name) or name in {*IntegerOpsRegistry, *QDQRegistry, *QLinearOpsRegistry}

@@ -9,15 +9,17 @@ from engine import onnx_model
 from engine.errors import StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
-MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "phi",
-               "swin", "tnlr", "t5", "unet", "vae", "vit"]
-# FusionOptions fields a user may switch, with ORT's defaults for most model types.
-FUSION_SWITCHES = {
-    "enable_gelu": True, "enable_layer_norm": True, "enable_attention": True, "use_multi_head_attention": False,
-    "enable_skip_layer_norm": True, "enable_embed_layer_norm": True, "enable_bias_skip_layer_norm": True,
-    "enable_bias_gelu": True, "enable_gelu_approximation": False, "enable_gemm_fast_gelu": False,
-    "enable_rotary_embeddings": True, "enable_shape_inference": True,
-}
+MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "mmdit",
+               "phi", "qwen3", "sam2", "swin", "tnlr", "t5", "unet", "vae", "vit"]
+# onnxruntime.transformers.fusion_options.AttentionMaskFormat, by readable names.
+MASK_FORMATS = {"mask_index_end": 0, "mask_index_end_start": 1, "raw": 2, "no_mask": 3}
+# Boolean FusionOptions fields a user may set; unset ones keep ORT's default for the model type.
+FUSION_SWITCHES = [
+    "enable_gelu", "enable_layer_norm", "enable_attention", "use_multi_head_attention",
+    "disable_multi_head_attention_bias", "enable_skip_layer_norm", "enable_embed_layer_norm",
+    "enable_bias_skip_layer_norm", "enable_bias_gelu", "enable_gelu_approximation", "enable_gemm_fast_gelu",
+    "enable_rotary_embeddings", "enable_qordered_matmul", "enable_shape_inference", "group_norm_channels_last",
+]
 # Fusions that show the optimizer recognised the architecture; zero of all of them means it did not.
 CORE_FUSIONS = ("Attention", "MultiHeadAttention", "SkipLayerNormalization", "LayerNormalization",
                 "EmbedLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization")
@@ -53,9 +55,12 @@ class TransformerFusion(Stage):
             "fusion": {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": {k: {"type": "boolean", "default": v} for k, v in FUSION_SWITCHES.items()},
+                "properties": {
+                    **{name: {"type": "boolean"} for name in FUSION_SWITCHES},
+                    "attention_mask_format": {"enum": list(MASK_FORMATS)},
+                },
                 "default": {},
-                "description": "FusionOptions switches, e.g. {enable_gelu_approximation: true}",
+                "description": "FusionOptions settings, e.g. {enable_gelu_approximation: true}; unset ones keep ORT's default",
             },
         },
     }
@@ -69,7 +74,8 @@ class TransformerFusion(Stage):
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx")
+        # opt_level 99 lets ORT apply layout optimizations for this machine's CPU
+        return ("onnxruntime", "onnx", "cpu") if params["opt_level"] == 99 else ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
@@ -86,7 +92,7 @@ class TransformerFusion(Stage):
         onnx_model.load_for_ort(source)  # a clear error for a broken file before the optimizer's own
         options = FusionOptions(params["model_type"])
         for name, value in params["fusion"].items():
-            setattr(options, name, value)
+            setattr(options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value)
         try:
             fused = optimizer.optimize_model(str(source), model_type=params["model_type"], num_heads=params["num_heads"],
                                              hidden_size=params["hidden_size"], optimization_options=options,

@@ -157,3 +157,36 @@ def test_python_dataset_file_content_is_part_of_the_key(project, cli):
     assert cli("run", path)[0] == 0 and executions(project) == ["stats"]
     feeds.write_text(feeds.read_text().replace("100 + i", "200 + i"))
     assert cli("run", path)[0] == 0 and executions(project) == ["stats", "stats"]
+
+
+def test_loader_failures_name_the_dataset_and_the_fix(project, cli):
+    shutil.copy(minilm_model(), project / "model.onnx")
+    (project / "records.jsonl").write_text('{"text": "fine"}\n5\n')
+    np.savez(project / "scalar.npz", input_ids=np.array(3), attention_mask=np.array(1))
+    write(project / "feeds.py", "def nothing(inputs):\n    return None\n\ndef broken(inputs):\n    raise RuntimeError('user bug')\n")
+    (project / "short.txt").write_text("one\nthree words here\n")
+    path = write(project / "recipe.yaml", f"""
+        version: 1
+        name: broken
+        inputs:
+          model: model.onnx
+        datasets:
+          jsonl: {{loader: text, with: {{path: records.jsonl, tokenizer: {TOKENIZER}}}}}
+          scalar: {{loader: npz, with: {{path: scalar.npz}}}}
+          none: {{loader: python, with: {{path: feeds.py, function: nothing}}}}
+          raising: {{loader: python, with: {{path: feeds.py, function: broken}}}}
+          unpadded: {{loader: text, with: {{path: short.txt, tokenizer: {TOKENIZER}, padding: none}}}}
+        stages:
+          a: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.jsonl}}}}
+          b: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.scalar}}}}
+          c: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.none}}}}
+          d: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.raising}}}}
+          e: {{uses: calibrate, in: {{model: inputs.model, data: datasets.unpadded}}, with: {{pre_process: false}}}}
+    """)
+    code, _, err = cli("run", path, "--keep-going")
+    assert code == 1 and "Traceback" not in err
+    assert "dataset 'jsonl' (recipe.yaml:6:3): records.jsonl:2: a JSONL record must be an object, got int" in err
+    assert "dataset 'scalar' (recipe.yaml:7:3): scalar.npz: attention_mask, input_ids hold single values" in err
+    assert "feeds.py: nothing() returned NoneType, not feeds" in err
+    assert "dataset 'raising' (recipe.yaml:9:3) failed reading sample 0: RuntimeError: user bug" in err
+    assert "samples of different shapes cannot share a batch" in err and "set batch_size: 1" in err

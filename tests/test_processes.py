@@ -121,3 +121,17 @@ def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, c
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
     code, out, _ = cli("status", path)
     assert code == 0 and out.count("up to date") == 2
+
+
+def test_parallel_run_of_the_real_quickstart(tmp_path):
+    """Several real stages at once in a fresh interpreter: lazy imports and library output must not race."""
+    root = Path(__file__).parent.parent / "recipes"
+    import shutil
+
+    shutil.copy(root / "quickstart.yaml", tmp_path / "quickstart.yaml")
+    shutil.copytree(root / "data", tmp_path / "data")
+    proc = engine_process("run", tmp_path / "quickstart.yaml", "--jobs", "3", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert out.count(" ran ") == 5 and "outputs and report" in out
+    assert "Collecting tensor data" not in out + err and "WARNING" not in err  # library chatter stays captured

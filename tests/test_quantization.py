@@ -255,3 +255,58 @@ def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, 
     weights.write_bytes(bytes(data))
     code, out, _ = cli("run", path)
     assert code == 0 and out.count(" ran ") == 3  # the .onnx file is unchanged; its weights are not
+
+
+def test_unnamed_nodes_typos_and_partial_tables(project, cli):
+    """Exclusion works on a model whose nodes have no names; a typo in an op type is named; a table that
+    covers only the op types being quantized is accepted."""
+    rng = np.random.default_rng(1)
+    from onnx import numpy_helper
+
+    weight = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                               helper.make_node("Relu", ["c"], ["y"])], "conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, str(project / "conv.onnx"))
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: conv
+        inputs:
+          model: conv.onnx
+        datasets:
+          rnd: {loader: random, with: {samples: 4}}
+        stages:
+          table: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {op_types_to_calibrate: [Conv]}}
+          keep_relu: {uses: quantize_static, in: {model: inputs.model, calibration: table.table},
+                      with: {keep_float_op_types: [Relu], op_types_to_quantize: [Conv]}}
+          typo: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {op_types_to_quantize: [Convv]}}
+          ghost: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {nodes_to_exclude: [Conv_9]}}
+    """)
+    code, _, err = cli("run", path, "--keep-going")
+    assert code == 1
+    metrics = json.loads((project / "out/conv/keep_relu/metrics.json").read_text())
+    assert metrics["quantized_by_op_type"] == {"Conv": 1} and metrics["nodes_kept_float"] == ["Relu_1"]
+    assert "stage 'typo' (quantize_static) failed: op_types_to_quantize: 'Convv' is not an ONNX or ONNX Runtime op type — did you mean 'Conv'?" in err
+    assert "stage 'ghost' (quantize_static) failed: nodes_to_exclude: the model has no node named Conv_9 — did you mean 'Conv_0'?" in err
+
+
+def test_calibration_parameter_combinations_are_checked(project, cli):
+    relu_model(project / "relu.onnx")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: calib
+        inputs:
+          model: relu.onnx
+        datasets:
+          rnd: {loader: random}
+        stages:
+          a: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {method: entropy, moving_average: true}}
+          b: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {method: distribution, num_bins: 128}}
+    """)
+    code, _, err = cli("validate", path)
+    assert code == 2
+    assert "stage 'a' (calibrate): moving_average applies to method minmax only" in err
+    assert "stage 'b' (calibrate): num_bins 128 is too few for method distribution: ORT needs at least 512" in err

@@ -15,7 +15,8 @@ class ImagesLoader(DatasetLoader):
     type = "images"
     description = (
         "Every image in a folder (sorted by name), as one sample of the model's image input: resized "
-        "(stretch, crop or letterbox), scaled, normalised by mean/std, in NCHW or NHWC, RGB or BGR."
+        "(stretch, crop or letterbox), scaled, normalised by mean/std, in NCHW or NHWC, RGB or BGR. A model "
+        "with an integer (uint8) image input gets the pixels unscaled."
     )
     file_params = ("path",)
     params_schema = {
@@ -38,22 +39,28 @@ class ImagesLoader(DatasetLoader):
         },
     }
 
+    def env_facts(self) -> tuple[str, ...]:
+        return ("pillow",)  # resampling can change between Pillow releases
+
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
         spec = self._input(params, inputs)
         layout = self._layout(params["layout"], spec)
         height, width = self._size(params, spec, layout)
+        if not Path(params["path"]).is_dir():
+            raise StageError(f"{params['path']} is not a folder — `path` names a folder of images")
         files = sorted(p for p in Path(params["path"]).iterdir() if p.suffix.lower() in EXTENSIONS)
         if not files:
             raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
         mean = np.asarray(params["mean"], dtype=np.float32)
         std = np.asarray(params["std"], dtype=np.float32)
-        for path in files[: params.get("limit") or len(files)]:
+        raw = np.issubdtype(np.dtype(spec.dtype), np.integer)  # an integer input takes the pixels as they are
+        for path in files:
             pixels = self._resized(path, params["resize"], height, width)
             if params["channels"] == "BGR":
                 pixels = pixels[..., ::-1]
-            array = (pixels.astype(np.float32) * params["scale"] - mean) / std
+            array = pixels if raw else (pixels.astype(np.float32) * params["scale"] - mean) / std
             if layout == "NCHW":
                 array = array.transpose(2, 0, 1)
             yield {spec.name: np.ascontiguousarray(array[None]).astype(spec.dtype)}

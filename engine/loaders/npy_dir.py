@@ -37,8 +37,7 @@ class NpyDirLoader(DatasetLoader):
         if len(set(counts.values())) > 1:
             raise StageError(f"{root}: the input folders hold different numbers of .npy files: {counts}")
         ranks = {i.name: len(i.shape) for i in inputs}
-        total = min(counts.values(), default=0)
-        for index in range(min(total, params.get("limit") or total)):
+        for index in range(min(counts.values(), default=0)):
             feed = {}
             for name, found in files.items():
                 array = np.load(found[index], allow_pickle=False)

@@ -25,15 +25,17 @@ class NpzLoader(DatasetLoader):
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
+        name = params["path"].name
         try:
-            archive = np.load(params["path"], allow_pickle=False)
+            with np.load(params["path"], allow_pickle=False) as archive:
+                arrays = {key: archive[key] for key in archive.files}
         except (OSError, ValueError) as exc:
-            raise StageError(f"cannot read {params['path'].name} as .npz: {exc}") from exc
-        with archive:
-            arrays = {name: archive[name] for name in archive.files}
-        counts = {name: len(a) for name, a in arrays.items()}
+            raise StageError(f"cannot read {name} as an .npz of numeric arrays: {exc}") from exc
+        scalars = sorted(key for key, a in arrays.items() if a.ndim == 0)
+        if scalars:
+            raise StageError(f"{name}: {', '.join(scalars)} hold single values; each array needs samples along its first axis")
+        counts = {key: len(a) for key, a in arrays.items()}
         if len(set(counts.values())) > 1:
-            raise StageError(f"{params['path'].name}: arrays have different sample counts {counts}")
-        total = min(counts.values(), default=0)
-        for i in range(min(total, params.get("limit") or total)):
-            yield {name: a[i : i + 1] for name, a in arrays.items()}
+            raise StageError(f"{name}: arrays have different sample counts {counts}")
+        for i in range(min(counts.values(), default=0)):
+            yield {key: a[i : i + 1] for key, a in arrays.items()}

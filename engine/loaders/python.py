@@ -44,4 +44,8 @@ class PythonLoader(DatasetLoader):
         if not callable(function):
             names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
             raise StageError(f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})")
-        yield from function(inputs, **params["kwargs"])
+        produced = function(inputs, **params["kwargs"])
+        if produced is None or not hasattr(produced, "__iter__"):
+            raise StageError(f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
+                             " — return or yield {input name: numpy array} mappings")
+        yield from produced

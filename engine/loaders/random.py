@@ -38,6 +38,9 @@ class RandomLoader(DatasetLoader):
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
+        for name, (low, high) in params["ranges"].items():
+            if low >= high:
+                raise StageError(f"ranges: {name}: [{low}, {high}) is empty — the upper bound is excluded, e.g. [1, 2] gives 1")
         rng = np.random.default_rng(params["seed"])
         shapes = {i.name: self._shape(i, params["dims"]) for i in inputs}
         for _ in range(params["samples"]):

@@ -38,6 +38,9 @@ class TextLoader(DatasetLoader):
         },
     }
 
+    def env_facts(self) -> tuple[str, ...]:
+        return ("tokenizers",)
+
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
@@ -46,9 +49,7 @@ class TextLoader(DatasetLoader):
         if unknown:
             raise StageError(f"the text loader produces {', '.join(PRODUCES)}; the model also wants {', '.join(unknown)}"
                              " — use a `python` dataset for this model")
-        for count, text in enumerate(self._texts(params["path"], params["field"])):
-            if params.get("limit") and count >= params["limit"]:
-                return
+        for text in self._texts(params["path"], params["field"]):
             encoding = tokenizer.encode(text)
             yield {i.name: np.asarray([getattr(encoding, PRODUCES[i.name])], dtype=i.dtype) for i in inputs}
 
@@ -71,8 +72,15 @@ class TextLoader(DatasetLoader):
 
     @staticmethod
     def _texts(path: Path, field: str) -> Iterator[str]:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
+        with open(path, encoding="utf-8", errors="strict") as handle:
+            lines = enumerate(handle, 1)
+            while True:
+                try:
+                    number, line = next(lines)
+                except StopIteration:
+                    return
+                except UnicodeDecodeError as exc:
+                    raise StageError(f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}) — save it as UTF-8") from exc
                 if not line.strip():
                     continue
                 if path.suffix != ".jsonl":
@@ -82,6 +90,8 @@ class TextLoader(DatasetLoader):
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise StageError(f"{path.name}:{number}: not a JSON record: {exc.msg}") from exc
+                if not isinstance(record, dict):
+                    raise StageError(f"{path.name}:{number}: a JSONL record must be an object, got {type(record).__name__}")
                 if field not in record:
                     raise StageError(f"{path.name}:{number}: no field '{field}' (it has {', '.join(record)}) — set `field`")
                 yield str(record[field])
