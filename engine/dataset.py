@@ -57,6 +57,15 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
     return found
 
 
+# Schema fragments every loader uses the same way. `limit` is applied by the engine (Dataset.feeds).
+LIMIT_PARAM = {"type": "integer", "minimum": 1, "description": "use only the first N samples"}
+
+
+def file_param(what: str) -> dict[str, Any]:
+    """A parameter naming a file or folder (also list its name in the loader's `file_params`)."""
+    return {"description": f"{what} (relative to the recipe, or {{package: DIST, file: PATH}})"}
+
+
 class DatasetLoader:
     """Base class of a data source. Register subclasses under the `ortflow.datasets` entry-point group."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from engine.errors import StageError
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -24,7 +24,7 @@ class ImagesLoader(DatasetLoader):
         "additionalProperties": False,
         "required": ["path"],
         "properties": {
-            "path": {"description": "the folder of images (relative to the recipe, or {package, file})"},
+            "path": file_param("the folder of images"),
             "input": {"type": "string", "description": "the model input to fill (default: the model's only input)"},
             "size": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2,
                      "description": "[height, width]; default: the model's fixed sizes"},
@@ -35,7 +35,7 @@ class ImagesLoader(DatasetLoader):
             "scale": {"type": "number", "default": 0.00392156862745098, "description": "multiply pixel values (default 1/255)"},
             "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0]},
             "std": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [1, 1, 1]},
-            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N images"},
+            "limit": LIMIT_PARAM,
         },
     }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from engine.errors import StageError
 
 
@@ -21,8 +21,8 @@ class NpyDirLoader(DatasetLoader):
         "additionalProperties": False,
         "required": ["path"],
         "properties": {
-            "path": {"description": "the folder (relative to the recipe, or {package, file})"},
-            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N samples"},
+            "path": file_param("the folder"),
+            "limit": LIMIT_PARAM,
         },
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from engine.errors import StageError
 
 
@@ -17,8 +17,8 @@ class NpzLoader(DatasetLoader):
         "additionalProperties": False,
         "required": ["path"],
         "properties": {
-            "path": {"description": "the .npz file (relative to the recipe, or {package, file})"},
-            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N samples"},
+            "path": file_param("the .npz file"),
+            "limit": LIMIT_PARAM,
         },
     }
 

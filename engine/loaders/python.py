@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.dataset import DatasetLoader, Feed, ModelInput, file_param
 from engine.errors import StageError
 
 
@@ -22,7 +22,7 @@ class PythonLoader(DatasetLoader):
         "additionalProperties": False,
         "required": ["path", "function"],
         "properties": {
-            "path": {"description": "the .py file (relative to the recipe, or {package, file})"},
+            "path": file_param("the .py file"),
             "function": {"type": "string", "description": "name of the function in that file"},
             "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
         },

