@@ -63,6 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     _recipe_options(status)
     status.set_defaults(handler=_cmd_status)
 
+    report = sub.add_parser("report", help="render report.json/.md/.html again from the cache, running nothing")
+    _recipe_options(report)
+    report.add_argument("--out", type=Path, metavar="DIR", help="where the report goes (default out/<name>/)")
+    report.set_defaults(handler=_cmd_report)
+
+    compare = sub.add_parser("compare", help="what changed between two lock files (e.g. from two commits)")
+    compare.add_argument("before", type=Path, help="a lock file, or a run's report.json")
+    compare.add_argument("after", type=Path, help="a lock file, or a run's report.json")
+    compare.set_defaults(handler=_cmd_compare)
+
     stages = sub.add_parser("stages", help="list stage types and dataset loaders, or describe one")
     stages.add_argument("name", nargs="?", help="a stage type or dataset loader to describe")
     stages.set_defaults(handler=_cmd_stages)
@@ -152,6 +162,23 @@ def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
     recipe, graph = load(args.recipe, args.overrides, args.params)
     render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
     print(render(graph, recipe))
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace, out: Any) -> int:
+    from engine.pipeline import rerender_report
+
+    path, missing = rerender_report(_workspace(args))
+    if missing:
+        out.error(f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them")
+    out.say(f"report: {path.with_suffix('.html')} (and .md, .json)")
+    return EXIT_STAGE_FAILED if missing else EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace, out: Any) -> int:
+    from engine.compare import compare_files
+
+    out.compare_table(compare_files(args.before, args.after))
     return EXIT_OK
 
 

@@ -114,6 +114,16 @@ class Output:
         would_run = sum(1 for p in planned if p.action == "run")
         self.console.print(f"{would_run} of {len(planned)} stages would run", markup=False)
 
+    def compare_table(self, rows: list[tuple[str, str, str, str]]) -> None:
+        from rich.table import Table
+
+        table = Table()
+        for column in ("stage", "what", "before", "after"):
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(_escape(str(v)) for v in row))
+        self.console.print(table if rows else "no differences")
+
     def status_table(self, rows: list[tuple[str, str, str]]) -> None:
         from rich.table import Table
 

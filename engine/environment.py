@@ -30,6 +30,21 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _gpus() -> str:
+    """GPU names and driver as nvidia-smi reports them, or "none" (no driver, no GPU)."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return "none"
+    try:
+        found = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "none"
+    return "; ".join(line.strip() for line in found.splitlines()) or "none"
+
+
 def _providers() -> str:
     import onnxruntime
 
@@ -47,6 +62,7 @@ FACTS: dict[str, Callable[[], str]] = {
     # Hardware a machine-specific artifact (an ORT 'all'-level model, a benchmark) was made for.
     "cpu": lambda: f"{_cpu_model()} x{os.cpu_count()}",
     "providers": _providers,
+    "gpu": _gpus,
 }
 
 

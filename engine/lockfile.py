@@ -120,10 +120,12 @@ class LockWriter:
         self.last_write = time.monotonic()
 
 
-def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome]) -> list[str]:
+def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome], recipe: Recipe) -> list[str]:
     """Stages rebuilt under the key the lock records but with different output bytes: not reproducible."""
     found = []
     for name, outcome in sorted(outcomes.items()):
+        if not recipe.stages[name].stage_cls.deterministic:
+            continue
         entry = old.get("stages", {}).get(name)
         if outcome.record is None or entry is None or entry.get("key") != outcome.key:
             continue

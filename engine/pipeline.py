@@ -13,7 +13,7 @@ from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem,
 from engine.executors import Executor, LocalExecutor
 from engine.lockfile import LockWriter, drift, read_lock
 from engine.plan import PlannedStage, make_plan
-from engine.recipe import Recipe, read_recipe
+from engine.recipe import Recipe, Ref, read_recipe
 from engine.dataset import Dataset, content_digest
 from engine.sources import input_digest
 from engine.registry import Plugins
@@ -144,19 +144,19 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
             executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
             raise
         executor.shutdown()
-    warnings = drift(lock, outcomes)
+    warnings = drift(lock, outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.record(outcomes, final=True)
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
-    report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests)
+    report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
 
 
 def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
     folder = ws.out_dir / outcome.name
-    if not (outcome.succeeded and outcome.record is not None):
+    if outcome.record is None:  # failed or skipped: nothing of this run to show
         shutil.rmtree(folder, ignore_errors=True)
         return
     outputs = outcome.record["outputs"].values()
@@ -166,6 +166,33 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     for entry in folder.iterdir():
         if entry.name not in keep and not entry.name.startswith("."):
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+def rerender_report(ws: Workspace) -> tuple[Path, list[str]]:
+    """Write report.json/.md/.html again from what the cache holds for the recipe as it is now, without
+    running anything. Returns the report's path and the stages the cache could not supply."""
+    from engine.runner import CACHED, job_for
+
+    outcomes: dict[str, StageOutcome] = {}
+    missing = []
+    sources = ws.sources()
+    for name in ws.graph.order:
+        def locate(ref: Any) -> tuple[str, Any] | None:
+            if ref.is_source:
+                return sources[str(ref)]
+            record = outcomes[ref.source].record if ref.source in outcomes else None
+            out = (record or {}).get("outputs", {}).get(ref.name)
+            return (out["digest"], ws.store.object_path(out["digest"])) if out else None
+
+        job = job_for(ws.recipe.stages[name], locate) if all(p in outcomes for p in ws.graph.predecessors[name]) else None
+        record = ws.store.read_run(job.key_and_env()[0]) if job is not None and not isinstance(job, Ref) else None
+        if record is None:
+            missing.append(name)
+            continue
+        outcomes[name] = StageOutcome(name, CACHED, 0.0, record["key"], record,
+                                      error=record.get("gate_failed"))
+    digests = {ref: digest for ref, (digest, _) in sources.items()}
+    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

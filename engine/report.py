@@ -1,10 +1,14 @@
-"""The run summary: report.json beside the materialised outputs."""
+"""The run summary: report.json beside the materialised outputs, and report.md / report.html rendered from
+it. Stages contribute sections through their metrics outputs: a JSON document with a "report" key holding
+{"tables": [{title, columns, rows}], "charts": [{kind: "distribution", title, series: {name: [values]}}]}.
+Per-model metrics named "speedup" and "cosine_mean" in stage results are plotted against each other."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from engine import atomic
 from engine.environment import facts
@@ -12,7 +16,8 @@ from engine.recipe import Recipe
 from engine.runner import StageOutcome
 
 
-def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str]) -> Path:
+def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
+                 store: Any) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
@@ -41,7 +46,32 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         "environment": facts(("onnxruntime", "onnx", "python", "platform", "cpu")),
         "stages": stages,
     }
+    report["sections"] = _sections(outcomes, store)
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))
+    render(report, out_dir)
     return path
+
+
+def render(report: dict[str, Any], out_dir: Path) -> None:
+    """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
+    from engine.report_html import html_report, markdown_report
+
+    atomic.write_text(out_dir / "report.md", markdown_report(report))
+    atomic.write_text(out_dir / "report.html", html_report(report))
+
+
+def _sections(outcomes: dict[str, StageOutcome], store: Any) -> list[dict[str, Any]]:
+    sections = []
+    for name, outcome in outcomes.items():
+        for out in ((outcome.record or {}).get("outputs") or {}).values():
+            if out.get("kind") != "metrics":
+                continue
+            try:
+                document = json.loads(store.object_path(out["digest"]).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(document, dict) and isinstance(document.get("report"), dict):
+                sections.append({"stage": name, **document["report"]})
+    return sections

@@ -76,10 +76,17 @@ def job_for(spec: StageSpec, locate: Callable[[Ref], tuple[str, Any] | None]) ->
     return StageJob(spec, digests, values)
 
 
+def _settled(name: str, status: str, seconds: float, key: str, record: dict[str, Any]) -> StageOutcome:
+    """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
+    if record.get("gate_failed"):
+        return StageOutcome(name, GATE_FAILED, seconds, key, record, error=record["gate_failed"])
+    return StageOutcome(name, status, seconds, key, record)
+
+
 def cached_outcome(store: ArtifactStore, job: StageJob) -> StageOutcome | None:
     key, _ = job.key_and_env()
     record = store.read_run(key)
-    return StageOutcome(job.spec.name, CACHED, 0.0, key, record) if record else None
+    return _settled(job.spec.name, CACHED, 0.0, key, record) if record else None
 
 
 def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = lambda _m: None) -> StageOutcome:
@@ -90,11 +97,9 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
         with store.key_lock(key):
             record = store.read_run(key)  # another process may have built it while we waited
             if record is not None:
-                return StageOutcome(spec.name, CACHED, time.perf_counter() - started, key, record)
+                return _settled(spec.name, CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, key, env, log)
-        return StageOutcome(spec.name, RAN, time.perf_counter() - started, key, record)
-    except GateFailed as exc:
-        return StageOutcome(spec.name, GATE_FAILED, time.perf_counter() - started, key, error=str(exc))
+        return _settled(spec.name, RAN, time.perf_counter() - started, key, record)
     except StageError as exc:
         return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=str(exc))
     except Exception as exc:  # a bug or a library error: keep the traceback (and what it printed) for --debug
@@ -110,11 +115,15 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
         out_dir = workdir / "out"
         out_dir.mkdir()
         ports = {p.name: p for p in spec.stage_cls.outputs}
-        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log)
+        references = {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()}
+        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log, references)
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
+            gate_failed = None
             try:
                 result = spec.stage_cls().run(ctx) or StageResult()
+            except GateFailed as exc:  # the stage ran and measured: keep what it wrote, with the verdict
+                result, gate_failed = StageResult(summary=str(exc)), str(exc)
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
                 raise
@@ -143,6 +152,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
             "metrics": result.metrics,
             "seconds": round(seconds, 3),
             "log": printed.getvalue()[-LOG_TAIL:],
+            "gate_failed": gate_failed,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         store.write_run(key, record)

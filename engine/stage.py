@@ -39,6 +39,16 @@ class StageContext:
     output_dir: Path
     outputs: dict[str, Port]
     log: Callable[[str], None] = print
+    references: dict[str, Any] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
+
+    def label(self, port: str, index: int | None = None) -> str:
+        """A readable name for an input: the stage it came from, e.g. "opt" for "opt.model"."""
+        ref = self.references.get(port)
+        text = ref[index] if isinstance(ref, list) and index is not None else ref
+        if not isinstance(text, str):
+            return port if index is None else f"{port}[{index}]"
+        source, _, name = text.partition(".")
+        return name if source in ("inputs", "datasets") else source
 
     def output_path(self, name: str) -> Path:
         port = self.outputs[name]
@@ -67,6 +77,7 @@ class Stage:
     outputs: ClassVar[tuple[Port, ...]] = ()
     params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
     exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
+    deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
 
     def check(self, params: dict[str, Any]) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express (checked before any

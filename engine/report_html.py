@@ -1,0 +1,134 @@
+"""Render a run's report as Markdown and as one self-contained HTML page (inline CSS and SVG charts)."""
+
+from __future__ import annotations
+
+import html
+import statistics
+from typing import Any
+
+PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
+
+
+def markdown_report(report: dict[str, Any]) -> str:
+    lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {report['environment'].get('cpu', '?')}, "
+             f"{report['environment'].get('onnxruntime', '?')}.", ""]
+    lines += _md_table(["stage", "type", "status", "seconds", "result"],
+                       [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
+                        for s in report["stages"]])
+    for section in report.get("sections", []):
+        for table in section.get("tables", []):
+            lines += ["", f"## {table['title']} ({section['stage']})", ""]
+            lines += _md_table(table["columns"], table["rows"])
+    points = trade_off(report)
+    if points:
+        lines += ["", "## Speed and accuracy", ""]
+        lines += _md_table(["model", "speedup", "cosine"], [[m, f"{x:.2f}x", f"{y:.4f}"] for m, x, y in points])
+    return "\n".join(lines) + "\n"
+
+
+def html_report(report: dict[str, Any]) -> str:
+    parts = [f"<h1>{_e(report['recipe'])}</h1>",
+             f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))}, "
+             f"{_e(report['environment'].get('onnxruntime', '?'))}.</p>",
+             _html_table(["stage", "type", "status", "seconds", "result"],
+                         [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
+                          for s in report["stages"]])]
+    for section in report.get("sections", []):
+        for table in section.get("tables", []):
+            parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
+            parts.append(_html_table(table["columns"], table["rows"]))
+        for chart in section.get("charts", []):
+            if chart.get("kind") == "distribution":
+                parts.append(f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>")
+                parts.append(_distribution_svg(chart["series"]))
+    points = trade_off(report)
+    if points:
+        parts.append("<h2>Speed and accuracy</h2>")
+        parts.append(_scatter_svg(points))
+    style = ("body{font:14px system-ui,sans-serif;margin:2em;color:#202124}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left}th{background:#f1f3f4}"
+             "small{color:#5f6368;font-weight:normal}svg{background:#fff;border:1px solid #dadce0}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(report['recipe'])} report</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+
+
+def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """(model, speedup, cosine) for every model some stage timed and some stage checked."""
+    speedups: dict[str, float] = {}
+    cosines: dict[str, float] = {}
+    for stage in report["stages"]:
+        metrics = stage.get("metrics") or {}
+        speedups.update({k: v for k, v in (metrics.get("speedup") or {}).items() if isinstance(v, (int, float))})
+        cosines.update({k: v for k, v in (metrics.get("cosine_mean") or {}).items() if isinstance(v, (int, float))})
+    return [(m, speedups[m], cosines[m]) for m in sorted(set(speedups) & set(cosines))]
+
+
+def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+
+
+def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _distribution_svg(series: dict[str, list[float]]) -> str:
+    """One box (quartiles, median, 1st-99th percentile whiskers) per series, on a shared axis."""
+    names = list(series)
+    values = [sorted(v) for v in series.values() if v]
+    if not values:
+        return ""
+    high = max(_quantile(v, 0.99) for v in values) * 1.1 or 1.0
+    width, row, left = 760, 34, 230
+    height = row * len(names) + 40
+    scale = lambda x: left + (width - left - 20) * x / high  # noqa: E731
+    parts = [f"<svg width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' font-size='12'>"]
+    for i, (name, data) in enumerate(zip(names, values)):
+        y = 20 + i * row
+        color = PALETTE[i % len(PALETTE)]
+        q1, med, q3 = (_quantile(data, q) for q in (0.25, 0.5, 0.75))
+        lo, hi = _quantile(data, 0.01), _quantile(data, 0.99)
+        parts.append(f"<text x='4' y='{y + 14}'>{_e(name)}</text>")
+        parts.append(f"<line x1='{scale(lo):.1f}' x2='{scale(hi):.1f}' y1='{y + 10}' y2='{y + 10}' stroke='{color}'/>")
+        parts.append(f"<rect x='{scale(q1):.1f}' y='{y}' width='{max(1, scale(q3) - scale(q1)):.1f}' height='20' "
+                     f"fill='{color}' fill-opacity='0.3' stroke='{color}'/>")
+        parts.append(f"<line x1='{scale(med):.1f}' x2='{scale(med):.1f}' y1='{y}' y2='{y + 20}' stroke='{color}' stroke-width='2'/>")
+        parts.append(f"<text x='{scale(hi) + 4:.1f}' y='{y + 14}' fill='#5f6368'>{med:.2f}</text>")
+    for tick in range(6):
+        x = scale(high * tick / 5)
+        parts.append(f"<text x='{x:.1f}' y='{height - 6}' text-anchor='middle' fill='#5f6368'>{high * tick / 5:.1f}</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _scatter_svg(points: list[tuple[str, float, float]]) -> str:
+    width, height, pad = 560, 360, 60
+    xs, ys = [p[1] for p in points], [p[2] for p in points]
+    x0, x1 = min(xs + [1.0]) * 0.9, max(xs) * 1.1
+    y0, y1 = min(ys) - 0.01, min(1.0, max(ys)) + 0.005
+    sx = lambda x: pad + (width - 2 * pad) * (x - x0) / ((x1 - x0) or 1)  # noqa: E731
+    sy = lambda y: height - pad - (height - 2 * pad) * (y - y0) / ((y1 - y0) or 1)  # noqa: E731
+    parts = [f"<svg width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' font-size='12'>",
+             f"<text x='{width / 2}' y='{height - 10}' text-anchor='middle'>speedup vs baseline (p50)</text>",
+             f"<text x='14' y='{height / 2}' transform='rotate(-90 14 {height / 2})' text-anchor='middle'>mean cosine vs reference</text>"]
+    for i, (name, x, y) in enumerate(points):
+        color = PALETTE[i % len(PALETTE)]
+        parts.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='6' fill='{color}'/>")
+        parts.append(f"<text x='{sx(x) + 9:.1f}' y='{sy(y) + 4:.1f}'>{_e(name)} ({x:.2f}x, {y:.4f})</text>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _quantile(data: list[float], q: float) -> float:
+    if len(data) == 1:
+        return data[0]
+    return statistics.quantiles(data, n=1000, method="inclusive")[max(0, min(998, int(q * 1000) - 1))]
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))

@@ -1,0 +1,258 @@
+"""benchmark: time several models side by side, interleaved, on the same feeds, in ONNX Runtime sessions."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from engine import onnx_model
+from engine.dataset import batched, model_inputs
+from engine.errors import StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+
+LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+          "all": "ORT_ENABLE_ALL"}
+PERCENTILES = (50, 90, 95, 99)
+SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
+
+
+class Benchmark(Stage):
+    type = "benchmark"
+    version = "1"
+    exclusive = True  # nothing else runs while it measures
+    deterministic = False  # timings differ run to run: no "not reproducible" warning
+    description = (
+        "Time each model on the same feeds in ONNX Runtime sessions, interleaved in rounds so that machine "
+        "noise hits every model alike: latency mean/percentiles/min/max, throughput, speedup against a "
+        "baseline, session creation time, peak memory of a process serving the model, model size, and the providers ORT really "
+        "used. Lists (intra_op_threads, batch_size) sweep. Results depend on the machine: the cache key holds "
+        "the CPU, GPU and ORT build."
+    )
+    inputs = (
+        Port("models", ArtifactKind.ONNX_MODEL, "the models to compare (the first is the baseline)", many=True),
+        Port("data", ArtifactKind.DATASET, "the feeds to time them on"),
+    )
+    outputs = (Port("results", ArtifactKind.METRICS, "every measurement and the comparison table",
+                    filename="benchmark.json"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "providers": {"type": "array", "minItems": 1, "default": ["CPUExecutionProvider"],
+                          "items": {"oneOf": [{"type": "string"}, {"type": "object", "required": ["name"],
+                                    "properties": {"name": {"type": "string"}, "options": {"type": "object"}},
+                                    "additionalProperties": False}]},
+                          "description": "execution providers in order, each a name or {name, options}"},
+            "optimization_level": {"enum": list(LEVELS), "default": "all",
+                                   "description": "the session's graph optimization level (ORT's default is all)"},
+            "intra_op_threads": {"oneOf": [{"type": "integer", "minimum": 0},
+                                           {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1}],
+                                 "default": 0, "description": "threads per op (0: ORT's default); a list sweeps"},
+            "inter_op_threads": {"type": "integer", "minimum": 0, "default": 0, "description": "threads across ops (0: default)"},
+            "execution_mode": {"enum": ["sequential", "parallel"], "default": "sequential"},
+            "batch_size": {"oneOf": [{"type": "integer", "minimum": 1},
+                                     {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}],
+                           "default": 1, "description": "samples per run; a list sweeps"},
+            "samples": {"type": "integer", "minimum": 1, "default": 16, "description": "distinct feeds cycled through"},
+            "warmup": {"type": "integer", "minimum": 0, "default": 10, "description": "untimed runs per model first"},
+            "runs": {"type": "integer", "minimum": 1, "default": 100, "description": "timed runs per model and config"},
+            "rounds": {"type": "integer", "minimum": 1, "default": 5,
+                       "description": "the runs are split into this many rounds, models alternating"},
+            "baseline": {"type": "string", "description": "the model speedups are relative to (default: the first)"},
+            "profile": {"type": "boolean", "default": False,
+                        "description": "also profile each model (untimed pass) and report the top operators"},
+        },
+    }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        if params["runs"] < params["rounds"]:
+            return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
+        return []
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "cpu", "gpu", "providers", "python")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        params = ctx.params
+        models = [onnx_model.model_file(p) for p in ctx.inputs["models"]]
+        names = _unique([ctx.label("models", i) for i in range(len(models))])
+        baseline = params.get("baseline") or names[0]
+        if baseline not in names:
+            raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
+        inputs = model_inputs(models[0])
+        feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
+        threads = _as_list(params["intra_op_threads"])
+        batches = _as_list(params["batch_size"])
+        results = []
+        for thread_count in threads:
+            for batch_size in batches:
+                batches_of_feeds = list(batched(feeds, batch_size))
+                results.extend(self._measure(models, names, batches_of_feeds, thread_count, batch_size, params))
+        for row in results:
+            base = next(r for r in results if r["model"] == baseline and r["intra_op_threads"] == row["intra_op_threads"]
+                        and r["batch_size"] == row["batch_size"])
+            row["speedup"] = round(base["latency_ms"]["p50"] / row["latency_ms"]["p50"], 3)
+        profiles = {n: _profile(m, batched(feeds, batches[0]), params, ctx.output_dir.parent) for n, m in zip(names, models)} \
+            if params["profile"] else {}
+        document = {"baseline": baseline, "results": results, "profiles": profiles,
+                    "report": _report(results, profiles, baseline)}
+        ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
+        best = min(results, key=lambda r: r["latency_ms"]["p50"])
+        summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.2f} ms p50, {best['speedup']:.2f}x vs {baseline}"
+                   f" (threads {best['intra_op_threads'] or 'default'}, batch {best['batch_size']})")
+        return StageResult(summary=summary, metrics={
+            "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in results},
+            "speedup": {r["model"]: r["speedup"] for r in results}})
+
+    def _measure(self, models: list[Path], names: list[str], feeds: list[dict], threads: int, batch_size: int,
+                 params: dict[str, Any]) -> list[dict[str, Any]]:
+        import numpy as np
+
+        sessions, rows = [], []
+        for name, path in zip(names, models):
+            started = time.perf_counter()
+            session = _session(path, params, threads)
+            created = time.perf_counter() - started
+            for i in range(params["warmup"]):
+                session.run(None, feeds[i % len(feeds)])
+            sessions.append(session)
+            rows.append({"model": name, "intra_op_threads": threads, "batch_size": batch_size,
+                         "providers_used": session.get_providers(), "session_create_s": round(created, 3),
+                         "peak_rss_mb": _peak_memory_mb(path, params, threads, feeds[0]),
+                         "size_mb": round(onnx_model.total_size(path) / 1e6, 2), "latencies_ms": []})
+        per_round = params["runs"] // params["rounds"]
+        counter = 0
+        for round_index in range(params["rounds"]):
+            order = list(range(len(models)))
+            order = order[round_index % len(order):] + order[: round_index % len(order)]  # rotate who goes first
+            for index in order:
+                session, timings = sessions[index], rows[index]["latencies_ms"]
+                for _ in range(SETTLE_RUNS):  # the previous model's spinning thread pool must wind down first
+                    session.run(None, feeds[counter % len(feeds)])
+                for _ in range(per_round):
+                    feed = feeds[counter % len(feeds)]
+                    counter += 1
+                    started = time.perf_counter()
+                    session.run(None, feed)
+                    timings.append((time.perf_counter() - started) * 1000)
+        for row in rows:
+            latencies = np.asarray(row["latencies_ms"])
+            row["latency_ms"] = {"mean": round(float(latencies.mean()), 3), "min": round(float(latencies.min()), 3),
+                                 "max": round(float(latencies.max()), 3),
+                                 **{f"p{q}": round(float(np.percentile(latencies, q)), 3) for q in PERCENTILES}}
+            row["throughput_per_s"] = round(batch_size * 1000 / float(latencies.mean()), 2)
+            row["runs"] = len(latencies)
+        return rows
+
+
+def _session(path: Path, params: dict[str, Any], threads: int) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]])
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = params["inter_op_threads"]
+    options.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if params["execution_mode"] == "parallel"
+                              else ort.ExecutionMode.ORT_SEQUENTIAL)
+    options.log_severity_level = 3
+    names = [p if isinstance(p, str) else p["name"] for p in params["providers"]]
+    providers = [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in params["providers"]]
+    try:
+        session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    except Exception as exc:
+        raise StageError(f"ONNX Runtime cannot load {path.name}: {str(exc).strip().splitlines()[0]}") from exc
+    used = session.get_providers()
+    missing = [n for n in names if n not in used]
+    if missing:  # the GPU wheel lists providers it cannot load; the session tells the truth
+        raise StageError(f"ONNX Runtime could not use {', '.join(missing)} for {path.name} (it used {', '.join(used)})"
+                         " — install the provider's libraries or remove it from `providers`")
+    return session
+
+
+def _profile(path: Path, feeds: Any, params: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """Time share by op type and the slowest nodes, from ORT's profiler (a separate, untimed pass)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]])
+    options.enable_profiling = True
+    options.profile_file_prefix = str(workdir / f"profile-{path.stem}")
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), sess_options=options,
+                                   providers=[p if isinstance(p, str) else p["name"] for p in params["providers"]])
+    for feed in list(feeds)[:20]:
+        session.run(None, feed)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    by_type: dict[str, float] = {}
+    by_node: dict[str, float] = {}
+    for event in events:
+        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
+            op_type = event.get("args", {}).get("op_name", "?")
+            by_type[op_type] = by_type.get(op_type, 0) + event["dur"]
+            node = event["name"].removesuffix("_kernel_time")
+            by_node[f"{node} ({op_type})"] = by_node.get(f"{node} ({op_type})", 0) + event["dur"]
+    total = sum(by_type.values()) or 1
+    top = lambda d: [[k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]]  # noqa: E731
+    return {"op_types_percent": top(by_type), "nodes_percent": top(by_node)}
+
+
+def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: str) -> dict[str, Any]:
+    columns = ["model", "threads", "batch", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
+               "size MB", "peak MB", "providers"]
+    rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["latency_ms"]["p50"], r["latency_ms"]["p90"],
+             r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],
+             r["peak_rss_mb"],
+             ",".join(p.removesuffix("ExecutionProvider") for p in r["providers_used"])] for r in results]
+    tables = [{"title": "Latency", "columns": columns, "rows": rows}]
+    for model, profile in profiles.items():
+        tables.append({"title": f"Top operators: {model}", "columns": ["op type", "% of time"], "rows": profile["op_types_percent"]})
+    series = {f"{r['model']} (t{r['intra_op_threads'] or 'd'}, b{r['batch_size']})": r["latencies_ms"] for r in results}
+    return {"tables": tables, "charts": [{"kind": "distribution", "title": "Latency per run (ms)", "series": series}]}
+
+
+PEAK_MEMORY_SCRIPT = """
+import pickle, sys
+import onnxruntime as ort
+path, providers, level, threads, feed = pickle.load(sys.stdin.buffer)
+options = ort.SessionOptions()
+options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+options.intra_op_num_threads = threads
+options.log_severity_level = 3
+session = ort.InferenceSession(path, sess_options=options, providers=providers)
+for _ in range(3):
+    session.run(None, feed)
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so it would report the (large) parent's peak
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+"""
+
+
+def _peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict) -> float | None:
+    """Peak resident memory of a fresh process that loads the model and runs it: models timed in one
+    process share its memory, so only a process of its own says what serving a model costs."""
+    import pickle
+    import subprocess
+    import sys
+
+    providers = [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in params["providers"]]
+    payload = pickle.dumps((str(path), providers, LEVELS[params["optimization_level"]], threads, feed))
+    try:
+        done = subprocess.run([sys.executable, "-c", PEAK_MEMORY_SCRIPT], input=payload, capture_output=True,
+                              timeout=600, check=True)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return round(int(done.stdout.split()[-1]) / 1024, 1)  # VmHWM is in kB
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    result = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        result.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return result

