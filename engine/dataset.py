@@ -86,6 +86,10 @@ class DatasetLoader:
         """Environment facts (engine.environment) the feeds depend on, e.g. the tokenizers version."""
         return ()
 
+    def labels(self, params: dict[str, Any]) -> "np.ndarray | None":
+        """Ground-truth labels, one per sample in feed order, if the data has them."""
+        return None
+
 
 @dataclass
 class Dataset:
@@ -96,6 +100,14 @@ class Dataset:
     params: dict[str, Any]  # file parameters already resolved to absolute Paths
     digest: str
     location: str  # where the recipe declares it, for messages
+
+    def labels(self, limit: int | None = None) -> "np.ndarray | None":
+        """The dataset's labels for its first `limit` samples, or None if it has none."""
+        found = self.loader.labels(self.params)
+        if found is None:
+            return None
+        limits = [n for n in (limit, self.params.get("limit")) if n]
+        return found[: min(limits)] if limits else found
 
     def current_digest(self, hashes: Any) -> str:
         return content_digest(type(self.loader), self.params, hashes)

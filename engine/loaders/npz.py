@@ -19,6 +19,7 @@ class NpzLoader(DatasetLoader):
         "properties": {
             "path": file_param("the .npz file"),
             "limit": LIMIT_PARAM,
+            "labels": {"type": "string", "description": "an array of ground-truth labels (not fed to the model)"},
         },
     }
 
@@ -37,5 +38,16 @@ class NpzLoader(DatasetLoader):
         counts = {key: len(a) for key, a in arrays.items()}
         if len(set(counts.values())) > 1:
             raise StageError(f"{name}: arrays have different sample counts {counts}")
+        arrays.pop(params.get("labels"), None)
         for i in range(min(counts.values(), default=0)):
             yield {key: a[i : i + 1] for key, a in arrays.items()}
+
+    def labels(self, params: dict[str, Any]) -> Any:
+        import numpy as np
+
+        if not params.get("labels"):
+            return None
+        with np.load(params["path"], allow_pickle=False) as archive:
+            if params["labels"] not in archive.files:
+                raise StageError(f"{params['path'].name} has no array '{params['labels']}' (it has {', '.join(archive.files)})")
+            return archive[params["labels"]]
