@@ -99,7 +99,29 @@ class Output:
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(outcome.name, f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)
+        self.report_sections(summary.report_path)
         self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
+
+    def report_sections(self, report_path: Any) -> None:
+        """The tables stages added to the report (benchmark results, accuracy), as the run ends."""
+        import json
+
+        from rich.table import Table
+
+        try:
+            sections = json.loads(report_path.read_text(encoding="utf-8")).get("sections", [])
+        except (OSError, ValueError):
+            return
+        for section in sections:
+            for spec in section.get("tables", []):
+                if spec["title"].startswith("Top operators"):
+                    continue  # in the report files; too long for a terminal
+                table = Table(title=f"{spec['title']} ({section['stage']})", title_justify="left")
+                for column in spec["columns"]:
+                    table.add_column(_escape(str(column)))
+                for row in spec["rows"]:
+                    table.add_row(*(_escape(_cell(v)) for v in row))
+                self.console.print(table)
 
     def plan_table(self, planned: list[Any]) -> None:
         from rich.table import Table
@@ -199,6 +221,10 @@ class Output:
                           ", ".join(record.get("outputs", {})), f"{size / 1e6:.1f}")
         self.console.print(table)
         self.console.print(f"{count} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _relative(path: Any) -> str:

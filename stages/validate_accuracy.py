@@ -236,7 +236,7 @@ def _gate(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[st
 
 
 def _report(results: dict[str, dict[str, Any]], reference_labelled: dict[str, float] | None) -> dict[str, Any]:
-    columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "top-1 agree"]
+    columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "argmax agrees"]
     rows = [[name, output, m.get("cosine_mean"), m.get("cosine_min"), m.get("max_abs"), m.get("mean_abs"),
              m.get("top1_agreement", "")]
             for name, per in results.items() for output, m in per.items() if output not in ("python", "labels")]
