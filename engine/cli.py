@@ -168,11 +168,11 @@ def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
 def _cmd_report(args: argparse.Namespace, out: Any) -> int:
     from engine.pipeline import rerender_report
 
-    path, missing = rerender_report(_workspace(args))
+    path, missing, code = rerender_report(_workspace(args))
     if missing:
         out.error(f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them")
     out.say(f"report: {path.with_suffix('.html')} (and .md, .json)")
-    return EXIT_STAGE_FAILED if missing else EXIT_OK
+    return code if code != EXIT_OK else (EXIT_STAGE_FAILED if missing else EXIT_OK)
 
 
 def _cmd_compare(args: argparse.Namespace, out: Any) -> int:

@@ -11,7 +11,9 @@ from engine.errors import OrtflowError
 
 def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
     """Rows of (stage, what, before, after) for everything that changed."""
-    old, new = _load(before), _load(after)
+    (old, old_kind), (new, new_kind) = _load(before), _load(after)
+    if old_kind != new_kind:
+        raise OrtflowError(f"{before} is a {old_kind} and {after} a {new_kind} — compare two lock files or two report.json files")
     rows: list[tuple[str, str, str, str]] = []
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
@@ -27,21 +29,24 @@ def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _load(path: Path) -> dict[str, dict[str, Any]]:
-    """Stages by name, from a lock file (YAML) or a report.json."""
+def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
+    """Stages by name, from a lock file (YAML) or a report.json, and which of the two it was."""
     import yaml
 
     try:
         data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise OrtflowError(f"{path}: cannot read it as a lock file or report.json: {exc}") from None
-    if isinstance(data, dict) and isinstance(data.get("stages"), dict):  # a lock file
-        return {n: {**e, "outputs": {k: v.get("digest") for k, v in (e.get("outputs") or {}).items()}}
-                for n, e in data["stages"].items()}
-    if isinstance(data, dict) and isinstance(data.get("stages"), list):  # a report.json
-        return {s["stage"]: {"type": s.get("type"), "status": s.get("status"), "metrics": s.get("metrics"),
-                             "outputs": {k: v.get("digest") for k, v in (s.get("outputs") or {}).items()}}
-                for s in data["stages"]}
+    try:
+        if isinstance(data, dict) and isinstance(data.get("stages"), dict):  # a lock file
+            return {n: {**e, "outputs": {k: v["digest"] for k, v in (e.get("outputs") or {}).items()}}
+                    for n, e in data["stages"].items()}, "lock file"
+        if isinstance(data, dict) and isinstance(data.get("stages"), list):  # a report.json
+            return {s["stage"]: {"type": s.get("type"), "status": s.get("status"), "metrics": s.get("metrics"),
+                                 "outputs": {k: v["digest"] for k, v in (s.get("outputs") or {}).items()}}
+                    for s in data["stages"]}, "report"
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise OrtflowError(f"{path}: a damaged lock file or report.json ({type(exc).__name__}: {exc})") from None
     raise OrtflowError(f"{path}: neither an ortflow lock file nor a report.json")
 
 

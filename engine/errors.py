@@ -68,7 +68,12 @@ class StageError(Exception):
 
 
 class GateFailed(StageError):
-    """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash)."""
+    """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash).
+    `metrics` are kept in the run record like a StageResult's, so reports still show the numbers."""
+
+    def __init__(self, message: str, metrics: dict | None = None):
+        super().__init__(message)
+        self.metrics = metrics or {}
 
 
 def suggest(name: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str | None:

@@ -168,10 +168,11 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
-def rerender_report(ws: Workspace) -> tuple[Path, list[str]]:
-    """Write report.json/.md/.html again from what the cache holds for the recipe as it is now, without
-    running anything. Returns the report's path and the stages the cache could not supply."""
-    from engine.runner import CACHED, job_for
+def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
+    """Write the outputs and report.json/.md/.html again from what the cache holds for the recipe as it is
+    now, running nothing. Returns the report's path, the stages the cache could not supply, and the exit
+    code the run would have had."""
+    from engine.runner import CACHED, _settled, job_for
 
     outcomes: dict[str, StageOutcome] = {}
     missing = []
@@ -189,10 +190,14 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str]]:
         if record is None:
             missing.append(name)
             continue
-        outcomes[name] = StageOutcome(name, CACHED, 0.0, record["key"], record,
-                                      error=record.get("gate_failed"))
+        outcomes[name] = _settled(name, CACHED, 0.0, record["key"], record)
+    if not outcomes:
+        raise RecipeError([Problem(f"nothing of {ws.recipe.name} is in the cache {ws.store.root}",
+                                   hint="run the recipe first (`engine run`)")])
+    for outcome in outcomes.values():
+        _publish(ws, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}
-    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing
+    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing, exit_code(outcomes)
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

@@ -73,5 +73,16 @@ def _sections(outcomes: dict[str, StageOutcome], store: Any) -> list[dict[str, A
             except (OSError, ValueError):
                 continue
             if isinstance(document, dict) and isinstance(document.get("report"), dict):
-                sections.append({"stage": name, **document["report"]})
+                sections.append({"stage": name, **_well_formed(document["report"])})
     return sections
+
+
+def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
+    """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
+    tables = [t for t in section.get("tables") or [] if isinstance(t, dict) and isinstance(t.get("title"), str)
+              and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
+              and all(isinstance(r, list) for r in t["rows"])]
+    charts = [c for c in section.get("charts") or [] if isinstance(c, dict) and c.get("kind") == "distribution"
+              and isinstance(c.get("title"), str) and isinstance(c.get("series"), dict)
+              and all(isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in c["series"].values())]
+    return {"tables": tables, "charts": charts}

@@ -79,8 +79,8 @@ def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
 
 def _distribution_svg(series: dict[str, list[float]]) -> str:
     """One box (quartiles, median, 1st-99th percentile whiskers) per series, on a shared axis."""
-    names = list(series)
-    values = [sorted(v) for v in series.values() if v]
+    kept = {name: sorted(v) for name, v in series.items() if v}
+    names, values = list(kept), list(kept.values())
     if not values:
         return ""
     high = max(_quantile(v, 0.99) for v in values) * 1.1 or 1.0

@@ -123,7 +123,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
             try:
                 result = spec.stage_cls().run(ctx) or StageResult()
             except GateFailed as exc:  # the stage ran and measured: keep what it wrote, with the verdict
-                result, gate_failed = StageResult(summary=str(exc)), str(exc)
+                result, gate_failed = StageResult(summary=str(exc), metrics=exc.metrics), str(exc)
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
                 raise

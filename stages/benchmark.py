@@ -83,6 +83,8 @@ class Benchmark(Stage):
         return ("onnxruntime", "cpu", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
+        import numpy as np
+
         params = ctx.params
         models = [onnx_model.model_file(p) for p in ctx.inputs["models"]]
         names = _unique([ctx.label("models", i) for i in range(len(models))])
@@ -90,18 +92,22 @@ class Benchmark(Stage):
         if baseline not in names:
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
         inputs = model_inputs(models[0])
+        for name, path in zip(names, models):
+            if model_inputs(path) != inputs:
+                raise StageError(f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
+                                 "must share their inputs (an fp16 model needs keep_io_types)")
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
         results = []
         for thread_count in _as_list(params["intra_op_threads"]):
             for length in _as_list(params.get("sequence_length")):
                 for batch_size in _as_list(params["batch_size"]):
-                    shaped = list(batched((_with_length(f, length, inputs) for f in feeds), batch_size))
+                    shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size)
                     for row in self._measure(models, names, shaped, thread_count, batch_size, params):
                         results.append({**row, "sequence_length": length})
         config = ("intra_op_threads", "batch_size", "sequence_length")
-        for row in results:
+        for row in results:  # from the unrounded medians: rounding first could make two tiny models look equal
             base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))
-            row["speedup"] = round(base["latency_ms"]["p50"] / row["latency_ms"]["p50"], 3)
+            row["speedup"] = round(float(np.median(base["latencies_ms"]) / np.median(row["latencies_ms"])), 3)
         first_batch = _as_list(params["batch_size"])[0]
         profiles = {n: _profile(m, batched(feeds, first_batch), params, ctx.output_dir.parent) for n, m in zip(names, models)} \
             if params["profile"] else {}
@@ -111,11 +117,13 @@ class Benchmark(Stage):
                     "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
         best = min(results, key=lambda r: r["latency_ms"]["p50"])
-        summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.2f} ms p50, {best['speedup']:.2f}x vs {baseline}"
+        summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.3g} ms p50, {best['speedup']:.2f}x vs {baseline}"
                    f" (threads {best['intra_op_threads'] or 'default'}, batch {best['batch_size']})")
+        first = [r for r in results if all(r[c] == results[0][c] for c in config)]  # one value per model: the first config
         return StageResult(summary=summary, metrics={
-            "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in results},
-            "speedup": {r["model"]: r["speedup"] for r in results}})
+            "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in first},
+            "speedup": {r["model"]: r["speedup"] for r in first},
+            "configs": len(results) // len(models)})
 
     def _measure(self, models: list[Path], names: list[str], feeds: list[dict], threads: int, batch_size: int,
                  params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -136,21 +144,21 @@ class Benchmark(Stage):
                          "size_mb": round(onnx_model.total_size(path) / 1e6, 2), "latencies_ms": []})
         per_round = params["runs"] // params["rounds"]
         budget = params["seconds"] / params["rounds"] if "seconds" in params else None
-        counter = 0
+        counters = [0] * len(models)  # each model walks the feeds in the same order
         for round_index in range(params["rounds"]):
             order = list(range(len(models)))
             order = order[round_index % len(order):] + order[: round_index % len(order)]  # rotate who goes first
             for index in order:
                 call, timings = sessions[index], rows[index]["latencies_ms"]
                 for _ in range(SETTLE_RUNS):  # the previous model's spinning thread pool must wind down first
-                    call(counter)
+                    call(counters[index])
                 turn_started = time.perf_counter()
                 done = 0
                 while not _turn_over(done, per_round, budget, turn_started):
                     started = time.perf_counter()
-                    call(counter)
+                    call(counters[index])
                     timings.append((time.perf_counter() - started) * 1000)
-                    counter += 1
+                    counters[index] += 1
                     done += 1
         for row in rows:
             latencies = np.asarray(row["latencies_ms"])
@@ -176,16 +184,27 @@ def _caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
         return lambda i: session.run(None, feeds[i % len(feeds)])
     import onnxruntime as ort
 
-    device = "cuda" if session.get_providers()[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider") else "cpu"
+    first = params["providers"][0]
+    on_gpu = session.get_providers()[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+    device = "cuda" if on_gpu else "cpu"
+    device_id = int((first.get("options") or {}).get("device_id", 0)) if isinstance(first, dict) and on_gpu else 0
     bindings = []
     for feed in feeds:
         binding = session.io_binding()
         for name, array in feed.items():
-            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array, device, 0))
+            binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array, device, device_id))
         for output in session.get_outputs():
-            binding.bind_output(output.name, device)
+            binding.bind_output(output.name, device, device_id)
         bindings.append(binding)
     return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])
+
+
+def _full_batches(feeds: list[dict], batch_size: int) -> list[dict]:
+    """Batches of exactly `batch_size` samples: feeds are repeated when there are too few, and a leftover
+    partial batch is dropped (timing it as a full one would overstate throughput)."""
+    repeated = feeds * -(-batch_size // len(feeds))  # at least one full batch
+    usable = len(repeated) - len(repeated) % batch_size
+    return list(batched(repeated[:usable], batch_size))
 
 
 def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement", "accuracy", "f1_macro")
 LOWER_IS_BETTER = ("max_abs", "mean_abs", "max_rel", "mean_rel")
-SLICE = re.compile(r"^\[\s*(\.\.\.|-?\d*(:-?\d*)?)(\s*,\s*(\.\.\.|-?\d*(:-?\d*)?))*\s*\]$")
+_ITEM = r"(\.\.\.|-?\d+|-?\d*:-?\d*)"  # ..., an index, or start:stop with either part optional
+SLICE = re.compile(rf"^\[\s*{_ITEM}(\s*,\s*{_ITEM})*\s*\]$")
 
 
 class ValidateAccuracy(Stage):
@@ -65,18 +67,32 @@ class ValidateAccuracy(Stage):
         },
     }
 
+    def check(self, params: dict[str, Any]) -> list[str]:
+        problems = []
+        if params["outputs"] and set(params["gate_outputs"]) - set(params["outputs"]):
+            problems.append(f"gate_outputs {sorted(set(params['gate_outputs']) - set(params['outputs']))} are not among `outputs`")
+        if {"accuracy", "f1_macro"} & set(params["min"]) and not params.get("label_output"):
+            problems.append("gates on accuracy or f1_macro need label_output (and a dataset with labels)")
+        return problems
+
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "numpy")
+        # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the CPU it was made on.
+        return ("onnxruntime", "numpy", "cpu")
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
         reference = onnx_model.model_file(ctx.inputs["reference"])
         candidates = [onnx_model.model_file(p) for p in ctx.inputs["candidates"]]
         names = [ctx.label("candidates", i) for i in range(len(candidates))]
-        feeds = list(ctx.inputs["data"].feeds(model_inputs(reference), limit=params["samples"]))
+        inputs = model_inputs(reference)
+        for name, path in zip(names, candidates):
+            if model_inputs(path) != inputs:
+                raise StageError(f"candidate {name} takes other inputs than the reference ({_describe(model_inputs(path))} "
+                                 f"vs {_describe(inputs)}) — e.g. an fp16 model needs keep_io_types")
+        feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
         expected = _outputs(reference, feeds)
         chosen = params["outputs"] or list(expected)
-        missing = [o for o in chosen + list(params["slices"]) if o not in expected]
+        missing = [o for o in chosen + list(params["slices"]) + params["gate_outputs"] if o not in expected]
         if missing:
             raise StageError(f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})")
         results: dict[str, dict[str, Any]] = {}
@@ -86,7 +102,7 @@ class ValidateAccuracy(Stage):
             for output in chosen:
                 if output not in got:
                     raise StageError(f"candidate {name} has no output '{output}' (it has {', '.join(got)})")
-                ref, cand = (_sliced(a, params["slices"].get(output)) for a in (expected[output], got[output]))
+                ref, cand = (_sliced(a, output, params["slices"].get(output)) for a in (expected[output], got[output]))
                 results[name][output] = _compare(ref, cand, feeds, params)
             if "metric" in ctx.inputs:
                 results[name]["python"] = _python_metric(Path(ctx.inputs["metric"]), params["metric_function"], expected, got, feeds)
@@ -100,16 +116,19 @@ class ValidateAccuracy(Stage):
             reference_scores = _labelled(expected[params["label_output"]], labels)
             for name, path in zip(names, candidates):
                 results[name]["labels"] = _labelled(_outputs(path, feeds)[params["label_output"]], labels)
-        failures = _gate(results, params)
-        document = {"samples": len(feeds), "results": results, "reference_labelled": reference_scores, "gates": {"min": params["min"], "max": params["max"]},
-                    "failures": failures, "report": _report(results, reference_scores)}
+        failures = _gate(results, params)  # on the unrounded values
+        worst = {name: min((m["cosine_mean"] for o, m in per.items() if o not in ("python", "labels")
+                            and m.get("cosine_mean") is not None), default=None) for name, per in results.items()}
+        rounded = {n: {o: {k: _round(v) for k, v in m.items()} for o, m in per.items()} for n, per in results.items()}
+        document = {"samples": len(feeds), "results": rounded, "reference_labelled": reference_scores,
+                    "gates": {"min": params["min"], "max": params["max"]}, "failures": failures,
+                    "report": _report(rounded, reference_scores)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
+        metrics = {"cosine_mean": {n: c for n, c in worst.items() if c is not None}}
         if failures:
-            raise GateFailed("; ".join(failures))
-        worst = {name: min(m.get("cosine_mean", 1.0) for o, m in per.items() if o not in ("python", "labels"))
-                 for name, per in results.items()}
-        summary = ", ".join(f"{n} cosine {c:.4f}" for n, c in worst.items()) + (" — gates passed" if params["min"] or params["max"] else "")
-        return StageResult(summary=summary, metrics={"cosine_mean": worst})
+            raise GateFailed("; ".join(failures), metrics=metrics)
+        summary = ", ".join(f"{n} cosine {c:.4f}" if c is not None else f"{n} (no cosine)" for n, c in worst.items())
+        return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics)
 
 
 def _outputs(path: Path, feeds: list[dict]) -> dict[str, Any]:
@@ -124,9 +143,27 @@ def _outputs(path: Path, feeds: list[dict]) -> dict[str, Any]:
     return {n: v for n, v in collected.items()}
 
 
-def _sliced(arrays: list, text: str | None) -> list:
+def _describe(inputs: list[Any]) -> str:
+    return ", ".join(f"{i.name}: {i.describe()}" for i in inputs)
+
+
+def _round(value: Any) -> Any:
+    return float(f"{value:.6g}") if isinstance(value, float) and math.isfinite(value) else value
+
+
+def _sliced(arrays: list, output: str, text: str | None) -> list:
     if not text:
         return arrays
+    try:
+        picked = _apply_slice(arrays, text)
+    except (IndexError, ValueError) as exc:
+        raise StageError(f"slices: {text} does not fit output '{output}' of shape {arrays[0].shape}: {exc}") from exc
+    if any(p.size == 0 for p in picked):
+        raise StageError(f"slices: {text} selects nothing of output '{output}' (shape {arrays[0].shape})")
+    return picked
+
+
+def _apply_slice(arrays: list, text: str) -> list:
     parts = []
     for item in text.strip()[1:-1].split(","):
         item = item.strip()
@@ -143,39 +180,46 @@ def _sliced(arrays: list, text: str | None) -> list:
 def _compare(ref: list, cand: list, feeds: list[dict], params: dict[str, Any]) -> dict[str, float]:
     import numpy as np
 
+    ref = [np.asarray(r, dtype=np.float64) for r in ref]  # bool and integer outputs compare as numbers
+    cand = [np.asarray(c, dtype=np.float64) for c in cand]
     diffs = [np.abs(r - c) for r, c in zip(ref, cand)]
+    # Relative error against |reference| with a floor of 1e-6: where the reference is near zero (ReLU
+    # outputs) it grows large; judge such outputs by absolute error or cosine.
     scale = [np.abs(r) + 1e-6 for r in ref]
-    pooled = [(_pool(r, f, params), _pool(c, f, params)) for r, c, f in zip(ref, cand, feeds)]
-    cosines = []
-    for r, c in pooled:
-        for row_r, row_c in zip(r.reshape(len(r), -1), c.reshape(len(c), -1)):
-            norm = np.linalg.norm(row_r) * np.linalg.norm(row_c)
-            cosines.append(float(row_r @ row_c / norm) if norm else float(np.array_equal(row_r, row_c)))
-    metrics = {
-        "max_abs": float(max(d.max() for d in diffs)),
+    metrics: dict[str, Any] = {  # np.max propagates NaN (Python's max would drop it depending on order)
+        "max_abs": float(np.max([d.max() for d in diffs])),
         "mean_abs": float(np.mean([d.mean() for d in diffs])),
-        "max_rel": float(max((d / s).max() for d, s in zip(diffs, scale))),
+        "max_rel": float(np.max([(d / s).max() for d, s in zip(diffs, scale)])),
         "mean_rel": float(np.mean([(d / s).mean() for d, s in zip(diffs, scale)])),
-        "cosine_mean": float(np.mean(cosines)),
-        "cosine_min": float(np.min(cosines)),
     }
+    pooled = [(_pool(r, f, params), _pool(c, f, params)) for r, c, f in zip(ref, cand, feeds)]
+    if pooled[0][0].size // max(1, len(pooled[0][0])) > 1:  # a cosine of one number per sample says nothing
+        cosines = []
+        for r, c in pooled:
+            for row_r, row_c in zip(r.reshape(len(r), -1), c.reshape(len(c), -1)):
+                norm = np.linalg.norm(row_r) * np.linalg.norm(row_c)
+                cosines.append(float(row_r @ row_c / norm) if norm else float(np.array_equal(row_r, row_c)))
+        metrics["cosine_mean"] = float(np.mean(cosines))
+        metrics["cosine_min"] = float(np.min(cosines))
     if ref[0].ndim >= 2 and ref[0].shape[-1] > 1:
         k = min(params["top_k"], ref[0].shape[-1])
         top1 = [np.argmax(r, -1) == np.argmax(c, -1) for r, c in zip(ref, cand)]
         topk = [np.argmax(c, -1)[..., None] == np.argsort(-r, -1)[..., :k] for r, c in zip(ref, cand)]
         metrics["top1_agreement"] = float(np.mean([t.mean() for t in top1]))
         metrics["topk_agreement"] = float(np.mean([t.any(-1).mean() for t in topk]))
-    return {k: round(v, 6) for k, v in metrics.items()}
+    return metrics
 
 
 def _labelled(outputs: list, labels: Any) -> dict[str, float]:
     """Accuracy and macro F1 of argmax(class scores) against the labels."""
     import numpy as np
 
+    if outputs[0].ndim < 2 or outputs[0].shape[-1] < 2:
+        raise StageError(f"label_output must hold one score per class (last axis of 2 or more), got shape {outputs[0].shape}")
     predicted = np.concatenate([np.argmax(o.reshape(o.shape[0], -1), axis=-1) for o in outputs])
     truth = np.asarray(labels).reshape(-1)[: len(predicted)]
     f1s = []
-    for label in np.unique(truth):
+    for label in np.union1d(truth, predicted):  # every class seen in either, as sklearn's macro F1 does
         tp = np.sum((predicted == label) & (truth == label))
         precision = tp / max(1, np.sum(predicted == label))
         recall = tp / max(1, np.sum(truth == label))
@@ -221,17 +265,30 @@ def _python_metric(path: Path, function_name: str, expected: dict, got: dict, fe
 
 
 def _gate(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
+    """Every miss, as `model output: metric value < min bound`. A gate no gated output could be measured
+    by is an error, not a pass; a non-finite value (NaN from a broken model) always fails."""
     failures = []
+    checked: set[str] = set()
     for name, per_output in results.items():
         for output, metrics in per_output.items():
             if output == "python" or (params["gate_outputs"] and output not in params["gate_outputs"] and output != "labels"):
                 continue
-            for metric, bound in params["min"].items():
-                if metric in metrics and metrics[metric] < bound:
-                    failures.append(f"{name} {output}: {metric} {metrics[metric]:.4f} < min {bound}")
-            for metric, bound in params["max"].items():
-                if metric in metrics and metrics[metric] > bound:
-                    failures.append(f"{name} {output}: {metric} {metrics[metric]:.4f} > max {bound}")
+            for bounds, worse in ((params["min"], lambda v, b: v < b), (params["max"], lambda v, b: v > b)):
+                for metric, bound in bounds.items():
+                    if metric not in metrics or metrics[metric] is None:
+                        continue
+                    checked.add(metric)
+                    value = metrics[metric]
+                    if not math.isfinite(value):
+                        failures.append(f"{name} {output}: {metric} is {value} (the model produced NaN or inf)")
+                    elif worse(value, bound):
+                        sign = "<" if bounds is params["min"] else ">"
+                        label = "min" if bounds is params["min"] else "max"
+                        failures.append(f"{name} {output}: {metric} {value:.6g} {sign} {label} {bound}")
+    unmeasured = sorted((set(params["min"]) | set(params["max"])) - checked)
+    if unmeasured and results:
+        raise StageError(f"no gated output yields {', '.join(unmeasured)} (cosine needs more than one value per sample, "
+                         "agreement a last axis of 2 or more, accuracy and f1_macro a label_output) — gate other metrics or outputs")
     return failures
 
 

@@ -201,3 +201,41 @@ def test_sweeps_time_budget_and_io_binding(project, cli):
     long = next(r for r in results["results"] if r["sequence_length"] == 64 and r["intra_op_threads"] == 2 and r["batch_size"] == 1)
     assert short["latency_ms"]["p50"] < long["latency_ms"]["p50"]  # a quarter of the tokens is faster
     assert all(r["runs"] >= 1 for r in results["results"]) and results["machine"]["cpu"]
+
+
+def test_nan_outputs_fail_gates_and_unmeasurable_gates_are_errors(project, cli):
+    """Toy graphs (this checks the gate logic): a candidate producing NaN, and a gate on a metric that a
+    one-number-per-sample output cannot have."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def save(name: str, scale: float, width: int) -> None:
+        weight = numpy_helper.from_array(np.full((8, width), scale, np.float32), "w")
+        graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], name,
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", width])], [weight])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 10
+        onnx.save(model, str(project / f"{name}.onnx"))
+
+    save("ref", 1.0, 4)
+    save("broken", float("nan"), 4)
+    save("ref1", 1.0, 1)
+    save("off1", 100.0, 1)
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: gates
+        inputs: {ref: ref.onnx, broken: broken.onnx, ref1: ref1.onnx, off1: off1.onnx}
+        datasets:
+          rnd: {loader: random, with: {samples: 4}}
+        stages:
+          nan: {uses: validate_accuracy, in: {reference: inputs.ref, candidates: [inputs.broken], data: datasets.rnd},
+                with: {min: {cosine_mean: 0.5}, max: {max_abs: 10}}}
+          scalar: {uses: validate_accuracy, in: {reference: inputs.ref1, candidates: [inputs.off1], data: datasets.rnd},
+                   with: {min: {cosine_mean: 0.99}}}
+    """)
+    code, _, err = cli("run", path, "--keep-going")
+    assert code == 1  # the unmeasurable gate is an error (1), which outranks the failed gate (3)
+    assert "stage 'nan' (validate_accuracy) gate failed: broken y: cosine_mean is nan (the model produced NaN or inf)" in err
+    assert "stage 'scalar' (validate_accuracy) failed: no gated output yields cosine_mean" in err
