@@ -69,6 +69,8 @@ class Benchmark(Stage):
             "rounds": {"type": "integer", "minimum": 1, "default": 5,
                        "description": "the runs are split into this many rounds, models alternating"},
             "baseline": {"type": "string", "description": "the model speedups are relative to (default: the first)"},
+            "note": {"type": "string", "default": "",
+                     "description": "free text kept with the results; a new note measures again instead of using the cache"},
             "profile": {"type": "boolean", "default": False,
                         "description": "also profile each model (untimed pass) and report the top operators"},
         },
@@ -113,7 +115,7 @@ class Benchmark(Stage):
             if params["profile"] else {}
         from engine.environment import facts
 
-        document = {"baseline": baseline, "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
+        document = {"baseline": baseline, "note": params["note"], "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
                     "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
         best = min(results, key=lambda r: r["latency_ms"]["p50"])
