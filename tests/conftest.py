@@ -65,3 +65,17 @@ def engine_process(*args: str, env: dict[str, str] | None = None, **kwargs) -> s
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-m", "engine.cli", *map(str, args)], env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def toy_model(path: Path, nodes: list, inputs: list, outputs: list, initializers: list = (), **save_options) -> Path:
+    """A small hand-built graph for unit tests of the engine's own logic (never for speed or accuracy
+    claims), saved with an IR version ONNX Runtime reads."""
+    import onnx
+    from onnx import helper
+
+    graph = helper.make_graph(nodes, path.stem, inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(path), **save_options)
+    return path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
+from conftest import toy_model, write
 
 DATA = Path(__file__).parent.parent / "recipes" / "data"
 
@@ -140,18 +140,14 @@ def test_compare_lock_files(passing, cli, tmp_path):
 def test_labelled_dataset_gives_accuracy_and_f1_and_can_gate(project, cli):
     """A small classifier (a toy graph: this checks the metric, it claims nothing about speed)."""
     import numpy as np
-    import onnx
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(3)
     weight = numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["logits"])], "classifier",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 16])],
-                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 4])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(project / "classifier.onnx"))
+    toy_model(project / "classifier.onnx", [helper.make_node("MatMul", ["x", "w"], ["logits"])],
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 16])],
+              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["n", 4])], [weight])
     x = rng.standard_normal((20, 16)).astype(np.float32)
     labels = ort.InferenceSession(str(project / "classifier.onnx")).run(None, {"x": x})[0].argmax(-1)
     labels[:2] = (labels[:2] + 1) % 4  # the reference gets 18 of 20 right
@@ -207,17 +203,13 @@ def test_nan_outputs_fail_gates_and_unmeasurable_gates_are_errors(project, cli):
     """Toy graphs (this checks the gate logic): a candidate producing NaN, and a gate on a metric that a
     one-number-per-sample output cannot have."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     def save(name: str, scale: float, width: int) -> None:
         weight = numpy_helper.from_array(np.full((8, width), scale, np.float32), "w")
-        graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], name,
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", width])], [weight])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 10
-        onnx.save(model, str(project / f"{name}.onnx"))
+        toy_model(project / f"{name}.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 8])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", width])], [weight])
 
     save("ref", 1.0, 4)
     save("broken", float("nan"), 4)

