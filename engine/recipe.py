@@ -45,6 +45,7 @@ class StageSpec:
     inputs: dict[str, Ref | list[Ref]]
     after: list[str]
     location: Location
+    optional: bool = False  # a missing execution provider skips it instead of failing the run
 
     def refs(self) -> list[Ref]:
         found: list[Ref] = []
@@ -156,7 +157,7 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
                 problems.append(Problem(f"{subject}: after: no other stage named '{other}'",
                                         source.locate(where + ("after", i)), suggest(other, [s for s in raw if s != name])))
         stages[name] = StageSpec(name, spec["uses"], stage_cls, fill_defaults(params, stage_cls.params_schema),
-                                 port_refs, after, source.locate(where, key=True))
+                                 port_refs, after, source.locate(where, key=True), spec.get("optional") is True)
     return stages
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from engine.capture import captured_output
 from engine.dataset import Dataset
 from engine.environment import facts
+from engine.providers import ProviderUnavailable
 from engine.errors import GateFailed, StageError
 from engine.keys import stage_key
 from engine.recipe import Ref, StageSpec
@@ -100,6 +101,10 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
                 return _settled(spec.name, CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, key, env, log)
         return _settled(spec.name, RAN, time.perf_counter() - started, key, record)
+    except ProviderUnavailable as exc:
+        status = SKIPPED if spec.optional else FAILED
+        message = f"optional stage skipped: {exc}" if spec.optional else str(exc)
+        return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message)
     except StageError as exc:
         return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=str(exc))
     except Exception as exc:  # a bug or a library error: keep the traceback (and what it printed) for --debug

@@ -75,6 +75,7 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
                 "inputs": {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()},
                 "after": spec.after,
                 "location": [spec.location.file, spec.location.line, spec.location.col],
+                "optional": spec.optional,
             }
             for name, spec in recipe.stages.items()
         },
@@ -111,7 +112,8 @@ def load(store: ArtifactStore, key: str, plugins: Plugins) -> tuple[Recipe, Stag
         if contract(stage_cls) != item["contract"]:
             return None
         refs = {port: [_ref(t) for t in v] if isinstance(v, list) else _ref(v) for port, v in item["inputs"].items()}
-        stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"], Location(*item["location"]))
+        stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"],
+                                 Location(*item["location"]), item.get("optional", False))
     recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"])
     graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
     return recipe, graph

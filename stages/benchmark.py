@@ -10,6 +10,7 @@ from typing import Any
 from engine import onnx_model
 from engine.dataset import batched, model_inputs
 from engine.errors import StageError
+from engine.providers import resolve
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -241,6 +242,7 @@ def _session(path: Path, params: dict[str, Any], threads: int) -> Any:
     options.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if params["execution_mode"] == "parallel"
                               else ort.ExecutionMode.ORT_SEQUENTIAL)
     options.log_severity_level = 3
+    resolve(params["providers"]).require("this benchmark")
     names = [p if isinstance(p, str) else p["name"] for p in params["providers"]]
     providers = [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in params["providers"]]
     try:

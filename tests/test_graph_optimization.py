@@ -121,7 +121,9 @@ def test_unusable_provider_is_reported_not_silently_replaced(project, cli):
         pytest.skip("a usable CUDA device is present")
     code, _, err = cli("run", path)
     assert code == 1
-    assert "ONNX Runtime could not use CUDAExecutionProvider here (it used CPUExecutionProvider)" in err
+    assert ("stage 'opt' (graph_optimization) failed: optimizing for these providers needs CUDAExecutionProvider, "
+            "which ONNX Runtime cannot use here (CUDAExecutionProvider: ") in err
+    assert "or mark the stage `optional: true`" in err
 
 
 def test_dag_formats(project, cli):

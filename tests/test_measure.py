@@ -121,7 +121,7 @@ def test_unusable_provider_and_unknown_baseline(project, cli):
     """)
     code, _, err = cli("run", path, "--keep-going")
     assert code == 1
-    assert "ONNX Runtime could not use CUDAExecutionProvider for paraphrase-MiniLM-L3-v2.onnx (it used CPUExecutionProvider)" in err
+    assert "stage 'cuda' (benchmark) failed: this benchmark needs CUDAExecutionProvider, which ONNX Runtime cannot use here" in err
     assert "baseline 'fp32' is not one of the models (model)" in err
 
 
