@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         ("gc", "remove what no given recipe's lock file references", _cmd_cache_gc),
     ):
         action = cache_sub.add_parser(name, help=helptext)
-        action.add_argument("recipes", nargs="*", type=Path, help="recipes whose lock files say what to keep")
+        action.add_argument("recipes", nargs="*", type=Path,
+                            help="recipes whose lock files say what to keep" if name == "gc" else "a recipe whose cache to use")
         action.add_argument("--cache", type=Path, metavar="DIR", help="artifact store (default: as for run)")
         action.set_defaults(handler=handler)
         if name == "verify":
@@ -192,12 +193,14 @@ def _cmd_status(args: argparse.Namespace, out: Any) -> int:
         entry = lock["stages"].get(item.name)
         in_lock = entry is not None and entry["key"] == item.key
         if item.action == "cached" and in_lock:
-            state = "up to date"
+            state, why = "up to date", ""
         elif in_lock:
-            state = "locked, not in this cache"
+            state, why = "locked, not in this cache", item.reason
+        elif entry is None:
+            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == "cached" else item.reason
         else:
-            state = "changed" if entry else "not in lock"
-        rows.append((item.name, state, "" if state == "up to date" else item.reason))
+            state, why = "changed", item.against_lock or item.reason
+        rows.append((item.name, state, why))
     out.status_table(rows)
     return EXIT_OK if all(r[1] == "up to date" for r in rows) else EXIT_STAGE_FAILED
 

@@ -38,7 +38,7 @@ def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise OrtflowError(f"{path}: cannot read it as a lock file or report.json: {exc}") from None
     try:
-        if isinstance(data, dict) and isinstance(data.get("stages"), dict):  # a lock file
+        if isinstance(data, dict) and isinstance(data.get("stages"), dict) and "schema" in data:  # a lock file
             return {n: {**e, "outputs": {k: v["digest"] for k, v in (e.get("outputs") or {}).items()}}
                     for n, e in data["stages"].items()}, "lock file"
         if isinstance(data, dict) and isinstance(data.get("stages"), list):  # a report.json

@@ -19,7 +19,11 @@ class Output:
 
         self.quiet = quiet
         self.debug = debug
-        self.console = Console(highlight=False)
+        import os
+
+        # Piped output gets rich's 80 columns, which cuts stage names and numbers: use a wide page instead.
+        width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+        self.console = Console(highlight=False, width=width)
         self.errors = Console(stderr=True, highlight=False)
 
     def say(self, text: str) -> None:
@@ -163,8 +167,14 @@ class Output:
         table = Table(title="stage types (`uses:`)", title_justify="left")
         for column in ("type", "version", "inputs", "outputs", "provided by"):
             table.add_column(column)
+        from engine.errors import OrtflowError
+
         for name in plugins.stages.names():
-            cls = plugins.stages.get(name)
+            try:
+                cls = plugins.stages.get(name)
+            except OrtflowError as exc:  # one broken plugin must not hide the others
+                table.add_row(name, "?", "[red]cannot be imported[/]", "", _escape(str(exc)))
+                continue
             table.add_row(name, cls.version, ", ".join(p.name for p in cls.inputs),
                           ", ".join(p.name for p in cls.outputs), _escape(plugins.stages.origin(name)))
         self.console.print(table)
@@ -172,7 +182,11 @@ class Output:
         for column in ("loader", "version", "reads files from", "provided by"):
             loaders.add_column(column)
         for name in plugins.datasets.names():
-            cls = plugins.datasets.get(name)
+            try:
+                cls = plugins.datasets.get(name)
+            except OrtflowError as exc:
+                loaders.add_row(name, "?", "[red]cannot be imported[/]", _escape(str(exc)))
+                continue
             loaders.add_row(name, cls.version, ", ".join(cls.file_params) or "-", _escape(plugins.datasets.origin(name)))
         self.console.print(loaders)
         self.console.print("`engine stages <name>` describes one", markup=False)

@@ -97,29 +97,36 @@ def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 
 def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
+    def node(text: str) -> str:  # Mermaid ids may not contain dots
+        return text.replace(".", "__").replace("-", "_")
+
     lines = ["flowchart LR"]
-    for name in recipe.inputs:
-        lines.append(f'  inputs.{name}[("inputs.{name}")]')
+    for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
+        for name in names:
+            lines.append(f'  {node(f"{kind}.{name}")}[("{kind}.{name}")]')
     for name in execution_order(graph):
-        lines.append(f'  {name}["{name}<br/>{recipe.stages[name].uses}"]')
+        lines.append(f'  {node(name)}["{name}<br/>{recipe.stages[name].uses}"]')
     for name in execution_order(graph):
-        for ref in recipe.stages[name].refs():
-            origin = str(ref) if ref.is_source else ref.source
-            lines.append(f"  {origin} -->|{ref.name}| {name}")
+        for port, value in sorted(recipe.stages[name].inputs.items()):
+            for ref in value if isinstance(value, list) else [value]:
+                origin = node(str(ref)) if ref.is_source else node(ref.source)
+                lines.append(f"  {origin} -->|{port}| {node(name)}")
         for before in recipe.stages[name].after:
-            lines.append(f"  {before} -.-> {name}")
+            lines.append(f"  {node(before)} -.-> {node(name)}")
     return "\n".join(lines)
 
 
 def render_dot(graph: "nx.DiGraph", recipe: Recipe) -> str:
     lines = [f'digraph "{recipe.name}" {{', "  rankdir=LR;"]
-    for name in recipe.inputs:
-        lines.append(f'  "inputs.{name}" [shape=cylinder];')
+    for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
+        for name in names:
+            lines.append(f'  "{kind}.{name}" [shape=cylinder];')
     for name in execution_order(graph):
         lines.append(f'  "{name}" [shape=box, label="{name}\\n{recipe.stages[name].uses}"];')
-        for ref in recipe.stages[name].refs():
-            origin = str(ref) if ref.is_source else ref.source
-            lines.append(f'  "{origin}" -> "{name}" [label="{ref.name}"];')
+        for port, value in sorted(recipe.stages[name].inputs.items()):
+            for ref in value if isinstance(value, list) else [value]:
+                origin = str(ref) if ref.is_source else ref.source
+                lines.append(f'  "{origin}" -> "{name}" [label="{port}"];')
         for before in recipe.stages[name].after:
             lines.append(f'  "{before}" -> "{name}" [style=dashed];')
     lines.append("}")

@@ -47,7 +47,12 @@ def read_lock(path: Path) -> dict[str, Any]:
     return data
 
 
-def lock_entry(record: dict[str, Any]) -> dict[str, Any]:
+def lock_entry(record: dict[str, Any], deterministic: bool = True) -> dict[str, Any]:
+    """A stage's lock entry. Measurements (non-deterministic stages) record their key but not their
+    output hashes, which change every time they are taken: the lock must not churn in git."""
+    if not deterministic:
+        return {"type": record["type"], "version": record["version"], "key": record["key"],
+                "params": record["params"], "inputs": record["inputs"], "env": record["env"], "measurement": True}
     return {
         "type": record["type"],
         "version": record["version"],
@@ -66,7 +71,7 @@ def updated_lock(
     stages = {name: entry for name, entry in old.get("stages", {}).items() if name in recipe.stages}
     for name, outcome in outcomes.items():
         if outcome.succeeded and outcome.record is not None:
-            stages[name] = lock_entry(outcome.record)
+            stages[name] = lock_entry(outcome.record, recipe.stages[name].stage_cls.deterministic)
     return {
         "schema": LOCK_SCHEMA,
         "recipe": recipe.name,
@@ -142,5 +147,5 @@ def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str]]:
     keys, digests = set(), set()
     for entry in lock.get("stages", {}).values():
         keys.add(entry["key"])
-        digests.update(out["digest"] for out in entry.get("outputs", {}).values())
+        digests.update(out["digest"] for out in (entry.get("outputs") or {}).values())
     return keys, digests

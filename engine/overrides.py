@@ -44,6 +44,15 @@ def _apply_override(data: dict[str, Any], source: SourceMap, dotted: str, value:
         return [Problem(f"{origin}: '{dotted}' is not a dotted key", hint="e.g. opt.with.level=all")]
     if parts[0] not in TOP_LEVEL_KEYS:
         parts = ["stages", *parts]  # `opt.with.level` is short for `stages.opt.with.level`
+    if parts[0] == "inputs" and len(parts) == 3 and parts[2] in ("path", "package", "file"):
+        inputs = data.setdefault("inputs", {}) if isinstance(data.get("inputs", {}), dict) else {}
+        entry = inputs.get(parts[1])
+        if parts[2] == "path" or not isinstance(entry, dict) or "path" in entry:
+            entry = {}  # switching between a path and a package file replaces the input as a whole
+        inputs[parts[1]] = {**entry, parts[2]: value}
+        source.origins[("inputs", parts[1])] = origin
+        source.origins[tuple(parts)] = origin
+        return []
     if parts[0] == "stages" and len(parts) > 2:
         stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
         if parts[1] not in stages:

@@ -19,6 +19,7 @@ class PlannedStage:
     action: str  # "cached", "run", "skip" or "fail"
     reason: str
     key: str | None  # unknown until the upstream stages it waits on have run
+    against_lock: str = ""  # how the stage differs from its lock-file entry ("" when they agree)
 
 
 def make_plan(
@@ -48,16 +49,20 @@ def make_plan(
         except StageError as exc:
             planned.append(PlannedStage(name, spec.uses, "fail", str(exc), None))
             continue
+        entry = lock.get("stages", {}).get(name)
+        versus_lock = "" if entry is not None and entry.get("key") == key else \
+            _why(entry, spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env, key)
         record = store.read_run(key)
         if record is not None:
             known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
-            planned.append(PlannedStage(name, spec.uses, "cached", "up to date", key))
+            planned.append(PlannedStage(name, spec.uses, "cached", "up to date", key, versus_lock))
             continue
-        entry = lock.get("stages", {}).get(name)
         if entry is not None and entry.get("key") == key:
-            known[name] = {port: out["digest"] for port, out in entry.get("outputs", {}).items()}
-        reason = _why(entry, spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env, key)
-        planned.append(PlannedStage(name, spec.uses, "run", reason, key))
+            known[name] = {port: out["digest"] for port, out in (entry.get("outputs") or {}).items()}
+        reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
+        if store.run_path(key).exists():
+            reason = "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
+        planned.append(PlannedStage(name, spec.uses, "run", reason, key, versus_lock))
     return planned
 
 
@@ -65,8 +70,6 @@ def _why(entry: dict[str, Any] | None, uses: str, version: str, params: dict[str
          env: dict[str, str], key: str) -> str:
     if entry is None:
         return "new stage"
-    if entry.get("key") == key:
-        return "not in the cache (built elsewhere or removed by gc)"
     if entry.get("type") != uses:
         return f"stage type changed: {entry.get('type')} -> {uses}"
     if str(entry.get("version")) != str(version):

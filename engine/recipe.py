@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import Location, Problem, RecipeError, suggest
+from engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
 from engine.overrides import apply_overrides
 from engine.registry import Plugins
 from engine.schema_errors import fill_defaults, validate
@@ -133,7 +133,10 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
                                     source.locate(("stages", name, "uses")),
                                     suggest(spec["uses"], registry.names()) or "see `engine stages`"))
         else:
-            stage_classes[name] = registry.get(spec["uses"])
+            try:
+                stage_classes[name] = registry.get(spec["uses"])
+            except OrtflowError as exc:  # a broken plugin: say where the recipe uses it
+                problems.append(Problem(f"stage '{name}': {exc}", source.locate(("stages", name, "uses"))))
     stages: dict[str, StageSpec] = {}
     for name, stage_cls in stage_classes.items():
         spec = raw[name]

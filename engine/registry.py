@@ -49,9 +49,10 @@ class Registry:
             try:
                 plugin = ep.load()
             except Exception as exc:
+                dist = ep.dist.name if ep.dist is not None else "its package"
                 raise OrtflowError(
                     f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc}"
-                    " — reinstall the package that provides it"
+                    f" — check that entry point in {dist}'s pyproject.toml, or reinstall {dist}"
                 ) from exc
             if not (isinstance(plugin, type) and issubclass(plugin, base)):
                 raise OrtflowError(f"entry point '{name}' ({ep.value}) is not a subclass of {base.__module__}.{base.__name__}")

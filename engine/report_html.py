@@ -12,6 +12,8 @@ PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f
 def markdown_report(report: dict[str, Any]) -> str:
     lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {report['environment'].get('cpu', '?')}, "
              f"{report['environment'].get('onnxruntime', '?')}.", ""]
+    if report.get("overrides"):
+        lines += [f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.", ""]
     lines += _md_table(["stage", "type", "status", "seconds", "result"],
                        [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
                         for s in report["stages"]])
@@ -30,6 +32,8 @@ def html_report(report: dict[str, Any]) -> str:
     parts = [f"<h1>{_e(report['recipe'])}</h1>",
              f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))}, "
              f"{_e(report['environment'].get('onnxruntime', '?'))}.</p>",
+             (f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
+              if report.get("overrides") else ""),
              _html_table(["stage", "type", "status", "seconds", "result"],
                          [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
                           for s in report["stages"]])]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import Location, Problem, suggest
+from engine.errors import Location, OrtflowError, Problem, suggest
 from engine.hashing import HashCache, hash_bytes
 from engine.keys import canonical_json
 from engine.registry import Registry
@@ -60,7 +60,11 @@ def resolve_datasets(
             problems.append(Problem(f"dataset '{name}': unknown loader '{spec['loader']}'", source.locate(where + ("loader",)),
                                     suggest(spec["loader"], loaders.names()) or f"loaders: {', '.join(loaders.names())}"))
             continue
-        loader_cls = loaders.get(spec["loader"])
+        try:
+            loader_cls = loaders.get(spec["loader"])
+        except OrtflowError as exc:
+            problems.append(Problem(f"dataset '{name}': {exc}", source.locate(where + ("loader",))))
+            continue
         params = dict(spec.get("with") or {}) if isinstance(spec.get("with"), dict) else {}
         subject = f"dataset '{name}' ({loader_cls.type})"
         before = len(problems)
@@ -136,7 +140,11 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
     try:
         dist = distribution(package)
     except PackageNotFoundError:
-        problems.append(Problem(f"package '{package}' is not installed", where, f"pip install {package}"))
+        from importlib.metadata import distributions
+
+        installed = {d.metadata["Name"].lower() for d in distributions() if d.metadata["Name"]}
+        problems.append(Problem(f"package '{package}' is not installed", where,
+                                suggest(package.lower(), installed) or f"pip install {package}"))
         return None
     files = [str(f) for f in dist.files or []]
     wanted = file.strip("/")

@@ -182,6 +182,9 @@ class QuantizeStatic(Stage):
                     raise StageError(f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}")
         floats = onnx_model.float_tensors(model) - {t.name for t in model.graph.initializer}
         wanted = set(params["op_types_to_quantize"])
+        if wanted and not wanted & op_types:
+            raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
+                             f"(its op types: {', '.join(sorted(op_types))})")
         activations = {o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]} & floats
         covered = len(activations & (calibrated | masks)) / max(1, len(activations))
         if covered < MIN_COVERAGE:

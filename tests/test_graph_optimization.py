@@ -132,6 +132,6 @@ def test_dag_formats(project, cli):
     code, out, _ = cli("dag", "quickstart.yaml")
     assert code == 0 and "int8 (quantize_static)" in out and "├── inputs.model" in out and "└── calib.table" in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "mermaid")
-    assert out.startswith("flowchart LR") and "calib -->|table| int8" in out and 'datasets.calibration' in out
+    assert out.startswith("flowchart LR") and "calib -->|calibration| int8" in out and 'datasets__calibration -->|data| calib' in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "dot")
     assert '"fused" -> "optimized" [label="model"];' in out
