@@ -111,8 +111,11 @@ class Benchmark(Stage):
         for row in results:  # from the unrounded medians: rounding first could make two tiny models look equal
             base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))
             row["speedup"] = round(float(np.median(base["latencies_ms"]) / np.median(row["latencies_ms"])), 3)
-        first_batch = _as_list(params["batch_size"])[0]
-        profiles = {n: _profile(m, batched(feeds, first_batch), params, ctx.output_dir.parent) for n, m in zip(names, models)} \
+        # Profiled under the first configuration of the sweep, with the same providers, options and threads.
+        first_feeds = _full_batches([_with_length(f, _as_list(params.get("sequence_length"))[0], inputs) for f in feeds],
+                                    _as_list(params["batch_size"])[0])
+        threads = _as_list(params["intra_op_threads"])[0]
+        profiles = {n: _profile(m, first_feeds, params, threads, ctx.output_dir.parent) for n, m in zip(names, models)} \
             if params["profile"] else {}
         from engine.environment import facts
 
@@ -232,10 +235,13 @@ def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:
     return shaped
 
 
-def _session(path: Path, params: dict[str, Any], threads: int) -> Any:
+def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: str | None = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]])
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = params["inter_op_threads"]
@@ -257,17 +263,9 @@ def _session(path: Path, params: dict[str, Any], threads: int) -> Any:
     return session
 
 
-def _profile(path: Path, feeds: Any, params: dict[str, Any], workdir: Path) -> dict[str, Any]:
+def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> dict[str, Any]:
     """Time share by op type and the slowest nodes, from ORT's profiler (a separate, untimed pass)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]])
-    options.enable_profiling = True
-    options.profile_file_prefix = str(workdir / f"profile-{path.stem}")
-    options.log_severity_level = 3
-    session = ort.InferenceSession(str(path), sess_options=options,
-                                   providers=[p if isinstance(p, str) else p["name"] for p in params["providers"]])
+    session = _session(path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}"))
     for feed in list(feeds)[:20]:
         session.run(None, feed)
     events = json.loads(Path(session.end_profiling()).read_text())
