@@ -219,7 +219,6 @@ def _cmd_stages(args: argparse.Namespace, out: Any) -> int:
             return EXIT_OK
     hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names())
     raise OrtflowError(f"unknown stage type or dataset loader '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
-    return EXIT_OK
 
 
 def _cache_store(args: argparse.Namespace) -> Any:

@@ -18,14 +18,6 @@ if TYPE_CHECKING:
 
 Feed = dict[str, "np.ndarray"]
 
-# ONNX tensor element types as ORT names them, and the numpy dtype each takes.
-ONNX_TO_NUMPY = {
-    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
-    "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int16)": "int16", "tensor(int8)": "int8",
-    "tensor(uint8)": "uint8", "tensor(uint16)": "uint16", "tensor(bool)": "bool", "tensor(string)": "object",
-}
-
-
 @dataclass(frozen=True)
 class ModelInput:
     """One graph input: its name, numpy dtype, and shape (ints, symbolic names, or None)."""

@@ -147,15 +147,17 @@ def check(path: Path, providers: list[str] | None = None) -> None:
         raise StageError(f"the written model {path.name} does not load into ONNX Runtime: {_first_line(exc)}") from exc
 
 
-def load_for_ort(path: Path) -> Any:
-    """An ORT session on the CPU with ORT's default optimizations, raising StageError for unloadable files."""
+def load_for_ort(path: Path, options: Any = None, providers: list[Any] | None = None, **session_args: Any) -> Any:
+    """An ORT session (default: CPU, ORT's default optimizations), raising StageError for unloadable files."""
     import onnxruntime as ort
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
+    if options is None:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    except Exception as exc:
+        return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"],
+                                    **session_args)
+    except Exception as exc:  # ORT raises its own exception types for every load failure
         raise StageError(f"ONNX Runtime cannot load {path.name}: {_first_line(exc)} — check that the file is a "
                          "complete ONNX model (re-export or re-download it)") from exc
 

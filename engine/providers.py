@@ -45,6 +45,11 @@ def names(providers: list[Any]) -> tuple[str, ...]:
     return tuple(p if isinstance(p, str) else p["name"] for p in providers)
 
 
+def for_session(providers: list[Any]) -> list[Any]:
+    """The `providers` argument of an InferenceSession: names, or (name, options) pairs."""
+    return [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in providers]
+
+
 @lru_cache(maxsize=None)
 def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
     import onnxruntime as ort

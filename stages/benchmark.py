@@ -10,7 +10,8 @@ from typing import Any
 from engine import onnx_model
 from engine.dataset import batched, model_inputs
 from engine.errors import StageError
-from engine.providers import resolve
+from engine.providers import for_session, resolve
+from engine.providers import names as provider_names
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -249,14 +250,9 @@ def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: s
                               else ort.ExecutionMode.ORT_SEQUENTIAL)
     options.log_severity_level = 3
     resolve(params["providers"]).require("this benchmark")
-    names = [p if isinstance(p, str) else p["name"] for p in params["providers"]]
-    providers = [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in params["providers"]]
-    try:
-        session = ort.InferenceSession(str(path), sess_options=options, providers=providers)
-    except Exception as exc:
-        raise StageError(f"ONNX Runtime cannot load {path.name}: {str(exc).strip().splitlines()[0]}") from exc
+    session = onnx_model.load_for_ort(path, options, for_session(params["providers"]))
     used = session.get_providers()
-    missing = [n for n in names if n not in used]
+    missing = [n for n in provider_names(params["providers"]) if n not in used]
     if missing:  # the GPU wheel lists providers it cannot load; the session tells the truth
         raise StageError(f"ONNX Runtime could not use {', '.join(missing)} for {path.name} (it used {', '.join(used)})"
                          " — install the provider's libraries or remove it from `providers`")
@@ -322,8 +318,7 @@ def _peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict
     import subprocess
     import sys
 
-    providers = [p if isinstance(p, str) else (p["name"], p.get("options", {})) for p in params["providers"]]
-    payload = pickle.dumps((str(path), providers, LEVELS[params["optimization_level"]], threads, feed))
+    payload = pickle.dumps((str(path), for_session(params["providers"]), LEVELS[params["optimization_level"]], threads, feed))
     try:
         done = subprocess.run([sys.executable, "-c", PEAK_MEMORY_SCRIPT], input=payload, capture_output=True,
                               timeout=600, check=True)

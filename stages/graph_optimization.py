@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from engine import onnx_model, providers
@@ -94,7 +93,8 @@ class GraphOptimization(Stage):
             options.add_free_dimension_override_by_name(name, value)
         providers.resolve(params["providers"]).require("optimizing for these providers")
         started = time.perf_counter()
-        session = _session(ort, source, options, params["providers"], params["disabled_optimizers"])
+        session = onnx_model.load_for_ort(source, options, params["providers"],
+                                          disabled_optimizers=params["disabled_optimizers"] or None)
         seconds = time.perf_counter() - started
         used = session.get_providers()
         del session
@@ -118,15 +118,3 @@ class GraphOptimization(Stage):
         summary = f"{params['level']}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
         kept = {k: metrics[k] for k in ("nodes_before", "nodes_after", "portable")}
         return StageResult(summary=summary, metrics={**kept, "optimize_seconds": round(seconds, 3)})
-
-
-def _session(ort: Any, source: Path, options: Any, providers: list[str], disabled: list[str]) -> Any:
-    try:
-        return ort.InferenceSession(str(source), sess_options=options, providers=providers,
-                                    disabled_optimizers=disabled or None)
-    except Exception as exc:  # ORT raises its own exception types for every load failure
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StageError(
-            f"ONNX Runtime cannot load {source.name}: {first} — check that the file is a complete ONNX model "
-            "(re-export or re-download it)"
-        ) from exc
