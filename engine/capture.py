@@ -51,8 +51,25 @@ def captured_output() -> Iterator[io.StringIO]:
     the yielded buffer instead of the terminal."""
     _install()
     buffer = io.StringIO()
-    _sinks[threading.get_ident()] = buffer
+    thread = threading.get_ident()
+    outer = _sinks.get(thread)  # a stage running steps (engine.steps) captures inside its own capture
+    _sinks[thread] = buffer
     try:
         yield buffer
     finally:
-        _sinks.pop(threading.get_ident(), None)
+        if outer is None:
+            _sinks.pop(thread, None)
+        else:
+            _sinks[thread] = outer
+
+
+@contextmanager
+def uncaptured() -> Iterator[None]:
+    """This thread's writes reach the terminal again for a while (a stage's progress lines)."""
+    thread = threading.get_ident()
+    sink = _sinks.pop(thread, None)
+    try:
+        yield
+    finally:
+        if sink is not None:
+            _sinks[thread] = sink

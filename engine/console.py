@@ -7,6 +7,8 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from engine.capture import uncaptured
+
 from engine.scheduler import SchedulerEvents
 
 STATUS_STYLE = {"ran": "green", "cached": "cyan", "failed": "bold red", "gate failed": "bold yellow",
@@ -68,7 +70,8 @@ class Output:
 
         def log(message: str) -> None:
             if not self.quiet:
-                self.console.print(message, markup=False)
+                with lock, uncaptured():  # called from inside a stage, whose printing is captured
+                    self.console.print(message, markup=False)
 
         if status is not None:
             status.start()

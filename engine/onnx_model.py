@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from engine.errors import StageError
 
@@ -242,3 +242,23 @@ def quantized_ops(path: Path) -> dict[str, Any]:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def quantized_node_names(before: Path, after: Path, op_types: Collection[str]) -> list[str]:
+    """Names of the nodes of `before` (the float model handed to ORT's quantizer) of `op_types` (the ones
+    the quantizer handles) that `after` computes in integer: replaced by a quantized op (dynamic, QOperator),
+    or fed dequantized inputs (QDQ). These are the names `nodes_to_exclude` takes, in graph order."""
+    import onnx
+
+    float_model = onnx.load(str(before), load_external_data=False)
+    quantized = onnx.load(str(after), load_external_data=False)
+    by_name = {n.name: n for n in quantized.graph.node if n.name}
+    dequantized = {n.output[0] for n in quantized.graph.node if n.op_type == "DequantizeLinear"}
+    found = []
+    for node in float_model.graph.node:
+        if not node.name or node.op_type not in op_types:
+            continue
+        now = by_name.get(node.name)
+        if now is None or now.op_type != node.op_type or any(i in dequantized for i in now.input):
+            found.append(node.name)
+    return found

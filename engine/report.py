@@ -1,6 +1,7 @@
 """The run summary: report.json beside the materialised outputs, and report.md / report.html rendered from
 it. Stages contribute sections through their metrics outputs: a JSON document with a "report" key holding
-{"tables": [{title, columns, rows}], "charts": [{kind: "distribution", title, series: {name: [values]}}]}.
+{"tables": [{title, columns, rows}], "charts": [{kind: "distribution", title, series: {name: [values]}} or
+{kind: "scatter", title, x_label, y_label, points: [{label, x, y, front?, chosen?}]}]}.
 Per-model metrics named "speedup" and "cosine_mean" in stage results are plotted against each other."""
 
 from __future__ import annotations
@@ -82,7 +83,18 @@ def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
     tables = [t for t in section.get("tables") or [] if isinstance(t, dict) and isinstance(t.get("title"), str)
               and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
               and all(isinstance(r, list) for r in t["rows"])]
-    charts = [c for c in section.get("charts") or [] if isinstance(c, dict) and c.get("kind") == "distribution"
-              and isinstance(c.get("title"), str) and isinstance(c.get("series"), dict)
-              and all(isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in c["series"].values())]
+    charts = [c for c in section.get("charts") or [] if isinstance(c, dict) and isinstance(c.get("title"), str)
+              and (_distribution(c) or _scatter(c))]
     return {"tables": tables, "charts": charts}
+
+
+def _distribution(chart: dict[str, Any]) -> bool:
+    return chart.get("kind") == "distribution" and isinstance(chart.get("series"), dict) and all(
+        isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in chart["series"].values())
+
+
+def _scatter(chart: dict[str, Any]) -> bool:
+    points = chart.get("points")
+    return chart.get("kind") == "scatter" and isinstance(points, list) and bool(points) and all(
+        isinstance(p, dict) and isinstance(p.get("label"), str)
+        and all(isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool) for k in ("x", "y")) for p in points)

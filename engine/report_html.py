@@ -42,13 +42,16 @@ def html_report(report: dict[str, Any]) -> str:
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
             parts.append(_html_table(table["columns"], table["rows"]))
         for chart in section.get("charts", []):
+            parts.append(f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>")
             if chart.get("kind") == "distribution":
-                parts.append(f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>")
                 parts.append(_distribution_svg(chart["series"]))
+            elif chart.get("kind") == "scatter":
+                parts.append(_scatter_svg(chart["points"], chart.get("x_label", ""), chart.get("y_label", "")))
     points = trade_off(report)
     if points:
         parts.append("<h2>Speed and accuracy</h2>")
-        parts.append(_scatter_svg(points))
+        parts.append(_scatter_svg([{"label": m, "x": x, "y": y} for m, x, y in points],
+                                  "speedup vs baseline (p50)", "mean cosine vs reference"))
     style = ("body{font:14px system-ui,sans-serif;margin:2em;color:#202124}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left}th{background:#f1f3f4}"
              "small{color:#5f6368;font-weight:normal}svg{background:#fff;border:1px solid #dadce0}")
@@ -110,31 +113,45 @@ def _distribution_svg(series: dict[str, list[float]]) -> str:
     return "".join(parts)
 
 
-def _scatter_svg(points: list[tuple[str, float, float]]) -> str:
-    """Numbered points, with a legend beside the plot (names next to points collide when results agree)."""
-    width, height, pad, legend = 820, 360, 60, 300
-    xs, ys = [p[1] for p in points], [p[2] for p in points]
+def _scatter_svg(points: list[dict[str, Any]], x_label: str, y_label: str) -> str:
+    """Numbered points with a legend beside the plot (names next to points collide when results agree).
+    A point may be on the Pareto front (`front`: joined by a line) or the chosen one (`chosen`: ringed)."""
+    width, pad, legend = 860, 60, 340
+    height = max(360, 40 + 18 * len(points))
+    xs, ys = [p["x"] for p in points], [p["y"] for p in points]
     x0, x1 = min(xs + [1.0]) * 0.9, max(xs) * 1.1
-    y0, y1 = min(ys) - 0.01, min(1.0, max(ys)) + 0.005
+    span = (max(ys) - min(ys)) or abs(max(ys)) or 1.0
+    y0, y1 = min(ys) - 0.1 * span, max(ys) + 0.1 * span
     sx = lambda x: pad + (width - legend - 2 * pad) * (x - x0) / ((x1 - x0) or 1)  # noqa: E731
     sy = lambda y: height - pad - (height - 2 * pad) * (y - y0) / ((y1 - y0) or 1)  # noqa: E731
     parts = [f"<svg width='{width}' height='{height}' xmlns='http://www.w3.org/2000/svg' font-size='12'>",
-             f"<text x='{(width - legend) / 2}' y='{height - 10}' text-anchor='middle'>speedup vs baseline (p50)</text>",
+             f"<text x='{(width - legend) / 2}' y='{height - 10}' text-anchor='middle'>{_e(x_label)}</text>",
              f"<line x1='{pad}' x2='{pad}' y1='{pad / 2}' y2='{height - pad}' stroke='#dadce0'/>",
              f"<line x1='{pad}' x2='{width - legend - pad}' y1='{height - pad}' y2='{height - pad}' stroke='#dadce0'/>",
              f"<text x='{pad}' y='{height - pad + 16}' text-anchor='middle' fill='#5f6368'>{x0:.2f}x</text>",
              f"<text x='{width - legend - pad}' y='{height - pad + 16}' text-anchor='middle' fill='#5f6368'>{x1:.2f}x</text>",
-             f"<text x='{pad - 4}' y='{sy(y1) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y1:.3f}</text>",
-             f"<text x='{pad - 4}' y='{sy(y0) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y0:.3f}</text>",
-             f"<text x='14' y='{height / 2}' transform='rotate(-90 14 {height / 2})' text-anchor='middle'>mean cosine vs reference</text>"]
-    for i, (name, x, y) in enumerate(points):
+             f"<text x='{pad - 4}' y='{sy(y1) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y1:.3g}</text>",
+             f"<text x='{pad - 4}' y='{sy(y0) + 4:.1f}' text-anchor='end' fill='#5f6368'>{y0:.3g}</text>",
+             f"<text x='14' y='{height / 2}' transform='rotate(-90 14 {height / 2})' text-anchor='middle'>{_e(y_label)}</text>"]
+    if y0 < 0 < y1:  # the target: a margin of zero
+        parts.append(f"<line x1='{pad}' x2='{width - legend - pad}' y1='{sy(0):.1f}' y2='{sy(0):.1f}' "
+                     "stroke='#d93025' stroke-dasharray='4 3'/>")
+    front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
+    if len(front) > 1:
+        path = " ".join(f"{sx(p['x']):.1f},{sy(p['y']):.1f}" for p in front)
+        parts.append(f"<polyline points='{path}' fill='none' stroke='#5f6368' stroke-dasharray='2 2'/>")
+    for i, point in enumerate(points):
         color = PALETTE[i % len(PALETTE)]
-        parts.append(f"<circle cx='{sx(x):.1f}' cy='{sy(y):.1f}' r='7' fill='{color}' fill-opacity='0.8'/>")
-        parts.append(f"<text x='{sx(x):.1f}' y='{sy(y) + 4:.1f}' text-anchor='middle' fill='#fff' font-size='10'>{i + 1}</text>")
-        legend_y = pad / 2 + 20 * i
+        x, y = sx(point["x"]), sy(point["y"])
+        if point.get("chosen"):
+            parts.append(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='11' fill='none' stroke='#202124' stroke-width='2'/>")
+        parts.append(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='7' fill='{color}' fill-opacity='0.8'/>")
+        parts.append(f"<text x='{x:.1f}' y='{y + 4:.1f}' text-anchor='middle' fill='#fff' font-size='10'>{i + 1}</text>")
+        legend_y = pad / 2 + 18 * i
         parts.append(f"<circle cx='{width - legend + 10}' cy='{legend_y - 4}' r='7' fill='{color}' fill-opacity='0.8'/>")
         parts.append(f"<text x='{width - legend + 10}' y='{legend_y}' text-anchor='middle' fill='#fff' font-size='10'>{i + 1}</text>")
-        parts.append(f"<text x='{width - legend + 24}' y='{legend_y}'>{_e(name)}: {x:.2f}x, cosine {y:.4f}</text>")
+        parts.append(f"<text x='{width - legend + 24}' y='{legend_y}'>{_e(point['label'])}: {point['x']:.2f}x, "
+                     f"{point['y']:.4g}{' (chosen)' if point.get('chosen') else ''}</text>")
     parts.append("</svg>")
     return "".join(parts)
 

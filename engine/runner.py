@@ -19,6 +19,7 @@ from engine.keys import stage_key
 from engine.recipe import Ref, StageSpec
 from engine.sources import input_digest
 from engine.stage import StageContext, StageResult
+from engine.steps import StepRunner
 from engine.store import ArtifactStore, tree_size
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
@@ -121,7 +122,9 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
         out_dir.mkdir()
         ports = {p.name: p for p in spec.stage_cls.outputs}
         references = {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()}
-        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log, references)
+        steps = StepRunner(store, spec.name, log)
+        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, log, references,
+                           dict(job.input_digests), steps)
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
@@ -158,6 +161,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
             "seconds": round(seconds, 3),
             "log": printed.getvalue()[-LOG_TAIL:],
             "gate_failed": gate_failed,
+            "steps": sorted(set(steps.keys)),  # sub-stage runs this one used: gc keeps them with it
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         store.write_run(key, record)

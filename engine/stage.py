@@ -40,6 +40,17 @@ class StageContext:
     outputs: dict[str, Port]
     log: Callable[[str], None] = print
     references: dict[str, Any] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
+    digests: dict[str, Any] = field(default_factory=dict)  # each input's content digest (or list of them)
+    steps: Any = None  # an engine.steps.StepRunner: run other stage types as cached sub-stages
+
+    def artifact(self, port: str) -> Any:
+        """An input as an engine.steps.Artifact (or a list of them), to hand to a step."""
+        from engine.steps import Artifact
+
+        value, digest = self.inputs[port], self.digests[port]
+        if isinstance(value, list):
+            return [Artifact(d, v) for d, v in zip(digest, value)]
+        return Artifact(digest, value)
 
     def label(self, port: str, index: int | None = None) -> str:
         """A readable name for an input: the stage it came from, e.g. "opt" for "opt.model"."""

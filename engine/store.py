@@ -213,9 +213,17 @@ class ArtifactStore:
 
     def _gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
         live = set(keep_digests)
+        records = dict(self.iter_runs())
+        keep = set(keep_keys)
+        pending = [k for k in keep_keys if records.get(k)]
+        while pending:  # a kept run keeps the steps it ran (engine.steps), and theirs
+            for step in records[pending.pop()].get("steps") or []:
+                if step not in keep and records.get(step):
+                    keep.add(step)
+                    pending.append(step)
         removed_runs = 0
-        for key, record in list(self.iter_runs()):
-            if key in keep_keys and record is not None:
+        for key, record in records.items():
+            if key in keep and record is not None:
                 live.update(out["digest"] for out in record.get("outputs", {}).values())
             else:
                 _remove(self.run_path(key))

@@ -73,6 +73,8 @@ class Benchmark(Stage):
             "baseline": {"type": "string", "description": "the model speedups are relative to (default: the first)"},
             "note": {"type": "string", "default": "",
                      "description": "free text kept with the results; a new note measures again instead of using the cache"},
+            "peak_memory": {"type": "boolean",
+                            "description": "measure each model's peak memory in a separate process (default true)"},
             "profile": {"type": "boolean", "default": False,
                         "description": "also profile each model (untimed pass) and report the top operators"},
         },
@@ -147,7 +149,8 @@ class Benchmark(Stage):
             sessions.append(call)
             rows.append({"model": name, "intra_op_threads": threads, "batch_size": batch_size,
                          "providers_used": session.get_providers(), "session_create_s": round(created, 3),
-                         "peak_rss_mb": _peak_memory_mb(path, params, threads, feeds[0]),
+                         "peak_rss_mb": _peak_memory_mb(path, params, threads, feeds[0])
+                         if params.get("peak_memory", True) else None,
                          "size_mb": round(onnx_model.total_size(path) / 1e6, 2), "latencies_ms": []})
         per_round = params["runs"] // params["rounds"]
         budget = params["seconds"] / params["rounds"] if "seconds" in params else None

@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from engine import onnx_model
-from engine.errors import StageError
+from engine.errors import StageError, suggest
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
-    version = "1"
+    version = "2"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
@@ -27,7 +27,8 @@ class QuantizeDynamic(Stage):
         "additionalProperties": False,
         "properties": {
             "weight_type": {"enum": ["QInt8", "QUInt8"], "default": "QInt8", "description": "weights"},
-            "per_channel": {"type": "boolean", "default": False, "description": "one scale per output channel"},
+            "per_channel": {"type": "boolean", "default": False,
+                            "description": "one scale per output channel (on MiniLM: cosine 0.976 -> 0.997 at the same speed)"},
             "reduce_range": {"type": "boolean", "default": False, "description": "7-bit weights (CPUs without VNNI)"},
             "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
                                      "description": "e.g. [MatMul, Attention] (default: every type ORT supports)"},
@@ -44,10 +45,16 @@ class QuantizeDynamic(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         params = ctx.params
         source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
+        names = {n.name for n in onnx.load(str(source), load_external_data=False).graph.node}
+        unknown = sorted(set(params["nodes_to_exclude"]) - names)
+        if unknown:
+            hint = suggest(unknown[0], names) or "node names are in the model (and in a quantize stage's metrics)"
+            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
@@ -69,6 +76,8 @@ class QuantizeDynamic(Stage):
                              "constant weights (check op_types_to_quantize)")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
+            "quantized_nodes": onnx_model.quantized_node_names(source, target, set(IntegerOpsRegistry)),
+            "nodes_kept_float": sorted(params["nodes_to_exclude"]),
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
         }

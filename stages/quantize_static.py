@@ -25,7 +25,7 @@ MIN_COVERAGE = 0.5  # share of the model's float activations the table must desc
 
 class QuantizeStatic(Stage):
     type = "quantize_static"
-    version = "1"
+    version = "2"
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -143,6 +143,7 @@ class QuantizeStatic(Stage):
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
+            "quantized_nodes": onnx_model.quantized_node_names(model, target, _registry(params["format"])),
             "mask_nodes_kept_float": around_masks,
             "opset_upgraded_from": upgraded,
             "bytes_before": onnx_model.total_size(source),
@@ -216,6 +217,13 @@ class QuantizeStatic(Stage):
         if changed:
             model_path = onnx_model.save(model, destination)
         return model_path, excluded, sorted(around_masks), upgraded
+
+
+def _registry(quant_format: str) -> set[str]:
+    """The op types ORT's static quantizer handles in this format."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return set(QDQRegistry if quant_format == "QDQ" else QLinearOpsRegistry)
 
 
 def _is_op_type(name: str) -> bool:

@@ -116,7 +116,7 @@ class ValidateAccuracy(Stage):
             reference_scores = _labelled(expected[params["label_output"]], labels)
             for name, path in zip(names, candidates):
                 results[name]["labels"] = _labelled(_outputs(path, feeds)[params["label_output"]], labels)
-        failures = _gate(results, params)  # on the unrounded values
+        failures = gate_failures(results, params)  # on the unrounded values
         worst = {name: min((m["cosine_mean"] for o, m in per.items() if o not in ("python", "labels")
                             and m.get("cosine_mean") is not None), default=None) for name, per in results.items()}
         rounded = {n: {o: {k: _round(v) for k, v in m.items()} for o, m in per.items()} for n, per in results.items()}
@@ -264,8 +264,8 @@ def _python_metric(path: Path, function_name: str, expected: dict, got: dict, fe
     return {str(k): float(v) for k, v in values.items()}
 
 
-def _gate(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
-    """Every miss, as `model output: metric value < min bound`. A gate no gated output could be measured
+def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
+    """Every miss (also used by quantize_search on a results document), as `model output: metric value < min bound`. A gate no gated output could be measured
     by is an error, not a pass; a non-finite value (NaN from a broken model) always fails."""
     failures = []
     checked: set[str] = set()

@@ -1,0 +1,406 @@
+"""quantize_search: the fastest quantized model that keeps the accuracy the recipe asks for."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import GateFailed, StageError
+from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from engine.steps import Artifact, StepRunner, schema_problems
+
+FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
+
+
+@dataclass
+class Candidate:
+    id: str
+    family: str
+    start: int  # index into the `models` input
+    calibration: int | None  # index into the `calibrations` input
+    knobs: dict[str, Any]  # the searched parameters' values
+    params: dict[str, Any]  # the quantize step's parameters, exclusions included
+    excluded: list[str] = field(default_factory=list)  # nodes the search kept in float
+    role: str = "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
+    model: Artifact | None = None
+    quantized_nodes: list[str] = field(default_factory=list)
+    values: dict[str, float] = field(default_factory=dict)  # each gated metric, worst over the gated outputs
+    score: float | None = None  # the smallest relative margin over the gates: >= 0 meets them all
+    passed: bool | None = None
+    speedup: float | None = None
+    p50_ms: float | None = None
+    note: str = ""
+
+
+class QuantizeSearch(Stage):
+    type = "quantize_search"
+    version = "1"
+    exclusive = True  # it times candidates
+    deterministic = False  # which candidate wins depends on timings
+    description = (
+        "Search quantization settings for the fastest model that meets accuracy gates: every combination of "
+        "the listed quantize_dynamic / quantize_static parameter values (from each given float model and "
+        "calibration table) is built, checked with validate_accuracy and timed with benchmark against the "
+        "reference; when the fastest ones miss the gates, each quantized node is kept in float alone to rank "
+        "nodes by harm, and the most harmful are kept in float until the gates are met. Every build, check "
+        "and timing is a cached step, so a re-run (after a crash, or with a tighter target) reuses them."
+    )
+    inputs = (
+        Port("reference", ArtifactKind.ONNX_MODEL, "the float model accuracy and speed are measured against"),
+        Port("models", ArtifactKind.ONNX_MODEL, "float models to quantize, e.g. the original and its fused graph",
+             many=True),
+        Port("data", ArtifactKind.DATASET, "held-out feeds for the accuracy checks and the timings"),
+        Port("calibrations", ArtifactKind.CALIBRATION_TABLE,
+             "calibrate tables for static candidates (each is tried with the models it fits)", many=True, optional=True),
+    )
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the chosen model (absent when none meets the gates)",
+             filename="model.onnx", optional=True),
+        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front",
+             filename="search.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "accuracy": {"type": "object", "default": {},
+                         "description": "validate_accuracy parameters; its min/max gates are the target, "
+                                        "e.g. {outputs: [out], min: {cosine_mean: 0.99}}"},
+            "benchmark": {"type": "object", "default": {"runs": 200, "rounds": 4, "peak_memory": False},
+                          "description": "benchmark parameters for timing each candidate against the reference "
+                                         "(providers, threads, batch_size, sequence_length, runs, ...)"},
+            "families": {"type": "array", "items": {"enum": list(FAMILIES)}, "uniqueItems": True, "minItems": 1,
+                         "default": ["dynamic", "static"],
+                         "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations)"},
+            "dynamic": {"type": "object", "default": {"per_channel": [False, True]},
+                        "description": "quantize_dynamic parameters; a list of values is a choice to try each of"},
+            "static": {"type": "object",
+                       "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"]},
+                       "description": "quantize_static parameters; a list of values is a choice to try each of"},
+            "repair": {"type": "integer", "minimum": 0, "default": 2,
+                       "description": "how many of the fastest candidates that miss the gates get a per-node analysis"},
+            "max_excluded": {"type": "integer", "minimum": 1, "default": 8,
+                             "description": "at most this many nodes kept in float to meet the gates"},
+            "max_candidates": {"type": "integer", "minimum": 1, "default": 80,
+                               "description": "a budget: at most this many models built"},
+            "seconds": {"type": "number", "exclusiveMinimum": 0, "default": 1800,
+                        "description": "a budget: no new candidate is started after this many seconds"},
+            "tie": {"type": "number", "minimum": 0, "default": 0.03,
+                    "description": "speedups within this fraction of the best are a tie, won by the more accurate"},
+        },
+    }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        from stages.benchmark import Benchmark
+        from stages.quantize_dynamic import QuantizeDynamic
+        from stages.quantize_static import QuantizeStatic
+        from stages.validate_accuracy import ValidateAccuracy
+
+        problems = [f"accuracy: {p}" for p in _problems(ValidateAccuracy, params["accuracy"])]
+        if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
+            problems.append("accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})")
+        problems += [f"benchmark: {p}" for p in _problems(Benchmark, params["benchmark"])]
+        for family, stage_cls in (("dynamic", QuantizeDynamic), ("static", QuantizeStatic)):
+            if family in params["families"]:
+                for combination in _grid(params[family], stage_cls.params_schema):
+                    problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
+        return sorted(set(problems))
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx", "numpy", "cpu", "gpu", "providers", "python")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        search = _Search(ctx)
+        search.run()
+        return search.finish()
+
+
+class _Search:
+    """One search: candidates are built, checked and timed through cached steps."""
+
+    def __init__(self, ctx: StageContext):
+        self.ctx, self.params = ctx, ctx.params
+        self.steps: StepRunner = ctx.steps
+        self.reference = ctx.artifact("reference")
+        self.models: list[Artifact] = ctx.artifact("models")
+        self.tables: list[Artifact] = ctx.artifact("calibrations") if "calibrations" in ctx.inputs else []
+        self.data = ctx.artifact("data")
+        self.candidates: list[Candidate] = []
+        self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
+        self.started = time.monotonic()
+        self.stopped = ""  # why the search ended early, if it did
+
+    # -- the search --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        for candidate in self._grid_candidates():
+            if self._over_budget():
+                break
+            if self._build(candidate):
+                self._check(candidate)
+                self._time(candidate)  # misses too: the fastest misses are the ones worth repairing
+        failing = sorted((c for c in self.candidates if c.passed is False and c.speedup),
+                         key=lambda c: -(c.speedup or 0))
+        for base in failing[: self.params["repair"]]:
+            best = self.best()
+            if best is not None and (base.speedup or 0) <= (best.speedup or 0):
+                break  # keeping nodes in float only slows a model down: it cannot beat the best any more
+            self._repair(base)
+
+    def _grid_candidates(self) -> list[Candidate]:
+        from stages.quantize_dynamic import QuantizeDynamic
+        from stages.quantize_static import QuantizeStatic
+
+        found = []
+        for family, stage_cls in (("dynamic", QuantizeDynamic), ("static", QuantizeStatic)):
+            if family not in self.params["families"]:
+                continue
+            varying = _varying(self.params[family], stage_cls.params_schema)
+            tables: list[int | None] = list(range(len(self.tables))) if family == "static" else [None]
+            if family == "static" and not tables:
+                self.ctx.log("static candidates skipped: no calibration tables given")
+                continue
+            for start, table, combination in itertools.product(range(len(self.models)), tables,
+                                                               _grid(self.params[family], stage_cls.params_schema)):
+                knobs = {k: combination[k] for k in varying}
+                found.append(Candidate("", family, start, table, knobs, combination))
+        return found
+
+    def _repair(self, base: Candidate) -> None:
+        """Rank the base's quantized nodes by how much keeping each alone in float helps, then keep the
+        most harmful ones in float, one more at a time, until the gates are met."""
+        probes = []
+        for node in base.quantized_nodes:
+            if self._over_budget():
+                return
+            probe = self._derived(base, [node], "probe")
+            if self._build(probe) and self._check(probe):
+                self._time(probe)
+                return  # one node in float is enough; nothing excluding more nodes can be faster
+            probes.append(probe)
+        ranked = sorted((p for p in probes if p.score is not None), key=lambda p: -(p.score or 0))
+        self.rankings[base.id] = [(p.excluded[0], p.score) for p in ranked]
+        order = [p.excluded[0] for p in ranked]
+        for count in range(2, min(self.params["max_excluded"], len(order)) + 1):
+            if self._over_budget():
+                return
+            candidate = self._derived(base, order[:count], "repair")
+            if self._build(candidate) and self._check(candidate):
+                self._time(candidate)
+                return
+
+    def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
+        params = dict(base.params)
+        params["nodes_to_exclude"] = sorted(set(base.params.get("nodes_to_exclude", [])) | set(excluded))
+        return Candidate("", base.family, base.start, base.calibration, base.knobs, params, excluded, role)
+
+    def _over_budget(self) -> bool:
+        if len(self.candidates) >= self.params["max_candidates"]:
+            self.stopped = f"max_candidates ({self.params['max_candidates']}) reached"
+        elif time.monotonic() - self.started > self.params["seconds"]:
+            self.stopped = f"the {self.params['seconds']} s budget ran out"
+        return bool(self.stopped)
+
+    # -- one candidate -----------------------------------------------------------------------------
+
+    def _build(self, c: Candidate) -> bool:
+        c.id = f"c{len(self.candidates) + 1:02d}"
+        self.candidates.append(c)
+        inputs: dict[str, Any] = {"model": self.models[c.start]}
+        labels: dict[str, Any] = {"model": self._model_name(c.start)}
+        if c.calibration is not None:
+            inputs["calibration"], labels["calibration"] = self.tables[c.calibration], self._table_name(c.calibration)
+        try:
+            step = self.steps.run(FAMILIES[c.family], c.params, inputs, labels)
+        except StageError as exc:  # e.g. a table calibrated on another graph: this pairing does not exist
+            c.note = str(exc).removeprefix(f"step {FAMILIES[c.family]} failed: ")
+            self._say(c, f"not built: {c.note}")
+            return False
+        c.model = step.outputs["model"]
+        c.quantized_nodes = step.document("metrics").get("quantized_nodes", [])
+        return True
+
+    def _check(self, c: Candidate) -> bool:
+        """Accuracy without gates, so a re-run with another target reuses the check; the verdict is
+        validate_accuracy's own, on the values it recorded (6 significant digits)."""
+        from engine.schema_errors import fill_defaults
+        from stages.validate_accuracy import ValidateAccuracy, gate_failures
+
+        assert c.model is not None
+        accuracy = fill_defaults(self.params["accuracy"], ValidateAccuracy.params_schema)
+        ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
+        step = self.steps.run("validate_accuracy", ungated,
+                              {"reference": self.reference, "candidates": [c.model], "data": self.data},
+                              {"reference": "reference", "candidates": [c.id]})
+        (per_output,) = step.document("results")["results"].values()  # its label may be another search's
+        c.values = _gated_values(per_output, accuracy)
+        c.score = _margin(c.values, accuracy)
+        c.passed = not gate_failures({c.id: per_output}, accuracy)
+        if c.role != "probe" or c.passed:
+            self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
+                      + (" meets the target" if c.passed else " misses the target"))
+        return c.passed
+
+    def _time(self, c: Candidate) -> None:
+        assert c.model is not None
+        step = self.steps.run("benchmark", self.params["benchmark"],
+                              {"models": [self.reference, c.model], "data": self.data},
+                              {"models": ["reference", c.id]})
+        document = step.document("results")
+        first = document["results"][0]
+        row = next(r for r in document["results"][1:] if all(r[k] == first[k] for k in ("intra_op_threads", "batch_size",
+                                                                                          "sequence_length")))
+        c.speedup, c.p50_ms = row["speedup"], row["latency_ms"]["p50"]
+        self._say(c, f"{c.speedup:.2f}x vs reference ({c.p50_ms:.3g} ms p50)")
+
+    def _say(self, c: Candidate, text: str) -> None:
+        self.ctx.log(f"{self.ctx.stage_name} {c.id} {self._describe(c)}: {text}")
+
+    # -- the result --------------------------------------------------------------------------------
+
+    def best(self) -> Candidate | None:
+        timed = [c for c in self.candidates if c.passed and c.speedup]
+        if not timed:
+            return None
+        fastest = max(c.speedup or 0 for c in timed)
+        close = [c for c in timed if (c.speedup or 0) >= fastest * (1 - self.params["tie"])]
+        return max(close, key=lambda c: (c.score or 0, c.speedup or 0))
+
+    def finish(self) -> StageResult:
+        chosen = self.best()
+        front = _pareto([c for c in self.candidates if c.speedup and c.score is not None])
+        document = {
+            "gates": {"min": self.params["accuracy"].get("min", {}), "max": self.params["accuracy"].get("max", {})},
+            "chosen": chosen.id if chosen else None,
+            "stopped_early": self.stopped or None,
+            "candidates": [self._row(c, c in front) for c in self.candidates],
+            "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
+                             for base, ranked in self.rankings.items()},
+            "report": self._report(chosen, front),
+        }
+        self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
+        tried = f"{len(self.candidates)} candidates" + (f"; stopped early: {self.stopped}" if self.stopped else "")
+        metrics = {"candidates": len(self.candidates), "pareto": [c.id for c in front]}
+        if chosen is None:
+            closest = max((c for c in self.candidates if c.score is not None), key=lambda c: c.score or 0, default=None)
+            hint = f"; closest {closest.id} {self._describe(closest)}: {_values(closest)}" if closest else ""
+            raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, dynamic/static "
+                             "choices, max_excluded, repair) or relax the target", metrics=metrics)
+        assert chosen.model is not None
+        shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
+        metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
+        return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {_values(chosen)}, {chosen.speedup:.2f}x vs "
+                                   f"reference ({tried})", metrics=metrics)
+
+    def _row(self, c: Candidate, on_front: bool) -> dict[str, Any]:
+        return {"id": c.id, "role": c.role, "family": c.family, "model": self._model_name(c.start),
+                "calibration": self._table_name(c.calibration) if c.calibration is not None else None,
+                "knobs": c.knobs, "kept_float": c.excluded, "quantized_nodes": len(c.quantized_nodes),
+                "values": c.values, "meets_target": c.passed, "speedup": c.speedup, "p50_ms": c.p50_ms,
+                "pareto": on_front, "note": c.note}
+
+    def _report(self, chosen: Candidate | None, front: list[Candidate]) -> dict[str, Any]:
+        metrics = sorted({k for c in self.candidates for k in c.values})
+        shown = [c for c in self.candidates if c.role != "probe" or c.speedup]  # probes: in the node rankings
+        rows = [[c.id + (" (chosen)" if c is chosen else ""), c.role, self._describe(c, names=False),
+                 ", ".join(self._short(n) for n in c.excluded), *[c.values.get(m, "") for m in metrics],
+                 {True: "yes", False: "no", None: ""}[c.passed], f"{c.speedup:.2f}x" if c.speedup else "",
+                 "yes" if c in front else "", c.note] for c in shown]
+        tables = [{"title": "Candidates (probes keeping one node float are in the node rankings)", "rows": rows,
+                   "columns": ["id", "role", "settings", "kept float", *metrics, "meets target", "speedup", "Pareto", "note"]}]
+        for base, ranked in self.rankings.items():
+            tables.append({"title": f"Nodes by harm when quantized, from {base}",
+                           "columns": ["node", "accuracy margin when it alone is kept float"],
+                           "rows": [[self._short(n), v] for n, v in ranked]})
+        points = [{"label": f"{c.id} {self._describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
+                   "chosen": c is chosen} for c in self.candidates if c.speedup and c.score is not None]
+        chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
+                 "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)"}
+        return {"tables": tables, "charts": [chart]}
+
+    def _short(self, node: str) -> str:
+        """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""
+        if not hasattr(self, "_prefix"):
+            names = {n for c in self.candidates for n in c.quantized_nodes if "/" in n}  # exporter paths
+            common = os.path.commonprefix(sorted(names)) if len(names) > 1 else ""
+            self._prefix = common[: common.rfind("/") + 1]
+        return node.removeprefix(self._prefix) or node
+
+    def _describe(self, c: Candidate, names: bool = True) -> str:
+        parts = [c.family, f"from {self._model_name(c.start)}"]
+        if c.calibration is not None:
+            parts.append(f"table {self._table_name(c.calibration)}")
+        parts += [f"{k}={v}" for k, v in c.knobs.items()]
+        if c.excluded and names:
+            parts.append(f"{len(c.excluded)} kept float" if len(c.excluded) > 1 else f"kept float {self._short(c.excluded[0])}")
+        return " ".join(parts)
+
+    def _model_name(self, index: int) -> str:
+        return self.ctx.label("models", index)
+
+    def _table_name(self, index: int) -> str:
+        return self.ctx.label("calibrations", index)
+
+
+def _grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the choices in `space` (a list is a choice, except a plain list given to an
+    array-typed parameter, which is one value; a list of lists is a choice between them)."""
+    axes = [[(name, v) for v in _choices(name, value, schema)] for name, value in space.items()]
+    return [dict(combination) for combination in itertools.product(*axes)]
+
+
+def _varying(space: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    return [name for name, value in space.items() if len(_choices(name, value, schema)) > 1]
+
+
+def _choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
+    if not isinstance(value, list):
+        return [value]
+    if schema.get("properties", {}).get(name, {}).get("type") == "array":
+        return value if value and all(isinstance(v, list) for v in value) else [value]
+    return value
+
+
+def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:
+    from engine.schema_errors import fill_defaults
+
+    if not isinstance(params, dict):
+        return ["must be a mapping"]
+    filled = fill_defaults(params, stage_cls.params_schema)
+    return schema_problems(filled, stage_cls.params_schema) or stage_cls().check(filled)
+
+
+def _gated_values(per_output: dict[str, dict[str, Any]], accuracy: dict[str, Any]) -> dict[str, float]:
+    """Each gated metric's worst value over the outputs the gates apply to."""
+    gated = accuracy.get("gate_outputs") or []
+    found: dict[str, float] = {}
+    for bounds, worst in ((accuracy.get("min") or {}, min), (accuracy.get("max") or {}, max)):
+        for metric in bounds:
+            values = [m[metric] for output, m in per_output.items() if output != "python"
+                      and (not gated or output in gated or output == "labels") and m.get(metric) is not None]
+            if values:
+                found[metric] = worst(values)
+    return found
+
+
+def _margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
+    """The smallest margin over the gates, relative to each bound: >= 0 when all are met."""
+    margins = [(values[m] - b) / (abs(b) or 1) for m, b in (accuracy.get("min") or {}).items() if m in values]
+    margins += [(b - values[m]) / (abs(b) or 1) for m, b in (accuracy.get("max") or {}).items() if m in values]
+    return round(min(margins), 6) if margins else None
+
+
+def _pareto(candidates: list[Candidate]) -> list[Candidate]:
+    """Those no other candidate beats on both speed and accuracy margin."""
+    return [c for c in candidates if not any((o.speedup or 0) >= (c.speedup or 0) and (o.score or 0) >= (c.score or 0)
+                                             and ((o.speedup or 0), (o.score or 0)) != ((c.speedup or 0), (c.score or 0))
+                                             for o in candidates)]
+
+
+def _values(c: Candidate) -> str:
+    return ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
