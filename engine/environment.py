@@ -45,6 +45,31 @@ def _gpus() -> str:
     return "; ".join(line.strip() for line in found.splitlines()) or "none"
 
 
+def _tensorrt() -> str:
+    """The TensorRT build ORT's TensorRT provider would load: the Python wheel's version, or the library's."""
+    import ctypes.util
+
+    found = _dist_version("tensorrt", "tensorrt-cu12", "tensorrt-libs", "tensorrt-cu12-libs")
+    if found != "not installed":
+        return found
+    return ctypes.util.find_library("nvinfer") or "not installed"
+
+
+def _cuda() -> str:
+    """The CUDA runtime version (cudaRuntimeGetVersion), or what the driver reports, or "none"."""
+    import ctypes
+
+    for name in ("libcudart.so.12", "libcudart.so.11.0", "libcudart.so"):
+        try:
+            runtime = ctypes.CDLL(name)
+        except OSError:
+            continue
+        number = ctypes.c_int()
+        if runtime.cudaRuntimeGetVersion(ctypes.byref(number)) == 0:
+            return f"cuda runtime {number.value // 1000}.{number.value % 1000 // 10}"
+    return _dist_version("nvidia-cuda-runtime-cu12") if _gpus() != "none" else "none"
+
+
 def _providers() -> str:
     import onnxruntime
 
@@ -63,6 +88,8 @@ FACTS: dict[str, Callable[[], str]] = {
     "cpu": lambda: f"{_cpu_model()} x{os.cpu_count()}",
     "providers": _providers,
     "gpu": _gpus,
+    "tensorrt": _tensorrt,
+    "cuda": _cuda,
 }
 
 

@@ -66,11 +66,14 @@ def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
     model.ir_version = 8
     options = ort.SessionOptions()
     options.log_severity_level = 4  # the failed loads are reported below, with the fix
+    ort.set_default_logger_severity(4)  # provider libraries that fail to load log through the default logger
     try:
         usable = tuple(ort.InferenceSession(model.SerializeToString(), options, providers=list(requested)).get_providers())
     except Exception as exc:
         usable = ("CPUExecutionProvider",)
         del exc
+    finally:
+        ort.set_default_logger_severity(2)  # ORT's default: warnings
     missing = {p: _why(p, p in built_in) for p in requested if p not in usable}
     return ProviderCheck(requested, usable, missing)
 

@@ -98,8 +98,8 @@ class Scheduler:
                 running.pop(future)
                 outcome = future.result()
                 finish(outcome)
-                if not outcome.succeeded and not self.keep_going:
-                    stopping = True
+                if outcome.status != SKIPPED and not outcome.succeeded and not self.keep_going:
+                    stopping = True  # an optional stage skipped (no GPU, say) is not a failure
         for name in order:
             if name not in outcomes:
                 outcomes[name] = StageOutcome(name, NOT_RUN, error="stopped after a failure (use --keep-going)")

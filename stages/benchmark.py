@@ -65,9 +65,11 @@ class Benchmark(Stage):
             "runs": {"type": "integer", "minimum": 1, "default": 100, "description": "timed runs per model and config"},
             "seconds": {"type": "number", "exclusiveMinimum": 0,
                         "description": "a time budget per model and config instead of a run count"},
-            "io_binding": {"type": "boolean", "default": False,
+            "io_binding": {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "boolean"}, "minItems": 1}],
+                           "default": False,
                            "description": "feed and fetch through IO binding with tensors already on the provider's "
-                                          "device (CUDA: inputs and outputs stay on the GPU), so copies are not timed"},
+                                          "device (CUDA: inputs and outputs stay on the GPU), so copies are not timed; "
+                                          "[false, true] measures both"},
             "rounds": {"type": "integer", "minimum": 1, "default": 5,
                        "description": "the runs are split into this many rounds, models alternating"},
             "baseline": {"type": "string", "description": "the model speedups are relative to (default: the first)"},
@@ -108,9 +110,10 @@ class Benchmark(Stage):
             for length in _as_list(params.get("sequence_length")):
                 for batch_size in _as_list(params["batch_size"]):
                     shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size)
-                    for row in self._measure(models, names, shaped, thread_count, batch_size, params):
-                        results.append({**row, "sequence_length": length})
-        config = ("intra_op_threads", "batch_size", "sequence_length")
+                    for bound in _as_list(params["io_binding"]):
+                        for row in self._measure(models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}):
+                            results.append({**row, "sequence_length": length, "io_binding": bound})
+        config = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
         for row in results:  # from the unrounded medians: rounding first could make two tiny models look equal
             base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))
             row["speedup"] = round(float(np.median(base["latencies_ms"]) / np.median(row["latencies_ms"])), 3)
@@ -118,8 +121,10 @@ class Benchmark(Stage):
         first_feeds = _full_batches([_with_length(f, _as_list(params.get("sequence_length"))[0], inputs) for f in feeds],
                                     _as_list(params["batch_size"])[0])
         threads = _as_list(params["intra_op_threads"])[0]
+        # On a GPU provider the profile pass always runs: it is what shows nodes falling back to the CPU.
+        on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
         profiles = {n: _profile(m, first_feeds, params, threads, ctx.output_dir.parent) for n, m in zip(names, models)} \
-            if params["profile"] else {}
+            if params["profile"] or on_device else {}
         from engine.environment import facts
 
         document = {"baseline": baseline, "note": params["note"], "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
@@ -132,6 +137,7 @@ class Benchmark(Stage):
         return StageResult(summary=summary, metrics={
             "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in first},
             "speedup": {r["model"]: r["speedup"] for r in first},
+            **({"fallback_nodes": {n: p["placement"]["fallback_nodes"] for n, p in profiles.items()}} if profiles else {}),
             "configs": len(results) // len(models)})
 
     def _measure(self, models: list[Path], names: list[str], feeds: list[dict], threads: int, batch_size: int,
@@ -263,11 +269,15 @@ def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: s
 
 
 def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> dict[str, Any]:
-    """Time share by op type and the slowest nodes, from ORT's profiler (a separate, untimed pass)."""
+    """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
+    untimed pass)."""
+    from engine.placement import node_placement, summary
+
     session = _session(path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}"))
     for feed in list(feeds)[:20]:
         session.run(None, feed)
-    events = json.loads(Path(session.end_profiling()).read_text())
+    profile = Path(session.end_profiling())
+    events = json.loads(profile.read_text())
     by_type: dict[str, float] = {}
     by_node: dict[str, float] = {}
     for event in events:
@@ -278,23 +288,32 @@ def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int
             by_node[f"{node} ({op_type})"] = by_node.get(f"{node} ({op_type})", 0) + event["dur"]
     total = sum(by_type.values()) or 1
     top = lambda d: [[k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]]  # noqa: E731
-    return {"op_types_percent": top(by_type), "nodes_percent": top(by_node)}
+    placement = summary(node_placement(profile), session.get_providers()[0])
+    return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}
 
 
 def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: str) -> dict[str, Any]:
-    columns = ["model", "threads", "batch", "length", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
+    columns = ["model", "threads", "batch", "length", "IO binding", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
                "size MB", "peak MB", "providers"]
     rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["sequence_length"] or "data",
-             r["latency_ms"]["p50"], r["latency_ms"]["p90"],
+             "yes" if r.get("io_binding") else "no", r["latency_ms"]["p50"], r["latency_ms"]["p90"],
              r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],
              r["peak_rss_mb"],
              ",".join(p.removesuffix("ExecutionProvider") for p in r["providers_used"])] for r in results]
     tables = [{"title": "Latency", "columns": columns, "rows": rows}]
     for model, profile in profiles.items():
         tables.append({"title": f"Top operators: {model}", "columns": ["op type", "% of time"], "rows": profile["op_types_percent"]})
-    swept = len({(r["intra_op_threads"], r["batch_size"], r["sequence_length"]) for r in results}) > 1
+    if profiles:
+        tables.append({"title": "Node placement (nodes not on the first provider fall back, with copies around them)",
+                       "columns": ["model", "requested", "nodes by provider", "fallback nodes", "e.g."],
+                       "rows": [[m, p["placement"]["requested"], ", ".join(f"{k.removesuffix('ExecutionProvider')} {v}" for k, v
+                                                                         in p["placement"]["nodes_by_provider"].items()),
+                                 p["placement"]["fallback_nodes"], ", ".join(p["placement"]["fallback_examples"][:3])]
+                                for m, p in profiles.items()]})
+    swept = len({(r["intra_op_threads"], r["batch_size"], r["sequence_length"], r.get("io_binding")) for r in results}) > 1
     series = {(f"{r['model']} (threads {r['intra_op_threads'] or 'default'}, batch {r['batch_size']}, "
-               f"length {r['sequence_length'] or 'data'})" if swept else r["model"]): r["latencies_ms"] for r in results}
+               f"length {r['sequence_length'] or 'data'}{', IO binding' if r.get('io_binding') else ''})" if swept
+               else r["model"]): r["latencies_ms"] for r in results}
     return {"tables": tables, "charts": [{"kind": "distribution", "title": "Latency per run (ms)", "series": series}]}
 
 
