@@ -39,7 +39,7 @@ class Candidate:
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
-    version = "1"
+    version = "2"
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings
     description = (
@@ -148,7 +148,7 @@ class _Search:
                          key=lambda c: -(c.speedup or 0))
         for base in failing[: self.params["repair"]]:
             best = self.best()
-            if best is not None and (base.speedup or 0) <= (best.speedup or 0):
+            if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (1 + self.params["tie"]):
                 break  # keeping nodes in float only slows a model down: it cannot beat the best any more
             self._repair(base)
 
