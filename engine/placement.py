@@ -13,11 +13,17 @@ def node_placement(profile: Path) -> dict[str, str]:
     """Node name -> the provider that ran it, from a profile file (`session.end_profiling()`)."""
     events = json.loads(Path(profile).read_text(encoding="utf-8"))
     placed: dict[str, str] = {}
+    unnamed = 0
     for event in events:
         if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
-            provider = (event.get("args") or {}).get("provider")
-            if provider:
-                placed[event["name"].removesuffix("_kernel_time")] = provider
+            args = event.get("args") or {}
+            if not args.get("provider"):
+                continue
+            name = event["name"].removesuffix("_kernel_time")
+            if not name:  # unnamed nodes must not collapse into one entry; the profile repeats per run
+                unnamed += 1
+                name = f"<unnamed {args.get('op_name', '?')} #{unnamed}>"
+            placed[name] = args["provider"]
     return placed
 
 

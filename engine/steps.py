@@ -48,7 +48,8 @@ class StepRunner:
         way `<stage>.<port>` references name them in a recipe; they are not part of the key."""
         from engine.recipe import Ref, StageSpec
         from engine.registry import Registry
-        from engine.runner import CACHED, GATE_FAILED, RAN, StageJob, execute
+        from engine.providers import ProviderUnavailable
+        from engine.runner import CACHED, GATE_FAILED, RAN, SKIPPED, StageJob, execute
         from engine.schema_errors import fill_defaults
 
         registry = Registry.discover()
@@ -68,12 +69,15 @@ class StepRunner:
 
         refs = {port: [ref(port, i) for i in range(len(v))] if isinstance(v, list) else ref(port)
                 for port, v in inputs.items()}
-        spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None)  # type: ignore[arg-type]
+        # optional: a missing provider comes back as SKIPPED, re-raised below so the parent skips (or fails) alike
+        spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True)  # type: ignore[arg-type]
         digests = {port: [a.digest for a in v] if isinstance(v, list) else v.digest for port, v in inputs.items()}
         paths = {port: [a.path for a in v] if isinstance(v, list) else v.path for port, v in inputs.items()}
         outcome = execute(self.store, StageJob(spec, digests, paths), self.log)
         if outcome.key:
             self.keys.append(outcome.key)
+        if outcome.status == SKIPPED:
+            raise ProviderUnavailable(str(outcome.error).removeprefix("optional stage skipped: "))
         if outcome.status not in (RAN, CACHED, GATE_FAILED):
             error = StageError(f"step {uses} failed: {outcome.error}")
             error.stage_log = outcome.traceback or ""  # type: ignore[attr-defined]

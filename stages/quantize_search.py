@@ -8,6 +8,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from engine.errors import GateFailed, StageError
@@ -141,9 +142,8 @@ class _Search:
         for candidate in self._grid_candidates():
             if self._over_budget():
                 break
-            if self._build(candidate):
-                self._check(candidate)
-                self._time(candidate)  # misses too: the fastest misses are the ones worth repairing
+            if self._build(candidate) and self._checked(candidate) is not None:
+                self._timed(candidate)  # misses too: the fastest misses are the ones worth repairing
         failing = sorted((c for c in self.candidates if c.passed is False and c.speedup),
                          key=lambda c: -(c.speedup or 0))
         for base in failing[: self.params["repair"]]:
@@ -177,10 +177,10 @@ class _Search:
         probes = []
         for node in base.quantized_nodes:
             if self._over_budget():
-                return
+                break  # rank what was probed; the repairs below stop at the budget too
             probe = self._derived(base, [node], "probe")
-            if self._build(probe) and self._check(probe):
-                self._time(probe)
+            if self._build(probe) and self._checked(probe):
+                self._timed(probe)
                 return  # one node in float is enough; nothing excluding more nodes can be faster
             probes.append(probe)
         ranked = sorted((p for p in probes if p.score is not None), key=lambda p: -(p.score or 0))
@@ -190,8 +190,8 @@ class _Search:
             if self._over_budget():
                 return
             candidate = self._derived(base, order[:count], "repair")
-            if self._build(candidate) and self._check(candidate):
-                self._time(candidate)
+            if self._build(candidate) and self._checked(candidate):
+                self._timed(candidate)
                 return
 
     def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
@@ -246,6 +246,22 @@ class _Search:
                       + (" meets the target" if c.passed else " misses the target"))
         return c.passed
 
+    def _checked(self, c: Candidate) -> bool | None:
+        """The verdict, or None when the candidate could not be checked (it stays in the table with a note)."""
+        try:
+            return self._check(c)
+        except StageError as exc:
+            c.note = str(exc)
+            self._say(c, f"not checked: {c.note}")
+            return None
+
+    def _timed(self, c: Candidate) -> None:
+        try:
+            self._time(c)
+        except StageError as exc:
+            c.note = str(exc)
+            self._say(c, f"not timed: {c.note}")
+
     def _time(self, c: Candidate) -> None:
         assert c.model is not None
         step = self.steps.run("benchmark", self.params["benchmark"],
@@ -286,13 +302,19 @@ class _Search:
         self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
         tried = f"{len(self.candidates)} candidates" + (f"; stopped early: {self.stopped}" if self.stopped else "")
         metrics = {"candidates": len(self.candidates), "pareto": [c.id for c in front]}
+        if chosen is None and self.stopped.startswith("the "):  # the time budget: not a verdict worth caching
+            raise StageError(f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
+                             "run again to go on from the cached candidates, or raise `seconds`")
         if chosen is None:
             closest = max((c for c in self.candidates if c.score is not None), key=lambda c: c.score or 0, default=None)
             hint = f"; closest {closest.id} {self._describe(closest)}: {_values(closest)}" if closest else ""
             raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, dynamic/static "
                              "choices, max_excluded, repair) or relax the target", metrics=metrics)
         assert chosen.model is not None
-        shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
+        if Path(chosen.model.path).is_dir():  # a model over 2 GB: a folder with its external data
+            shutil.copytree(chosen.model.path, self.ctx.output_path("model"))
+        else:
+            shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
         metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
         return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {_values(chosen)}, {chosen.speedup:.2f}x vs "
                                    f"reference ({tried})", metrics=metrics)

@@ -167,14 +167,22 @@ class TensorrtEngine(Stage):
 
 def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:
     """ORT's calibration JSON converted to the flatbuffers table the TensorRT EP reads (beside the engines)."""
-    from onnxruntime.quantization.calibrate import load_tensors_data
+    import numpy as np
+    from onnxruntime.quantization.calibrate import TensorData, load_tensors_data
     from onnxruntime.quantization.quant_utils import write_calibration_table
 
     try:
         table = load_tensors_data(table_path)
     except Exception as exc:
         raise StageError(f"{table_path.name} is not a calibration table: {exc}") from exc
-    write_calibration_table(dict(table.data), dir=str(engines))
+    # TensorRT's table holds one symmetric bound per tensor, and ORT's writer takes max(highest, lowest): give it
+    # the largest magnitude on both sides, or an asymmetric range like [-8, 1] would be clipped to +-1.
+    symmetric = {}
+    for name, data in table.data.items():
+        lowest, highest = (float(np.asarray(v).max()) for v in (np.abs(data.range_value[0]), np.abs(data.range_value[1])))
+        bound = np.float32(max(lowest, highest))
+        symmetric[name] = TensorData(lowest=-bound, highest=bound)
+    write_calibration_table(symmetric, dir=str(engines))
     return {"trt_int8_calibration_table_name": "calibration.flatbuffers", "trt_int8_use_native_calibration_table": False}
 
 

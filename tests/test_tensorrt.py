@@ -116,3 +116,23 @@ def test_engine_builds_and_loads_from_its_ep_context_model(project, cli):
     assert (project / "out/trt/engine/model_ctx.onnx").exists()
     timed = json.loads((project / "out/trt/timed/benchmark.json").read_text())
     assert timed["results"][0]["providers_used"][0] == "TensorrtExecutionProvider"
+
+
+def test_calibration_table_is_converted_to_symmetric_tensorrt_bounds(tmp_path):
+    """TensorRT reads one bound per tensor: an asymmetric range must keep its larger magnitude, not be clipped."""
+    import numpy as np
+    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData, save_tensors_data
+
+    from stages.tensorrt_engine import _trt_calibration
+
+    table = tmp_path / "table.json"
+    save_tensors_data(TensorsData(CalibrationMethod.MinMax, {
+        "skewed": TensorData(lowest=np.float32(-8.0), highest=np.float32(1.0)),
+        "negative": TensorData(lowest=np.float32(-8.0), highest=np.float32(-0.5))}), str(table))
+    options = _trt_calibration(table, tmp_path)
+    assert options["trt_int8_calibration_table_name"] == "calibration.flatbuffers"
+    assert (tmp_path / "calibration.flatbuffers").stat().st_size > 0
+    bounds = json.loads((tmp_path / "calibration.json").read_text())
+    for name in ("skewed", "negative"):
+        assert abs(float(np.asarray(bounds[name]["highest"]).max()) - 8.0) < 1e-6
+        assert abs(float(np.asarray(bounds[name]["lowest"]).min()) + 8.0) < 1e-6
