@@ -38,18 +38,19 @@ def engine_measurement(scratch: Path) -> dict[str, float]:
     return {r["model"]: r["latency_ms"]["p50"] for r in results}
 
 
-def plain_measurement(paths: dict[str, Path], feeds: list[dict]) -> dict[str, float]:
+def plain_measurement(paths: dict[str, Path], feeds: list[dict], rounds: int = ROUNDS, runs: int = RUNS) -> dict[str, float]:
+    """p50 ms per model: default sessions, rounds alternating the order, a few settle runs per turn."""
     sessions = {name: ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]) for name, path in paths.items()}
     timings: dict[str, list[float]] = {name: [] for name in sessions}
     for session in sessions.values():
         for feed in feeds:
             session.run(None, feed)
-    for round_index in range(ROUNDS):
+    for round_index in range(rounds):
         for name in (list(sessions) if round_index % 2 == 0 else list(sessions)[::-1]):
             session = sessions[name]
             for _ in range(3):
                 session.run(None, feeds[0])
-            for i in range(RUNS):
+            for i in range(runs):
                 started = time.perf_counter()
                 session.run(None, feeds[i % len(feeds)])
                 timings[name].append((time.perf_counter() - started) * 1000)

@@ -14,16 +14,15 @@ Prints the table, the fastest model at cosine >= 0.98, 0.99 and 0.995, and last 
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from importlib.metadata import distribution
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from compare_plain_ort import plain_measurement  # the same independent timing loop
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 OUT = RECIPES / "out" / "minilm-cpu-int8"
@@ -54,25 +53,6 @@ def embed(path: Path, feeds: list[dict]) -> np.ndarray:
     return np.concatenate([session.run([EMBEDDING], feed)[0] for feed in feeds])
 
 
-def timings(paths: dict[str, Path], feeds: list[dict]) -> dict[str, float]:
-    """p50 ms per model: default sessions, rounds alternating the order, a few settle runs per turn."""
-    sessions = {name: ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]) for name, path in paths.items()}
-    samples: dict[str, list[float]] = {name: [] for name in sessions}
-    for session in sessions.values():
-        for feed in feeds[:10]:
-            session.run(None, feed)
-    for round_index in range(ROUNDS):
-        for name in (list(sessions) if round_index % 2 == 0 else list(sessions)[::-1]):
-            session = sessions[name]
-            for _ in range(3):
-                session.run(None, feeds[0])
-            for i in range(RUNS):
-                started = time.perf_counter()
-                session.run(None, feeds[i % len(feeds)])
-                samples[name].append((time.perf_counter() - started) * 1000)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
 def main() -> None:
     subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
     scratch = Path(tempfile.mkdtemp(prefix="ortflow-flagship-"))
@@ -83,7 +63,7 @@ def main() -> None:
     baseline = "fp32 (ORT default session)"
     reference = embed(paths[baseline], feeds)
     accuracy = {name: cosines(path, reference, feeds) for name, path in paths.items()}
-    p50 = timings(paths, feeds[:32])
+    p50 = plain_measurement(paths, feeds[:32], ROUNDS, RUNS)
     speedup = {name: p50[baseline] / p50[name] for name in paths}
     print(f"paraphrase-MiniLM-L3-v2, batch 1, sequence 128, {len(feeds)} held-out sentences; ORT {ort.__version__}")
     print(f"{'model':34} {'cosine':>8} {'p50 ms':>8} {'speedup':>8}")
