@@ -135,6 +135,7 @@ class _Search:
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
         self.started = time.monotonic()
         self.stopped = ""  # why the search ended early, if it did
+        self.out_of_time = False  # a time-budget stop is no verdict: it must not be cached as one
 
     # -- the search --------------------------------------------------------------------------------
 
@@ -203,7 +204,7 @@ class _Search:
         if len(self.candidates) >= self.params["max_candidates"]:
             self.stopped = f"max_candidates ({self.params['max_candidates']}) reached"
         elif time.monotonic() - self.started > self.params["seconds"]:
-            self.stopped = f"the {self.params['seconds']} s budget ran out"
+            self.stopped, self.out_of_time = f"the {self.params['seconds']} s budget ran out", True
         return bool(self.stopped)
 
     # -- one candidate -----------------------------------------------------------------------------
@@ -302,7 +303,7 @@ class _Search:
         self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
         tried = f"{len(self.candidates)} candidates" + (f"; stopped early: {self.stopped}" if self.stopped else "")
         metrics = {"candidates": len(self.candidates), "pareto": [c.id for c in front]}
-        if chosen is None and self.stopped.startswith("the "):  # the time budget: not a verdict worth caching
+        if chosen is None and self.out_of_time:
             raise StageError(f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
                              "run again to go on from the cached candidates, or raise `seconds`")
         if chosen is None:
