@@ -152,7 +152,8 @@ def _cmd_validate(args: argparse.Namespace, out: Any) -> int:
 def _cmd_plan(args: argparse.Namespace, out: Any) -> int:
     from engine.pipeline import plan
 
-    out.plan_table(plan(_workspace(args), args.stages))
+    ws = _workspace(args)
+    out.plan_table(plan(ws, args.stages), ws.recipe.matrices)
     return EXIT_OK
 
 

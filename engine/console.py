@@ -104,7 +104,7 @@ class Output:
             record = outcome.record or {}
             result = record.get("summary") or outcome.error or ""
             style = STATUS_STYLE.get(outcome.status, "")
-            table.add_row(outcome.name, f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
+            table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)
         self.report_sections(summary.report_path)
         self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
@@ -123,25 +123,28 @@ class Output:
             for spec in section.get("tables", []):
                 if spec["title"].startswith("Top operators"):
                     continue  # in the report files; too long for a terminal
-                table = Table(title=f"{spec['title']} ({section['stage']})", title_justify="left")
+                table = Table(title=f"{_escape(spec['title'])} ({_escape(section['stage'])})", title_justify="left")
                 for column in spec["columns"]:
                     table.add_column(_escape(str(column)))
                 for row in spec["rows"]:
                     table.add_row(*(_escape(_cell(v)) for v in row))
                 self.console.print(table)
 
-    def plan_table(self, planned: list[Any]) -> None:
+    def plan_table(self, planned: list[Any], matrices: dict[str, list[str]] | None = None) -> None:
         from rich.table import Table
 
         table = Table()
         for column in ("stage", "type", "action", "why", "key"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for item in planned:
             style = {"cached": "cyan", "run": "green", "skip": "yellow", "fail": "red"}[item.action]
-            table.add_row(item.name, item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), item.key or "(after upstream)")
+            table.add_row(_escape(item.name), item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), item.key or "(after upstream)")
         self.console.print(table)
         would_run = sum(1 for p in planned if p.action == "run")
-        self.console.print(f"{would_run} of {len(planned)} stages would run", markup=False)
+        shown = {p.name for p in planned}
+        expanded = [f"{t} x{n}" for t, ids in sorted((matrices or {}).items()) if (n := len(shown & set(ids)))]
+        size = f" (matrix stages: {', '.join(expanded)})" if expanded else ""
+        self.console.print(f"{would_run} of {len(planned)} stages would run{size}", markup=False)
 
     def compare_table(self, rows: list[tuple[str, str, str, str]]) -> None:
         from rich.table import Table
@@ -161,7 +164,7 @@ class Output:
             table.add_column(column)
         for name, state, why in rows:
             style = "cyan" if state == "up to date" else "yellow"
-            table.add_row(name, f"[{style}]{state}[/]", _escape(why))
+            table.add_row(_escape(name), f"[{style}]{state}[/]", _escape(why))
         self.console.print(table)
 
     def stage_list(self, plugins: Any) -> None:
@@ -234,7 +237,7 @@ class Output:
                 table.add_row(key, "?", "?", "unreadable", "", "")
                 continue
             size = sum(out["size"] for out in record.get("outputs", {}).values())
-            table.add_row(key, record["stage"], record["type"], record["created"],
+            table.add_row(key, _escape(record["stage"]), record["type"], record["created"],
                           ", ".join(record.get("outputs", {})), f"{size / 1e6:.1f}")
         self.console.print(table)
         self.console.print(f"{count} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)

@@ -1,15 +1,23 @@
-"""Where stages execute. The scheduler only submits callables and waits on futures, so this can be swapped."""
+"""Where stages execute. The scheduler hands each stage's job to an executor and waits on the futures it
+returns, so a thread pool here and a Dask cluster (engine.dask_executor) are interchangeable."""
 
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
+
+if TYPE_CHECKING:
+    from engine.runner import StageJob, StageOutcome
+    from engine.store import ArtifactStore
 
 
 class Executor(Protocol):
-    slots: int
+    slots: int  # stages that may run at once
+    # Whether the scheduler may answer a stage from the cache with this machine's environment facts. Off
+    # where stages run elsewhere: the key is then computed, and the cache read, where the stage would run.
+    local_cache_lookup: bool
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future: ...
+    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]": ...
 
     def shutdown(self, cancel: bool = False) -> None: ...
 
@@ -17,6 +25,7 @@ class Executor(Protocol):
 class LocalExecutor:
     """A thread pool: ONNX Runtime and NumPy release the GIL, so stages really overlap."""
 
+    local_cache_lookup = True
     # Libraries stages import lazily; numpy in particular fails ("cannot import name '__cpu_features__'")
     # when two threads import it for the first time at once, so the pool imports them up front.
     PRELOAD = ("numpy", "onnx", "onnxruntime")
@@ -30,8 +39,10 @@ class LocalExecutor:
                 importlib.import_module(module)
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="stage")
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        return self._pool.submit(fn, *args)
+    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+        from engine.runner import execute
+
+        return self._pool.submit(execute, store, job, log)
 
     def shutdown(self, cancel: bool = False) -> None:
         self._pool.shutdown(wait=not cancel, cancel_futures=cancel)

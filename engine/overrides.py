@@ -8,7 +8,7 @@ from typing import Any
 from engine.errors import Location, Problem, RecipeError, suggest
 from engine.yamlsource import SourceMap, load_yaml, parse_yaml
 
-TOP_LEVEL_KEYS = ("version", "name", "description", "inputs", "datasets", "stages")
+TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 
 
 def apply_overrides(data: dict[str, Any], source: SourceMap, overrides: list[str], params_file: Path | None) -> list[Problem]:

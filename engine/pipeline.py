@@ -93,9 +93,11 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
         return None
     from engine.errors import suggest
 
+    targets = [i for t in targets for i in ws.recipe.matrices.get(t, [t])]  # a matrix stage: all its variants
     unknown = [t for t in targets if t not in ws.recipe.stages]
     if unknown:
-        raise RecipeError([Problem(f"the recipe has no stage '{t}'", hint=suggest(t, list(ws.recipe.stages))) for t in unknown])
+        names = [*ws.recipe.stages, *ws.recipe.matrices]
+        raise RecipeError([Problem(f"the recipe has no stage '{t}'", hint=suggest(t, names)) for t in unknown])
     chosen = set(targets)
     for target in targets:
         chosen |= ws.graph.ancestors(target)
@@ -155,7 +157,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
 
 def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
-    folder = ws.out_dir / outcome.name
+    folder = ws.out_dir / outcome.name.replace("/", "_").replace("\\", "_")  # a matrix value may contain a slash
     if outcome.record is None:  # failed or skipped: nothing of this run to show
         shutil.rmtree(folder, ignore_errors=True)
         return

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.matrix import DEFAULT_MAX_STAGES, expand
 from engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
 from engine.overrides import apply_overrides
 from engine.registry import Plugins
@@ -16,7 +17,9 @@ from engine.sources import DatasetSpec, InputSpec, resolve_datasets, resolve_inp
 from engine.stage import ArtifactKind, Port, Stage
 from engine.yamlsource import SourceMap, load_yaml
 
-REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\.[A-Za-z_][A-Za-z0-9_-]*$")
+# After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
+# what follows the last dot.
+REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\[.*\])?\.[A-Za-z_][A-Za-z0-9_-]*$")
 SOURCES = ("inputs", "datasets")
 
 
@@ -46,6 +49,10 @@ class StageSpec:
     after: list[str]
     location: Location
     optional: bool = False  # a missing execution provider skips it instead of failing the run
+    template: str = ""  # the stage as written, when this is one instance of its matrix
+    axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
+    resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
+    workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
 
     def refs(self) -> list[Ref]:
         found: list[Ref] = []
@@ -63,6 +70,7 @@ class Recipe:
     stages: dict[str, StageSpec]
     source: SourceMap
     overrides: list[str] = field(default_factory=list)
+    matrices: dict[str, list[str]] = field(default_factory=dict)  # matrix stage as written -> its instance ids
 
     @property
     def lock_path(self) -> Path:
@@ -94,10 +102,57 @@ def read_recipe(
     raw = {key: data.get(key) if isinstance(data.get(key), dict) else {} for key in ("inputs", "datasets", "stages")}
     inputs = resolve_inputs(raw["inputs"], path.parent, source, problems)
     datasets = resolve_datasets(raw["datasets"], plugins.datasets, path.parent, source, problems)
-    scope = _Scope(raw["stages"], {}, set(raw["inputs"]), set(raw["datasets"]), source, problems)
+    limit = data.get("max_stages") if isinstance(data.get("max_stages"), int) else DEFAULT_MAX_STAGES
+    expansion = expand(raw["stages"], _port_shapes(raw["stages"], plugins), source, limit)
+    problems.extend(expansion.problems)
+    scope = _Scope(expansion.stages, {}, set(raw["inputs"]), set(raw["datasets"]), source, problems)
     stages = _resolve_stages(scope, plugins)
-    recipe = Recipe(path.resolve(), str(data.get("name")), inputs, datasets, stages, source, list(overrides))
-    return recipe, problems
+    for instances in expansion.instances.values():
+        for instance in instances:
+            if instance.id in stages and instance.id != instance.template:
+                stages[instance.id].template, stages[instance.id].axes = instance.template, instance.axes
+    recipe = Recipe(path.resolve(), str(data.get("name")), inputs, datasets, stages, source, list(overrides),
+                    expansion.matrices)
+    return recipe, _once_per_matrix(problems, expansion.matrices)
+
+
+def _once_per_matrix(problems: list[Problem], matrices: dict[str, list[str]]) -> list[Problem]:
+    """A problem every variant of a matrix stage has (a wrong parameter written once) is reported once."""
+    def general(problem: Problem) -> Problem:
+        message = problem.message
+        for template, ids in matrices.items():
+            for instance in ids:
+                message = message.replace(f"'{instance}'", f"'{template}' (every variant)")
+        return Problem(message, problem.location, problem.hint)
+
+    counts: dict[str, int] = {}
+    for problem in problems:
+        counts[str(general(problem))] = counts.get(str(general(problem)), 0) + 1
+    kept: list[Problem] = []
+    seen: set[str] = set()
+    for problem in problems:
+        text = str(general(problem))
+        variants = max((len(ids) for ids in matrices.values() if any(f"'{i}'" in problem.message for i in ids)), default=0)
+        if counts[text] > 1 and counts[text] == variants:
+            if text not in seen:
+                seen.add(text)
+                kept.append(general(problem))
+        else:
+            kept.append(problem)
+    return kept
+
+
+def _port_shapes(raw: dict[str, Any], plugins: Plugins) -> dict[str, dict[str, bool]]:
+    """Per stage, whether each input port takes many references: it decides what `x.model[*]` means there."""
+    shapes: dict[str, dict[str, bool]] = {}
+    for name, spec in raw.items():
+        uses = spec.get("uses") if isinstance(spec, dict) else None
+        if isinstance(uses, str) and uses in plugins.stages:
+            try:
+                shapes[name] = {p.name: p.many for p in plugins.stages.get(uses).inputs}
+            except OrtflowError:
+                pass  # a broken plugin: reported where the stage is resolved
+    return shapes
 
 
 def _display_name(path: Path) -> str:
@@ -159,8 +214,11 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
             elif _is_str(other):
                 problems.append(Problem(f"{subject}: after: no other stage named '{other}'",
                                         source.locate(where + ("after", i)), suggest(other, [s for s in raw if s != name])))
+        resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
+        workers = spec.get("workers", [])
         stages[name] = StageSpec(name, spec["uses"], stage_cls, fill_defaults(params, stage_cls.params_schema),
-                                 port_refs, after, source.locate(where, key=True), spec.get("optional") is True)
+                                 port_refs, after, source.locate(where, key=True), spec.get("optional") is True,
+                                 resources=dict(resources), workers=[workers] if isinstance(workers, str) else list(workers))
     return stages
 
 
@@ -187,6 +245,8 @@ def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict
         texts = value if isinstance(value, list) else [value]
         refs = []
         for i, text in enumerate(texts):
+            if isinstance(text, str) and text.endswith("[*]"):
+                text = text[:-3]  # left by the matrix expansion only where the stage is a source or unknown
             if not isinstance(text, str) or not REFERENCE.match(text):
                 continue  # the schema check reports it
             loc = source.locate(where + (port_name, i) if isinstance(value, list) else where + (port_name,))
@@ -203,7 +263,7 @@ def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict
 
 def _check_ref(scope: _Scope, text: str, owner: str, port: Port, subject: str, loc: Location) -> Ref | None:
     problems = scope.problems
-    source_name, _, item = text.partition(".")
+    source_name, _, item = text.rpartition(".")
     wants_dataset = port.kind is ArtifactKind.DATASET
     if (source_name == "datasets") != wants_dataset:
         expected = "a dataset (datasets.<name>)" if wants_dataset else "a file or model, not a dataset"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import socket
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -91,7 +92,9 @@ def cached_outcome(store: ArtifactStore, job: StageJob) -> StageOutcome | None:
     return _settled(job.spec.name, CACHED, 0.0, key, record) if record else None
 
 
-def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = lambda _m: None) -> StageOutcome:
+def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = lambda _m: None,
+            ran_on: dict[str, str] | None = None) -> StageOutcome:
+    """`ran_on`: the machine's identity for the run record (by default its host name; a Dask worker adds its own)."""
     spec = job.spec
     started = time.perf_counter()
     key, env = job.key_and_env()
@@ -100,7 +103,7 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
             record = store.read_run(key)  # another process may have built it while we waited
             if record is not None:
                 return _settled(spec.name, CACHED, time.perf_counter() - started, key, record)
-            record = _build(store, job, key, env, log)
+            record = _build(store, job, key, env, log, ran_on or {"host": socket.gethostname()})
         return _settled(spec.name, RAN, time.perf_counter() - started, key, record)
     except ProviderUnavailable as exc:
         status = SKIPPED if spec.optional else FAILED
@@ -115,7 +118,8 @@ def execute(store: ArtifactStore, job: StageJob, log: Callable[[str], None] = la
         return StageOutcome(spec.name, FAILED, time.perf_counter() - started, key, error=message, traceback=details)
 
 
-def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None]) -> dict:
+def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None],
+           ran_on: dict[str, str]) -> dict:
     spec = job.spec
     with store.workdir(spec.name) as workdir:
         out_dir = workdir / "out"
@@ -155,6 +159,7 @@ def _build(store: ArtifactStore, job: StageJob, key: str, env: dict[str, str], l
             "params": spec.params,
             "inputs": job.input_digests,
             "env": env,
+            "ran_on": ran_on,  # where it was measured or built; not part of the key
             "outputs": outputs,
             "summary": result.summary,
             "metrics": result.metrics,

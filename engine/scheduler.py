@@ -10,7 +10,7 @@ from engine.dag import StageGraph
 from engine.executors import Executor
 from engine.recipe import Recipe, Ref
 from engine.errors import StageError
-from engine.runner import FAILED, NOT_RUN, SKIPPED, StageJob, StageOutcome, cached_outcome, execute, job_for
+from engine.runner import FAILED, NOT_RUN, SKIPPED, StageJob, StageOutcome, cached_outcome, job_for
 from engine.store import ArtifactStore
 
 
@@ -74,7 +74,7 @@ class Scheduler:
             job = self._job(name, outcomes)
             if isinstance(job, StageOutcome):
                 return job
-            cached = self._cached(job)
+            cached = self._cached(job) if self.executor.local_cache_lookup else None
             if cached is None:
                 runnable[name] = job
             return cached
@@ -90,7 +90,7 @@ class Scheduler:
                     if self._has_slot(name, running):
                         job = runnable.pop(name)
                         self.events.started(name)
-                        running[self.executor.submit(execute, self.store, job, self.events.log)] = name
+                        running[self.executor.run_stage(self.store, job, self.events.log)] = name
             if not running:
                 break
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)

@@ -76,9 +76,14 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
                 "after": spec.after,
                 "location": [spec.location.file, spec.location.line, spec.location.col],
                 "optional": spec.optional,
+                "template": spec.template,
+                "axes": spec.axes,
+                "resources": spec.resources,
+                "workers": spec.workers,
             }
             for name, spec in recipe.stages.items()
         },
+        "matrices": recipe.matrices,
         "order": list(graph.order),
         "predecessors": {n: list(p) for n, p in graph.predecessors.items()},
     }
@@ -113,12 +118,14 @@ def load(store: ArtifactStore, key: str, plugins: Plugins) -> tuple[Recipe, Stag
             return None
         refs = {port: [_ref(t) for t in v] if isinstance(v, list) else _ref(v) for port, v in item["inputs"].items()}
         stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"],
-                                 Location(*item["location"]), item.get("optional", False))
-    recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"])
+                                 Location(*item["location"]), item["optional"], item["template"], item["axes"],
+                                 item["resources"], item["workers"])
+    recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"],
+                    data["matrices"])
     graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
     return recipe, graph
 
 
 def _ref(text: str) -> Ref:
-    source, _, name = text.partition(".")
+    source, _, name = text.rpartition(".")
     return Ref(source, name)

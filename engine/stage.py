@@ -58,7 +58,7 @@ class StageContext:
         text = ref[index] if isinstance(ref, list) and index is not None else ref
         if not isinstance(text, str):
             return port if index is None else f"{port}[{index}]"
-        source, _, name = text.partition(".")
+        source, _, name = text.rpartition(".")
         return name if source in ("inputs", "datasets") else source
 
     def output_path(self, name: str) -> Path:

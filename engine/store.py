@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -135,6 +136,7 @@ class ArtifactStore:
     @contextmanager
     def workdir(self, label: str) -> Iterator[Path]:
         """A private folder under tmp/, locked while in use and removed afterwards."""
+        label = re.sub(r"[^A-Za-z0-9_.=,\[\]-]", "_", label)[:100]  # a matrix value may hold any character
         while True:
             name = f"{label}-{uuid.uuid4().hex[:16]}"
             lock = ProcessLock(self.tmp / f"{name}.lock")

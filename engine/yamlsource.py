@@ -64,7 +64,10 @@ def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:
         mark = exc.problem_mark or exc.context_mark
         where = Location(name, mark.line + 1, mark.column + 1) if mark else Location(name)
         problem = " ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
-        raise RecipeError([Problem(f"invalid YAML: {problem}", where, "fix the YAML syntax")]) from None
+        line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
+        hint = "quote references with brackets inside [...] or {...}, e.g. \"int8.model[*]\"" \
+            if "[*]" in line or "]." in line else "fix the YAML syntax"
+        raise RecipeError([Problem(f"invalid YAML: {problem}", where, hint)]) from None
     except yaml.YAMLError as exc:
         raise RecipeError([Problem(f"invalid YAML: {exc}", Location(name))]) from None
     finally:

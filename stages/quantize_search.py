@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.pareto import pareto_front
 from engine.errors import GateFailed, StageError
 from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from engine.steps import Artifact, StepRunner, schema_problems
@@ -420,9 +421,8 @@ def _margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
 
 def _pareto(candidates: list[Candidate]) -> list[Candidate]:
     """Those no other candidate beats on both speed and accuracy margin."""
-    return [c for c in candidates if not any((o.speedup or 0) >= (c.speedup or 0) and (o.score or 0) >= (c.score or 0)
-                                             and ((o.speedup or 0), (o.score or 0)) != ((c.speedup or 0), (c.score or 0))
-                                             for o in candidates)]
+    on_front = pareto_front([(c.speedup or 0, c.score or 0) for c in candidates])
+    return [c for c, front in zip(candidates, on_front) if front]
 
 
 def _values(c: Candidate) -> str:

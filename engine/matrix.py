@@ -1,0 +1,280 @@
+"""Matrix stages: one stage written with `matrix:` becomes one stage instance per combination, before any
+other check, so every instance is validated, keyed, cached and scheduled like a stage written by hand.
+
+Instance ids are readable and stable: `int8[activation_type=QInt8,per_channel=true]`. References select
+instances: `int8.model[*]` is all of them (a list for a port taking many; one instance of the consumer per
+variant for a port taking one), `int8[per_channel=true].model` is the one matching. A consumer that fans
+out over several matrix stages gets the combinations that agree on the axes they share.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.errors import Location, Problem, suggest
+from engine.yamlsource import KEY, SourceMap
+
+DEFAULT_MAX_STAGES = 256
+RESERVED = ("include", "exclude")
+MATRIX_REFERENCE = re.compile(
+    r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$")
+
+
+@dataclass
+class Instance:
+    """One stage instance: its id and the axis values that tell it from its siblings."""
+
+    id: str
+    template: str
+    axes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Expansion:
+    stages: dict[str, Any]  # the `stages:` mapping with every matrix expanded and references rewritten
+    instances: dict[str, list[Instance]]  # template name -> its instances (one, named as written, without a matrix)
+    problems: list[Problem]
+
+    @property
+    def matrices(self) -> dict[str, list[str]]:
+        """Template -> instance ids, for the stages that expanded (targets and plans name them by template)."""
+        return {t: [i.id for i in found] for t, found in self.instances.items() if found and found[0].id != t}
+
+
+def label(value: Any) -> str:
+    """A value as it appears in an instance id."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
+    """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
+    problems: list[Problem] = []
+    instances: dict[str, list[Instance]] = {}
+    out: dict[str, Any] = {}
+    pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
+    out.update({name: spec for name, spec in raw.items() if not isinstance(spec, dict)})  # the schema reports them
+    total = sum(1 for spec in raw.values() if isinstance(spec, dict))
+    while pending:
+        # Expand a stage once every matrix stage it references is expanded (a cycle: go on without; it is reported later).
+        ready = [n for n in pending if all(u in instances or u not in pending for u in _upstreams(raw[n]))] or pending[:1]
+        name = ready[0]
+        pending.remove(name)
+        spec = raw[name]
+        combos = _combinations(name, spec, source, problems, max_stages)
+        fanned = _fan_out(name, spec, ports.get(name, {}), instances, source, problems)
+        clash = sorted({k for inherited, _ in fanned for k in inherited} & {k for combo in combos for k in combo})
+        if clash:
+            problems.append(Problem(f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
+                                    "out over", source.locate(("stages", name, "matrix", clash[0]), key=True),
+                                    "drop the axis here, or select one upstream variant"))
+            fanned = fanned[:1]
+        made: list[Instance] = []
+        for inherited, rewritten in fanned:
+            for combo in combos:
+                axes = {**inherited, **{k: label(v) for k, v in combo.items()}}
+                made.append(Instance(_instance_id(name, axes), name, axes))
+                out[made[-1].id] = _instance_spec(spec, combo, rewritten)
+                _alias_positions(source, name, made[-1].id, combo)
+        instances[name] = made
+        total += len(made) - 1
+        if total > max_stages and len(made) > 1:
+            problems.append(Problem(f"stage '{name}' expands to {len(made)} stages, the recipe to {total} so far, over the "
+                                    f"limit of {max_stages}", source.locate(("stages", name, "matrix"), key=True),
+                                    "narrow the matrix or add `exclude:` entries, or raise `max_stages:` in the recipe"))
+            return Expansion({}, instances, problems)
+    for spec in out.values():  # `after: [int8]` waits for every variant of int8
+        if isinstance(spec, dict) and isinstance(spec.get("after"), list):
+            spec["after"] = [x for a in spec["after"]
+                             for x in ([i.id for i in instances[a]] if isinstance(a, str) and instances.get(a) else [a])]
+    return Expansion(out, instances, problems)
+
+
+def _upstreams(spec: dict[str, Any]) -> set[str]:
+    found = set()
+    for value in (spec.get("in") or {}).values() if isinstance(spec.get("in"), dict) else ():
+        for text in value if isinstance(value, list) else [value]:
+            match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
+            if match and match["stage"] not in ("inputs", "datasets"):
+                found.add(match["stage"])
+    return found
+
+
+def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[dict[str, Any]]:
+    matrix = spec.get("matrix")
+    if not isinstance(matrix, dict):
+        return [{}]  # no matrix (or a malformed one, which the schema reports)
+    where = ("stages", name, "matrix")
+    axes = {k: v for k, v in matrix.items() if k not in RESERVED and isinstance(v, list) and v}
+    size = math.prod(len(v) for v in axes.values())
+    if size > 100 * limit:  # do not enumerate a product that is refused anyway
+        problems.append(Problem(f"stage '{name}': its matrix has {size} combinations, over the limit of {limit} stages",
+                                source.locate(where, key=True), "narrow the matrix, or raise `max_stages:` in the recipe"))
+        return [{}]
+    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+    for i, entry in enumerate(matrix.get("exclude") or []):
+        if not isinstance(entry, dict):
+            continue
+        unknown = [k for k in entry if k not in axes]
+        if unknown:
+            problems.append(Problem(f"stage '{name}': exclude entry names '{unknown[0]}', which is not a matrix axis",
+                                    source.locate(where + ("exclude", i)), suggest(unknown[0], list(axes)) or
+                                    f"its axes: {', '.join(axes)}"))
+            continue
+        combos = [c for c in combos if not all(label(c[k]) == label(v) for k, v in entry.items())]
+    for entry in matrix.get("include") or []:
+        if not isinstance(entry, dict):
+            continue
+        # As in CI matrices: an entry that agrees with existing combinations on their axes extends them;
+        # one that matches none is a combination of its own.
+        matching = [c for c in combos if all(label(c[k]) == label(v) for k, v in entry.items() if k in axes)]
+        extra = {k: v for k, v in entry.items() if k not in axes}
+        if matching and extra:
+            for combo in matching:
+                combo.update(extra)
+        elif not matching:
+            combos.append(dict(entry))
+    if not combos:
+        problems.append(Problem(f"stage '{name}': exclude removes every combination of its matrix",
+                                source.locate(where, key=True), "remove an exclude entry"))
+        return [{}]
+    seen: set[str] = set()
+    unique = []
+    for combo in combos:
+        key = json.dumps(combo, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            unique.append(combo)
+    return unique
+
+
+def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances: dict[str, list[Instance]],
+             source: SourceMap, problems: list[Problem]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+    """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
+    given = spec.get("in") if isinstance(spec.get("in"), dict) else None
+    if given is None:
+        return [({}, spec.get("in"))]
+    fixed: dict[str, Any] = {}
+    choices: list[list[tuple[str, Instance | None, str]]] = []  # per fanning port: (port, instance, reference)
+    for port, value in given.items():
+        many = ports.get(port, isinstance(value, list))
+        texts = value if isinstance(value, list) else [value]
+        resolved: list[Any] = []
+        for i, text in enumerate(texts):
+            where = ("stages", name, "in", port, i) if isinstance(value, list) else ("stages", name, "in", port)
+            found = _resolve(text, instances, source.locate(where), name, problems)
+            if found is None:
+                resolved.append(text)  # a source, a malformed text or an unknown stage: later checks report it
+            elif many or not found[1]:
+                resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
+            else:
+                choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
+                resolved = None  # type: ignore[assignment]
+                break
+        if resolved is not None:
+            fixed[port] = resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
+    variants = []
+    for picked in itertools.product(*choices):
+        axes: dict[str, str] = {}
+        if any(axes.setdefault(k, v) != v for _, inst, _ in picked for k, v in (inst.axes if inst else {}).items()):
+            continue  # two upstream variants that disagree on an axis they share
+        variants.append((axes, {**fixed, **{port: ref for port, _, ref in picked}}))
+    return variants
+
+
+def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, owner: str,
+             problems: list[Problem]) -> tuple[str, bool, list[Instance]] | None:
+    """(output, fans out, instances) for a reference to a stage; None for anything else."""
+    match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
+    if match is None or match["stage"] not in instances:
+        return None
+    found = instances[match["stage"]]
+    expanded = bool(found) and found[0].id != match["stage"]
+    if match["select"] is not None:
+        wanted = _selector(match["select"])
+        if wanted is None:
+            problems.append(Problem(f"stage '{owner}': cannot read the selector in '{text}'", where,
+                                    "write it as stage[axis=value,...].output"))
+            return None
+        found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
+        if not found:
+            problems.append(Problem(f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]", where,
+                                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]])))
+            return None
+    if match["all"]:
+        return match["output"], True, found
+    if expanded and len(found) != 1:
+        problems.append(Problem(f"stage '{owner}': '{text}' names {len(found)} variants of the matrix stage "
+                                f"'{match['stage']}'", where, f"take all with {match['stage']}.{match['output']}[*], or one:"
+                                f" {found[0].id}.{match['output']}"))
+        return None
+    return match["output"], False, found
+
+
+def _selector(text: str) -> dict[str, str] | None:
+    pairs: dict[str, str] = {}
+    for part in _split_top_level(text):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            return None
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas outside brackets and braces (a list value's label contains commas)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "[{"
+        depth -= char in "]}"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current] if current or parts else []
+
+
+def _instance_id(name: str, axes: dict[str, str]) -> str:
+    return f"{name}[{','.join(f'{k}={v}' for k, v in axes.items())}]" if axes else name
+
+
+def _instance_spec(spec: dict[str, Any], combo: dict[str, Any], rewritten_in: Any) -> dict[str, Any]:
+    instance = {k: v for k, v in spec.items() if k != "matrix"}
+    params = json.loads(json.dumps(spec.get("with"))) if isinstance(spec.get("with"), dict) else {}
+    for dotted, value in combo.items():
+        node = params
+        *parents, last = dotted.split(".")  # `session.threads` sets a nested parameter
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+        node[last] = value
+    if combo or "with" in spec:
+        instance["with"] = params
+    if rewritten_in is not None:
+        instance["in"] = rewritten_in
+    return instance
+
+
+def _alias_positions(source: SourceMap, name: str, instance_id: str, combo: dict[str, Any]) -> None:
+    """Errors about an instance point into the stage as written; a parameter set by the matrix, at its axis."""
+    if instance_id == name:
+        return
+    prefix = ("stages", name)
+    for path, position in list(source.positions.items()):
+        if path[:2] == prefix:
+            source.positions[("stages", instance_id, *path[2:])] = position
+    for dotted in combo:
+        axis = source.positions.get(("stages", name, "matrix", dotted))
+        if axis is not None:
+            source.positions[("stages", instance_id, "with", *dotted.split("."))] = axis
+            source.positions[("stages", instance_id, "with", *dotted.split("."), KEY)] = axis
