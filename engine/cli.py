@@ -40,7 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
     run.add_argument("stages", nargs="*", help="run only these stages and what they need")
-    run.add_argument("-j", "--jobs", type=int, default=1, help="stages to run at once (default 1)")
+    run.add_argument("-j", "--jobs", type=int, default=None,
+                     help="stages to run at once (default: 1 locally, every worker thread on Dask)")
+    run.add_argument("--executor", choices=["local", "dask"], default="local",
+                     help="local: a thread pool here (default); dask: each stage a task on a Dask cluster")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share)")
     run.add_argument("-k", "--keep-going", action="store_true", help="after a failure, finish independent branches")
     run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
     run.set_defaults(handler=_cmd_run)
@@ -132,11 +137,19 @@ def _workspace(args: argparse.Namespace) -> Any:
 def _cmd_run(args: argparse.Namespace, out: Any) -> int:
     from engine import pipeline
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise OrtflowError("--jobs must be at least 1")
+    if (args.executor == "dask") != bool(args.scheduler):
+        raise OrtflowError("--executor dask needs --scheduler tcp://HOST:PORT" if args.scheduler is None
+                           else "--scheduler is for --executor dask")
     ws = _workspace(args)
+    executor = None
+    if args.executor == "dask":
+        from engine.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(args.scheduler, args.jobs)
     with out.progress(ws.recipe) as events:
-        summary = pipeline.run(ws, args.jobs, args.keep_going, args.stages, events)
+        summary = pipeline.run(ws, args.jobs or 1, args.keep_going, args.stages, events, executor)
     out.run_table(ws.recipe, summary)
     return summary.exit_code
 

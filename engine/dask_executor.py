@@ -1,0 +1,136 @@
+"""Runs each stage as a task on a Dask distributed cluster, with the artifact store on a path every worker
+and the client can reach (a shared filesystem).
+
+A worker computes the stage's cache key with its own environment facts, reads the cache under the key's
+lock and builds in a private work folder that is committed atomically, exactly as a local run does; a
+worker killed mid-stage leaves only a work folder the next run removes, and Dask runs the task again on
+another worker. Stages with `resources:` or `workers:` in the recipe run only where those are offered.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from engine.errors import OrtflowError
+
+if TYPE_CHECKING:
+    from engine.runner import StageJob, StageOutcome
+    from engine.store import ArtifactStore
+
+LOG_TOPIC = "ortflow-stage-log"
+INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
+
+
+class DaskExecutor:
+    local_cache_lookup = False  # the worker that would run a stage decides whether it is cached
+
+    def __init__(self, scheduler: str, jobs: int | None = None, timeout_s: float = 20):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise OrtflowError(f"--executor dask needs Dask distributed — {INSTALL}") from None
+        try:
+            self.client = Client(scheduler, timeout=timeout_s, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise OrtflowError(f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
+                               f"`dask scheduler` and workers with `dask worker {scheduler}`, or check --scheduler") from None
+        self.jobs = jobs
+        self._slots = (0, 0.0)
+        self._log: Callable[[str], None] | None = None
+
+    @property
+    def slots(self) -> int:
+        """Threads across the cluster's workers (refreshed every few seconds, as workers come and go)."""
+        count, when = self._slots
+        if time.monotonic() - when > 3:
+            count = sum(self.client.nthreads().values())
+            self._slots = (count, time.monotonic())
+        return max(1, min(count, self.jobs) if self.jobs else count)
+
+    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+        from engine.runner import FAILED, StageOutcome
+
+        result: Future = Future()
+        spec = job.spec
+        problem = self._placement_problem(spec.resources, spec.workers)
+        if problem:
+            result.set_result(StageOutcome(spec.name, FAILED, error=problem))
+            return result
+        if self._log is None:  # worker log lines stream back while stages run
+            self._log = log
+            self.client.subscribe_topic(LOG_TOPIC, lambda event: log(event[1]))
+        task = self.client.submit(run_on_worker, str(store.root), job, key=f"{spec.name}-{uuid.uuid4().hex}",
+                                  pure=False, resources=spec.resources or None, workers=spec.workers or None,
+                                  allow_other_workers=False)
+
+        def settle(done: Any) -> None:  # called on a Dask thread once the task finished, failed or was lost
+            try:
+                outcome = done.result()
+            except Exception as exc:  # noqa: BLE001 - every failure becomes the stage's one-line error
+                outcome = StageOutcome(spec.name, FAILED, error=_task_error(exc))
+            result.set_result(outcome)
+
+        task.add_done_callback(settle)
+        return result
+
+    def _placement_problem(self, resources: dict[str, float], workers: list[str]) -> str | None:
+        """A task no worker can take would wait forever: say so instead."""
+        if not resources and not workers:
+            return None
+        info = self.client.scheduler_info()["workers"]
+        names = {w.get("name") for w in info.values()} | set(info) | {w.get("host") for w in info.values()}
+        candidates = [a for a, w in info.items() if not workers or ({a, w.get("name"), w.get("host")} & set(workers))]
+        if workers and not candidates:
+            return (f"no worker of the cluster is {' or '.join(workers)} (workers: {', '.join(sorted(map(str, names - {None})))})"
+                    " — fix `workers:` in the recipe or start that worker")
+        if resources and not any(all(info[a].get("resources", {}).get(r, 0) >= n for r, n in resources.items())
+                                 for a in candidates):
+            wanted = " ".join(f"{r}={n:g}" for r, n in resources.items())
+            return (f"no worker offers the resources {wanted} — start one with `dask worker <scheduler> --resources "
+                    f"\"{wanted}\"`, or drop `resources:` from the stage")
+        return None
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if cancel:
+            self.client.cancel(list(self.client.futures.values()), force=True)
+        self.client.close()
+
+
+def run_on_worker(store_root: str, job: "StageJob") -> "StageOutcome":
+    """The task: run the stage with this worker's store handle, streaming its log lines to the client."""
+    from distributed import get_worker
+
+    from engine.runner import FAILED, StageOutcome, execute
+    from engine.store import open_store
+
+    worker = get_worker()
+    ran_on = {"host": socket.gethostname(), "worker": str(worker.name), "address": worker.address}
+    for port, value in job.input_paths.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Path) and not item.exists():
+                return StageOutcome(job.spec.name, FAILED, error=(
+                    f"input '{port}' ({item}) does not exist on worker {worker.name} ({ran_on['host']}) — the recipe's "
+                    "files and the cache must be on a filesystem every worker mounts at the same path"))
+
+    def log(message: str) -> None:
+        worker.log_event(LOG_TOPIC, message)
+
+    outcome = execute(open_store(Path(store_root)), job, log, ran_on)
+    outcome.extra["ran_on"] = ran_on
+    return outcome
+
+
+def _task_error(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return ("every worker that ran it died (killed, or out of memory) — nothing of it was kept in the cache; "
+                "check the workers' memory and logs, then run again")
+    if name == "CancelledError":
+        return "cancelled (the Dask scheduler or client went away) — run again"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"the Dask task failed: {name}: {text}" + (" — is ortflow installed on the workers?" if "No module" in text else "")
