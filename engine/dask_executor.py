@@ -29,7 +29,7 @@ INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and 
 class DaskExecutor:
     local_cache_lookup = False  # the worker that would run a stage decides whether it is cached
 
-    def __init__(self, scheduler: str, jobs: int | None = None, timeout_s: float = 20):
+    def __init__(self, scheduler: str, jobs: int | None = None, timeout_s: float = 10):
         try:
             from distributed import Client
         except ImportError:
@@ -57,7 +57,7 @@ class DaskExecutor:
 
         result: Future = Future()
         spec = job.spec
-        problem = self._placement_problem(spec.resources, spec.workers)
+        addresses, problem = self._placement(spec.resources, spec.workers)
         if problem:
             result.set_result(StageOutcome(spec.name, FAILED, error=problem))
             return result
@@ -65,7 +65,7 @@ class DaskExecutor:
             self._log = log
             self.client.subscribe_topic(LOG_TOPIC, lambda event: log(event[1]))
         task = self.client.submit(run_on_worker, str(store.root), job, key=f"{spec.name}-{uuid.uuid4().hex}",
-                                  pure=False, resources=spec.resources or None, workers=spec.workers or None,
+                                  pure=False, resources=spec.resources or None, workers=addresses,
                                   allow_other_workers=False)
 
         def settle(done: Any) -> None:  # called on a Dask thread once the task finished, failed or was lost
@@ -78,22 +78,24 @@ class DaskExecutor:
         task.add_done_callback(settle)
         return result
 
-    def _placement_problem(self, resources: dict[str, float], workers: list[str]) -> str | None:
-        """A task no worker can take would wait forever: say so instead."""
+    def _placement(self, resources: dict[str, float], workers: list[str]) -> tuple[list[str] | None, str | None]:
+        """The addresses of the workers a stage may run on (None: any), or why none can: a task no worker can
+        take would wait forever."""
         if not resources and not workers:
-            return None
+            return None, None
         info = self.client.scheduler_info()["workers"]
-        names = {w.get("name") for w in info.values()} | set(info) | {w.get("host") for w in info.values()}
-        candidates = [a for a, w in info.items() if not workers or ({a, w.get("name"), w.get("host")} & set(workers))]
-        if workers and not candidates:
-            return (f"no worker of the cluster is {' or '.join(workers)} (workers: {', '.join(sorted(map(str, names - {None})))})"
-                    " — fix `workers:` in the recipe or start that worker")
-        if resources and not any(all(info[a].get("resources", {}).get(r, 0) >= n for r, n in resources.items())
-                                 for a in candidates):
-            wanted = " ".join(f"{r}={n:g}" for r, n in resources.items())
-            return (f"no worker offers the resources {wanted} — start one with `dask worker <scheduler> --resources "
-                    f"\"{wanted}\"`, or drop `resources:` from the stage")
-        return None
+        wanted = set(workers)
+        allowed = [a for a, w in info.items() if not wanted or {a, str(w.get("name")), w.get("host")} & wanted]
+        if not allowed:
+            names = sorted(str(w.get("name")) for w in info.values())
+            return None, (f"no worker of the cluster is {' or '.join(workers)} (workers: {', '.join(names) or 'none'}) — "
+                          "fix `workers:` in the recipe or start that worker (`dask worker <scheduler> --name NAME`)")
+        fit = [a for a in allowed if all(info[a].get("resources", {}).get(r, 0) >= n for r, n in resources.items())]
+        if not fit:
+            offer = " ".join(f"{r}={n:g}" for r, n in resources.items())
+            return None, (f"no worker{' named ' + ' or '.join(workers) if workers else ''} offers the resources {offer} "
+                          f"— start one with `dask worker <scheduler> --resources \"{offer}\"`, or drop `resources:`")
+        return (fit if workers else None), None
 
     def shutdown(self, cancel: bool = False) -> None:
         if cancel:

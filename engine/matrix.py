@@ -173,6 +173,8 @@ def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances:
         for i, text in enumerate(texts):
             where = ("stages", name, "in", port, i) if isinstance(value, list) else ("stages", name, "in", port)
             found = _resolve(text, instances, source.locate(where), name, problems)
+            if found is False:
+                continue  # reported
             if found is None:
                 resolved.append(text)  # a source, a malformed text or an unknown stage: later checks report it
             elif many or not found[1]:
@@ -193,8 +195,9 @@ def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances:
 
 
 def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, owner: str,
-             problems: list[Problem]) -> tuple[str, bool, list[Instance]] | None:
-    """(output, fans out, instances) for a reference to a stage; None for anything else."""
+             problems: list[Problem]) -> tuple[str, bool, list[Instance]] | None | bool:
+    """(output, fans out, instances) for a reference to a stage; False for one it reported as wrong; None for
+    anything else (a source, a malformed reference, an unknown stage: checked later)."""
     match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
     if match is None or match["stage"] not in instances:
         return None
@@ -205,19 +208,19 @@ def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, o
         if wanted is None:
             problems.append(Problem(f"stage '{owner}': cannot read the selector in '{text}'", where,
                                     "write it as stage[axis=value,...].output"))
-            return None
+            return False
         found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
         if not found:
             problems.append(Problem(f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]", where,
                                     "its variants: " + ", ".join(i.id for i in instances[match["stage"]])))
-            return None
+            return False
     if match["all"]:
         return match["output"], True, found
     if expanded and len(found) != 1:
         problems.append(Problem(f"stage '{owner}': '{text}' names {len(found)} variants of the matrix stage "
                                 f"'{match['stage']}'", where, f"take all with {match['stage']}.{match['output']}[*], or one:"
                                 f" {found[0].id}.{match['output']}"))
-        return None
+        return False
     return match["output"], False, found
 
 

@@ -51,7 +51,7 @@ def test_all_problems_reported_at_once(project, cli):
         "recipe.yaml:12:25: stage 'b' (concat): unknown reference 'inputs.dta': no input 'dta' — did you mean 'data'?",
         "recipe.yaml:12:37: stage 'b' (concat): unknown reference 'nowhere.file': no stage 'nowhere'",
         "recipe.yaml:13:13: stage 'b' (concat): after: no other stage named 'c'",
-        "recipe.yaml:14:5: stage 'b': unknown key 'extra' — allowed: after, in, optional, uses, with",
+        "recipe.yaml:14:5: stage 'b': unknown key 'extra' — allowed: after, in, matrix, optional, resources, uses, with, workers",
     ]
     for line in expected:
         assert any(line in got for got in lines), f"missing: {line}\n got: {err}"

@@ -116,3 +116,21 @@ class Explode(Stage):
         if ctx.params["how"] == "crash":
             raise ZeroDivisionError("division by zero")
         raise StageError("the input is unusable — give it a better one")
+
+
+class Append(Stage):
+    """One input file (not a list), for matrix fan-out: its bytes plus a text."""
+
+    type = "append"
+    inputs = (Port("file", ArtifactKind.FILE, "one file"),)
+    outputs = (Port("file", ArtifactKind.FILE, "the input with the text appended", filename="appended.txt"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"text": {"type": "string", "default": ""}, "count": {"type": "integer", "default": 1}},
+    }
+
+    def run(self, ctx: StageContext) -> StageResult:
+        _log(ctx, "start")
+        ctx.output_path("file").write_bytes(Path(ctx.inputs["file"]).read_bytes() + ctx.params["text"].encode() * ctx.params["count"])
+        return StageResult()

@@ -1,0 +1,178 @@
+"""Matrix stages: expansion into instances with readable ids and their own keys, include/exclude, references
+to all or one variant, fan-out joined on shared axes, the size limit, and errors written once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import executions, write
+
+
+def sweep_recipe(project: Path, matrix: str = "", extra: str = "", head: str = "") -> Path:
+    (project / "seed.txt").write_text("s")
+    return write(project / "recipe.yaml", f"""
+        version: 1
+        name: sweep
+        {head}
+        inputs:
+          seed: {{path: seed.txt}}
+        stages:
+          base:
+            uses: concat
+            in: {{parts: [inputs.seed]}}
+            matrix: {matrix or "{text: [a, b, c], stamp: [false]}"}
+          every:
+            uses: concat
+            in:
+              parts: base.file[*]
+        """ + extra)
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def report_stages(project: Path) -> dict[str, dict]:
+    report = json.loads((project / "out/sweep/report.json").read_text())
+    return {s["stage"]: s for s in report["stages"]}
+
+
+def test_instances_have_readable_ids_their_own_keys_and_cache(project, cli):
+    path = sweep_recipe(project)
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    ids = ["base[text=a,stamp=false]", "base[text=b,stamp=false]", "base[text=c,stamp=false]"]
+    assert sorted(executions(project)) == sorted([*ids, "every"])
+    stages = report_stages(project)
+    assert len({stages[i]["key"] for i in ids}) == 3
+    for i, text in zip(ids, "abc"):
+        assert (project / "out/sweep" / i / "joined.txt").read_text() == "s" + text
+    assert (project / "out/sweep/every/joined.txt").read_text() == "sasbsc"  # every variant, in matrix order
+    # A new value adds one instance; the others (and their keys) are untouched and come from the cache.
+    sweep_recipe(project, "{text: [a, b, c, d], stamp: [false]}")
+    code, _, _ = cli("run", path)
+    assert code == 0
+    assert executions(project).count("base[text=d,stamp=false]") == 1
+    assert sum(e.startswith("base[") for e in executions(project)) == 4
+    assert report_stages(project)["base[text=a,stamp=false]"]["key"] == stages["base[text=a,stamp=false]"]["key"]
+
+
+def test_include_and_exclude_work_like_ci_matrices(project, cli):
+    path = sweep_recipe(project, "{text: [a, b], stamp: [false, true], exclude: [{text: b, stamp: true}], "
+                                 "include: [{text: a, sleep: 0}, {text: z, stamp: false}]}")
+    code, out, err = cli("plan", path)
+    assert code == 0, err
+    planned = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    # `sleep` joins the combinations it matches (text=a); text=z matches none, so it is a combination of its own.
+    assert set(planned) == {"base[text=a,stamp=false,sleep=0]", "base[text=a,stamp=true,sleep=0]",
+                            "base[text=b,stamp=false]", "base[text=z,stamp=false]", "every"}
+    assert "5 stages would run (matrix stages: base x4)" in out
+
+
+def test_reference_to_one_variant_and_errors_for_ambiguous_or_unknown_ones(project, cli):
+    path = sweep_recipe(project, extra="""
+          one:
+            uses: concat
+            in: {parts: ["base[text=b].file"]}
+          vague:
+            uses: concat
+            in: {parts: [base.file]}
+          missing:
+            uses: concat
+            in: {parts: ["base[text=q].file"]}
+        """)
+    code, _, err = cli("validate", path)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert any(f"recipe.yaml:{line_of(path, '[base.file]')}:" in l and "'base.file' names 3 variants of the matrix stage 'base'" in l
+               and "base.file[*]" in l for l in lines), err
+    assert any(f"recipe.yaml:{line_of(path, 'text=q')}:" in l and "no variant of 'base' matches [text=q]" in l and "base[text=a,stamp=false]" in l
+               for l in lines), err
+    path.write_text(path.read_text().split("  vague:")[0])
+    code, _, err = cli("run", path, "one")  # a target: the stage and only the variant it needs
+    assert code == 0, err
+    assert sorted(executions(project)) == ["base[text=b,stamp=false]", "one"]
+    assert (project / "out/sweep/one/joined.txt").read_text() == "sb"
+
+
+def test_fan_out_over_variants_joins_on_shared_axes(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}", extra="""
+          upper:
+            uses: append
+            in:
+              file: base.file[*]
+            matrix: {count: [1, 2]}
+          pair:
+            uses: concat
+            in:
+              parts: [base.file[*], upper.file[*]]
+          each:
+            uses: append
+            in:
+              file: upper.file[*]
+            with: {text: "!"}
+        """.replace("[base.file[*], upper.file[*]]", '["base.file[*]", "upper.file[*]"]'))
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    stages = report_stages(project)
+    assert {n for n in stages if n.startswith("upper")} == {f"upper[text={t},count={c}]" for t in "ab" for c in (1, 2)}
+    assert {n for n in stages if n.startswith("each")} == {f"each[text={t},count={c}]" for t in "ab" for c in (1, 2)}
+    assert (project / "out/sweep/upper[text=b,count=2]/appended.txt").read_text() == "sb"  # no text: count only repeats ""
+    assert (project / "out/sweep/each[text=a,count=2]/appended.txt").read_text() == "sa!"
+    assert (project / "out/sweep/pair/joined.txt").read_text() == "sasb" + "sasa" + "sbsb"
+
+
+def test_fan_out_over_two_matrix_stages_keeps_only_agreeing_variants(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}", extra="""
+          tagged:
+            uses: append
+            in:
+              file: base.file[*]
+            with: {text: "+"}
+          both:
+            uses: concat
+            in: {parts: [every.file]}
+            after: [tagged]
+          combined:
+            uses: append
+            in:
+              file: tagged.file[*]
+            matrix: {count: [2]}
+        """)
+    code, out, err = cli("plan", path)
+    assert code == 0, err
+    assert "combined[text=a,count=2]" in out and "combined[text=b,count=2]" in out
+    assert "tagged[text=a]" in out
+    code, _, err = cli("run", path)
+    assert code == 0, err
+    assert (project / "out/sweep/combined[text=b,count=2]/appended.txt").read_text() == "sb+"
+
+
+def test_matrix_past_the_limit_is_refused_with_the_count_before_anything_runs(project, cli):
+    path = sweep_recipe(project, "{text: [a, b, c, d, e, f], sleep: [0, 0.001, 0.002]}", head="max_stages: 10")
+    code, _, err = cli("plan", path)
+    assert code == 2
+    assert f"recipe.yaml:{line_of(path, 'matrix:')}:" in err and "stage 'base' expands to 18 stages" in err and "limit of 10" in err, err
+    assert "raise `max_stages:`" in err
+    code, _, err = cli("run", path, "--set", "max_stages=40")
+    assert code == 0, err
+    assert len(executions(project)) == 19
+    huge = "{" + ", ".join(f"x{i}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]" for i in range(8)) + "}"
+    code, _, err = cli("validate", sweep_recipe(project, huge))
+    assert code == 2 and "its matrix has 100000000 combinations, over the limit of 256 stages" in err
+
+
+def test_bad_matrix_values_are_reported_once_at_the_axis(project, cli):
+    path = sweep_recipe(project, "{text: [a, 3], colour: [red]}")
+    at = f"recipe.yaml:{line_of(path, 'matrix:')}:"
+    code, _, err = cli("validate", path)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert sum("unknown key 'colour'" in l for l in lines) == 1, err  # not once per variant
+    assert any(at in l and "'base' (every variant)" in l and "colour" in l for l in lines), err
+    assert any(at in l and "'base[text=3,colour=red]'" in l and "text" in l for l in lines), err
+    code, _, err = cli("validate", sweep_recipe(project, "{text: [a], exclude: [{txt: a}]}"))
+    assert code == 2 and "exclude entry names 'txt', which is not a matrix axis" in err and "text" in err
+    code, _, err = cli("validate", sweep_recipe(project, "{text: [a], exclude: [{text: a}]}"))
+    assert code == 2 and "exclude removes every combination" in err
