@@ -9,7 +9,11 @@ another worker. Stages with `resources:` or `workers:` in the recipe run only wh
 
 from __future__ import annotations
 
+import ctypes
+import logging
+import os
 import socket
+import sys
 import time
 import uuid
 from concurrent.futures import Future
@@ -32,6 +36,8 @@ class DaskExecutor:
     def __init__(self, scheduler: str, jobs: int | None = None, timeout_s: float = 10):
         try:
             from distributed import Client
+
+            logging.getLogger("distributed").setLevel(logging.WARNING)  # its INFO lines would bury the run's
         except ImportError:
             raise OrtflowError(f"--executor dask needs Dask distributed — {INSTALL}") from None
         try:
@@ -40,6 +46,7 @@ class DaskExecutor:
             raise OrtflowError(f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
                                f"`dask scheduler` and workers with `dask worker {scheduler}`, or check --scheduler") from None
         self.jobs = jobs
+        self._tasks: set[Any] = set()  # Dask futures still in flight, to cancel on Ctrl-C
         self._slots = (0, 0.0)
         self._log: Callable[[str], None] | None = None
 
@@ -75,7 +82,9 @@ class DaskExecutor:
                 outcome = StageOutcome(spec.name, FAILED, error=_task_error(exc))
             result.set_result(outcome)
 
+        self._tasks.add(task)
         task.add_done_callback(settle)
+        task.add_done_callback(self._tasks.discard)
         return result
 
     def _placement(self, resources: dict[str, float], workers: list[str]) -> tuple[list[str] | None, str | None]:
@@ -98,8 +107,8 @@ class DaskExecutor:
         return (fit if workers else None), None
 
     def shutdown(self, cancel: bool = False) -> None:
-        if cancel:
-            self.client.cancel(list(self.client.futures.values()), force=True)
+        if cancel and self._tasks:
+            self.client.cancel(list(self._tasks), force=True)
         self.client.close()
 
 
@@ -110,6 +119,7 @@ def run_on_worker(store_root: str, job: "StageJob") -> "StageOutcome":
     from engine.runner import FAILED, StageOutcome, execute
     from engine.store import open_store
 
+    _undo_malloc_trim_threshold()
     worker = get_worker()
     ran_on = {"host": socket.gethostname(), "worker": str(worker.name), "address": worker.address}
     for port, value in job.input_paths.items():
@@ -125,6 +135,26 @@ def run_on_worker(store_root: str, job: "StageJob") -> "StageOutcome":
     outcome = execute(open_store(Path(store_root)), job, log, ran_on)
     outcome.extra["ran_on"] = ran_on
     return outcome
+
+
+_MALLOC_TUNED = False
+
+
+def _undo_malloc_trim_threshold() -> None:
+    """Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536 (to hand memory back to the OS). With
+    any fixed trim threshold glibc stops adapting its mmap threshold, so every buffer over 128 KiB is a fresh
+    mmap: measured here, that makes an entropy calibration of MiniLM 2.1x slower (14.4 s vs 6.9 s) and the
+    quantize stages 1.4x. Setting both thresholds back to generous fixed values restores local speed."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED or not os.environ.get("MALLOC_TRIM_THRESHOLD_") or not sys.platform.startswith("linux"):
+        return
+    _MALLOC_TUNED = True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return  # not glibc (musl ignores the variable anyway)
+    libc.mallopt(-1, 128 * 2**20)  # M_TRIM_THRESHOLD
+    libc.mallopt(-3, 32 * 2**20)  # M_MMAP_THRESHOLD: glibc's own ceiling for its adaptive threshold
 
 
 def _task_error(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ from engine.recipe import Recipe, Ref, read_recipe
 from engine.dataset import Dataset, content_digest
 from engine.sources import input_digest
 from engine.registry import Plugins
-from engine.report import write_report
+from engine.report import stage_folder, write_report
 from engine.runner import FAILED, GATE_FAILED, RAN, StageOutcome
 from engine.scheduler import Scheduler, SchedulerEvents
 from engine.store import ArtifactStore, open_store
@@ -157,7 +157,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
 
 def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
-    folder = ws.out_dir / outcome.name.replace("/", "_").replace("\\", "_")  # a matrix value may contain a slash
+    folder = stage_folder(ws.out_dir, outcome.name)
     if outcome.record is None:  # failed or skipped: nothing of this run to show
         shutil.rmtree(folder, ignore_errors=True)
         return

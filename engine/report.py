@@ -17,6 +17,11 @@ from engine.recipe import Recipe
 from engine.runner import StageOutcome
 
 
+def stage_folder(out_dir: Path, stage: str) -> Path:
+    """Where a stage's outputs are published (a matrix value may contain a path separator)."""
+    return out_dir / stage.replace("/", "_").replace("\\", "_")
+
+
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
                  store: Any) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -30,10 +35,13 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
             "seconds": round(outcome.seconds, 3),
             "build_seconds": record.get("seconds"),
             "key": outcome.key,
+            **({"matrix": {"stage": recipe.stages[name].template, "axes": recipe.stages[name].axes}}
+               if recipe.stages[name].template else {}),
+            "ran_on": record.get("ran_on"),  # the machine that built or measured it
             "summary": record.get("summary", ""),
             "metrics": record.get("metrics", {}),
             "outputs": {
-                port: {"digest": out["digest"], "path": str(out_dir / name / out["filename"]), "size": out["size"]}
+                port: {"digest": out["digest"], "path": str(stage_folder(out_dir, name) / out["filename"]), "size": out["size"]}
                 for port, out in record.get("outputs", {}).items()
             },
             "error": outcome.error,

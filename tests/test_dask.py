@@ -53,6 +53,12 @@ STAGES = {
         in: {model: inputs.model, data: datasets.many}
         with: {method: entropy, samples: 160}
 """,
+    "broken": """
+      broken:
+        uses: quantize_dynamic
+        in: {model: inputs.model}
+        with: {nodes_to_exclude: [no_such_node]}
+""",
     "pinned": """
       pinned:
         uses: quantize_dynamic
@@ -161,6 +167,20 @@ def test_pinned_stages_run_on_their_worker_or_fail_at_once(project, cli, cluster
     path.write_text(path.read_text().replace('workers: "1"', 'workers: "gpu-box"'))
     code, out, err = cli("run", path, "pinned", "--executor", "dask", "--scheduler", cluster.scheduler_address)
     assert code == 1 and "no worker of the cluster is gpu-box (workers: 0, 1)" in out + err
+
+
+def test_a_stage_failing_on_a_worker_reports_the_same_error_as_locally(project, cli, cluster):
+    path = recipe(project, "broken")
+    code, out, err = cli("run", path)
+    assert code == 1
+    local = json.loads((project / "out/remote/report.json").read_text())["stages"][0]["error"]
+    assert "no_such_node" in local
+    code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)
+    assert code == 1
+    remote = json.loads((project / "out/remote/report.json").read_text())["stages"][0]
+    assert remote["error"] == local and remote["status"] == "failed"
+    assert "Traceback" not in out + err
+    assert not list((project / ".ortflow/runs").glob("*/*.json"))  # nothing cached for a failed stage
 
 
 def test_unreachable_scheduler_and_missing_options_are_one_line_errors(project, cli):
