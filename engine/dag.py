@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -97,8 +98,8 @@ def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 
 def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
-    def node(text: str) -> str:  # Mermaid ids may not contain dots
-        return text.replace(".", "__").replace("-", "_")
+    def node(text: str) -> str:  # Mermaid ids are plain words; a matrix instance id has brackets, commas and =
+        return re.sub(r"[^A-Za-z0-9_]", "_", text.replace(".", "__"))
 
     lines = ["flowchart LR"]
     for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
