@@ -247,7 +247,14 @@ class ArtifactStore:
         return tree_size(self.objects)
 
 
-def open_store(root: Path) -> ArtifactStore:
+def open_store(root: Path | str) -> ArtifactStore:
+    text = str(root)
+    if text.startswith("file:"):
+        root = Path(re.sub(r"^file:/*", "/", text))
+    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text):  # s3://b/x (or s3:/b/x, once argparse made it a Path)
+        raise StoreError(f"the cache must be a folder; object-store URLs ({text.split(':')[0]}://) are not supported "
+                         "yet — mount the bucket (s3fs, gcsfuse) and give the mounted path")
+    root = Path(root)
     try:
         return ArtifactStore(root)
     except OSError as exc:

@@ -187,5 +187,8 @@ def test_unreachable_scheduler_and_missing_options_are_one_line_errors(project, 
     path = recipe(project, "pinned")
     code, _, err = cli("run", path, "--executor", "dask")
     assert code == 2 and "--executor dask needs --scheduler" in err
+    code, _, err = cli("run", path, "--cache", "s3://bucket/cache")
+    assert code == 2 and "object-store URLs (s3://) are not supported yet — mount the bucket" in err
+    assert not (project / "s3:").exists()
     code, _, err = cli("run", path, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9")
     assert code == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
