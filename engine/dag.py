@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.errors import Problem
+from engine.hashing import hash_bytes
 from engine.recipe import Recipe
 
 if TYPE_CHECKING:
@@ -99,7 +100,9 @@ def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
     def node(text: str) -> str:  # Mermaid ids are plain words; a matrix instance id has brackets, commas and =
-        return re.sub(r"[^A-Za-z0-9_]", "_", text.replace(".", "__"))
+        dotted = text.replace(".", "__").replace("-", "_")
+        safe = re.sub(r"[^A-Za-z0-9_]", "_", dotted)
+        return safe if safe == dotted else f"{safe}_{hash_bytes(text.encode())[:12]}"  # distinct ids stay distinct
 
     lines = ["flowchart LR"]
     for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
@@ -118,17 +121,21 @@ def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 
 def render_dot(graph: "nx.DiGraph", recipe: Recipe) -> str:
-    lines = [f'digraph "{recipe.name}" {{', "  rankdir=LR;"]
+    def q(text: str) -> str:  # a DOT string: a matrix value may hold quotes or backslashes
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"digraph {q(recipe.name)} {{", "  rankdir=LR;"]
     for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
         for name in names:
-            lines.append(f'  "{kind}.{name}" [shape=cylinder];')
+            lines.append(f"  {q(f'{kind}.{name}')} [shape=cylinder];")
     for name in execution_order(graph):
-        lines.append(f'  "{name}" [shape=box, label="{name}\\n{recipe.stages[name].uses}"];')
+        label = q(name)[:-1] + "\\n" + recipe.stages[name].uses + '"'  # DOT's own line break
+        lines.append(f"  {q(name)} [shape=box, label={label}];")
         for port, value in sorted(recipe.stages[name].inputs.items()):
             for ref in value if isinstance(value, list) else [value]:
                 origin = str(ref) if ref.is_source else ref.source
-                lines.append(f'  "{origin}" -> "{name}" [label="{port}"];')
+                lines.append(f"  {q(origin)} -> {q(name)} [label={q(port)}];")
         for before in recipe.stages[name].after:
-            lines.append(f'  "{before}" -> "{name}" [style=dashed];')
+            lines.append(f"  {q(before)} -> {q(name)} [style=dashed];")
     lines.append("}")
     return "\n".join(lines)

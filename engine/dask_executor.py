@@ -16,7 +16,9 @@ import socket
 import sys
 import time
 import uuid
-from concurrent.futures import Future
+import threading
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from engine.runner import StageJob, StageOutcome
     from engine.store import ArtifactStore
 
-LOG_TOPIC = "ortflow-stage-log"
+PINNED_WORKER_GRACE_S = 60.0  # how long a stage pinned to a worker that left waits for it to come back
 INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
 
 
@@ -46,9 +48,15 @@ class DaskExecutor:
             raise OrtflowError(f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
                                f"`dask scheduler` and workers with `dask worker {scheduler}`, or check --scheduler") from None
         self.jobs = jobs
-        self._tasks: set[Any] = set()  # Dask futures still in flight, to cancel on Ctrl-C
+        self._topic = f"ortflow-stage-log-{uuid.uuid4().hex}"  # this run's log lines only, on a shared cluster
+        self._subscribed = False
+        self._lock = threading.Lock()
+        self._tasks: dict[str, Any] = {}  # Dask futures in flight by key, to cancel on Ctrl-C
+        self._pinned: dict[str, _Pinned] = {}  # tasks restricted to named workers, watched for worker restarts
+        self._replaced: set[str] = set()  # keys of pinned tasks submitted again elsewhere: their end means nothing
+        self._watcher: threading.Thread | None = None
+        self._closed = threading.Event()
         self._slots = (0, 0.0)
-        self._log: Callable[[str], None] | None = None
 
     @property
     def slots(self) -> int:
@@ -60,39 +68,91 @@ class DaskExecutor:
         return max(1, min(count, self.jobs) if self.jobs else count)
 
     def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+        result: Future = Future()
+        if not self._subscribed:  # worker log lines stream back while stages run
+            self._subscribed = True
+            self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
+        self._submit(_Pinned(str(store.root), job, result))
+        return result
+
+    def _submit(self, item: "_Pinned") -> None:
         from engine.runner import FAILED, StageOutcome
 
-        result: Future = Future()
-        spec = job.spec
+        spec = item.job.spec
         addresses, problem = self._placement(spec.resources, spec.workers)
         if problem:
-            result.set_result(StageOutcome(spec.name, FAILED, error=problem))
-            return result
-        if self._log is None:  # worker log lines stream back while stages run
-            self._log = log
-            self.client.subscribe_topic(LOG_TOPIC, lambda event: log(event[1]))
-        task = self.client.submit(run_on_worker, str(store.root), job, key=f"{spec.name}-{uuid.uuid4().hex}",
-                                  pure=False, resources=spec.resources or None, workers=addresses,
-                                  allow_other_workers=False)
+            item.result.set_result(StageOutcome(spec.name, FAILED, error=problem))
+            return
+        task = self.client.submit(run_on_worker, item.store_root, item.job, self._topic, pure=False,
+                                  key=f"{spec.name}-{uuid.uuid4().hex}", resources=spec.resources or None,
+                                  workers=addresses, allow_other_workers=False)
+        item.task, item.addresses = task, set(addresses or ())
+        with self._lock:
+            self._tasks[task.key] = task
+            if addresses:
+                self._pinned[task.key] = item
 
         def settle(done: Any) -> None:  # called on a Dask thread once the task finished, failed or was lost
+            with self._lock:
+                self._tasks.pop(done.key, None)
+                self._pinned.pop(done.key, None)
+                if done.key in self._replaced:
+                    return
             try:
                 outcome = done.result()
             except Exception as exc:  # noqa: BLE001 - every failure becomes the stage's one-line error
                 outcome = StageOutcome(spec.name, FAILED, error=_task_error(exc))
-            result.set_result(outcome)
+            item.result.set_result(outcome)
 
-        self._tasks.add(task)
         task.add_done_callback(settle)
-        task.add_done_callback(self._tasks.discard)
-        return result
+        if addresses and self._watcher is None:
+            self._watcher = threading.Thread(target=self._watch_pinned, name="ortflow-dask-pins", daemon=True)
+            self._watcher.start()
+
+    def _watch_pinned(self) -> None:
+        """Dask turns a worker name into an address when a task is submitted; a worker that restarts (killed,
+        out of memory) comes back under a new address, and a task pinned to the old one would wait forever.
+        Such a task is submitted again to the worker's new address, or fails once it stays away."""
+        from engine.runner import FAILED, StageOutcome
+
+        while not self._closed.wait(1.0):
+            with self._lock:
+                pinned = list(self._pinned.items())
+            if not pinned:
+                continue
+            live = set(self._workers())
+            for key, item in pinned:
+                if item.task is None or item.task.done() or item.addresses & live:
+                    item.gone_since = None
+                    continue
+                item.gone_since = item.gone_since or time.monotonic()
+                waited = time.monotonic() - item.gone_since
+                back, _ = self._placement(item.job.spec.resources, item.job.spec.workers)
+                if back is None and waited < PINNED_WORKER_GRACE_S:
+                    continue
+                with self._lock:
+                    self._replaced.add(key)
+                    self._pinned.pop(key, None)
+                self.client.cancel([item.task], force=True)
+                if back is None or item.restarts >= 3:
+                    names = " or ".join(item.job.spec.workers)
+                    item.result.set_result(StageOutcome(item.job.spec.name, FAILED, error=(
+                        f"the worker it is pinned to ({names}) left the cluster and did not come back within "
+                        f"{PINNED_WORKER_GRACE_S:.0f} s — nothing of it was kept; check that worker, then run again")))
+                    continue
+                item.restarts += 1
+                item.gone_since = None
+                self._submit(item)
+
+    def _workers(self) -> dict[str, dict[str, Any]]:
+        return self.client.scheduler_info(n_workers=-1)["workers"]  # every worker, not the first few
 
     def _placement(self, resources: dict[str, float], workers: list[str]) -> tuple[list[str] | None, str | None]:
         """The addresses of the workers a stage may run on (None: any), or why none can: a task no worker can
         take would wait forever."""
         if not resources and not workers:
             return None, None
-        info = self.client.scheduler_info()["workers"]
+        info = self._workers()
         wanted = set(workers)
         allowed = [a for a, w in info.items() if not wanted or {a, str(w.get("name")), w.get("host")} & wanted]
         if not allowed:
@@ -107,12 +167,32 @@ class DaskExecutor:
         return (fit if workers else None), None
 
     def shutdown(self, cancel: bool = False) -> None:
-        if cancel and self._tasks:
-            self.client.cancel(list(self._tasks), force=True)
+        """With `cancel`, queued stages never start; a stage already running on a worker cannot be stopped
+        from here (Dask does not kill threads): it finishes, and its result is cached as usual."""
+        self._closed.set()
+        with self._lock:
+            tasks = list(self._tasks.values())
+        if cancel and tasks:
+            self.client.cancel(tasks, force=True)
+        if self._subscribed:
+            self.client.unsubscribe_topic(self._topic)
         self.client.close()
 
 
-def run_on_worker(store_root: str, job: "StageJob") -> "StageOutcome":
+@dataclass
+class _Pinned:
+    """A stage submitted to the cluster, with what it takes to submit it again."""
+
+    store_root: str
+    job: "StageJob"
+    result: Future
+    task: Any = None
+    addresses: set[str] = field(default_factory=set)
+    restarts: int = 0
+    gone_since: float | None = None
+
+
+def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome":
     """The task: run the stage with this worker's store handle, streaming its log lines to the client."""
     from distributed import get_worker
 
@@ -130,7 +210,7 @@ def run_on_worker(store_root: str, job: "StageJob") -> "StageOutcome":
                     "files and the cache must be on a filesystem every worker mounts at the same path"))
 
     def log(message: str) -> None:
-        worker.log_event(LOG_TOPIC, message)
+        worker.log_event(topic, message)
 
     outcome = execute(open_store(Path(store_root)), job, log, ran_on)
     outcome.extra["ran_on"] = ran_on
@@ -162,7 +242,7 @@ def _task_error(exc: BaseException) -> str:
     if name == "KilledWorker":
         return ("every worker that ran it died (killed, or out of memory) — nothing of it was kept in the cache; "
                 "check the workers' memory and logs, then run again")
-    if name == "CancelledError":
+    if isinstance(exc, CancelledError):
         return "cancelled (the Dask scheduler or client went away) — run again"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"the Dask task failed: {name}: {text}" + (" — is ortflow installed on the workers?" if "No module" in text else "")

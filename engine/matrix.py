@@ -16,10 +16,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from engine.errors import Location, Problem, suggest
-from engine.yamlsource import KEY, SourceMap
+from engine.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
+SPECIAL = re.compile(r'[,=\[\]{}"]')
 RESERVED = ("include", "exclude")
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$")
@@ -52,6 +55,8 @@ def label(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "null"
+    if isinstance(value, str) and (SPECIAL.search(value) or value != value.strip() or not value):
+        return json.dumps(value)  # quoted, so ids stay unambiguous and selectable
     if isinstance(value, (int, float, str)):
         return str(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
@@ -73,19 +78,32 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
         spec = raw[name]
         combos = _combinations(name, spec, source, problems, max_stages)
         fanned = _fan_out(name, spec, ports.get(name, {}), instances, source, problems)
-        clash = sorted({k for inherited, _ in fanned for k in inherited} & {k for combo in combos for k in combo})
+        clash = sorted({k for inherited, _ in fanned for k in inherited} & {k for combo in combos for k in combo.values})
         if clash:
             problems.append(Problem(f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
                                     "out over", source.locate(("stages", name, "matrix", clash[0]), key=True),
                                     "drop the axis here, or select one upstream variant"))
             fanned = fanned[:1]
+        if not fanned:
+            problems.append(Problem(f"stage '{name}': the variants of the matrix stages it fans out over never agree on "
+                                    "the axes they share, so it would have no instance", source.locate(("stages", name, "in")),
+                                    "fan out over one of them, or select matching variants"))
         made: list[Instance] = []
+        written = _positions_under(source, ("stages", name))
         for inherited, rewritten in fanned:
             for combo in combos:
-                axes = {**inherited, **{k: label(v) for k, v in combo.items()}}
+                axes = {**inherited, **{k: label(v) for k, v in combo.values.items()}}
                 made.append(Instance(_instance_id(name, axes), name, axes))
-                out[made[-1].id] = _instance_spec(spec, combo, rewritten)
-                _alias_positions(source, name, made[-1].id, combo)
+                if made[-1].id in out and made[-1].id != name:
+                    problems.append(Problem(f"stage '{name}': two combinations are both named {made[-1].id} (values that "
+                                            "read the same, such as 1 and \"1\")", source.locate(("stages", name, "matrix"),
+                                                                                                  key=True),
+                                            "make the values distinct"))
+                    made.pop()
+                    continue
+                out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
+                if made[-1].id != name:
+                    _alias_positions(source, written, made[-1].id, combo.origin)
         instances[name] = made
         total += len(made) - 1
         if total > max_stages and len(made) > 1:
@@ -110,18 +128,25 @@ def _upstreams(spec: dict[str, Any]) -> set[str]:
     return found
 
 
-def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[dict[str, Any]]:
+@dataclass
+class _Combination:
+    values: dict[str, Any]
+    origin: dict[str, PathKey]  # where each value is written: an axis, or an include entry
+
+
+def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[_Combination]:
     matrix = spec.get("matrix")
     if not isinstance(matrix, dict):
-        return [{}]  # no matrix (or a malformed one, which the schema reports)
+        return [_Combination({}, {})]  # no matrix (or a malformed one, which the schema reports)
     where = ("stages", name, "matrix")
     axes = {k: v for k, v in matrix.items() if k not in RESERVED and isinstance(v, list) and v}
-    size = math.prod(len(v) for v in axes.values())
+    size = math.prod(len(v) for v in axes.values()) if axes else 0
     if size > 100 * limit:  # do not enumerate a product that is refused anyway
         problems.append(Problem(f"stage '{name}': its matrix has {size} combinations, over the limit of {limit} stages",
                                 source.locate(where, key=True), "narrow the matrix, or raise `max_stages:` in the recipe"))
-        return [{}]
-    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
+        return [_Combination({}, {})]
+    combos = [_Combination(dict(zip(axes, values)), {k: where + (k, axes[k].index(v)) for k, v in zip(axes, values)})
+              for values in itertools.product(*axes.values())] if axes else []
     for i, entry in enumerate(matrix.get("exclude") or []):
         if not isinstance(entry, dict):
             continue
@@ -129,33 +154,61 @@ def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: 
         if unknown:
             problems.append(Problem(f"stage '{name}': exclude entry names '{unknown[0]}', which is not a matrix axis",
                                     source.locate(where + ("exclude", i)), suggest(unknown[0], list(axes)) or
-                                    f"its axes: {', '.join(axes)}"))
+                                    f"its axes: {', '.join(axes) or 'none'}"))
             continue
-        combos = [c for c in combos if not all(label(c[k]) == label(v) for k, v in entry.items())]
-    for entry in matrix.get("include") or []:
+        combos = [c for c in combos if not _matches(c.values, entry)]
+    originals = list(combos)
+    written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
+    for axis in axes:
+        top = axis.split(".")[0]
+        if top in written and (top == axis or not isinstance(written[top], dict) or _nested(written, axis) is not None):
+            problems.append(Problem(f"stage '{name}': '{axis}' is both in `with:` and a matrix axis; the matrix values "
+                                    "replace it", source.locate(("stages", name, "with", top), key=True),
+                                    f"remove '{axis}' from `with:` (or from the matrix)"))
+    for i, entry in enumerate(matrix.get("include") or []):
         if not isinstance(entry, dict):
             continue
-        # As in CI matrices: an entry that agrees with existing combinations on their axes extends them;
-        # one that matches none is a combination of its own.
-        matching = [c for c in combos if all(label(c[k]) == label(v) for k, v in entry.items() if k in axes)]
+        # As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
+        # other keys; one that matches none is a combination of its own.
+        # Only the product's own combinations are extended (as in GitHub Actions), never an earlier include's.
+        on_axes = {k: v for k, v in entry.items() if k in axes}
+        matching = [c for c in originals if _matches(c.values, on_axes)]
         extra = {k: v for k, v in entry.items() if k not in axes}
-        if matching and extra:
+        written = {k: where + ("include", i, k) for k in entry}
+        if matching:
             for combo in matching:
-                combo.update(extra)
-        elif not matching:
-            combos.append(dict(entry))
+                combo.values.update(extra)
+                combo.origin.update({k: written[k] for k in extra})
+        else:
+            combos.append(_Combination(dict(entry), written))
     if not combos:
-        problems.append(Problem(f"stage '{name}': exclude removes every combination of its matrix",
-                                source.locate(where, key=True), "remove an exclude entry"))
-        return [{}]
+        what = "exclude removes every combination of its matrix" if axes else "its matrix has no combinations"
+        problems.append(Problem(f"stage '{name}': {what}", source.locate(where, key=True),
+                                "remove an exclude entry" if axes else "give an axis (a parameter and a list of values)"))
+        return [_Combination({}, {})]
+    rank = {k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))}
     seen: set[str] = set()
     unique = []
     for combo in combos:
-        key = json.dumps(combo, sort_keys=True, default=str)
+        combo.values = dict(sorted(combo.values.items(), key=lambda item: rank[item[0]]))  # ids: axes first
+        key = json.dumps(combo.values, sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
             unique.append(combo)
     return unique
+
+
+def _nested(params: dict[str, Any], dotted: str) -> Any:
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _matches(values: dict[str, Any], entry: dict[str, Any]) -> bool:
+    return all(k in values and label(values[k]) == label(v) for k, v in entry.items())
 
 
 def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances: dict[str, list[Instance]],
@@ -174,7 +227,8 @@ def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances:
             where = ("stages", name, "in", port, i) if isinstance(value, list) else ("stages", name, "in", port)
             found = _resolve(text, instances, source.locate(where), name, problems)
             if found is False:
-                continue  # reported
+                resolved.append("")  # reported; an empty text is skipped by the later reference checks
+                continue
             if found is None:
                 resolved.append(text)  # a source, a malformed text or an unknown stage: later checks report it
             elif many or not found[1]:
@@ -230,17 +284,21 @@ def _selector(text: str) -> dict[str, str] | None:
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             return None
-        pairs[key.strip()] = value.strip()
+        try:  # written as YAML: `per_channel=True` selects the variant labelled `true`, `text="a,b"` a quoted one
+            pairs[key.strip()] = label(yaml.safe_load(value.strip()))
+        except yaml.YAMLError:
+            pairs[key.strip()] = value.strip()
     return pairs
 
 
 def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside brackets and braces (a list value's label contains commas)."""
-    parts, depth, current = [], 0, ""
+    """Split on commas outside brackets, braces and quotes (a list value's label contains commas)."""
+    parts, depth, current, quoted = [], 0, "", False
     for char in text:
-        depth += char in "[{"
-        depth -= char in "]}"
-        if char == "," and depth == 0:
+        quoted ^= char == '"'
+        depth += char in "[{" and not quoted
+        depth -= char in "]}" and not quoted
+        if char == "," and depth == 0 and not quoted:
             parts.append(current)
             current = ""
         else:
@@ -268,16 +326,18 @@ def _instance_spec(spec: dict[str, Any], combo: dict[str, Any], rewritten_in: An
     return instance
 
 
-def _alias_positions(source: SourceMap, name: str, instance_id: str, combo: dict[str, Any]) -> None:
-    """Errors about an instance point into the stage as written; a parameter set by the matrix, at its axis."""
-    if instance_id == name:
-        return
-    prefix = ("stages", name)
-    for path, position in list(source.positions.items()):
-        if path[:2] == prefix:
-            source.positions[("stages", instance_id, *path[2:])] = position
-    for dotted in combo:
-        axis = source.positions.get(("stages", name, "matrix", dotted))
-        if axis is not None:
-            source.positions[("stages", instance_id, "with", *dotted.split("."))] = axis
-            source.positions[("stages", instance_id, "with", *dotted.split("."), KEY)] = axis
+def _positions_under(source: SourceMap, prefix: PathKey) -> list[tuple[PathKey, tuple[int, int]]]:
+    return [(path[len(prefix):], position) for path, position in source.positions.items() if path[:len(prefix)] == prefix]
+
+
+def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, int]]], instance_id: str,
+                     origin: dict[str, PathKey]) -> None:
+    """Errors about an instance point into the stage as written; a parameter set by the matrix, at the axis
+    value or include entry that set it."""
+    for rest, position in written:
+        source.positions[("stages", instance_id, *rest)] = position
+    for dotted, path in origin.items():
+        position = source.positions.get(path) or source.positions.get(path[:-1])
+        if position is not None:
+            source.positions[("stages", instance_id, "with", *dotted.split("."))] = position
+            source.positions[("stages", instance_id, "with", *dotted.split("."), KEY)] = position

@@ -151,8 +151,20 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         lock_writer.record(outcomes, final=True)
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
+    _remove_dropped_variants(ws)
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
+
+
+def _remove_dropped_variants(ws: Workspace) -> None:
+    """A value taken out of a matrix leaves no output folder behind to be mistaken for a current variant."""
+    if not ws.out_dir.is_dir():
+        return
+    for template, ids in ws.recipe.matrices.items():
+        current = {stage_folder(ws.out_dir, i).name for i in ids}
+        for entry in ws.out_dir.iterdir():
+            if entry.is_dir() and entry.name.startswith(f"{template}[") and entry.name not in current:
+                shutil.rmtree(entry)
 
 
 def _publish(ws: Workspace, outcome: StageOutcome) -> None:

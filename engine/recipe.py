@@ -102,7 +102,8 @@ def read_recipe(
     raw = {key: data.get(key) if isinstance(data.get(key), dict) else {} for key in ("inputs", "datasets", "stages")}
     inputs = resolve_inputs(raw["inputs"], path.parent, source, problems)
     datasets = resolve_datasets(raw["datasets"], plugins.datasets, path.parent, source, problems)
-    limit = data.get("max_stages") if isinstance(data.get("max_stages"), int) else DEFAULT_MAX_STAGES
+    limit = data.get("max_stages")
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_MAX_STAGES
     expansion = expand(raw["stages"], _port_shapes(raw["stages"], plugins), source, limit)
     problems.extend(expansion.problems)
     scope = _Scope(expansion.stages, {}, set(raw["inputs"]), set(raw["datasets"]), source, problems)

@@ -13,13 +13,16 @@ from typing import Any
 
 from engine import atomic
 from engine.environment import facts
+from engine.hashing import hash_bytes
 from engine.recipe import Recipe
 from engine.runner import StageOutcome
 
 
 def stage_folder(out_dir: Path, stage: str) -> Path:
-    """Where a stage's outputs are published (a matrix value may contain a path separator)."""
-    return out_dir / stage.replace("/", "_").replace("\\", "_")
+    """Where a stage's outputs are published. A matrix value may contain a path separator: such a name is
+    made safe and given a hash of the real one, so two variants never share a folder."""
+    safe = stage.replace("/", "_").replace("\\", "_")
+    return out_dir / (safe if safe == stage else f"{safe}-{hash_bytes(stage.encode())[:16]}")
 
 
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],

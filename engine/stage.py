@@ -61,6 +61,17 @@ class StageContext:
         source, _, name = text.rpartition(".")
         return name if source in ("inputs", "datasets") else source
 
+    def labels(self, port: str) -> list[str]:
+        """Readable names for the inputs of a port that takes several, made unique (`x`, `x#2`) so stages that
+        report per model (benchmark, validate_accuracy, select) name the same input the same way."""
+        seen: dict[str, int] = {}
+        names = []
+        for index in range(len(self.inputs[port])):
+            name = self.label(port, index)
+            seen[name] = seen.get(name, 0) + 1
+            names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+        return names
+
     def output_path(self, name: str) -> Path:
         port = self.outputs[name]
         return self.output_dir / (port.filename or name)

@@ -95,7 +95,7 @@ class Benchmark(Stage):
 
         params = ctx.params
         models = [onnx_model.model_file(p) for p in ctx.inputs["models"]]
-        names = _unique([ctx.label("models", i) for i in range(len(models))])
+        names = ctx.labels("models")
         baseline = params.get("baseline") or names[0]
         if baseline not in names:
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
@@ -351,12 +351,3 @@ def _peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
-
-
-def _unique(names: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    result = []
-    for name in names:
-        seen[name] = seen.get(name, 0) + 1
-        result.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
-    return result

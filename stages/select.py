@@ -71,10 +71,10 @@ class Select(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
         goal, objective = ("maximize", params["maximize"]) if params.get("maximize") else ("minimize", params.get("minimize") or "p50_ms")
-        names = [ctx.label("models", i) for i in range(len(ctx.inputs["models"]))]
+        names = ctx.labels("models")
         accuracy = _read(ctx, "accuracy")
         benchmark = _read(ctx, "benchmark")
-        candidates = _candidates(names, benchmark, accuracy, params)
+        candidates = _candidates(names, benchmark, accuracy, params, objective, goal)
         wanted = [objective, *params["min"], *params["max"]]
         known = {k for c in candidates for k in c.values}
         unknown = [m for m in wanted if m not in known]
@@ -124,7 +124,7 @@ def _read(ctx: StageContext, port: str) -> dict[str, Any] | None:
 
 
 def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: dict[str, Any] | None,
-                params: dict[str, Any]) -> list[Candidate]:
+                params: dict[str, Any], objective: str, goal: str) -> list[Candidate]:
     if benchmark is not None and "results" not in benchmark or accuracy is not None and "results" not in accuracy:
         raise StageError("`benchmark` takes a benchmark stage's results and `accuracy` a validate_accuracy stage's")
     rows = benchmark["results"] if benchmark else []
@@ -146,28 +146,34 @@ def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: di
             if row is not None:
                 c.values.update({m: row["latency_ms"][p] for m, p in LATENCY.items() if p in row.get("latency_ms", {})})
                 c.values.update({m: row[m] for m in ROW if isinstance(row.get(m), (int, float))})
-            c.values.update(_accuracy_values(per_output, params))
+            c.values.update(_accuracy_values(per_output, params, objective, goal))
             candidates.append(c)
     return candidates
 
 
-def _accuracy_values(per_output: dict[str, dict[str, Any]], params: dict[str, Any]) -> dict[str, float]:
-    """Each accuracy metric at its worst over the outputs: the lowest for a `min` constraint, the highest for a
-    `max` one, and for unconstrained metrics the lowest (similarities and agreements, the usual objectives)."""
+def _accuracy_values(per_output: dict[str, dict[str, Any]], params: dict[str, Any], objective: str,
+                     goal: str) -> dict[str, float]:
+    """Each accuracy metric at its worst over the model's outputs: the highest for an error (a `max:` bound,
+    a minimized objective, the *_abs and *_rel errors), else the lowest. NaN or inf anywhere wins: a broken
+    output must not hide behind a good one."""
     found: dict[str, float] = {}
     for output, metrics in per_output.items():
         if output == "python":
             continue
         for metric, value in metrics.items():
-            if not isinstance(value, (int, float)) or value is None:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            worst = max if metric in params["max"] else min
-            found[metric] = worst(found[metric], value) if metric in found else value
+            lower_is_better = metric in params["max"] or (metric == objective and goal == "minimize") \
+                or metric.endswith(("_abs", "_rel"))
+            if metric not in found or not math.isfinite(value):
+                found[metric] = value
+            elif math.isfinite(found[metric]):
+                found[metric] = max(found[metric], value) if lower_is_better else min(found[metric], value)
     return found
 
 
 def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
-    for metric in (objective, *params["min"], *params["max"]):
+    for metric in dict.fromkeys([objective, *params["min"], *params["max"]]):
         if metric not in c.values or not math.isfinite(c.values[metric]):
             c.misses.append(f"{metric} not measured" if metric not in c.values else f"{metric} is {c.values[metric]}")
             c.shortfall = math.inf

@@ -83,7 +83,7 @@ class ValidateAccuracy(Stage):
         params = ctx.params
         reference = onnx_model.model_file(ctx.inputs["reference"])
         candidates = [onnx_model.model_file(p) for p in ctx.inputs["candidates"]]
-        names = [ctx.label("candidates", i) for i in range(len(candidates))]
+        names = ctx.labels("candidates")
         inputs = model_inputs(reference)
         for name, path in zip(names, candidates):
             if model_inputs(path) != inputs:

@@ -117,12 +117,15 @@ def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster
     assert set(statuses(project).values()) == {"cached"}
 
 
-def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(project, cli, cluster):
+@pytest.mark.parametrize("pinned", [False, True], ids=["any-worker", "pinned-to-worker-1"])
+def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(project, cli, cluster, pinned):
     from distributed import Client
 
     from engine.store import open_store
 
     path = recipe(project, "slow")
+    if pinned:  # the worker comes back under a new address: the stage must follow it there, not wait forever
+        path.write_text(path.read_text() + '    workers: "1"\n')
     result: dict[str, object] = {}
     runner = threading.Thread(target=lambda: result.update(run=cli(
         "run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)))
@@ -131,7 +134,7 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
         runner.start()
         victim = None
         deadline = time.monotonic() + 60
-        while victim is None and time.monotonic() < deadline:
+        while victim is None and time.monotonic() < deadline and runner.is_alive():
             busy = [w for w, keys in client.processing().items() if any(str(k).startswith("slow_calib-") for k in keys)]
             if busy:
                 time.sleep(1.5)  # well into the stage: its work folder holds a partial build
@@ -150,6 +153,8 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
     assert not any(store.tmp.iterdir())
     record = next(json.loads(p.read_text()) for p in (project / ".ortflow/runs").glob("*/*.json"))
     assert record["ran_on"]["address"] != victim
+    if pinned:
+        assert record["ran_on"]["worker"] == "1"
     code, out, err = cli("run", path)  # locally: the same key, so the cluster's build is reused
     assert code == 0 and statuses(project) == {"slow_calib": "cached"}
 

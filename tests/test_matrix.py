@@ -56,6 +56,12 @@ def test_instances_have_readable_ids_their_own_keys_and_cache(project, cli):
     assert executions(project).count("base[text=d,stamp=false]") == 1
     assert sum(e.startswith("base[") for e in executions(project)) == 4
     assert report_stages(project)["base[text=a,stamp=false]"]["key"] == stages["base[text=a,stamp=false]"]["key"]
+    # A value taken out leaves no stale output folder behind.
+    sweep_recipe(project, "{text: [a, d], stamp: [false]}")
+    code, _, _ = cli("run", path)
+    assert code == 0
+    assert sorted(p.name for p in (project / "out/sweep").iterdir() if p.is_dir()) == [
+        "base[text=a,stamp=false]", "base[text=d,stamp=false]", "every"]
 
 
 def test_include_and_exclude_work_like_ci_matrices(project, cli):
@@ -172,7 +178,79 @@ def test_bad_matrix_values_are_reported_once_at_the_axis(project, cli):
     assert sum("unknown key 'colour'" in l for l in lines) == 1, err  # not once per variant
     assert any(at in l and "'base' (every variant)" in l and "colour" in l for l in lines), err
     assert any(at in l and "'base[text=3,colour=red]'" in l and "text" in l for l in lines), err
+    path = sweep_recipe(project, "{text: [a, b]}")
+    path.write_text(path.read_text().replace("    matrix:", "    with: {text: x}\n    matrix:"))
+    code, _, err = cli("validate", path)
+    assert code == 2 and "'text' is both in `with:` and a matrix axis" in err
     code, _, err = cli("validate", sweep_recipe(project, "{text: [a], exclude: [{txt: a}]}"))
     assert code == 2 and "exclude entry names 'txt', which is not a matrix axis" in err and "text" in err
     code, _, err = cli("validate", sweep_recipe(project, "{text: [a], exclude: [{text: a}]}"))
     assert code == 2 and "exclude removes every combination" in err
+
+
+def test_include_only_matrices_and_includes_after_includes_follow_ci_rules(project, cli):
+    path = sweep_recipe(project, "{include: [{text: a, sleep: 0}, {text: b, sleep: 0.1}, {text: c}]}")
+    code, out, err = cli("plan", path)
+    assert code == 0, err
+    assert "base[text=a,sleep=0]" in out and "base[text=b,sleep=0.1]" in out and "base[text=c]" in out
+    # An include that adds a combination, then one that only adds a key to the product's combinations.
+    path = sweep_recipe(project, "{text: [a, b], sleep: [0], include: [{text: c}, {stamp: true}]}")
+    code, out, err = cli("plan", path)
+    assert code == 0, err
+    assert "base[text=a,sleep=0,stamp=true]" in out and "base[text=c]" in out and "base[text=c,stamp" not in out
+
+
+def test_values_that_need_quoting_and_values_that_read_the_same(project, cli):
+    path = sweep_recipe(project, '{text: ["a,b", "c=d", plain]}', extra="""
+          one:
+            uses: concat
+            in: {parts: ['base[text="a,b"].file']}
+        """)
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    assert (project / "out/sweep/one/joined.txt").read_text() == "sa,b"
+    assert (project / 'out/sweep/base[text="c=d"]/joined.txt').read_text() == "sc=d"
+    code, _, err = cli("validate", sweep_recipe(project, '{text: [a], sleep: [1, "1"]}'))
+    assert code == 2 and "two combinations are both named" in err
+
+
+def test_fan_out_with_no_agreeing_variants_and_bad_references_give_one_error_each(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}", extra="""
+          other:
+            uses: concat
+            matrix: {text: [c, d]}
+          pick:
+            uses: select
+            in:
+              models: [inputs.seed]
+              benchmark: base.file[*]
+              accuracy: other.file[*]
+          never:
+            uses: concat
+            in:
+              parts: ["base[text=a].file", "other[text=a].file"]
+          single:
+            uses: append
+            in: {file: base.file}
+        """)
+    code, _, err = cli("validate", path)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert any("no variant of 'other' matches [text=a]" in l for l in lines), err
+    assert any("stage 'single': 'base.file' names 2 variants" in l for l in lines), err
+    assert not any("got a list" in l or "unknown reference" in l for l in lines), err  # no second, false error
+    assert any("stage 'pick': the variants of the matrix stages it fans out over never agree" in l for l in lines), err
+    assert len(lines) == 3, err
+
+
+def test_errors_in_values_from_include_point_at_the_include_entry(project, cli):
+    path = sweep_recipe(project, '{text: [a], include: [{text: a, sleep: "slow"}]}')
+    code, _, err = cli("validate", path)
+    assert code == 2
+    assert f"recipe.yaml:{line_of(path, 'matrix:')}:" in err and "'sleep' must be a number" in err, err
+    column = int(err.split("recipe.yaml:")[1].split(":")[1])
+    assert column == line_of_column(path, '"slow"')
+
+
+def line_of_column(path: Path, text: str) -> int:
+    return next(line.index(text) + 1 for line in path.read_text().splitlines() if text in line)

@@ -100,3 +100,36 @@ def test_select_names_metrics_it_cannot_find(project, cli):
     assert "no candidate has the metric cosine_man" in out + err and "cosine_mean" in out + err
     code, _, err = cli("validate", sweep(project, "{minimize: p50_ms, maximize: speedup}"))
     assert code == 2 and "set one of minimize and maximize, not both" in err
+
+
+def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(project, cli):
+    """The selection logic on hand-written results documents (the engine's own arithmetic, no claim about models)."""
+    for name in ("a", "b"):
+        (project / f"{name}.onnx").write_bytes(name.encode())
+    (project / "acc.json").write_text(json.dumps({"results": {
+        "a": {"out0": {"cosine_mean": 0.995, "max_abs": 0.01}, "out1": {"cosine_mean": 0.993, "max_abs": 0.02}},
+        "b": {"out0": {"cosine_mean": 0.999, "max_abs": 0.001}, "out1": {"cosine_mean": float("nan"), "max_abs": 5.0}},
+    }}))
+
+    def pick(select: str) -> tuple[int, dict]:
+        write(project / "recipe.yaml", f"""
+            version: 1
+            name: pick
+            inputs: {{a: a.onnx, b: b.onnx, acc: acc.json}}
+            stages:
+              best:
+                uses: select
+                in: {{models: [inputs.a, inputs.b], accuracy: inputs.acc}}
+                with: {select}
+        """)
+        code, out, err = cli("run", "recipe.yaml")
+        return code, json.loads((project / "out/pick/best/selection.json").read_text())
+
+    code, selection = pick("{maximize: cosine_mean, min: {cosine_mean: 0.99}}")
+    assert code == 0 and selection["chosen"] == "a"  # b's NaN output is not outvoted by its good one
+    b = next(c for c in selection["candidates"] if c["id"] == "b")
+    assert b["misses"] == ["cosine_mean is nan"] and not b["meets_constraints"]
+    code, selection = pick("{minimize: max_abs}")
+    assert code == 0 and selection["chosen"] == "a"  # b's worst output error is 5.0, a's 0.02
+    assert {c["id"]: c["values"]["max_abs"] for c in selection["candidates"]} == {"a": 0.02, "b": 5.0}
+    assert (project / "out/pick/best/model.onnx").read_bytes() == b"a"
