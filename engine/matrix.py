@@ -337,6 +337,12 @@ def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, 
     for rest, position in written:
         source.positions[("stages", instance_id, *rest)] = position
     for dotted, path in origin.items():
+        override = source.origins.get(path) or source.origins.get(path[:-1])  # set by --set or --params
+        if override is not None:
+            parts = dotted.split(".")
+            for depth in range(1, len(parts) + 1):  # an error about `x` in `x.y` names the override too
+                source.origins[("stages", instance_id, "with", *parts[:depth])] = override
+            continue
         position = source.positions.get(path) or source.positions.get(path[:-1])
         if position is not None:
             source.positions[("stages", instance_id, "with", *dotted.split("."))] = position

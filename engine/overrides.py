@@ -44,6 +44,8 @@ def _apply_override(data: dict[str, Any], source: SourceMap, dotted: str, value:
         return [Problem(f"{origin}: '{dotted}' is not a dotted key", hint="e.g. opt.with.level=all")]
     if parts[0] not in TOP_LEVEL_KEYS:
         parts = ["stages", *parts]  # `opt.with.level` is short for `stages.opt.with.level`
+    if parts[0] == "stages" and len(parts) > 4 and parts[2] == "matrix":
+        parts = [*parts[:3], ".".join(parts[3:])]  # a matrix axis may itself be dotted: `extra_options.X`
     if parts[0] == "inputs" and len(parts) == 3 and parts[2] in ("path", "package", "file"):
         inputs = data.setdefault("inputs", {}) if isinstance(data.get("inputs", {}), dict) else {}
         entry = inputs.get(parts[1])

@@ -164,6 +164,11 @@ def test_matrix_past_the_limit_is_refused_with_the_count_before_anything_runs(pr
     code, _, err = cli("run", path, "--set", "max_stages=40")
     assert code == 0, err
     assert len(executions(project)) == 19
+    # An axis can be overridden for one run, a dotted (nested-parameter) one too.
+    code, out, err = cli("plan", path, "--set", "base.matrix.text=[a]", "--set", "base.matrix.x.y=[1]")
+    assert code == 2 and "--set base.matrix.x.y: stage 'base' (every variant) (concat): unknown key 'x'" in err, err
+    code, out, err = cli("plan", path, "--set", "base.matrix.text=[a]")
+    assert code == 0 and "1 of 4 stages would run (matrix stages: base x3)" in out, out + err
     huge = "{" + ", ".join(f"x{i}: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]" for i in range(8)) + "}"
     code, _, err = cli("validate", sweep_recipe(project, huge))
     assert code == 2 and "its matrix has 100000000 combinations, over the limit of 256 stages" in err
