@@ -100,16 +100,19 @@ def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
     def node(text: str) -> str:  # Mermaid ids are plain words; a matrix instance id has brackets, commas and =
-        dotted = text.replace(".", "__").replace("-", "_")
+        dotted = text.replace(".", "__")
         safe = re.sub(r"[^A-Za-z0-9_]", "_", dotted)
         return safe if safe == dotted else f"{safe}_{hash_bytes(text.encode())[:12]}"  # distinct ids stay distinct
+
+    def text(value: str) -> str:  # inside a quoted Mermaid label
+        return value.replace('"', "#quot;")
 
     lines = ["flowchart LR"]
     for kind, names in (("inputs", recipe.inputs), ("datasets", recipe.datasets)):
         for name in names:
-            lines.append(f'  {node(f"{kind}.{name}")}[("{kind}.{name}")]')
+            lines.append(f'  {node(f"{kind}.{name}")}[("{text(f"{kind}.{name}")}")]')
     for name in execution_order(graph):
-        lines.append(f'  {node(name)}["{name}<br/>{recipe.stages[name].uses}"]')
+        lines.append(f'  {node(name)}["{text(name)}<br/>{recipe.stages[name].uses}"]')
     for name in execution_order(graph):
         for port, value in sorted(recipe.stages[name].inputs.items()):
             for ref in value if isinstance(value, list) else [value]:

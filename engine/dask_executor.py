@@ -93,16 +93,20 @@ class DaskExecutor:
                 self._pinned[task.key] = item
 
         def settle(done: Any) -> None:  # called on a Dask thread once the task finished, failed or was lost
-            with self._lock:
-                self._tasks.pop(done.key, None)
-                self._pinned.pop(done.key, None)
-                if done.key in self._replaced:
-                    return
+            if done.key in self._replaced:
+                return
             try:
+                # Stays watched meanwhile: if its worker dies before the result is fetched, Dask recomputes it,
+                # and a pinned task must then be moved to the worker's new address.
                 outcome = done.result()
             except Exception as exc:  # noqa: BLE001 - every failure becomes the stage's one-line error
                 outcome = StageOutcome(spec.name, FAILED, error=_task_error(exc))
-            item.result.set_result(outcome)
+            with self._lock:
+                self._tasks.pop(done.key, None)
+                self._pinned.pop(done.key, None)
+                if done.key in self._replaced or item.result.done():
+                    return
+                item.result.set_result(outcome)
 
         task.add_done_callback(settle)
         if addresses and self._watcher is None:
@@ -113,36 +117,48 @@ class DaskExecutor:
         """Dask turns a worker name into an address when a task is submitted; a worker that restarts (killed,
         out of memory) comes back under a new address, and a task pinned to the old one would wait forever.
         Such a task is submitted again to the worker's new address, or fails once it stays away."""
+        while not self._closed.wait(1.0):
+            try:
+                self._check_pinned()
+            except Exception:  # noqa: BLE001 - a scheduler hiccup must not end the watch; try again next second
+                if self._closed.is_set():
+                    return
+
+    def _check_pinned(self) -> None:
         from engine.runner import FAILED, StageOutcome
 
-        while not self._closed.wait(1.0):
-            with self._lock:
-                pinned = list(self._pinned.items())
-            if not pinned:
-                continue
-            live = set(self._workers())
-            for key, item in pinned:
-                if item.task is None or item.task.done() or item.addresses & live:
-                    item.gone_since = None
-                    continue
-                item.gone_since = item.gone_since or time.monotonic()
-                waited = time.monotonic() - item.gone_since
-                back, _ = self._placement(item.job.spec.resources, item.job.spec.workers)
-                if back is None and waited < PINNED_WORKER_GRACE_S:
-                    continue
-                with self._lock:
-                    self._replaced.add(key)
-                    self._pinned.pop(key, None)
-                self.client.cancel([item.task], force=True)
-                if back is None or item.restarts >= 3:
-                    names = " or ".join(item.job.spec.workers)
-                    item.result.set_result(StageOutcome(item.job.spec.name, FAILED, error=(
-                        f"the worker it is pinned to ({names}) left the cluster and did not come back within "
-                        f"{PINNED_WORKER_GRACE_S:.0f} s — nothing of it was kept; check that worker, then run again")))
-                    continue
-                item.restarts += 1
+        with self._lock:
+            pinned = list(self._pinned.items())
+        if not pinned:
+            return
+        live = set(self._workers())
+        for key, item in pinned:
+            if item.task is None or item.task.done() or item.addresses & live:
                 item.gone_since = None
-                self._submit(item)
+                continue
+            item.gone_since = item.gone_since or time.monotonic()
+            waited = time.monotonic() - item.gone_since
+            back, _ = self._placement(item.job.spec.resources, item.job.spec.workers)
+            if back is None and waited < PINNED_WORKER_GRACE_S:
+                continue
+            with self._lock:
+                self._replaced.add(key)
+                self._pinned.pop(key, None)
+            self.client.cancel([item.task], force=True)
+            if back is None or item.restarts >= 3:
+                names = " or ".join(item.job.spec.workers)
+                why = (f"did not come back within {PINNED_WORKER_GRACE_S:.0f} s" if back is None
+                       else f"restarted {item.restarts + 1} times while running it")
+                failed = StageOutcome(item.job.spec.name, FAILED, error=(
+                    f"the worker it is pinned to ({names}) left the cluster and {why} — nothing of it was kept; "
+                    "check that worker, then run again"))
+                with self._lock:
+                    if not item.result.done():
+                        item.result.set_result(failed)
+                continue
+            item.restarts += 1
+            item.gone_since = None
+            self._submit(item)
 
     def _workers(self) -> dict[str, dict[str, Any]]:
         return self.client.scheduler_info(n_workers=-1)["workers"]  # every worker, not the first few

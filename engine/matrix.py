@@ -22,7 +22,7 @@ from engine.errors import Location, Problem, suggest
 from engine.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
-SPECIAL = re.compile(r'[,=\[\]{}"]')
+SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')
 RESERVED = ("include", "exclude")
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$")
@@ -40,7 +40,8 @@ class Instance:
 @dataclass
 class Expansion:
     stages: dict[str, Any]  # the `stages:` mapping with every matrix expanded and references rewritten
-    instances: dict[str, list[Instance]]  # template name -> its instances (one, named as written, without a matrix)
+    instances: dict[str, list[Instance] | None]  # template -> its instances (one, named as written, without a
+    # matrix; None where the expansion failed)
     problems: list[Problem]
 
     @property
@@ -55,8 +56,8 @@ def label(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "null"
-    if isinstance(value, str) and (SPECIAL.search(value) or value != value.strip() or not value):
-        return json.dumps(value)  # quoted, so ids stay unambiguous and selectable
+    if isinstance(value, str) and (SPECIAL.search(value) or not _reads_back(value)):
+        return json.dumps(value)  # quoted, so ids stay unambiguous and a selector can name them
     if isinstance(value, (int, float, str)):
         return str(value)
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
@@ -65,7 +66,7 @@ def label(value: Any) -> str:
 def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
     problems: list[Problem] = []
-    instances: dict[str, list[Instance]] = {}
+    instances: dict[str, list[Instance] | None] = {}
     out: dict[str, Any] = {}
     pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
     out.update({name: spec for name, spec in raw.items() if not isinstance(spec, dict)})  # the schema reports them
@@ -104,7 +105,7 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
                 out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
                 if made[-1].id != name:
                     _alias_positions(source, written, made[-1].id, combo.origin)
-        instances[name] = made
+        instances[name] = made if fanned else None  # None: reported; its consumers say nothing more about it
         total += len(made) - 1
         if total > max_stages and len(made) > 1:
             problems.append(Problem(f"stage '{name}' expands to {len(made)} stages, the recipe to {total} so far, over the "
@@ -113,8 +114,8 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
             return Expansion({}, instances, problems)
     for spec in out.values():  # `after: [int8]` waits for every variant of int8
         if isinstance(spec, dict) and isinstance(spec.get("after"), list):
-            spec["after"] = [x for a in spec["after"]
-                             for x in ([i.id for i in instances[a]] if isinstance(a, str) and instances.get(a) else [a])]
+            spec["after"] = [x for a in spec["after"] for x in (
+                [i.id for i in instances[a] or []] if isinstance(a, str) and a in instances and a not in out else [a])]
     return Expansion(out, instances, problems)
 
 
@@ -231,7 +232,7 @@ def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances:
                 continue
             if found is None:
                 resolved.append(text)  # a source, a malformed text or an unknown stage: later checks report it
-            elif many or not found[1]:
+            elif many or not found[1] or isinstance(value, list):  # a list on a one-reference port: reported later
                 resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
             else:
                 choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
@@ -256,6 +257,8 @@ def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, o
     if match is None or match["stage"] not in instances:
         return None
     found = instances[match["stage"]]
+    if found is None:
+        return False  # its own expansion failed, and said why
     expanded = bool(found) and found[0].id != match["stage"]
     if match["select"] is not None:
         wanted = _selector(match["select"])
@@ -278,6 +281,14 @@ def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, o
     return match["output"], False, found
 
 
+def _reads_back(text: str) -> bool:
+    """Whether a selector value written as `text` (read as YAML) is this very string."""
+    try:
+        return bool(text) and yaml.safe_load(text) == text
+    except yaml.YAMLError:
+        return False
+
+
 def _selector(text: str) -> dict[str, str] | None:
     pairs: dict[str, str] = {}
     for part in _split_top_level(text):
@@ -293,8 +304,12 @@ def _selector(text: str) -> dict[str, str] | None:
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas outside brackets, braces and quotes (a list value's label contains commas)."""
-    parts, depth, current, quoted = [], 0, "", False
+    parts, depth, current, quoted, escaped = [], 0, "", False, False
     for char in text:
+        if escaped:  # the character after a backslash inside quotes is plain text
+            current, escaped = current + char, False
+            continue
+        escaped = quoted and char == "\\"
         quoted ^= char == '"'
         depth += char in "[{" and not quoted
         depth -= char in "]}" and not quoted
@@ -326,24 +341,41 @@ def _instance_spec(spec: dict[str, Any], combo: dict[str, Any], rewritten_in: An
     return instance
 
 
-def _positions_under(source: SourceMap, prefix: PathKey) -> list[tuple[PathKey, tuple[int, int]]]:
-    return [(path[len(prefix):], position) for path, position in source.positions.items() if path[:len(prefix)] == prefix]
+def _positions_under(source: SourceMap, prefix: PathKey) -> list[tuple[PathKey, tuple[int, int] | str]]:
+    """Where everything under `prefix` was written: file positions, and --set/--params origins."""
+    found: list[tuple[PathKey, tuple[int, int] | str]] = []
+    for table in (source.positions, source.origins):
+        found += [(path[len(prefix):], where) for path, where in table.items() if path[:len(prefix)] == prefix]
+    return found
 
 
-def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, int]]], instance_id: str,
+def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, int] | str]], instance_id: str,
                      origin: dict[str, PathKey]) -> None:
     """Errors about an instance point into the stage as written; a parameter set by the matrix, at the axis
-    value or include entry that set it."""
-    for rest, position in written:
-        source.positions[("stages", instance_id, *rest)] = position
+    value, include entry or override that set it."""
+    for rest, where in written:
+        table = source.origins if isinstance(where, str) else source.positions
+        table[("stages", instance_id, *rest)] = where  # type: ignore[assignment]
     for dotted, path in origin.items():
-        override = source.origins.get(path) or source.origins.get(path[:-1])  # set by --set or --params
-        if override is not None:
-            parts = dotted.split(".")
-            for depth in range(1, len(parts) + 1):  # an error about `x` in `x.y` names the override too
-                source.origins[("stages", instance_id, "with", *parts[:depth])] = override
+        where = _written_at(source, path)
+        if where is None:
             continue
-        position = source.positions.get(path) or source.positions.get(path[:-1])
-        if position is not None:
-            source.positions[("stages", instance_id, "with", *dotted.split("."))] = position
-            source.positions[("stages", instance_id, "with", *dotted.split("."), KEY)] = position
+        parts = dotted.split(".")
+        for depth in range(1, len(parts) + 1):  # an error about `x` in `x.y` points there too
+            target = ("stages", instance_id, "with", *parts[:depth])
+            if isinstance(where, str):
+                source.origins[target] = where
+            else:
+                source.positions[target] = where
+                source.positions[target + (KEY,)] = where
+
+
+def _written_at(source: SourceMap, path: PathKey) -> tuple[int, int] | str | None:
+    """As SourceMap.locate: the nearest enclosing value that was written somewhere, override or file."""
+    while len(path) > 3:  # not above the matrix itself
+        if path in source.origins:
+            return source.origins[path]
+        if path in source.positions:
+            return source.positions[path]
+        path = path[:-1]
+    return None

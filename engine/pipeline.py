@@ -151,7 +151,8 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         lock_writer.record(outcomes, final=True)
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
-    _remove_dropped_variants(ws)
+    if not ws.recipe.overrides:  # a one-run `--set` narrowing a matrix does not drop the other variants
+        _remove_dropped_variants(ws)
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
 

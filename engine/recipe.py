@@ -109,7 +109,7 @@ def read_recipe(
     scope = _Scope(expansion.stages, {}, set(raw["inputs"]), set(raw["datasets"]), source, problems)
     stages = _resolve_stages(scope, plugins)
     for instances in expansion.instances.values():
-        for instance in instances:
+        for instance in instances or []:
             if instance.id in stages and instance.id != instance.template:
                 stages[instance.id].template, stages[instance.id].axes = instance.template, instance.axes
     recipe = Recipe(path.resolve(), str(data.get("name")), inputs, datasets, stages, source, list(overrides),

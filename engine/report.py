@@ -19,10 +19,12 @@ from engine.runner import StageOutcome
 
 
 def stage_folder(out_dir: Path, stage: str) -> Path:
-    """Where a stage's outputs are published. A matrix value may contain a path separator: such a name is
-    made safe and given a hash of the real one, so two variants never share a folder."""
+    """Where a stage's outputs are published. A matrix value may contain a path separator or be long: such a
+    name is made safe and short, with a hash of the real one, so two variants never share a folder."""
     safe = stage.replace("/", "_").replace("\\", "_")
-    return out_dir / (safe if safe == stage else f"{safe}-{hash_bytes(stage.encode())[:16]}")
+    if safe == stage and len(stage.encode()) <= 200:
+        return out_dir / stage
+    return out_dir / f"{safe.encode()[:180].decode(errors='ignore')}-{hash_bytes(stage.encode())[:16]}"  # names <= 255 bytes
 
 
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],

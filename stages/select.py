@@ -28,6 +28,7 @@ class Candidate:
     values: dict[str, float] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)  # accuracy metric -> (lowest, highest)
 
 
 class Select(Stage):
@@ -146,30 +147,34 @@ def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: di
             if row is not None:
                 c.values.update({m: row["latency_ms"][p] for m, p in LATENCY.items() if p in row.get("latency_ms", {})})
                 c.values.update({m: row[m] for m in ROW if isinstance(row.get(m), (int, float))})
-            c.values.update(_accuracy_values(per_output, params, objective, goal))
+            worst, c.spread = _accuracy_values(per_output, params, objective, goal)
+            c.values.update(worst)
             candidates.append(c)
     return candidates
 
 
 def _accuracy_values(per_output: dict[str, dict[str, Any]], params: dict[str, Any], objective: str,
-                     goal: str) -> dict[str, float]:
-    """Each accuracy metric at its worst over the model's outputs: the highest for an error (a `max:` bound,
-    a minimized objective, the *_abs and *_rel errors), else the lowest. NaN or inf anywhere wins: a broken
-    output must not hide behind a good one."""
-    found: dict[str, float] = {}
+                     goal: str) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """Each accuracy metric at its worst over the model's outputs (the highest for an error: a `max:` bound,
+    a minimized objective, the *_abs and *_rel errors; else the lowest), and its (lowest, highest), which
+    the `min:` and `max:` bounds are checked against. NaN or inf in any output wins: a broken output must not
+    hide behind a good one."""
+    spread: dict[str, tuple[float, float]] = {}
     for output, metrics in per_output.items():
         if output == "python":
             continue
         for metric, value in metrics.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            lower_is_better = metric in params["max"] or (metric == objective and goal == "minimize") \
-                or metric.endswith(("_abs", "_rel"))
-            if metric not in found or not math.isfinite(value):
-                found[metric] = value
-            elif math.isfinite(found[metric]):
-                found[metric] = max(found[metric], value) if lower_is_better else min(found[metric], value)
-    return found
+            low, high = spread.get(metric, (value, value))
+            spread[metric] = (value, value) if not math.isfinite(value) or not math.isfinite(low) \
+                else (min(low, value), max(high, value))
+    worst = {}
+    for metric, (low, high) in spread.items():
+        lower_is_better = metric in params["max"] or (metric == objective and goal == "minimize") \
+            or metric.endswith(("_abs", "_rel"))
+        worst[metric] = high if lower_is_better else low
+    return worst, spread
 
 
 def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
@@ -179,8 +184,11 @@ def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
             c.shortfall = math.inf
     for bounds, sign in ((params["min"], 1), (params["max"], -1)):
         for metric, bound in bounds.items():
-            value = c.values.get(metric)
-            if value is not None and math.isfinite(value) and sign * (value - bound) < 0:
+            if metric not in c.values:
+                continue
+            low, high = c.spread.get(metric, (c.values[metric], c.values[metric]))
+            value = low if sign > 0 else high  # every output must meet the bound
+            if math.isfinite(value) and sign * (value - bound) < 0:
                 c.misses.append(f"{metric} {_fmt(value)} {'<' if sign > 0 else '>'} {'min' if sign > 0 else 'max'} {bound}")
                 c.shortfall = max(c.shortfall, abs(value - bound) / (abs(bound) or 1))
 

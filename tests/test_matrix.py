@@ -216,7 +216,9 @@ def test_values_that_need_quoting_and_values_that_read_the_same(project, cli):
     assert (project / "out/sweep/one/joined.txt").read_text() == "sa,b"
     assert (project / 'out/sweep/base[text="c=d"]/joined.txt').read_text() == "sc=d"
     code, _, err = cli("validate", sweep_recipe(project, '{text: [a], sleep: [1, "1"]}'))
-    assert code == 2 and "two combinations are both named" in err
+    # The string "1" and the number 1 are different variants, and their ids say so.
+    assert code == 2 and "stage 'base[text=a,sleep=\"1\"]' (concat): 'sleep' must be a number" in err, err
+    assert "base[text=a,sleep=1]" not in err
 
 
 def test_fan_out_with_no_agreeing_variants_and_bad_references_give_one_error_each(project, cli):
@@ -259,3 +261,73 @@ def test_errors_in_values_from_include_point_at_the_include_entry(project, cli):
 
 def line_of_column(path: Path, text: str) -> int:
     return next(line.index(text) + 1 for line in path.read_text().splitlines() if text in line)
+
+
+def test_a_failed_fan_out_is_reported_once_and_consumers_say_nothing_more(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}", extra="""
+          other:
+            uses: concat
+            matrix: {text: [c, d]}
+          pick:
+            uses: select
+            in:
+              models: [inputs.seed]
+              benchmark: base.file[*]
+              accuracy: other.file[*]
+          after_all:
+            uses: concat
+            in:
+              parts: pick.selection[*]
+          after_one:
+            uses: append
+            in: {file: pick.selection}
+            after: [pick]
+          listed:
+            uses: append
+            in:
+              file: [inputs.seed, "base.file[*]"]
+        """)
+    code, _, err = cli("validate", path)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert sum("never agree" in l for l in lines) == 1, err
+    assert any("stage 'listed' (append): input 'file' takes one reference, got a list" in l for l in lines), err
+    assert len(lines) == 2, err  # nothing about after_all or after_one
+
+
+def test_every_id_shown_can_be_selected_back(project, cli):
+    values = ["True", "key: value", "a #1", '5" disk', "x y", "99.9"]
+    path = sweep_recipe(project, json.dumps({"text": values}))
+    code, out, err = cli("plan", path)
+    assert code == 0, err
+    ids = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ base[")]
+    assert len(ids) == len(values)
+    picks = "".join(f"""
+          pick{i}:
+            uses: concat
+            in:
+              parts: [{json.dumps(instance + ".file")}]
+        """ for i, instance in enumerate(sorted(ids)))
+    path = sweep_recipe(project, json.dumps({"text": values}), extra=picks)
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    produced = sorted((project / "out/sweep" / f"pick{i}/joined.txt").read_text() for i in range(len(values)))
+    assert produced == sorted("s" + v for v in values)
+
+
+def test_override_errors_on_a_matrix_stage_name_the_override(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}")
+    code, _, err = cli("validate", path, "--set", "base.with.sleep=slow")
+    assert code == 2 and "--set base.with.sleep: stage 'base' (every variant) (concat): 'sleep' must be a number" in err, err
+    code, _, err = cli("validate", path, "--set", "base.matrix.include=[{text: 3}]")
+    assert code == 2 and "--set base.matrix.include: stage 'base[text=3]'" in err, err
+
+
+def test_long_values_make_short_unique_folders(project, cli):
+    long_a, long_b = "n" * 300 + "a", "n" * 300 + "b"
+    path = sweep_recipe(project, json.dumps({"text": [long_a, long_b]}))
+    code, _, err = cli("run", path)
+    assert code == 0, err
+    folders = [p for p in (project / "out/sweep").iterdir() if p.name.startswith("base[")]
+    assert len(folders) == 2 and all(len(p.name.encode()) < 255 for p in folders)
+    assert sorted((p / "joined.txt").read_text() for p in folders) == ["s" + long_a, "s" + long_b]

@@ -133,3 +133,8 @@ def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(pr
     assert code == 0 and selection["chosen"] == "a"  # b's worst output error is 5.0, a's 0.02
     assert {c["id"]: c["values"]["max_abs"] for c in selection["candidates"]} == {"a": 0.02, "b": 5.0}
     assert (project / "out/pick/best/model.onnx").read_bytes() == b"a"
+    # Two bounds on one metric: each is checked against the output that is worst for it.
+    code, selection = pick("{minimize: max_abs, min: {max_abs: 0.015}, max: {max_abs: 1.0}}")
+    assert code == 3
+    a = next(c for c in selection["candidates"] if c["id"] == "a")
+    assert a["misses"] == ["max_abs 0.01 < min 0.015"]
