@@ -94,6 +94,13 @@ def outputs(project: Path) -> dict[str, dict[str, str]]:
     return {s["stage"]: {p: o["digest"] for p, o in s["outputs"].items()} for s in report["stages"]}
 
 
+def failures(project: Path) -> str:
+    """Each failed stage's error from the last report, for assertion messages."""
+    report = project / "out/remote/report.json"
+    stages = json.loads(report.read_text())["stages"] if report.exists() else []
+    return "; ".join(f"{s['stage']}: {s['error']}" for s in stages if s.get("error"))
+
+
 def statuses(project: Path) -> dict[str, str]:
     report = json.loads((project / "out/remote/report.json").read_text())
     return {s["stage"]: s["status"] for s in report["stages"]}
@@ -102,18 +109,18 @@ def statuses(project: Path) -> dict[str, str]:
 def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster):
     path = recipe(project, "fast")
     code, out, err = cli("run", path)  # local, into .ortflow
-    assert code == 0, out + err
+    assert code == 0, failures(project) + err
     local = outputs(project)
     shared = project / "shared-cache"
     code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address, "--cache", shared)
-    assert code == 0, out + err
+    assert code == 0, failures(project) + err
     assert outputs(project) == local  # every artifact byte-identical, built by the workers
     assert set(statuses(project).values()) == {"ran"}
     workers = {json.loads(p.read_text())["ran_on"].get("worker") for p in (shared / "runs").glob("*/*.json")}
     assert workers and workers <= {"0", "1"}  # each record names the worker that built it
     # The keys match too: on the local cache, the cluster finds everything already built.
     code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)
-    assert code == 0, out + err
+    assert code == 0, failures(project) + err
     assert set(statuses(project).values()) == {"cached"}
 
 
@@ -145,7 +152,7 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
         runner.join(timeout=240)
         client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker for the next tests
     code, out, err = result["run"]  # type: ignore[misc]
-    assert code == 0, out + err
+    assert code == 0, failures(project) + err
     assert statuses(project) == {"slow_calib": "ran"}  # Dask ran it again on a live worker
     store = open_store(project / ".ortflow")
     assert store.verify() == []  # every object re-hashes to its name; no half-written record
