@@ -6,6 +6,8 @@ it references (what a stage writes for a model over 2 GB). Stages go through `mo
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -68,6 +70,25 @@ def model_file(path: Path | str) -> Path:
     if len(found) != 1:
         raise StageError(f"{path} should hold exactly one .onnx file (found {len(found)})")
     return found[0]
+
+
+def private_model(artifact: Path | str, folder: Path) -> Path:
+    """The model's .onnx file, linked (copied across file systems) into the stage's own work folder.
+
+    ORT's quantization tools write side files beside the model they are given (shape inference saves
+    `<model>-inferred.onnx` there and deletes it after); beside a cache object, two stages quantizing the same
+    model at once (a matrix on a Dask cluster, `-j 2`) delete each other's file."""
+    artifact, target = Path(artifact), Path(folder) / "input"
+    target.mkdir(parents=True, exist_ok=True)
+    files = [p for p in artifact.rglob("*") if p.is_file()] if artifact.is_dir() else [artifact]
+    for file in files:
+        dest = target / (file.relative_to(artifact) if artifact.is_dir() else "model.onnx")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(file, dest)
+        except OSError:
+            shutil.copyfile(file, dest)
+    return model_file(target) if artifact.is_dir() else target / "model.onnx"
 
 
 def external_data_files(path: Path) -> list[str]:

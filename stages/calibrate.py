@@ -79,7 +79,7 @@ class Calibrate(Stage):
 
         params = ctx.params
         method = params["method"]
-        source = onnx_model.model_file(ctx.inputs["model"])
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
         large = onnx_model.total_size(model) > onnx_model.TWO_GB

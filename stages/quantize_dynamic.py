@@ -48,7 +48,7 @@ class QuantizeDynamic(Stage):
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         params = ctx.params
-        source = onnx_model.model_file(ctx.inputs["model"])
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         names = {n.name for n in onnx.load(str(source), load_external_data=False).graph.node}
         unknown = sorted(set(params["nodes_to_exclude"]) - names)

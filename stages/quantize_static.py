@@ -88,7 +88,7 @@ class QuantizeStatic(Stage):
         from onnxruntime.quantization.calibrate import CalibrationMethod, load_tensors_data
 
         params = ctx.params
-        source = onnx_model.model_file(ctx.inputs["model"])
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
         table_path = ctx.output_dir.parent / "calibration.json"  # a private copy: ORT may rewrite its cache file

