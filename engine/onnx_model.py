@@ -73,22 +73,30 @@ def model_file(path: Path | str) -> Path:
 
 
 def private_model(artifact: Path | str, folder: Path) -> Path:
-    """The model's .onnx file, linked (copied across file systems) into the stage's own work folder.
+    """The model's .onnx file, linked (copied across file systems) into the stage's own work folder, with a
+    copy of its external data.
 
     ORT's quantization tools write side files beside the model they are given (shape inference saves
     `<model>-inferred.onnx` there and deletes it after); beside a cache object, two stages quantizing the same
     model at once (a matrix on a Dask cluster, `-j 2`) delete each other's file."""
     artifact, target = Path(artifact), Path(folder) / "input"
-    target.mkdir(parents=True, exist_ok=True)
-    files = [p for p in artifact.rglob("*") if p.is_file()] if artifact.is_dir() else [artifact]
-    for file in files:
-        dest = target / (file.relative_to(artifact) if artifact.is_dir() else "model.onnx")
+    if artifact.is_dir():
+        base, files = artifact, [p.relative_to(artifact) for p in artifact.rglob("*") if p.is_file()]
+    else:  # a single file, with any external data it names beside it
+        base, files = artifact.parent, [Path(artifact.name), *map(Path, external_data_files(artifact))]
+    for name in files:
+        if not (base / name).is_file():
+            continue  # a missing external-data file: loading the model says so, with the fix
+        dest = target / name
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.suffix != ".onnx" and name != Path(artifact.name):
+            shutil.copyfile(base / name, dest)  # external data: onnx refuses a linked file ("hardlink attack")
+            continue
         try:
-            os.link(file, dest)
+            os.link(base / name, dest)
         except OSError:
-            shutil.copyfile(file, dest)
-    return model_file(target) if artifact.is_dir() else target / "model.onnx"
+            shutil.copyfile(base / name, dest)
+    return model_file(target) if artifact.is_dir() else target / artifact.name
 
 
 def external_data_files(path: Path) -> list[str]:
