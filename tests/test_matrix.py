@@ -221,8 +221,8 @@ def test_values_that_need_quoting_and_values_that_read_the_same(project, cli):
     assert "base[text=a,sleep=1]" not in err
 
 
-def test_fan_out_with_no_agreeing_variants_and_bad_references_give_one_error_each(project, cli):
-    path = sweep_recipe(project, "{text: [a, b]}", extra="""
+# `pick` fans out over base (text a, b) and other (text c, d): no pair agrees on `text`.
+DISAGREEING = """
           other:
             uses: concat
             matrix: {text: [c, d]}
@@ -232,6 +232,11 @@ def test_fan_out_with_no_agreeing_variants_and_bad_references_give_one_error_eac
               models: [inputs.seed]
               benchmark: base.file[*]
               accuracy: other.file[*]
+"""
+
+
+def test_fan_out_with_no_agreeing_variants_and_bad_references_give_one_error_each(project, cli):
+    path = sweep_recipe(project, "{text: [a, b]}", extra=DISAGREEING + """
           never:
             uses: concat
             in:
@@ -264,16 +269,7 @@ def line_of_column(path: Path, text: str) -> int:
 
 
 def test_a_failed_fan_out_is_reported_once_and_consumers_say_nothing_more(project, cli):
-    path = sweep_recipe(project, "{text: [a, b]}", extra="""
-          other:
-            uses: concat
-            matrix: {text: [c, d]}
-          pick:
-            uses: select
-            in:
-              models: [inputs.seed]
-              benchmark: base.file[*]
-              accuracy: other.file[*]
+    path = sweep_recipe(project, "{text: [a, b]}", extra=DISAGREEING + """
           after_all:
             uses: concat
             in:
