@@ -52,7 +52,7 @@ class DaskExecutor:
         self._subscribed = False
         self._lock = threading.Lock()
         self._tasks: dict[str, Any] = {}  # Dask futures in flight by key, to cancel on Ctrl-C
-        self._pinned: dict[str, _Pinned] = {}  # tasks restricted to named workers, watched for worker restarts
+        self._pinned: dict[str, _Submission] = {}  # tasks restricted to named workers, watched for worker restarts
         self._replaced: set[str] = set()  # keys of pinned tasks submitted again elsewhere: their end means nothing
         self._watcher: threading.Thread | None = None
         self._closed = threading.Event()
@@ -72,10 +72,10 @@ class DaskExecutor:
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
-        self._submit(_Pinned(str(store.root), job, result))
+        self._submit(_Submission(str(store.root), job, result))
         return result
 
-    def _submit(self, item: "_Pinned") -> None:
+    def _submit(self, item: "_Submission") -> None:
         from engine.runner import FAILED, StageOutcome
 
         spec = item.job.spec
@@ -196,7 +196,7 @@ class DaskExecutor:
 
 
 @dataclass
-class _Pinned:
+class _Submission:
     """A stage submitted to the cluster, with what it takes to submit it again."""
 
     store_root: str
