@@ -61,15 +61,3 @@ def captured_output() -> Iterator[io.StringIO]:
             _sinks.pop(thread, None)
         else:
             _sinks[thread] = outer
-
-
-@contextmanager
-def uncaptured() -> Iterator[None]:
-    """This thread's writes reach the terminal again for a while (a stage's progress lines)."""
-    thread = threading.get_ident()
-    sink = _sinks.pop(thread, None)
-    try:
-        yield
-    finally:
-        if sink is not None:
-            _sinks[thread] = sink

@@ -7,8 +7,6 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from engine.capture import uncaptured
-
 from engine.scheduler import SchedulerEvents
 
 STATUS_STYLE = {"ran": "green", "cached": "cyan", "failed": "bold red", "gate failed": "bold yellow",
@@ -25,8 +23,12 @@ class Output:
 
         # Piped output gets rich's 80 columns, which cuts stage names and numbers: use a wide page instead.
         width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-        self.console = Console(highlight=False, width=width)
-        self.errors = Console(stderr=True, highlight=False)
+        # The consoles own the streams as they are now, before a stage's capture (engine.capture) replaces
+        # sys.stdout with its per-thread router: the display never writes through a stage's capture, and
+        # nothing is redirected into the display (rich's own redirection wrapped in that router wrote into
+        # itself forever, so a run in a terminal never returned).
+        self.console = Console(file=sys.stdout, highlight=False, width=width)
+        self.errors = Console(file=sys.stderr, highlight=False)
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -43,16 +45,23 @@ class Output:
 
     @contextmanager
     def progress(self, recipe: Any) -> Iterator[SchedulerEvents]:
+        from rich.live import Live
+        from rich.spinner import Spinner
+
         running: list[str] = []
         done = [0]
         lock = threading.Lock()
         total = len(recipe.stages)
         live = self.console.is_terminal and not self.quiet
-        status = self.console.status("") if live else None
+        spinner = Spinner("dots")
+        # One owner of the terminal: no redirection of sys.stdout/sys.stderr (stages' output is captured
+        # per thread, and log lines are printed through this same console, which draws them above the spinner).
+        display = Live(spinner, console=self.console, transient=True, redirect_stdout=False,
+                       redirect_stderr=False, refresh_per_second=8) if live else None
 
         def refresh() -> None:
-            if status is not None:
-                status.update(f"[{done[0]}/{total}] running: {', '.join(running) or '-'}")
+            if display is not None:
+                spinner.update(text=f"[{done[0]}/{total}] running: {', '.join(running) or '-'}")
 
         def started(name: str) -> None:
             with lock:
@@ -70,16 +79,15 @@ class Output:
 
         def log(message: str) -> None:
             if not self.quiet:
-                with lock, uncaptured():  # called from inside a stage, whose printing is captured
-                    self.console.print(message, markup=False)
+                self.console.print(message, markup=False)  # the console's stream is not the stage's capture
 
-        if status is not None:
-            status.start()
+        if display is not None:
+            display.start()
         try:
             yield SchedulerEvents(started, finished, log)
         finally:
-            if status is not None:
-                status.stop()
+            if display is not None:
+                display.stop()
 
     def run_table(self, recipe: Any, summary: Any) -> None:
         from rich.table import Table

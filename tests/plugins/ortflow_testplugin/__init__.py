@@ -134,3 +134,21 @@ class Append(Stage):
         _log(ctx, "start")
         ctx.output_path("file").write_bytes(Path(ctx.inputs["file"]).read_bytes() + ctx.params["text"].encode() * ctx.params["count"])
         return StageResult()
+
+
+class Chatter(Concat):
+    """Like concat, but noisy the way libraries are: prints, warns through logging, and reports progress."""
+
+    type = "chatter"
+    inputs = (Port("file", ArtifactKind.FILE, "any file", optional=True),)
+
+    def run(self, ctx: StageContext) -> StageResult:
+        import logging
+        import sys
+
+        print("chatter from inside the stage")
+        print("chatter from inside the stage, on stderr", file=sys.stderr)
+        logging.getLogger("some.library").warning("chatter from inside the stage, logged")
+        ctx.log("progress line from the stage")
+        ctx.output_path("file").write_text("chatter")
+        return StageResult(summary="chatted")
