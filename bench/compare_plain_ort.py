@@ -31,7 +31,7 @@ def engine_measurement(scratch: Path) -> dict[str, float]:
     """The recipe's benchmark stage measured now: a new `note` gives it a new cache key (nothing else
     changes), and the outputs go to a scratch folder, not the recipe's out/."""
     note = f"compare_plain_ort {time.time_ns()}"
-    subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml"),
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml"),
                     "benchmark", "--set", f"benchmark.with.note={note}", "--out", str(scratch)],
                    check=True, stderr=subprocess.DEVNULL)
     results = json.loads((scratch / "benchmark" / "benchmark.json").read_text())["results"]
@@ -58,7 +58,7 @@ def plain_measurement(paths: dict[str, Path], feeds: list[dict], rounds: int = R
 
 
 def main() -> None:
-    subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
     results = json.loads((OUT / "benchmark" / "benchmark.json").read_text())["results"]
     best = min((r for r in results if r["model"] != "model"), key=lambda r: r["latency_ms"]["p50"])["model"]
     report = json.loads((OUT / "report.json").read_text())

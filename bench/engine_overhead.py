@@ -31,7 +31,7 @@ def cached_rerun_vs_floor(work: Path, repeat: int) -> tuple[float, float]:
     recipe = work / "quickstart.yaml"
     shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
     shutil.copytree(ROOT / "recipes" / "data", work / "data")
-    engine = [sys.executable, "-m", "engine.cli", "run", str(recipe)]  # with its usual table output
+    engine = [sys.executable, "-m", "ortflow.engine.cli", "run", str(recipe)]  # with its usual table output
     subprocess.run(engine, cwd=work, check=True, stdout=subprocess.DEVNULL)  # build once
     floor_cmd = [sys.executable, "-c", "import onnxruntime"]
     timed(floor_cmd, work), timed(engine, work)  # warm the OS file cache for both
@@ -61,7 +61,7 @@ def generated_recipe(path: Path, stages: int) -> Path:
 
 
 def plan_time(work: Path, stages: int) -> tuple[float, int]:
-    from engine import pipeline
+    from ortflow.engine import pipeline
 
     recipe = generated_recipe(work / "wide.yaml", stages)
     started = time.perf_counter()

@@ -54,7 +54,7 @@ def embed(path: Path, feeds: list[dict]) -> np.ndarray:
 
 
 def main() -> None:
-    subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
     scratch = Path(tempfile.mkdtemp(prefix="ortflow-flagship-"))
     paths = plain_models(scratch)
     paths.update({name: OUT / name / "model.onnx" for name in ENGINE_MODELS if (OUT / name / "model.onnx").exists()})

@@ -21,7 +21,7 @@ RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 
 
 def run(recipe: str) -> dict:
-    subprocess.run([sys.executable, "-m", "engine.cli", "--quiet", "run", str(RECIPES / recipe)], check=True)
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPES / recipe)], check=True)
     name = recipe.removesuffix(".yaml")
     return json.loads((RECIPES / "out" / name / "report.json").read_text())
 
@@ -60,8 +60,8 @@ def iou(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 
 
 def main() -> None:
-    from engine.dataset import model_inputs
-    from engine.loaders.images import ImagesLoader
+    from ortflow.engine.dataset import model_inputs
+    from ortflow.engine.loaders.images import ImagesLoader
 
     from importlib.metadata import distribution
 

@@ -29,7 +29,7 @@ MEASURED = ("benchmark", "select")  # timing results: their bytes differ from ru
 
 
 def sweep_once(work: Path, executor: str, workers: int) -> tuple[float, dict[str, dict[str, str]]]:
-    from engine import pipeline
+    from ortflow.engine import pipeline
 
     run_dir = Path(tempfile.mkdtemp(dir=work))
     shutil.copy(RECIPE, run_dir / RECIPE.name)
@@ -38,7 +38,7 @@ def sweep_once(work: Path, executor: str, workers: int) -> tuple[float, dict[str
     if executor == "dask":
         from distributed import LocalCluster
 
-        from engine.dask_executor import DaskExecutor
+        from ortflow.engine.run.dask_executor import DaskExecutor
 
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address=None)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
+from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.debug = getattr(args, "debug", False)
     args.quiet = getattr(args, "quiet", False)
-    from engine.console import Output
+    from ortflow.engine.console import Output
 
     out = Output(quiet=args.quiet, debug=args.debug)
     try:
@@ -129,13 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _workspace(args: argparse.Namespace) -> Any:
-    from engine.pipeline import open_workspace
+    from ortflow.engine.pipeline import open_workspace
 
     return open_workspace(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None))
 
 
 def _cmd_run(args: argparse.Namespace, out: Any) -> int:
-    from engine import pipeline
+    from ortflow.engine import pipeline
 
     if args.jobs is not None and args.jobs < 1:
         raise OrtflowError("--jobs must be at least 1")
@@ -145,7 +145,7 @@ def _cmd_run(args: argparse.Namespace, out: Any) -> int:
     ws = _workspace(args)
     executor = None
     if args.executor == "dask":
-        from engine.dask_executor import DaskExecutor
+        from ortflow.engine.run.dask_executor import DaskExecutor
 
         executor = DaskExecutor(args.scheduler, args.jobs)
     with out.progress(ws.recipe) as events:
@@ -155,7 +155,7 @@ def _cmd_run(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, out: Any) -> int:
-    from engine.pipeline import load
+    from ortflow.engine.pipeline import load
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
     out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {graph.number_of_edges()} edges")
@@ -163,7 +163,7 @@ def _cmd_validate(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace, out: Any) -> int:
-    from engine.pipeline import plan
+    from ortflow.engine.pipeline import plan
 
     ws = _workspace(args)
     out.plan_table(plan(ws, args.stages), ws.recipe.matrices)
@@ -171,8 +171,8 @@ def _cmd_plan(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
-    from engine import dag
-    from engine.pipeline import load
+    from ortflow.engine.recipe import graph as dag
+    from ortflow.engine.pipeline import load
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
     render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
@@ -181,7 +181,7 @@ def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_report(args: argparse.Namespace, out: Any) -> int:
-    from engine.pipeline import rerender_report
+    from ortflow.engine.pipeline import rerender_report
 
     path, missing, code = rerender_report(_workspace(args))
     if missing:
@@ -191,14 +191,15 @@ def _cmd_report(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace, out: Any) -> int:
-    from engine.compare import compare_files
+    from ortflow.engine.record.compare import compare_files
 
     out.compare_table(compare_files(args.before, args.after))
     return EXIT_OK
 
 
 def _cmd_status(args: argparse.Namespace, out: Any) -> int:
-    from engine.pipeline import plan
+    from ortflow.engine.pipeline import plan
+    from ortflow.engine.run.plan import PlanAction
 
     ws = _workspace(args)
     lock = ws.read_lockfile()
@@ -206,12 +207,12 @@ def _cmd_status(args: argparse.Namespace, out: Any) -> int:
     for item in plan(ws):
         entry = lock["stages"].get(item.name)
         in_lock = entry is not None and entry["key"] == item.key
-        if item.action == "cached" and in_lock:
+        if item.action == PlanAction.CACHED and in_lock:
             state, why = "up to date", ""
         elif in_lock:
             state, why = "locked, not in this cache", item.reason
         elif entry is None:
-            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == "cached" else item.reason
+            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == PlanAction.CACHED else item.reason
         else:
             state, why = "changed", item.against_lock or item.reason
         rows.append((item.name, state, why))
@@ -220,8 +221,8 @@ def _cmd_status(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_stages(args: argparse.Namespace, out: Any) -> int:
-    from engine.errors import suggest
-    from engine.registry import Plugins
+    from ortflow.engine.errors import suggest
+    from ortflow.engine.registry import Plugins
 
     plugins = Plugins()
     if args.name is None:
@@ -236,8 +237,8 @@ def _cmd_stages(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cache_store(args: argparse.Namespace) -> Any:
-    from engine.pipeline import default_cache
-    from engine.store import open_store
+    from ortflow.engine.pipeline import default_cache
+    from ortflow.engine.store.artifacts import open_store
 
     if args.cache:
         root = Path(args.cache)
@@ -271,8 +272,8 @@ def _cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
-    from engine.lockfile import read_lock, referenced
-    from engine.recipe import lock_path_for
+    from ortflow.engine.record.lockfile import read_lock, referenced
+    from ortflow.engine.types import lock_path_for
 
     if not args.recipes:
         raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "

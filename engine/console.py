@@ -7,10 +7,11 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from engine.scheduler import SchedulerEvents
+from ortflow.engine.run.scheduler import SchedulerEvents
+from ortflow.engine.types import Status
 
-STATUS_STYLE = {"ran": "green", "cached": "cyan", "failed": "bold red", "gate failed": "bold yellow",
-                "skipped": "yellow", "not run": "dim"}
+STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold red",
+                Status.GATE_FAILED: "bold yellow", Status.SKIPPED: "yellow", Status.NOT_RUN: "dim"}
 
 
 class Output:
@@ -93,7 +94,7 @@ class Output:
         from rich.table import Table
 
         for outcome in summary.outcomes.values():
-            if outcome.status in ("failed", "gate failed"):
+            if outcome.status in (Status.FAILED, Status.GATE_FAILED):
                 spec = recipe.stages[outcome.name]
                 self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
                 if outcome.traceback:
@@ -181,7 +182,7 @@ class Output:
         table = Table(title="stage types (`uses:`)", title_justify="left")
         for column in ("type", "version", "inputs", "outputs", "provided by"):
             table.add_column(column)
-        from engine.errors import OrtflowError
+        from ortflow.engine.errors import OrtflowError
 
         for name in plugins.stages.names():
             try:

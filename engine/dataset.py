@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
 
-from engine.errors import StageError
+from ortflow.engine.errors import StageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -101,9 +101,6 @@ class Dataset:
         limits = [n for n in (limit, self.params.get("limit")) if n]
         return found[: min(limits)] if limits else found
 
-    def current_digest(self, hashes: Any) -> str:
-        return content_digest(type(self.loader), self.params, hashes)
-
     def feeds(self, inputs: list[ModelInput], limit: int | None = None) -> Iterator[Feed]:
         """The loader's feeds, each checked against the model's inputs before anyone runs it."""
         where = f"dataset '{self.name}' ({self.location})"
@@ -125,20 +122,6 @@ class Dataset:
             yield feed
         if count == 0:
             raise StageError(f"{where} gave no samples — check its files and parameters")
-
-
-def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: Any) -> str:
-    """A dataset's identity: loader type and version, parameters, its files by content (never by path),
-    and the library versions it declares (a new tokenizer release may tokenize differently)."""
-    from engine.environment import facts
-    from engine.hashing import hash_bytes
-    from engine.keys import canonical_json
-
-    files = set(loader_cls.file_params)
-    hashed = {k: hashes.hash_path(v) if k in files else v for k, v in params.items()}
-    identity = {"loader": loader_cls.type, "version": loader_cls.version, "params": hashed,
-                "env": facts(tuple(loader_cls().env_facts()))}
-    return hash_bytes(canonical_json(identity).encode())
 
 
 def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:

@@ -82,3 +82,7 @@ def suggest(name: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str
 
     close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
+
+
+class ProviderUnavailable(StageError):
+    """A stage needs an execution provider this machine cannot run; `optional: true` turns it into a skip."""

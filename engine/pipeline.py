@@ -8,19 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.dag import StageGraph
-from engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
-from engine.executors import Executor, LocalExecutor
-from engine.lockfile import LockWriter, drift, read_lock
-from engine.plan import PlannedStage, make_plan
-from engine.recipe import Recipe, Ref, read_recipe
-from engine.dataset import Dataset, content_digest
-from engine.sources import input_digest
-from engine.registry import Plugins
-from engine.report import stage_folder, write_report
-from engine.runner import FAILED, GATE_FAILED, RAN, StageOutcome
-from engine.scheduler import Scheduler, SchedulerEvents
-from engine.store import ArtifactStore, open_store
+from ortflow.engine.recipe.graph import StageGraph
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
+from ortflow.engine.run.executors import Executor, LocalExecutor
+from ortflow.engine.record.lockfile import LockWriter, drift, read_lock
+from ortflow.engine.run.plan import PlannedStage, make_plan
+from ortflow.engine.recipe import snapshot
+from ortflow.engine.recipe.load import read_recipe
+from ortflow.engine.dataset import Dataset
+from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.run.jobs import job_for, job_key, locator, settled
+from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
+from ortflow.engine.registry import Plugins
+from ortflow.engine.record.report import stage_folder, write_report
+from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
+from ortflow.engine.store.artifacts import open_store
+from ortflow.engine.store.base import Store
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -32,7 +35,7 @@ class Workspace:
 
     recipe: Recipe
     graph: StageGraph
-    store: ArtifactStore
+    store: Store
     out_dir: Path
 
     def sources(self) -> dict[str, tuple[str, Any]]:
@@ -57,7 +60,7 @@ def default_cache(recipe_path: Path) -> Path:
 def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
          plugins: Plugins | None = None) -> tuple[Recipe, "nx.DiGraph"]:
     """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
-    from engine.dag import cycle_problems, stage_graph
+    from ortflow.engine.recipe.graph import cycle_problems, stage_graph
 
     recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
     graph = stage_graph(recipe)
@@ -70,7 +73,6 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
 def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
                    cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
     """Open the store, then the recipe: from its validated snapshot when nothing it depends on changed."""
-    from engine import snapshot
 
     cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
     plugins = Plugins()
@@ -91,7 +93,7 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
     """The target stages and everything upstream of them (None: the whole recipe)."""
     if not targets:
         return None
-    from engine.errors import suggest
+    from ortflow.engine.errors import suggest
 
     targets = [i for t in targets for i in ws.recipe.matrices.get(t, [t])]  # a matrix stage: all its variants
     unknown = [t for t in targets if t not in ws.recipe.stages]
@@ -134,7 +136,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
 
         def on_finished(outcome: StageOutcome) -> None:
             _publish(ws, outcome)
-            if lock_writer is not None and outcome.status == RAN:
+            if lock_writer is not None and outcome.status == Status.RAN:
                 lock_writer.record({outcome.name: outcome})  # so a killed run still records what it built
             events.finished(outcome)
 
@@ -187,25 +189,19 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     """Write the outputs and report.json/.md/.html again from what the cache holds for the recipe as it is
     now, running nothing. Returns the report's path, the stages the cache could not supply, and the exit
     code the run would have had."""
-    from engine.runner import CACHED, _settled, job_for
-
     outcomes: dict[str, StageOutcome] = {}
+    records: dict[str, dict[str, Any] | None] = {}
     missing = []
     sources = ws.sources()
+    locate = locator(sources, records, ws.store.object_path)
     for name in ws.graph.order:
-        def locate(ref: Any) -> tuple[str, Any] | None:
-            if ref.is_source:
-                return sources[str(ref)]
-            record = outcomes[ref.source].record if ref.source in outcomes else None
-            out = (record or {}).get("outputs", {}).get(ref.name)
-            return (out["digest"], ws.store.object_path(out["digest"])) if out else None
-
         job = job_for(ws.recipe.stages[name], locate) if all(p in outcomes for p in ws.graph.predecessors[name]) else None
-        record = ws.store.read_run(job.key_and_env()[0]) if job is not None and not isinstance(job, Ref) else None
+        record = ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
         if record is None:
             missing.append(name)
             continue
-        outcomes[name] = _settled(name, CACHED, 0.0, record["key"], record)
+        outcomes[name] = settled(name, Status.CACHED, 0.0, record["key"], record)
+        records[name] = record
     if not outcomes:
         raise RecipeError([Problem(f"nothing of {ws.recipe.name} is in the cache {ws.store.root}",
                                    hint="run the recipe first (`engine run`)")])
@@ -217,8 +213,8 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:
     statuses = {o.status for o in outcomes.values()}
-    if FAILED in statuses:
+    if Status.FAILED in statuses:
         return EXIT_STAGE_FAILED
-    if GATE_FAILED in statuses:
+    if Status.GATE_FAILED in statuses:
         return EXIT_GATE_FAILED
     return EXIT_OK

@@ -3,10 +3,13 @@ Built-ins register through the same groups as third-party packages."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from engine.errors import OrtflowError
+from ortflow.engine.dataset import DatasetLoader
+from ortflow.engine.errors import OrtflowError
+from ortflow.engine.stage import Stage
 
 STAGES = "ortflow.stages"
 DATASETS = "ortflow.datasets"
@@ -41,9 +44,6 @@ class Registry:
 
     def get(self, name: str) -> Any:
         if name not in self._loaded:
-            from engine.dataset import DatasetLoader
-            from engine.stage import Stage
-
             base = Stage if self.group == STAGES else DatasetLoader
             ep = self._entries[name]
             try:
@@ -68,6 +68,19 @@ class Registry:
         ep = self._entries[name]
         dist = ep.dist.name if ep.dist is not None else "?"
         return f"{ep.value} ({dist})"
+
+
+@lru_cache(maxsize=1)
+def _installed_stages() -> Registry:
+    return Registry.discover(STAGES)
+
+
+def stage_type(name: str) -> type[Stage]:
+    """A registered stage type by name: how one stage uses another (stages never import each other)."""
+    registry = _installed_stages()
+    if name not in registry:
+        raise OrtflowError(f"stage type '{name}' is not installed (installed: {', '.join(registry.names())})")
+    return registry.get(name)
 
 
 class Plugins:

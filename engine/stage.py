@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset
 
 
 class ArtifactKind(str, Enum):
@@ -29,6 +33,35 @@ class Port:
     optional: bool = False
 
 
+@dataclass(frozen=True)
+class Artifact:
+    """A piece of data a step can take as input: its content digest and where to read it (a Path, or a
+    Dataset for a `datasets.<name>` input)."""
+
+    digest: str
+    path: Path | Dataset
+
+
+@dataclass
+class StepResult:
+    """What a step produced: its outputs, each readable where its Artifact points."""
+
+    outputs: dict[str, Artifact]
+
+    def document(self, port: str) -> Any:
+        """A metrics output, parsed."""
+        return json.loads(Path(self.outputs[port].path).read_text(encoding="utf-8"))
+
+
+class Steps(Protocol):
+    """Runs other registered stage types as cached sub-stages of the running stage (see engine.run.steps)."""
+
+    def stage_type(self, uses: str) -> type[Stage]: ...
+
+    def run(self, uses: str, params: dict[str, Any], inputs: dict[str, Artifact | list[Artifact]],
+            labels: dict[str, str | list[str]] | None = None) -> StepResult: ...
+
+
 @dataclass
 class StageContext:
     """What a stage receives: resolved parameters, input files, and where to write its outputs."""
@@ -38,15 +71,14 @@ class StageContext:
     inputs: dict[str, Any]  # a Path, a list of Paths, or an engine.dataset.Dataset
     output_dir: Path
     outputs: dict[str, Port]
+    scratch: Path  # a private folder for intermediate files, removed after the stage (never the outputs)
     log: Callable[[str], None] = print
     references: dict[str, Any] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
     digests: dict[str, Any] = field(default_factory=dict)  # each input's content digest (or list of them)
-    steps: Any = None  # an engine.steps.StepRunner: run other stage types as cached sub-stages
+    steps: Steps | None = None  # run other stage types as cached sub-stages
 
-    def artifact(self, port: str) -> Any:
-        """An input as an engine.steps.Artifact (or a list of them), to hand to a step."""
-        from engine.steps import Artifact
-
+    def artifact(self, port: str) -> Artifact | list[Artifact]:
+        """An input as an Artifact (or a list of them), to hand to a step."""
         value, digest = self.inputs[port], self.digests[port]
         if isinstance(value, list):
             return [Artifact(d, v) for d, v in zip(digest, value)]

@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import onnx_model
-from engine.dataset import batched, model_inputs
-from engine.errors import StageError
-from engine.providers import for_session, resolve
-from engine.providers import names as provider_names
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.dataset import batched, model_inputs
+from ortflow.engine.errors import StageError
+from ortflow.engine.ort.providers import for_session, resolve
+from ortflow.engine.ort.providers import names as provider_names
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
           "all": "ORT_ENABLE_ALL"}
@@ -123,9 +123,9 @@ class Benchmark(Stage):
         threads = _as_list(params["intra_op_threads"])[0]
         # On a GPU provider the profile pass always runs: it is what shows nodes falling back to the CPU.
         on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
-        profiles = {n: _profile(m, first_feeds, params, threads, ctx.output_dir.parent) for n, m in zip(names, models)} \
+        profiles = {n: _profile(m, first_feeds, params, threads, ctx.scratch) for n, m in zip(names, models)} \
             if params["profile"] or on_device else {}
-        from engine.environment import facts
+        from ortflow.engine.environment import facts
 
         document = {"baseline": baseline, "note": params["note"], "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
                     "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
@@ -271,7 +271,7 @@ def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: s
 def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> dict[str, Any]:
     """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
     untimed pass)."""
-    from engine.placement import node_placement, summary
+    from ortflow.stages.support.placement import node_placement, summary
 
     session = _session(path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}"))
     for feed in list(feeds)[:20]:

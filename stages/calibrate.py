@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine import onnx_model
-from engine.dataset import batched, model_inputs
-from engine.errors import StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.dataset import batched, model_inputs
+from ortflow.engine.errors import StageError
+from ortflow.stages.support.calibration_table import with_mask_tensors
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
 DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
-MASK_KEY = "ortflow"  # our addition to ORT's calibration-cache JSON (ORT ignores unknown keys)
 
 
 class Calibrate(Stage):
@@ -79,14 +79,14 @@ class Calibrate(Stage):
 
         params = ctx.params
         method = params["method"]
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
+        model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
         large = onnx_model.total_size(model) > onnx_model.TWO_GB
         # Every method uses the raw-tensor augmentation, so values can be cleaned before they are reduced.
         calibrator = create_calibrator(
             str(model), params["op_types_to_calibrate"] or None,
-            augmented_model_path=str(ctx.output_dir.parent / "augmented.onnx"),
+            augmented_model_path=str(ctx.scratch / "augmented.onnx"),
             calibrate_method=CalibrationMethod.Percentile, use_external_data_format=large,
             extra_options={"symmetric": params["symmetric"], "num_bins": 2},
         )
@@ -135,7 +135,7 @@ class Calibrate(Stage):
         table = TensorsData(getattr(CalibrationMethod, METHODS[method]),
                             {name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
                              for name, (lo, hi) in sorted(ranges.items()) if name not in masked})
-        payload = {**table.to_dict(), "smooth_quant": False, MASK_KEY: {"mask_tensors": sorted(masked)}}
+        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked))
         ctx.output_path("table").write_text(json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8")
         metrics = {
             "method": method,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine import onnx_model
-from engine.errors import StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.errors import StageError
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 
 class ConvertFloat16(Stage):

@@ -6,9 +6,10 @@ import json
 import time
 from typing import Any
 
-from engine import onnx_model, providers
-from engine.errors import StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.ort import providers
+from ortflow.engine.errors import StageError
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine import onnx_model
-from engine.errors import StageError, suggest
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 
 class QuantizeDynamic(Stage):
@@ -48,7 +48,7 @@ class QuantizeDynamic(Stage):
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         params = ctx.params
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         names = {n.name for n in onnx.load(str(source), load_external_data=False).graph.node}
         unknown = sorted(set(params["nodes_to_exclude"]) - names)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.pareto import pareto_front
-from engine.errors import GateFailed, StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from engine.steps import Artifact, StepRunner, schema_problems
+from ortflow.stages.support.pareto import pareto_front
+from ortflow.engine.errors import GateFailed, StageError
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_type
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
 
@@ -98,16 +98,12 @@ class QuantizeSearch(Stage):
     }
 
     def check(self, params: dict[str, Any]) -> list[str]:
-        from stages.benchmark import Benchmark
-        from stages.quantize_dynamic import QuantizeDynamic
-        from stages.quantize_static import QuantizeStatic
-        from stages.validate_accuracy import ValidateAccuracy
-
-        problems = [f"accuracy: {p}" for p in _problems(ValidateAccuracy, params["accuracy"])]
+        problems = [f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), params["accuracy"])]
         if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
             problems.append("accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})")
-        problems += [f"benchmark: {p}" for p in _problems(Benchmark, params["benchmark"])]
-        for family, stage_cls in (("dynamic", QuantizeDynamic), ("static", QuantizeStatic)):
+        problems += [f"benchmark: {p}" for p in _problems(stage_type("benchmark"), params["benchmark"])]
+        for family in ("dynamic", "static"):
+            stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
                 for combination in _grid(params[family], stage_cls.params_schema):
                     problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
@@ -127,7 +123,8 @@ class _Search:
 
     def __init__(self, ctx: StageContext):
         self.ctx, self.params = ctx, ctx.params
-        self.steps: StepRunner = ctx.steps
+        assert ctx.steps is not None  # the runner always hands a stage its steps
+        self.steps: Steps = ctx.steps
         self.reference = ctx.artifact("reference")
         self.models: list[Artifact] = ctx.artifact("models")
         self.tables: list[Artifact] = ctx.artifact("calibrations") if "calibrations" in ctx.inputs else []
@@ -155,13 +152,11 @@ class _Search:
             self._repair(base)
 
     def _grid_candidates(self) -> list[Candidate]:
-        from stages.quantize_dynamic import QuantizeDynamic
-        from stages.quantize_static import QuantizeStatic
-
         found = []
-        for family, stage_cls in (("dynamic", QuantizeDynamic), ("static", QuantizeStatic)):
+        for family in ("dynamic", "static"):
             if family not in self.params["families"]:
                 continue
+            stage_cls = self.steps.stage_type(FAMILIES[family])
             varying = _varying(self.params[family], stage_cls.params_schema)
             tables: list[int | None] = list(range(len(self.tables))) if family == "static" else [None]
             if family == "static" and not tables:
@@ -230,11 +225,9 @@ class _Search:
     def _check(self, c: Candidate) -> bool:
         """Accuracy without gates, so a re-run with another target reuses the check; the verdict is
         validate_accuracy's own, on the values it recorded (6 significant digits)."""
-        from engine.schema_errors import fill_defaults
-        from stages.validate_accuracy import ValidateAccuracy, gate_failures
-
+        validate_accuracy = stage_type("validate_accuracy")
         assert c.model is not None
-        accuracy = fill_defaults(self.params["accuracy"], ValidateAccuracy.params_schema)
+        accuracy = fill_defaults(self.params["accuracy"], validate_accuracy.params_schema)
         ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
         step = self.steps.run("validate_accuracy", ungated,
                               {"reference": self.reference, "candidates": [c.model], "data": self.data},
@@ -242,7 +235,7 @@ class _Search:
         (per_output,) = step.document("results")["results"].values()  # its label may be another search's
         c.values = _gated_values(per_output, accuracy)
         c.score = _margin(c.values, accuracy)
-        c.passed = not gate_failures({c.id: per_output}, accuracy)
+        c.passed = not validate_accuracy.gate_failures({c.id: per_output}, accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
                       + (" meets the target" if c.passed else " misses the target"))
@@ -391,12 +384,9 @@ def _choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
 
 
 def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:
-    from engine.schema_errors import fill_defaults
-
     if not isinstance(params, dict):
         return ["must be a mapping"]
-    filled = fill_defaults(params, stage_cls.params_schema)
-    return schema_problems(filled, stage_cls.params_schema) or stage_cls().check(filled)
+    return params_problems(stage_cls, params)
 
 
 def _gated_values(per_output: dict[str, dict[str, Any]], accuracy: dict[str, Any]) -> dict[str, float]:

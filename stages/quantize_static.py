@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine import onnx_model
-from engine.errors import StageError, suggest
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from stages.calibrate import MASK_KEY
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.calibration_table import mask_tensors
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
@@ -88,18 +88,18 @@ class QuantizeStatic(Stage):
         from onnxruntime.quantization.calibrate import CalibrationMethod, load_tensors_data
 
         params = ctx.params
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.output_dir.parent)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        model = onnx_model.pre_processed(source, ctx.output_dir.parent / "pre.onnx") if params["pre_process"] else source
-        table_path = ctx.output_dir.parent / "calibration.json"  # a private copy: ORT may rewrite its cache file
+        model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
+        table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
         table_path.write_bytes(Path(ctx.inputs["calibration"]).read_bytes())
         try:
             table = load_tensors_data(table_path)
-            masks = json.loads(table_path.read_text()).get(MASK_KEY, {}).get("mask_tensors", [])
+            masks = mask_tensors(table_path)
         except Exception as exc:
             raise StageError(f"{Path(ctx.inputs['calibration']).name} is not a calibration table: {exc}") from exc
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
-                                                                ctx.output_dir.parent / "prepared.onnx")
+                                                                ctx.scratch / "prepared.onnx")
         large = onnx_model.total_size(model) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         try:

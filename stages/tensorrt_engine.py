@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from engine import onnx_model
-from engine.errors import StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.errors import StageError
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
 TRT = "TensorrtExecutionProvider"
@@ -89,9 +89,9 @@ class TensorrtEngine(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         import onnxruntime as ort
 
-        from engine.dataset import model_inputs
-        from engine.placement import node_placement, summary
-        from engine.providers import resolve
+        from ortflow.engine.dataset import model_inputs
+        from ortflow.stages.support.placement import node_placement, summary
+        from ortflow.engine.ort.providers import resolve
 
         params = ctx.params
         providers = [TRT, *params["fallback"]]
@@ -103,7 +103,7 @@ class TensorrtEngine(Stage):
         options = self._provider_options(params, engines, ctx.inputs.get("calibration"), source)
         session_options = ort.SessionOptions()
         session_options.enable_profiling = True  # node placement comes from the profile
-        session_options.profile_file_prefix = str(ctx.output_dir.parent / "placement")
+        session_options.profile_file_prefix = str(ctx.scratch / "placement")
         session_options.log_severity_level = 3
         if params["ep_context"]:  # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
             session_options.add_session_config_entry("ep.context_enable", "1")

@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from engine import onnx_model
-from engine.dataset import model_inputs
-from engine.errors import GateFailed, StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.dataset import model_inputs
+from ortflow.engine.errors import GateFailed, StageError
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement", "accuracy", "f1_macro")
 LOWER_IS_BETTER = ("max_abs", "mean_abs", "max_rel", "mean_rel")
@@ -66,6 +66,11 @@ class ValidateAccuracy(Stage):
                                                "outputs given as {output name: [array per feed]}"},
         },
     }
+
+    @staticmethod
+    def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
+        """Every miss in a results document (quantize_search judges its candidates with this)."""
+        return gate_failures(results, params)
 
     def check(self, params: dict[str, Any]) -> list[str]:
         problems = []
@@ -265,7 +270,7 @@ def _python_metric(path: Path, function_name: str, expected: dict, got: dict, fe
 
 
 def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
-    """Every miss (also used by quantize_search on a results document), as `model output: metric value < min bound`. A gate no gated output could be measured
+    """Every miss, as `model output: metric value < min bound`. A gate no gated output could be measured
     by is an error, not a pass; a non-finite value (NaN from a broken model) always fails."""
     failures = []
     checked: set[str] = set()

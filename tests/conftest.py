@@ -14,7 +14,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 sys.path.insert(0, str(PLUGINS))
 os.environ["COLUMNS"] = "200"  # rich tables must not wrap the text the tests look for
 
-from engine.cli import main  # noqa: E402
+from ortflow.engine.cli import main  # noqa: E402
 
 
 def minilm_model() -> Path:
@@ -63,7 +63,7 @@ def engine_process(*args: str, env: dict[str, str] | None = None, **kwargs) -> s
     """The CLI in a child process (for kill and concurrency tests), with the test plugin importable."""
     full_env = dict(os.environ, **(env or {}))
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
-    return subprocess.Popen([sys.executable, "-m", "engine.cli", *map(str, args)], env=full_env,
+    return subprocess.Popen([sys.executable, "-m", "ortflow.engine.cli", *map(str, args)], env=full_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 

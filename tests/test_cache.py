@@ -10,8 +10,8 @@ from pathlib import Path
 import yaml
 
 from conftest import executions, write
-from engine.hashing import HashCache
-from engine.lockfile import read_lock, write_lock
+from ortflow.engine.store.hashing import HashCache
+from ortflow.engine.record.lockfile import read_lock, write_lock
 
 
 def pipeline(project: Path) -> Path:
@@ -171,7 +171,7 @@ def test_cache_ls_lists_runs_with_full_keys(project, cli):
 
 
 def test_hash_cache_does_not_reread_unchanged_files(tmp_path, monkeypatch):
-    import engine.hashing as hashing
+    import ortflow.engine.store.hashing as hashing
 
     big = tmp_path / "model.bin"
     big.write_bytes(os.urandom(1 << 20))
@@ -193,7 +193,7 @@ def test_cache_location_from_environment(project, cli, monkeypatch):
 
 
 def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
-    from engine.store import ArtifactStore
+    from ortflow.engine.store.artifacts import ArtifactStore
 
     store = ArtifactStore(tmp_path / "cache")
     with store.workdir("engine") as work:

@@ -128,7 +128,7 @@ def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster
 def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(project, cli, cluster, pinned):
     from distributed import Client
 
-    from engine.store import open_store
+    from ortflow.engine.store.artifacts import open_store
 
     path = recipe(project, "slow")
     if pinned:  # the worker comes back under a new address: the stage must follow it there, not wait forever

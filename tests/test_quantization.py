@@ -44,7 +44,7 @@ def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One run of the whole path (fusion, calibration, QDQ, dynamic, fp16); tests read its outputs."""
-    from engine.cli import main
+    from ortflow.engine.cli import main
 
     folder = tmp_path_factory.mktemp("quant")
     shutil.copy(DATA / "sentences.txt", folder / "calibration.txt")
@@ -222,7 +222,7 @@ def matmul_model_with_external_data(folder: Path) -> Path:
 
 
 def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, cli, monkeypatch):
-    import engine.onnx_model
+    from ortflow.engine.ort import onnx_model
 
     model = matmul_model_with_external_data(project / "model")
     path = write(project / "recipe.yaml", """

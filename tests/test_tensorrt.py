@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from conftest import minilm_model, write
-from engine import environment
-from engine.providers import resolve
+from ortflow.engine import environment
+from ortflow.engine.ort.providers import resolve
 
 TRT_USABLE = "TensorrtExecutionProvider" in resolve(
     ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]).usable
@@ -75,7 +75,7 @@ def test_optional_tensorrt_stage_is_skipped_with_its_dependents_and_the_rest_run
 
 
 def test_engines_are_keyed_to_the_gpu_tensorrt_and_cuda(project, cli, monkeypatch):
-    from engine.pipeline import open_workspace, plan
+    from ortflow.engine.pipeline import open_workspace, plan
 
     recipe = trt_recipe(project, optional=True)
 
@@ -123,7 +123,7 @@ def test_calibration_table_is_converted_to_symmetric_tensorrt_bounds(tmp_path):
     import numpy as np
     from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData, save_tensors_data
 
-    from stages.tensorrt_engine import _trt_calibration
+    from ortflow.stages.tensorrt_engine import _trt_calibration
 
     table = tmp_path / "table.json"
     save_tensors_data(TensorsData(CalibrationMethod.MinMax, {

@@ -27,7 +27,7 @@ def spawn(project: Path, *args: str, env: dict[str, str] | None = None) -> pexpe
     full_env.pop("COLUMNS", None)  # a terminal has its own width
     full_env["TERM"] = "xterm-256color"
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
-    return pexpect.spawn(sys.executable, ["-m", "engine.cli", *args], cwd=str(project), env=full_env,
+    return pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=full_env,
                          encoding="utf-8", timeout=CEILING, dimensions=(40, 160))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
-from engine.errors import StageError
+from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.errors import StageError
 
 
 class NpyDirLoader(DatasetLoader):

@@ -6,8 +6,8 @@ import importlib.util
 import sys
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput, file_param
-from engine.errors import StageError
+from ortflow.engine.dataset import DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.errors import StageError
 
 
 class PythonLoader(DatasetLoader):

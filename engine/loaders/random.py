@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from engine.dataset import DatasetLoader, Feed, ModelInput
-from engine.errors import StageError
+from ortflow.engine.dataset import DatasetLoader, Feed, ModelInput
+from ortflow.engine.errors import StageError
 
 
 class RandomLoader(DatasetLoader):

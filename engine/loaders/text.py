@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
-from engine.errors import StageError
+from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.errors import StageError
 
 # What a Hugging Face tokenizer produces, by the input names transformer exports use.
 PRODUCES = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}

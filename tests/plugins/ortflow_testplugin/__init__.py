@@ -10,8 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from engine.errors import GateFailed, StageError
-from engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
 
 
 def _log(ctx: StageContext, event: str) -> None:
@@ -75,10 +74,9 @@ class FeedStats(Stage):
 
         import onnxruntime as ort
 
-        from engine.dataset import model_inputs
+        from ortflow.api import model_file, model_inputs
 
         _log(ctx, "start")
-        from engine.onnx_model import model_file
 
         model = model_file(ctx.inputs["model"])
         session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])

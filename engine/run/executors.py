@@ -6,9 +6,11 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from ortflow.engine.run.runner import execute
+
 if TYPE_CHECKING:
-    from engine.runner import StageJob, StageOutcome
-    from engine.store import ArtifactStore
+    from ortflow.engine.types import StageJob, StageOutcome
+    from ortflow.engine.store.base import Store
 
 
 class Executor(Protocol):
@@ -17,7 +19,7 @@ class Executor(Protocol):
     # where stages run elsewhere: the key is then computed, and the cache read, where the stage would run.
     local_cache_lookup: bool
 
-    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]": ...
+    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]": ...
 
     def shutdown(self, cancel: bool = False) -> None: ...
 
@@ -39,9 +41,7 @@ class LocalExecutor:
                 importlib.import_module(module)
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="stage")
 
-    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
-        from engine.runner import execute
-
+    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
         return self._pool.submit(execute, store, job, log)
 
     def shutdown(self, cancel: bool = False) -> None:

@@ -3,66 +3,73 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from engine.dag import StageGraph
-from engine.errors import StageError
-from engine.recipe import Recipe, Ref
-from engine.runner import job_for
-from engine.store import ArtifactStore
+from ortflow.engine.recipe.graph import StageGraph
+from ortflow.engine.errors import StageError
+from ortflow.engine.run.jobs import job_for, job_key, locator
+from ortflow.engine.types import Missing, Recipe
+from ortflow.engine.store.base import Store
+
+
+class PlanAction(str, Enum):
+    CACHED = "cached"
+    RUN = "run"
+    SKIP = "skip"
+    FAIL = "fail"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True)
 class PlannedStage:
     name: str
     uses: str
-    action: str  # "cached", "run", "skip" or "fail"
+    action: PlanAction
     reason: str
     key: str | None  # unknown until the upstream stages it waits on have run
     against_lock: str = ""  # how the stage differs from its lock-file entry ("" when they agree)
 
 
 def make_plan(
-    recipe: Recipe, graph: StageGraph, store: ArtifactStore, source_digests: dict[str, str], lock: dict[str, Any]
+    recipe: Recipe, graph: StageGraph, store: Store, source_digests: dict[str, str], lock: dict[str, Any]
 ) -> list[PlannedStage]:
     """Keys are known wherever upstream outputs are: from the cache, or else from the lock file (so a fresh
     clone with an empty cache still sees which stages match the lock)."""
-    known: dict[str, dict[str, str]] = {}  # stage -> output -> digest
+    known: dict[str, dict[str, Any]] = {}  # stage -> its outputs (from a run record or lock entry)
+    locate = locator({ref: (digest, None) for ref, digest in source_digests.items()}, known)
     planned: list[PlannedStage] = []
     for name in graph.order:
         spec = recipe.stages[name]
         waiting = sorted(p for p in graph.predecessors[name] if p not in known)
         if waiting:
-            planned.append(PlannedStage(name, spec.uses, "run", f"upstream '{waiting[0]}' will run", None))
+            planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None))
             continue
-
-        def locate(ref: Ref) -> tuple[str, None] | None:
-            digest = source_digests[str(ref)] if ref.is_source else known[ref.source].get(ref.name)
-            return (digest, None) if digest else None
-
         job = job_for(spec, locate)
-        if isinstance(job, Ref):
-            planned.append(PlannedStage(name, spec.uses, "skip", f"'{job}' is an optional output not produced", None))
+        if isinstance(job, Missing):
+            planned.append(PlannedStage(name, spec.uses, PlanAction.SKIP, f"'{job.ref}' is an optional output not produced", None))
             continue
         try:
-            key, env = job.key_and_env()
+            key, env = job_key(job)
         except StageError as exc:
-            planned.append(PlannedStage(name, spec.uses, "fail", str(exc), None))
+            planned.append(PlannedStage(name, spec.uses, PlanAction.FAIL, str(exc), None))
             continue
         entry = lock.get("stages", {}).get(name)
         versus_lock = "" if entry is not None and entry.get("key") == key else \
             _why(entry, spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env, key)
         record = store.read_run(key)
         if record is not None:
-            known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
-            planned.append(PlannedStage(name, spec.uses, "cached", "up to date", key, versus_lock))
+            known[name] = {"outputs": record["outputs"]}
+            planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock))
             continue
         if entry is not None and entry.get("key") == key:
-            known[name] = {port: out["digest"] for port, out in (entry.get("outputs") or {}).items()}
+            known[name] = {"outputs": entry.get("outputs") or {}}
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
-        if store.run_path(key).exists():
+        if store.has_run(key):
             reason = "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
-        planned.append(PlannedStage(name, spec.uses, "run", reason, key, versus_lock))
+        planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock))
     return planned
 
 

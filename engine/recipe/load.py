@@ -3,87 +3,36 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.matrix import DEFAULT_MAX_STAGES, expand
-from engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
-from engine.overrides import apply_overrides
-from engine.registry import Plugins
-from engine.schema_errors import fill_defaults, validate
-from engine.sources import DatasetSpec, InputSpec, resolve_datasets, resolve_inputs
-from engine.stage import ArtifactKind, Port, Stage
-from engine.yamlsource import SourceMap, load_yaml
+from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
+from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
+from ortflow.engine.recipe.overrides import apply_overrides
+from ortflow.engine.registry import Plugins
+from ortflow.engine.params import fill_defaults
+from ortflow.engine.recipe.schema_errors import validate
+from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
+from ortflow.engine.types import SOURCES, Recipe, Ref, StageSpec
+from ortflow.engine.stage import ArtifactKind, Port, Stage
+from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml
 
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.
 REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\[.*\])?\.[A-Za-z_][A-Za-z0-9_-]*$")
-SOURCES = ("inputs", "datasets")
 
 
-@dataclass(frozen=True)
-class Ref:
-    """A data reference: `inputs.<name>`, `datasets.<name>` or `<stage>.<output>`."""
-
-    source: str
-    name: str
-
-    @property
-    def is_source(self) -> bool:
-        """True for the recipe's own inputs and datasets, False for a stage's output."""
-        return self.source in SOURCES
-
-    def __str__(self) -> str:
-        return f"{self.source}.{self.name}"
-
-
-@dataclass
-class StageSpec:
-    name: str
-    uses: str
-    stage_cls: type[Stage]
-    params: dict[str, Any]  # validated, defaults filled in
-    inputs: dict[str, Ref | list[Ref]]
-    after: list[str]
-    location: Location
-    optional: bool = False  # a missing execution provider skips it instead of failing the run
-    template: str = ""  # the stage as written, when this is one instance of its matrix
-    axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
-    resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
-    workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
-
-    def refs(self) -> list[Ref]:
-        found: list[Ref] = []
-        for value in self.inputs.values():
-            found.extend(value if isinstance(value, list) else [value])
-        return found
-
-
-@dataclass
-class Recipe:
-    path: Path
-    name: str
-    inputs: dict[str, InputSpec]
-    datasets: dict[str, DatasetSpec]
-    stages: dict[str, StageSpec]
-    source: SourceMap
-    overrides: list[str] = field(default_factory=list)
-    matrices: dict[str, list[str]] = field(default_factory=dict)  # matrix stage as written -> its instance ids
-
-    @property
-    def lock_path(self) -> Path:
-        return lock_path_for(self.path)
-
-
-def lock_path_for(recipe_path: Path) -> Path:
-    """`<recipe>.lock` beside the recipe."""
-    return recipe_path.with_name(recipe_path.name + ".lock")
+def recipe_schema_text() -> str:
+    """The recipe JSON Schema as shipped in the ortflow.schemas package (a wheel, an editable install or
+    a zip: importlib.resources finds it in each)."""
+    return resources.files("ortflow.schemas").joinpath("recipe.schema.json").read_text(encoding="utf-8")
 
 
 def recipe_schema() -> dict[str, Any]:
-    return json.loads((Path(__file__).parent.parent / "schemas" / "recipe.schema.json").read_text(encoding="utf-8"))
+    return json.loads(recipe_schema_text())
 
 
 def read_recipe(

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from engine.errors import Location, Problem, suggest
-from engine.yamlsource import KEY, PathKey, SourceMap
+from ortflow.engine.errors import Location, Problem, suggest
+from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')

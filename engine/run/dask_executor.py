@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from engine.errors import OrtflowError
+from ortflow.engine.errors import OrtflowError
 
 if TYPE_CHECKING:
-    from engine.runner import StageJob, StageOutcome
-    from engine.store import ArtifactStore
+    from ortflow.engine.types import StageJob, StageOutcome
+    from ortflow.engine.store.base import Store
 
 PINNED_WORKER_GRACE_S = 60.0  # how long a stage pinned to a worker that left waits for it to come back
 INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
@@ -67,7 +67,7 @@ class DaskExecutor:
             self._slots = (count, time.monotonic())
         return max(1, min(count, self.jobs) if self.jobs else count)
 
-    def run_stage(self, store: "ArtifactStore", job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
         result: Future = Future()
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
@@ -76,12 +76,12 @@ class DaskExecutor:
         return result
 
     def _submit(self, item: "_Submission") -> None:
-        from engine.runner import FAILED, StageOutcome
+        from ortflow.engine.types import StageOutcome, Status
 
         spec = item.job.spec
         addresses, problem = self._placement(spec.resources, spec.workers)
         if problem:
-            item.result.set_result(StageOutcome(spec.name, FAILED, error=problem))
+            item.result.set_result(StageOutcome(spec.name, Status.FAILED, error=problem))
             return
         task = self.client.submit(run_on_worker, item.store_root, item.job, self._topic, pure=False,
                                   key=f"{spec.name}-{uuid.uuid4().hex}", resources=spec.resources or None,
@@ -100,7 +100,7 @@ class DaskExecutor:
                 # and a pinned task must then be moved to the worker's new address.
                 outcome = done.result()
             except Exception as exc:  # noqa: BLE001 - every failure becomes the stage's one-line error
-                outcome = StageOutcome(spec.name, FAILED, error=_task_error(exc))
+                outcome = StageOutcome(spec.name, Status.FAILED, error=_task_error(exc))
             with self._lock:
                 self._tasks.pop(done.key, None)
                 self._pinned.pop(done.key, None)
@@ -117,15 +117,19 @@ class DaskExecutor:
         """Dask turns a worker name into an address when a task is submitted; a worker that restarts (killed,
         out of memory) comes back under a new address, and a task pinned to the old one would wait forever.
         Such a task is submitted again to the worker's new address, or fails once it stays away."""
+        said = ""
         while not self._closed.wait(1.0):
             try:
                 self._check_pinned()
-            except Exception:  # noqa: BLE001 - a scheduler hiccup must not end the watch; try again next second
+            except Exception as exc:  # noqa: BLE001 - boundary: a scheduler hiccup must not end the watch
                 if self._closed.is_set():
                     return
+                if str(exc) != said:  # say each new problem once, not every second
+                    said = str(exc)
+                    logging.getLogger("ortflow.dask").warning("watching pinned stages: %s: %s", type(exc).__name__, exc)
 
     def _check_pinned(self) -> None:
-        from engine.runner import FAILED, StageOutcome
+        from ortflow.engine.types import StageOutcome, Status
 
         with self._lock:
             pinned = list(self._pinned.items())
@@ -149,7 +153,7 @@ class DaskExecutor:
                 names = " or ".join(item.job.spec.workers)
                 why = (f"did not come back within {PINNED_WORKER_GRACE_S:.0f} s" if back is None
                        else f"restarted {item.restarts + 1} times while running it")
-                failed = StageOutcome(item.job.spec.name, FAILED, error=(
+                failed = StageOutcome(item.job.spec.name, Status.FAILED, error=(
                     f"the worker it is pinned to ({names}) left the cluster and {why} — nothing of it was kept; "
                     "check that worker, then run again"))
                 with self._lock:
@@ -212,8 +216,9 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome
     """The task: run the stage with this worker's store handle, streaming its log lines to the client."""
     from distributed import get_worker
 
-    from engine.runner import FAILED, StageOutcome, execute
-    from engine.store import open_store
+    from ortflow.engine.run.runner import execute
+    from ortflow.engine.types import StageOutcome, Status
+    from ortflow.engine.store.artifacts import open_store
 
     _undo_malloc_trim_threshold()
     worker = get_worker()
@@ -221,16 +226,14 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome
     for port, value in job.input_paths.items():
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, Path) and not item.exists():
-                return StageOutcome(job.spec.name, FAILED, error=(
+                return StageOutcome(job.spec.name, Status.FAILED, error=(
                     f"input '{port}' ({item}) does not exist on worker {worker.name} ({ran_on['host']}) — the recipe's "
                     "files and the cache must be on a filesystem every worker mounts at the same path"))
 
     def log(message: str) -> None:
         worker.log_event(topic, message)
 
-    outcome = execute(open_store(Path(store_root)), job, log, ran_on)
-    outcome.extra["ran_on"] = ran_on
-    return outcome
+    return execute(open_store(Path(store_root)), job, log, ran_on)
 
 
 _MALLOC_TUNED = False

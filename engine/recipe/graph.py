@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from engine.errors import Problem
-from engine.hashing import hash_bytes
-from engine.recipe import Recipe
+from ortflow.engine.errors import Problem
+from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.types import Recipe
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -13,17 +13,18 @@ import json
 import os
 from pathlib import Path
 
-import engine
-from engine import atomic
-from engine.dag import StageGraph
-from engine.errors import Location
-from engine.hashing import hash_bytes
-from engine.keys import canonical_json
-from engine.recipe import Recipe, Ref, StageSpec
-from engine.registry import Plugins
-from engine.sources import DatasetSpec, InputSpec
-from engine.store import ArtifactStore
-from engine.yamlsource import SourceMap
+import ortflow
+from ortflow.engine.store import atomic
+from ortflow.engine.recipe.graph import StageGraph
+from ortflow.engine.errors import Location
+from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.store.keys import canonical_json
+from ortflow.engine.recipe.load import recipe_schema_text
+from ortflow.engine.types import Recipe, Ref, StageSpec
+from ortflow.engine.registry import Plugins
+from ortflow.engine.recipe.sources import DatasetSpec, InputSpec
+from ortflow.engine.store.base import Store
+from ortflow.engine.recipe.yamlsource import SourceMap
 
 FOLDER = "recipes"
 
@@ -31,8 +32,8 @@ FOLDER = "recipes"
 def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
     try:
         parts = {
-            "engine": engine.__version__,
-            "schema": hash_bytes((Path(__file__).parent.parent / "schemas" / "recipe.schema.json").read_bytes()),
+            "engine": ortflow.__version__,
+            "schema": hash_bytes(recipe_schema_text().encode("utf-8")),
             "recipe": hash_bytes(Path(recipe_path).read_bytes()),
             "path": str(Path(recipe_path).resolve()),
             "cwd": os.getcwd(),
@@ -51,7 +52,7 @@ def contract(plugin: type) -> str:
     return hash_bytes(canonical_json([plugin.version, ports, files, plugin.params_schema]).encode())
 
 
-def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> None:
+def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     data = {
         "name": recipe.name,
         "path": str(recipe.path),
@@ -90,7 +91,7 @@ def save(store: ArtifactStore, key: str, recipe: Recipe, graph: StageGraph) -> N
     atomic.write_text(store.root / FOLDER / f"{key}.json", json.dumps(data))
 
 
-def load(store: ArtifactStore, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
+def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
     try:
         data = json.loads((store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -11,11 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from engine import atomic
-from engine.environment import facts
-from engine.hashing import hash_bytes
-from engine.recipe import Recipe
-from engine.runner import StageOutcome
+from ortflow.engine.store import atomic
+from ortflow.engine.environment import facts
+from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.types import Recipe
+from ortflow.engine.types import StageOutcome
 
 
 def stage_folder(out_dir: Path, stage: str) -> Path:
@@ -36,7 +36,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         stages.append({
             "stage": name,
             "type": recipe.stages[name].uses,
-            "status": outcome.status,
+            "status": outcome.status.value,
             "seconds": round(outcome.seconds, 3),
             "build_seconds": record.get("seconds"),
             "key": outcome.key,
@@ -70,7 +70,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
 
 def render(report: dict[str, Any], out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
-    from engine.report_html import html_report, markdown_report
+    from ortflow.engine.record.report_html import html_report, markdown_report
 
     atomic.write_text(out_dir / "report.md", markdown_report(report))
     atomic.write_text(out_dir / "report.html", html_report(report))

@@ -9,32 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import Location, OrtflowError, Problem, suggest
-from engine.hashing import HashCache, hash_bytes
-from engine.keys import canonical_json
-from engine.registry import Registry
-from engine.schema_errors import fill_defaults, validate
-from engine.yamlsource import SourceMap
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    name: str
-    path: Path  # resolved, absolute
-    declared: str  # as the user wrote it, for messages
-
-
-@dataclass(frozen=True)
-class DatasetSpec:
-    name: str
-    loader: str
-    loader_cls: type
-    params: dict[str, Any]  # validated, defaults filled in; file parameters hold absolute Paths
-    location: Location
-
-    def file_paths(self) -> dict[str, Path]:
-        return {p: self.params[p] for p in self.loader_cls.file_params if p in self.params}
-
+from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
+from ortflow.engine.store.hashing import HashCache, hash_bytes
+from ortflow.engine.store.keys import canonical_json
+from ortflow.engine.registry import Registry
+from ortflow.engine.params import fill_defaults
+from ortflow.engine.recipe.schema_errors import validate
+from ortflow.engine.recipe.yamlsource import SourceMap
+from ortflow.engine.types import DatasetSpec, InputSpec
 
 
 def resolve_inputs(raw: dict[str, Any], base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
@@ -77,29 +59,6 @@ def resolve_datasets(
             datasets[name] = DatasetSpec(name, loader_cls.type, loader_cls, fill_defaults(params, loader_cls.params_schema),
                                          source.locate(where, key=True))
     return datasets
-
-
-def input_digest(path: Path, hashes: HashCache) -> str:
-    """An input's content digest. For an ONNX model stored with external data, the data files it names
-    (beside it) are part of it: a changed weights file must change every key downstream."""
-    digest = hashes.hash_path(path)
-    if path.suffix != ".onnx" or not path.is_file():
-        return digest
-
-    def locations() -> str:
-        from engine.onnx_model import external_data_files
-
-        try:
-            return json.dumps(external_data_files(path))
-        except Exception:
-            return "[]"  # not parseable as ONNX: the stage that reads it says so
-
-    external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
-    if not external:
-        return digest
-    parts = {name: hashes.hash_path(path.parent / name) if (path.parent / name).exists() else "missing"
-             for name in external}
-    return hash_bytes(canonical_json({"model": digest, "external_data": parts}).encode())
 
 
 def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subject: str,

@@ -7,11 +7,11 @@ from typing import Any
 
 import yaml
 
-from engine import atomic
-from engine.atomic import ProcessLock
-from engine.errors import Location, Problem, RecipeError
-from engine.recipe import Recipe
-from engine.runner import StageOutcome
+from ortflow.engine.store import atomic
+from ortflow.engine.store.atomic import ProcessLock
+from ortflow.engine.errors import Location, Problem, RecipeError
+from ortflow.engine.types import Recipe
+from ortflow.engine.types import StageOutcome
 
 LOCK_SCHEMA = 1
 HEADER = "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
@@ -102,7 +102,7 @@ class LockWriter:
     EVERY_S = 5.0  # during a run, at most one write per this many seconds; the last write is never skipped
 
     def __init__(self, recipe: Recipe, store: Any, source_digests: dict[str, str]):
-        from engine.hashing import hash_bytes
+        from ortflow.engine.store.hashing import hash_bytes
 
         self.recipe = recipe
         self.source_digests = source_digests

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from engine.errors import StageError
+from ortflow.engine.errors import StageError
+from ortflow.engine.ort.onnx_model import ort_errors
 
 INSTALL = {
     "CUDAExecutionProvider": "CUDA 12 and cuDNN 9 libraries (e.g. `pip install onnxruntime-gpu[cuda,cudnn]`)",
@@ -22,8 +23,6 @@ INSTALL = {
 }
 
 
-class ProviderUnavailable(StageError):
-    """A stage needs an execution provider this machine cannot run; `optional: true` turns it into a skip."""
 
 
 @dataclass(frozen=True)
@@ -67,19 +66,25 @@ def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
     options = ort.SessionOptions()
     options.log_severity_level = 4  # the failed loads are reported below, with the fix
     ort.set_default_logger_severity(4)  # provider libraries that fail to load log through the default logger
+    said = ""
     try:
         usable = tuple(ort.InferenceSession(model.SerializeToString(), options, providers=list(requested)).get_providers())
-    except Exception as exc:
-        usable = ("CPUExecutionProvider",)
-        del exc
+    except ort_errors() as exc:  # e.g. a provider library that cannot load
+        usable, said = ("CPUExecutionProvider",), _first_line(exc)
     finally:
         ort.set_default_logger_severity(2)  # ORT's default: warnings
-    missing = {p: _why(p, p in built_in) for p in requested if p not in usable}
+    missing = {p: _why(p, p in built_in) + (f" (ONNX Runtime said: {said})" if said else "")
+               for p in requested if p not in usable}
     return ProviderCheck(requested, usable, missing)
 
 
 def resolve(providers: list[Any]) -> ProviderCheck:
     return _resolve(names(providers))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _why(provider: str, built_in: bool) -> str:

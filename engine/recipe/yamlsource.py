@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from engine.errors import Location, Problem, RecipeError
+from ortflow.engine.errors import Location, Problem, RecipeError
 
 try:  # libyaml is several times faster; the pure-Python loader gives identical nodes
     from yaml import CSafeLoader as _Loader

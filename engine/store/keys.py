@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.hashing import hash_bytes
+from ortflow.engine.store.hashing import hash_bytes
 
 
 def canonical_json(value: Any) -> str:

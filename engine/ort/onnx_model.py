@@ -13,11 +13,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Collection
 
-from engine.errors import StageError
+from ortflow.engine.errors import StageError
 
 TWO_GB = 2**31 - 1
 INTEGER_COMPUTE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "GatherElements", "Attention",
                        "EmbedLayerNormalization"}  # protobuf's limit: larger models must keep their weights in external data
+
+
+@lru_cache(maxsize=1)
+def ort_errors() -> tuple[type[BaseException], ...]:
+    """The exception types ONNX Runtime raises (Fail, InvalidGraph, ...: plain Exception subclasses from its
+    C++ bindings), to catch ORT's failures without catching everything."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    found = [v for v in vars(state).values() if isinstance(v, type) and issubclass(v, Exception)]
+    return (RuntimeError, *found)
 
 
 @lru_cache(maxsize=1)
@@ -35,9 +45,9 @@ def max_ir_version() -> int:
         model.ir_version = version
         try:
             ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-            return version
-        except Exception:
+        except ort_errors():  # this IR version is too new for this build
             continue
+        return version
     return 7
 
 
@@ -99,11 +109,19 @@ def private_model(artifact: Path | str, folder: Path) -> Path:
     return model_file(target) if artifact.is_dir() else target / artifact.name
 
 
+class NotAnOnnxModel(StageError):
+    """The file's bytes do not parse as an ONNX model (so every load of it fails the same way)."""
+
+
 def external_data_files(path: Path) -> list[str]:
     """Locations (relative to the model's folder) of the external-data files a model references."""
     import onnx
+    from google.protobuf.message import DecodeError
 
-    model = onnx.load(str(path), load_external_data=False)
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except DecodeError as exc:
+        raise NotAnOnnxModel(f"{path.name} is not an ONNX model ({exc})") from exc
     found = set()
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
@@ -116,8 +134,8 @@ def total_size(path: Path) -> int:
     path = model_file(path)
     try:
         external = external_data_files(path)
-    except Exception:
-        external = []  # not parseable: the load that follows reports it with the fix
+    except NotAnOnnxModel:
+        external = []  # the load that follows reports it with the fix
     return path.stat().st_size + sum((path.parent / f).stat().st_size for f in external if (path.parent / f).exists())
 
 
@@ -229,7 +247,7 @@ def float_tensors(model: Any) -> set[str]:
 
     try:
         typed = onnx.shape_inference.infer_shapes(model).graph
-    except Exception:
+    except (onnx.shape_inference.InferenceError, ValueError):  # best effort: declared types are still known
         typed = model.graph
     kinds = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
     found = {v.name for v in [*typed.value_info, *typed.input, *typed.output] if v.type.tensor_type.elem_type in kinds}

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine import atomic
-from engine.atomic import ProcessLock
-from engine.errors import StoreError
-from engine.hashing import HashCache, hash_file, hash_tree
+from ortflow.engine.store import atomic
+from ortflow.engine.store.atomic import ProcessLock
+from ortflow.engine.errors import StoreError
+from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class Damage:
 
 
 class ArtifactStore:
+    """The folder store (engine.store.base.Store): a local disk or a share every machine mounts."""
+
     def __init__(self, root: Path):
         self.root = Path(root).resolve()
         self.objects = self.root / "objects"
@@ -52,6 +54,9 @@ class ArtifactStore:
 
     def object_path(self, digest: str) -> Path:
         return self.objects / digest[:2] / digest[2:]
+
+    def holds(self, path: Path) -> bool:
+        return self.objects in path.parents
 
     def object_intact(self, digest: str) -> bool:
         """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified."""
@@ -111,6 +116,9 @@ class ArtifactStore:
         if not all(self.object_intact(out["digest"]) for out in record.get("outputs", {}).values()):
             return None
         return record
+
+    def has_run(self, key: str) -> bool:
+        return self.run_path(key).exists()
 
     def write_run(self, key: str, record: dict[str, Any]) -> None:
         atomic.write_text(self.run_path(key), json.dumps(record, indent=2, sort_keys=True))

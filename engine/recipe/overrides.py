@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from engine.errors import Location, Problem, RecipeError, suggest
-from engine.yamlsource import SourceMap, load_yaml, parse_yaml
+from ortflow.engine.errors import Location, Problem, RecipeError, suggest
+from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 

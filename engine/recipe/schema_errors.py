@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from engine.errors import Problem, suggest
-from engine.yamlsource import PathKey, SourceMap
+from ortflow.engine.errors import Problem, suggest
+from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
 
 _TYPE_NAMES = {
     "object": "a mapping",
@@ -95,16 +95,3 @@ def _join(key: str, name: Any) -> str:
 def _show(value: Any) -> str:
     text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `params` with every missing property that declares a `default` filled in (recursively)."""
-    import copy
-
-    result = copy.deepcopy(params)
-    for name, prop in schema.get("properties", {}).items():
-        if name not in result and "default" in prop:
-            result[name] = copy.deepcopy(prop["default"])  # never share the schema's own list or dict
-        if isinstance(result.get(name), dict) and prop.get("type") == "object":
-            result[name] = fill_defaults(result[name], prop)
-    return result

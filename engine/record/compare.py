@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.errors import OrtflowError
+from ortflow.engine.errors import OrtflowError
 
 
 def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:

@@ -1,0 +1,1 @@
+"""ONNX and ONNX Runtime helpers: reading models (with their external data), execution providers."""

@@ -1,0 +1,66 @@
+"""From a stage spec to a runnable job: its inputs located (as digests and paths), its cache key, and what
+a run record found in the store means as an outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ortflow.engine.environment import facts
+from ortflow.engine.errors import StageError
+from ortflow.engine.store.keys import stage_key
+from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
+
+Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
+Locate = Callable[[Ref], "Located | None"]
+
+
+def locator(sources: Mapping[str, Located], records: Mapping[str, dict[str, Any] | None],
+            object_path: Callable[[str], Path] | None = None) -> Locate:
+    """Resolves a reference from the recipe's sources or from an upstream stage's run record (or lock-file
+    entry: both hold `outputs: {port: {digest: ...}}`); None for an output the upstream did not produce."""
+
+    def locate(ref: Ref) -> Located | None:
+        if ref.is_source:
+            return sources[str(ref)]
+        out = ((records.get(ref.source) or {}).get("outputs") or {}).get(ref.name)
+        if not out:
+            return None
+        return out["digest"], object_path(out["digest"]) if object_path is not None else None
+
+    return locate
+
+
+def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
+    """The stage's job, its inputs resolved by `locate`; or which reference could not be resolved (an
+    optional output its upstream stage did not produce)."""
+    digests: dict[str, Any] = {}
+    values: dict[str, Any] = {}
+    for port, value in sorted(spec.inputs.items()):
+        refs = value if isinstance(value, list) else [value]
+        resolved = []
+        for ref in refs:
+            found = locate(ref)
+            if found is None:
+                return Missing(ref)
+            resolved.append(found)
+        digests[port] = [d for d, _ in resolved] if isinstance(value, list) else resolved[0][0]
+        values[port] = [v for _, v in resolved] if isinstance(value, list) else resolved[0][1]
+    return StageJob(spec, digests, values)
+
+
+def job_key(job: StageJob) -> tuple[str, dict[str, str]]:
+    """The job's cache key, and the environment facts that went into it."""
+    spec = job.spec
+    try:
+        env = facts(tuple(spec.stage_cls().env_facts(spec.params)))
+    except KeyError as exc:
+        raise StageError(f"stage type {spec.uses} declares {exc.args[0]} — fix the stage's env_facts") from None
+    return stage_key(spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env), env
+
+
+def settled(name: str, status: Status, seconds: float, key: str, record: dict[str, Any]) -> StageOutcome:
+    """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
+    if record.get("gate_failed"):
+        return StageOutcome(name, Status.GATE_FAILED, seconds, key, record, error=record["gate_failed"])
+    return StageOutcome(name, status, seconds, key, record)

@@ -1,0 +1,144 @@
+"""Walks the stage DAG: cached stages resolve at once, the rest run on an executor as their inputs land."""
+
+from __future__ import annotations
+
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ortflow.engine.recipe.graph import StageGraph
+from ortflow.engine.run.executors import Executor
+from ortflow.engine.errors import StageError
+from ortflow.engine.run.jobs import job_for, locator
+from ortflow.engine.run.runner import cached_outcome
+from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
+from ortflow.engine.store.base import Store
+
+
+@dataclass
+class SchedulerEvents:
+    """Callbacks for progress displays; all are called from the scheduling thread."""
+
+    started: Callable[[str], None] = lambda name: None
+    finished: Callable[[StageOutcome], None] = lambda outcome: None
+    log: Callable[[str], None] = lambda message: None
+
+
+@dataclass
+class Scheduler:
+    recipe: Recipe
+    graph: StageGraph
+    store: Store
+    executor: Executor
+    sources: dict[str, tuple[str, Any]]  # "inputs.x" / "datasets.y" -> (digest, Path or Dataset)
+    keep_going: bool = False
+    events: SchedulerEvents = field(default_factory=SchedulerEvents)
+
+    def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
+        """Each stage is looked up in the cache once, when its last upstream stage finishes."""
+        state = _RunState([n for n in self.graph.order if only is None or n in only], self.graph)
+        for name in state.order:
+            if state.waiting[name] == 0 and name not in state.outcomes:
+                self._resolve_and_settle(state, name)
+        while state.runnable or state.running:
+            if not state.stopping:
+                self._start_what_fits(state)
+            if not state.running:
+                break
+            done, _ = wait(list(state.running), return_when=FIRST_COMPLETED)
+            for future in done:
+                state.running.pop(future)
+                outcome = future.result()
+                self._settle(state, outcome)
+                if outcome.status != Status.SKIPPED and not outcome.succeeded and not self.keep_going:
+                    state.stopping = True  # an optional stage skipped (no GPU, say) is not a failure
+        for name in state.order:
+            if name not in state.outcomes:
+                state.outcomes[name] = StageOutcome(name, Status.NOT_RUN, error="stopped after a failure (use --keep-going)")
+                self.events.finished(state.outcomes[name])
+        return {name: state.outcomes[name] for name in state.order}
+
+    def _start_what_fits(self, state: _RunState) -> None:
+        for name in sorted(state.runnable, key=state.position.__getitem__):
+            if self._has_slot(name, state.running):
+                job = state.runnable.pop(name)
+                self.events.started(name)
+                state.running[self.executor.run_stage(self.store, job, self.events.log)] = name
+
+    def _resolve_and_settle(self, state: _RunState, name: str) -> None:
+        ready = self._resolve(state, name)
+        if ready is not None:
+            self._settle(state, ready)
+
+    def _settle(self, state: _RunState, first: StageOutcome) -> None:
+        """Record an outcome and decide its dependents: skipped after a failure, resolved once their last
+        upstream is in. A work list, not recursion: a cached or skipped chain can be thousands long."""
+        pending = [first]
+        while pending:
+            outcome = pending.pop()
+            state.outcomes[outcome.name] = outcome
+            state.records[outcome.name] = outcome.record
+            self.events.finished(outcome)
+            for child in state.dependents[outcome.name]:
+                if child in state.outcomes:
+                    continue
+                if not outcome.succeeded:  # decided even while stopping, so dependents say why
+                    pending.append(StageOutcome(child, Status.SKIPPED, error=f"upstream '{outcome.name}' {outcome.status}"))
+                    state.outcomes[child] = pending[-1]
+                    continue
+                state.waiting[child] -= 1
+                if state.waiting[child] == 0:
+                    ready = self._resolve(state, child)
+                    if ready is not None:
+                        pending.append(ready)
+
+    def _resolve(self, state: _RunState, name: str) -> StageOutcome | None:
+        """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""
+        job = self._job(name, state.records)
+        if isinstance(job, StageOutcome):
+            return job
+        cached = self._cached(job) if self.executor.local_cache_lookup else None
+        if cached is None:
+            state.runnable[name] = job
+        return cached
+
+    def _cached(self, job: StageJob) -> StageOutcome | None:
+        try:
+            return cached_outcome(self.store, job)
+        except StageError as exc:  # e.g. a plugin naming an environment fact that does not exist
+            return StageOutcome(job.spec.name, Status.FAILED, error=str(exc))
+
+    def _has_slot(self, name: str, running: dict[Future, str]) -> bool:
+        if len(running) >= self.executor.slots:
+            return False
+        exclusive = self.recipe.stages[name].stage_cls.exclusive
+        if exclusive and running:
+            return False  # timing-sensitive work runs alone
+        return not any(self.recipe.stages[other].stage_cls.exclusive for other in running.values())
+
+    def _job(self, name: str, records: dict[str, dict[str, Any] | None]) -> StageJob | StageOutcome:
+        job = job_for(self.recipe.stages[name], locator(self.sources, records, self.store.object_path))
+        if isinstance(job, Missing):
+            return StageOutcome(name, Status.SKIPPED,
+                                error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
+        return job
+
+
+class _RunState:
+    """One run's bookkeeping: who waits on how many upstream stages, what is queued, running and settled."""
+
+    def __init__(self, order: list[str], graph: StageGraph):
+        self.order = order
+        self.position = {name: i for i, name in enumerate(order)}
+        self.dependents: dict[str, list[str]] = {name: [] for name in order}
+        self.waiting: dict[str, int] = {}
+        for name in order:
+            preds = [p for p in graph.predecessors[name] if p in self.position]
+            self.waiting[name] = len(preds)
+            for pred in preds:
+                self.dependents[pred].append(name)
+        self.outcomes: dict[str, StageOutcome] = {}
+        self.records: dict[str, dict[str, Any] | None] = {}  # each settled stage's run record, for locating inputs
+        self.runnable: dict[str, StageJob] = {}
+        self.running: dict[Future, str] = {}
+        self.stopping = False

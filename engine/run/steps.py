@@ -1,0 +1,73 @@
+"""Steps: a composite stage (a search, say) runs other registered stage types as sub-stages, each looked up
+and stored in the cache under exactly the key rules of a recipe stage (type, version, parameters with
+defaults, input digests, environment facts). A crashed or re-targeted search therefore reuses every
+candidate it already built, timed or checked; and `cache gc` keeps a step as long as its parent is kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ortflow.engine.errors import ProviderUnavailable, StageError
+from ortflow.engine.params import fill_defaults, params_problems
+from ortflow.engine.registry import Registry
+from ortflow.engine.stage import Artifact, Stage, StepResult
+from ortflow.engine.store.base import Store
+from ortflow.engine.types import Ref, StageJob, StageOutcome, StageSpec, Status
+
+Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
+
+
+@dataclass
+class StepRunner:
+    """The engine's side of the stage contract's `Steps`: it runs a step as the runner runs a stage."""
+
+    store: Store
+    parent: str  # the running stage's name, for work folders and messages
+    execute: Execute  # the runner's own (handed in, so this module never imports the runner)
+    log: Callable[[str], None] = lambda _m: None
+    keys: list[str] = field(default_factory=list)  # every step's key, recorded in the parent's run record
+    registry: Registry = field(default_factory=Registry.discover)
+
+    def stage_type(self, uses: str) -> type[Stage]:
+        if uses not in self.registry:
+            raise StageError(f"step type '{uses}' is not installed (installed: {', '.join(self.registry.names())})")
+        return self.registry.get(uses)
+
+    def run(self, uses: str, params: dict[str, Any], inputs: dict[str, Artifact | list[Artifact]],
+            labels: dict[str, str | list[str]] | None = None) -> StepResult:
+        """Run stage type `uses` (or serve it from the cache). `labels` name the inputs in its outputs, the
+        way `<stage>.<port>` references name them in a recipe; they are not part of the key."""
+        stage_cls = self.stage_type(uses)
+        problems = params_problems(stage_cls, params)
+        if problems:
+            raise StageError(f"{self.parent}: step {uses} has bad parameters: {'; '.join(problems)}")
+        params = fill_defaults(params, stage_cls.params_schema)
+        refs = {port: _refs(port, value, (labels or {}).get(port)) for port, value in inputs.items()}
+        # optional: a missing provider comes back as SKIPPED, re-raised below so the parent skips (or fails) alike
+        spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True)
+        digests = {port: [a.digest for a in v] if isinstance(v, list) else v.digest for port, v in inputs.items()}
+        paths = {port: [a.path for a in v] if isinstance(v, list) else v.path for port, v in inputs.items()}
+        outcome = self.execute(StageJob(spec, digests, paths), self.log)
+        if outcome.key:
+            self.keys.append(outcome.key)
+        if outcome.status == Status.SKIPPED:
+            raise ProviderUnavailable(str(outcome.error).removeprefix("optional stage skipped: "))
+        if outcome.status not in (Status.RAN, Status.CACHED, Status.GATE_FAILED):
+            error = StageError(f"step {uses} failed: {outcome.error}")
+            error.stage_log = outcome.traceback or ""  # type: ignore[attr-defined]
+            raise error
+        record = outcome.record or {}
+        outputs = {port: Artifact(out["digest"], self.store.object_path(out["digest"]))
+                   for port, out in record.get("outputs", {}).items()}
+        return StepResult(outputs)
+
+
+def _refs(port: str, value: Artifact | list[Artifact], label: str | list[str] | None) -> Ref | list[Ref]:
+    """References named by the labels, which is what StageContext.label shows for a step's inputs."""
+
+    def ref(index: int | None = None) -> Ref:
+        text = label[index] if isinstance(label, list) and index is not None else label
+        return Ref(str(text or port).replace(".", "_"), port)
+
+    return [ref(i) for i in range(len(value))] if isinstance(value, list) else ref()

@@ -1,0 +1,67 @@
+"""What the engine needs from an artifact store, as three small interfaces (after Hamilton's caching: results
+and metadata are separate concerns), so another backend (an object store, a remote cache) can be added
+without touching the runner, the scheduler or the records. `ArtifactStore` (engine.store.artifacts) is the
+folder implementation."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from ortflow.engine.store.hashing import HashCache
+
+
+class Objects(Protocol):
+    """Immutable content-addressed files and folders, named by the sha256 of their bytes."""
+
+    def object_path(self, digest: str) -> Path:
+        """Where a stage reads the object (stages hand ORT local paths)."""
+
+    def holds(self, path: Path) -> bool:
+        """`path` is inside one of the store's objects (immutable: no need to re-hash it)."""
+
+    def object_intact(self, digest: str) -> bool: ...
+
+    def add(self, path: Path) -> str:
+        """Store a file or folder; returns its digest (adding what is already there is a no-op)."""
+
+    def materialize(self, digest: str, dest: Path) -> None:
+        """Place a copy (or link) of the object at `dest`, e.g. under out/."""
+
+    def iter_objects(self) -> Iterator[str]: ...
+
+
+class RunRecords(Protocol):
+    """What one stage execution produced, by cache key: a JSON document naming its output objects."""
+
+    def read_run(self, key: str) -> dict[str, Any] | None:
+        """The record if it exists and every object it names is intact, else None."""
+
+    def write_run(self, key: str, record: dict[str, Any]) -> None:
+        """Written last, atomically: a record exists only once all its objects do."""
+
+    def has_run(self, key: str) -> bool:
+        """A record file exists for `key`, intact or not (a damaged entry, to be reported as such)."""
+
+    def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]: ...
+
+
+class Locks(Protocol):
+    """Concurrency: one builder per key, runs against gc, private work folders."""
+
+    def key_lock(self, key: str) -> AbstractContextManager[Any]: ...
+
+    def in_use(self) -> Any:
+        """A shared lock a run holds throughout (`.held()`), which gc takes exclusively."""
+
+    def workdir(self, label: str) -> AbstractContextManager[Path]: ...
+
+    def remove_stale_tmp(self) -> int: ...
+
+
+class Store(Objects, RunRecords, Locks, Protocol):
+    """An artifact store: objects, run records and locks, plus the hash cache of source files."""
+
+    root: Path
+    hashes: HashCache

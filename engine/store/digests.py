@@ -1,0 +1,46 @@
+"""Content digests of a recipe's sources (input files, datasets): what their cache keys are made of."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ortflow.engine.environment import facts
+from ortflow.engine.ort.onnx_model import NotAnOnnxModel, external_data_files
+from ortflow.engine.store.hashing import HashCache, hash_bytes
+from ortflow.engine.store.keys import canonical_json
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import DatasetLoader
+
+
+def input_digest(path: Path, hashes: HashCache) -> str:
+    """An input's content digest. For an ONNX model stored with external data, the data files it names
+    (beside it) are part of it: a changed weights file must change every key downstream."""
+    digest = hashes.hash_path(path)
+    if path.suffix != ".onnx" or not path.is_file():
+        return digest
+
+    def locations() -> str:
+        try:
+            return json.dumps(external_data_files(path))
+        except NotAnOnnxModel:  # decided by the bytes alone, so safe to remember: the stage reading it says so
+            return "[]"
+
+    external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
+    if not external:
+        return digest
+    parts = {name: hashes.hash_path(path.parent / name) if (path.parent / name).exists() else "missing"
+             for name in external}
+    return hash_bytes(canonical_json({"model": digest, "external_data": parts}).encode())
+
+
+def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: HashCache) -> str:
+    """A dataset's identity: loader type and version, parameters, its files by content (never by path),
+    and the library versions it declares (a new tokenizer release may tokenize differently)."""
+    files = set(loader_cls.file_params)
+    hashed = {k: hashes.hash_path(v) if k in files else v for k, v in params.items()}
+    identity = {"loader": loader_cls.type, "version": loader_cls.version, "params": hashed,
+                "env": facts(tuple(loader_cls().env_facts()))}
+    return hash_bytes(canonical_json(identity).encode())

@@ -1,0 +1,145 @@
+"""The data every layer passes around: data references, stage specs, the resolved recipe, stage jobs and
+their outcomes. This module imports nothing from the engine at run time (only for annotations), so any
+layer can use it without an import cycle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset, DatasetLoader
+    from ortflow.engine.errors import Location
+    from ortflow.engine.recipe.yamlsource import SourceMap
+    from ortflow.engine.stage import Stage
+
+SOURCES = ("inputs", "datasets")
+
+
+class Status(str, Enum):
+    """What happened to a stage in a run (shown in tables, reports and run summaries as its value)."""
+
+    RAN = "ran"
+    CACHED = "cached"
+    FAILED = "failed"
+    GATE_FAILED = "gate failed"
+    SKIPPED = "skipped"
+    NOT_RUN = "not run"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def succeeded(self) -> bool:
+        return self in (Status.RAN, Status.CACHED)
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A data reference: `inputs.<name>`, `datasets.<name>` or `<stage>.<output>`."""
+
+    source: str
+    name: str
+
+    @property
+    def is_source(self) -> bool:
+        """True for the recipe's own inputs and datasets, False for a stage's output."""
+        return self.source in SOURCES
+
+    def __str__(self) -> str:
+        return f"{self.source}.{self.name}"
+
+
+@dataclass
+class StageSpec:
+    name: str
+    uses: str
+    stage_cls: type[Stage]
+    params: dict[str, Any]  # validated, defaults filled in
+    inputs: dict[str, Ref | list[Ref]]
+    after: list[str]
+    location: Location | None
+    optional: bool = False  # a missing execution provider skips it instead of failing the run
+    template: str = ""  # the stage as written, when this is one instance of its matrix
+    axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
+    resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
+    workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
+
+    def refs(self) -> list[Ref]:
+        found: list[Ref] = []
+        for value in self.inputs.values():
+            found.extend(value if isinstance(value, list) else [value])
+        return found
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    path: Path  # resolved, absolute
+    declared: str  # as the user wrote it, for messages
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    loader: str
+    loader_cls: type[DatasetLoader]
+    params: dict[str, Any]  # validated, defaults filled in; file parameters hold absolute Paths
+    location: Location
+
+    def file_paths(self) -> dict[str, Path]:
+        return {p: self.params[p] for p in self.loader_cls.file_params if p in self.params}
+
+
+@dataclass
+class Recipe:
+    path: Path
+    name: str
+    inputs: dict[str, InputSpec]
+    datasets: dict[str, DatasetSpec]
+    stages: dict[str, StageSpec]
+    source: SourceMap
+    overrides: list[str] = field(default_factory=list)
+    matrices: dict[str, list[str]] = field(default_factory=dict)  # matrix stage as written -> its instance ids
+
+    @property
+    def lock_path(self) -> Path:
+        return lock_path_for(self.path)
+
+
+def lock_path_for(recipe_path: Path) -> Path:
+    """`<recipe>.lock` beside the recipe."""
+    return recipe_path.with_name(recipe_path.name + ".lock")
+
+
+@dataclass(frozen=True)
+class StageJob:
+    """Everything needed to run a stage, with inputs already resolved to digests and paths."""
+
+    spec: StageSpec
+    input_digests: dict[str, str | list[str]]
+    input_paths: dict[str, Path | list[Path] | Dataset]
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A stage that cannot start: `ref`, an optional output of an upstream stage, was not produced."""
+
+    ref: Ref
+
+
+@dataclass
+class StageOutcome:
+    name: str
+    status: Status
+    seconds: float = 0.0
+    key: str | None = None
+    record: dict[str, Any] | None = None
+    error: str | None = None
+    traceback: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status.succeeded
