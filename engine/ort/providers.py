@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.ort.onnx_model import ort_errors
 
 INSTALL = {
