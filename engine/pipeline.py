@@ -8,22 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
-from ortflow.engine.run.executors import Executor, LocalExecutor
-from ortflow.engine.record.lockfile import LockWriter, drift, read_lock
-from ortflow.engine.run.plan import PlannedStage, make_plan
-from ortflow.engine.recipe import snapshot
-from ortflow.engine.recipe.load import read_recipe
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.store.digests import content_digest, input_digest
-from ortflow.engine.run.jobs import job_for, job_key, locator, settled
-from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
-from ortflow.engine.registry import Plugins
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
+from ortflow.engine.recipe import snapshot
+from ortflow.engine.recipe.graph import StageGraph
+from ortflow.engine.recipe.load import read_recipe
+from ortflow.engine.record.lockfile import LockWriter, drift, read_lock
 from ortflow.engine.record.report import stage_folder, write_report
+from ortflow.engine.registry import Plugins
+from ortflow.engine.run.executors import Executor, LocalExecutor
+from ortflow.engine.run.jobs import job_for, job_key, locator, settled
+from ortflow.engine.run.plan import PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
+from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -12,7 +12,7 @@ from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
 from ortflow.engine.ort.onnx_model import model_file
 from ortflow.engine.params import fill_defaults, params_problems
 from ortflow.engine.registry import stage_type
-from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, Steps, StepResult
+from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
 
 __all__ = [
     "LIMIT_PARAM", "Artifact", "ArtifactKind", "Dataset", "DatasetLoader", "Feed", "GateFailed", "ModelInput", "Port",

@@ -8,10 +8,10 @@ import shutil
 from pathlib import Path
 
 import yaml
-
 from conftest import executions, write
-from ortflow.engine.store.hashing import HashCache
+
 from ortflow.engine.record.lockfile import read_lock, write_lock
+from ortflow.engine.store.hashing import HashCache
 
 
 def pipeline(project: Path) -> Path:

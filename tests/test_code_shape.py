@@ -5,8 +5,9 @@ check imports, layers and cycles; these are the rules they do not express."""
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).parent.parent
 SOURCES = ("engine", "stages", "ortflow")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import executions, minilm_model, write
+
 from ortflow.engine.dataset import ModelInput, check_feed
 from ortflow.engine.errors import StageError
 from ortflow.engine.loaders.images import ImagesLoader

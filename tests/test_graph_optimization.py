@@ -10,7 +10,6 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import yaml
-
 from conftest import minilm_model, write
 
 QUICKSTART = Path(__file__).parent.parent / "recipes" / "quickstart.yaml"

@@ -93,7 +93,8 @@ def test_reference_to_one_variant_and_errors_for_ambiguous_or_unknown_ones(proje
     lines = err.strip().splitlines()
     assert any(f"recipe.yaml:{line_of(path, '[base.file]')}:" in l and "'base.file' names 3 variants of the matrix stage 'base'" in l
                and "base.file[*]" in l for l in lines), err
-    assert any(f"recipe.yaml:{line_of(path, 'text=q')}:" in l and "no variant of 'base' matches [text=q]" in l and "base[text=a,stamp=false]" in l
+    assert any(f"recipe.yaml:{line_of(path, 'text=q')}:" in l and "no variant of 'base' matches [text=q]" in l
+               and "base[text=a,stamp=false]" in l
                for l in lines), err
     path.write_text(path.read_text().split("  vague:")[0])
     code, _, err = cli("run", path, "one")  # a target: the stage and only the variant it needs

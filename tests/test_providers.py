@@ -6,8 +6,8 @@ import shutil
 
 import onnxruntime as ort
 import pytest
-
 from conftest import minilm_model, write
+
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort.providers import resolve
 

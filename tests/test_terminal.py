@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import PLUGINS, executions, write
 
 pexpect = pytest.importorskip("pexpect")

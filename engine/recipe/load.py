@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import json
-from importlib import resources
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
-from ortflow.engine.recipe.overrides import apply_overrides
-from ortflow.engine.registry import Plugins
 from ortflow.engine.params import fill_defaults
+from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
+from ortflow.engine.recipe.overrides import apply_overrides
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
-from ortflow.engine.types import SOURCES, Recipe, Ref, StageSpec
-from ortflow.engine.stage import ArtifactKind, Port, Stage
 from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml
+from ortflow.engine.registry import Plugins
+from ortflow.engine.stage import ArtifactKind, Port, Stage
+from ortflow.engine.types import SOURCES, Recipe, Ref, StageSpec
 
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.

@@ -136,6 +136,8 @@ class _Combination:
 
 
 def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[_Combination]:
+    """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
+    `include` (each value remembers where it is written, for error messages)."""
     matrix = spec.get("matrix")
     if not isinstance(matrix, dict):
         return [_Combination({}, {})]  # no matrix (or a malformed one, which the schema reports)
@@ -148,6 +150,19 @@ def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: 
         return [_Combination({}, {})]
     combos = [_Combination(dict(zip(axes, values)), {k: where + (k, axes[k].index(v)) for k, v in zip(axes, values)})
               for values in itertools.product(*axes.values())] if axes else []
+    combos = _excluded(name, matrix, axes, combos, where, source, problems)
+    _check_with_overlap(name, spec, axes, source, problems)
+    combos = _included(matrix, axes, combos, where)
+    if not combos:
+        what = "exclude removes every combination of its matrix" if axes else "its matrix has no combinations"
+        problems.append(Problem(f"stage '{name}': {what}", source.locate(where, key=True),
+                                "remove an exclude entry" if axes else "give an axis (a parameter and a list of values)"))
+        return [_Combination({}, {})]
+    return _unique_axes_first(axes, combos)
+
+
+def _excluded(name: str, matrix: dict[str, Any], axes: dict[str, list], combos: list[_Combination], where: PathKey,
+              source: SourceMap, problems: list[Problem]) -> list[_Combination]:
     for i, entry in enumerate(matrix.get("exclude") or []):
         if not isinstance(entry, dict):
             continue
@@ -158,7 +173,12 @@ def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: 
                                     f"its axes: {', '.join(axes) or 'none'}"))
             continue
         combos = [c for c in combos if not _matches(c.values, entry)]
-    originals = list(combos)
+    return combos
+
+
+def _check_with_overlap(name: str, spec: dict[str, Any], axes: dict[str, list], source: SourceMap,
+                        problems: list[Problem]) -> None:
+    """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
     written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
     for axis in axes:
         top = axis.split(".")[0]
@@ -166,12 +186,16 @@ def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: 
             problems.append(Problem(f"stage '{name}': '{axis}' is both in `with:` and a matrix axis; the matrix values "
                                     "replace it", source.locate(("stages", name, "with", top), key=True),
                                     f"remove '{axis}' from `with:` (or from the matrix)"))
+
+
+def _included(matrix: dict[str, Any], axes: dict[str, list], combos: list[_Combination], where: PathKey) -> list[_Combination]:
+    """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
+    other keys; one that matches none is a combination of its own. Only the product's own combinations are
+    extended (as in GitHub Actions), never an earlier include's."""
+    originals = list(combos)
     for i, entry in enumerate(matrix.get("include") or []):
         if not isinstance(entry, dict):
             continue
-        # As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
-        # other keys; one that matches none is a combination of its own.
-        # Only the product's own combinations are extended (as in GitHub Actions), never an earlier include's.
         on_axes = {k: v for k, v in entry.items() if k in axes}
         matching = [c for c in originals if _matches(c.values, on_axes)]
         extra = {k: v for k, v in entry.items() if k not in axes}
@@ -182,16 +206,16 @@ def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: 
                 combo.origin.update({k: written[k] for k in extra})
         else:
             combos.append(_Combination(dict(entry), written))
-    if not combos:
-        what = "exclude removes every combination of its matrix" if axes else "its matrix has no combinations"
-        problems.append(Problem(f"stage '{name}': {what}", source.locate(where, key=True),
-                                "remove an exclude entry" if axes else "give an axis (a parameter and a list of values)"))
-        return [_Combination({}, {})]
+    return combos
+
+
+def _unique_axes_first(axes: dict[str, list], combos: list[_Combination]) -> list[_Combination]:
+    """Each distinct combination once, its values ordered axes first (the order ids show them in)."""
     rank = {k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))}
     seen: set[str] = set()
     unique = []
     for combo in combos:
-        combo.values = dict(sorted(combo.values.items(), key=lambda item: rank[item[0]]))  # ids: axes first
+        combo.values = dict(sorted(combo.values.items(), key=lambda item: rank[item[0]]))
         key = json.dumps(combo.values, sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)

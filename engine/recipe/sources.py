@@ -3,19 +3,15 @@ datasets (a loader plus the files it reads), resolved and checked, with content 
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.store.hashing import HashCache, hash_bytes
-from ortflow.engine.store.keys import canonical_json
-from ortflow.engine.registry import Registry
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.yamlsource import SourceMap
+from ortflow.engine.registry import Registry
 from ortflow.engine.types import DatasetSpec, InputSpec
 
 

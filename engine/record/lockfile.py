@@ -7,11 +7,10 @@ from typing import Any
 
 import yaml
 
+from ortflow.engine.errors import Location, Problem, RecipeError
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock
-from ortflow.engine.errors import Location, Problem, RecipeError
-from ortflow.engine.types import Recipe
-from ortflow.engine.types import StageOutcome
+from ortflow.engine.types import Recipe, StageOutcome
 
 LOCK_SCHEMA = 1
 HEADER = "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"

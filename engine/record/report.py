@@ -11,11 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.store import atomic
 from ortflow.engine.environment import facts
+from ortflow.engine.store import atomic
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import Recipe
-from ortflow.engine.types import StageOutcome
+from ortflow.engine.types import Recipe, StageOutcome
 
 
 def stage_folder(out_dir: Path, stage: str) -> Path:

@@ -14,9 +14,9 @@ import logging
 import os
 import socket
 import sys
+import threading
 import time
 import uuid
-import threading
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ortflow.engine.errors import OrtflowError
 
 if TYPE_CHECKING:
-    from ortflow.engine.types import StageJob, StageOutcome
     from ortflow.engine.store.base import Store
+    from ortflow.engine.types import StageJob, StageOutcome
 
 PINNED_WORKER_GRACE_S = 60.0  # how long a stage pinned to a worker that left waits for it to come back
 INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
@@ -99,7 +99,7 @@ class DaskExecutor:
                 # Stays watched meanwhile: if its worker dies before the result is fetched, Dask recomputes it,
                 # and a pinned task must then be moved to the worker's new address.
                 outcome = done.result()
-            except Exception as exc:  # noqa: BLE001 - every failure becomes the stage's one-line error
+            except Exception as exc:  # noqa: BLE001 - boundary: remote executor; every failure becomes the stage's one-line error
                 outcome = StageOutcome(spec.name, Status.FAILED, error=_task_error(exc))
             with self._lock:
                 self._tasks.pop(done.key, None)
@@ -217,8 +217,8 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome
     from distributed import get_worker
 
     from ortflow.engine.run.runner import execute
-    from ortflow.engine.types import StageOutcome, Status
     from ortflow.engine.store.artifacts import open_store
+    from ortflow.engine.types import StageOutcome, Status
 
     _undo_malloc_trim_threshold()
     worker = get_worker()

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Callable, Protocol
 from ortflow.engine.run.runner import execute
 
 if TYPE_CHECKING:
-    from ortflow.engine.types import StageJob, StageOutcome
     from ortflow.engine.store.base import Store
+    from ortflow.engine.types import StageJob, StageOutcome
 
 
 class Executor(Protocol):

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.errors import StageError
+from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, job_key, locator
-from ortflow.engine.types import Missing, Recipe
 from ortflow.engine.store.base import Store
+from ortflow.engine.types import Missing, Recipe
 
 
 class PlanAction(str, Enum):

@@ -11,16 +11,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine.run.capture import captured_output
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
-from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import job_key, settled
-from ortflow.engine.types import StageJob, StageOutcome, Status
-from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.run.steps import StepRunner
+from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.artifacts import tree_size
 from ortflow.engine.store.base import Store
+from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.types import StageJob, StageOutcome, Status
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 

@@ -6,13 +6,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.errors import StageError
 from ortflow.engine.run.jobs import job_for, locator
 from ortflow.engine.run.runner import cached_outcome
-from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 from ortflow.engine.store.base import Store
+from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 
 
 @dataclass

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ortflow.engine.errors import StoreError
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock
-from ortflow.engine.errors import StoreError
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from typing import Callable
 import threading
 from pathlib import Path
+from typing import Callable
 
 CHUNK = 1 << 20
 
