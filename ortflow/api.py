@@ -9,7 +9,9 @@ Register a Stage subclass under the `ortflow.stages` entry-point group and a Dat
 
 from ortflow.engine.dataset import LIMIT_PARAM, Dataset, DatasetLoader, Feed, ModelInput, batched, file_param, model_inputs
 from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
+from ortflow.engine.ort.onnx_model import check as check_model
 from ortflow.engine.ort.onnx_model import model_file
+from ortflow.engine.ort.onnx_model import save as save_model
 from ortflow.engine.params import fill_defaults, params_problems
 from ortflow.engine.registry import stage_type
 from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
@@ -17,5 +19,6 @@ from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageConte
 __all__ = [
     "LIMIT_PARAM", "Artifact", "ArtifactKind", "Dataset", "DatasetLoader", "Feed", "GateFailed", "ModelInput", "Port",
     "ProviderUnavailable", "Stage", "StageContext", "StageError", "StageResult", "StepResult", "Steps", "batched",
-    "file_param", "fill_defaults", "model_file", "model_inputs", "params_problems", "stage_type",
+    "check_model", "file_param", "fill_defaults", "model_file", "model_inputs", "params_problems", "save_model",
+    "stage_type",
 ]
