@@ -12,6 +12,9 @@ PLUGINS = Path(__file__).parent / "plugins"
 # The test plugin package becomes an installed distribution for importlib.metadata (its .dist-info is on
 # sys.path), so it is discovered through the real `ortflow.stages` entry-point group.
 sys.path.insert(0, str(PLUGINS))
+# Waits in the suite end on an event (a log line, a process exit); this ceiling only turns a hang into a
+# failure, and is far above what a busy 2-core machine needs.
+CEILING = 600.0
 os.environ["COLUMNS"] = "200"  # rich tables must not wrap the text the tests look for
 
 from ortflow.engine.cli import main  # noqa: E402

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write
+from conftest import CEILING, write
 from test_quantization import DATA, TOKENIZER
 
 distributed = pytest.importorskip("distributed")
@@ -148,8 +148,8 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
                 os.kill(pids[victim], signal.SIGKILL)
             time.sleep(0.05)
         assert victim is not None, "the stage never started on a worker"
-        runner.join(timeout=240)
-        client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker for the next tests
+        runner.join(timeout=CEILING)
+        client.wait_for_workers(2, timeout=CEILING)  # the nanny restarts the killed worker for the next tests
     code, out, err = result["run"]  # type: ignore[misc]
     assert code == 0, failures(project) + err
     assert statuses(project) == {"slow_calib": "ran"}  # Dask ran it again on a live worker

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import engine_process, executions, write
+from conftest import CEILING, engine_process, executions, write
 
 
 def two_stage_recipe(project: Path) -> Path:
@@ -23,7 +23,7 @@ def two_stage_recipe(project: Path) -> Path:
     """)
 
 
-def wait_for(predicate, timeout: float = 60.0) -> None:
+def wait_for(predicate, timeout: float = CEILING) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
@@ -39,7 +39,7 @@ def test_killed_run_leaves_no_partial_entry_and_resumes(project, cli):
         time.sleep(0.2)
     finally:
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        proc.wait(timeout=CEILING)
     assert proc.returncode == -signal.SIGKILL
     store = project / ".ortflow"
     records = [json.loads(p.read_text()) for p in store.glob("runs/*/*.json")]
@@ -59,7 +59,7 @@ def test_ctrl_c_exits_130_with_a_resume_hint(project):
     proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "second=60"})
     wait_for(lambda: executions(project) == ["first", "second"])
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    _, err = proc.communicate(timeout=CEILING)
     assert proc.returncode == 130
     assert "interrupted: finished stages are cached; run the same command again to resume" in err
     assert "Traceback" not in err
@@ -69,7 +69,7 @@ def test_two_concurrent_runs_share_one_cache(project, cli):
     path = two_stage_recipe(project)
     env = {"ORTFLOW_TEST_SLEEP": "first=1.5"}
     procs = [engine_process("run", path, "--out", project / f"out{i}", env=env) for i in range(2)]
-    results = [p.communicate(timeout=120) for p in procs]
+    results = [p.communicate(timeout=CEILING) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert sorted(executions(project)) == ["first", "second"]  # each stage built once, the other run waited
     for i in range(2):
@@ -84,7 +84,7 @@ def test_input_edited_while_a_stage_reads_it_is_not_cached(project, cli):
     proc = engine_process("run", path, env={"ORTFLOW_TEST_SLEEP": "first=1.5"})
     wait_for(lambda: executions(project) == ["first"])
     (project / "seed.txt").write_text("edited")
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=CEILING)
     assert proc.returncode == 1
     assert "input 'parts'" in err and "changed while the stage ran, so its result was not kept" in err
     assert not list((project / ".ortflow/runs").glob("*/*.json"))
@@ -101,7 +101,7 @@ def test_gc_refuses_while_a_run_uses_the_cache(project, cli):
     wait_for(lambda: executions(project)[-1:] == ["second"] and len(executions(project)) == 3)
     code, _, err = cli("cache", "gc", path)
     assert code == 2 and "is in use by a running `engine run` — run gc when it has finished" in err
-    assert proc.wait(timeout=60) == 0
+    assert proc.wait(timeout=CEILING) == 0
     assert cli("cache", "gc", path)[0] == 0
     assert cli("cache", "verify", path)[0] == 0
 
@@ -118,7 +118,7 @@ def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, c
           right: {uses: concat, in: {parts: inputs.seed}, with: {sleep: 1.2}}
     """)
     procs = [engine_process("run", path, stage) for stage in ("left", "right")]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    assert [p.wait(timeout=CEILING) for p in procs] == [0, 0]
     code, out, _ = cli("status", path)
     assert code == 0 and out.count("up to date") == 2
 
@@ -131,7 +131,7 @@ def test_parallel_run_of_the_real_quickstart(tmp_path):
     shutil.copy(root / "quickstart.yaml", tmp_path / "quickstart.yaml")
     shutil.copytree(root / "data", tmp_path / "data")
     proc = engine_process("run", tmp_path / "quickstart.yaml", "--jobs", "3", cwd=tmp_path)
-    out, err = proc.communicate(timeout=300)
+    out, err = proc.communicate(timeout=CEILING)
     assert proc.returncode == 0, err
     assert out.count(" ran ") == 5 and "outputs and report" in out
     assert "Collecting tensor data" not in out + err and "WARNING" not in err  # library chatter stays captured

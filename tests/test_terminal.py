@@ -13,12 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PLUGINS, executions, write
+from conftest import CEILING, PLUGINS, executions, write
 
 pexpect = pytest.importorskip("pexpect")
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-CEILING = 120  # seconds: a hang fails the test; a busy machine never comes near it
 
 
 def spawn(project: Path, *args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
