@@ -52,13 +52,30 @@ class Ref:
         return f"{self.source}.{self.name}"
 
 
+@dataclass(frozen=True)
+class Binding:
+    """What one input port of a stage is bound to: its references, and whether the port takes a list (a
+    port that takes many receives a list even of one; any other receives its single value)."""
+
+    refs: tuple[Ref, ...]
+    many: bool
+
+    @classmethod
+    def one(cls, ref: Ref) -> Binding:
+        return cls((ref,), False)
+
+    def shaped(self, values: list[Any]) -> Any:
+        """`values` (one for each reference) as the stage receives them: the list, or its only item."""
+        return list(values) if self.many else values[0]
+
+
 @dataclass
 class StageSpec:
     name: str
     uses: str
     stage_cls: type[Stage]
     params: dict[str, Any]  # validated, defaults filled in
-    inputs: dict[str, Ref | list[Ref]]
+    inputs: dict[str, Binding]
     after: list[str]
     location: Location | None
     optional: bool = False  # a missing execution provider skips it instead of failing the run
@@ -68,10 +85,7 @@ class StageSpec:
     workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
 
     def refs(self) -> list[Ref]:
-        found: list[Ref] = []
-        for value in self.inputs.values():
-            found.extend(value if isinstance(value, list) else [value])
-        return found
+        return [ref for binding in self.inputs.values() for ref in binding.refs]
 
 
 @dataclass(frozen=True)

@@ -114,8 +114,8 @@ def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
     for name in execution_order(graph):
         lines.append(f'  {node(name)}["{text(name)}<br/>{recipe.stages[name].uses}"]')
     for name in execution_order(graph):
-        for port, value in sorted(recipe.stages[name].inputs.items()):
-            for ref in value if isinstance(value, list) else [value]:
+        for port, binding in sorted(recipe.stages[name].inputs.items()):
+            for ref in binding.refs:
                 origin = node(str(ref)) if ref.is_source else node(ref.source)
                 lines.append(f"  {origin} -->|{port}| {node(name)}")
         for before in recipe.stages[name].after:
@@ -134,8 +134,8 @@ def render_dot(graph: "nx.DiGraph", recipe: Recipe) -> str:
     for name in execution_order(graph):
         label = q(name)[:-1] + "\\n" + recipe.stages[name].uses + '"'  # DOT's own line break
         lines.append(f"  {q(name)} [shape=box, label={label}];")
-        for port, value in sorted(recipe.stages[name].inputs.items()):
-            for ref in value if isinstance(value, list) else [value]:
+        for port, binding in sorted(recipe.stages[name].inputs.items()):
+            for ref in binding.refs:
                 origin = str(ref) if ref.is_source else ref.source
                 lines.append(f"  {q(origin)} -> {q(name)} [label={q(port)}];")
         for before in recipe.stages[name].after:

@@ -18,7 +18,7 @@ from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
 from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml
 from ortflow.engine.registry import Plugins
 from ortflow.engine.stage import ArtifactKind, Port, Stage
-from ortflow.engine.types import SOURCES, Recipe, Ref, StageSpec
+from ortflow.engine.types import SOURCES, Binding, Recipe, Ref, StageSpec
 
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.
@@ -180,7 +180,7 @@ def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict
     source, problems = scope.source, scope.problems
     subject = f"stage '{name}' ({stage_cls.type})"
     where = ("stages", name, "in")
-    resolved: dict[str, Ref | list[Ref]] = {}
+    resolved: dict[str, Binding] = {}
     port_names = [p.name for p in stage_cls.inputs]
     for port_name, value in given.items():
         port = stage_cls.input_port(port_name)
@@ -203,12 +203,13 @@ def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict
             ref = _check_ref(scope, text, name, port, subject, loc)
             if ref is not None:
                 refs.append(ref)
-        resolved[port_name] = refs if port.many else (refs[0] if refs else None)  # type: ignore[assignment]
+        if refs:
+            resolved[port_name] = Binding(tuple(refs), port.many)
     for port in stage_cls.inputs:
         if not port.optional and port.name not in given:
             problems.append(Problem(f"{subject}: missing input '{port.name}' ({port.kind.value}: {port.description})",
                                     source.locate(("stages", name), key=True), f"add `in: {{{port.name}: <reference>}}`"))
-    return {k: v for k, v in resolved.items() if v is not None and v != []}
+    return resolved
 
 
 def _check_ref(scope: _Scope, text: str, owner: str, port: Port, subject: str, loc: Location) -> Ref | None:

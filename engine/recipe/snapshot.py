@@ -24,7 +24,7 @@ from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
-from ortflow.engine.types import Recipe, Ref, StageSpec
+from ortflow.engine.types import Binding, Recipe, Ref, StageSpec
 
 FOLDER = "recipes"
 
@@ -73,7 +73,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
                 "uses": spec.uses,
                 "contract": contract(spec.stage_cls),
                 "params": spec.params,
-                "inputs": {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()},
+                "inputs": {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()},
                 "after": spec.after,
                 "location": [spec.location.file, spec.location.line, spec.location.col],
                 "optional": spec.optional,
@@ -117,7 +117,8 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
         stage_cls = plugins.stages.get(item["uses"])
         if contract(stage_cls) != item["contract"]:
             return None
-        refs = {port: [_ref(t) for t in v] if isinstance(v, list) else _ref(v) for port, v in item["inputs"].items()}
+        refs = {port: Binding(tuple(_ref(t) for t in v), True) if isinstance(v, list) else Binding.one(_ref(v))
+                for port, v in item["inputs"].items()}
         stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"],
                                  Location(*item["location"]), item["optional"], item["template"], item["axes"],
                                  item["resources"], item["workers"])

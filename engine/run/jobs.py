@@ -36,16 +36,15 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
     optional output its upstream stage did not produce)."""
     digests: dict[str, Any] = {}
     values: dict[str, Any] = {}
-    for port, value in sorted(spec.inputs.items()):
-        refs = value if isinstance(value, list) else [value]
+    for port, binding in sorted(spec.inputs.items()):
         resolved = []
-        for ref in refs:
+        for ref in binding.refs:
             found = locate(ref)
             if found is None:
                 return Missing(ref)
             resolved.append(found)
-        digests[port] = [d for d, _ in resolved] if isinstance(value, list) else resolved[0][0]
-        values[port] = [v for _, v in resolved] if isinstance(value, list) else resolved[0][1]
+        digests[port] = binding.shaped([d for d, _ in resolved])
+        values[port] = binding.shaped([v for _, v in resolved])
     return StageJob(spec, digests, values)
 
 

@@ -66,7 +66,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         out_dir.mkdir()
         scratch.mkdir()
         ports = {p.name: p for p in spec.stage_cls.outputs}
-        references = {port: [str(r) for r in v] if isinstance(v, list) else str(v) for port, v in spec.inputs.items()}
+        references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
                            log, references, dict(job.input_digests), steps)

@@ -13,7 +13,7 @@ from ortflow.engine.params import fill_defaults, params_problems
 from ortflow.engine.registry import Registry
 from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Ref, StageJob, StageOutcome, StageSpec, Status
+from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
 
 Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
 
@@ -63,11 +63,13 @@ class StepRunner:
         return StepResult(outputs)
 
 
-def _refs(port: str, value: Artifact | list[Artifact], label: str | list[str] | None) -> Ref | list[Ref]:
+def _refs(port: str, value: Artifact | list[Artifact], label: str | list[str] | None) -> Binding:
     """References named by the labels, which is what StageContext.label shows for a step's inputs."""
 
     def ref(index: int | None = None) -> Ref:
         text = label[index] if isinstance(label, list) and index is not None else label
         return Ref(str(text or port).replace(".", "_"), port)
 
-    return [ref(i) for i in range(len(value))] if isinstance(value, list) else ref()
+    if isinstance(value, list):  # the plugin API's shape: a list for a port that takes many
+        return Binding(tuple(ref(i) for i in range(len(value))), True)
+    return Binding.one(ref())
