@@ -7,6 +7,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from ortflow.engine import listings
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status
 
@@ -15,11 +16,12 @@ STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold
 
 
 class Output:
-    def __init__(self, quiet: bool = False, debug: bool = False):
+    def __init__(self, quiet: bool = False, debug: bool = False, verbose: bool = False):
         from rich.console import Console
 
         self.quiet = quiet
         self.debug = debug
+        self.verbose = verbose
         import os
 
         # Piped output gets rich's 80 columns, which cuts stage names and numbers: use a wide page instead.
@@ -147,7 +149,7 @@ class Output:
             table.add_column(column, overflow="fold")
         for item in planned:
             style = {"cached": "cyan", "run": "green", "skip": "yellow", "fail": "red"}[item.action]
-            table.add_row(_escape(item.name), item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), item.key or "(after upstream)")
+            table.add_row(_escape(item.name), item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), self._key(item.key))
         self.console.print(table)
         would_run = sum(1 for p in planned if p.action == "run")
         shown = {p.name for p in planned}
@@ -179,30 +181,25 @@ class Output:
     def stage_list(self, plugins: Any) -> None:
         from rich.table import Table
 
+        found = listings.plugins(plugins)
         table = Table(title="stage types (`uses:`)", title_justify="left")
         for column in ("type", "version", "inputs", "outputs", "provided by"):
             table.add_column(column)
-        from ortflow.engine.errors import OrtflowError
-
-        for name in plugins.stages.names():
-            try:
-                cls = plugins.stages.get(name)
-            except OrtflowError as exc:  # one broken plugin must not hide the others
-                table.add_row(name, "?", "[red]cannot be imported[/]", "", _escape(str(exc)))
+        for item in found["stages"]:
+            if "error" in item:
+                table.add_row(item["name"], "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
                 continue
-            table.add_row(name, cls.version, ", ".join(p.name for p in cls.inputs),
-                          ", ".join(p.name for p in cls.outputs), _escape(plugins.stages.origin(name)))
+            table.add_row(item["name"], item["version"], ", ".join(item["inputs"]), ", ".join(item["outputs"]),
+                          _escape(item["provided_by"]))
         self.console.print(table)
         loaders = Table(title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left")
         for column in ("loader", "version", "reads files from", "provided by"):
             loaders.add_column(column)
-        for name in plugins.datasets.names():
-            try:
-                cls = plugins.datasets.get(name)
-            except OrtflowError as exc:
-                loaders.add_row(name, "?", "[red]cannot be imported[/]", _escape(str(exc)))
+        for item in found["loaders"]:
+            if "error" in item:
+                loaders.add_row(item["name"], "?", "[red]cannot be imported[/]", _escape(item["error"]))
                 continue
-            loaders.add_row(name, cls.version, ", ".join(cls.file_params) or "-", _escape(plugins.datasets.origin(name)))
+            loaders.add_row(item["name"], item["version"], ", ".join(item["file_params"]) or "-", _escape(item["provided_by"]))
         self.console.print(loaders)
         self.console.print("`engine stages <name>` describes one", markup=False)
 
@@ -239,17 +236,28 @@ class Output:
         table = Table(title=str(store.root), title_justify="left")
         for column in ("key", "stage", "type", "created", "outputs", "MB"):
             table.add_column(column)
-        count = 0
-        for key, record in store.iter_runs():
-            count += 1
-            if record is None:
-                table.add_row(key, "?", "?", "unreadable", "", "")
+        runs = listings.cached_runs(store)
+        for run in runs:
+            if run.get("unreadable"):
+                table.add_row(self._key(run["key"]), "?", "?", "unreadable", "", "")
                 continue
-            size = sum(out["size"] for out in record.get("outputs", {}).values())
-            table.add_row(key, _escape(record["stage"]), record["type"], record["created"],
-                          ", ".join(record.get("outputs", {})), f"{size / 1e6:.1f}")
+            table.add_row(self._key(run["key"]), _escape(run["stage"]), run["type"], run["created"],
+                          ", ".join(run["outputs"]), f"{run['bytes'] / 1e6:.1f}")
         self.console.print(table)
-        self.console.print(f"{count} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+        self.console.print(f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+
+    def json(self, data: Any) -> None:
+        """Machine-readable output (`--json`): plain JSON on stdout, nothing else."""
+        import json
+
+        self.console.file.write(json.dumps(data, indent=2, default=str) + "\n")
+        self.console.file.flush()
+
+    def _key(self, key: str | None) -> str:
+        """Cache keys in tables: 12 characters (unique in practice, like git's short hashes); -v shows them whole."""
+        if key is None:
+            return "(after upstream)"
+        return key if self.verbose else key[:12]
 
 
 def _cell(value: Any) -> str:

@@ -10,7 +10,9 @@ EXIT_STAGE_FAILED = 1
 EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran
 EXIT_GATE_FAILED = 3  # a stage ran and its quality gate said no
 EXIT_INTERNAL = 4  # a bug in ortflow itself
+EXIT_DIFFERENT = 1  # `engine compare`: the two runs differ (as diff(1) says it)
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as `yes | head` leaves it
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.dataset import batched, model_inputs
 from ortflow.engine.errors import StageError
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.ort.providers import for_session, resolve
 from ortflow.engine.ort.providers import names as provider_names
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
@@ -293,8 +293,8 @@ def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int
 
 
 def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: str) -> dict[str, Any]:
-    columns = ["model", "threads", "batch", "length", "IO binding", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", f"vs {baseline}",
-               "size MB", "peak MB", "providers"]
+    columns = ["model", "threads", "batch", "length", "IO binding", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s",
+               f"vs {baseline}", "size MB", "peak MB", "providers"]
     rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["sequence_length"] or "data",
              "yes" if r.get("io_binding") else "no", r["latency_ms"]["p50"], r["latency_ms"]["p90"],
              r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],

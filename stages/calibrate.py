@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.dataset import batched, model_inputs
 from ortflow.engine.errors import StageError
-from ortflow.stages.support.calibration_table import with_mask_tensors
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
 DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
@@ -43,7 +44,8 @@ class Calibrate(Stage):
             "num_bins": {"type": "integer", "minimum": 2, "description": "histogram bins (default: ORT's for the method)"},
             "num_quantized_bins": {"type": "integer", "minimum": 2, "default": 128, "description": "entropy method: target bins"},
             "symmetric": {"type": "boolean", "default": False, "description": "ranges symmetric around zero"},
-            "moving_average": {"type": "boolean", "default": False, "description": "minmax: average per-batch ranges instead of the extremes"},
+            "moving_average": {"type": "boolean", "default": False,
+                               "description": "minmax: average per-batch ranges instead of the extremes"},
             "samples": {"type": "integer", "minimum": 1, "default": 200, "description": "at most this many samples"},
             "batch_size": {"type": "integer", "minimum": 1, "default": 8, "description": "samples per inference; bounds memory"},
             "op_types_to_calibrate": {"type": "array", "items": {"type": "string"}, "default": [],
@@ -72,30 +74,56 @@ class Calibrate(Stage):
         return ("onnxruntime", "onnx", "numpy")
 
     def run(self, ctx: StageContext) -> StageResult:
-        import numpy as np
-        from onnxruntime.quantization.calibrate import (
-            CalibrationCacheEncoder, CalibrationMethod, HistogramCollector, TensorData, TensorsData, create_calibrator,
-        )
-
         params = ctx.params
-        method = params["method"]
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
+        calibrator = self._calibrator(model, ctx.scratch / "augmented.onnx", params)
+        collector = self._collector(params)
+        lows, highs, masked, samples = self._observe(ctx, model, calibrator, collector)
+        ranges = self._ranges(collector, lows, highs, params)
+        if not ranges:
+            raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
+                             f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
+        self._write_table(ctx.output_path("table"), params["method"], ranges, masked)
+        return self._result(ctx, ranges, masked, samples)
+
+    # -- the steps of run, in order ------------------------------------------------------------------
+
+    @staticmethod
+    def _calibrator(model: Path, augmented: Path, params: dict[str, Any]) -> Any:
+        """ORT's calibrator, used only for its augmented model and session: every method uses the raw-tensor
+        augmentation (Percentile's), so values can be cleaned before they are reduced here."""
+        from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
+
         large = onnx_model.total_size(model) > onnx_model.TWO_GB
-        # Every method uses the raw-tensor augmentation, so values can be cleaned before they are reduced.
-        calibrator = create_calibrator(
+        return create_calibrator(
             str(model), params["op_types_to_calibrate"] or None,
-            augmented_model_path=str(ctx.scratch / "augmented.onnx"),
+            augmented_model_path=str(augmented),
             calibrate_method=CalibrationMethod.Percentile, use_external_data_format=large,
             extra_options={"symmetric": params["symmetric"], "num_bins": 2},
         )
+
+    @staticmethod
+    def _collector(params: dict[str, Any]) -> Any:
+        """The histogram the histogram methods reduce to ranges; None for minmax, which keeps per-batch extremes."""
+        from onnxruntime.quantization.calibrate import HistogramCollector
+
+        method = params["method"]
+        return None if method == "minmax" else HistogramCollector(
+            method=method, symmetric=params["symmetric"], num_bins=params.get("num_bins") or DEFAULT_BINS[method],
+            num_quantized_bins=params["num_quantized_bins"], percentile=params["percentile"], scenario="same")
+
+    @staticmethod
+    def _observe(ctx: StageContext, model: Path, calibrator: Any,
+                 collector: Any) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, int], int]:
+        """Run the model over the dataset batch by batch and feed each tensor's clean values (no NaN, no mask
+        fill) to the collector, or, for minmax, record their per-batch extremes. Returns (lows, highs, mask
+        fills left out per tensor, samples run)."""
+        params = ctx.params
         session = calibrator.infer_session
         names = [o.name for o in session.get_outputs()]
         wanted = set(calibrator.tensors_to_calibrate)
-        collector = None if method == "minmax" else HistogramCollector(
-            method=method, symmetric=params["symmetric"], num_bins=params.get("num_bins") or DEFAULT_BINS[method],
-            num_quantized_bins=params["num_quantized_bins"], percentile=params["percentile"], scenario="same")
         lows: dict[str, list[float]] = {}
         highs: dict[str, list[float]] = {}
         masked: dict[str, int] = {}
@@ -110,51 +138,20 @@ class Calibrate(Stage):
                 outputs = dict(zip(names, session.run(None, batch)))
             except Exception as exc:
                 raise StageError(f"running the model on the dataset failed at sample {samples}: {exc}") from exc
-            clean = {}
-            for name in sorted(wanted & outputs.keys()):  # sorted: the table's bytes must not vary run to run
-                values = np.asarray(outputs[name]).ravel()
-                values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-                fills = np.abs(values) >= params["mask_threshold"]
-                if fills.any():
-                    masked[name] = masked.get(name, 0) + int(fills.sum())
-                    values = values[~fills]
-                if values.size:
-                    clean[name] = values
+            clean = _without_fills(outputs, wanted, params["mask_threshold"], masked)
             if collector is None:
                 for name, values in clean.items():
                     lows.setdefault(name, []).append(float(values.min()))
                     highs.setdefault(name, []).append(float(values.max()))
             else:
                 collector.collect({name: [values] for name, values in clean.items()})
-        ranges = self._ranges(collector, lows, highs, params)
-        if not ranges:
-            raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
-                             f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
-        # Mask tensors stay out of the table: clamping their fills to a data range would let padding tokens
-        # into attention. The table names them so quantize_static keeps their producers and consumers in float.
-        table = TensorsData(getattr(CalibrationMethod, METHODS[method]),
-                            {name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
-                             for name, (lo, hi) in sorted(ranges.items()) if name not in masked})
-        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked))
-        ctx.output_path("table").write_text(json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8")
-        metrics = {
-            "method": method,
-            "samples": samples,
-            "tensors": len(ranges) - len(masked),
-            "masked_tensors": dict(sorted(masked.items())),
-            "widest": dict(sorted(((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
-                                  key=lambda item: item[1][0] - item[1][1])[:5]),
-        }
-        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
-        if masked:
-            summary += f"; mask fills left out of {len(masked)} tensors"
-        return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
-                                                     "masked": len(masked)})
+        return lows, highs, masked, samples
 
     @staticmethod
     def _ranges(collector: Any, lows: dict[str, list[float]], highs: dict[str, list[float]],
                 params: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """Each tensor's (low, high): the histogram method's result, or for minmax the per-batch extremes
+        reduced (the extremes, or their mean with moving_average), widened to symmetric if asked."""
         import numpy as np
 
         if collector is not None:
@@ -173,3 +170,56 @@ class Calibrate(Stage):
                 low, high = -bound, bound
             ranges[name] = (low, high)
         return ranges
+
+    @staticmethod
+    def _write_table(path: Path, method: str, ranges: dict[str, tuple[float, float]], masked: dict[str, int]) -> None:
+        """The table in ORT's calibration-cache JSON, plus the names of the mask tensors."""
+        import numpy as np
+        from onnxruntime.quantization.calibrate import CalibrationCacheEncoder, CalibrationMethod, TensorData, TensorsData
+
+        # Mask tensors stay out of the table: clamping their fills to a data range would let padding tokens
+        # into attention. The table names them so quantize_static keeps their producers and consumers in float.
+        table = TensorsData(getattr(CalibrationMethod, METHODS[method]),
+                            {name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
+                             for name, (lo, hi) in sorted(ranges.items()) if name not in masked})
+        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked))
+        path.write_text(json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8")
+
+    @staticmethod
+    def _result(ctx: StageContext, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
+                samples: int) -> StageResult:
+        """Write the metrics (with the five widest ranges) and sum the calibration up."""
+        method = ctx.params["method"]
+        metrics = {
+            "method": method,
+            "samples": samples,
+            "tensors": len(ranges) - len(masked),
+            "masked_tensors": dict(sorted(masked.items())),
+            "widest": dict(sorted(((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
+                                  key=lambda item: item[1][0] - item[1][1])[:5]),
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
+        if masked:
+            summary += f"; mask fills left out of {len(masked)} tensors"
+        return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
+                                                     "masked": len(masked)})
+
+
+def _without_fills(outputs: dict[str, Any], wanted: set[str], threshold: float, masked: dict[str, int]) -> dict[str, Any]:
+    """Each wanted tensor's values, flattened, without NaN and without mask fills (magnitude at or above
+    `threshold`, e.g. the -3.4e38 of an attention mask), so one padded sentence cannot blow a range up.
+    Counts the fills left out per tensor into `masked`; a tensor with no value left is not returned."""
+    import numpy as np
+
+    clean = {}
+    for name in sorted(wanted & outputs.keys()):  # sorted: the table's bytes must not vary run to run
+        values = np.asarray(outputs[name]).ravel()
+        values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+        fills = np.abs(values) >= threshold
+        if fills.any():
+            masked[name] = masked.get(name, 0) + int(fills.sum())
+            values = values[~fills]
+        if values.size:
+            clean[name] = values
+    return clean

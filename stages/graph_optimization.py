@@ -6,9 +6,8 @@ import json
 import time
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.ort import providers
 from ortflow.engine.errors import StageError
+from ortflow.engine.ort import onnx_model, providers
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 LEVELS = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortflow.stages.support.pareto import pareto_front
+from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_type
 from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_type
+from ortflow.stages.support import search_space
+from ortflow.stages.support.gate_margin import gated_values, margin
+from ortflow.stages.support.pareto import pareto_front
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
 
@@ -105,7 +107,7 @@ class QuantizeSearch(Stage):
         for family in ("dynamic", "static"):
             stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
-                for combination in _grid(params[family], stage_cls.params_schema):
+                for combination in search_space.grid(params[family], stage_cls.params_schema):
                     problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
@@ -157,13 +159,13 @@ class _Search:
             if family not in self.params["families"]:
                 continue
             stage_cls = self.steps.stage_type(FAMILIES[family])
-            varying = _varying(self.params[family], stage_cls.params_schema)
+            varying = search_space.varying(self.params[family], stage_cls.params_schema)
             tables: list[int | None] = list(range(len(self.tables))) if family == "static" else [None]
             if family == "static" and not tables:
                 self.ctx.log("static candidates skipped: no calibration tables given")
                 continue
-            for start, table, combination in itertools.product(range(len(self.models)), tables,
-                                                               _grid(self.params[family], stage_cls.params_schema)):
+            combinations = search_space.grid(self.params[family], stage_cls.params_schema)
+            for start, table, combination in itertools.product(range(len(self.models)), tables, combinations):
                 knobs = {k: combination[k] for k in varying}
                 found.append(Candidate("", family, start, table, knobs, combination))
         return found
@@ -233,8 +235,8 @@ class _Search:
                               {"reference": self.reference, "candidates": [c.model], "data": self.data},
                               {"reference": "reference", "candidates": [c.id]})
         (per_output,) = step.document("results")["results"].values()  # its label may be another search's
-        c.values = _gated_values(per_output, accuracy)
-        c.score = _margin(c.values, accuracy)
+        c.values = gated_values(per_output, accuracy)
+        c.score = margin(c.values, accuracy)
         c.passed = not validate_accuracy.gate_failures({c.id: per_output}, accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
@@ -364,49 +366,10 @@ class _Search:
         return self.ctx.label("calibrations", index)
 
 
-def _grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every combination of the choices in `space` (a list is a choice, except a plain list given to an
-    array-typed parameter, which is one value; a list of lists is a choice between them)."""
-    axes = [[(name, v) for v in _choices(name, value, schema)] for name, value in space.items()]
-    return [dict(combination) for combination in itertools.product(*axes)]
-
-
-def _varying(space: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    return [name for name, value in space.items() if len(_choices(name, value, schema)) > 1]
-
-
-def _choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
-    if not isinstance(value, list):
-        return [value]
-    if schema.get("properties", {}).get(name, {}).get("type") == "array":
-        return value if value and all(isinstance(v, list) for v in value) else [value]
-    return value
-
-
 def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:
     if not isinstance(params, dict):
         return ["must be a mapping"]
     return params_problems(stage_cls, params)
-
-
-def _gated_values(per_output: dict[str, dict[str, Any]], accuracy: dict[str, Any]) -> dict[str, float]:
-    """Each gated metric's worst value over the outputs the gates apply to."""
-    gated = accuracy.get("gate_outputs") or []
-    found: dict[str, float] = {}
-    for bounds, worst in ((accuracy.get("min") or {}, min), (accuracy.get("max") or {}, max)):
-        for metric in bounds:
-            values = [m[metric] for output, m in per_output.items() if output != "python"
-                      and (not gated or output in gated or output == "labels") and m.get(metric) is not None]
-            if values:
-                found[metric] = worst(values)
-    return found
-
-
-def _margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
-    """The smallest margin over the gates, relative to each bound: >= 0 when all are met."""
-    margins = [(values[m] - b) / (abs(b) or 1) for m, b in (accuracy.get("min") or {}).items() if m in values]
-    margins += [(b - values[m]) / (abs(b) or 1) for m, b in (accuracy.get("max") or {}).items() if m in values]
-    return round(min(margins), 6) if margins else None
 
 
 def _pareto(candidates: list[Candidate]) -> list[Candidate]:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support.calibration_table import mask_tensors
 
@@ -84,44 +84,15 @@ class QuantizeStatic(Stage):
         return ("onnxruntime", "onnx", "numpy")
 
     def run(self, ctx: StageContext) -> StageResult:
-        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-        from onnxruntime.quantization.calibrate import CalibrationMethod, load_tensors_data
-
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
         table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
-        table_path.write_bytes(Path(ctx.inputs["calibration"]).read_bytes())
-        try:
-            table = load_tensors_data(table_path)
-            masks = mask_tensors(table_path)
-        except Exception as exc:
-            raise StageError(f"{Path(ctx.inputs['calibration']).name} is not a calibration table: {exc}") from exc
+        table, masks = self._read_table(Path(ctx.inputs["calibration"]), table_path)
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
                                                                 ctx.scratch / "prepared.onnx")
-        large = onnx_model.total_size(model) > onnx_model.TWO_GB
-        target = onnx_model.output_file(ctx.output_path("model"), large)
-        try:
-            quantize_static(
-                str(model), str(target), calibration_data_reader=None,
-                quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
-                op_types_to_quantize=params["op_types_to_quantize"] or None,
-                per_channel=params["per_channel"], reduce_range=params["reduce_range"],
-                activation_type=getattr(QuantType, params["activation_type"]),
-                weight_type=getattr(QuantType, params["weight_type"]),
-                nodes_to_exclude=excluded or None,
-                use_external_data_format=large,
-                calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
-                extra_options=dict(params["extra_options"]),
-                calibration_cache_path=str(table_path),
-            )
-        except Exception as exc:
-            hint = ""
-            if "Quantization parameters are not specified" in str(exc):
-                hint = (" — the calibration table lacks that tensor: calibrate the same model you quantize, with the"
-                        " same pre_process")
-            raise StageError(f"quantize_static failed: {type(exc).__name__}: {exc}{hint}") from exc
+        target = self._quantize(model, ctx.output_path("model"), params, table, table_path, excluded)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
@@ -155,6 +126,20 @@ class QuantizeStatic(Stage):
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
 
+    # -- the steps of run, in order ------------------------------------------------------------------
+
+    @staticmethod
+    def _read_table(given: Path, private: Path) -> tuple[Any, list[str]]:
+        """Copy the calibrate stage's table to `private` (ORT may rewrite its cache file) and read it:
+        (ORT's TensorsData, the mask tensors calibrate left out of it)."""
+        from onnxruntime.quantization.calibrate import load_tensors_data
+
+        private.write_bytes(given.read_bytes())
+        try:
+            return load_tensors_data(private), mask_tensors(private)
+        except Exception as exc:
+            raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
+
     @staticmethod
     def _prepare(model_path: Path, params: dict[str, Any], calibrated: set[str], masks: set[str],
                  destination: Path) -> tuple[Path, list[str], list[str], int | None]:
@@ -164,59 +149,125 @@ class QuantizeStatic(Stage):
         import onnx
 
         model = onnx.load(str(model_path))
-        changed = False
-        for index, node in enumerate(model.graph.node):
-            if not node.name:
-                node.name, changed = f"{node.op_type}_{index}", True
-        nodes = list(model.graph.node)
-        names = {n.name for n in nodes}
-        op_types = {n.op_type for n in nodes}
-        unknown_nodes = sorted(set(params["nodes_to_exclude"]) - names)
-        if unknown_nodes:
-            hint = suggest(unknown_nodes[0], names)
-            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown_nodes)}"
-                             + (f" — {hint}" if hint else " — node names are in the model (see metrics of the stage that made it)"))
-        for field in ("op_types_to_quantize", "keep_float_op_types"):
-            for op_type in params[field]:
-                if not _is_op_type(op_type):
-                    hint = suggest(op_type, op_types) or "op types are ONNX names such as MatMul, Conv, Gather"
-                    raise StageError(f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}")
-        floats = onnx_model.float_tensors(model) - {t.name for t in model.graph.initializer}
-        wanted = set(params["op_types_to_quantize"])
-        if wanted and not wanted & op_types:
-            raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
-                             f"(its op types: {', '.join(sorted(op_types))})")
-        activations = {o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]} & floats
-        covered = len(activations & (calibrated | masks)) / max(1, len(activations))
-        if covered < MIN_COVERAGE:
-            raise StageError(
-                f"the calibration table describes only {covered:.0%} of the activations to quantize: it was calibrated "
-                "on another graph — give calibrate and quantize_static the same model and the same pre_process"
-            )
-        upgraded = None
-        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-        if params["per_channel"] and opset < 13:
-            # Per-channel DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into
-            # older models anyway, which onnx.checker then rejects.
-            from onnx import version_converter
-
-            try:
-                model, upgraded, changed = version_converter.convert_version(model, 13), opset, True
-            except Exception as exc:
-                raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
-                                 " — set per_channel: false") from exc
-            nodes = list(model.graph.node)
-        around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
-        kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
-        quantizable = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")]
-        if params["keep_float_first"]:
-            kept.update(quantizable[: params["keep_float_first"]])
-        if params["keep_float_last"]:
-            kept.update(quantizable[-params["keep_float_last"]:])
-        excluded = sorted(set(params["nodes_to_exclude"]) | kept | around_masks)
-        if changed:
+        changed = _name_nodes(model)
+        _check_names(model, params)
+        _check_coverage(model, params, calibrated | masks)
+        model, upgraded = _per_channel_opset(model, params)
+        excluded, around_masks = _kept_float(list(model.graph.node), params, masks)
+        if changed or upgraded is not None:
             model_path = onnx_model.save(model, destination)
-        return model_path, excluded, sorted(around_masks), upgraded
+        return model_path, excluded, around_masks, upgraded
+
+    @staticmethod
+    def _quantize(model: Path, output: Path, params: dict[str, Any], table: Any, table_path: Path,
+                  excluded: list[str]) -> Path:
+        """Run ORT's quantize_static with the table's ranges (no calibration data reader: nothing is
+        re-calibrated). Returns the quantized model's file (a folder's file for a model over 2 GB)."""
+        from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+        from onnxruntime.quantization.calibrate import CalibrationMethod
+
+        large = onnx_model.total_size(model) > onnx_model.TWO_GB
+        target = onnx_model.output_file(output, large)
+        try:
+            quantize_static(
+                str(model), str(target), calibration_data_reader=None,
+                quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+                op_types_to_quantize=params["op_types_to_quantize"] or None,
+                per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                activation_type=getattr(QuantType, params["activation_type"]),
+                weight_type=getattr(QuantType, params["weight_type"]),
+                nodes_to_exclude=excluded or None,
+                use_external_data_format=large,
+                calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
+                extra_options=dict(params["extra_options"]),
+                calibration_cache_path=str(table_path),
+            )
+        except Exception as exc:
+            hint = ""
+            if "Quantization parameters are not specified" in str(exc):
+                hint = (" — the calibration table lacks that tensor: calibrate the same model you quantize, with the"
+                        " same pre_process")
+            raise StageError(f"quantize_static failed: {type(exc).__name__}: {exc}{hint}") from exc
+        return target
+
+
+# -- the checks and choices of _prepare, in order ----------------------------------------------------
+
+
+def _name_nodes(model: Any) -> bool:
+    """Name each unnamed node `<op type>_<index>`, since nodes are kept in float by name. Whether any was."""
+    changed = False
+    for index, node in enumerate(model.graph.node):
+        if not node.name:
+            node.name, changed = f"{node.op_type}_{index}", True
+    return changed
+
+
+def _check_names(model: Any, params: dict[str, Any]) -> None:
+    """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
+    the nearest name the model has."""
+    names = {n.name for n in model.graph.node}
+    op_types = {n.op_type for n in model.graph.node}
+    unknown_nodes = sorted(set(params["nodes_to_exclude"]) - names)
+    if unknown_nodes:
+        hint = suggest(unknown_nodes[0], names)
+        raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown_nodes)}"
+                         + (f" — {hint}" if hint else " — node names are in the model (see metrics of the stage that made it)"))
+    for field in ("op_types_to_quantize", "keep_float_op_types"):
+        for op_type in params[field]:
+            if not _is_op_type(op_type):
+                hint = suggest(op_type, op_types) or "op types are ONNX names such as MatMul, Conv, Gather"
+                raise StageError(f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}")
+
+
+def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> None:
+    """The table (its ranges and mask tensors: `described`) must cover at least MIN_COVERAGE of the float
+    activations to quantize; less means it was calibrated on another graph, and ORT would fail on the
+    first tensor it lacks with a message that does not say so."""
+    nodes = list(model.graph.node)
+    op_types = {n.op_type for n in nodes}
+    floats = onnx_model.float_tensors(model) - {t.name for t in model.graph.initializer}
+    wanted = set(params["op_types_to_quantize"])
+    if wanted and not wanted & op_types:
+        raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
+                         f"(its op types: {', '.join(sorted(op_types))})")
+    activations = {o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]} & floats
+    covered = len(activations & described) / max(1, len(activations))
+    if covered < MIN_COVERAGE:
+        raise StageError(
+            f"the calibration table describes only {covered:.0%} of the activations to quantize: it was calibrated "
+            "on another graph — give calibrate and quantize_static the same model and the same pre_process"
+        )
+
+
+def _per_channel_opset(model: Any, params: dict[str, Any]) -> tuple[Any, int | None]:
+    """The model to quantize and the opset it was upgraded from (None when it was not). Per-channel
+    DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into older models anyway,
+    which onnx.checker then rejects: so per_channel moves an older model to opset 13."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if not params["per_channel"] or opset >= 13:
+        return model, None
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, 13), opset
+    except Exception as exc:
+        raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
+                         " — set per_channel: false") from exc
+
+
+def _kept_float(nodes: list[Any], params: dict[str, Any], masks: set[str]) -> tuple[list[str], list[str]]:
+    """The nodes to keep in float: those named, those of the keep_float op types, the first and last N
+    quantizable ones, and every node reading or writing a mask tensor (its fills have no range in the
+    table). Returns (all of them, sorted; the ones around masks, sorted)."""
+    around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
+    kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
+    quantizable = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")]
+    if params["keep_float_first"]:
+        kept.update(quantizable[: params["keep_float_first"]])
+    if params["keep_float_last"]:
+        kept.update(quantizable[-params["keep_float_last"]:])
+    return sorted(set(params["nodes_to_exclude"]) | kept | around_masks), sorted(around_masks)
 
 
 def _registry(quant_format: str) -> set[str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import GateFailed, StageError
-from ortflow.stages.support.pareto import pareto_front
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.pareto import pareto_front
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {"p50_ms": "p50", "p90_ms": "p90", "p95_ms": "p95", "p99_ms": "p99", "mean_ms": "mean", "min_ms": "min"}

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.errors import StageError
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
@@ -90,8 +90,8 @@ class TensorrtEngine(Stage):
         import onnxruntime as ort
 
         from ortflow.engine.dataset import model_inputs
-        from ortflow.stages.support.placement import node_placement, summary
         from ortflow.engine.ort.providers import resolve
+        from ortflow.stages.support.placement import node_placement, summary
 
         params = ctx.params
         providers = [TRT, *params["fallback"]]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.errors import StageError
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "mmdit",

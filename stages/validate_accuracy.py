@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
 from ortflow.engine.dataset import model_inputs
 from ortflow.engine.errors import GateFailed, StageError
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement", "accuracy", "f1_macro")
@@ -48,7 +48,8 @@ class ValidateAccuracy(Stage):
             "slices": {"type": "object", "additionalProperties": {"type": "string", "pattern": SLICE.pattern},
                        "default": {}, "description": "per output, a numpy slice of it to compare, e.g. {output0: '[..., 4:]'}"},
             "pooling": {"enum": ["none", "mean", "masked_mean", "first"], "default": "none",
-                        "description": "reduce [batch, tokens, hidden] outputs before cosine: mean, attention-masked mean, or the first token"},
+                        "description": "reduce [batch, tokens, hidden] outputs before cosine: mean, attention-masked mean, "
+                                       "or the first token"},
             "mask_input": {"type": "string", "default": "attention_mask", "description": "the input masked_mean uses"},
             "top_k": {"type": "integer", "minimum": 1, "default": 5, "description": "k for topk_agreement (argmax over the last axis)"},
             "label_output": {"type": "string",
@@ -90,37 +91,21 @@ class ValidateAccuracy(Stage):
         candidates = [onnx_model.model_file(p) for p in ctx.inputs["candidates"]]
         names = ctx.labels("candidates")
         inputs = model_inputs(reference)
-        for name, path in zip(names, candidates):
-            if model_inputs(path) != inputs:
-                raise StageError(f"candidate {name} takes other inputs than the reference ({_describe(model_inputs(path))} "
-                                 f"vs {_describe(inputs)}) — e.g. an fp16 model needs keep_io_types")
+        _check_same_inputs(names, candidates, inputs)
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
         expected = _outputs(reference, feeds)
         chosen = params["outputs"] or list(expected)
         missing = [o for o in chosen + list(params["slices"]) + params["gate_outputs"] if o not in expected]
         if missing:
             raise StageError(f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})")
+        metric = Path(ctx.inputs["metric"]) if "metric" in ctx.inputs else None
         results: dict[str, dict[str, Any]] = {}
         for name, path in zip(names, candidates):
-            got = _outputs(path, feeds)
-            results[name] = {}
-            for output in chosen:
-                if output not in got:
-                    raise StageError(f"candidate {name} has no output '{output}' (it has {', '.join(got)})")
-                ref, cand = (_sliced(a, output, params["slices"].get(output)) for a in (expected[output], got[output]))
-                results[name][output] = _compare(ref, cand, feeds, params)
-            if "metric" in ctx.inputs:
-                results[name]["python"] = _python_metric(Path(ctx.inputs["metric"]), params["metric_function"], expected, got, feeds)
+            results[name] = _candidate_results(name, path, feeds, expected, chosen, params, metric)
         labels = ctx.inputs["data"].labels(limit=params["samples"])
         reference_scores = None
         if params.get("label_output"):
-            if labels is None:
-                raise StageError("label_output is set but the dataset has no labels (npz: set `labels` to the label array)")
-            if params["label_output"] not in expected:
-                raise StageError(f"label_output: the reference has no output '{params['label_output']}'")
-            reference_scores = _labelled(expected[params["label_output"]], labels)
-            for name, path in zip(names, candidates):
-                results[name]["labels"] = _labelled(_outputs(path, feeds)[params["label_output"]], labels)
+            reference_scores = _label_scores(results, names, candidates, feeds, expected, labels, params["label_output"])
         failures = gate_failures(results, params)  # on the unrounded values
         worst = {name: min((m["cosine_mean"] for o, m in per.items() if o not in ("python", "labels")
                             and m.get("cosine_mean") is not None), default=None) for name, per in results.items()}
@@ -134,6 +119,47 @@ class ValidateAccuracy(Stage):
             raise GateFailed("; ".join(failures), metrics=metrics)
         summary = ", ".join(f"{n} cosine {c:.4f}" if c is not None else f"{n} (no cosine)" for n, c in worst.items())
         return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics)
+
+
+# -- the steps of run, in order --------------------------------------------------------------------
+
+
+def _check_same_inputs(names: list[str], candidates: list[Path], inputs: list[Any]) -> None:
+    """Every candidate must take the reference's inputs, since all run on the same feeds."""
+    for name, path in zip(names, candidates):
+        if model_inputs(path) != inputs:
+            raise StageError(f"candidate {name} takes other inputs than the reference ({_describe(model_inputs(path))} "
+                             f"vs {_describe(inputs)}) — e.g. an fp16 model needs keep_io_types")
+
+
+def _candidate_results(name: str, path: Path, feeds: list[dict], expected: dict[str, Any], chosen: list[str],
+                       params: dict[str, Any], metric: Path | None) -> dict[str, Any]:
+    """One candidate's metrics against the reference's outputs (`expected`): per compared output, sliced
+    where asked, plus the Python metric's values under "python" when a metric file is given."""
+    got = _outputs(path, feeds)
+    results: dict[str, Any] = {}
+    for output in chosen:
+        if output not in got:
+            raise StageError(f"candidate {name} has no output '{output}' (it has {', '.join(got)})")
+        ref, cand = (_sliced(a, output, params["slices"].get(output)) for a in (expected[output], got[output]))
+        results[output] = _compare(ref, cand, feeds, params)
+    if metric is not None:
+        results["python"] = _python_metric(metric, params["metric_function"], expected, got, feeds)
+    return results
+
+
+def _label_scores(results: dict[str, dict[str, Any]], names: list[str], candidates: list[Path], feeds: list[dict],
+                  expected: dict[str, Any], labels: Any, label_output: str) -> dict[str, float]:
+    """With a labelled dataset: each candidate's accuracy and macro F1 on `label_output`, added to its
+    results under "labels"; returns the reference's, which the candidates' are read against."""
+    if labels is None:
+        raise StageError("label_output is set but the dataset has no labels (npz: set `labels` to the label array)")
+    if label_output not in expected:
+        raise StageError(f"label_output: the reference has no output '{label_output}'")
+    reference_scores = _labelled(expected[label_output], labels)
+    for name, path in zip(names, candidates):
+        results[name]["labels"] = _labelled(_outputs(path, feeds)[label_output], labels)
+    return reference_scores
 
 
 def _outputs(path: Path, feeds: list[dict]) -> dict[str, Any]:
@@ -254,19 +280,25 @@ def _python_metric(path: Path, function_name: str, expected: dict, got: dict, fe
     if module_spec is None or module_spec.loader is None:
         raise StageError(f"the metric input {path.name} is not a Python file")
     module = importlib.util.module_from_spec(module_spec)
+    _user_code(function_name, module_spec.loader.exec_module, module)
+    function = _user_code(function_name, getattr, module, function_name, None)
+    if not callable(function):
+        raise StageError(f"the metric file has no function '{function_name}' — set metric_function")
+    values = _user_code(function_name, function, expected, got, feeds)
+    if not isinstance(values, dict):
+        raise StageError(f"{function_name}() must return a mapping of metric names to numbers")
+    return {str(k): float(v) for k, v in values.items()}
+
+
+def _user_code(function_name: str, call: Any, *args: Any) -> Any:
+    """`call(*args)` on the metric file's code: whatever it raises becomes a StageError that names the metric
+    function, except a StageError of its own (from ortflow.api), which already says what is wrong."""
     try:
-        module_spec.loader.exec_module(module)
-        function = getattr(module, function_name, None)
-        if not callable(function):
-            raise StageError(f"the metric file has no function '{function_name}' — set metric_function")
-        values = function(expected, got, feeds)
+        return call(*args)
     except StageError:
         raise
     except Exception as exc:
         raise StageError(f"the metric function {function_name}() failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(values, dict):
-        raise StageError(f"{function_name}() must return a mapping of metric names to numbers")
-    return {str(k): float(v) for k, v in values.items()}
 
 
 def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:

@@ -37,6 +37,18 @@ class Damage:
     reason: str
 
 
+@dataclass(frozen=True)
+class Collected:
+    """What gc removes (or, in a dry run, would remove)."""
+
+    runs: dict[str, str]  # cache key -> the stage it recorded
+    objects: dict[str, int]  # digest -> bytes
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.objects.values())
+
+
 class ArtifactStore:
     """The folder store (engine.store.base.Store): a local disk or a share every machine mounts."""
 
@@ -210,46 +222,48 @@ class ArtifactStore:
         for item in damage:
             _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
 
-    def gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
-        """Remove run records not in `keep_keys` and objects no kept record or digest references.
-        Refuses while any run is using the store."""
+    def gc(self, keep_keys: set[str], keep_digests: set[str], dry_run: bool = False) -> Collected:
+        """Remove run records not in `keep_keys` and objects no kept record or digest references (with
+        `dry_run`, only say what would go). Refuses while any run is using the store."""
         exclusive = ProcessLock(self.root / "store.lock")
         if not exclusive.acquire(blocking=False):
             raise StoreError(f"{self.root} is in use by a running `engine run` — run gc when it has finished")
         try:
-            return self._gc(keep_keys, keep_digests)
+            collected = self._collectable(keep_keys, keep_digests)
+            if not dry_run:
+                self._remove_collected(collected)
+            return collected
         finally:
             exclusive.release()
 
-    def _gc(self, keep_keys: set[str], keep_digests: set[str]) -> tuple[int, int, int]:
+    def _collectable(self, keep_keys: set[str], keep_digests: set[str]) -> Collected:
         live = set(keep_digests)
         records = dict(self.iter_runs())
         keep = set(keep_keys)
         pending = [k for k in keep_keys if records.get(k)]
-        while pending:  # a kept run keeps the steps it ran (engine.steps), and theirs
+        while pending:  # a kept run keeps the steps it ran (engine.run.steps), and theirs
             for step in records[pending.pop()].get("steps") or []:
                 if step not in keep and records.get(step):
                     keep.add(step)
                     pending.append(step)
-        removed_runs = 0
+        runs = {}
         for key, record in records.items():
             if key in keep and record is not None:
                 live.update(out["digest"] for out in record.get("outputs", {}).values())
             else:
-                _remove(self.run_path(key))
-                removed_runs += 1
-        removed_objects = freed = 0
-        for digest in list(self.iter_objects()):
-            if digest not in live:
-                path = self.object_path(digest)
-                freed += tree_size(path)
-                _remove(path)
-                removed_objects += 1
+                runs[key] = (record or {}).get("stage", "?")
+        objects = {digest: tree_size(self.object_path(digest)) for digest in self.iter_objects() if digest not in live}
+        return Collected(runs, objects)
+
+    def _remove_collected(self, collected: Collected) -> None:
+        for key in collected.runs:
+            _remove(self.run_path(key))
+        for digest in collected.objects:
+            _remove(self.object_path(digest))
         self.remove_stale_tmp()
         for disposable in (self.root / "recipes", self.locks):  # nobody holds a key lock: no run is active
             shutil.rmtree(disposable, ignore_errors=True)
             disposable.mkdir()
-        return removed_runs, removed_objects, freed
 
     def size(self) -> int:
         return tree_size(self.objects)

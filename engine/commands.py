@@ -1,0 +1,194 @@
+"""The commands behind `engine COMMAND`: each reads its arguments, calls the library (engine.pipeline, the
+store, the records) and hands what to show to the console (engine.console). No command prints by itself."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from ortflow.engine import listings
+from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
+
+
+def _workspace(args: argparse.Namespace) -> Any:
+    from ortflow.engine.pipeline import open_workspace
+
+    return open_workspace(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None))
+
+
+def cmd_run(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import pipeline
+
+    if args.jobs is not None and args.jobs < 1:
+        raise OrtflowError("--jobs must be at least 1")
+    if (args.executor == "dask") != bool(args.scheduler):
+        raise OrtflowError("--executor dask needs --scheduler tcp://HOST:PORT" if args.scheduler is None
+                           else "--scheduler is for --executor dask")
+    ws = _workspace(args)
+    executor = None
+    if args.executor == "dask":
+        from ortflow.engine.run.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(args.scheduler, args.jobs)
+    with out.progress(ws.recipe) as events:
+        summary = pipeline.run(ws, args.jobs or 1, args.keep_going, args.stages, events, executor)
+    out.run_table(ws.recipe, summary)
+    return summary.exit_code
+
+
+def cmd_validate(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.pipeline import load
+
+    recipe, graph = load(args.recipe, args.overrides, args.params)
+    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {graph.number_of_edges()} edges")
+    return EXIT_OK
+
+
+def cmd_plan(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.pipeline import plan
+
+    ws = _workspace(args)
+    planned = plan(ws, args.stages)
+    if args.json:
+        out.json([dataclasses.asdict(item) for item in planned])
+    else:
+        out.plan_table(planned, ws.recipe.matrices)
+    return EXIT_OK
+
+
+def cmd_dag(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.pipeline import load
+    from ortflow.engine.recipe import graph as dag
+
+    recipe, graph = load(args.recipe, args.overrides, args.params)
+    render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
+    print(render(graph, recipe))
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.pipeline import rerender_report
+
+    path, missing, code = rerender_report(_workspace(args))
+    if missing:
+        out.error(f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them")
+    out.say(f"report: {path.with_suffix('.html')} (and .md, .json)")
+    return code if code != EXIT_OK else (EXIT_STAGE_FAILED if missing else EXIT_OK)
+
+
+def cmd_compare(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.record.compare import compare_files
+
+    rows = compare_files(args.before, args.after)
+    if args.json:
+        out.json([dict(zip(("stage", "what", "before", "after"), row)) for row in rows])
+    else:
+        out.compare_table(rows)
+    return EXIT_DIFFERENT if rows else EXIT_OK  # like diff(1): scripts can ask "did anything change?"
+
+
+def cmd_status(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.pipeline import plan
+    from ortflow.engine.run.plan import PlanAction
+
+    ws = _workspace(args)
+    lock = ws.read_lockfile()
+    rows = []
+    for item in plan(ws):
+        entry = lock["stages"].get(item.name)
+        in_lock = entry is not None and entry["key"] == item.key
+        if item.action == PlanAction.CACHED and in_lock:
+            state, why = "up to date", ""
+        elif in_lock:
+            state, why = "locked, not in this cache", item.reason
+        elif entry is None:
+            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == PlanAction.CACHED else item.reason
+        else:
+            state, why = "changed", item.against_lock or item.reason
+        rows.append((item.name, state, why))
+    if args.json:
+        out.json([{"stage": name, "state": state, "why": why} for name, state, why in rows])
+    else:
+        out.status_table(rows)
+    return EXIT_OK if all(r[1] == "up to date" for r in rows) else EXIT_STAGE_FAILED
+
+
+def cmd_stages(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.errors import suggest
+    from ortflow.engine.registry import Plugins
+
+    plugins = Plugins()
+    if args.name is None:
+        out.json(listings.plugins(plugins)) if args.json else out.stage_list(plugins)
+        return EXIT_OK
+    for registry in (plugins.stages, plugins.datasets):
+        if args.name in registry:
+            out.json(listings.plugin(registry, args.name)) if args.json else out.plugin_detail(registry, args.name)
+            return EXIT_OK
+    hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names())
+    raise OrtflowError(f"unknown stage type or dataset loader '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
+
+
+def _cache_store(args: argparse.Namespace) -> Any:
+    from ortflow.engine.pipeline import default_cache
+    from ortflow.engine.store.artifacts import open_store
+
+    if args.cache:
+        root = Path(args.cache)
+    elif args.recipes:
+        root = default_cache(args.recipes[0])
+    else:
+        root = Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow")
+    if not (root / "objects").is_dir():
+        raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
+    return open_store(root)
+
+
+def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
+    store = _cache_store(args)
+    out.json(listings.cached_runs(store)) if args.json else out.cache_list(store)
+    return EXIT_OK
+
+
+def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
+    store = _cache_store(args)
+    damage = store.verify()
+    for item in damage:
+        out.error(f"{store.root}: damaged {item.what} {item.name}: {item.reason}")
+    if damage and args.remove:
+        store.remove_damaged(damage)
+        out.say(f"removed {len(damage)} damaged entries; the next run rebuilds them")
+    elif damage:
+        out.error("run `engine cache verify --remove` to delete them so the next run rebuilds them")
+    else:
+        out.say(f"{store.root}: all objects and run records intact")
+    return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+
+
+def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.record.lockfile import read_lock, referenced
+    from ortflow.engine.types import lock_path_for
+
+    if not args.recipes:
+        raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
+                           "— everything their lock files do not reference is removed")
+    store = _cache_store(args)
+    keys: set[str] = set()
+    digests: set[str] = set()
+    for recipe in args.recipes:
+        lock_path = lock_path_for(recipe)
+        if not lock_path.exists():
+            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first, or leave it out of the list")
+        more_keys, more_digests = referenced(read_lock(lock_path))
+        keys |= more_keys
+        digests |= more_digests
+    collected = store.gc(keys, digests, dry_run=args.dry_run)
+    if args.dry_run:
+        for key, stage in sorted(collected.runs.items(), key=lambda item: item[1]):
+            out.say(f"would remove run {key[:12]} ({stage})")
+    verb = "would remove" if args.dry_run else "removed"
+    out.say(f"{verb} {len(collected.runs)} run records and {len(collected.objects)} objects ({collected.bytes / 1e6:.1f} MB)")
+    return EXIT_OK
