@@ -99,11 +99,7 @@ class Output:
             if outcome.status in (Status.FAILED, Status.GATE_FAILED):
                 spec = recipe.stages[outcome.name]
                 self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
-                if outcome.traceback:
-                    if self.debug:
-                        print(outcome.traceback, file=sys.stderr)
-                    else:
-                        self.error("run with --debug for the traceback")
+                self._failure_details(outcome)
         for warning in summary.warnings:
             self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
         if self.quiet:
@@ -119,6 +115,16 @@ class Output:
         self.console.print(table)
         self.report_sections(summary.report_path)
         self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
+
+    def _failure_details(self, outcome: Any) -> None:
+        if self.debug and outcome.traceback:
+            print(outcome.traceback, file=self.errors.file)
+        if (self.debug or self.verbose) and outcome.printed:
+            print(f"what stage '{outcome.name}' printed (last lines):\n{outcome.printed}", file=self.errors.file)
+        elif outcome.printed:
+            self.error("run with -v for what the stage printed")
+        if outcome.traceback and not self.debug:
+            self.error("run with --debug for the traceback")
 
     def report_sections(self, report_path: Any) -> None:
         """The tables stages added to the report (benchmark results, accuracy), as the run ends."""

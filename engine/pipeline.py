@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
@@ -62,7 +64,8 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
     """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
     from ortflow.engine.recipe.graph import cycle_problems, stage_graph
 
-    recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
+    with _no_cyclic_gc():
+        recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
     graph = stage_graph(recipe)
     problems += cycle_problems(graph, recipe)
     if problems:
@@ -70,17 +73,40 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
     return recipe, graph
 
 
+def _validated(recipe_path: Path, overrides: list[str], params_file: Path | None,
+               plugins: Plugins) -> tuple[Recipe, StageGraph]:
+    """load() for a run: the graph without networkx unless there is a problem (a cycle, say) to report."""
+    with _no_cyclic_gc():
+        recipe, problems = read_recipe(Path(recipe_path), plugins, list(overrides), params_file)
+    graph = None if problems else StageGraph.from_recipe(recipe)
+    if graph is None:
+        recipe, nx_graph = load(recipe_path, overrides, params_file, plugins)  # raises with every problem
+        graph = StageGraph.from_networkx(nx_graph)
+    return recipe, graph
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Loading a large recipe makes many small objects and no reference cycles worth collecting: Python's
+    cyclic collector passes over them again and again (a quarter of a 10,000-stage load)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
                    cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
     """Open the store, then the recipe: from its validated snapshot when nothing it depends on changed."""
-
     cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
     plugins = Plugins()
     key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
     loaded = snapshot.load(open_store(cache), key, plugins) if key and cache.is_dir() else None
     if loaded is None:
-        recipe, nx_graph = load(recipe_path, overrides, params_file, plugins)  # a bad recipe creates nothing
-        loaded = recipe, StageGraph.from_networkx(nx_graph)
+        loaded = _validated(recipe_path, list(overrides), params_file, plugins)  # a bad recipe creates nothing
         if key:
             snapshot.save(open_store(cache), key, *loaded)
     store = open_store(cache)

@@ -152,7 +152,8 @@ class StageOutcome:
     key: str | None = None
     record: dict[str, Any] | None = None
     error: str | None = None
-    traceback: str | None = None
+    traceback: str | None = None  # shown with --debug
+    printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
 
     @property
     def succeeded(self) -> bool:

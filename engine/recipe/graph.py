@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,6 +25,34 @@ class StageGraph:
 
     order: tuple[str, ...]
     predecessors: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def from_recipe(cls, recipe: Recipe) -> StageGraph | None:
+        """Without networkx (its import alone costs ~0.2 s on a cached re-run): Kahn's algorithm with ties
+        broken by name, the order execution_order gives. None when there is a cycle (stage_graph and
+        cycle_problems then say where)."""
+        preds: dict[str, set[str]] = {name: set() for name in recipe.stages}
+        for name, spec in recipe.stages.items():
+            preds[name].update(r.source for r in spec.refs() if not r.is_source and r.source in recipe.stages)
+            preds[name].update(a for a in spec.after if a in recipe.stages)
+        consumers: dict[str, list[str]] = {name: [] for name in preds}
+        for name, found in preds.items():
+            for pred in found:
+                consumers[pred].append(name)
+        waiting = {name: len(found) for name, found in preds.items()}
+        ready = [name for name, count in waiting.items() if count == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            name = heapq.heappop(ready)
+            order.append(name)
+            for consumer in consumers[name]:
+                waiting[consumer] -= 1
+                if waiting[consumer] == 0:
+                    heapq.heappush(ready, consumer)
+        if len(order) != len(preds):
+            return None
+        return cls(tuple(order), {name: tuple(sorted(found)) for name, found in preds.items()})
 
     @classmethod
     def from_networkx(cls, graph: "nx.DiGraph") -> "StageGraph":

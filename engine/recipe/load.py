@@ -67,29 +67,43 @@ def read_recipe(
 
 
 def _once_per_matrix(problems: list[Problem], matrices: dict[str, list[str]]) -> list[Problem]:
-    """A problem every variant of a matrix stage has (a wrong parameter written once) is reported once."""
-    def general(problem: Problem) -> Problem:
-        message = problem.message
-        for template, ids in matrices.items():
-            for instance in ids:
-                message = message.replace(f"'{instance}'", f"'{template}' (every variant)")
-        return Problem(message, problem.location, problem.hint)
-
+    """A problem every variant of a matrix stage has (a wrong parameter written once) is reported once.
+    Linear in problems: each message is scanned once for the instance ids it quotes."""
+    owner = {instance: template for template, ids in matrices.items() for instance in ids}
+    generals = [_generalized(p, owner, matrices) for p in problems] if owner else [(p, 0) for p in problems]
     counts: dict[str, int] = {}
-    for problem in problems:
-        counts[str(general(problem))] = counts.get(str(general(problem)), 0) + 1
+    for general, _ in generals:
+        counts[str(general)] = counts.get(str(general), 0) + 1
     kept: list[Problem] = []
     seen: set[str] = set()
-    for problem in problems:
-        text = str(general(problem))
-        variants = max((len(ids) for ids in matrices.values() if any(f"'{i}'" in problem.message for i in ids)), default=0)
+    for problem, (general, variants) in zip(problems, generals):
+        text = str(general)
         if counts[text] > 1 and counts[text] == variants:
             if text not in seen:
                 seen.add(text)
-                kept.append(general(problem))
+                kept.append(general)
         else:
             kept.append(problem)
     return kept
+
+
+def _generalized(problem: Problem, owner: dict[str, str], matrices: dict[str, list[str]]) -> tuple[Problem, int]:
+    """The problem said of the matrix stage instead of its variant (`'int8' (every variant)`), and how many
+    variants that stage has (0: it names none). An id may itself hold quotes, so each quoted span is tried
+    from the shortest up."""
+    message = problem.message
+    quotes = [i for i, char in enumerate(message) if char == "'"]
+    parts: list[str] = []
+    variants = start = q = 0
+    while q < len(quotes):
+        for r in range(q + 1, len(quotes)):
+            template = owner.get(message[quotes[q] + 1:quotes[r]])
+            if template is not None:
+                parts += [message[start:quotes[q]], f"'{template}' (every variant)"]
+                variants, start, q = max(variants, len(matrices[template])), quotes[r] + 1, r
+                break
+        q += 1
+    return Problem("".join([*parts, message[start:]]), problem.location, problem.hint), variants
 
 
 def _port_shapes(raw: dict[str, Any], plugins: Plugins) -> dict[str, dict[str, bool]]:

@@ -9,21 +9,20 @@ out over several matrix stages gets the combinations that agree on the axes they
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
-from ortflow.engine.errors import Location, Problem, suggest
+from ortflow.engine.errors import Location, Problem
+from ortflow.engine.recipe.matrix_combinations import combinations, label
 from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
-SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')
-RESERVED = ("include", "exclude")
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$")
 
@@ -50,19 +49,6 @@ class Expansion:
         return {t: [i.id for i in found] for t, found in self.instances.items() if found and found[0].id != t}
 
 
-def label(value: Any) -> str:
-    """A value as it appears in an instance id."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, str) and (SPECIAL.search(value) or not _reads_back(value)):
-        return json.dumps(value)  # quoted, so ids stay unambiguous and a selector can name them
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
-
-
 def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
     problems: list[Problem] = []
@@ -71,13 +57,10 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
     pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
     out.update({name: spec for name, spec in raw.items() if not isinstance(spec, dict)})  # the schema reports them
     total = sum(1 for spec in raw.values() if isinstance(spec, dict))
-    while pending:
-        # Expand a stage once every matrix stage it references is expanded (a cycle: go on without; it is reported later).
-        ready = [n for n in pending if all(u in instances or u not in pending for u in _upstreams(raw[n]))] or pending[:1]
-        name = ready[0]
-        pending.remove(name)
+    positions = _positions_by_stage(source)
+    for name in _expansion_order(raw, pending):
         spec = raw[name]
-        combos = _combinations(name, spec, source, problems, max_stages)
+        combos = combinations(name, spec, source, problems, max_stages)
         fanned = _fan_out(name, spec, ports.get(name, {}), instances, source, problems)
         clash = sorted({k for inherited, _ in fanned for k in inherited} & {k for combo in combos for k in combo.values})
         if clash:
@@ -90,7 +73,8 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
                                     "the axes they share, so it would have no instance", source.locate(("stages", name, "in")),
                                     "fan out over one of them, or select matching variants"))
         made: list[Instance] = []
-        written = _positions_under(source, ("stages", name))
+        # an instance has no `matrix:`: copying the matrix's own positions into every instance would be quadratic
+        written = [(rest, where) for rest, where in positions.get(name, []) if rest[:1] != ("matrix",)]
         for inherited, rewritten in fanned:
             for combo in combos:
                 axes = {**inherited, **{k: label(v) for k, v in combo.values.items()}}
@@ -119,6 +103,50 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
     return Expansion(out, instances, problems)
 
 
+def _expansion_order(raw: dict[str, Any], pending: list[str]) -> Iterator[str]:
+    """Stages in the order they expand: each once every stage it references has (Kahn's algorithm; among the
+    ready ones the first written; on a cycle the first written of what is left: it is reported later).
+    Linear in stages plus references."""
+    index = {name: i for i, name in enumerate(pending)}
+    waits_on: dict[str, int] = {}
+    consumers: dict[str, list[str]] = {}
+    for name in pending:
+        ups = _upstreams(raw[name]) & index.keys()
+        waits_on[name] = len(ups)
+        for up in ups:
+            consumers.setdefault(up, []).append(name)
+    ready = [index[n] for n in pending if not waits_on[n]]
+    heapq.heapify(ready)
+    done: set[str] = set()
+    first = 0  # pending[:first] are all done
+    while len(done) < len(pending):
+        if ready:
+            name = pending[heapq.heappop(ready)]
+        else:  # a cycle: go on without
+            while pending[first] in done:
+                first += 1
+            name = pending[first]
+        if name in done:
+            continue
+        done.add(name)
+        yield name
+        for consumer in consumers.get(name, ()):
+            waits_on[consumer] -= 1
+            if not waits_on[consumer] and consumer not in done:
+                heapq.heappush(ready, index[consumer])
+
+
+def _positions_by_stage(source: SourceMap) -> dict[str, list[tuple[PathKey, tuple[int, int] | str]]]:
+    """Where everything under each `stages.<name>` was written (file positions, then --set/--params origins),
+    by stage, in one pass (an instance id is never a stage name, so aliases added later never belong here)."""
+    found: dict[str, list[tuple[PathKey, tuple[int, int] | str]]] = {}
+    for table in (source.positions, source.origins):
+        for path, where in table.items():
+            if len(path) >= 2 and path[0] == "stages":
+                found.setdefault(path[1], []).append((path[2:], where))
+    return found
+
+
 def _upstreams(spec: dict[str, Any]) -> set[str]:
     found = set()
     for value in (spec.get("in") or {}).values() if isinstance(spec.get("in"), dict) else ():
@@ -127,113 +155,6 @@ def _upstreams(spec: dict[str, Any]) -> set[str]:
             if match and match["stage"] not in ("inputs", "datasets"):
                 found.add(match["stage"])
     return found
-
-
-@dataclass
-class _Combination:
-    values: dict[str, Any]
-    origin: dict[str, PathKey]  # where each value is written: an axis, or an include entry
-
-
-def _combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[_Combination]:
-    """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
-    `include` (each value remembers where it is written, for error messages)."""
-    matrix = spec.get("matrix")
-    if not isinstance(matrix, dict):
-        return [_Combination({}, {})]  # no matrix (or a malformed one, which the schema reports)
-    where = ("stages", name, "matrix")
-    axes = {k: v for k, v in matrix.items() if k not in RESERVED and isinstance(v, list) and v}
-    size = math.prod(len(v) for v in axes.values()) if axes else 0
-    if size > 100 * limit:  # do not enumerate a product that is refused anyway
-        problems.append(Problem(f"stage '{name}': its matrix has {size} combinations, over the limit of {limit} stages",
-                                source.locate(where, key=True), "narrow the matrix, or raise `max_stages:` in the recipe"))
-        return [_Combination({}, {})]
-    combos = [_Combination(dict(zip(axes, values)), {k: where + (k, axes[k].index(v)) for k, v in zip(axes, values)})
-              for values in itertools.product(*axes.values())] if axes else []
-    combos = _excluded(name, matrix, axes, combos, where, source, problems)
-    _check_with_overlap(name, spec, axes, source, problems)
-    combos = _included(matrix, axes, combos, where)
-    if not combos:
-        what = "exclude removes every combination of its matrix" if axes else "its matrix has no combinations"
-        problems.append(Problem(f"stage '{name}': {what}", source.locate(where, key=True),
-                                "remove an exclude entry" if axes else "give an axis (a parameter and a list of values)"))
-        return [_Combination({}, {})]
-    return _unique_axes_first(axes, combos)
-
-
-def _excluded(name: str, matrix: dict[str, Any], axes: dict[str, list], combos: list[_Combination], where: PathKey,
-              source: SourceMap, problems: list[Problem]) -> list[_Combination]:
-    for i, entry in enumerate(matrix.get("exclude") or []):
-        if not isinstance(entry, dict):
-            continue
-        unknown = [k for k in entry if k not in axes]
-        if unknown:
-            problems.append(Problem(f"stage '{name}': exclude entry names '{unknown[0]}', which is not a matrix axis",
-                                    source.locate(where + ("exclude", i)), suggest(unknown[0], list(axes)) or
-                                    f"its axes: {', '.join(axes) or 'none'}"))
-            continue
-        combos = [c for c in combos if not _matches(c.values, entry)]
-    return combos
-
-
-def _check_with_overlap(name: str, spec: dict[str, Any], axes: dict[str, list], source: SourceMap,
-                        problems: list[Problem]) -> None:
-    """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
-    written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
-    for axis in axes:
-        top = axis.split(".")[0]
-        if top in written and (top == axis or not isinstance(written[top], dict) or _nested(written, axis) is not None):
-            problems.append(Problem(f"stage '{name}': '{axis}' is both in `with:` and a matrix axis; the matrix values "
-                                    "replace it", source.locate(("stages", name, "with", top), key=True),
-                                    f"remove '{axis}' from `with:` (or from the matrix)"))
-
-
-def _included(matrix: dict[str, Any], axes: dict[str, list], combos: list[_Combination], where: PathKey) -> list[_Combination]:
-    """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
-    other keys; one that matches none is a combination of its own. Only the product's own combinations are
-    extended (as in GitHub Actions), never an earlier include's."""
-    originals = list(combos)
-    for i, entry in enumerate(matrix.get("include") or []):
-        if not isinstance(entry, dict):
-            continue
-        on_axes = {k: v for k, v in entry.items() if k in axes}
-        matching = [c for c in originals if _matches(c.values, on_axes)]
-        extra = {k: v for k, v in entry.items() if k not in axes}
-        written = {k: where + ("include", i, k) for k in entry}
-        if matching:
-            for combo in matching:
-                combo.values.update(extra)
-                combo.origin.update({k: written[k] for k in extra})
-        else:
-            combos.append(_Combination(dict(entry), written))
-    return combos
-
-
-def _unique_axes_first(axes: dict[str, list], combos: list[_Combination]) -> list[_Combination]:
-    """Each distinct combination once, its values ordered axes first (the order ids show them in)."""
-    rank = {k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))}
-    seen: set[str] = set()
-    unique = []
-    for combo in combos:
-        combo.values = dict(sorted(combo.values.items(), key=lambda item: rank[item[0]]))
-        key = json.dumps(combo.values, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
-            unique.append(combo)
-    return unique
-
-
-def _nested(params: dict[str, Any], dotted: str) -> Any:
-    node: Any = params
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _matches(values: dict[str, Any], entry: dict[str, Any]) -> bool:
-    return all(k in values and label(values[k]) == label(v) for k, v in entry.items())
 
 
 def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances: dict[str, list[Instance]],
@@ -305,14 +226,6 @@ def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, o
     return match["output"], False, found
 
 
-def _reads_back(text: str) -> bool:
-    """Whether a selector value written as `text` (read as YAML) is this very string."""
-    try:
-        return bool(text) and yaml.safe_load(text) == text
-    except yaml.YAMLError:
-        return False
-
-
 def _selector(text: str) -> dict[str, str] | None:
     pairs: dict[str, str] = {}
     for part in _split_top_level(text):
@@ -363,14 +276,6 @@ def _instance_spec(spec: dict[str, Any], combo: dict[str, Any], rewritten_in: An
     if rewritten_in is not None:
         instance["in"] = rewritten_in
     return instance
-
-
-def _positions_under(source: SourceMap, prefix: PathKey) -> list[tuple[PathKey, tuple[int, int] | str]]:
-    """Where everything under `prefix` was written: file positions, and --set/--params origins."""
-    found: list[tuple[PathKey, tuple[int, int] | str]] = []
-    for table in (source.positions, source.origins):
-        found += [(path[len(prefix):], where) for path, where in table.items() if path[:len(prefix)] == prefix]
-    return found
 
 
 def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, int] | str]], instance_id: str,

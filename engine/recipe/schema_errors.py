@@ -18,13 +18,25 @@ _TYPE_NAMES = {
 }
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """One validator per schema object: a stage type's schema is shared by all its stages, and building a
+    validator costs more than using it."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        from jsonschema import Draft202012Validator
+
+        cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
+    return cached[1]
+
+
 def validate(
     instance: Any, schema: dict[str, Any], source: SourceMap, base: PathKey = (), subject: str = ""
 ) -> list[Problem]:
     """All problems of `instance` against `schema`; `base` is where `instance` sits in the document."""
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(schema)
+    validator = _validator(schema)
     problems: list[Problem] = []
     for error in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
         problems.extend(_describe(error, source, base, subject))

@@ -53,6 +53,7 @@ def contract(plugin: type) -> str:
 
 
 def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
+    contracts = {cls: contract(cls) for cls in {spec.stage_cls for spec in recipe.stages.values()}}  # once per type
     data = {
         "name": recipe.name,
         "path": str(recipe.path),
@@ -71,7 +72,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
         "stages": {
             name: {
                 "uses": spec.uses,
-                "contract": contract(spec.stage_cls),
+                "contract": contracts[spec.stage_cls],
                 "params": spec.params,
                 "inputs": {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()},
                 "after": spec.after,
@@ -111,11 +112,14 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
             return None
         datasets[name] = DatasetSpec(name, item["loader"], loader_cls, params, Location(*item["location"]))
     stages: dict[str, StageSpec] = {}
+    contracts: dict[type, str] = {}
     for name, item in data["stages"].items():
         if item["uses"] not in plugins.stages:
             return None
         stage_cls = plugins.stages.get(item["uses"])
-        if contract(stage_cls) != item["contract"]:
+        if stage_cls not in contracts:  # once per stage type in this call, not once per stage
+            contracts[stage_cls] = contract(stage_cls)
+        if contracts[stage_cls] != item["contract"]:
             return None
         refs = {port: Binding(tuple(_ref(t) for t in v), True) if isinstance(v, list) else Binding.one(_ref(v))
                 for port, v in item["inputs"].items()}

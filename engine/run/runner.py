@@ -50,12 +50,12 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
         return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message)
     except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
-        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=str(exc), traceback=details)
+        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=str(exc), traceback=details,
+                            printed=getattr(exc, "stage_log", ""))
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-        log = getattr(exc, "stage_log", "")
-        details = traceback.format_exc() + (f"\nthe stage printed:\n{log}" if log else "")
-        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=message, traceback=details)
+        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=message,
+                            traceback=traceback.format_exc(), printed=getattr(exc, "stage_log", ""))
 
 
 def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None],

@@ -55,7 +55,7 @@ class StepRunner:
             raise ProviderUnavailable(str(outcome.error).removeprefix("optional stage skipped: "))
         if outcome.status not in (Status.RAN, Status.CACHED, Status.GATE_FAILED):
             error = StageError(f"step {uses} failed: {outcome.error}")
-            error.stage_log = outcome.traceback or ""  # type: ignore[attr-defined]
+            error.stage_log = "\n".join(filter(None, [outcome.traceback, outcome.printed]))  # type: ignore[attr-defined]
             raise error
         record = outcome.record or {}
         outputs = {port: Artifact(out["digest"], self.store.object_path(out["digest"]))
