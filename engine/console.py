@@ -245,9 +245,9 @@ class Output:
         runs = listings.cached_runs(store)
         for run in runs:
             if run.get("unreadable"):
-                table.add_row(self._key(run["key"]), "?", "?", "unreadable", "", "")
+                table.add_row(run["key"], "?", "?", "unreadable", "", "")
                 continue
-            table.add_row(self._key(run["key"]), _escape(run["stage"]), run["type"], run["created"],
+            table.add_row(run["key"], _escape(run["stage"]), run["type"], run["created"],
                           ", ".join(run["outputs"]), f"{run['bytes'] / 1e6:.1f}")
         self.console.print(table)
         self.console.print(f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)

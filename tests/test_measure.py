@@ -131,9 +131,12 @@ def test_compare_lock_files(passing, cli, tmp_path):
     after = tmp_path / "after.lock"
     after.write_text(text)
     code, out, _ = cli("compare", before, after)
-    assert code == 0 and "params.weight_type" in out and "QUInt8" in out
+    assert code == 1 and "params.weight_type" in out and "QUInt8" in out  # exit 1 when they differ, like diff
     code, out, _ = cli("compare", before, before)
-    assert "no differences" in out
+    assert code == 0 and "no differences" in out
+    code, out, _ = cli("compare", before, after, "--json")
+    rows = json.loads(out)
+    assert code == 1 and any(r["what"] == "params.weight_type" and r["after"] == "QUInt8" for r in rows)
 
 
 def test_labelled_dataset_gives_accuracy_and_f1_and_can_gate(project, cli):
