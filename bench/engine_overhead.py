@@ -63,7 +63,9 @@ def generated_recipe(path: Path, stages: int) -> Path:
 
 
 def plan_time(work: Path, stages: int) -> tuple[float, float, int]:
-    """Seconds to load + validate + plan with an empty cache, then with the validated recipe cached."""
+    """Seconds to load + validate + plan with an empty cache, then with the validated recipe cached (the
+    engine's own modules are imported before the clock starts, as they are at a process's start-up; what
+    validation imports lazily, jsonschema say, is counted)."""
     from ortflow.engine import pipeline
 
     folder = work / f"wide-{stages}"

@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine import listings
 from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 
 
@@ -117,6 +116,7 @@ def cmd_status(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_stages(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import listings
     from ortflow.engine.errors import suggest
     from ortflow.engine.registry import Plugins
 
@@ -148,6 +148,8 @@ def _cache_store(args: argparse.Namespace) -> Any:
 
 
 def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import listings
+
     store = _cache_store(args)
     out.json(listings.cached_runs(store)) if args.json else out.cache_list(store)
     return EXIT_OK

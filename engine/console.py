@@ -7,7 +7,6 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from ortflow.engine import listings
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status
 
@@ -187,6 +186,8 @@ class Output:
     def stage_list(self, plugins: Any) -> None:
         from rich.table import Table
 
+        from ortflow.engine import listings
+
         found = listings.plugins(plugins)
         table = Table(title="stage types (`uses:`)", title_justify="left")
         for column in ("type", "version", "inputs", "outputs", "provided by"):
@@ -238,6 +239,8 @@ class Output:
 
     def cache_list(self, store: Any) -> None:
         from rich.table import Table
+
+        from ortflow.engine import listings
 
         table = Table(title=str(store.root), title_justify="left")
         for column in ("key", "stage", "type", "created", "outputs", "MB"):

@@ -14,7 +14,6 @@ from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.recipe.load import read_recipe
 from ortflow.engine.record.lockfile import LockWriter, drift, read_lock
 from ortflow.engine.record.report import stage_folder, write_report
 from ortflow.engine.registry import Plugins
@@ -63,6 +62,7 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
          plugins: Plugins | None = None) -> tuple[Recipe, "nx.DiGraph"]:
     """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
     from ortflow.engine.recipe.graph import cycle_problems, stage_graph
+    from ortflow.engine.recipe.load import read_recipe  # here: a run whose recipe snapshot is valid skips it
 
     with _no_cyclic_gc():
         recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
@@ -76,6 +76,8 @@ def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None 
 def _validated(recipe_path: Path, overrides: list[str], params_file: Path | None,
                plugins: Plugins) -> tuple[Recipe, StageGraph]:
     """load() for a run: the graph without networkx unless there is a problem (a cycle, say) to report."""
+    from ortflow.engine.recipe.load import read_recipe
+
     with _no_cyclic_gc():
         recipe, problems = read_recipe(Path(recipe_path), plugins, list(overrides), params_file)
     graph = None if problems else StageGraph.from_recipe(recipe)

@@ -155,3 +155,41 @@ def test_valid_recipe_with_override_and_params_file(project, cli):
     code, out, _ = cli("run", path, "--params", params)
     assert code == 0
     assert (project / "out" / "demo" / "a" / "joined.txt").read_text() == "hello world"
+
+
+def test_the_quick_schema_check_agrees_with_the_full_one():
+    """fastjsonschema says "valid" quickly; jsonschema explains what is not. A document one calls valid and
+    the other not would skip the explanation (or invent one): they must agree, on real and broken recipes."""
+    import copy
+
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
+
+    full = Draft202012Validator(recipe_schema())
+    recipes = sorted((Path(__file__).parent.parent / "recipes").glob("*.yaml"))
+    breakages = [
+        lambda d: d.update(version=2),
+        lambda d: d.update(surprise=1),
+        lambda d: d.pop("stages"),
+        lambda d: d.update(stages=[]),
+        lambda d: d.update(max_stages=0),
+        lambda d: next(iter(d["stages"].values())).update(uses=3),
+        lambda d: next(iter(d["stages"].values())).update(after="x"),
+        lambda d: next(iter(d["stages"].values())).update(optional="yes"),
+        lambda d: next(iter(d["stages"].values())).update(matrix={"include": "x"}),
+        lambda d: next(iter(d["stages"].values())).update(workers=[1]),
+        lambda d: next(iter(d["stages"].values())).update(unknown_key=1),
+        lambda d: d["inputs"].update(bad=5),
+    ]
+    checked = 0
+    for path in recipes:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for breakage in [None, *breakages]:
+            candidate = copy.deepcopy(document)
+            if breakage is not None:
+                breakage(candidate)
+            assert recipe_is_valid(candidate) == (not list(full.iter_errors(candidate))), (path.name, candidate)
+            checked += 1
+    assert checked == len(recipes) * (len(breakages) + 1) and len(recipes) >= 4

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +13,10 @@ from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError, 
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
 from ortflow.engine.recipe.overrides import apply_overrides
+from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
-from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml
+from ortflow.engine.recipe.yamlsource import PathKey, SourceMap, load_yaml
 from ortflow.engine.registry import Plugins
 from ortflow.engine.stage import ArtifactKind, Port, Stage
 from ortflow.engine.types import SOURCES, Binding, Recipe, Ref, StageSpec
@@ -23,16 +24,6 @@ from ortflow.engine.types import SOURCES, Binding, Recipe, Ref, StageSpec
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.
 REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\[.*\])?\.[A-Za-z_][A-Za-z0-9_-]*$")
-
-
-def recipe_schema_text() -> str:
-    """The recipe JSON Schema as shipped in the ortflow.schemas package (a wheel, an editable install or
-    a zip: importlib.resources finds it in each)."""
-    return resources.files("ortflow.schemas").joinpath("recipe.schema.json").read_text(encoding="utf-8")
-
-
-def recipe_schema() -> dict[str, Any]:
-    return json.loads(recipe_schema_text())
 
 
 def read_recipe(
@@ -45,7 +36,8 @@ def read_recipe(
     if not isinstance(data, dict):
         raise RecipeError([Problem("a recipe must be a YAML mapping", Location(display), "see recipes/quickstart.yaml")])
     problems = apply_overrides(data, source, list(overrides), params_file)
-    problems.extend(validate(data, recipe_schema(), source))
+    if not recipe_is_valid(data):
+        problems.extend(validate(data, recipe_schema(), source))
     # Go on past schema problems: every check below skips what has the wrong shape (already reported),
     # so one pass reports everything that is wrong.
     raw = {key: data.get(key) if isinstance(data.get(key), dict) else {} for key in ("inputs", "datasets", "stages")}
@@ -157,16 +149,13 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
             except OrtflowError as exc:  # a broken plugin: say where the recipe uses it
                 problems.append(Problem(f"stage '{name}': {exc}", source.locate(("stages", name, "uses"))))
     stages: dict[str, StageSpec] = {}
+    checked = _ParamsCheck(source, problems)
     for name, stage_cls in stage_classes.items():
         spec = raw[name]
         where = ("stages", name)
         subject = f"stage '{name}' ({stage_cls.type})"
         params = spec.get("with") if isinstance(spec.get("with"), dict) else {}
-        before = len(problems)
-        problems.extend(validate(params, stage_cls.params_schema, source, where + ("with",), subject))
-        if len(problems) == before:
-            for message in stage_cls().check(fill_defaults(params, stage_cls.params_schema)):
-                problems.append(Problem(f"{subject}: {message}", source.locate(where + ("with",))))
+        filled = checked(stage_cls, params, where, subject)
         given = spec.get("in") if isinstance(spec.get("in"), dict) else {}
         port_refs = _resolve_ports(scope, name, stage_cls, given)
         after = []
@@ -180,10 +169,34 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
                                         source.locate(where + ("after", i)), suggest(other, [s for s in raw if s != name])))
         resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
         workers = spec.get("workers", [])
-        stages[name] = StageSpec(name, spec["uses"], stage_cls, fill_defaults(params, stage_cls.params_schema),
-                                 port_refs, after, source.locate(where, key=True), spec.get("optional") is True,
+        stages[name] = StageSpec(name, spec["uses"], stage_cls, filled, port_refs, after, source.locate(where, key=True),
+                                 spec.get("optional") is True,
                                  resources=dict(resources), workers=[workers] if isinstance(workers, str) else list(workers))
     return stages
+
+
+class _ParamsCheck:
+    """Checks a stage's `with:` against its type's schema and `check()`, and fills in the defaults. The same
+    parameters of the same type (common in generated recipes) are checked once."""
+
+    def __init__(self, source: SourceMap, problems: list[Problem]):
+        self.source, self.problems = source, problems
+        self.valid: dict[tuple[type, str], dict[str, Any]] = {}
+
+    def __call__(self, stage_cls: type[Stage], params: dict[str, Any], where: PathKey, subject: str) -> dict[str, Any]:
+        known = (stage_cls, json.dumps(params, sort_keys=True, default=repr))
+        if known in self.valid:
+            return copy.deepcopy(self.valid[known])
+        before = len(self.problems)
+        self.problems.extend(validate(params, stage_cls.params_schema, self.source, where + ("with",), subject))
+        filled = fill_defaults(params, stage_cls.params_schema)
+        if len(self.problems) == before:
+            for message in stage_cls().check(copy.deepcopy(filled)):
+                self.problems.append(Problem(f"{subject}: {message}", self.source.locate(where + ("with",))))
+        if len(self.problems) == before:
+            self.valid[known] = filled
+            return copy.deepcopy(filled)
+        return filled
 
 
 def _is_str(value: Any) -> bool:

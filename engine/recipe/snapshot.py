@@ -16,15 +16,14 @@ from pathlib import Path
 import ortflow
 from ortflow.engine.errors import Location
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.recipe.load import recipe_schema_text
-from ortflow.engine.recipe.sources import DatasetSpec, InputSpec
+from ortflow.engine.recipe.schema import recipe_schema_text
 from ortflow.engine.recipe.yamlsource import SourceMap
 from ortflow.engine.registry import Plugins
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
-from ortflow.engine.types import Binding, Recipe, Ref, StageSpec
+from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
 
 FOLDER = "recipes"
 

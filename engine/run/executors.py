@@ -6,8 +6,6 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from ortflow.engine.run.runner import execute
-
 if TYPE_CHECKING:
     from ortflow.engine.store.base import Store
     from ortflow.engine.types import StageJob, StageOutcome
@@ -42,6 +40,8 @@ class LocalExecutor:
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="stage")
 
     def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+        from ortflow.engine.run.runner import execute  # here, not at the top: a fully cached run never needs it
+
         return self._pool.submit(execute, store, job, log)
 
     def shutdown(self, cancel: bool = False) -> None:

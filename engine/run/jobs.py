@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping
 
 from ortflow.engine.environment import facts
 from ortflow.engine.errors import StageError
+from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.keys import stage_key
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
 
@@ -63,3 +64,9 @@ def settled(name: str, status: Status, seconds: float, key: str, record: dict[st
     if record.get("gate_failed"):
         return StageOutcome(name, Status.GATE_FAILED, seconds, key, record, error=record["gate_failed"])
     return StageOutcome(name, status, seconds, key, record)
+
+
+def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
+    key, _ = job_key(job)
+    record = store.read_run(key)
+    return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None

@@ -25,12 +25,6 @@ from ortflow.engine.types import StageJob, StageOutcome, Status
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 
 
-def cached_outcome(store: Store, job: StageJob) -> StageOutcome | None:
-    key, _ = job_key(job)
-    record = store.read_run(key)
-    return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
-
-
 def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m: None,
             ran_on: dict[str, str] | None = None) -> StageOutcome:
     """`ran_on`: the machine's identity for the run record (by default its host name; a Dask worker adds its own)."""

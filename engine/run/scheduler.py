@@ -9,8 +9,7 @@ from typing import Any, Callable
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.run.jobs import job_for, locator
-from ortflow.engine.run.runner import cached_outcome
+from ortflow.engine.run.jobs import cached_outcome, job_for, locator
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 

@@ -23,6 +23,8 @@ def input_digest(path: Path, hashes: HashCache) -> str:
         return digest
 
     def locations() -> str:
+        if not _may_name_external_data(path):
+            return "[]"
         try:
             return json.dumps(external_data_files(path))
         except NotAnOnnxModel:  # decided by the bytes alone, so safe to remember: the stage reading it says so
@@ -44,3 +46,17 @@ def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hash
     identity = {"loader": loader_cls.type, "version": loader_cls.version, "params": hashed,
                 "env": facts(tuple(loader_cls().env_facts()))}
     return hash_bytes(canonical_json(identity).encode())
+
+
+def _may_name_external_data(path: Path) -> bool:
+    """A model that names external data holds the key string "location" in a tensor's external_data entry;
+    one whose bytes lack it has none, and is not parsed (importing onnx and parsing a large model costs
+    more than the rest of a cold plan)."""
+    marker, overlap = b"location", len(b"location") - 1
+    tail = b""
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            if marker in tail + chunk:
+                return True
+            tail = chunk[-overlap:]
+    return False

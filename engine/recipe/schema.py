@@ -1,0 +1,38 @@
+"""The recipe JSON Schema as shipped in the ortflow.schemas package (found by importlib.resources in a wheel,
+an editable install or a zip)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Callable
+
+
+def recipe_schema_text() -> str:
+    return resources.files("ortflow.schemas").joinpath("recipe.schema.json").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def recipe_schema() -> dict[str, Any]:
+    return json.loads(recipe_schema_text())
+
+
+@lru_cache(maxsize=1)
+def _compiled() -> Callable[[Any], Any]:
+    import fastjsonschema
+
+    return fastjsonschema.compile(recipe_schema())
+
+
+def recipe_is_valid(document: Any) -> bool:
+    """A quick yes for a valid recipe document: fastjsonschema compiles the schema to Python, 4x or more
+    faster than jsonschema on large recipes. A no is then explained by jsonschema (schema_errors), whose
+    errors name the path, so the two must agree: tests/test_recipe_errors.py checks that they do."""
+    import fastjsonschema
+
+    try:
+        _compiled()(document)
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    return True
