@@ -13,7 +13,7 @@ from typing import Any
 
 import ortflow
 from ortflow.engine import commands
-from ortflow.engine.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, OrtflowError
+from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, OrtflowError
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -135,15 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for flag in ("debug", "quiet", "verbose"):
         setattr(args, flag, getattr(args, flag, False))
-    from ortflow.engine.console import Output
+    from ortflow.engine.console import Output, broken_pipe
 
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
     try:
         return int(args.handler(args, out) or EXIT_OK)
-    except BrokenPipeError:  # `engine plan | head`: the reader has gone; stop quietly, as other tools do
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain again when it flushes at exit
-        return EXIT_BROKEN_PIPE
+    except BrokenPipeError:  # a plain print (`engine dag | head`) found the reader gone; rich's writes end alike
+        broken_pipe()
     except OrtflowError as exc:
         out.error(str(exc))
         if args.debug:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status
@@ -31,6 +32,8 @@ class Output:
         # itself forever, so a run in a terminal never returned).
         self.console = Console(file=sys.stdout, highlight=False, width=width)
         self.errors = Console(file=sys.stderr, highlight=False)
+        # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
+        self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -47,37 +50,21 @@ class Output:
 
     @contextmanager
     def progress(self, recipe: Any) -> Iterator[SchedulerEvents]:
+        """While a run goes on: in a terminal, a spinner naming the running stages and how long each has run
+        (redrawn by rich's Live, the one owner of the terminal); piped, a line as each stage starts. Lines a
+        stage logs (its progress) are printed above the spinner through the same console."""
         from rich.live import Live
-        from rich.spinner import Spinner
 
-        running: list[str] = []
-        done = [0]
-        lock = threading.Lock()
-        total = len(recipe.stages)
+        board = _Board(len(recipe.stages))
         live = self.console.is_terminal and not self.quiet
-        spinner = Spinner("dots")
-        # One owner of the terminal: no redirection of sys.stdout/sys.stderr (stages' output is captured
-        # per thread, and log lines are printed through this same console, which draws them above the spinner).
-        display = Live(spinner, console=self.console, transient=True, redirect_stdout=False,
-                       redirect_stderr=False, refresh_per_second=8) if live else None
-
-        def refresh() -> None:
-            if display is not None:
-                spinner.update(text=f"[{done[0]}/{total}] running: {', '.join(running) or '-'}")
+        # No redirection of sys.stdout/sys.stderr: a stage's own output is captured per thread (run.capture).
+        display = Live(console=self.console, transient=True, redirect_stdout=False, redirect_stderr=False,
+                       refresh_per_second=4, get_renderable=board.render) if live else None
 
         def started(name: str) -> None:
-            with lock:
-                running.append(name)
-                refresh()
+            board.start(name)
             if not live and not self.quiet:
                 self.console.print(f"running {name} ({recipe.stages[name].uses})", markup=False)
-
-        def finished(outcome: Any) -> None:
-            with lock:
-                if outcome.name in running:
-                    running.remove(outcome.name)
-                done[0] += 1
-                refresh()
 
         def log(message: str) -> None:
             if not self.quiet:
@@ -86,7 +73,7 @@ class Output:
         if display is not None:
             display.start()
         try:
-            yield SchedulerEvents(started, finished, log)
+            yield SchedulerEvents(started, board.finish, log)
         finally:
             if display is not None:
                 display.stop()
@@ -286,3 +273,42 @@ def _escape(text: str) -> str:
     from rich.markup import escape
 
     return escape(text)
+
+
+class _Board:
+    """What the spinner shows: finished/total and each running stage with its elapsed seconds."""
+
+    def __init__(self, total: int):
+        from rich.spinner import Spinner
+
+        self.total, self.done = total, 0
+        self.running: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.spinner = Spinner("dots")  # one spinner, so its animation goes on between redraws
+
+    def start(self, name: str) -> None:
+        with self.lock:
+            self.running[name] = time.monotonic()
+
+    def finish(self, outcome: Any) -> None:
+        with self.lock:
+            self.running.pop(outcome.name, None)
+            self.done += 1
+
+    def render(self) -> Any:
+        with self.lock:
+            now = time.monotonic()
+            names = ", ".join(f"{name} {now - since:.0f}s" for name, since in self.running.items()) or "-"
+            self.spinner.update(text=f"[{self.done}/{self.total}] running: {names}")
+            return self.spinner
+
+
+def broken_pipe() -> NoReturn:
+    """The reader of our output went away (`engine plan | head`): stop quietly with 141, as other tools do."""
+    import os
+
+    from ortflow.engine.errors import EXIT_BROKEN_PIPE
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain again when it flushes at exit
+    raise SystemExit(EXIT_BROKEN_PIPE)

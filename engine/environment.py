@@ -30,6 +30,58 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+# The instruction-set features that change what integer kernels compute or how fast (x86 flag names as
+# /proc/cpuinfo gives them; asimddp is arm64's dot product). u8 x s8 products saturate in non-VNNI x86
+# kernels, so an INT8 model's accuracy differs between hosts with the same CPU model name.
+ISA_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+# `target: {cpu: NAME}` in a recipe: the instruction set a named target stands for, as the isa fact says it.
+TARGETS = {
+    "avx2": "x86_64: avx2",
+    "avx512": "x86_64: avx2,avx512f",
+    "avx512_vnni": "x86_64: avx2,avx512f,avx512_vnni",
+    "avx_vnni": "x86_64: avx2,avx_vnni",
+    "amx": "x86_64: avx2,avx512f,avx512_vnni,amx_int8",
+    "arm64": "aarch64: baseline",
+    "arm64_dotprod": "aarch64: asimddp",
+    "arm64_i8mm": "aarch64: asimddp,i8mm",
+}
+ISA_VARIABLE = "ORTFLOW_ISA"  # a named target or a feature list: what to report instead of this machine's
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags: /proc/cpuinfo on Linux (instant), py-cpuinfo elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith(("flags", "Features")):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    import cpuinfo  # py-cpuinfo: slower (it may start a process), so only where /proc is missing
+
+    return set(cpuinfo.get_cpu_info().get("flags", []))
+
+
+def _arch() -> str:
+    machine = platform.machine().lower()
+    return "aarch64" if machine in ("arm64", "aarch64") else "x86_64" if machine in ("amd64", "x86_64") else machine
+
+
+def _isa() -> str:
+    """`x86_64: avx2,avx512f,avx512_vnni`: the architecture and the features of ISA_FEATURES it has.
+    $ORTFLOW_ISA (a target name from TARGETS, or a comma list of features) stands in for this machine's."""
+    forced = os.environ.get(ISA_VARIABLE, "").strip()
+    if forced:
+        return TARGETS.get(forced) or f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in forced.split(','))}"
+    flags = _cpu_flags()
+    return f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in flags) or 'baseline'}"
+
+
+def target_isa(target_cpu: str) -> str:
+    """The isa fact of a recipe's `target: {cpu: ...}`: this machine's for native, else the named one's."""
+    return fact("isa") if target_cpu == "native" else TARGETS[target_cpu]
+
+
 def _gpus() -> str:
     """GPU names and driver as nvidia-smi reports them, or "none" (no driver, no GPU)."""
     import shutil
@@ -86,6 +138,9 @@ FACTS: dict[str, Callable[[], str]] = {
     "platform": lambda: f"{sys.platform}-{platform.machine()}",
     # Hardware a machine-specific artifact (an ORT 'all'-level model, a benchmark) was made for.
     "cpu": lambda: f"{_cpu_model()} x{os.cpu_count()}",
+    "isa": _isa,
+    # Stands for the recipe's target (job_key fills it in); the machine's own isa when it names none.
+    "target_isa": _isa,
     "providers": _providers,
     "gpu": _gpus,
     "tensorrt": _tensorrt,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -31,6 +32,9 @@ class Port:
     filename: str | None = None  # outputs: the name the stage writes under its output folder
     many: bool = False  # inputs: takes a list of references
     optional: bool = False
+
+
+PROGRESS_EVERY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,20 @@ class StageContext:
     references: dict[str, Any] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
     digests: dict[str, Any] = field(default_factory=dict)  # each input's content digest (or list of them)
     steps: Steps | None = None  # run other stage types as cached sub-stages
+    env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
+    started: float = field(default_factory=time.monotonic)
+    _said: float = 0.0  # when progress was last reported
+
+    def progress(self, done: int, total: int | None, what: str) -> None:
+        """Report progress of long work (`32/64 samples`): a line every few seconds, none for quick work,
+        so a two-minute calibration is never silent and a two-second one stays quiet."""
+        now = time.monotonic()
+        finished = total is not None and done >= total
+        if now - self.started < PROGRESS_EVERY_S or (now - self._said < PROGRESS_EVERY_S and not finished):
+            return
+        self._said = now
+        count = f"{done}/{total}" if total is not None else str(done)
+        self.log(f"{self.stage_name}: {count} {what} ({now - self.started:.0f} s)")
 
     def artifact(self, port: str) -> Artifact | list[Artifact]:
         """An input as an Artifact (or a list of them), to hand to a step."""

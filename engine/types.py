@@ -83,6 +83,7 @@ class StageSpec:
     axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
     resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
     workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
+    target_cpu: str = "native"  # the recipe's `target: {cpu: ...}`: what the target_isa fact stands for
 
     def refs(self) -> list[Ref]:
         return [ref for binding in self.inputs.values() for ref in binding.refs]
@@ -117,6 +118,7 @@ class Recipe:
     source: SourceMap
     overrides: list[str] = field(default_factory=list)
     matrices: dict[str, list[str]] = field(default_factory=dict)  # matrix stage as written -> its instance ids
+    target_cpu: str = "native"  # `target: {cpu: ...}`: the instruction set the models are built for
 
     @property
     def lock_path(self) -> Path:

@@ -88,7 +88,7 @@ class Benchmark(Stage):
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "cpu", "gpu", "providers", "python")
+        return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
         import numpy as np

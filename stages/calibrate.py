@@ -139,6 +139,7 @@ class Calibrate(Stage):
             except Exception as exc:
                 raise StageError(f"running the model on the dataset failed at sample {samples}: {exc}") from exc
             clean = _without_fills(outputs, wanted, params["mask_threshold"], masked)
+            ctx.progress(samples, None, f"samples calibrated (at most {params['samples']})")
             if collector is None:
                 for name, values in clean.items():
                     lows.setdefault(name, []).append(float(values.min()))

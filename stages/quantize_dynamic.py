@@ -8,6 +8,8 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support import isa
+from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 
 class QuantizeDynamic(Stage):
@@ -29,7 +31,7 @@ class QuantizeDynamic(Stage):
             "weight_type": {"enum": ["QInt8", "QUInt8"], "default": "QInt8", "description": "weights"},
             "per_channel": {"type": "boolean", "default": False,
                             "description": "one scale per output channel (on MiniLM: cosine 0.976 -> 0.997 at the same speed)"},
-            "reduce_range": {"type": "boolean", "default": False, "description": "7-bit weights (CPUs without VNNI)"},
+            "reduce_range": REDUCE_RANGE_PARAM,
             "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
                                      "description": "e.g. [MatMul, Attention] (default: every type ORT supports)"},
             "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
@@ -40,7 +42,7 @@ class QuantizeDynamic(Stage):
     }
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx")
+        return ("onnxruntime", "onnx", "target_isa") if isa.needs_isa(params) else ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
         import onnx
@@ -60,9 +62,10 @@ class QuantizeDynamic(Stage):
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
         # "Unable to find data type for weight_name".
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
+        reduce_range, why = isa.reduce_range(params, ctx.env)  # dynamic quantization's activations are uint8
         try:
             quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
-                             per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                             per_channel=params["per_channel"], reduce_range=reduce_range,
                              weight_type=getattr(QuantType, params["weight_type"]),
                              nodes_to_exclude=params["nodes_to_exclude"] or None,
                              use_external_data_format=large, extra_options=extra)
@@ -78,11 +81,13 @@ class QuantizeDynamic(Stage):
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
             "quantized_nodes": onnx_model.quantized_node_names(source, target, set(IntegerOpsRegistry)),
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        return StageResult(summary=f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}",
-                           metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
+        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; reduce_range {reduce_range}: {why}" if why else "")
+        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
+                                                     "reduce_range": reduce_range})

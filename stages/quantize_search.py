@@ -81,7 +81,7 @@ class QuantizeSearch(Stage):
             "families": {"type": "array", "items": {"enum": list(FAMILIES)}, "uniqueItems": True, "minItems": 1,
                          "default": ["dynamic", "static"],
                          "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations)"},
-            "dynamic": {"type": "object", "default": {"per_channel": [False, True]},
+            "dynamic": {"type": "object", "default": {"per_channel": [False, True], "reduce_range": [False, True]},
                         "description": "quantize_dynamic parameters; a list of values is a choice to try each of"},
             "static": {"type": "object",
                        "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"]},
@@ -112,7 +112,7 @@ class QuantizeSearch(Stage):
         return sorted(set(problems))
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy", "cpu", "gpu", "providers", "python")
+        return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
         search = _Search(ctx)

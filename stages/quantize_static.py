@@ -9,7 +9,9 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support import isa
 from ortflow.stages.support.calibration_table import mask_tensors
+from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
@@ -49,7 +51,7 @@ class QuantizeStatic(Stage):
                                 "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs"},
             "weight_type": {"enum": QUANT_TYPES, "default": "QInt8", "description": "weights"},
             "per_channel": {"type": "boolean", "default": False, "description": "one scale per output channel of each weight"},
-            "reduce_range": {"type": "boolean", "default": False, "description": "7-bit weights (for CPUs without VNNI)"},
+            "reduce_range": REDUCE_RANGE_PARAM,
             "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
                                      "description": "only these op types (default: every type ORT can quantize)"},
             "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
@@ -81,10 +83,11 @@ class QuantizeStatic(Stage):
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy")
+        return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
+        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, u8_activations=ctx.params["activation_type"] == "QUInt8")
+        params = {**ctx.params, "reduce_range": reduce_range}
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
@@ -109,6 +112,7 @@ class QuantizeStatic(Stage):
             "activation_type": params["activation_type"],
             "weight_type": params["weight_type"],
             "per_channel": params["per_channel"],
+            "reduce_range": reduce_range,
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
             "quantized_activations": quantized["activations"],
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
@@ -124,7 +128,9 @@ class QuantizeStatic(Stage):
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
+        summary += f"; reduce_range {reduce_range}: {why}" if why else ""
+        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
+                                                     "reduce_range": reduce_range})
 
     # -- the steps of run, in order ------------------------------------------------------------------
 

@@ -82,8 +82,9 @@ class ValidateAccuracy(Stage):
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the CPU it was made on.
-        return ("onnxruntime", "numpy", "cpu")
+        # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the instruction set it was
+        # made on; the CPU's model name alone is the same for VNNI and non-VNNI hosts of one cloud family.
+        return ("onnxruntime", "numpy", "cpu", "isa")
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
@@ -100,8 +101,9 @@ class ValidateAccuracy(Stage):
             raise StageError(f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})")
         metric = Path(ctx.inputs["metric"]) if "metric" in ctx.inputs else None
         results: dict[str, dict[str, Any]] = {}
-        for name, path in zip(names, candidates):
+        for done, (name, path) in enumerate(zip(names, candidates), start=1):
             results[name] = _candidate_results(name, path, feeds, expected, chosen, params, metric)
+            ctx.progress(done, len(candidates), f"models checked on {len(feeds)} samples")
         labels = ctx.inputs["data"].labels(limit=params["samples"])
         reference_scores = None
         if params.get("label_output"):

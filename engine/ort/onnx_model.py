@@ -230,15 +230,39 @@ def op_counts(path: Path) -> Counter[str]:
 def pre_processed(source: Path, destination: Path) -> Path:
     """ORT's quant_pre_process (symbolic shape inference with auto_merge, then ORT's basic optimizations), the
     graph both calibration and static quantization work on. auto_merge: without it shape inference stops
-    ("Incomplete symbolic shape inference") on BERT-style and YOLO-style exports."""
-    from onnxruntime.quantization import quant_pre_process
+    ("Incomplete symbolic shape inference") on BERT-style and YOLO-style exports.
 
-    try:
-        quant_pre_process(str(source), str(destination), auto_merge=True,
-                          save_as_external_data=total_size(source) > TWO_GB)
-    except Exception as exc:
-        raise StageError(f"quant_pre_process failed: {type(exc).__name__}: {exc} — set pre_process: false to skip it") from exc
+    It runs in a child process whose working folder is the destination's (the stage's scratch folder): when
+    shape inference gives up, ORT saves `sym_shape_infer_temp.onnx` and its data to the working folder, and a
+    stage must never write into the user's."""
+    import subprocess
+    import sys
+
+    large = "1" if total_size(source) > TWO_GB else ""
+    done = subprocess.run([sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
+                          cwd=destination.parent, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        said = lines[-1] if lines else f"exit status {done.returncode}"
+        raise StageError(f"quant_pre_process failed: {said} — {_pre_process_hint(said)}")
     return destination
+
+
+# quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
+_PRE_PROCESS = (
+    "import sys\n"
+    "from onnxruntime.quantization import quant_pre_process\n"
+    "quant_pre_process(sys.argv[1], sys.argv[2], auto_merge=True, save_as_external_data=bool(sys.argv[3]))\n"
+)
+
+
+def _pre_process_hint(said: str) -> str:
+    if "Incomplete symbolic shape inference" in said:
+        return ("ORT's symbolic shape inference cannot follow this graph, typically one already optimized by "
+                "graph_optimization or transformer_fusion (fused or layout-changed nodes): calibrate and quantize "
+                "the model as exported, before optimizing it (ORT optimizes a quantized model when it loads it); "
+                "pre_process: false skips this step instead")
+    return "set pre_process: false to skip it"
 
 
 def float_tensors(model: Any) -> set[str]:

@@ -53,8 +53,12 @@ def read_recipe(
         for instance in instances or []:
             if instance.id in stages and instance.id != instance.template:
                 stages[instance.id].template, stages[instance.id].axes = instance.template, instance.axes
+    target = data.get("target") if isinstance(data.get("target"), dict) else {}
+    target_cpu = target.get("cpu", "native") if isinstance(target.get("cpu"), str) else "native"
+    for spec in stages.values():
+        spec.target_cpu = target_cpu
     recipe = Recipe(path.resolve(), str(data.get("name")), inputs, datasets, stages, source, list(overrides),
-                    expansion.matrices)
+                    expansion.matrices, target_cpu)
     return recipe, _once_per_matrix(problems, expansion.matrices)
 
 

@@ -55,6 +55,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     contracts = {cls: contract(cls) for cls in {spec.stage_cls for spec in recipe.stages.values()}}  # once per type
     data = {
         "name": recipe.name,
+        "target_cpu": recipe.target_cpu,
         "path": str(recipe.path),
         "file": recipe.source.file,
         "overrides": recipe.overrides,
@@ -81,6 +82,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
                 "axes": spec.axes,
                 "resources": spec.resources,
                 "workers": spec.workers,
+                "target_cpu": spec.target_cpu,
             }
             for name, spec in recipe.stages.items()
         },
@@ -124,9 +126,9 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
                 for port, v in item["inputs"].items()}
         stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"],
                                  Location(*item["location"]), item["optional"], item["template"], item["axes"],
-                                 item["resources"], item["workers"])
+                                 item["resources"], item["workers"], item["target_cpu"])
     recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"],
-                    data["matrices"])
+                    data["matrices"], data["target_cpu"])
     graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
     return recipe, graph
 

@@ -51,9 +51,21 @@ def load_yaml(path: Path, display_name: str | None = None) -> tuple[Any, SourceM
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RecipeError([Problem(f"file not found: {path}", hint="check the path")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise RecipeError([_not_a_recipe(path, name)]) from None
+    except OSError as exc:
         raise RecipeError([Problem(f"cannot read {path}: {exc}")]) from None
     return parse_yaml(text, name)
+
+
+def _not_a_recipe(path: Path, name: str) -> Problem:
+    """A binary file where a recipe was expected: most often a model given to `engine run` directly."""
+    if path.suffix.lower() in (".onnx", ".ort", ".pb", ".pt", ".pth", ".safetensors"):
+        return Problem(f"{name} is a model, not a recipe: `engine run` takes a recipe YAML that names the model",
+                       Location(name), "copy recipes/quickstart.yaml, point `inputs.model` at your model "
+                       f"(model: {path}), and run that recipe")
+    return Problem(f"{name} is not a text file: `engine` commands take a recipe YAML file", Location(name),
+                   "see recipes/quickstart.yaml for the form of a recipe")
 
 
 def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.environment import facts
+from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.store import atomic
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.types import Recipe, StageOutcome
@@ -56,7 +56,8 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         "overrides": recipe.overrides,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "sources": source_digests,
-        "environment": facts(("onnxruntime", "onnx", "python", "platform", "cpu")),
+        "environment": {**facts(("onnxruntime", "onnx", "python", "platform", "cpu", "isa")),
+                        "target_isa": target_isa(recipe.target_cpu)},
         "stages": stages,
     }
     report["sections"] = _sections(outcomes, store)

