@@ -193,6 +193,8 @@ class QuantizeStatic(Stage):
             if "Quantization parameters are not specified" in str(exc):
                 hint = (" — the calibration table lacks that tensor: calibrate the same model you quantize, with the"
                         " same pre_process")
+            elif "reorder_token" in str(exc):
+                hint = f" — {onnx_model.QUANTIZE_BEFORE_OPTIMIZING}"
             raise StageError(f"quantize_static failed: {type(exc).__name__}: {exc}{hint}") from exc
         return target
 

@@ -196,10 +196,20 @@ def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli):
         stages:
           table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.calib}}}}
           int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}}, with: {{per_channel: true}}}}
+          # What users try first, and what the error hints must steer them away from:
+          optimized: {{uses: graph_optimization, in: {{model: inputs.model}}, with: {{level: all}}}}
+          table_opt: {{uses: calibrate, in: {{model: optimized.model, data: datasets.calib}}}}
+          table_raw: {{uses: calibrate, in: {{model: optimized.model, data: datasets.calib}}, with: {{pre_process: false}}}}
+          int8_opt: {{uses: quantize_static, in: {{model: optimized.model, calibration: table_raw.table}},
+                     with: {{per_channel: true, pre_process: false}}}}
     """)
-    code, _, err = cli("run", path)
-    assert code == 0, err
-    metrics = json.loads((project / "out/cnn/int8/metrics.json").read_text())
+    code, _, err = cli("run", path, "-k")
+    assert code == 1
+    for stage in ("table_opt", "int8_opt"):  # both point at what works: quantizing the model as exported
+        line = next(line for line in err.splitlines() if f"stage '{stage}'" in line)
+        assert "calibrate and quantize the model as exported" in line and "inputs.model" in line, line
+    assert not [p.name for p in project.iterdir() if p.suffix in (".onnx", ".data")]  # ORT's leftovers stayed in scratch
+    metrics = json.loads((project / "out/cnn/int8/metrics.json").read_text())  # and the hint's way works
     assert metrics["opset_upgraded_from"] == 12 and metrics["quantized_by_op_type"]["Conv"] > 50
     assert metrics["bytes_after"] < metrics["bytes_before"] / 2.5
     session = ort.InferenceSession(str(project / "out/cnn/int8/model.onnx"), providers=["CPUExecutionProvider"])
