@@ -2,8 +2,10 @@
 
 x86 CPUs without VNNI compute u8 x s8 products with instructions that saturate (vpmaddubsw adds two
 products into an int16), so 8-bit weights can lose accuracy there; ORT's quantization documentation
-answers this with `reduce_range` (7-bit weights). With VNNI (avx512_vnni, avx_vnni, AMX) or on arm64
-there is no such saturation, and full 8-bit weights are more accurate.
+answers this with `reduce_range` (7-bit weights), "especially for per-channel mode". With per-tensor scales
+the lost bit costs more than the saturation: MiniLM dynamic INT8 on an AVX2-only host, mean cosine against
+fp32 on 64 sentences: per-channel 0.9797 -> 0.9959 with reduce_range, per-tensor 0.9742 -> 0.9232. With
+VNNI (avx512_vnni, avx_vnni, AMX) or on arm64 there is no such saturation: 8-bit weights throughout.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ def reduce_range(params: dict[str, Any], env: dict[str, str], u8_activations: bo
     if params["reduce_range"] != "auto":
         return bool(params["reduce_range"]), ""
     isa = env["target_isa"]
-    chosen = u8_activations and saturates(isa)
-    why = "no VNNI: 7-bit weights" if chosen else ("VNNI: 8-bit weights" if isa.startswith("x86_64") else "8-bit weights")
+    chosen = u8_activations and saturates(isa) and bool(params["per_channel"])
+    if chosen:
+        why = "no VNNI, per-channel: 7-bit weights"
+    elif u8_activations and saturates(isa):
+        why = "no VNNI, but per-tensor: 8-bit weights, 7-bit would cost more"
+    else:
+        why = "VNNI: 8-bit weights" if isa.startswith("x86_64") else "8-bit weights"
     return chosen, f"target {isa.split(': ', 1)[-1]} ({why})"
