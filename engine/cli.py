@@ -42,7 +42,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = argparse.ArgumentParser(prog="engine", description="ortflow: cached ONNX Runtime optimization pipelines",
+    parser = argparse.ArgumentParser(description="ortflow: cached ONNX Runtime optimization pipelines",
                                      parents=[common])
     parser.add_argument("--version", action="version", version=f"ortflow {ortflow.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -8,9 +8,11 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, NoReturn
 
+from ortflow.engine.run.plan import PlanAction
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status
 
+PLAN_STYLE = {PlanAction.CACHED: "cyan", PlanAction.RUN: "green", PlanAction.SKIP: "yellow", PlanAction.FAIL: "red"}
 STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold red",
                 Status.GATE_FAILED: "bold yellow", Status.SKIPPED: "yellow", Status.NOT_RUN: "dim"}
 
@@ -26,7 +28,7 @@ class Output:
 
         # Piped output gets rich's 80 columns, which cuts stage names and numbers: use a wide page instead.
         width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-        # The consoles own the streams as they are now, before a stage's capture (engine.capture) replaces
+        # The consoles own the streams as they are now, before a stage's capture (engine.run.capture) replaces
         # sys.stdout with its per-thread router: the display never writes through a stage's capture, and
         # nothing is redirected into the display (rich's own redirection wrapped in that router wrote into
         # itself forever, so a run in a terminal never returned).
@@ -140,10 +142,10 @@ class Output:
         for column in ("stage", "type", "action", "why", "key"):
             table.add_column(column, overflow="fold")
         for item in planned:
-            style = {"cached": "cyan", "run": "green", "skip": "yellow", "fail": "red"}[item.action]
+            style = PLAN_STYLE[item.action]
             table.add_row(_escape(item.name), item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), self._key(item.key))
         self.console.print(table)
-        would_run = sum(1 for p in planned if p.action == "run")
+        would_run = sum(1 for p in planned if p.action == PlanAction.RUN)
         shown = {p.name for p in planned}
         expanded = [f"{t} x{n}" for t, ids in sorted((matrices or {}).items()) if (n := len(shown & set(ids)))]
         size = f" (matrix stages: {', '.join(expanded)})" if expanded else ""

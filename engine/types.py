@@ -18,7 +18,14 @@ if TYPE_CHECKING:
 SOURCES = ("inputs", "datasets")
 
 
-class Status(str, Enum):
+class TextEnum(str, Enum):
+    """An enum whose members print and serialize as their text (`ran`, not `Status.RAN`)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(TextEnum):
     """What happened to a stage in a run (shown in tables, reports and run summaries as its value)."""
 
     RAN = "ran"
@@ -27,9 +34,6 @@ class Status(str, Enum):
     GATE_FAILED = "gate failed"
     SKIPPED = "skipped"
     NOT_RUN = "not run"
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def succeeded(self) -> bool:

@@ -15,7 +15,7 @@ from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_t
 from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
-from ortflow.stages.support.gate_margin import gated_values, margin
+from ortflow.stages.support.accuracy_gates import gate_failures, gated_values, margin
 from ortflow.stages.support.pareto import pareto_front
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
@@ -237,7 +237,7 @@ class _Search:
         (per_output,) = step.document("results")["results"].values()  # its label may be another search's
         c.values = gated_values(per_output, accuracy)
         c.score = margin(c.values, accuracy)
-        c.passed = not validate_accuracy.gate_failures({c.id: per_output}, accuracy)
+        c.passed = not gate_failures({c.id: per_output}, accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
                       + (" meets the target" if c.passed else " misses the target"))

@@ -13,6 +13,7 @@ from ortflow.engine.dataset import model_inputs
 from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.accuracy_gates import gate_failures
 
 HIGHER_IS_BETTER = ("cosine_mean", "cosine_min", "top1_agreement", "topk_agreement", "accuracy", "f1_macro")
 LOWER_IS_BETTER = ("max_abs", "mean_abs", "max_rel", "mean_rel")
@@ -67,11 +68,6 @@ class ValidateAccuracy(Stage):
                                                "outputs given as {output name: [array per feed]}"},
         },
     }
-
-    @staticmethod
-    def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
-        """Every miss in a results document (quantize_search judges its candidates with this)."""
-        return gate_failures(results, params)
 
     def check(self, params: dict[str, Any]) -> list[str]:
         problems = []
@@ -301,34 +297,6 @@ def _user_code(function_name: str, call: Any, *args: Any) -> Any:
         raise
     except Exception as exc:
         raise StageError(f"the metric function {function_name}() failed: {type(exc).__name__}: {exc}") from exc
-
-
-def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
-    """Every miss, as `model output: metric value < min bound`. A gate no gated output could be measured
-    by is an error, not a pass; a non-finite value (NaN from a broken model) always fails."""
-    failures = []
-    checked: set[str] = set()
-    for name, per_output in results.items():
-        for output, metrics in per_output.items():
-            if output == "python" or (params["gate_outputs"] and output not in params["gate_outputs"] and output != "labels"):
-                continue
-            for bounds, worse in ((params["min"], lambda v, b: v < b), (params["max"], lambda v, b: v > b)):
-                for metric, bound in bounds.items():
-                    if metric not in metrics or metrics[metric] is None:
-                        continue
-                    checked.add(metric)
-                    value = metrics[metric]
-                    if not math.isfinite(value):
-                        failures.append(f"{name} {output}: {metric} is {value} (the model produced NaN or inf)")
-                    elif worse(value, bound):
-                        sign = "<" if bounds is params["min"] else ">"
-                        label = "min" if bounds is params["min"] else "max"
-                        failures.append(f"{name} {output}: {metric} {value:.6g} {sign} {label} {bound}")
-    unmeasured = sorted((set(params["min"]) | set(params["max"])) - checked)
-    if unmeasured and results:
-        raise StageError(f"no gated output yields {', '.join(unmeasured)} (cosine needs more than one value per sample, "
-                         "agreement a last axis of 2 or more, accuracy and f1_macro a label_output) — gate other metrics or outputs")
-    return failures
 
 
 def _report(results: dict[str, dict[str, Any]], reference_labelled: dict[str, float] | None) -> dict[str, Any]:

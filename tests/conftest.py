@@ -82,3 +82,17 @@ def toy_model(path: Path, nodes: list, inputs: list, outputs: list, initializers
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(path), **save_options)
     return path
+
+
+def two_stage_recipe(project: Path, name: str = "twostep") -> Path:
+    """Two concat stages in a chain, from a seed file: the smallest recipe that runs stages."""
+    (project / "seed.txt").write_text("seed")
+    return write(project / "recipe.yaml", f"""
+        version: 1
+        name: {name}
+        inputs:
+          seed: {{path: seed.txt}}
+        stages:
+          first: {{uses: concat, in: {{parts: inputs.seed}}, with: {{text: "+1"}}}}
+          second: {{uses: concat, in: {{parts: [first.file]}}, with: {{text: "+2"}}}}
+    """)

@@ -8,22 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PLUGINS, engine_process, minilm_model, write
+from conftest import PLUGINS, engine_process, minilm_model, two_stage_recipe, write
 
 DATA = Path(__file__).parent.parent / "recipes" / "data"
 
 
 def small_recipe(project: Path) -> Path:
-    (project / "seed.txt").write_text("seed")
-    return write(project / "recipe.yaml", """
-        version: 1
-        name: small
-        inputs:
-          seed: {path: seed.txt}
-        stages:
-          first: {uses: concat, in: {parts: inputs.seed}, with: {text: "+1"}}
-          second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}
-    """)
+    return two_stage_recipe(project, name="small")
 
 
 def test_version(cli, capsys):

@@ -7,20 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import CEILING, engine_process, executions, write
-
-
-def two_stage_recipe(project: Path) -> Path:
-    (project / "seed.txt").write_text("seed")
-    return write(project / "recipe.yaml", """
-        version: 1
-        name: twostep
-        inputs:
-          seed: {path: seed.txt}
-        stages:
-          first: {uses: concat, in: {parts: inputs.seed}, with: {text: "+1"}}
-          second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}
-    """)
+from conftest import CEILING, engine_process, executions, two_stage_recipe, write
 
 
 def wait_for(predicate, timeout: float = CEILING) -> None:

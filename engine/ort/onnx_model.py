@@ -184,14 +184,14 @@ def check(path: Path, providers: list[str] | None = None) -> None:
     try:
         onnx.checker.check_model(str(path))
     except Exception as exc:
-        raise StageError(f"the written model {path.name} fails onnx.checker: {_first_line(exc)}") from exc
+        raise StageError(f"the written model {path.name} fails onnx.checker: {first_line(exc)}") from exc
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
     try:
         ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
     except Exception as exc:
-        raise StageError(f"the written model {path.name} does not load into ONNX Runtime: {_first_line(exc)}") from exc
+        raise StageError(f"the written model {path.name} does not load into ONNX Runtime: {first_line(exc)}") from exc
 
 
 def load_for_ort(path: Path, options: Any = None, providers: list[Any] | None = None, **session_args: Any) -> Any:
@@ -205,7 +205,7 @@ def load_for_ort(path: Path, options: Any = None, providers: list[Any] | None = 
         return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"],
                                     **session_args)
     except Exception as exc:  # ORT raises its own exception types for every load failure
-        raise StageError(f"ONNX Runtime cannot load {path.name}: {_first_line(exc)} — check that the file is a "
+        raise StageError(f"ONNX Runtime cannot load {path.name}: {first_line(exc)} — check that the file is a "
                          "complete ONNX model (re-export or re-download it)") from exc
 
 
@@ -317,9 +317,10 @@ def quantized_ops(path: Path) -> dict[str, Any]:
     return {"by_op_type": by_op_type, "activations": activations}
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """What a library's exception says, on one line (ORT's messages run to a page)."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def quantized_node_names(before: Path, after: Path, op_types: Collection[str]) -> list[str]:

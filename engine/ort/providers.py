@@ -15,14 +15,12 @@ from functools import lru_cache
 from typing import Any
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
-from ortflow.engine.ort.onnx_model import ort_errors
+from ortflow.engine.ort.onnx_model import first_line, ort_errors
 
 INSTALL = {
     "CUDAExecutionProvider": "CUDA 12 and cuDNN 9 libraries (e.g. `pip install onnxruntime-gpu[cuda,cudnn]`)",
     "TensorrtExecutionProvider": "TensorRT 10 libraries (e.g. `pip install tensorrt`) besides CUDA and cuDNN",
 }
-
-
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,7 @@ def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
     try:
         usable = tuple(ort.InferenceSession(model.SerializeToString(), options, providers=list(requested)).get_providers())
     except ort_errors() as exc:  # e.g. a provider library that cannot load
-        usable, said = ("CPUExecutionProvider",), _first_line(exc)
+        usable, said = ("CPUExecutionProvider",), first_line(exc)
     finally:
         ort.set_default_logger_severity(2)  # ORT's default: warnings
     missing = {p: _why(p, p in built_in) + (f" (ONNX Runtime said: {said})" if said else "")
@@ -80,11 +78,6 @@ def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
 
 def resolve(providers: list[Any]) -> ProviderCheck:
     return _resolve(names(providers))
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def _why(provider: str, built_in: bool) -> str:

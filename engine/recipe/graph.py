@@ -1,4 +1,5 @@
-"""The recipe as a networkx DiGraph: stage -> stage edges from data references and `after:`."""
+"""The recipe's stage graph: stage -> stage edges from data references and `after:`. StageGraph (plain data, built
+without networkx) is what runs use; the networkx graph finds and reports cycles and renders the DAG."""
 
 from __future__ import annotations
 

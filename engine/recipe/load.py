@@ -207,7 +207,7 @@ def _is_str(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict[str, Any]) -> dict[str, Ref | list[Ref]]:
+def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict[str, Any]) -> dict[str, Binding]:
     source, problems = scope.source, scope.problems
     subject = f"stage '{name}' ({stage_cls.type})"
     where = ("stages", name, "in")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,8 @@ import yaml
 
 from ortflow.engine.errors import Location, Problem, RecipeError
 from ortflow.engine.store import atomic
-from ortflow.engine.store.atomic import ProcessLock
+from ortflow.engine.store.base import Locks
+from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.types import Recipe, StageOutcome
 
 LOCK_SCHEMA = 1
@@ -100,24 +102,21 @@ class LockWriter:
 
     EVERY_S = 5.0  # during a run, at most one write per this many seconds; the last write is never skipped
 
-    def __init__(self, recipe: Recipe, store: Any, source_digests: dict[str, str]):
-        from ortflow.engine.store.hashing import hash_bytes
-
+    def __init__(self, recipe: Recipe, store: Locks, source_digests: dict[str, str]):
         self.recipe = recipe
         self.source_digests = source_digests
-        self.guard = ProcessLock(store.locks / f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}.lock")
+        self.store = store
+        self.guard_name = f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one lock per lock file
         self.unwritten: dict[str, StageOutcome] = {}
         self.last_write = 0.0
 
     def record(self, outcomes: dict[str, StageOutcome], final: bool = False) -> None:
         """Merge `outcomes` in; while the run goes on, writes are batched (a killed run loses at most a few
         seconds of entries, which the next run writes from the cache)."""
-        import time
-
         self.unwritten.update(outcomes)
         if not final and time.monotonic() - self.last_write < self.EVERY_S:
             return
-        with self.guard.held():
+        with self.store.key_lock(self.guard_name):
             current = read_lock(self.recipe.lock_path)
             write_lock(self.recipe.lock_path, updated_lock(self.recipe, current, self.unwritten, self.source_digests))
         self.unwritten = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.store import atomic
+from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.types import Recipe, StageOutcome
 
@@ -27,7 +28,7 @@ def stage_folder(out_dir: Path, stage: str) -> Path:
 
 
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
-                 store: Any) -> Path:
+                 store: Objects) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
@@ -76,7 +77,7 @@ def render(report: dict[str, Any], out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _sections(outcomes: dict[str, StageOutcome], store: Any) -> list[dict[str, Any]]:
+def _sections(outcomes: dict[str, StageOutcome], store: Objects) -> list[dict[str, Any]]:
     sections = []
     for name, outcome in outcomes.items():
         for out in ((outcome.record or {}).get("outputs") or {}).values():

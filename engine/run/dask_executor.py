@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.types import StageOutcome, Status
 
 if TYPE_CHECKING:
     from ortflow.engine.store.base import Store
-    from ortflow.engine.types import StageJob, StageOutcome
+    from ortflow.engine.types import StageJob
 
 PINNED_WORKER_GRACE_S = 60.0  # how long a stage pinned to a worker that left waits for it to come back
 INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
@@ -76,8 +77,6 @@ class DaskExecutor:
         return result
 
     def _submit(self, item: "_Submission") -> None:
-        from ortflow.engine.types import StageOutcome, Status
-
         spec = item.job.spec
         addresses, problem = self._placement(spec.resources, spec.workers)
         if problem:
@@ -129,8 +128,6 @@ class DaskExecutor:
                     logging.getLogger("ortflow.dask").warning("watching pinned stages: %s: %s", type(exc).__name__, exc)
 
     def _check_pinned(self) -> None:
-        from ortflow.engine.types import StageOutcome, Status
-
         with self._lock:
             pinned = list(self._pinned.items())
         if not pinned:
@@ -218,7 +215,6 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome
 
     from ortflow.engine.run.runner import execute
     from ortflow.engine.store.artifacts import open_store
-    from ortflow.engine.types import StageOutcome, Status
 
     _undo_malloc_trim_threshold()
     worker = get_worker()

@@ -1,5 +1,5 @@
 """Where stages execute. The scheduler hands each stage's job to an executor and waits on the futures it
-returns, so a thread pool here and a Dask cluster (engine.dask_executor) are interchangeable."""
+returns, so a thread pool here and a Dask cluster (engine.run.dask_executor) are interchangeable."""
 
 from __future__ import annotations
 

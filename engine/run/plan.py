@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, job_key, locator
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Missing, Recipe
+from ortflow.engine.types import Missing, Recipe, TextEnum
 
 
-class PlanAction(str, Enum):
+class PlanAction(TextEnum):
+    """What a run would do with a stage."""
+
     CACHED = "cached"
     RUN = "run"
     SKIP = "skip"
     FAIL = "fail"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

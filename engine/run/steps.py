@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.params import fill_defaults, params_problems
-from ortflow.engine.registry import Registry
+from ortflow.engine.registry import Registry, installed_stages
 from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
@@ -27,7 +27,7 @@ class StepRunner:
     execute: Execute  # the runner's own (handed in, so this module never imports the runner)
     log: Callable[[str], None] = lambda _m: None
     keys: list[str] = field(default_factory=list)  # every step's key, recorded in the parent's run record
-    registry: Registry = field(default_factory=Registry.discover)
+    registry: Registry = field(default_factory=installed_stages)
 
     def stage_type(self, uses: str) -> type[Stage]:
         if uses not in self.registry:

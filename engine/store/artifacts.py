@@ -3,7 +3,7 @@
 Layout under the store root (default `.ortflow/` beside the recipe, or $ORTFLOW_CACHE):
   objects/ab/cdef...      a file or a folder, named by its sha256 (full length, never shortened)
   runs/ab/<key>.json      what one stage execution produced: output digests, params, inputs, timing
-  recipes/                validated-recipe snapshots (engine.snapshot), disposable
+  recipes/                validated-recipe snapshots (engine.recipe.snapshot), disposable
   tmp/                    work folders of running stages, each guarded by a flock held while it is in use
   locks/                  one file lock per cache key, so concurrent runs never build the same thing twice
   store.lock              runs hold it shared, gc exclusive: gc never removes what a running stage uses
