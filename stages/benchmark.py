@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.dataset import batched, model_inputs
+from ortflow.engine.environment import facts
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.ort.providers import for_session, resolve
 from ortflow.engine.ort.providers import names as provider_names
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.machine_load import LoadWatch
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
           "all": "ORT_ENABLE_ALL"}
@@ -105,7 +107,7 @@ class Benchmark(Stage):
                 raise StageError(f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
                                  "must share their inputs (an fp16 model needs keep_io_types)")
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
-        results = []
+        results, watch = [], LoadWatch()
         for thread_count in _as_list(params["intra_op_threads"]):
             for length in _as_list(params.get("sequence_length")):
                 for batch_size in _as_list(params["batch_size"]):
@@ -125,14 +127,17 @@ class Benchmark(Stage):
         on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
         profiles = {n: _profile(m, first_feeds, params, threads, ctx.scratch) for n, m in zip(names, models)} \
             if params["profile"] or on_device else {}
-        from ortflow.engine.environment import facts
-
-        document = {"baseline": baseline, "note": params["note"], "machine": facts(("cpu", "gpu", "onnxruntime", "platform")),
+        load = watch.finish()
+        document = {"baseline": baseline, "note": params["note"], "load": load,
+                    "machine": facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
                     "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
         ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
         best = min(results, key=lambda r: r["latency_ms"]["p50"])
         summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.3g} ms p50, {best['speedup']:.2f}x vs {baseline}"
                    f" (threads {best['intra_op_threads'] or 'default'}, batch {best['batch_size']})")
+        if LoadWatch.warning(load):
+            summary += f"; {LoadWatch.warning(load)}"
+            ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
         first = [r for r in results if all(r[c] == results[0][c] for c in config)]  # one value per model: the first config
         return StageResult(summary=summary, metrics={
             "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in first},

@@ -88,6 +88,6 @@ class QuantizeDynamic(Stage):
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; reduce_range {reduce_range}: {why}" if why else "")
+        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "")
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
                                                      "reduce_range": reduce_range})

@@ -128,7 +128,7 @@ class QuantizeStatic(Stage):
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        summary += f"; reduce_range {reduce_range}: {why}" if why else ""
+        summary += f"; {why}" if why else ""
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
                                                      "reduce_range": reduce_range})
 

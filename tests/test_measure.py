@@ -60,9 +60,21 @@ def test_benchmark_measures_each_model_with_the_providers_ort_used(passing):
     assert rows["model"]["speedup"] == 1.0
     assert rows["dynamic"]["speedup"] == pytest.approx(rows["model"]["latency_ms"]["p50"] / rows["dynamic"]["latency_ms"]["p50"], rel=1e-2)
     assert results["profiles"]["model"]["op_types_percent"][0][0] == "MatMul"  # a BERT's time goes to MatMul
+    load = results["load"]  # how busy the machine was while timing: noisy timings are flagged, not trusted
+    assert load["cpus"] >= 1 and 0 <= load["others_percent"] <= 100 and load["load_1min"] >= 0
     lock = (passing / "recipe.yaml.lock").read_text()
     speed_env = lock[lock.index("  speed:"):].split("  version:")[0]
     assert "cpu:" in speed_env and "gpu:" in speed_env  # timings are only reused on the same hardware
+
+
+def test_a_busy_machine_is_said_to_be_busy():
+    """The rule behind the benchmark's warning: other processes' share of the CPU while timing, or steal."""
+    from ortflow.stages.support.machine_load import LoadWatch
+
+    quiet = {"cpus": 2, "load_1min": 1.9, "others_percent": 3.0, "steal_percent": 0.0}  # its own load only
+    assert LoadWatch.warning(quiet) == ""
+    assert "other processes used 45.0%" in LoadWatch.warning({**quiet, "others_percent": 45.0})
+    assert "hypervisor took 9.0%" in LoadWatch.warning({**quiet, "steal_percent": 9.0})
 
 
 def test_accuracy_metrics_with_slices_pooling_and_a_passing_gate(passing):

@@ -32,15 +32,10 @@ def needs_isa(params: dict[str, Any]) -> bool:
 
 
 def reduce_range(params: dict[str, Any], env: dict[str, str], u8_activations: bool = True) -> tuple[bool, str]:
-    """The reduce_range to use, and why (for the stage's summary)."""
+    """The reduce_range to use, and, when `auto` turned it on, why (for the stage's summary)."""
     if params["reduce_range"] != "auto":
         return bool(params["reduce_range"]), ""
     isa = env["target_isa"]
-    chosen = u8_activations and saturates(isa) and bool(params["per_channel"])
-    if chosen:
-        why = "no VNNI, per-channel: 7-bit weights"
-    elif u8_activations and saturates(isa):
-        why = "no VNNI, but per-tensor: 8-bit weights, 7-bit would cost more"
-    else:
-        why = "VNNI: 8-bit weights" if isa.startswith("x86_64") else "8-bit weights"
-    return chosen, f"target {isa.split(': ', 1)[-1]} ({why})"
+    if u8_activations and saturates(isa) and params["per_channel"]:
+        return True, f"7-bit weights for {isa.split(': ', 1)[-1]} (no VNNI, per-channel)"
+    return False, ""
