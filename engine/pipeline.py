@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
 
+STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
+
+
 @dataclass
 class Workspace:
     """A validated recipe, its DAG and the artifact store it uses."""
@@ -182,20 +185,20 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
     if not ws.recipe.overrides:  # a one-run `--set` narrowing a matrix does not drop the other variants
-        _remove_dropped_variants(ws)
+        _remove_stale_folders(ws)
     report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
 
 
-def _remove_dropped_variants(ws: Workspace) -> None:
-    """A value taken out of a matrix leaves no output folder behind to be mistaken for a current variant."""
+def _remove_stale_folders(ws: Workspace) -> None:
+    """A stage taken out of the recipe (or a value out of a matrix) leaves no output folder behind to be
+    mistaken for a current one. Only folders ortflow published (they hold its marker) are removed."""
     if not ws.out_dir.is_dir():
         return
-    for template, ids in ws.recipe.matrices.items():
-        current = {stage_folder(ws.out_dir, i).name for i in ids}
-        for entry in ws.out_dir.iterdir():
-            if entry.is_dir() and entry.name.startswith(f"{template}[") and entry.name not in current:
-                shutil.rmtree(entry)
+    current = {stage_folder(ws.out_dir, name).name for name in ws.recipe.stages}
+    for entry in ws.out_dir.iterdir():
+        if entry.is_dir() and entry.name not in current and (entry / STAGE_MARKER).is_file():
+            shutil.rmtree(entry)
 
 
 def _publish(ws: Workspace, outcome: StageOutcome) -> None:
@@ -207,6 +210,7 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     outputs = outcome.record["outputs"].values()
     for out in outputs:
         ws.store.materialize(out["digest"], folder / out["filename"])
+    (folder / STAGE_MARKER).write_text(outcome.name + "\n", encoding="utf-8")  # ours, to remove when stale
     keep = {out["filename"] for out in outputs}
     for entry in folder.iterdir():
         if entry.name not in keep and not entry.name.startswith("."):

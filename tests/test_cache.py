@@ -275,3 +275,21 @@ def test_unknown_environment_fact_fails_only_that_stage(project, cli, monkeypatc
     assert code == 1
     assert "stage 'quant' (concat) failed: stage type concat declares unknown environment fact 'gpu_driver'" in err
     assert sorted(executions(project)) == ["side", "table"]
+
+
+def test_out_holds_only_current_stages_as_links_to_the_cache(project, cli):
+    """A stage taken out of the recipe takes its out/ folder with it (folders ortflow did not publish stay);
+    published files are hard links to the read-only cache objects, not copies."""
+    from conftest import two_stage_recipe
+
+    path = two_stage_recipe(project, name="links")
+    assert cli("run", path)[0] == 0
+    out = project / "out/links"
+    (out / "notes").mkdir()  # a user's own folder
+    published = out / "second/joined.txt"
+    digest = read_lock(path.with_name("recipe.yaml.lock"))["stages"]["second"]["outputs"]["file"]["digest"]
+    obj = project / ".ortflow/objects" / digest[:2] / digest[2:]
+    assert published.stat().st_ino == obj.stat().st_ino and not published.stat().st_mode & 0o222  # read-only
+    path.write_text(path.read_text().replace('  second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}\n', ""))
+    assert cli("run", path)[0] == 0
+    assert not (out / "second").exists() and (out / "first/joined.txt").exists() and (out / "notes").is_dir()

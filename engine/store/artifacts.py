@@ -96,7 +96,9 @@ class ArtifactStore:
         return digest
 
     def materialize(self, digest: str, dest: Path) -> None:
-        """Copy an object to a readable place (out/...), atomically; skipped when already identical."""
+        """Place an object at a readable place (out/...), atomically; skipped when already identical. Files are
+        hard-linked where the file system allows (no copy of a large model; objects are read-only, so the
+        link is too, and `cache verify` re-hashes them), else copied."""
         if dest.exists() and self.hashes.hash_path(dest) == digest:
             return
         source = self.object_path(digest)
@@ -104,9 +106,9 @@ class ArtifactStore:
         staging = atomic.staging_path(dest)
         try:
             if source.is_dir():
-                shutil.copytree(source, staging, copy_function=shutil.copyfile)
+                shutil.copytree(source, staging, copy_function=_link_or_copy)
             else:
-                shutil.copyfile(source, staging)
+                _link_or_copy(source, staging)
             atomic.replace(staging, dest)
         finally:
             _remove(staging)
@@ -281,6 +283,13 @@ def open_store(root: Path | str) -> ArtifactStore:
         return ArtifactStore(root)
     except OSError as exc:
         raise StoreError(f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder") from None
+
+
+def _link_or_copy(source: Path | str, dest: Path | str) -> None:
+    try:
+        os.link(source, dest)
+    except OSError:  # another file system, or one without hard links
+        shutil.copyfile(source, dest)
 
 
 def _make_read_only(path: Path) -> None:
