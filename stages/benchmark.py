@@ -303,7 +303,7 @@ def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: s
     rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["sequence_length"] or "data",
              "yes" if r.get("io_binding") else "no", r["latency_ms"]["p50"], r["latency_ms"]["p90"],
              r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],
-             r["peak_rss_mb"],
+             r["peak_rss_mb"] if r["peak_rss_mb"] is not None else "not measured",
              ",".join(p.removesuffix("ExecutionProvider") for p in r["providers_used"])] for r in results]
     tables = [{"title": "Latency", "columns": columns, "rows": rows}]
     for model, profile in profiles.items():

@@ -78,6 +78,8 @@ def test_select_picks_the_fastest_variant_meeting_the_constraint(project, cli):
     assert section["status"] == "ran" and "of 6 meet the constraints" in section["summary"]
     html = (project / "out/pick/report.html").read_text()
     assert "p50_ms against cosine_mean" in html
+    markdown = (project / "out/pick/report.md").read_text()
+    assert "not measured" in markdown and "| None |" not in markdown  # peak memory was switched off, not lost
 
 
 def test_select_fails_naming_the_closest_when_nothing_qualifies(project, cli):
