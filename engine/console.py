@@ -94,7 +94,9 @@ class Output:
             return
         table = Table(title=f"{recipe.name}", title_justify="left")
         for column in ("stage", "status", "seconds", "result"):
-            table.add_column(column, justify="right" if column == "seconds" else "left")
+            # a matrix variant's id is whole or wrapped, never cut: cut ids read the same
+            table.add_column(column, justify="right" if column == "seconds" else "left",
+                             overflow="fold" if column == "stage" else "ellipsis", no_wrap=column in ("status", "seconds"))
         for outcome in summary.outcomes.values():
             record = outcome.record or {}
             result = record.get("summary") or outcome.error or ""

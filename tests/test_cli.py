@@ -108,3 +108,20 @@ def test_piped_run_names_each_stage_as_it_starts(project):
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     assert "running first (concat)" in out and "running second (concat)" in out
+
+
+def test_long_variant_ids_wrap_in_narrow_tables_instead_of_being_cut(project):
+    path = write(project / "recipe.yaml", """
+        version: 1
+        name: narrow
+        stages:
+          base:
+            uses: concat
+            matrix: {text: [alpha_variant_long_value_one, alpha_variant_long_value_two]}
+    """)
+    proc = engine_process("run", path, env={"COLUMNS": "60"}, cwd=project)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    table = out[out.index("┏"):]
+    cells = "".join(line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│"))
+    assert "base[text=alpha_variant_long_value_one]" in cells and "base[text=alpha_variant_long_value_two]" in cells
