@@ -81,6 +81,11 @@ def cluster():
         yield local
 
 
+def building(project: Path) -> bool:
+    """The slow stage's private work folder exists: it has started building."""
+    return any(p.is_dir() for p in (project / ".ortflow/tmp").glob("slow_calib*"))
+
+
 def recipe(project: Path, *parts: str) -> Path:
     shutil.copy(DATA / "sentences.txt", project / "dev.txt")
     npz = Path(__file__).parent.parent / "recipes" / "data" / "calibration.npz"
@@ -139,11 +144,10 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
         pids = client.run(os.getpid)
         runner.start()
         victim = None
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + CEILING
         while victim is None and time.monotonic() < deadline and runner.is_alive():
             busy = [w for w, keys in client.processing().items() if any(str(k).startswith("slow_calib-") for k in keys)]
-            if busy:
-                time.sleep(1.5)  # well into the stage: its work folder holds a partial build
+            if busy and building(project):  # its work folder exists: the build is under way, to be left half done
                 victim = busy[0]
                 os.kill(pids[victim], signal.SIGKILL)
             time.sleep(0.05)
