@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -108,13 +109,13 @@ class Benchmark(Stage):
                                  "must share their inputs (an fp16 model needs keep_io_types)")
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
         results, watch = [], LoadWatch()
-        for thread_count in _as_list(params["intra_op_threads"]):
-            for length in _as_list(params.get("sequence_length")):
-                for batch_size in _as_list(params["batch_size"]):
-                    shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size)
-                    for bound in _as_list(params["io_binding"]):
-                        for row in self._measure(models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}):
-                            results.append({**row, "sequence_length": length, "io_binding": bound})
+        settings = list(itertools.product(_as_list(params["intra_op_threads"]), _as_list(params.get("sequence_length")),
+                                          _as_list(params["batch_size"]), _as_list(params["io_binding"])))
+        for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
+            shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size)
+            for row in self._measure(models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}):
+                results.append({**row, "sequence_length": length, "io_binding": bound})
+            ctx.progress(done, len(settings), f"settings timed ({len(models)} models each)")
         config = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
         for row in results:  # from the unrounded medians: rounding first could make two tiny models look equal
             base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))

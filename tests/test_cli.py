@@ -95,11 +95,17 @@ def test_long_stages_report_progress(project, cli, monkeypatch):
           text: {{loader: text, with: {{path: {DATA / 'calibration.txt'}, tokenizer: {tokenizer}, max_length: 32, limit: 16}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.text}}, with: {{batch_size: 4}}}}
+          speed:
+            uses: benchmark
+            in: {{models: [inputs.model], data: datasets.text}}
+            with: {{runs: 4, rounds: 2, warmup: 1, samples: 2, peak_memory: false, intra_op_threads: [1, 2]}}
     """)
     code, out, err = cli("run", path)
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.startswith("calib: ")]
     assert lines and lines[-1].startswith("calib: 16 samples calibrated") and lines[-1].endswith(" s)")
+    timed = [line for line in out.splitlines() if line.startswith("speed: ")]
+    assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 models each)"), out
 
 
 def test_piped_run_names_each_stage_as_it_starts(project):
