@@ -8,7 +8,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa
+from ortflow.stages.support import isa, quantization
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 
@@ -73,13 +73,13 @@ class QuantizeDynamic(Stage):
             raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
-        quantized = onnx_model.quantized_ops(target)
+        quantized = quantization.quantized_ops(target)
         if not quantized["by_op_type"]:
             raise StageError("quantize_dynamic quantized nothing: the model has no MatMul, Gemm or Attention with "
                              "constant weights (check op_types_to_quantize)")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-            "quantized_nodes": onnx_model.quantized_node_names(source, target, set(IntegerOpsRegistry)),
+            "quantized_nodes": quantization.quantized_node_names(source, target, set(IntegerOpsRegistry)),
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),

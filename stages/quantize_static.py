@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa
+from ortflow.stages.support import isa, quantization
 from ortflow.stages.support.calibration_table import mask_tensors
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -99,7 +99,7 @@ class QuantizeStatic(Stage):
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
-        quantized = onnx_model.quantized_ops(target)
+        quantized = quantization.quantized_ops(target)
         if not quantized["activations"] and not params["allow_weight_only"]:
             raise StageError(
                 "no activation was quantized: the result is weight-only, and usually slower than fp32 "
@@ -118,7 +118,7 @@ class QuantizeStatic(Stage):
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
-            "quantized_nodes": onnx_model.quantized_node_names(model, target, _registry(params["format"])),
+            "quantized_nodes": quantization.quantized_node_names(model, target, _registry(params["format"])),
             "mask_nodes_kept_float": around_masks,
             "opset_upgraded_from": upgraded,
             "bytes_before": onnx_model.total_size(source),
@@ -234,7 +234,7 @@ def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> 
     first tensor it lacks with a message that does not say so."""
     nodes = list(model.graph.node)
     op_types = {n.op_type for n in nodes}
-    floats = onnx_model.float_tensors(model) - {t.name for t in model.graph.initializer}
+    floats = quantization.float_tensors(model) - {t.name for t in model.graph.initializer}
     wanted = set(params["op_types_to_quantize"])
     if wanted and not wanted & op_types:
         raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "

@@ -11,13 +11,11 @@ import shutil
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 from ortflow.engine.errors import StageError
 
-TWO_GB = 2**31 - 1
-INTEGER_COMPUTE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "GatherElements", "Attention",
-                       "EmbedLayerNormalization"}  # protobuf's limit: larger models must keep their weights in external data
+TWO_GB = 2**31 - 1  # protobuf's limit: larger models must keep their weights in external data
 
 
 @lru_cache(maxsize=1)
@@ -272,72 +270,7 @@ def _pre_process_hint(said: str) -> str:
     return "set pre_process: false to skip it"
 
 
-def float_tensors(model: Any) -> set[str]:
-    """Names of the float32/float16 tensors of a model (graph inputs, initializers, inferred activations)."""
-    import onnx
-
-    try:
-        typed = onnx.shape_inference.infer_shapes(model).graph
-    except (onnx.shape_inference.InferenceError, ValueError):  # best effort: declared types are still known
-        typed = model.graph
-    kinds = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
-    found = {v.name for v in [*typed.value_info, *typed.input, *typed.output] if v.type.tensor_type.elem_type in kinds}
-    return found | {t.name for t in model.graph.initializer if t.data_type in kinds}
-
-
-def quantized_ops(path: Path) -> dict[str, Any]:
-    """What quantization did. QDQ: nodes all of whose float inputs are dequantized (ORT runs them as integer
-    kernels). QOperator and dynamic: the QLinear* and *Integer ops. Plus how many activations (tensors that
-    are not weights) pass through QuantizeLinear or DynamicQuantizeLinear."""
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    floats = float_tensors(model)
-    initializers = {t.name for t in model.graph.initializer}
-    dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
-    quantized_inputs = {i for n in model.graph.node if n.op_type == "QuantizeLinear" for i in n.input[:1]}
-    by_op_type: Counter[str] = Counter()
-    for node in model.graph.node:
-        if node.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
-            continue
-        if node.op_type.startswith("QLinear") or node.op_type.endswith("Integer") or node.domain == "com.microsoft" \
-                and node.op_type in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm"):
-            by_op_type[node.op_type] += 1
-            continue
-        float_inputs = [i for i in node.input if i and (i in floats or i in dequantized)]
-        if not float_inputs or not all(i in dequantized for i in float_inputs):
-            continue
-        # ORT runs these as integer kernels with float outputs; any other op only when its output is
-        # quantized again (otherwise it computes in float on dequantized values).
-        outputs_quantized = all(o in quantized_inputs for o in node.output if o in floats)
-        if node.op_type in INTEGER_COMPUTE_OPS or outputs_quantized:
-            by_op_type[node.op_type] += 1
-    activations = sum(1 for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
-                      and n.input[0] not in initializers)
-    return {"by_op_type": by_op_type, "activations": activations}
-
-
 def first_line(exc: BaseException) -> str:
     """What a library's exception says, on one line (ORT's messages run to a page)."""
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
-def quantized_node_names(before: Path, after: Path, op_types: Collection[str]) -> list[str]:
-    """Names of the nodes of `before` (the float model handed to ORT's quantizer) of `op_types` (the ones
-    the quantizer handles) that `after` computes in integer: replaced by a quantized op (dynamic, QOperator),
-    or fed dequantized inputs (QDQ). These are the names `nodes_to_exclude` takes, in graph order."""
-    import onnx
-
-    float_model = onnx.load(str(before), load_external_data=False)
-    quantized = onnx.load(str(after), load_external_data=False)
-    by_name = {n.name: n for n in quantized.graph.node if n.name}
-    dequantized = {n.output[0] for n in quantized.graph.node if n.op_type == "DequantizeLinear"}
-    found = []
-    for node in float_model.graph.node:
-        if not node.name or node.op_type not in op_types:
-            continue
-        now = by_name.get(node.name)
-        if now is None or now.op_type != node.op_type or any(i in dequantized for i in now.input):
-            found.append(node.name)
-    return found
