@@ -14,7 +14,7 @@ from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
-    version = "2"
+    version = "3"  # 3: reduce_range auto
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
@@ -62,7 +62,7 @@ class QuantizeDynamic(Stage):
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
         # "Unable to find data type for weight_name".
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
-        reduce_range, why = isa.reduce_range(params, ctx.env)  # dynamic quantization's activations are uint8
+        reduce_range, why = isa.reduce_range(params, ctx.env, onnx_model.op_counts(source))  # activations: uint8
         try:
             quantize_dynamic(str(source), str(target), op_types_to_quantize=params["op_types_to_quantize"] or None,
                              per_channel=params["per_channel"], reduce_range=reduce_range,

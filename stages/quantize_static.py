@@ -27,7 +27,7 @@ MIN_COVERAGE = 0.5  # share of the model's float activations the table must desc
 
 class QuantizeStatic(Stage):
     type = "quantize_static"
-    version = "2"
+    version = "3"  # 3: reduce_range auto
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -86,7 +86,8 @@ class QuantizeStatic(Stage):
         return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
 
     def run(self, ctx: StageContext) -> StageResult:
-        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, u8_activations=ctx.params["activation_type"] == "QUInt8")
+        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, onnx_model.op_counts(onnx_model.model_file(ctx.inputs["model"])),
+                                             u8_activations=ctx.params["activation_type"] == "QUInt8")
         params = {**ctx.params, "reduce_range": reduce_range}
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)

@@ -27,6 +27,15 @@ def minilm_model() -> Path:
     return Path(dist.locate_file(next(f for f in dist.files if str(f).endswith(".onnx"))))
 
 
+@pytest.fixture(autouse=True)
+def _facts_of_this_machine():
+    """A test that injects an instruction set ($ORTFLOW_ISA) must not leave the remembered facts behind."""
+    yield
+    from ortflow.engine import environment
+
+    environment.fact.cache_clear()
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty folder to hold a recipe; the cache and outputs land beside it."""

@@ -55,7 +55,7 @@ def test_keys_follow_the_instruction_set_and_the_safe_setting_follows_vnni(proje
     code, out, err = cli("run", path)
     assert code == 0, err
     assert dynamic_metrics(project)["reduce_range"] is True  # no VNNI: 7-bit weights, as ORT advises
-    assert "7-bit weights for avx2 (no VNNI, per-channel)" in out
+    assert "7-bit weights for avx2 (no VNNI, per-channel, MatMul model)" in out
     on_avx2 = planned(cli, path)
     assert {p["action"] for p in on_avx2.values()} == {"cached"}
 
