@@ -7,6 +7,7 @@ it references (what a stage writes for a model over 2 GB). Stages go through `mo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import Counter
 from functools import lru_cache
@@ -89,6 +90,7 @@ def private_model(artifact: Path | str, folder: Path) -> Path:
     model at once (a matrix on a Dask cluster, `-j 2`) delete each other's file."""
     artifact, target = Path(artifact), Path(folder) / "input"
     if artifact.is_dir():
+        external_data_files(model_file(artifact))  # refuses data named outside the folder
         base, files = artifact, [p.relative_to(artifact) for p in artifact.rglob("*") if p.is_file()]
     else:  # a single file, with any external data it names beside it
         base, files = artifact.parent, [Path(artifact.name), *map(Path, external_data_files(artifact))]
@@ -111,20 +113,50 @@ class NotAnOnnxModel(StageError):
     """The file's bytes do not parse as an ONNX model (so every load of it fails the same way)."""
 
 
+class ExternalDataOutside(StageError):
+    """A model names external data outside its own folder (or the model file itself)."""
+
+
 def external_data_files(path: Path) -> list[str]:
-    """Locations (relative to the model's folder) of the external-data files a model references."""
+    """Locations (relative to the model's folder) of the external-data files a model references. Each
+    must resolve inside the model's folder, as onnx and ORT require: a hostile model naming
+    `../../secret` or `/etc/passwd` is refused here, before any caller reads, stats or copies the file."""
     import onnx
     from google.protobuf.message import DecodeError
 
     try:
         model = onnx.load(str(path), load_external_data=False)
     except DecodeError as exc:
-        raise NotAnOnnxModel(f"{path.name} is not an ONNX model ({exc})") from exc
+        raise NotAnOnnxModel(f"{path.name} is not an ONNX model ({first_line(exc)})") from exc
     found = set()
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             found.update(e.value for e in tensor.external_data if e.key == "location")
+    for location in found:
+        check_data_location(path, location)
     return sorted(found)
+
+
+def check_data_location(model: Path, location: str) -> None:
+    """Raises ExternalDataOutside unless `location` names a file inside the model's folder (no absolute
+    path, no `..`, no symbolic link leading out of it) other than the model file itself."""
+    folder = model.parent.resolve()
+    why = ""
+    if not location or "\\" in location or os.path.isabs(location) or re.match(r"^[A-Za-z]:", location):
+        why = "an absolute or empty path"
+    elif ".." in Path(location).parts:
+        why = "a path climbing out of the model's folder"
+    else:
+        target = (folder / location).resolve()
+        if target == model.resolve():
+            why = "the model file itself"
+        elif folder not in target.parents:
+            why = "a symbolic link leading out of the model's folder"
+    if why:
+        raise ExternalDataOutside(
+            f"{model.name} names external data at '{location}', {why}; a model's data files must lie inside "
+            f"its own folder ({folder}) — re-save the model with onnx.save_model(..., save_as_external_data=True)"
+            " beside the .onnx file, or do not use a model from an untrusted source")
 
 
 def total_size(path: Path) -> int:

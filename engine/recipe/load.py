@@ -47,7 +47,8 @@ def read_recipe(
     limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_MAX_STAGES
     expansion = expand(raw["stages"], _port_shapes(raw["stages"], plugins), source, limit)
     problems.extend(expansion.problems)
-    scope = _Scope(expansion.stages, {}, set(raw["inputs"]), set(raw["datasets"]), source, problems)
+    scope = _Scope(expansion.stages, {}, set(raw["inputs"]), set(raw["datasets"]), source, problems,
+                   {name: spec.path for name, spec in inputs.items()})
     stages = _resolve_stages(scope, plugins)
     for instances in expansion.instances.values():
         for instance in instances or []:
@@ -135,6 +136,7 @@ class _Scope:
     datasets: set[str]
     source: SourceMap
     problems: list[Problem]
+    input_paths: dict[str, Path]  # the inputs that resolved to an existing file or folder
 
 
 def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
@@ -243,6 +245,19 @@ def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict
     return resolved
 
 
+def _check_model_input(scope: _Scope, name: str, port: Port, subject: str, loc: Location) -> None:
+    """A folder is a model only if it holds its one .onnx file (with the data files it names): a folder such
+    as `/` would otherwise be hashed whole before any stage could say it is not a model."""
+    path = scope.input_paths.get(name)
+    if path is None or not path.is_dir():
+        return
+    found = len(list(path.glob("*.onnx")))
+    if found != 1:
+        scope.problems.append(Problem(f"{subject}: input '{port.name}' takes an ONNX model, but inputs.{name} is a "
+                                      f"folder ({path}) holding {found} .onnx files", loc,
+                                      "name the .onnx file itself"))
+
+
 def _check_ref(scope: _Scope, text: str, owner: str, port: Port, subject: str, loc: Location) -> Ref | None:
     problems = scope.problems
     source_name, _, item = text.rpartition(".")
@@ -258,6 +273,8 @@ def _check_ref(scope: _Scope, text: str, owner: str, port: Port, subject: str, l
             problems.append(Problem(f"{subject}: unknown reference '{text}': no {noun} '{item}'", loc,
                                     suggest(item, list(declared)) or f"declare it under `{source_name}:`"))
             return None
+        if source_name == "inputs" and port.kind is ArtifactKind.ONNX_MODEL:
+            _check_model_input(scope, item, port, subject, loc)
         return Ref(source_name, item)
     if source_name not in scope.raw:
         problems.append(Problem(f"{subject}: unknown reference '{text}': no stage '{source_name}'", loc,

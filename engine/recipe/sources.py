@@ -4,6 +4,7 @@ datasets (a loader plus the files it reads), resolved and checked, with content 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,27 @@ def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subjec
             problems.append(Problem(f"{subject}: file not found: {value['path']} (looked in {base.resolve()})",
                                     source.locate(field), "fix the path; it is relative to the recipe's folder"))
             return None
+        special = special_file(resolved)
+        if special:  # reading a device or a FIFO never ends (/dev/zero) or blocks for ever
+            problems.append(Problem(f"{subject}: {value['path']} is a {special}, not a regular file or folder",
+                                    source.locate(field), "name a regular file (or a folder where one is expected)"))
+            return None
         return resolved
     if isinstance(value.get("package"), str) and isinstance(value.get("file"), str):
         return _package_file(value["package"], value["file"], source.locate(where), problems)
     if report_shape and "path" not in value and not {"package", "file"} <= set(value):
         problems.append(Problem(f"{subject}: expected {{path: FILE}} or {{package: DIST, file: PATH}}", source.locate(where)))
     return None  # other shapes are reported by the recipe schema
+
+
+def special_file(path: Path) -> str | None:
+    """What kind of special file `path` is (following symbolic links), or None for a file or folder."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = {stat.S_ISFIFO: "FIFO (named pipe)", stat.S_ISCHR: "character device", stat.S_ISBLK: "block device",
+             stat.S_ISSOCK: "socket"}
+    return next((name for test, name in kinds.items() if test(mode)), "special file")
 
 
 def _declared(spec: Any) -> str:

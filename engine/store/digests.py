@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ortflow.engine.environment import facts
-from ortflow.engine.ort.onnx_model import NotAnOnnxModel, external_data_files
+from ortflow.engine.errors import OrtflowError
+from ortflow.engine.ort.onnx_model import ExternalDataOutside, NotAnOnnxModel, check_data_location, external_data_files
 from ortflow.engine.store.hashing import HashCache, hash_bytes
 from ortflow.engine.store.keys import canonical_json
 
@@ -30,7 +31,12 @@ def input_digest(path: Path, hashes: HashCache) -> str:
         except NotAnOnnxModel:  # decided by the bytes alone, so safe to remember: the stage reading it says so
             return "[]"
 
-    external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
+    try:
+        external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
+        for name in external:  # again on every call: a symbolic link beside the model may have changed
+            check_data_location(path, name)
+    except ExternalDataOutside as exc:  # where a model enters ortflow: nothing outside its folder is read
+        raise OrtflowError(f"input model {path}: {exc}") from None
     if not external:
         return digest
     parts = {name: hashes.hash_path(path.parent / name) if (path.parent / name).exists() else "missing"
