@@ -1,6 +1,10 @@
 """Validated-recipe snapshots: a recipe that passed every check is stored in resolved form, so an unchanged
 recipe is not parsed and validated again (no YAML, jsonschema or networkx on a fully cached re-run).
 
+A snapshot is signed with the user's local key (engine.store.signing) and bound to its own cache key: the
+cache may be shared or tampered with, and a snapshot says which loader code runs, so one that does not
+verify is ignored and the recipe validated from its own bytes.
+
 The snapshot's key covers everything validation reads: the recipe's bytes and path, the overrides and
 params file, the working directory (error locations are relative to it), the engine version and the recipe
 schema. What it cannot key on up front, the installed stage types' contracts (version, ports, parameter
@@ -22,6 +26,7 @@ from ortflow.engine.registry import Plugins
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.store.keys import canonical_json
 from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
 
@@ -90,12 +95,24 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
         "order": list(graph.order),
         "predecessors": {n: list(p) for n, p in graph.predecessors.items()},
     }
-    atomic.write_text(store.root / FOLDER / f"{key}.json", json.dumps(data))
+    secret = local_key()
+    if secret is None:
+        return  # unsigned snapshots would be trusted code from the cache: keep none
+    text = json.dumps(data)
+    atomic.write_text(store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}")
+
+
+def _signed(key: str, text: str) -> bytes:
+    return f"{key}\n{text}".encode("utf-8")  # the key too: a valid snapshot cannot be moved to another key
 
 
 def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
+    secret = local_key()
     try:
-        data = json.loads((store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8"))
+        signature, _, text = (store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8").partition("\n")
+        if secret is None or not signature_ok(secret, _signed(key, text), signature):
+            return None  # not written by this user (or altered since): validate the recipe itself
+        data = json.loads(text)
     except (OSError, ValueError):
         return None
     inputs = {n: InputSpec(n, Path(p), declared) for n, (p, declared) in data["inputs"].items()}

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import stat
 import threading
 from pathlib import Path
 from typing import Callable
+
+from ortflow.engine.errors import OrtflowError
 
 CHUNK = 1 << 20
 
@@ -75,6 +78,8 @@ class HashCache:
 
     def _hash_file(self, path: Path) -> str:
         st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a device or FIFO swapped in after validation: reading never ends
+            raise OrtflowError(f"{path} is not a regular file (a device, FIFO or socket) — name a regular file")
         key = str(path.resolve())
         row = self._conn().execute(
             "SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)

@@ -1,0 +1,75 @@
+"""The cache is a trust boundary: what someone else wrote there (a snapshot, a run record, the state table)
+is checked before it is used, and the store sets its own permissions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import executions, toy_model, two_stage_recipe, write
+
+from ortflow.engine.loaders.python import PythonLoader
+from ortflow.engine.recipe.snapshot import contract
+
+
+def _identity_model(project: Path) -> Path:
+    from onnx import TensorProto, helper
+
+    return toy_model(project / "model.onnx", [helper.make_node("Identity", ["x"], ["y"])],
+                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+
+
+def test_a_planted_snapshot_never_runs_its_loader(project, cli, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(project / "config"))  # a fresh local key, created on first use
+    _identity_model(project)
+    marker = project / "planted-code-ran"
+    write(project / "evil.py", f"""
+        from pathlib import Path
+        def feeds(inputs):
+            Path({str(marker)!r}).write_text("ran")
+            yield {{"x": __import__("numpy").ones((1, 4), "float32")}}
+    """)
+    recipe = write(project / "recipe.yaml", """
+        version: 1
+        name: planted
+        inputs:
+          model: {path: model.onnx}
+        datasets:
+          feeds: {loader: random, with: {samples: 2}}
+        stages:
+          stats: {uses: feed_stats, in: {model: inputs.model, data: datasets.feeds}}
+    """)
+    assert cli("run", recipe)[0] == 0
+    assert oct((project / "config/ortflow/local.key").stat().st_mode & 0o777) == "0o600"
+    [snapshot] = (project / ".ortflow/recipes").glob("*.json")
+    signature, _, text = snapshot.read_text().partition("\n")
+    data = json.loads(text)
+    data["datasets"]["feeds"].update(loader="python", contract=contract(PythonLoader),
+                                     params={"path": str(project / "evil.py"), "function": "feeds", "kwargs": {}})
+    for forged in (f"{signature}\n{json.dumps(data)}", json.dumps(data)):  # a stale signature, and none
+        snapshot.write_text(forged)
+        code, out, err = cli("run", recipe)
+        assert code == 0, (out, err)
+        assert not marker.exists()
+        assert executions(project) == ["stats"]  # served from the cache: the recipe's own dataset
+    assert snapshot.read_text().partition("\n")[0] != signature or json.loads(snapshot.read_text().partition("\n")[2]) \
+        != data  # validation wrote a good snapshot back
+
+
+def test_snapshots_are_not_kept_without_a_local_key(project, cli, monkeypatch):
+    (project / "config").write_text("a file where the config folder should be")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(project / "config"))
+    recipe = two_stage_recipe(project)
+    assert cli("run", recipe)[0] == 0
+    assert cli("run", recipe)[0] == 0
+    assert list((project / ".ortflow/recipes").glob("*.json")) == []
+    assert executions(project) == ["first", "second"]
+
+
+@pytest.fixture
+def built(project, cli) -> Path:
+    recipe = two_stage_recipe(project)
+    assert cli("run", recipe)[0] == 0
+    return recipe
