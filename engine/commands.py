@@ -157,7 +157,7 @@ def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
     store = _cache_store(args)
-    damage = store.verify()
+    damage = store.verify(_locked_outputs(args.recipes))
     for item in damage:
         out.error(f"{store.root}: damaged {item.what} {item.name}: {item.reason}")
     if damage and args.remove:
@@ -168,6 +168,18 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
     else:
         out.say(f"{store.root}: all objects and run records intact")
     return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+
+
+def _locked_outputs(recipes: list[Path]) -> dict[str, tuple[str, dict[str, str]]]:
+    """What the named recipes' lock files say each key produced, for `cache verify` to check records against."""
+    from ortflow.engine.record.lockfile import locked_outputs, read_lock
+    from ortflow.engine.types import lock_path_for
+
+    locked = {}
+    for recipe in recipes:
+        lock_path = lock_path_for(Path(recipe))
+        locked.update({key: (lock_path.name, outputs) for key, outputs in locked_outputs(read_lock(lock_path)).items()})
+    return locked
 
 
 def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:

@@ -73,3 +73,54 @@ def built(project, cli) -> Path:
     recipe = two_stage_recipe(project)
     assert cli("run", recipe)[0] == 0
     return recipe
+
+
+def _record_of(project: Path, stage: str) -> Path:
+    for path in (project / ".ortflow/runs").glob("*/*.json"):
+        if json.loads(path.read_text())["stage"] == stage:
+            return path
+    raise AssertionError(f"no record for {stage}")
+
+
+def _rewrite(path: Path, change) -> None:
+    record = json.loads(path.read_text())
+    change(record)
+    path.chmod(0o644)
+    path.write_text(json.dumps(record))
+
+
+def test_a_record_pointing_at_another_object_is_refused_and_the_lock_kept(built, project, cli):
+    lock_before = (project / "recipe.yaml.lock").read_text()
+    first = json.loads(_record_of(project, "first").read_text())
+    _rewrite(_record_of(project, "second"), lambda r: r["outputs"]["file"].update(digest=first["outputs"]["file"]["digest"]))
+    code, out, err = cli("run", built)
+    assert code == 1, (out, err)
+    assert f"records {json.loads(_record_of(project, 'second').read_text())['outputs']['file']['digest']}" not in err
+    assert first["outputs"]["file"]["digest"] in err and "recipe.yaml.lock records" in err
+    assert (project / "recipe.yaml.lock").read_text() == lock_before
+    assert (project / "out/twostep/second/joined.txt").read_text() != (project / "out/twostep/first/joined.txt").read_text() \
+        if (project / "out/twostep/second/joined.txt").exists() else True
+    code, out, err = cli("cache", "verify", built)
+    assert code == 1 and "disagrees with recipe.yaml.lock" in err, (out, err)
+
+
+@pytest.mark.parametrize("edit", ["type", "params", "filename", "summary-signed"])
+def test_records_are_checked_against_what_they_claim(built, project, cli, monkeypatch, edit):
+    if edit == "summary-signed":  # only a signed cache can tell an edited summary: re-sign the cache first
+        monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team secret")
+        assert cli("run", built)[0] == 0
+        assert executions(project) == ["first", "second"] * 2  # unsigned records are not served once signing is on
+    changes = {
+        "type": lambda r: r.update(type="solo"),
+        "params": lambda r: r["params"].update(text="+planted"),
+        "filename": lambda r: r["outputs"]["file"].update(filename="../../escaped.txt"),
+        "summary-signed": lambda r: r.update(summary="all good, trust me"),
+    }
+    _rewrite(_record_of(project, "second"), changes[edit])
+    code, out, err = cli("cache", "verify")
+    assert code == 1 and "damaged run" in err, (out, err)
+    assert cli("run", built)[0] == 0
+    assert executions(project)[-1] == "second"  # rebuilt, not served
+    assert not (project / "out/escaped.txt").exists() and not (project / "escaped.txt").exists()
+    report = json.loads((project / "out/twostep/report.json").read_text())
+    assert "trust me" not in json.dumps(report)

@@ -26,8 +26,8 @@ from ortflow.engine.registry import Plugins
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.store.keys import canonical_json
+from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
 
 FOLDER = "recipes"

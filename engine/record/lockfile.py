@@ -147,3 +147,9 @@ def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str]]:
         keys.add(entry["key"])
         digests.update(out["digest"] for out in (entry.get("outputs") or {}).values())
     return keys, digests
+
+
+def locked_outputs(lock: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """{cache key: {output: digest}} for every stage entry of a lock file (measurements record none)."""
+    return {entry["key"]: {port: out["digest"] for port, out in (entry.get("outputs") or {}).items()}
+            for entry in lock.get("stages", {}).values() if isinstance(entry, dict) and "key" in entry}

@@ -3,6 +3,7 @@ a run record found in the store means as an outcome."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -10,6 +11,7 @@ from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.keys import stage_key
+from ortflow.engine.store.records import kinds_problem
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
 
 Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
@@ -72,3 +74,29 @@ def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
     key, _ = job_key(job)
     record = store.read_run(key)
     return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
+
+
+@dataclass(frozen=True)
+class LockedOutputs:
+    """What the committed lock file says each cache key produced ({key: {port: digest}}). A cache entry that
+    serves other bytes under a key the lock records was altered (or the lock was): never served."""
+
+    file: str = ""
+    by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:
+    """Why a cached record must not be served for this stage, or None."""
+    record = outcome.record or {}
+    ports = {p.name: (p.kind.value, p.optional) for p in spec.stage_cls.outputs}
+    problem = kinds_problem(record, ports)
+    if problem:
+        return (f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
+                "— run `engine cache verify --remove` and run again")
+    for port, digest in sorted((locked.by_key.get(outcome.key) or {}).items()):
+        served = (record["outputs"].get(port) or {}).get("digest")
+        if served is not None and served != digest:
+            return (f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
+                    f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
+                    "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git")
+    return None

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.run.jobs import cached_outcome, job_for, locator
+from ortflow.engine.run.jobs import LockedOutputs, cached_outcome, job_for, locator, served_problem
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 
@@ -32,6 +32,7 @@ class Scheduler:
     sources: dict[str, tuple[str, Any]]  # "inputs.x" / "datasets.y" -> (digest, Path or Dataset)
     keep_going: bool = False
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
+    locked: LockedOutputs = field(default_factory=LockedOutputs)
 
     def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
         """Each stage is looked up in the cache once, when its last upstream stage finishes."""
@@ -74,7 +75,7 @@ class Scheduler:
         upstream is in. A work list, not recursion: a cached or skipped chain can be thousands long."""
         pending = [first]
         while pending:
-            outcome = pending.pop()
+            outcome = self._trusted(pending.pop())
             state.outcomes[outcome.name] = outcome
             state.records[outcome.name] = outcome.record
             self.events.finished(outcome)
@@ -90,6 +91,15 @@ class Scheduler:
                     ready = self._resolve(state, child)
                     if ready is not None:
                         pending.append(ready)
+
+    def _trusted(self, outcome: StageOutcome) -> StageOutcome:
+        """A result served from the cache (here or by a worker) that contradicts its stage type or the lock
+        file fails the stage: nothing downstream consumes it and the lock keeps its entry."""
+        served = outcome.status is Status.CACHED or (outcome.status is Status.GATE_FAILED and outcome.seconds == 0.0)
+        if not served or outcome.record is None:  # (a cached gate verdict is settled with 0 seconds)
+            return outcome
+        problem = served_problem(outcome, self.recipe.stages[outcome.name], self.locked)
+        return StageOutcome(outcome.name, Status.FAILED, error=problem) if problem else outcome
 
     def _resolve(self, state: _RunState, name: str) -> StageOutcome | None:
         """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""

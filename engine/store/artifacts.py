@@ -28,6 +28,9 @@ from ortflow.engine.errors import StoreError
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
+from ortflow.engine.store.records import record_problem, signed
+
+READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH  # objects and records are never changed in place
 
 
 @dataclass(frozen=True)
@@ -120,22 +123,19 @@ class ArtifactStore:
         return self.runs / key[:2] / f"{key}.json"
 
     def read_run(self, key: str) -> dict[str, Any] | None:
-        """The run record for `key` if it exists and every object it names is intact, else None."""
+        """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
+        object it names is intact, else None."""
         try:
             record = json.loads(self.run_path(key).read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
-        if record.get("key") != key:
-            return None
-        if not all(self.object_intact(out["digest"]) for out in record.get("outputs", {}).values()):
-            return None
-        return record
+        return record if record_problem(key, record, self.object_intact) is None else None
 
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
     def write_run(self, key: str, record: dict[str, Any]) -> None:
-        atomic.write_text(self.run_path(key), json.dumps(record, indent=2, sort_keys=True))
+        atomic.write_text(self.run_path(key), json.dumps(signed(record), indent=2, sort_keys=True), mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
         for path in sorted(self.runs.glob("*/*.json")):
@@ -202,8 +202,9 @@ class ArtifactStore:
             for entry in sorted(prefix.iterdir()):
                 yield prefix.name + entry.name
 
-    def verify(self) -> list[Damage]:
-        """Re-hash every object from its bytes (ignoring the state table) and check every run record."""
+    def verify(self, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
+        """Re-hash every object from its bytes (ignoring the state table) and check every run record, and
+        against `locked` ({key: (lock file, {port: digest})}) what lock files say those keys produced."""
         damage: list[Damage] = []
         for digest in self.iter_objects():
             path = self.object_path(digest)
@@ -212,12 +213,11 @@ class ArtifactStore:
                 damage.append(Damage("object", digest, f"content hashes to {actual}"))
         broken = {d.name for d in damage}
         for key, record in self.iter_runs():
-            if record is None or record.get("key") != key:
-                damage.append(Damage("run", key, "unreadable run record"))
-                continue
-            for name, out in record.get("outputs", {}).items():
-                if out["digest"] in broken or not self.object_path(out["digest"]).exists():
-                    damage.append(Damage("run", key, f"output '{name}' object {out['digest']} is missing or damaged"))
+            problem = record_problem(key, record, lambda d: d not in broken and self.object_path(d).exists())
+            if problem is None and key in (locked or {}):
+                problem = _lock_disagreement(record, *locked[key])
+            if problem:
+                damage.append(Damage("run", key, problem))
         return damage
 
     def remove_damaged(self, damage: list[Damage]) -> None:
@@ -271,6 +271,14 @@ class ArtifactStore:
         return tree_size(self.objects)
 
 
+def _lock_disagreement(record: dict[str, Any], lock_file: str, outputs: dict[str, str]) -> str | None:
+    for port, digest in sorted(outputs.items()):
+        served = (record["outputs"].get(port) or {}).get("digest")
+        if served is not None and served != digest:
+            return f"disagrees with {lock_file}: its output '{port}' is object {served}, the lock file records {digest}"
+    return None
+
+
 def open_store(root: Path | str) -> ArtifactStore:
     text = str(root)
     if text.startswith("file:"):
@@ -295,7 +303,7 @@ def _link_or_copy(source: Path | str, dest: Path | str) -> None:
 def _make_read_only(path: Path) -> None:
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
     for f in files:
-        f.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        f.chmod(READ_ONLY)
 
 
 def _remove(path: Path) -> None:

@@ -23,11 +23,14 @@ def staging_path(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:12]}{STAGING_SUFFIX}")
 
 
-def write_text(dest: Path, text: str) -> None:
+def write_text(dest: Path, text: str, mode: int | None = None) -> None:
+    """Write `dest` all at once; `mode` sets its permissions whatever the umask."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = staging_path(dest)
     try:
         staging.write_text(text, encoding="utf-8")
+        if mode is not None:
+            staging.chmod(mode)
         os.replace(staging, dest)
     except BaseException:
         staging.unlink(missing_ok=True)
