@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -15,6 +16,24 @@ from ortflow.engine.types import Status
 PLAN_STYLE = {PlanAction.CACHED: "cyan", PlanAction.RUN: "green", PlanAction.SKIP: "yellow", PlanAction.FAIL: "red"}
 STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold red",
                 Status.GATE_FAILED: "bold yellow", Status.SKIPPED: "yellow", Status.NOT_RUN: "dim"}
+
+
+class _WarningHandler(logging.Handler):
+    """Warnings the engine logs (logger "ortflow") printed as the CLI prints everything else."""
+
+    def __init__(self, output: "Output"):
+        super().__init__(logging.WARNING)
+        self.output = output
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.output.warn(record.getMessage())
+
+
+def _route_warnings(output: "Output") -> None:
+    logger = logging.getLogger("ortflow")
+    for handler in [h for h in logger.handlers if isinstance(h, _WarningHandler)]:
+        logger.removeHandler(handler)  # one per process: the newest Output (tests create many)
+    logger.addHandler(_WarningHandler(output))
 
 
 class Output:
@@ -36,6 +55,7 @@ class Output:
         self.errors = Console(file=sys.stderr, highlight=False)
         # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
         self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
+        _route_warnings(self)
 
     def say(self, text: str) -> None:
         if not self.quiet:
@@ -44,6 +64,10 @@ class Output:
     def error(self, text: str) -> None:
         for line in text.splitlines():
             self.errors.print(f"error: {line}", style="red", markup=False, soft_wrap=True)
+
+    def warn(self, text: str) -> None:
+        for line in text.splitlines():
+            self.errors.print(f"warning: {line}", style="yellow", markup=False, soft_wrap=True)
 
     def traceback(self) -> None:
         import traceback

@@ -124,3 +124,42 @@ def test_records_are_checked_against_what_they_claim(built, project, cli, monkey
     assert not (project / "out/escaped.txt").exists() and not (project / "escaped.txt").exists()
     report = json.loads((project / "out/twostep/report.json").read_text())
     assert "trust me" not in json.dumps(report)
+
+
+def test_the_store_sets_its_own_permissions_whatever_the_umask(project, cli):
+    import os
+    import stat
+
+    recipe = two_stage_recipe(project)
+    old = os.umask(0)
+    try:
+        assert cli("run", recipe)[0] == 0
+    finally:
+        os.umask(old)
+    cache = project / ".ortflow"
+    writable = [p for p in [cache, *cache.rglob("*")] if p.lstat().st_mode & stat.S_IWOTH and not p.is_symlink()]
+    assert writable == []
+    objects = [p for p in (cache / "objects").rglob("*") if p.is_file()]
+    records = list((cache / "runs").rglob("*.json"))
+    assert objects and records
+    assert {oct(p.stat().st_mode & 0o777) for p in objects + records} == {"0o444"}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_state_table_is_rebuilt_with_a_warning(built, project, cli, damage):
+    import gc
+
+    gc.collect()  # the earlier in-process run's connection closes, as it would when its process exits
+    db = project / ".ortflow/state.db"
+    for suffix in ("-wal", "-shm"):
+        (project / f".ortflow/state.db{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"not a database at all " * 100 if damage == "garbage" else db.read_bytes()[:200])
+    code, out, err = cli("run", built)
+    assert code == 0, (out, err)
+    assert "state.db was damaged" in err and "started afresh" in err
+    assert executions(project) == ["first", "second"]  # re-hashed, still served from the cache
+    db.write_bytes(b"\0" * 4096)
+    assert cli("cache", "verify", "--remove")[0] == 0
+    db.write_bytes(b"\1" * 4096)
+    code, out, err = cli("cache", "gc", built)
+    assert code == 0 and "removed 0 run records" in out, (out, err)

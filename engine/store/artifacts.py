@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from ortflow.engine.errors import StoreError
 from ortflow.engine.store import atomic
-from ortflow.engine.store.atomic import ProcessLock
+from ortflow.engine.store.atomic import ProcessLock, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 from ortflow.engine.store.records import record_problem, signed
 
@@ -61,8 +61,8 @@ class ArtifactStore:
         self.runs = self.root / "runs"
         self.tmp = self.root / "tmp"
         self.locks = self.root / "locks"
-        for folder in (self.objects, self.runs, self.tmp, self.locks):
-            folder.mkdir(parents=True, exist_ok=True)
+        for folder in (self.root, self.objects, self.runs, self.tmp, self.locks):
+            store_folder(folder)
         self.hashes = HashCache(self.root / "state.db")
 
     # -- objects -----------------------------------------------------------------------------
@@ -82,7 +82,7 @@ class ArtifactStore:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
         digest = hash_tree(path) if path.is_dir() else hash_file(path)
         target = self.object_path(digest)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        store_folder(target.parent)
         if target.exists() and not self.object_intact(digest):
             _remove(target)  # a damaged copy: replace it with the good bytes
         if target.exists():
@@ -135,6 +135,7 @@ class ArtifactStore:
         return self.run_path(key).exists()
 
     def write_run(self, key: str, record: dict[str, Any]) -> None:
+        store_folder(self.run_path(key).parent)
         atomic.write_text(self.run_path(key), json.dumps(signed(record), indent=2, sort_keys=True), mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
@@ -149,7 +150,7 @@ class ArtifactStore:
     def key_lock(self, key: str):
         from filelock import FileLock
 
-        return FileLock(str(self.locks / f"{key}.lock"))
+        return FileLock(str(self.locks / f"{key}.lock"), mode=0o644)  # not 0666 under umask 000
 
     def in_use(self) -> ProcessLock:
         """Held (shared) for a whole run, so that gc, which needs it exclusively, waits for no one."""
@@ -168,7 +169,7 @@ class ArtifactStore:
             lock.release()
         path = self.tmp / name
         try:
-            path.mkdir()
+            path.mkdir(mode=0o700)  # a running stage's files: nobody else may change them before they are hashed
             yield path
         finally:
             _remove(path)
@@ -265,7 +266,7 @@ class ArtifactStore:
         self.remove_stale_tmp()
         for disposable in (self.root / "recipes", self.locks):  # nobody holds a key lock: no run is active
             shutil.rmtree(disposable, ignore_errors=True)
-            disposable.mkdir()
+            store_folder(disposable)
 
     def size(self) -> int:
         return tree_size(self.objects)

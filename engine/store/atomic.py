@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import shutil
 import time
 import uuid
@@ -23,18 +24,27 @@ def staging_path(dest: Path) -> Path:
     return dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:12]}{STAGING_SUFFIX}")
 
 
-def write_text(dest: Path, text: str, mode: int | None = None) -> None:
-    """Write `dest` all at once; `mode` sets its permissions whatever the umask."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def write_text(dest: Path, text: str, mode: int = 0o644) -> None:
+    """Write `dest` all at once, with permissions `mode` whatever the umask (never writable by everyone)."""
+    store_folder(dest.parent)
     staging = staging_path(dest)
     try:
         staging.write_text(text, encoding="utf-8")
-        if mode is not None:
-            staging.chmod(mode)
+        staging.chmod(mode)
         os.replace(staging, dest)
     except BaseException:
         staging.unlink(missing_ok=True)
         raise
+
+
+def store_folder(path: Path) -> Path:
+    """mkdir -p, then take away write permission for others whatever the umask: a cache may be shared with a
+    group (who can then write it), never with everyone on the machine."""
+    path.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & stat.S_IWOTH:
+        path.chmod(mode & ~stat.S_IWOTH)
+    return path
 
 
 def replace(staging: Path, dest: Path) -> None:
@@ -74,7 +84,8 @@ class ProcessLock:
         self._handle: IO[bytes] | None = None
 
     def acquire(self, blocking: bool = True) -> bool:
-        self._handle = open(self.path, "a+b")
+        # 0644 whatever the umask: a lock file anyone could write is one anyone could fill or replace
+        self._handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
         if fcntl is None:
             return True
         mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import stat
 import threading
@@ -50,16 +51,47 @@ class HashCache:
 
             # Switching to WAL and creating the table fail at once (not after the busy timeout) when another
             # process does the same at the same moment, so set-up is serialised with a file lock.
-            with FileLock(str(self._db_path) + ".lock"):
-                conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
-                    " ctime_ns INTEGER, size INTEGER, digest TEXT)"
-                )
-                conn.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value TEXT)")
+            with FileLock(str(self._db_path) + ".lock", mode=0o644):
+                try:
+                    conn = self._open()
+                except sqlite3.DatabaseError as exc:
+                    self._rebuild(exc)
+                    conn = self._open()
             self._local.conn = conn
         return conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
+                         " ctime_ns INTEGER, size INTEGER, digest TEXT)")
+            conn.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value TEXT)")
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def _rebuild(self, exc: sqlite3.DatabaseError) -> None:
+        """The table only remembers hashes, so a damaged one is started afresh (everything is re-hashed once)."""
+        logging.getLogger("ortflow").warning("%s was damaged (%s); it only remembers file hashes, so it was "
+                                             "started afresh", self._db_path, exc)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self._db_path}{suffix}").unlink(missing_ok=True)
+
+    def _execute(self, sql: str, args: tuple) -> sqlite3.Cursor:
+        try:
+            return self._conn().execute(sql, args)
+        except sqlite3.OperationalError:
+            raise  # busy or locked: the timeout already waited, and the file is not damaged
+        except sqlite3.DatabaseError as exc:  # damaged after it was opened ("malformed", "not a database")
+            from filelock import FileLock
+
+            self._local.conn.close()
+            self._local.conn = None
+            with FileLock(str(self._db_path) + ".lock", mode=0o644):
+                self._rebuild(exc)
+            return self._conn().execute(sql, args)
 
     def hash_path(self, path: Path) -> str:
         path = Path(path)
@@ -69,11 +101,11 @@ class HashCache:
 
     def derived(self, key: str, compute: Callable[[], str]) -> str:
         """A value computed from content, remembered under a key that includes the content's digest."""
-        row = self._conn().execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
+        row = self._execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
         if row:
             return row[0]
         value = compute()
-        self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?)", (key, value))
+        self._execute("INSERT OR REPLACE INTO derived VALUES (?, ?)", (key, value))
         return value
 
     def _hash_file(self, path: Path) -> str:
@@ -81,14 +113,10 @@ class HashCache:
         if not stat.S_ISREG(st.st_mode):  # a device or FIFO swapped in after validation: reading never ends
             raise OrtflowError(f"{path} is not a regular file (a device, FIFO or socket) — name a regular file")
         key = str(path.resolve())
-        row = self._conn().execute(
-            "SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)
-        ).fetchone()
+        row = self._execute("SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)).fetchone()
         if row and tuple(row[:4]) == (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size):
             return row[4]
         digest = hash_file(path)
-        self._conn().execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-            (key, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest),
-        )
+        self._execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                      (key, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest))
         return digest
