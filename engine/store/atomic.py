@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import stat
 import shutil
+import stat
 import time
 import uuid
 from contextlib import contextmanager
