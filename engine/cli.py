@@ -13,7 +13,7 @@ from typing import Any
 
 import ortflow
 from ortflow.engine import commands
-from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, OrtflowError
+from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NO_SPACE, EXIT_OK, OrtflowError, no_space, no_space_message
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)  # stage threads hold no state worth waiting for: their work folders are discarded
     except Exception as exc:  # noqa: BLE001 - boundary: CLI; an engine bug is said plainly, traceback only when asked
+        full = no_space(exc)
+        if full is not None:  # the machine, not ortflow: say which disk
+            out.error(no_space_message(full.filename or "the current folder"))
+            return EXIT_NO_SPACE
         out.error(f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback")
         if args.debug:
             out.traceback()

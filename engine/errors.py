@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 
 # Exit codes, documented in the README.
@@ -10,6 +11,7 @@ EXIT_STAGE_FAILED = 1
 EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran
 EXIT_GATE_FAILED = 3  # a stage ran and its quality gate said no
 EXIT_INTERNAL = 4  # a bug in ortflow itself
+EXIT_NO_SPACE = 5  # a disk filled up: the machine, not the recipe, stopped the run
 EXIT_DIFFERENT = 1  # `engine compare`: the two runs differ (as diff(1) says it)
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as `yes | head` leaves it
@@ -88,3 +90,22 @@ def suggest(name: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str
 
 class ProviderUnavailable(StageError):
     """A stage needs an execution provider this machine cannot run; `optional: true` turns it into a skip."""
+
+
+LOW_SPACE = 32 * 2**20  # bytes free under which a disk is taken to be why a write failed
+
+
+def no_space(exc: BaseException | None) -> OSError | None:
+    """The "no space left" (or quota) error behind `exc`, following its causes, if there is one."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def no_space_message(where: str) -> str:
+    return (f"no space left on the disk holding {where} — free space there (or point ORTFLOW_CACHE / --cache at a "
+            "bigger disk) and run again: finished stages are cached, and nothing partial was kept")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.record.lockfile import LockWriter, drift, locked_outputs, read_lock
@@ -21,6 +21,7 @@ from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs, job_for, job_key, locator, settled
 from ortflow.engine.run.plan import PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
+from ortflow.engine.store import atomic
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
@@ -209,6 +210,7 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         return
     outputs = outcome.record["outputs"].values()
+    atomic.remove_stale_staging(folder)  # what a killed run was copying here
     for out in outputs:
         ws.store.materialize(out["digest"], folder / out["filename"])
     (folder / STAGE_MARKER).write_text(outcome.name + "\n", encoding="utf-8")  # ours, to remove when stale
@@ -246,6 +248,8 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:
     statuses = {o.status for o in outcomes.values()}
+    if any(o.out_of_space for o in outcomes.values()):
+        return EXIT_NO_SPACE
     if Status.FAILED in statuses:
         return EXIT_STAGE_FAILED
     if Status.GATE_FAILED in statuses:

@@ -160,6 +160,7 @@ class StageOutcome:
     error: str | None = None
     traceback: str | None = None  # shown with --debug
     printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
+    out_of_space: bool = False  # the stage failed because a disk filled up (exit code 5, not 1)
 
     @property
     def succeeded(self) -> bool:

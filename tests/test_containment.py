@@ -109,3 +109,64 @@ def test_inputs_that_are_not_regular_files_are_refused_at_validate(project, cli,
     assert ("recipe.yaml:4:" if kind != "root folder" else "recipe.yaml:6:") in err  # the input, or where a model is wanted
     assert ("not a regular file" in err) if kind != "root folder" else ("a folder" in err)
     assert stat.S_ISFIFO((project / "pipe.onnx").stat().st_mode) if kind == "fifo" else True
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MB file system, to fill up for real (ENOSPC from the kernel, not a simulated error)."""
+    import subprocess
+
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"mounting a small tmpfs needs root: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _big_seed_recipe(project: Path) -> Path:
+    (project / "seed.txt").write_bytes(b"x" * 3_000_000)
+    return write(project / "recipe.yaml", """
+        version: 1
+        name: big
+        inputs:
+          seed: {path: seed.txt}
+        stages:
+          copy: {uses: concat, in: {parts: inputs.seed}}
+    """)
+
+
+def test_a_full_cache_disk_is_an_environment_error_and_nothing_partial_stays(project, cli, small_disk, monkeypatch):
+    monkeypatch.setenv("ORTFLOW_CACHE", str(small_disk / "cache"))
+    code, out, err = cli("run", _big_seed_recipe(project))
+    assert code == 5, (out, err)
+    assert "no space left on the disk holding the cache" in out + err
+    cache = small_disk / "cache"
+    assert list((cache / "runs").rglob("*.json")) == [] and list((cache / "objects").rglob("*")) == []
+    assert [p for p in (cache / "tmp").iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_full_output_disk_is_an_environment_error_and_nothing_partial_stays(project, cli, small_disk):
+    code, out, err = cli("run", _big_seed_recipe(project), "--out", small_disk / "out")
+    assert code == 5, (out, err)
+    assert "no space left on the disk holding" in err and len(err.strip().splitlines()) == 1
+    assert [p for p in small_disk.rglob("*") if p.is_file()] == []
+
+
+def test_what_a_killed_copy_into_out_left_is_removed_by_the_next_run(project, cli):
+    import subprocess
+    import sys
+
+    from ortflow.engine.store.atomic import staging_path
+
+    recipe = _big_seed_recipe(project)
+    assert cli("run", recipe)[0] == 0
+    folder = project / "out/big/copy"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    ours = staging_path(folder / "joined.txt")
+    leftover = ours.with_name(ours.name.replace(f".{os.getpid()}.", f".{dead.strip()}."))
+    leftover.write_bytes(b"half a copy")
+    ours.write_bytes(b"a live writer's file")
+    assert cli("run", recipe)[0] == 0
+    assert not leftover.exists() and ours.exists()

@@ -297,6 +297,8 @@ QUANTIZE_BEFORE_OPTIMIZING = (
 
 
 def _pre_process_hint(said: str) -> str:
+    if "No space left" in said or "Disk quota" in said:
+        return "the disk holding the cache is full: free space there and run again"
     if "Incomplete symbolic shape inference" in said:
         return f"ORT's symbolic shape inference cannot follow this graph. If {QUANTIZE_BEFORE_OPTIMIZING}"
     return "set pre_process: false to skip it"

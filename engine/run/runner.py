@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import shutil
 import socket
 import time
 import traceback
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
+from ortflow.engine.errors import LOW_SPACE, GateFailed, ProviderUnavailable, StageError, no_space, no_space_message
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import job_key, settled
 from ortflow.engine.run.steps import StepRunner
@@ -44,12 +45,33 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
         return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message)
     except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
-        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=_readable(str(exc), exc),
-                            traceback=details, printed=getattr(exc, "stage_log", ""))
+        return _failure(store, spec.name, time.perf_counter() - started, key, exc, _readable(str(exc), exc), details)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = _readable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", exc)
-        return StageOutcome(spec.name, Status.FAILED, time.perf_counter() - started, key, error=message,
-                            traceback=traceback.format_exc(), printed=getattr(exc, "stage_log", ""))
+        return _failure(store, spec.name, time.perf_counter() - started, key, exc, message, traceback.format_exc())
+
+
+def _failure(store: Store, name: str, seconds: float, key: str, exc: BaseException, message: str,
+             details: str | None) -> StageOutcome:
+    """A failed stage's outcome. A full disk is said as such, whether the error says it (ENOSPC) or only shows
+    its effect (a truncated model that no longer parses), judged by the space left when the stage failed."""
+    free = getattr(exc, "free_bytes", None)
+    if no_space(exc) is not None:
+        message, full = no_space_message(f"the cache ({store.root})"), True
+    elif free is not None and free < LOW_SPACE:
+        message, full = (f"{message} — the disk holding the cache ({store.root}) had {free / 1e6:.1f} MB free when the "
+                         "stage failed, the likely cause: free space there and run again"), True
+    else:
+        full = False
+    return StageOutcome(name, Status.FAILED, seconds, key, error=message, traceback=details,
+                        printed=getattr(exc, "stage_log", ""), out_of_space=full)
+
+
+def _free_bytes(folder: Path) -> int | None:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def _readable(message: str, exc: BaseException) -> str:
@@ -85,6 +107,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
                 exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
+                exc.free_bytes = _free_bytes(workdir)  # type: ignore[attr-defined]  # before removing it frees space
                 raise
         seconds = time.perf_counter() - started
         _check_sources_unchanged(store, job)

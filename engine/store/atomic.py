@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import socket
 import stat
 import time
 import uuid
@@ -20,8 +22,12 @@ STAGING_SUFFIX = ".ortflow-tmp"
 
 
 def staging_path(dest: Path) -> Path:
-    """A hidden sibling of `dest` (same file system, so the final rename is atomic)."""
-    return dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:12]}{STAGING_SUFFIX}")
+    """A hidden sibling of `dest` (same file system, so the final rename is atomic), named after this host and
+    process so that a later run can tell a killed writer's leftover from a live writer's file."""
+    return dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}{STAGING_SUFFIX}")
+
+
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
 def write_text(dest: Path, text: str, mode: int = 0o644) -> None:
@@ -62,16 +68,30 @@ def replace(staging: Path, dest: Path) -> None:
 
 
 def remove_stale_staging(folder: Path, older_than_s: float = 3600) -> None:
-    """Staging leftovers of killed processes: anything of ours older than any write takes."""
+    """Staging leftovers of killed processes: those of a process of this host that is gone, and any older
+    than a write takes (from another host sharing the folder)."""
     if not folder.is_dir():
         return
     cutoff = time.time() - older_than_s
     for entry in folder.glob(f".*{STAGING_SUFFIX}"):
         try:
-            if entry.lstat().st_mtime < cutoff:
+            if _writer_gone(entry.name) or entry.lstat().st_mtime < cutoff:
                 shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         except OSError:
             pass
+
+
+def _writer_gone(name: str) -> bool:
+    parts = name[: -len(STAGING_SUFFIX)].split(".")
+    if len(parts) < 4 or parts[-3] != _HOST or not parts[-2].isdigit():
+        return False  # another host's, or an older name: only its age can tell
+    try:
+        os.kill(int(parts[-2]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # alive, under another user
+    return False
 
 
 class ProcessLock:
