@@ -34,9 +34,14 @@ class ModelInput:
 def model_inputs(model_path: Path) -> list[ModelInput]:
     """The inputs a caller must feed (initializers that double as inputs are optional and left out)."""
     import onnx
+    from google.protobuf.message import DecodeError
     from onnx import helper
 
-    model = onnx.load(str(model_path), load_external_data=False)
+    try:
+        model = onnx.load(str(model_path), load_external_data=False)
+    except DecodeError as exc:
+        raise StageError(f"{Path(model_path).name} is not an ONNX model: its bytes do not parse as one ({exc}) — "
+                         "check that the path names an .onnx file, or re-export / re-download the model") from exc
     initializers = {t.name for t in model.graph.initializer}
     found = []
     for value in model.graph.input:

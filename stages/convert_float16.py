@@ -38,13 +38,12 @@ class ConvertFloat16(Stage):
         return ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
-        import onnx
         from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
         params = ctx.params
         source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
-        model = onnx.load(str(source))
+        model = onnx_model.load_graph(source, external_data=True)
         try:
             converted = convert_float_to_float16(
                 model, keep_io_types=params["keep_io_types"],

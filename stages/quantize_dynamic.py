@@ -52,7 +52,7 @@ class QuantizeDynamic(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        names = {n.name for n in onnx.load(str(source), load_external_data=False).graph.node}
+        names = {n.name for n in onnx_model.load_graph(source).graph.node}
         unknown = sorted(set(params["nodes_to_exclude"]) - names)
         if unknown:
             hint = suggest(unknown[0], names) or "node names are in the model (and in a quantize stage's metrics)"

@@ -153,9 +153,8 @@ class QuantizeStatic(Stage):
         """Check the table and the node and op names against the model, name unnamed nodes (exclusion goes
         by name), move an opset-12 model to 13 for per-channel, and choose the nodes kept in float.
         Returns (model to quantize, nodes kept in float, of those the ones around masks, opset upgraded from)."""
-        import onnx
 
-        model = onnx.load(str(model_path))
+        model = onnx_model.load_graph(model_path, external_data=True)
         changed = _name_nodes(model)
         _check_names(model, params)
         _check_coverage(model, params, calibrated | masks)

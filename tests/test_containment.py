@@ -170,3 +170,23 @@ def test_what_a_killed_copy_into_out_left_is_removed_by_the_next_run(project, cl
     ours.write_bytes(b"a live writer's file")
     assert cli("run", recipe)[0] == 0
     assert not leftover.exists() and ours.exists()
+
+
+def test_a_file_that_is_not_a_model_is_named_with_the_fix(project, cli):
+    (project / "notes.onnx").write_text("these are notes, not a model")
+    recipe = write(project / "recipe.yaml", """
+        version: 1
+        name: notes
+        inputs:
+          model: {path: notes.onnx}
+        datasets:
+          calibration: {loader: random, with: {samples: 2}}
+        stages:
+          calib: {uses: calibrate, in: {model: inputs.model, data: datasets.calibration}}
+          dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
+    """)
+    code, out, err = cli("run", recipe, "-k")
+    assert code == 1, (out, err)
+    for stage in ("calib", "dyn"):
+        line = next(x for x in err.splitlines() if f"stage '{stage}'" in x)
+        assert "notes.onnx is not an ONNX model" in line and "check that the path names an .onnx file" in line

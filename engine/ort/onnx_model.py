@@ -117,17 +117,28 @@ class ExternalDataOutside(StageError):
     """A model names external data outside its own folder (or the model file itself)."""
 
 
+NOT_A_MODEL_HINT = "check that the path names an .onnx file, or re-export / re-download the model"
+
+
+def load_graph(path: Path, external_data: bool = False) -> Any:
+    """onnx.load, with a file that is not an ONNX model said as such (by name) instead of protobuf's riddle."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        return onnx.load(str(path), load_external_data=external_data)
+    except DecodeError as exc:
+        raise NotAnOnnxModel(f"{Path(path).name} is not an ONNX model: its bytes do not parse as one "
+                             f"({first_line(exc)}) — {NOT_A_MODEL_HINT}") from exc
+
+
 def external_data_files(path: Path) -> list[str]:
     """Locations (relative to the model's folder) of the external-data files a model references. Each
     must resolve inside the model's folder, as onnx and ORT require: a hostile model naming
     `../../secret` or `/etc/passwd` is refused here, before any caller reads, stats or copies the file."""
     import onnx
-    from google.protobuf.message import DecodeError
 
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except DecodeError as exc:
-        raise NotAnOnnxModel(f"{path.name} is not an ONNX model ({first_line(exc)})") from exc
+    model = load_graph(path)
     found = set()
     for tensor in model.graph.initializer:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
@@ -200,7 +211,7 @@ def cap_ir_version(path: Path) -> None:
     """Rewrite a saved model whose IR version is newer than ORT loads (e.g. written by a newer onnx)."""
     import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = load_graph(path)
     if model.ir_version > max_ir_version():
         model.ir_version = max_ir_version()
         onnx.save_model(model, str(path))
@@ -243,7 +254,7 @@ def op_counts(path: Path) -> Counter[str]:
     """Nodes by op type (contrib ops as domain.op), subgraphs included."""
     import onnx
 
-    model = onnx.load(str(path), load_external_data=False)
+    model = load_graph(path)
     counts: Counter[str] = Counter()
 
     def visit(graph: Any) -> None:
