@@ -157,7 +157,7 @@ def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
     store = _cache_store(args)
-    damage = store.verify(_locked_outputs(args.recipes))
+    damage = store.verify(_locked_outputs(args.recipes, store.root))
     for item in damage:
         out.error(f"{store.root}: damaged {item.what} {item.name}: {item.reason}")
     if damage and args.remove:
@@ -170,15 +170,22 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
     return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
 
 
-def _locked_outputs(recipes: list[Path]) -> dict[str, tuple[str, dict[str, str]]]:
-    """What the named recipes' lock files say each key produced, for `cache verify` to check records against."""
+def _locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[str, dict[str, str]]]:
+    """What lock files say each key produced, for `cache verify` to check records against: the named
+    recipes' lock files, or else those beside the cache (where a recipe's default cache lives)."""
     from ortflow.engine.record.lockfile import locked_outputs, read_lock
     from ortflow.engine.types import lock_path_for
 
+    paths = [lock_path_for(Path(r)) for r in recipes] or sorted(store_root.parent.glob("*.lock"))
     locked = {}
-    for recipe in recipes:
-        lock_path = lock_path_for(Path(recipe))
-        locked.update({key: (lock_path.name, outputs) for key, outputs in locked_outputs(read_lock(lock_path)).items()})
+    for lock_path in paths:
+        try:
+            lock = read_lock(lock_path)
+        except OrtflowError:
+            if recipes:
+                raise
+            continue  # a *.lock of another tool beside the cache
+        locked.update({key: (lock_path.name, outputs) for key, outputs in locked_outputs(lock).items()})
     return locked
 
 
