@@ -8,18 +8,21 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, quantization
+from ortflow.stages.support import isa, quantization, sanity
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
-    version = "3"  # 3: reduce_range auto
+    version = "4"  # 3: reduce_range auto; 4: the sanity check
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
     )
-    inputs = (Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),)
+    inputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),
+        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
+    )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
         Port("metrics", ArtifactKind.METRICS, "quantized op counts and sizes", filename="metrics.json"),
@@ -38,6 +41,7 @@ class QuantizeDynamic(Stage):
                                  "description": "node names to keep in float"},
             "extra_options": {"type": "object", "default": {},
                               "description": "ORT's extra_options, e.g. {MatMulConstBOnly: true}"},
+            **sanity.SANITY_PARAMS,
         },
     }
 
@@ -86,8 +90,9 @@ class QuantizeDynamic(Stage):
             "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        checked = sanity.verify_quantized(ctx, source, target, metrics)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "")
+        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "") + f"; {checked}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
                                                      "reduce_range": reduce_range})

@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, quantization
+from ortflow.stages.support import isa, quantization, sanity
 from ortflow.stages.support.calibration_table import mask_tensors
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -27,7 +27,7 @@ MIN_COVERAGE = 0.5  # share of the model's float activations the table must desc
 
 class QuantizeStatic(Stage):
     type = "quantize_static"
-    version = "3"  # 3: reduce_range auto
+    version = "4"  # 3: reduce_range auto; 4: the sanity check
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -37,6 +37,7 @@ class QuantizeStatic(Stage):
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the fp32 model (the one the table was calibrated on)"),
         Port("calibration", ArtifactKind.CALIBRATION_TABLE, "a calibrate stage's table"),
+        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
@@ -68,6 +69,7 @@ class QuantizeStatic(Stage):
                                   "description": "accept a result in which no activation was quantized"},
             "extra_options": {"type": "object", "propertyNames": {"enum": EXTRA_OPTIONS}, "default": {},
                               "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}"},
+            **sanity.SANITY_PARAMS,
         },
     }
 
@@ -126,10 +128,11 @@ class QuantizeStatic(Stage):
             "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        checked = sanity.verify_quantized(ctx, model, target, metrics)
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        summary += f"; {why}" if why else ""
+        summary += (f"; {why}" if why else "") + f"; {checked}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
                                                      "reduce_range": reduce_range})
 

@@ -1,0 +1,57 @@
+"""quantization_debug: where a quantized model loses accuracy, node by node, against its float model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ortflow.engine.ort import onnx_model
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support import localization, sanity
+
+
+class QuantizationDebug(Stage):
+    type = "quantization_debug"
+    version = "1"
+    description = (
+        "Run a float model and its quantized version on the same samples, compare every activation both have "
+        "(ORT's qdq_loss_debug building blocks) and rank the float model's nodes by how much the SQNR drops "
+        "across each: the nodes to keep in float first. Also judges every output as the quantize stages' "
+        "sanity check does. The node names are the ones nodes_to_exclude takes when `reference` is the graph "
+        "the quantizer was given."
+    )
+    inputs = (
+        Port("reference", ArtifactKind.ONNX_MODEL, "the float model that was quantized"),
+        Port("model", ArtifactKind.ONNX_MODEL, "the quantized model (QDQ, QOperator or dynamic)"),
+        Port("data", ArtifactKind.DATASET, "samples to run both on"),
+    )
+    outputs = (Port("report", ArtifactKind.METRICS, "nodes ranked by SQNR drop, outputs judged", filename="debug.json"),)
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "samples": {"type": "integer", "minimum": 1, "default": 4,
+                        "description": "samples to run (every activation of each is kept in memory)"},
+            "top": {"type": "integer", "minimum": 1, "default": 20, "description": "nodes listed in the report"},
+            "min_cosine": {"type": "number", "minimum": -1, "maximum": 1, "default": 0.5,
+                           "description": "the agreement below which an output is called collapsed"},
+        },
+    }
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx", "numpy", "isa")  # integer kernels differ by instruction set
+
+    def run(self, ctx: StageContext) -> StageResult:
+        reference = onnx_model.private_model(ctx.inputs["reference"], ctx.scratch / "reference")
+        quantized = onnx_model.private_model(ctx.inputs["model"], ctx.scratch / "quantized")
+        feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
+        ranked = localization.rank_nodes(reference, quantized, feeds, ctx.scratch)
+        outputs = sanity.check_outputs(reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False)
+        report = {"samples": len(feeds), "nodes": [e.as_dict() for e in ranked[: ctx.params["top"]]],
+                  "nodes_compared": len(ranked), "outputs": outputs.metrics()["outputs"]}
+        ctx.output_path("report").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        failures = outputs.failures
+        summary = f"where error enters: {localization.culprits_text(ranked)}"
+        summary += f"; collapsed: {'; '.join(failures[:2])}" if failures else ""
+        worst = {f"sqnr_drop_db_{i + 1}": round(e.jump_db, 2) for i, e in enumerate(ranked[:3])}
+        return StageResult(summary=summary, metrics={"culprits": [e.node for e in ranked[:5]], **worst})

@@ -1,0 +1,193 @@
+"""The check every quantize stage runs before calling its model a success: the quantized model's outputs,
+next to the float model's on a few samples, must not have collapsed (NaN, all zeros, constant, or far off).
+
+Whole-output agreement hides the worst failures: a detector whose output joins box coordinates (0..640)
+with class scores (0..1) keeps a cosine of 0.99 when every class score is rounded to 0. So each output is
+also looked at channel by channel (axis 1, and the last axis), and a channel that varies in float but is
+constant after quantization counts as collapsed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SANITY_PARAMS = {
+    "sanity_check": {"type": "boolean", "default": True,
+                     "description": "compare outputs with the float model on a few samples (the `data` input, else "
+                                    "random feeds) and fail when one collapsed: NaN, all zeros, constant, or far off"},
+    "sanity_samples": {"type": "integer", "minimum": 1, "default": 8, "description": "samples the check runs"},
+    "sanity_min_cosine": {"type": "number", "minimum": -1, "maximum": 1, "default": 0.5,
+                          "description": "the loose agreement every output must keep (mean cosine per sample)"},
+}
+COLLAPSE = 1e-3  # a channel whose spread fell below this share of its float spread has collapsed
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    cosine: float
+    relative_error: float
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SanityReport:
+    samples: int
+    synthetic: bool  # random feeds, not the user's data
+    outputs: list[OutputCheck]
+
+    @property
+    def failures(self) -> list[str]:
+        return [f"output '{o.name}': {p}" for o in self.outputs for p in o.problems]
+
+    def metrics(self) -> dict[str, Any]:
+        return {"samples": self.samples, "synthetic_inputs": self.synthetic,
+                "outputs": {o.name: {"cosine_mean": round(o.cosine, 5), "relative_error": round(o.relative_error, 5),
+                                     "problems": o.problems} for o in self.outputs}}
+
+
+def check_outputs(float_model: Path, quantized: Path, feeds: Iterable[dict[str, Any]], min_cosine: float,
+                  synthetic: bool) -> SanityReport:
+    """Run both models on the same feeds and judge every output."""
+    import numpy as np
+
+    from ortflow.engine.ort.onnx_model import load_for_ort
+
+    reference, candidate = load_for_ort(float_model), load_for_ort(quantized)
+    names = [o.name for o in reference.get_outputs()]
+    ours: dict[str, list[Any]] = {n: [] for n in names}
+    theirs: dict[str, list[Any]] = {n: [] for n in names}
+    count = 0
+    for feed in feeds:
+        for name, a, b in zip(names, reference.run(names, feed), candidate.run(names, feed), strict=True):
+            ours[name].append(np.asarray(a))
+            theirs[name].append(np.asarray(b))
+        count += 1
+    return SanityReport(count, synthetic, [_judge(n, ours[n], theirs[n], min_cosine) for n in names])
+
+
+def _judge(name: str, floats: list[Any], quants: list[Any], min_cosine: float) -> OutputCheck:
+    import numpy as np
+
+    if not floats or floats[0].dtype.kind not in "fc":
+        return OutputCheck(name, 1.0, 0.0)  # labels, counts, masks: judged by the task metric, not here
+    f = np.stack([a.astype(np.float64) for a in floats])
+    q = np.stack([a.astype(np.float64) for a in quants])
+    problems = []
+    if not np.isfinite(q).all() and np.isfinite(f).all():
+        problems.append(f"{int((~np.isfinite(q)).sum())} of {q.size} values are NaN or infinite")
+        q = np.nan_to_num(q, nan=0.0, posinf=0.0, neginf=0.0)
+    cosines = [_cosine(a, b) for a, b in zip(f, q, strict=True)]
+    cosine = float(np.mean(cosines))
+    relative = float(np.linalg.norm(q - f) / max(np.linalg.norm(f), 1e-12))
+    if not q.any() and f.any():
+        problems.append("every value is 0")
+    elif np.ptp(q) == 0 and np.ptp(f) > 0:
+        problems.append(f"constant ({q.flat[0]:.4g}) where the float model's values vary")
+    else:
+        problems += _collapsed_channels(f, q)
+    if cosine < min_cosine:
+        problems.append(f"mean cosine {cosine:.3f} to the float model (below {min_cosine})")
+    return OutputCheck(name, cosine, relative, problems)
+
+
+def _cosine(a: Any, b: Any) -> float:
+    import numpy as np
+
+    a, b = a.ravel(), b.ravel()
+    norms = np.linalg.norm(a) * np.linalg.norm(b)
+    if norms == 0:
+        return 1.0 if not a.any() and not b.any() else 0.0
+    return float(a @ b / norms)
+
+
+def _collapsed_channels(f: Any, q: Any) -> list[str]:
+    """Channels (along axis 1 or the last axis of each sample's output) that vary in float but not after."""
+    import numpy as np
+
+    found = []
+    for axis in sorted({2, f.ndim - 1}):  # f is [samples, *output shape]: axis 2 is the output's axis 1
+        if axis >= f.ndim or f.shape[axis] < 2:
+            continue
+        moved_f, moved_q = np.moveaxis(f, axis, 0), np.moveaxis(q, axis, 0)
+        spread_f = moved_f.reshape(len(moved_f), -1).std(axis=1)
+        spread_q = moved_q.reshape(len(moved_q), -1).std(axis=1)
+        varying = spread_f > 1e-6 * max(float(spread_f.max()), 1e-30)
+        dead = np.flatnonzero(varying & (spread_q <= COLLAPSE * spread_f))
+        if len(dead):
+            found.append(f"{len(dead)} of {len(spread_f)} channels along axis {axis - 1} ({_ranges(dead)}) are constant "
+                         "after quantization but vary in float: one scale cannot serve values of such different "
+                         "ranges (e.g. box coordinates and class scores joined in one tensor)")
+            break
+    return found
+
+
+def _ranges(indices: Any) -> str:
+    spans, start, last = [], None, None
+    for i in map(int, indices):
+        if start is None:
+            start = last = i
+        elif i == last + 1:
+            last = i
+        else:
+            spans.append((start, last))
+            start = last = i
+    if start is not None:
+        spans.append((start, last))
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:6])
+    return text + (", ..." if len(spans) > 6 else "")
+
+
+def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]], bool]:
+    """Up to `samples` feeds from the stage's `data` input, else seeded random ones: (feeds, synthetic)."""
+    import itertools
+
+    from ortflow.engine.dataset import model_inputs
+
+    inputs = model_inputs(model)
+    data = ctx.inputs.get("data")
+    if data is not None:
+        return list(itertools.islice(data.feeds(inputs, samples), samples)), False
+    from ortflow.engine.loaders.random import RandomLoader
+
+    dims = {d: 16 for spec in inputs for d in spec.shape[1:] if isinstance(d, str) or d is None}
+    dims.pop(None, None)
+    params = {"samples": samples, "seed": 0, "dims": dims, "ranges": {}}
+    return list(RandomLoader().feeds(params, inputs)), True
+
+
+def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, Any]) -> str:
+    """The sanity check of a quantize stage: adds its numbers (and, when an output collapsed, the nodes where
+    the error entered) to `metrics`, which the stage has written already and is re-written here; raises
+    GateFailed when an output collapsed. Returns a short note for the stage's summary."""
+    import json
+
+    from ortflow.engine.errors import GateFailed, StageError
+
+    params = ctx.params
+    if not params["sanity_check"]:
+        return "sanity check off"
+    try:
+        feeds, synthetic = feeds_for(ctx, float_model, params["sanity_samples"])
+    except StageError as exc:  # random feeds need every symbolic axis named: say so rather than guess
+        metrics["sanity"] = {"skipped": str(exc)}
+        return "sanity check skipped (give it `data`)"
+    report = check_outputs(float_model, quantized, feeds, params["sanity_min_cosine"], synthetic)
+    metrics["sanity"] = report.metrics()
+    failures = report.failures
+    if failures:
+        from ortflow.stages.support.localization import culprits_text, rank_nodes
+
+        ranked = rank_nodes(float_model, quantized, feeds[:4], ctx.scratch)
+        metrics["sanity"]["culprits"] = [e.as_dict() for e in ranked[:10]]
+    ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+    if failures:
+        source = "random feeds (give the stage `data` for a real check)" if synthetic else f"{report.samples} samples"
+        raise GateFailed(
+            f"the quantized model is broken on {source}: {'; '.join(failures[:3])}. Where the error enters: "
+            f"{culprits_text(ranked)} — keep those nodes in float (nodes_to_exclude), or quantize fewer op types "
+            "(op_types_to_quantize: [MatMul, Gemm, Conv]); sanity_check: false keeps the model anyway",
+            {"sanity": metrics["sanity"]})
+    worst = min((o.cosine for o in report.outputs), default=1.0)
+    return f"sanity: worst output cosine {worst:.3f} on {report.samples} {'random ' if synthetic else ''}samples"
