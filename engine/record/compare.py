@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.record.lockfile import load_lock_yaml, read_bounded_text
 
 
 def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
@@ -30,12 +31,15 @@ def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
 
 
 def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
-    """Stages by name, from a lock file (YAML) or a report.json, and which of the two it was."""
-    import yaml
-
+    """Stages by name, from a lock file (YAML) or a report.json, and which of the two it was. Both are
+    bounded in size, and a lock is read as `engine run` reads it: anchors and aliases, which could expand a
+    small file into gigabytes, are refused."""
     try:
-        data = json.loads(path.read_text()) if path.suffix == ".json" else yaml.safe_load(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        if path.suffix == ".json":
+            data = json.loads(read_bounded_text(path, "a report.json", "compare two runs' report.json files"))
+        else:
+            data = load_lock_yaml(path)
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
         raise OrtflowError(f"{path}: cannot read it as a lock file or report.json: {exc}") from None
     try:
         if isinstance(data, dict) and isinstance(data.get("stages"), dict) and "schema" in data:  # a lock file
