@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import ortflow
 from ortflow.engine.errors import Location
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
-from ortflow.engine.recipe.yamlsource import SourceMap
+from ortflow.engine.recipe.yamlsource import MAX_BYTES, SourceMap
 from ortflow.engine.registry import Plugins
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
@@ -35,6 +36,10 @@ FOLDER = "recipes"
 
 def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
     try:
+        for path in filter(None, (recipe_path, params_file)):  # read below, and only if small regular files
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+                return None  # the full load refuses it with the reason
         parts = {
             "engine": ortflow.__version__,
             "schema": hash_bytes(recipe_schema_text().encode("utf-8")),
