@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 SANITY_PARAMS = {
     "sanity_check": {"type": "boolean", "default": True,
@@ -21,6 +21,8 @@ SANITY_PARAMS = {
                           "description": "the loose agreement every output must keep (mean cosine per sample)"},
 }
 COLLAPSE = 1e-3  # a channel whose spread fell below this share of its float spread has collapsed
+DEAD_SHARE = 0.05  # collapsed channels count when at least this share of an axis collapsed
+SYMBOLIC_SIZE = 64  # random feeds: the size of an unnamed symbolic axis (a 16-pixel image breaks detectors)
 
 
 @dataclass
@@ -47,24 +49,27 @@ class SanityReport:
                                      "problems": o.problems} for o in self.outputs}}
 
 
-def check_outputs(float_model: Path, quantized: Path, feeds: Iterable[dict[str, Any]], min_cosine: float,
+class FeedsDoNotFit(Exception):
+    """The float model itself cannot run the feeds (random ones whose sizes the model does not accept)."""
+
+
+def check_outputs(float_model: Path, quantized: Path, feeds: list[dict[str, Any]], min_cosine: float,
                   synthetic: bool) -> SanityReport:
     """Run both models on the same feeds and judge every output."""
     import numpy as np
 
-    from ortflow.engine.ort.onnx_model import load_for_ort
+    from ortflow.engine.ort.onnx_model import load_for_ort, ort_errors
 
     reference, candidate = load_for_ort(float_model), load_for_ort(quantized)
     names = [o.name for o in reference.get_outputs()]
-    ours: dict[str, list[Any]] = {n: [] for n in names}
-    theirs: dict[str, list[Any]] = {n: [] for n in names}
-    count = 0
-    for feed in feeds:
-        for name, a, b in zip(names, reference.run(names, feed), candidate.run(names, feed), strict=True):
-            ours[name].append(np.asarray(a))
-            theirs[name].append(np.asarray(b))
-        count += 1
-    return SanityReport(count, synthetic, [_judge(n, ours[n], theirs[n], min_cosine) for n in names])
+    try:
+        ours = [reference.run(names, feed) for feed in feeds]
+    except ort_errors() as exc:
+        raise FeedsDoNotFit(str(exc).strip().splitlines()[0][:200]) from exc
+    theirs = [candidate.run(names, feed) for feed in feeds]
+    judged = [_judge(name, [np.asarray(o[i]) for o in ours], [np.asarray(t[i]) for t in theirs], min_cosine)
+              for i, name in enumerate(names)]
+    return SanityReport(len(feeds), synthetic, judged)
 
 
 def _judge(name: str, floats: list[Any], quants: list[Any], min_cosine: float) -> OutputCheck:
@@ -113,9 +118,9 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
         moved_f, moved_q = np.moveaxis(f, axis, 0), np.moveaxis(q, axis, 0)
         spread_f = moved_f.reshape(len(moved_f), -1).std(axis=1)
         spread_q = moved_q.reshape(len(moved_q), -1).std(axis=1)
-        varying = spread_f > 1e-6 * max(float(spread_f.max()), 1e-30)
+        varying = spread_f > 1e-6 * max(float(np.abs(f).max()), 1e-30)  # more than rounding noise
         dead = np.flatnonzero(varying & (spread_q <= COLLAPSE * spread_f))
-        if len(dead):
+        if len(dead) >= max(1, DEAD_SHARE * len(spread_f)):  # a whole slice, not one edge pixel of a map
             found.append(f"{len(dead)} of {len(spread_f)} channels along axis {axis - 1} ({_ranges(dead)}) are constant "
                          "after quantization but vary in float: one scale cannot serve values of such different "
                          "ranges (e.g. box coordinates and class scores joined in one tensor)")
@@ -151,8 +156,7 @@ def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]]
         return list(itertools.islice(data.feeds(inputs, samples), samples)), False
     from ortflow.engine.loaders.random import RandomLoader
 
-    dims = {d: 16 for spec in inputs for d in spec.shape[1:] if isinstance(d, str) or d is None}
-    dims.pop(None, None)
+    dims = {d: SYMBOLIC_SIZE for spec in inputs for d in spec.shape[1:] if isinstance(d, str)}
     params = {"samples": samples, "seed": 0, "dims": dims, "ranges": {}}
     return list(RandomLoader().feeds(params, inputs)), True
 
@@ -173,9 +177,21 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
     except StageError as exc:  # random feeds need every symbolic axis named: say so rather than guess
         metrics["sanity"] = {"skipped": str(exc)}
         return "sanity check skipped (give it `data`)"
-    report = check_outputs(float_model, quantized, feeds, params["sanity_min_cosine"], synthetic)
+    try:
+        report = check_outputs(float_model, quantized, feeds, params["sanity_min_cosine"], synthetic)
+    except FeedsDoNotFit as exc:
+        if not synthetic:
+            raise StageError(f"the float model cannot run the `data` samples: {exc}") from exc
+        metrics["sanity"] = {"skipped": f"random feeds do not fit the model: {exc}"}
+        return "sanity check skipped: random feeds do not fit this model (give the stage `data`)"
     metrics["sanity"] = report.metrics()
     failures = report.failures
+    if failures and synthetic and not any("NaN" in f for f in failures):
+        # random feeds are off the model's distribution (a detector sees no object in noise, and rounding its
+        # near-zero scores to 0 is harmless there): say what they showed, do not fail on them
+        metrics["sanity"]["advisory"] = True
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        return f"sanity on random feeds flagged {failures[0]} (give the stage `data` for a real check)"
     if failures:
         from ortflow.stages.support.localization import culprits_text, rank_nodes
 
