@@ -1,8 +1,9 @@
 """Where quantization error enters a model: run the float and the quantized model on the same samples, compare
 every activation both have, and rank the float model's nodes by how much the error grows across each of them.
 
-The building blocks are ORT's (`onnxruntime.quantization.qdq_loss_debug`: every float tensor made a graph
-output, activations collected through a CalibrationDataReader). The ranking is ours: a node is a culprit
+The method is that of ORT's `onnxruntime.quantization.qdq_loss_debug` (every float tensor made a graph
+output; a quantized tensor compared where its consumers read it, after DequantizeLinear), with the tensors
+kept in their shapes (ORT's helper flattens them, which loses the channels). The ranking is ours: a node is a culprit
 where the signal-to-quantization-noise ratio (SQNR, dB) of its output is far below that of its inputs, not
 where the error is largest (that is wherever the error has accumulated, i.e. near the output). SQNR is taken
 per channel (axis 1 and the last axis) and summarised by the median, because a whole-tensor ratio hides a
@@ -45,11 +46,15 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
     quant_acts = _activations(quantized, feeds, scratch / "quantized-debug.onnx")
     graph = onnx.load(str(float_model), load_external_data=False).graph
     initializers = {t.name for t in graph.initializer}
-    scores = {name: EXACT_DB for name in (i.name for i in graph.input)}
+    for name in {i.name for i in graph.input} - initializers:  # a quantized input is read after its QDQ
+        float_acts[name] = [feed[name] for feed in feeds if name in feed]
+    scores = {}
     for name, values in float_acts.items():
         seen = quant_acts.get(name + DQ_SUFFIX) or quant_acts.get(name)
         if seen is not None and len(seen) == len(values):
             scores[name] = channel_sqnr(values, seen)
+    for name in {i.name for i in graph.input} - initializers - set(scores):
+        scores[name] = EXACT_DB  # a graph input read as fed
     ranked = []
     for node in graph.node:
         outputs = [o for o in node.output if o in scores]
@@ -65,10 +70,42 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
 
 
 def _activations(model: Path, feeds: Sequence[dict[str, Any]], augmented: Path) -> dict[str, list[Any]]:
-    from onnxruntime.quantization.qdq_loss_debug import collect_activations, modify_model_output_intermediate_tensors
+    """Every float tensor of the model, per feed, in its own shape. (ORT's
+    modify_model_output_intermediate_tensors flattens what it saves, which loses the channels.) The
+    augmented copy is saved beside `model` so that external-data locations still resolve."""
+    import onnx
+    import onnxruntime as ort
 
-    modify_model_output_intermediate_tensors(str(model), str(augmented))
-    return collect_activations(str(augmented), list(feeds))  # it iterates the reader: a list of feeds will do
+    from ortflow.engine.ort.onnx_model import load_for_ort
+
+    graph_model = onnx.load(str(model), load_external_data=False)
+    try:
+        typed = onnx.shape_inference.infer_shapes(graph_model).graph
+    except (onnx.shape_inference.InferenceError, ValueError):  # declared types are still known
+        typed = graph_model.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in [*typed.value_info, *typed.input, *typed.output]}
+    floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+    present = {o.name for o in graph_model.graph.output}
+    for node in graph_model.graph.node:
+        for name in node.output:
+            if name and name not in present and types.get(name) in floats:
+                graph_model.graph.output.append(onnx.helper.make_tensor_value_info(name, types[name], None))
+                present.add(name)
+    path = model.with_name(f"{model.stem}.{augmented.stem}.onnx")
+    onnx.save_model(graph_model, str(path))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
+    options.log_severity_level = 3
+    try:
+        session = load_for_ort(path, options)
+        names = [o.name for o in session.get_outputs()]
+        found: dict[str, list[Any]] = {name: [] for name in names}
+        for feed in feeds:
+            for name, value in zip(names, session.run(names, feed), strict=True):
+                found[name].append(value)
+    finally:
+        path.unlink(missing_ok=True)
+    return found
 
 
 def channel_sqnr(floats: Sequence[Any], quants: Sequence[Any]) -> float:

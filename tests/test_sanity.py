@@ -1,0 +1,88 @@
+"""Quantize stages never hand over a collapsed model as a success, and say where the error entered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from conftest import minilm_model, toy_model, write
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _detector_head(path: Path, anchors: int = 100) -> Path:
+    """A detector's output head in miniature (a toy graph for the engine's own logic): one Conv, boxes scaled
+    to pixels, class scores through a Sigmoid, both joined by one Concat, as YOLO-style exports do."""
+    rng = np.random.default_rng(0)
+    constants = {"w": rng.standard_normal((8, 8, 1)).astype(np.float32), "s0": np.array([0], np.int64),
+                 "s4": np.array([4], np.int64), "s8": np.array([8], np.int64), "axis": np.array([1], np.int64), "pixels": np.array(100.0, np.float32)}
+    nodes = [helper.make_node("Conv", ["feat", "w"], ["h"], name="head_conv"),
+             helper.make_node("Slice", ["h", "s0", "s4", "axis"], ["box_raw"], name="box_slice"),
+             helper.make_node("Slice", ["h", "s4", "s8", "axis"], ["cls_raw"], name="cls_slice"),
+             helper.make_node("Mul", ["box_raw", "pixels"], ["boxes"], name="box_scale"),
+             helper.make_node("Sigmoid", ["cls_raw"], ["scores"], name="cls_sigmoid"),
+             helper.make_node("Concat", ["boxes", "scores"], ["out"], axis=1, name="head_concat")]
+    return toy_model(path, nodes, [helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, 8, anchors])],
+                     [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8, anchors])],
+                     [numpy_helper.from_array(v, k) for k, v in constants.items()])
+
+
+def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_float_fixes_it(project, cli):
+    _detector_head(project / "head.onnx")
+    recipe = write(project / "recipe.yaml", """
+        version: 1
+        name: head
+        inputs:
+          model: {path: head.onnx}
+        datasets:
+          feats: {loader: random, with: {samples: 8, ranges: {feat: [-1, 1]}}}
+        stages:
+          table: {uses: calibrate, in: {model: inputs.model, data: datasets.feats}}
+          naive: {uses: quantize_static, in: {model: inputs.model, calibration: table.table, data: datasets.feats}}
+          fixed:
+            uses: quantize_static
+            in: {model: inputs.model, calibration: table.table, data: datasets.feats}
+            with: {nodes_to_exclude: [head_concat]}
+          kept: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {sanity_check: false}}
+    """)
+    code, out, err = cli("run", recipe, "-k")
+    assert code == 3, (out, err)
+    line = next(x for x in err.splitlines() if "stage 'naive'" in x)
+    assert "4 of 8 channels along axis 1 (4-7) are constant after quantization" in line
+    assert "Where the error enters: head_concat (Concat" in line  # the culprit first, by its nodes_to_exclude name
+    fixed = json.loads((project / "out/head/fixed/metrics.json").read_text())
+    assert fixed["sanity"]["outputs"]["out"]["problems"] == [] and fixed["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
+    assert fixed["sanity"]["synthetic_inputs"] is False
+    kept = json.loads((project / "out/head/kept/metrics.json").read_text())
+    assert "sanity" not in kept  # turned off: the broken model is the user's call
+
+
+def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
+    data = Path(__file__).parent.parent / "recipes" / "data" / "calibration.npz"
+    recipe = write(project / "recipe.yaml", f"""
+        version: 1
+        name: debug
+        inputs:
+          model: {{path: {minilm_model()}}}
+        datasets:
+          calib: {{loader: npz, with: {{path: {data}, limit: 8}}}}
+        stages:
+          table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.calib}}}}
+          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table, data: datasets.calib}}}}
+          debug: {{uses: quantization_debug, in: {{reference: inputs.model, model: int8.model, data: datasets.calib}},
+                  with: {{samples: 2, top: 5}}}}
+    """)
+    code, out, err = cli("run", recipe)
+    assert code == 0, (out, err)
+    sanity = json.loads((project / "out/debug/int8/metrics.json").read_text())["sanity"]
+    assert sanity["samples"] == 8 and not sanity["synthetic_inputs"]
+    assert all(not o["problems"] for o in sanity["outputs"].values())
+    assert 0.5 < sanity["outputs"]["461"]["cosine_mean"] < 0.999  # the embeddings: measured, not assumed
+    report = json.loads((project / "out/debug/debug/debug.json").read_text())
+    import onnx
+
+    names = {n.name for n in onnx.load(str(minilm_model()), load_external_data=False).graph.node}
+    assert len(report["nodes"]) == 5 and report["nodes_compared"] > 50
+    assert all(n["node"] in names for n in report["nodes"])
+    jumps = [n["jump_db"] for n in report["nodes"]]
+    assert jumps == sorted(jumps, reverse=True) and jumps[0] > 10
