@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, quantization, sanity
+from ortflow.stages.support import isa, quantization, sanity, traps
 from ortflow.stages.support.calibration_table import mask_tensors
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -69,6 +69,7 @@ class QuantizeStatic(Stage):
                                   "description": "accept a result in which no activation was quantized"},
             "extra_options": {"type": "object", "propertyNames": {"enum": EXTRA_OPTIONS}, "default": {},
                               "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}"},
+            **traps.TRAP_PARAMS,
             **sanity.SANITY_PARAMS,
         },
     }
@@ -98,6 +99,9 @@ class QuantizeStatic(Stage):
         table, masks = self._read_table(Path(ctx.inputs["calibration"]), table_path)
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
                                                                 ctx.scratch / "prepared.onnx")
+        found = traps.find_traps(list(onnx_model.load_graph(model).graph.node), traps.table_ranges(table),
+                                 params["mixed_range_ratio"]) if params["avoid_traps"] else traps.Traps()
+        excluded = sorted(set(excluded) | found.nodes())
         target = self._quantize(model, ctx.output_path("model"), params, table, table_path, excluded)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
@@ -123,6 +127,7 @@ class QuantizeStatic(Stage):
             "nodes_kept_float": excluded,
             "quantized_nodes": quantization.quantized_node_names(model, target, _registry(params["format"])),
             "mask_nodes_kept_float": around_masks,
+            "traps_kept_float": found.metrics(),
             "opset_upgraded_from": upgraded,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -132,7 +137,7 @@ class QuantizeStatic(Stage):
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        summary += (f"; {why}" if why else "") + f"; {checked}"
+        summary += (f"; {why}" if why else "") + (f"; {_traps_text(found)}" if found.nodes() else "") + f"; {checked}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
                                                      "reduce_range": reduce_range})
 
@@ -279,6 +284,13 @@ def _kept_float(nodes: list[Any], params: dict[str, Any], masks: set[str]) -> tu
     if params["keep_float_last"]:
         kept.update(quantizable[-params["keep_float_last"]:])
     return sorted(set(params["nodes_to_exclude"]) | kept | around_masks), sorted(around_masks)
+
+
+def _traps_text(found: traps.Traps) -> str:
+    parts = [f"Concat {name} (ranges x{ratio:.0f} apart)" for name, ratio in sorted(found.mixed_concats.items())[:2]]
+    kinds = sorted({label.split(" at ")[0] for label in found.decomposed})
+    parts += [f"{sum(1 for k in found.decomposed if k.startswith(kind))} {kind} as primitive ops" for kind in kinds]
+    return "kept in float: " + ", ".join(parts)
 
 
 def _registry(quant_format: str) -> set[str]:

@@ -38,12 +38,19 @@ def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_flo
           feats: {loader: random, with: {samples: 8, ranges: {feat: [-1, 1]}}}
         stages:
           table: {uses: calibrate, in: {model: inputs.model, data: datasets.feats}}
-          naive: {uses: quantize_static, in: {model: inputs.model, calibration: table.table, data: datasets.feats}}
+          naive:
+            uses: quantize_static
+            in: {model: inputs.model, calibration: table.table, data: datasets.feats}
+            with: {avoid_traps: false}
           fixed:
             uses: quantize_static
             in: {model: inputs.model, calibration: table.table, data: datasets.feats}
-            with: {nodes_to_exclude: [head_concat]}
-          kept: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {sanity_check: false}}
+            with: {avoid_traps: false, nodes_to_exclude: [head_concat]}
+          default: {uses: quantize_static, in: {model: inputs.model, calibration: table.table, data: datasets.feats}}
+          kept:
+            uses: quantize_static
+            in: {model: inputs.model, calibration: table.table}
+            with: {sanity_check: false, avoid_traps: false}
     """)
     code, out, err = cli("run", recipe, "-k")
     assert code == 3, (out, err)
@@ -53,6 +60,10 @@ def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_flo
     fixed = json.loads((project / "out/head/fixed/metrics.json").read_text())
     assert fixed["sanity"]["outputs"]["out"]["problems"] == [] and fixed["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
     assert fixed["sanity"]["synthetic_inputs"] is False
+    default = json.loads((project / "out/head/default/metrics.json").read_text())  # the trap, seen before quantizing
+    assert list(default["traps_kept_float"]["mixed_range_concats"]) == ["head_concat"]
+    assert default["traps_kept_float"]["mixed_range_concats"]["head_concat"] > 50
+    assert default["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
     kept = json.loads((project / "out/head/kept/metrics.json").read_text())
     assert "sanity" not in kept  # turned off: the broken model is the user's call
 
@@ -86,3 +97,23 @@ def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
     assert all(n["node"] in names for n in report["nodes"])
     jumps = [n["jump_db"] for n in report["nodes"]]
     assert jumps == sorted(jumps, reverse=True) and jumps[0] > 10
+
+
+def test_layernorm_and_softmax_exported_as_primitive_ops_are_found_and_nothing_else():
+    """E[x^2] - E[x]^2 LayerNorm and Exp/ReduceSum/Div softmax between two MatMuls (a toy graph: the graph
+    logic only). The MatMuls and the residual Add before the norm are not part of what is kept in float."""
+    from ortflow.stages.support.traps import find_traps
+
+    make = helper.make_node
+    nodes = [make("MatMul", ["x", "w1"], ["h"], name="mm1"), make("Add", ["h", "x"], ["r"], name="residual"),
+             make("ReduceMean", ["r"], ["mean"], name="mean"), make("Mul", ["r", "r"], ["sq"], name="square"),
+             make("ReduceMean", ["sq"], ["mean_sq"], name="mean_sq"), make("Mul", ["mean", "mean"], ["mean2"], name="mean2"),
+             make("Sub", ["mean_sq", "mean2"], ["var"], name="var"), make("Add", ["var", "eps"], ["var_eps"], name="eps"),
+             make("Sqrt", ["var_eps"], ["std"], name="std"), make("Sub", ["r", "mean"], ["centred"], name="centre"),
+             make("Div", ["centred", "std"], ["normed"], name="normed"), make("MatMul", ["normed", "w2"], ["logits"], name="mm2"),
+             make("Exp", ["logits"], ["e"], name="exp"), make("ReduceSum", ["e"], ["total"], name="total"),
+             make("Div", ["e", "total"], ["probs"], name="probs")]
+    found = find_traps(nodes, {}, 50)
+    assert found.decomposed == {"LayerNorm at std": ["centre", "eps", "mean", "mean2", "mean_sq", "normed", "square", "std", "var"],
+                                "Softmax at total": ["exp", "probs", "total"]}
+    assert not {"mm1", "residual", "mm2"} & found.nodes()
