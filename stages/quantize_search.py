@@ -43,7 +43,7 @@ class Candidate:
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
-    version = "2"
+    version = "3"  # 3: culprit-first probes
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings
     description = (
@@ -133,6 +133,7 @@ class _Search:
         self.data = ctx.artifact("data")
         self.candidates: list[Candidate] = []
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
+        self.culprits: dict[str, list[str]] = {}  # base id -> nodes where its error enters, worst first
         self.started = time.monotonic()
         self.stopped = ""  # why the search ended early, if it did
         self.out_of_time = False  # a time-budget stop is no verdict: it must not be cached as one
@@ -174,7 +175,7 @@ class _Search:
         """Rank the base's quantized nodes by how much keeping each alone in float helps, then keep the
         most harmful ones in float, one more at a time, until the gates are met."""
         probes = []
-        for node in base.quantized_nodes:
+        for node in self._culprits_first(base):
             if self._over_budget():
                 break  # rank what was probed; the repairs below stop at the budget too
             probe = self._derived(base, [node], "probe")
@@ -192,6 +193,24 @@ class _Search:
             if self._build(candidate) and self._checked(candidate):
                 self._timed(candidate)
                 return
+
+    def _culprits_first(self, base: Candidate) -> list[str]:
+        """The base's quantized nodes, those where quantization error enters first (a quantization_debug
+        step ranks every node by the SQNR drop across it), so the probe budget goes to the likeliest
+        culprits rather than to the first nodes of the graph."""
+        assert base.model is not None
+        try:
+            step = self.steps.run("quantization_debug", {"samples": 4, "top": 50},
+                                  {"reference": self.models[base.start], "model": base.model, "data": self.data},
+                                  {"reference": self._model_name(base.start), "model": base.id, "data": "data"})
+            ranked = [n["node"] for n in step.document("report")["nodes"]]
+        except StageError as exc:  # a model the debug run cannot follow: probe in graph order, as before
+            self.ctx.log(f"{base.id}: no error ranking ({exc}); probing nodes in graph order")
+            ranked = []
+        quantized = set(base.quantized_nodes)
+        first = [n for n in ranked if n in quantized]
+        self.culprits[base.id] = first[:10]
+        return first + [n for n in base.quantized_nodes if n not in set(first)]
 
     def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
         params = dict(base.params)
@@ -294,6 +313,7 @@ class _Search:
             "candidates": [self._row(c, c in front) for c in self.candidates],
             "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
                              for base, ranked in self.rankings.items()},
+            "culprits": self.culprits,  # by quantization_debug: the order the probes went in
             "report": self._report(chosen, front),
         }
         self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
@@ -327,7 +347,7 @@ class _Search:
         metrics = sorted({k for c in self.candidates for k in c.values})
         shown = [c for c in self.candidates if c.role != "probe" or c.speedup]  # probes: in the node rankings
         rows = [[c.id + (" (chosen)" if c is chosen else ""), c.role, self._describe(c, names=False),
-                 ", ".join(self._short(n) for n in c.excluded), *[c.values.get(m, "") for m in metrics],
+                 ", ".join(c.excluded), *[c.values.get(m, "") for m in metrics],
                  {True: "yes", False: "no", None: ""}[c.passed], f"{c.speedup:.2f}x" if c.speedup else "",
                  "yes" if c in front else "", c.note] for c in shown]
         tables = [{"title": "Candidates (probes keeping one node float are in the node rankings)", "rows": rows,
@@ -335,7 +355,7 @@ class _Search:
         for base, ranked in self.rankings.items():
             tables.append({"title": f"Nodes by harm when quantized, from {base}",
                            "columns": ["node", "accuracy margin when it alone is kept float"],
-                           "rows": [[self._short(n), v] for n, v in ranked]})
+                           "rows": [[n, v] for n, v in ranked]})  # exact names: what nodes_to_exclude takes
         points = [{"label": f"{c.id} {self._describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
                    "chosen": c is chosen} for c in self.candidates if c.speedup and c.score is not None]
         chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
