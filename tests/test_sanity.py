@@ -55,7 +55,7 @@ def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_flo
     code, out, err = cli("run", recipe, "-k")
     assert code == 3, (out, err)
     line = next(x for x in err.splitlines() if "stage 'naive'" in x)
-    assert "4 of 8 channels along axis 1 (4-7) are constant after quantization" in line
+    assert "4 of 8 channels along axis 1 (4-7) lost their signal" in line
     assert "Where the error enters: head_concat (Concat" in line  # the culprit first, by its nodes_to_exclude name
     fixed = json.loads((project / "out/head/fixed/metrics.json").read_text())
     assert fixed["sanity"]["outputs"]["out"]["problems"] == [] and fixed["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99

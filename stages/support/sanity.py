@@ -21,7 +21,9 @@ SANITY_PARAMS = {
                           "description": "the loose agreement every output must keep (mean cosine per sample)"},
 }
 COLLAPSE = 1e-3  # a channel whose spread fell below this share of its float spread has collapsed
-DEAD_SHARE = 0.05  # collapsed channels count when at least this share of an axis collapsed
+LOST = 0.9  # a channel whose error is this large a share of its values has lost its signal
+DEAD_SHARE = 0.05  # constant channels count when at least this share of an axis is constant
+LOST_SHARE = 0.2  # channels that lost their signal count when at least this share of an axis did
 SYMBOLIC_SIZE = 64  # random feeds: the size of an unnamed symbolic axis (a 16-pixel image breaks detectors)
 
 
@@ -108,24 +110,30 @@ def _cosine(a: Any, b: Any) -> float:
 
 
 def _collapsed_channels(f: Any, q: Any) -> list[str]:
-    """Channels (along axis 1 or the last axis of each sample's output) that vary in float but not after."""
+    """Channels (along axis 1 or the last axis of each sample's output) that vary in float but are constant
+    after quantization, or whose error is as large as their values (their signal is lost: class scores
+    rounded to 0 or to one step of a scale set by pixel coordinates)."""
     import numpy as np
 
-    found = []
     for axis in sorted({2, f.ndim - 1}):  # f is [samples, *output shape]: axis 2 is the output's axis 1
         if axis >= f.ndim or f.shape[axis] < 2:
             continue
-        moved_f, moved_q = np.moveaxis(f, axis, 0), np.moveaxis(q, axis, 0)
-        spread_f = moved_f.reshape(len(moved_f), -1).std(axis=1)
-        spread_q = moved_q.reshape(len(moved_q), -1).std(axis=1)
+        moved_f = np.moveaxis(f, axis, 0).reshape(f.shape[axis], -1)
+        moved_q = np.moveaxis(q, axis, 0).reshape(f.shape[axis], -1)
+        spread_f, spread_q = moved_f.std(axis=1), moved_q.std(axis=1)
         varying = spread_f > 1e-6 * max(float(np.abs(f).max()), 1e-30)  # more than rounding noise
-        dead = np.flatnonzero(varying & (spread_q <= COLLAPSE * spread_f))
-        if len(dead) >= max(1, DEAD_SHARE * len(spread_f)):  # a whole slice, not one edge pixel of a map
-            found.append(f"{len(dead)} of {len(spread_f)} channels along axis {axis - 1} ({_ranges(dead)}) are constant "
-                         "after quantization but vary in float: one scale cannot serve values of such different "
-                         "ranges (e.g. box coordinates and class scores joined in one tensor)")
-            break
-    return found
+        error = np.linalg.norm(moved_q - moved_f, axis=1) / np.maximum(np.linalg.norm(moved_f, axis=1), 1e-30)
+        constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & (error >= LOST)
+        # a whole slice, not one edge pixel of a map; and lost signal only in a large share of the channels
+        # (an embedding keeps its meaning with a few noisy dimensions: the cosine floor judges those)
+        bad = constant | lost
+        if constant.sum() >= max(1, DEAD_SHARE * len(bad)) or lost.sum() >= max(1, LOST_SHARE * len(bad)):
+            dead = np.flatnonzero(bad)
+            return [f"{len(dead)} of {len(bad)} channels along axis {axis - 1} ({_ranges(dead)}) lost their signal "
+                    f"(constant, or an error as large as their values: median {float(np.median(error[dead])):.2f} of "
+                    "their size): one scale cannot serve values of such different ranges (e.g. box coordinates and "
+                    "class scores joined in one tensor)"]
+    return []
 
 
 def _ranges(indices: Any) -> str:
