@@ -99,3 +99,47 @@ def test_a_yolo_detector_naively_quantized_fails_loudly_and_the_default_keeps_it
     assert total >= 4 and found / total >= 0.8, (found, total)
     naive_found, _ = _recall(_model(), project / "out/detector/naive_kept/model.onnx", PHOTOS / "held-out")
     assert naive_found < found  # what the check stopped was really broken
+
+
+def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(project, cli):
+    """magika's file-type classifier (from its wheel): LayerNorm as E[x^2]-E[x]^2 with ReduceSum, Rsqrt and
+    broadcasts, softmax as Exp/ReduceSum/Div. Naive all-op QDQ is refused; the default finds both traps and
+    keeps them in float, and its labels agree with the float model's on files it never saw."""
+    from importlib.metadata import distribution
+
+    features = Path(__file__).parent / "data" / "magika_features.py"
+    repo = Path(__file__).parent.parent
+    recipe = write(project / "recipe.yaml", f"""
+        version: 1
+        name: classifier
+        inputs:
+          model: {{package: magika, file: magika/models/standard_v3_3/model.onnx}}
+        datasets:
+          files: {{loader: python, with: {{path: {features}, function: feeds, kwargs: {{folder: {repo / 'recipes'}}}}}}}
+        stages:
+          table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.files}}}}
+          default: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table, data: datasets.files}}}}
+          naive:
+            uses: quantize_static
+            in: {{model: inputs.model, calibration: table.table, data: datasets.files}}
+            with: {{avoid_traps: false}}
+    """)
+    code, out, err = cli("run", recipe, "-k")
+    assert code == 3, (out, err)
+    assert "stage 'naive'" in err and "lost their signal" in err
+    metrics = json.loads((project / "out/classifier/default/metrics.json").read_text())
+    kinds = sorted(label.split(" at ")[0] for label in metrics["traps_kept_float"]["decomposed_ops"])
+    assert kinds == ["LayerNorm", "LayerNorm", "Softmax"]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("magika_features", features)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    held_out = [f for folder in ("engine", "stages", "schemas", ".ci") for f in sorted((repo / folder).rglob("*"))
+                if f.is_file() and f.suffix != ".pyc" and f.stat().st_size >= 8][:80]
+    model = Path(distribution("magika").locate_file("magika/models/standard_v3_3/model.onnx"))
+    ours = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(str(project / "out/classifier/default/model.onnx"), providers=["CPUExecutionProvider"])
+    agree = [ours.run(None, {"bytes": module.features(f)})[0].argmax() == theirs.run(None, {"bytes": module.features(f)})[0].argmax()
+             for f in held_out]
+    assert len(agree) >= 40 and sum(agree) / len(agree) >= 0.9, (sum(agree), len(agree))

@@ -121,9 +121,13 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
         moved_f = np.moveaxis(f, axis, 0).reshape(f.shape[axis], -1)
         moved_q = np.moveaxis(q, axis, 0).reshape(f.shape[axis], -1)
         spread_f, spread_q = moved_f.std(axis=1), moved_q.std(axis=1)
-        varying = spread_f > 1e-6 * max(float(np.abs(f).max()), 1e-30)  # more than rounding noise
+        peak = max(float(np.abs(f).max()), 1e-30)
+        varying = spread_f > 1e-6 * peak  # more than rounding noise
+        # a channel that never rises above 1e-4 of the output's peak (a probability no sample gives weight) has no
+        # signal to lose; class scores beside pixel coordinates (0.5 beside 640) still count
+        meaningful = np.abs(moved_f).max(axis=1) >= 1e-4 * peak
         error = np.linalg.norm(moved_q - moved_f, axis=1) / np.maximum(np.linalg.norm(moved_f, axis=1), 1e-30)
-        constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & (error >= LOST)
+        constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & meaningful & (error >= LOST)
         # a whole slice, not one edge pixel of a map; and lost signal only in a large share of the channels
         # (an embedding keeps its meaning with a few noisy dimensions: the cosine floor judges those)
         bad = constant | lost

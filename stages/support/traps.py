@@ -22,9 +22,13 @@ TRAP_PARAMS = {
     "mixed_range_ratio": {"type": "number", "minimum": 1, "default": 50,
                           "description": "a Concat whose inputs' calibrated ranges differ by more than this is kept in float"},
 }
-NORM_OPS = {"ReduceMean", "Sub", "Pow", "Mul", "Add", "Sqrt", "Div", "Reciprocal"}
-SOFTMAX_OPS = {"Exp", "ReduceSum", "Div", "Sub", "ReduceMax"}
-DEPTH = 8  # a decomposed normalisation is a handful of ops deep
+# what LayerNorm is spelled with, by PyTorch (ReduceMean, Pow, Div) and by jax2tf/tf2onnx (ReduceSum times 1/n,
+# Max against 0, Reshape/Expand to broadcast, Sqrt then Reciprocal then Mul)
+NORM_OPS = {"ReduceMean", "ReduceSum", "Sub", "Pow", "Mul", "Add", "Sqrt", "Div", "Reciprocal", "Max", "Reshape",
+            "Expand"}
+SOFTMAX_OPS = {"Exp", "ReduceSum", "Div", "Reshape", "Expand"}
+LOGIT_OPS = {"Sub", "ReduceMax", "Max", "Reshape", "Expand", "Add"}  # between the logits and their Exp
+DEPTH = 14  # a decomposed normalisation is a dozen ops deep at most
 
 
 @dataclass
@@ -53,22 +57,41 @@ def find_traps(nodes: list[Any], ranges: dict[str, tuple[float, float]], ratio: 
             widths = [ranges[i][1] - ranges[i][0] for i in node.input if i in ranges]
             if len(widths) >= 2 and min(widths) > 0 and max(widths) / min(widths) > ratio:
                 traps.mixed_concats[node.name] = max(widths) / min(widths)
-        elif node.op_type in ("Sqrt", "ReduceSum"):  # the denominator of a normalisation: start at its Div
-            divs = [n for o in node.output for n in readers[o] if n.op_type == "Div"]
-            allowed, anchor, kind = (NORM_OPS, "ReduceMean", "LayerNorm") if node.op_type == "Sqrt" \
-                else (SOFTMAX_OPS, "Exp", "Softmax")
-            group = sorted({n for div in divs or [node] for n in _region(div, producers, allowed, anchor)})
+        elif node.op_type == "Sqrt":  # the denominator of a LayerNorm: start where it divides
+            group = sorted({n for end in _appliers(node, readers) for n in _region(end, producers, NORM_OPS,
+                                                                                    ("ReduceMean", "ReduceSum"))})
             if group:
-                traps.decomposed[f"{kind} at {node.name}"] = group
+                traps.decomposed[f"LayerNorm at {node.name}"] = group
+        elif node.op_type == "ReduceSum" and any(n.op_type == "Exp" for i in node.input if (n := producers.get(i))):
+            divs = [n for n in _appliers(node, readers) if n.op_type == "Div"]
+            group = {n for div in divs for n in _region(div, producers, SOFTMAX_OPS, ("Exp",))}
+            if group:  # and its input: logits rounded to 8 bits move every probability (exp amplifies the step)
+                exps = [producers[i] for i in node.input if i in producers and producers[i].op_type == "Exp"]
+                group |= {n.name for e in exps for n in _walk_back(e, producers, LOGIT_OPS, set()) if n is not e}
+                traps.decomposed[f"Softmax at {node.name}"] = sorted(group)
     return traps
 
 
-def _region(end: Any, producers: dict[str, Any], allowed: set[str], anchor: str) -> list[str]:
+def _appliers(start: Any, readers: dict[str, list[Any]]) -> list[Any]:
+    """Where a normaliser is applied: the Div reading it (through a broadcast), or the Mul after Reciprocal
+    (and the Mul by a scale) that rsqrt is spelled with; the node itself if neither is near."""
+    found, frontier = [], [(start, 0)]
+    while frontier:
+        node, depth = frontier.pop()
+        for reader in (r for o in node.output for r in readers[o]):
+            if reader.op_type == "Div" or (reader.op_type == "Mul" and depth >= 1):
+                found.append(reader)
+            if reader.op_type in ("Reciprocal", "Mul", "Reshape", "Expand") and depth < 3:
+                frontier.append((reader, depth + 1))
+    return found or [start]
+
+
+def _region(end: Any, producers: dict[str, Any], allowed: set[str], anchor: tuple[str, ...]) -> list[str]:
     """The nodes of the decomposed op ending at `end`: walking back through `allowed` ops, but not past the
     input of an `anchor` op (the tensor being normalised, whose producer belongs to the layer before).
     Empty when no anchor op is found."""
     first = _walk_back(end, producers, allowed, stop=set())
-    stop = {n.input[0] for n in first if n.op_type == anchor and n.input}
+    stop = {n.input[0] for n in first if n.op_type in anchor and n.input}
     if not stop:
         return []
     # E[x^2] averages x*x: its anchor reads a square of x, which is inside; x itself is where to stop
