@@ -18,8 +18,8 @@ from typing import Any, Sequence
 
 EXACT_DB = 100.0  # the SQNR of a tensor quantization did not touch (graph inputs, identical values)
 HARMLESS_DB = 40.0  # above this SQNR (noise at 1% of the signal's amplitude) the error is not what breaks a model
-DQ_SUFFIX = "_DequantizeLinear_Output"
-CHANNEL_QUANTILE = 0.2  # a tensor's SQNR: that of its worst fifth of channels (a collapsed slice shows, one dead one not)  # ORT's name for what consumers of a quantized tensor read
+DQ_SUFFIX = "_DequantizeLinear_Output"  # ORT's name for what consumers of a quantized tensor read
+CHANNEL_QUANTILE = 0.2  # a tensor's SQNR: that of its worst fifth of channels (a collapsed slice shows, one dead one not)
 
 
 @dataclass(frozen=True)
