@@ -195,11 +195,10 @@ class _Search:
                 return
 
     def _culprits_first(self, base: Candidate) -> list[str]:
-        """The base's quantized nodes, those where quantization error enters first (a quantization_debug
-        step ranks every node by the SQNR drop across it), so the probe budget goes to the likeliest
-        culprits rather than to the first nodes of the graph."""
-        assert base.model is not None
+        """The base's quantized nodes, those where error enters first (as a quantization_debug step ranks
+        them), so the probe budget goes to the likeliest culprits, not to the first nodes of the graph."""
         try:
+            assert base.model is not None
             step = self.steps.run("quantization_debug", {"samples": 4, "top": 50},
                                   {"reference": self.models[base.start], "model": base.model, "data": self.data},
                                   {"reference": self._model_name(base.start), "model": base.id, "data": "data"})
@@ -207,8 +206,7 @@ class _Search:
         except StageError as exc:  # a model the debug run cannot follow: probe in graph order, as before
             self.ctx.log(f"{base.id}: no error ranking ({exc}); probing nodes in graph order")
             ranked = []
-        quantized = set(base.quantized_nodes)
-        first = [n for n in ranked if n in quantized]
+        first = [n for n in ranked if n in set(base.quantized_nodes)]
         self.culprits[base.id] = first[:10]
         return first + [n for n in base.quantized_nodes if n not in set(first)]
 

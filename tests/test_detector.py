@@ -8,63 +8,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import onnxruntime as ort
 from conftest import write
 
 PHOTOS = Path(__file__).parent.parent / "recipes" / "data" / "images" / "photos"
+DATA = Path(__file__).parent / "data"
+
+
+def _module(name: str):
+    """A helper module of tests/data (shared with bench/quantization_traps.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _model() -> Path:
     from importlib.metadata import distribution
 
     return Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
-
-
-def _letterboxed(path: Path, size: int = 320) -> np.ndarray:
-    from PIL import Image
-
-    image = Image.open(path).convert("RGB")
-    scale = size / max(image.size)
-    image = image.resize((max(1, round(image.size[0] * scale)), max(1, round(image.size[1] * scale))), Image.BILINEAR)
-    canvas = Image.new("RGB", (size, size))
-    canvas.paste(image, ((size - image.size[0]) // 2, (size - image.size[1]) // 2))
-    return (np.asarray(canvas, np.float32) / 255).transpose(2, 0, 1)[None]
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    width = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = width * height
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter + 1e-9)
-
-
-def _detections(output: np.ndarray, threshold: float = 0.2) -> list[tuple[int, np.ndarray]]:
-    """YOLOv8 decoding: [4 + classes, anchors] -> (class, xyxy) after per-class greedy NMS at IoU 0.45."""
-    boxes, scores = output[0, :4].T, output[0, 4:].T
-    classes, best = scores.argmax(1), scores.max(1)
-    keep = best > threshold
-    boxes, classes, best = boxes[keep], classes[keep], best[keep]
-    corners = np.c_[boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2]
-    order, kept = list(best.argsort()[::-1]), []
-    while order:
-        first = order.pop(0)
-        kept.append((int(classes[first]), corners[first]))
-        order = [i for i in order if classes[i] != classes[first] or _iou(corners[first], corners[i]) < 0.45]
-    return kept
-
-
-def _recall(reference: Path, candidate: Path, folder: Path) -> tuple[int, int]:
-    """How many of the reference model's detections the candidate finds (same class, IoU > 0.5)."""
-    ours = ort.InferenceSession(str(reference), providers=["CPUExecutionProvider"])
-    theirs = ort.InferenceSession(str(candidate), providers=["CPUExecutionProvider"])
-    found = total = 0
-    for photo in sorted(folder.iterdir()):
-        feed = {"images": _letterboxed(photo)}
-        expected, got = _detections(ours.run(None, feed)[0]), _detections(theirs.run(None, feed)[0])
-        total += len(expected)
-        found += sum(any(c == d and _iou(box, other) > 0.5 for d, other in got) for c, box in expected)
-    return found, total
 
 
 def test_a_yolo_detector_naively_quantized_fails_loudly_and_the_default_keeps_its_detections(project, cli):
@@ -95,9 +59,10 @@ def test_a_yolo_detector_naively_quantized_fails_loudly_and_the_default_keeps_it
     metrics = json.loads((project / "out/detector/default/metrics.json").read_text())
     assert list(metrics["traps_kept_float"]["mixed_range_concats"]) == ["/model.22/Concat_25"]
     assert metrics["quantized_by_op_type"]["Conv"] > 50  # the rest of the network is INT8
-    found, total = _recall(_model(), project / "out/detector/default/model.onnx", PHOTOS / "held-out")
+    recall = _module("yolo_detections").recall
+    found, total = recall(_model(), project / "out/detector/default/model.onnx", PHOTOS / "held-out")
     assert total >= 4 and found / total >= 0.8, (found, total)
-    naive_found, _ = _recall(_model(), project / "out/detector/naive_kept/model.onnx", PHOTOS / "held-out")
+    naive_found, _ = recall(_model(), project / "out/detector/naive_kept/model.onnx", PHOTOS / "held-out")
     assert naive_found < found  # what the check stopped was really broken
 
 
@@ -130,11 +95,7 @@ def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(proj
     metrics = json.loads((project / "out/classifier/default/metrics.json").read_text())
     kinds = sorted(label.split(" at ")[0] for label in metrics["traps_kept_float"]["decomposed_ops"])
     assert kinds == ["LayerNorm", "LayerNorm", "Softmax"]
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("magika_features", features)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module("magika_features")
     held_out = [f for folder in ("engine", "stages", "schemas", ".ci") for f in sorted((repo / folder).rglob("*"))
                 if f.is_file() and f.suffix != ".pyc" and f.stat().st_size >= 8][:80]
     model = Path(distribution("magika").locate_file("magika/models/standard_v3_3/model.onnx"))

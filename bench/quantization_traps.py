@@ -1,0 +1,136 @@
+"""Quantization traps on two real models nobody here tuned for, naive against ortflow's default.
+
+- NudeNet's YOLOv8n detector (`nudenet` wheel): the output Concat joins pixel boxes and sigmoid scores.
+- magika's file-type classifier (`magika` wheel): LayerNorm and softmax spelled as primitive ops.
+
+Builds, with `engine run` on a scratch recipe, for each model: static QDQ of every op type with the trap
+detection off (naive, the sanity check off so the model can be measured), the same with the sanity check on
+(what a user gets: refused or not), and the default `quantize_static` (traps kept in float). Then, in this
+process, times fp32 and each model interleaved in rounds (1 thread, median per round) and checks the task
+metric on held-out data: the detector's recall of the float model's detections on held-out photos, the
+classifier's top-1 agreement on files of this repository it was not calibrated on.
+
+    python bench/quantization_traps.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from importlib.metadata import distribution
+from pathlib import Path
+
+import onnxruntime as ort
+
+REPO = Path(__file__).resolve().parent.parent
+PHOTOS = REPO / "recipes" / "data" / "images" / "photos"
+DATA = REPO / "tests" / "data"
+ROUNDS, RUNS = 7, 20
+
+RECIPE = """
+version: 1
+name: traps
+inputs:
+  detector: {{package: nudenet, file: nudenet/320n.onnx}}
+  classifier: {{package: magika, file: magika/models/standard_v3_3/model.onnx}}
+datasets:
+  photos: {{loader: images, with: {{path: {photos}, size: [320, 320], resize: letterbox}}}}
+  files: {{loader: python, with: {{path: {features}, function: feeds, kwargs: {{folder: {recipes}}}}}}}
+stages:
+{stages}
+"""
+STAGES = """
+  {name}_table: {{uses: calibrate, in: {{model: inputs.{name}, data: datasets.{data}}}}}
+  {name}_naive:
+    uses: quantize_static
+    in: {{model: inputs.{name}, calibration: {name}_table.table}}
+    with: {{avoid_traps: false, sanity_check: false}}
+  {name}_checked:
+    uses: quantize_static
+    in: {{model: inputs.{name}, calibration: {name}_table.table, data: datasets.{data}}}
+    with: {{avoid_traps: false}}
+  {name}_default: {{uses: quantize_static, in: {{model: inputs.{name}, calibration: {name}_table.table, data: datasets.{data}}}}}
+"""
+
+
+def _module(name: str):
+    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(scratch: Path) -> dict[str, str]:
+    """Runs the recipe; returns each checked stage's verdict (the first line of its error, or 'ran')."""
+    stages = "".join(STAGES.format(name=n, data=d) for n, d in (("detector", "photos"), ("classifier", "files")))
+    recipe = scratch / "traps.yaml"
+    recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=DATA / "magika_features.py",
+                                                    recipes=REPO / "recipes", stages=stages)))
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe), "-k"],
+                   check=False, stderr=subprocess.DEVNULL)
+    report = json.loads((scratch / "out" / "traps" / "report.json").read_text())
+    return {stage["stage"]: stage["status"] for stage in report["stages"]}
+
+
+def latency_ms(paths: dict[str, Path], feed: dict) -> dict[str, float]:
+    """Median latency per model, 1 thread, interleaved in rounds (this machine drifts minute to minute)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    sessions = {k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
+    import time
+
+    rounds: dict[str, list[float]] = {k: [] for k in paths}
+    for _ in range(ROUNDS):
+        for name, session in sessions.items():
+            session.run(None, feed)
+            times = []
+            for _ in range(RUNS):
+                start = time.perf_counter()
+                session.run(None, feed)
+                times.append((time.perf_counter() - start) * 1e3)
+            rounds[name].append(statistics.median(times))
+    return {k: statistics.median(v) for k, v in rounds.items()}
+
+
+def main() -> None:
+    yolo, magika = _module("yolo_detections"), _module("magika_features")
+    detector = Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
+    classifier = Path(distribution("magika").locate_file("magika/models/standard_v3_3/model.onnx"))
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        status = build(scratch)
+        out = scratch / "out" / "traps"
+        held_out = [f for d in ("engine", "stages", "schemas", ".ci") for f in sorted((REPO / d).rglob("*"))
+                    if f.is_file() and f.suffix != ".pyc" and f.stat().st_size >= 8][:80]
+        print(f"{'model':<11} {'variant':<8} {'verdict of the stage':<22} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}")
+        for name, fp32, data in (("detector", detector, None), ("classifier", classifier, held_out)):
+            paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default")}}
+            feed = {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")} if data is None else \
+                {"bytes": magika.features(held_out[0])}
+            times = latency_ms(paths, feed)
+            for variant, path in paths.items():
+                if data is None:
+                    found, total = yolo.recall(fp32, path, PHOTOS / "held-out")
+                    metric = f"recall {found}/{total}"
+                else:
+                    metric = f"top-1 agreement {_agreement(fp32, path, data, magika):.3f}"
+                verdict = {"fp32": "", "naive": f"checked: {status.get(f'{name}_checked')}",
+                           "default": status.get(f"{name}_default", "")}[variant]
+                print(f"{name:<11} {variant:<8} {verdict:<22} {metric:<26} {times[variant]:7.2f} {times['fp32'] / times[variant]:7.2f}x")
+
+
+def _agreement(reference: Path, candidate: Path, files: list[Path], magika) -> float:
+    ours = ort.InferenceSession(str(reference), providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(str(candidate), providers=["CPUExecutionProvider"])
+    same = [ours.run(None, {"bytes": magika.features(f)})[0].argmax() == theirs.run(None, {"bytes": magika.features(f)})[0].argmax()
+            for f in files]
+    return sum(same) / len(same)
+
+
+if __name__ == "__main__":
+    main()
