@@ -129,7 +129,7 @@ def test_dag_formats(project, cli):
     shutil.copy(QUICKSTART, project / "quickstart.yaml")
     shutil.copytree(QUICKSTART.parent / "data", project / "data")
     code, out, _ = cli("dag", "quickstart.yaml")
-    assert code == 0 and "int8 (quantize_static)" in out and "├── inputs.model" in out and "└── calib.table" in out
+    assert code == 0 and "int8 (quantize_static)" in out and "├── inputs.model" in out and "├── calib.table" in out and "└── datasets.calibration" in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "mermaid")
     assert out.startswith("flowchart LR") and "calib -->|calibration| int8" in out and 'datasets__calibration -->|data| calib' in out
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "dot")
