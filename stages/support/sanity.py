@@ -23,6 +23,7 @@ SANITY_PARAMS = {
 COLLAPSE = 1e-3  # a channel whose spread fell below this share of its float spread has collapsed
 LOST = 0.9  # a channel whose error is this large a share of its values has lost its signal
 DEAD_SHARE = 0.05  # constant channels count when at least this share of an axis is constant
+MIN_DECISIONS = 0.5  # a probability output must keep at least this share of the float model's non-default choices
 LOST_SHARE = 0.2  # channels that lost their signal count when at least this share of an axis did
 SYMBOLIC_SIZE = 64  # random feeds: the size of an unnamed symbolic axis (a 16-pixel image breaks detectors)
 
@@ -93,7 +94,7 @@ def _judge(name: str, floats: list[Any], quants: list[Any], min_cosine: float) -
     elif np.ptp(q) == 0 and np.ptp(f) > 0:
         problems.append(f"constant ({q.flat[0]:.4g}) where the float model's values vary")
     else:
-        problems += _collapsed_channels(f, q)
+        problems += _collapsed_channels(f, q) + _decisions_lost(f, q)
     if cosine < min_cosine:
         problems.append(f"mean cosine {cosine:.3f} to the float model (below {min_cosine})")
     return OutputCheck(name, cosine, relative, problems)
@@ -123,11 +124,14 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
         spread_f, spread_q = moved_f.std(axis=1), moved_q.std(axis=1)
         peak = max(float(np.abs(f).max()), 1e-30)
         varying = spread_f > 1e-6 * peak  # more than rounding noise
-        # a channel that never rises above 1e-4 of the output's peak (a probability no sample gives weight) has no
-        # signal to lose; class scores beside pixel coordinates (0.5 beside 640) still count
-        meaningful = np.abs(moved_f).max(axis=1) >= 1e-4 * peak
+        # Only channels that carry a decision can collapse in a way that matters: those reaching 1% of the output's
+        # peak, and score-like ones (within [0, 1]) that reach 0.05 somewhere: class scores beside pixel
+        # coordinates (0.5 beside 640) count, the probabilities of characters no sample comes near do not.
+        highest, lowest = moved_f.max(axis=1), moved_f.min(axis=1)
+        meaningful = (np.abs(moved_f).max(axis=1) >= 1e-2 * peak) | ((lowest >= 0) & (highest <= 1) & (highest >= 0.05))
         error = np.linalg.norm(moved_q - moved_f, axis=1) / np.maximum(np.linalg.norm(moved_f, axis=1), 1e-30)
-        constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & meaningful & (error >= LOST)
+        varying &= meaningful
+        constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & (error >= LOST)
         # a whole slice, not one edge pixel of a map; and lost signal only in a large share of the channels
         # (an embedding keeps its meaning with a few noisy dimensions: the cosine floor judges those)
         bad = constant | lost
@@ -138,6 +142,25 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
                     "their size): one scale cannot serve values of such different ranges (e.g. box coordinates and "
                     "class scores joined in one tensor)"]
     return []
+
+
+def _decisions_lost(f: Any, q: Any) -> list[str]:
+    """For a probability output (values in [0, 1] summing to 1 over the last axis: a classifier's, or an OCR
+    model's per time step), the class chosen where the float model chooses something other than its most
+    frequent answer (the background, a CTC blank) must mostly survive: a model that answers blank everywhere
+    keeps most positions and a fair cosine, and reads nothing."""
+    import numpy as np
+
+    if f.min() < 0 or f.max() > 1 or not np.allclose(f.sum(axis=-1), 1, atol=1e-2):
+        return []
+    chosen_f, chosen_q = f.argmax(axis=-1).ravel(), q.argmax(axis=-1).ravel()
+    common = np.bincount(chosen_f).argmax()
+    decided = chosen_f != common if (chosen_f != common).sum() >= 4 else np.ones_like(chosen_f, bool)
+    agreement = float((chosen_f[decided] == chosen_q[decided]).mean())
+    if agreement >= MIN_DECISIONS:
+        return []
+    return [f"its top class agrees with the float model's at only {agreement:.0%} of the {int(decided.sum())} positions "
+            "where the float model picks something other than its most common answer"]
 
 
 def _ranges(indices: Any) -> str:
@@ -214,8 +237,10 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
         source = "random feeds (give the stage `data` for a real check)" if synthetic else f"{report.samples} samples"
         raise GateFailed(
             f"the quantized model is broken on {source}: {'; '.join(failures[:3])}. Where the error enters: "
-            f"{culprits_text(ranked)} — keep those nodes in float (nodes_to_exclude), or quantize fewer op types "
-            "(op_types_to_quantize: [MatMul, Gemm, Conv]); sanity_check: false keeps the model anyway",
+            f"{culprits_text(ranked)} — keep those nodes in float (nodes_to_exclude), "
+            f"{'' if params.get('per_channel', True) else 'try per_channel: true (one weight scale per channel), '}"
+            "or quantize fewer op types (op_types_to_quantize: [MatMul, Gemm, Conv]); sanity_check: false keeps the "
+            "model anyway",
             {"sanity": metrics["sanity"]})
     worst = min((o.cosine for o in report.outputs), default=1.0)
     return f"sanity: worst output cosine {worst:.3f} on {report.samples} {'random ' if synthetic else ''}samples"
