@@ -45,7 +45,7 @@ class QuantizationDebug(Stage):
         reference = onnx_model.private_model(ctx.inputs["reference"], ctx.scratch / "reference")
         quantized = onnx_model.private_model(ctx.inputs["model"], ctx.scratch / "quantized")
         feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
-        ranked = localization.rank_nodes(reference, quantized, feeds, ctx.scratch)
+        ranked = localization.rank_nodes(reference, quantized, feeds)
         outputs = sanity.check_outputs(reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False)
         report = {"samples": len(feeds), "nodes": [e.as_dict() for e in ranked[: ctx.params["top"]]],
                   "nodes_compared": len(ranked), "outputs": outputs.metrics()["outputs"]}

@@ -11,7 +11,7 @@ from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.keys import stage_key
-from ortflow.engine.store.records import kinds_problem
+from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
 
 Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
@@ -93,10 +93,10 @@ def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs
     if problem:
         return (f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
                 "— run `engine cache verify --remove` and run again")
-    for port, digest in sorted((locked.by_key.get(outcome.key) or {}).items()):
-        served = (record["outputs"].get(port) or {}).get("digest")
-        if served is not None and served != digest:
-            return (f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
-                    f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
-                    "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git")
-    return None
+    differs = lock_disagreement(record, dict(locked.by_key.get(outcome.key) or {}))
+    if differs is None:
+        return None
+    port, served, digest = differs
+    return (f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
+            f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
+            "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git")

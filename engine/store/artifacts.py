@@ -28,7 +28,7 @@ from ortflow.engine.errors import StoreError
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
-from ortflow.engine.store.records import record_problem, signed
+from ortflow.engine.store.records import lock_disagreement, record_problem, signed
 
 READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH  # objects and records are never changed in place
 
@@ -215,8 +215,10 @@ class ArtifactStore:
         broken = {d.name for d in damage}
         for key, record in self.iter_runs():
             problem = record_problem(key, record, lambda d: d not in broken and self.object_path(d).exists())
-            if problem is None and key in (locked or {}):
-                problem = _lock_disagreement(record, *locked[key])
+            differs = lock_disagreement(record, locked[key][1]) if problem is None and key in (locked or {}) else None
+            if differs:
+                problem = f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock " \
+                          f"file records {differs[2]}"
             if problem:
                 damage.append(Damage("run", key, problem))
         return damage
@@ -270,14 +272,6 @@ class ArtifactStore:
 
     def size(self) -> int:
         return tree_size(self.objects)
-
-
-def _lock_disagreement(record: dict[str, Any], lock_file: str, outputs: dict[str, str]) -> str | None:
-    for port, digest in sorted(outputs.items()):
-        served = (record["outputs"].get(port) or {}).get("digest")
-        if served is not None and served != digest:
-            return f"disagrees with {lock_file}: its output '{port}' is object {served}, the lock file records {digest}"
-    return None
 
 
 def open_store(root: Path | str) -> ArtifactStore:

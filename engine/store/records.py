@@ -78,3 +78,13 @@ def kinds_problem(record: dict[str, Any], ports: dict[str, tuple[str, bool]]) ->
             return f"its output '{name}' is a {out.get('kind')}, where the stage type writes a {ports[name][0]}"
     missing = [name for name, (_, optional) in ports.items() if not optional and name not in outputs]
     return f"it lacks the output {', '.join(missing)}" if missing else None
+
+
+def lock_disagreement(record: dict[str, Any], locked: dict[str, str]) -> tuple[str, str, str] | None:
+    """The first output whose object differs from what a lock file records for the same key:
+    (port, the record's digest, the lock's digest)."""
+    for port, digest in sorted(locked.items()):
+        served = (record["outputs"].get(port) or {}).get("digest")
+        if served is not None and served != digest:
+            return port, served, digest
+    return None

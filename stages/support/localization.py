@@ -41,13 +41,13 @@ class NodeError:
                 "input_sqnr_db": round(self.input_db, 2), "jump_db": round(self.jump_db, 2), "tensor": self.tensor}
 
 
-def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any]], scratch: Path) -> list[NodeError]:
+def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any]]) -> list[NodeError]:
     """The float model's nodes, worst jump in SQNR first. `float_model` must be the graph the quantizer was
     given (its node and tensor names are the quantized model's)."""
     import onnx
 
-    float_acts = _activations(float_model, feeds, scratch / "float-debug.onnx")
-    quant_acts = _activations(quantized, feeds, scratch / "quantized-debug.onnx")
+    float_acts = _activations(float_model, feeds)
+    quant_acts = _activations(quantized, feeds)
     graph = onnx.load(str(float_model), load_external_data=False).graph
     initializers = {t.name for t in graph.initializer}
     for name in {i.name for i in graph.input} - initializers:  # a quantized input is read after its QDQ
@@ -89,7 +89,7 @@ def _with_scale_owners(ranked: list[NodeError], nodes: Any) -> list[NodeError]:
     return ordered
 
 
-def _activations(model: Path, feeds: Sequence[dict[str, Any]], augmented: Path) -> dict[str, list[Any]]:
+def _activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     """Every float tensor of the model, per feed, in its own shape. (ORT's
     modify_model_output_intermediate_tensors flattens what it saves, which loses the channels.) The
     augmented copy is saved beside `model` so that external-data locations still resolve."""
@@ -111,7 +111,7 @@ def _activations(model: Path, feeds: Sequence[dict[str, Any]], augmented: Path) 
             if name and name not in present and types.get(name) in floats:
                 graph_model.graph.output.append(onnx.helper.make_tensor_value_info(name, types[name], None))
                 present.add(name)
-    path = model.with_name(f"{model.stem}.{augmented.stem}.onnx")
+    path = model.with_name(f"{model.stem}.all-tensors.onnx")
     onnx.save_model(graph_model, str(path))
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor

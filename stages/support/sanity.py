@@ -230,7 +230,7 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
     if failures:
         from ortflow.stages.support.localization import culprits_text, rank_nodes
 
-        ranked = rank_nodes(float_model, quantized, feeds[:4], ctx.scratch)
+        ranked = rank_nodes(float_model, quantized, feeds[:4])
         metrics["sanity"]["culprits"] = [e.as_dict() for e in ranked[:10]]
     ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     if failures:
