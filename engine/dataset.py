@@ -56,6 +56,11 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
 
 # Schema fragments every loader uses the same way. `limit` is applied by the engine (Dataset.feeds).
 LIMIT_PARAM = {"type": "integer", "minimum": 1, "description": "use only the first N samples"}
+# Where each input's batch axis is, for stages that join samples into batches (calibrate, benchmark).
+BATCH_AXES_PARAM = {"type": "object", "additionalProperties": {"type": ["integer", "null"], "minimum": 0},
+                    "description": "per input, the axis that holds the batch (e.g. {state: 1} for a recurrent state "
+                                   "[layers, batch, hidden]) or null for an input that is not batched (e.g. a sample rate); "
+                                   "default: axis 0, and 0-d (scalar) inputs are never batched"}
 
 
 def file_param(what: str) -> dict[str, Any]:
@@ -97,6 +102,11 @@ class Dataset:
     params: dict[str, Any]  # file parameters already resolved to absolute Paths
     digest: str
     location: str  # where the recipe declares it, for messages
+
+    @property
+    def batch_axes(self) -> dict[str, int | None]:
+        """Per input, its batch axis (None: not batched) where the dataset declares one."""
+        return dict(self.params.get("batch_axes") or {})
 
     def labels(self, limit: int | None = None) -> "np.ndarray | None":
         """The dataset's labels for its first `limit` samples, or None if it has none."""
@@ -159,16 +169,29 @@ def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:
                                  f" at {want} ({spec.describe()})")
 
 
-def batched(feeds: Iterable[Feed], batch_size: int) -> Iterator[Feed]:
-    """Concatenate consecutive feeds along the batch axis (samples in one batch must share shapes)."""
+def batched(feeds: Iterable[Feed], batch_size: int, axes: dict[str, int | None] | None = None) -> Iterator[Feed]:
+    """Join consecutive feeds along each input's batch axis (`axes`: per input, None for one that is not
+    batched; default axis 0, and a 0-d input is never batched). Samples in one batch must share shapes, and
+    an input that is not batched the same value."""
     import numpy as np
 
     def join(pending: list[Feed]) -> Feed:
-        try:
-            return {k: np.concatenate([f[k] for f in pending]) for k in pending[0]}
-        except ValueError as exc:
-            raise StageError(f"samples of different shapes cannot share a batch ({exc}) — set batch_size: 1, or "
-                             "make the samples one shape (e.g. the text loader's padding: max_length)") from exc
+        joined = {}
+        for name in pending[0]:
+            axis = (axes or {}).get(name, 0 if pending[0][name].ndim else None)
+            if axis is None:
+                if any(not np.array_equal(f[name], pending[0][name]) for f in pending[1:]):
+                    raise StageError(f"input '{name}' is not batched but differs between samples — set batch_size: 1, "
+                                     f"or declare its batch axis (batch_axes: {{{name}: 0}})")
+                joined[name] = pending[0][name]
+                continue
+            try:
+                joined[name] = np.concatenate([f[name] for f in pending], axis=axis)
+            except ValueError as exc:  # numpy's AxisError is a ValueError too
+                raise StageError(f"samples of input '{name}' cannot share a batch on axis {axis} ({exc}) — set batch_size: 1, "
+                                 "make the samples one shape (e.g. the text loader's padding: max_length), or declare the "
+                                 "input's batch axis (batch_axes)") from exc
+        return joined
 
     pending: list[Feed] = []
     for feed in feeds:

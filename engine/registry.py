@@ -1,5 +1,5 @@
-"""Plugins by entry-point group: stage types (`ortflow.stages`) and dataset loaders (`ortflow.datasets`).
-Built-ins register through the same groups as third-party packages."""
+"""Plugins by entry-point group: stage types (`ortflow.stages`), dataset loaders (`ortflow.datasets`) and
+accuracy metrics (`ortflow.metrics`). Built-ins register through the same groups as third-party packages."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from typing import Any
 
 from ortflow.engine.dataset import DatasetLoader
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.metric import Metric
 from ortflow.engine.stage import Stage
 
 STAGES = "ortflow.stages"
 DATASETS = "ortflow.datasets"
+METRICS = "ortflow.metrics"
+BASES: dict[str, type] = {STAGES: Stage, DATASETS: DatasetLoader, METRICS: Metric}
 
 
 class Registry:
@@ -44,7 +47,7 @@ class Registry:
 
     def get(self, name: str) -> Any:
         if name not in self._loaded:
-            base = Stage if self.group == STAGES else DatasetLoader
+            base = BASES[self.group]
             ep = self._entries[name]
             try:
                 plugin = ep.load()
@@ -81,6 +84,20 @@ def stage_type(name: str) -> type[Stage]:
     registry = installed_stages()
     if name not in registry:
         raise OrtflowError(f"stage type '{name}' is not installed (installed: {', '.join(registry.names())})")
+    return registry.get(name)
+
+
+@lru_cache(maxsize=1)
+def installed_metrics() -> Registry:
+    """The installed metric types, discovered once per process."""
+    return Registry.discover(METRICS)
+
+
+def metric_type(name: str) -> type[Metric]:
+    """A registered metric type by name."""
+    registry = installed_metrics()
+    if name not in registry:
+        raise OrtflowError(f"metric '{name}' is not installed (installed: {', '.join(registry.names())})")
     return registry.get(name)
 
 

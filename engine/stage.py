@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
+    from ortflow.engine.metric import Better, KnownMetrics
 
 
 class ArtifactKind(str, Enum):
@@ -154,6 +155,17 @@ class Stage:
     def check(self, params: dict[str, Any]) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express (checked before any
         stage runs; each message says what to change)."""
+        return []
+
+    def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
+        """The per-model metrics its metrics outputs report and which way each is better, known before it
+        runs (`files`: its inputs that are files of the recipe), so that stages reading them can be checked
+        by `engine validate`; None when it cannot say."""
+        return None
+
+    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+        """Problems with the metric names its parameters use (gates, constraints, objectives), against those it
+        computes itself and those its metrics inputs carry; each message says what to change."""
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:

@@ -104,15 +104,16 @@ class Benchmark(Stage):
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
         inputs = model_inputs(models[0])
         for name, path in zip(names, models):
-            if model_inputs(path) != inputs:
+            if _signature(model_inputs(path)) != _signature(inputs):
                 raise StageError(f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
-                                 "must share their inputs (an fp16 model needs keep_io_types)")
+                                 "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)")
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
+        axes = ctx.inputs["data"].batch_axes
         results, watch = [], LoadWatch()
         settings = list(itertools.product(_as_list(params["intra_op_threads"]), _as_list(params.get("sequence_length")),
                                           _as_list(params["batch_size"]), _as_list(params["io_binding"])))
         for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
-            shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size)
+            shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size, axes)
             for row in self._measure(models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}):
                 results.append({**row, "sequence_length": length, "io_binding": bound})
             ctx.progress(done, len(settings), f"settings timed ({len(models)} models each)")
@@ -122,7 +123,7 @@ class Benchmark(Stage):
             row["speedup"] = round(float(np.median(base["latencies_ms"]) / np.median(row["latencies_ms"])), 3)
         # Profiled under the first configuration of the sweep, with the same providers, options and threads.
         first_feeds = _full_batches([_with_length(f, _as_list(params.get("sequence_length"))[0], inputs) for f in feeds],
-                                    _as_list(params["batch_size"])[0])
+                                    _as_list(params["batch_size"])[0], axes)
         threads = _as_list(params["intra_op_threads"])[0]
         # On a GPU provider the profile pass always runs: it is what shows nodes falling back to the CPU.
         on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
@@ -221,12 +222,18 @@ def _caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
     return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])
 
 
-def _full_batches(feeds: list[dict], batch_size: int) -> list[dict]:
+def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
+    """What models run on the same feeds must share: input names, dtypes and ranks (not their order, nor the
+    names of symbolic dimensions)."""
+    return {i.name: (i.dtype, len(i.shape)) for i in inputs}
+
+
+def _full_batches(feeds: list[dict], batch_size: int, axes: dict[str, int | None]) -> list[dict]:
     """Batches of exactly `batch_size` samples: feeds are repeated when there are too few, and a leftover
     partial batch is dropped (timing it as a full one would overstate throughput)."""
     repeated = feeds * -(-batch_size // len(feeds))  # at least one full batch
     usable = len(repeated) - len(repeated) % batch_size
-    return list(batched(repeated[:usable], batch_size))
+    return list(batched(repeated[:usable], batch_size, axes))
 
 
 def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:

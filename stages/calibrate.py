@@ -129,11 +129,11 @@ class Calibrate(Stage):
         masked: dict[str, int] = {}
         samples = 0
         inputs = model_inputs(model)
-        # A model whose batch axis is fixed (usually at 1) takes one sample per run.
-        fixed_batch = any(i.shape and isinstance(i.shape[0], int) and i.shape[0] > 0 for i in inputs)
-        feeds = ctx.inputs["data"].feeds(inputs, limit=params["samples"])
-        for batch in batched(feeds, 1 if fixed_batch else params["batch_size"]):
-            samples += len(next(iter(batch.values())))
+        dataset = ctx.inputs["data"]
+        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
+        feeds = dataset.feeds(inputs, limit=params["samples"])
+        for batch in batched(feeds, batch_size, dataset.batch_axes):
+            samples += _batch_length(batch, inputs, dataset.batch_axes)
             try:
                 outputs = dict(zip(names, session.run(None, batch)))
             except Exception as exc:
@@ -224,3 +224,23 @@ def _without_fills(outputs: dict[str, Any], wanted: set[str], threshold: float, 
         if values.size:
             clean[name] = values
     return clean
+
+
+def _batch_axis(spec: Any, axes: dict[str, int | None]) -> int | None:
+    axis = axes.get(spec.name, 0 if spec.shape else None)
+    return axis if axis is not None and axis < len(spec.shape) else None
+
+
+def _fixed_batch(inputs: list[Any], axes: dict[str, int | None]) -> bool:
+    """A model whose batch axis is fixed (usually at 1) takes one sample per run."""
+    dims = [i.shape[a] for i in inputs if (a := _batch_axis(i, axes)) is not None]
+    return any(isinstance(d, int) and d > 0 for d in dims)
+
+
+def _batch_length(batch: dict[str, Any], inputs: list[Any], axes: dict[str, int | None]) -> int:
+    """The samples in a batch: the size of the first batched input's batch axis."""
+    for spec in inputs:
+        axis = _batch_axis(spec, axes)
+        if axis is not None:
+            return int(batch[spec.name].shape[axis])
+    return 1

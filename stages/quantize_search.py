@@ -13,9 +13,10 @@ from typing import Any
 
 from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_type
 from ortflow.engine.errors import GateFailed, StageError
+from ortflow.engine.metric import Better, KnownMetrics
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
-from ortflow.stages.support.accuracy_gates import gate_failures, gated_values, margin
+from ortflow.stages.support.accuracy_gates import gate_failures, margin
 from ortflow.stages.support.pareto import pareto_front
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
@@ -43,7 +44,7 @@ class Candidate:
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
-    version = "3"  # 3: culprit-first probes
+    version = "4"  # 3: culprit-first probes; 4: any metric validate_accuracy computes (task metrics, a metric file)
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings
     description = (
@@ -61,6 +62,8 @@ class QuantizeSearch(Stage):
         Port("data", ArtifactKind.DATASET, "held-out feeds for the accuracy checks and the timings"),
         Port("calibrations", ArtifactKind.CALIBRATION_TABLE,
              "calibrate tables for static candidates (each is tried with the models it fits)", many=True, optional=True),
+        Port("metric", ArtifactKind.FILE, "a metric file for the accuracy checks, as validate_accuracy's `metric`",
+             optional=True),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the chosen model (absent when none meets the gates)",
@@ -110,6 +113,16 @@ class QuantizeSearch(Stage):
                 for combination in search_space.grid(params[family], stage_cls.params_schema):
                     problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
+
+    def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
+        validate_accuracy = stage_type("validate_accuracy")
+        return validate_accuracy().metric_names(fill_defaults(params["accuracy"], validate_accuracy.params_schema), files)
+
+    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+        """Its accuracy target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
+        validate_accuracy = stage_type("validate_accuracy")
+        accuracy = fill_defaults(params["accuracy"], validate_accuracy.params_schema)
+        return [f"accuracy: {p}" for p in validate_accuracy().check_metrics(accuracy, known)]
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "gpu", "providers", "python")
@@ -248,13 +261,17 @@ class _Search:
         assert c.model is not None
         accuracy = fill_defaults(self.params["accuracy"], validate_accuracy.params_schema)
         ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
-        step = self.steps.run("validate_accuracy", ungated,
-                              {"reference": self.reference, "candidates": [c.model], "data": self.data},
-                              {"reference": "reference", "candidates": [c.id]})
-        (per_output,) = step.document("results")["results"].values()  # its label may be another search's
-        c.values = gated_values(per_output, accuracy)
+        inputs = {"reference": self.reference, "candidates": [c.model], "data": self.data}
+        if "metric" in self.ctx.inputs:
+            inputs["metric"] = self.ctx.artifact("metric")
+        step = self.steps.run("validate_accuracy", ungated, inputs, {"reference": "reference", "candidates": [c.id]})
+        document = step.document("results")
+        ((label, values),) = document["values"].items()  # its label may be another search's
+        counted = {m: (v, document["counted_at"][label].get(m, "")) for m, v in values.items()}
+        gated = {*accuracy["min"], *accuracy["max"]}
+        c.values = {m: v for m, (v, _) in counted.items() if m in gated}
         c.score = margin(c.values, accuracy)
-        c.passed = not gate_failures({c.id: per_output}, accuracy)
+        c.passed = not gate_failures({c.id: counted}, accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
                       + (" meets the target" if c.passed else " misses the target"))

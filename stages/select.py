@@ -10,12 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import GateFailed, StageError
+from ortflow.engine.metric import Better, KnownMetrics, bound_problems
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support.pareto import pareto_front
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {"p50_ms": "p50", "p90_ms": "p90", "p95_ms": "p95", "p99_ms": "p99", "mean_ms": "mean", "min_ms": "min"}
 ROW = ("speedup", "throughput_per_s", "size_mb", "peak_rss_mb", "session_create_s")
+SPEED = {**{m: Better.LOWER for m in LATENCY}, "speedup": Better.HIGHER, "throughput_per_s": Better.HIGHER,
+         "size_mb": Better.LOWER, "peak_rss_mb": Better.LOWER, "session_create_s": Better.LOWER}
 CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
@@ -28,12 +31,11 @@ class Candidate:
     values: dict[str, float] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
-    spread: dict[str, tuple[float, float]] = field(default_factory=dict)  # accuracy metric -> (lowest, highest)
 
 
 class Select(Stage):
     type = "select"
-    version = "1"
+    version = "2"
     description = (
         "Choose one model among variants (usually every instance of a matrix stage, `int8.model[*]`): the best by an "
         "objective (`minimize: p50_ms` or `maximize: speedup`, ...) among those meeting every constraint (`min: "
@@ -69,13 +71,24 @@ class Select(Stage):
             return ["set one of minimize and maximize, not both"]
         return []
 
+    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+        """Constraints and the objective name metrics the benchmark or the accuracy results carry."""
+        if "accuracy" in known.inputs and known.inputs["accuracy"] is None:
+            return []  # its producer cannot say before it runs
+        names = {**(SPEED if "benchmark" in known.inputs else {}), **(known.inputs.get("accuracy") or {})}
+        objective = params.get("maximize") or params.get("minimize") or "p50_ms"
+        if objective in SPEED and "benchmark" not in known.inputs:
+            return [f"the objective {objective} is a benchmark result — give a `benchmark` input",
+                    *bound_problems(params["min"], params["max"], names)]
+        return bound_problems(params["min"], params["max"], names, (objective,))
+
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
         goal, objective = ("maximize", params["maximize"]) if params.get("maximize") else ("minimize", params.get("minimize") or "p50_ms")
         names = ctx.labels("models")
         accuracy = _read(ctx, "accuracy")
         benchmark = _read(ctx, "benchmark")
-        candidates = _candidates(names, benchmark, accuracy, params, objective, goal)
+        candidates = _candidates(names, benchmark, accuracy)
         wanted = [objective, *params["min"], *params["max"]]
         known = {k for c in candidates for k in c.values}
         unknown = [m for m in wanted if m not in known]
@@ -124,8 +137,7 @@ def _read(ctx: StageContext, port: str) -> dict[str, Any] | None:
         raise StageError(f"input '{port}' ({ctx.references.get(port)}) is not a results document: {exc}") from None
 
 
-def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: dict[str, Any] | None,
-                params: dict[str, Any], objective: str, goal: str) -> list[Candidate]:
+def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: dict[str, Any] | None) -> list[Candidate]:
     if benchmark is not None and "results" not in benchmark or accuracy is not None and "results" not in accuracy:
         raise StageError("`benchmark` takes a benchmark stage's results and `accuracy` a validate_accuracy stage's")
     rows = benchmark["results"] if benchmark else []
@@ -138,7 +150,7 @@ def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: di
     varying = [k for i, k in enumerate(CONFIG) if len({c[i] for c in configs if c}) > 1]
     candidates = []
     for index, name in enumerate(names):
-        per_output = (accuracy or {}).get("results", {}).get(name, {})
+        accuracy_values, _ = _accuracy_values(accuracy, name)
         for config in configs:
             row = next((r for r in rows if r["model"] == name and tuple(r.get(k) for k in CONFIG) == config), None)
             settings = {k: v for k, v in zip(CONFIG, config) if k in varying}
@@ -147,34 +159,21 @@ def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: di
             if row is not None:
                 c.values.update({m: row["latency_ms"][p] for m, p in LATENCY.items() if p in row.get("latency_ms", {})})
                 c.values.update({m: row[m] for m in ROW if isinstance(row.get(m), (int, float))})
-            worst, c.spread = _accuracy_values(per_output, params, objective, goal)
-            c.values.update(worst)
+            c.values.update(accuracy_values)
             candidates.append(c)
     return candidates
 
 
-def _accuracy_values(per_output: dict[str, dict[str, Any]], params: dict[str, Any], objective: str,
-                     goal: str) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
-    """Each accuracy metric at its worst over the model's outputs (the highest for an error: a `max:` bound,
-    a minimized objective, the *_abs and *_rel errors; else the lowest), and its (lowest, highest), which
-    the `min:` and `max:` bounds are checked against. NaN or inf in any output wins: a broken output must not
-    hide behind a good one."""
-    spread: dict[str, tuple[float, float]] = {}
-    for output, metrics in per_output.items():
-        if output == "python":
-            continue
-        for metric, value in metrics.items():
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                continue
-            low, high = spread.get(metric, (value, value))
-            spread[metric] = (value, value) if not math.isfinite(value) or not math.isfinite(low) \
-                else (min(low, value), max(high, value))
-    worst = {}
-    for metric, (low, high) in spread.items():
-        lower_is_better = metric in params["max"] or (metric == objective and goal == "minimize") \
-            or metric.endswith(("_abs", "_rel"))
-        worst[metric] = high if lower_is_better else low
-    return worst, spread
+def _accuracy_values(accuracy: dict[str, Any] | None, name: str) -> tuple[dict[str, float], dict[str, Better]]:
+    """A model's accuracy metrics as validate_accuracy counted them (each at its worst over the gated outputs),
+    and which way each is better."""
+    if accuracy is None:
+        return {}, {}
+    if "values" not in accuracy:
+        raise StageError("the `accuracy` input comes from an older validate_accuracy — re-run it (engine run)")
+    better = {m: Better(b) for m, b in accuracy.get("better", {}).items()}
+    values = {m: v for m, v in accuracy["values"].get(name, {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return values, better
 
 
 def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
@@ -186,8 +185,7 @@ def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
         for metric, bound in bounds.items():
             if metric not in c.values:
                 continue
-            low, high = c.spread.get(metric, (c.values[metric], c.values[metric]))
-            value = low if sign > 0 else high  # every output must meet the bound
+            value = c.values[metric]  # accuracy metrics at their worst over the gated outputs
             if math.isfinite(value) and sign * (value - bound) < 0:
                 c.misses.append(f"{metric} {_fmt(value)} {'<' if sign > 0 else '>'} {'min' if sign > 0 else 'max'} {bound}")
                 c.shortfall = max(c.shortfall, abs(value - bound) / (abs(bound) or 1))

@@ -95,23 +95,35 @@ def test_select_fails_naming_the_closest_when_nothing_qualifies(project, cli):
     assert not (project / "out/pick/best/model.onnx").exists()
 
 
-def test_select_names_metrics_it_cannot_find(project, cli):
+def test_select_names_metrics_it_cannot_find_before_anything_runs(project, cli):
     recipe = sweep(project, "{minimize: p50_ms, min: {cosine_man: 0.99}}")
+    code, out, err = cli("validate", recipe)
+    assert code == 2, out + err
+    assert "no metric 'cosine_man'" in err and "did you mean 'cosine_mean'?" in err and "recipe.yaml:" in err
     code, out, err = cli("run", recipe)
-    assert code == 1
-    assert "no candidate has the metric cosine_man" in out + err and "cosine_mean" in out + err
+    assert code == 2 and "did you mean 'cosine_mean'?" in err and not (project / ".ortflow").exists(), out + err
+    code, _, err = cli("validate", sweep(project, "{minimize: p50_ms, min: {max_abs: 0.1}}"))
+    assert code == 2 and "max_abs is better lower, so a bound on it belongs under `max:`" in err
     code, _, err = cli("validate", sweep(project, "{minimize: p50_ms, maximize: speedup}"))
     assert code == 2 and "set one of minimize and maximize, not both" in err
 
 
 def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(project, cli):
-    """The selection logic on hand-written results documents (the engine's own arithmetic, no claim about models)."""
+    """The selection logic on hand-written per-output results, counted as validate_accuracy counts them (the
+    engine's own arithmetic, no claim about models)."""
+    from ortflow.engine.metric import Better
+    from ortflow.stages.support.accuracy_gates import counted_values
+
     for name in ("a", "b"):
         (project / f"{name}.onnx").write_bytes(name.encode())
-    (project / "acc.json").write_text(json.dumps({"results": {
+    results = {
         "a": {"out0": {"cosine_mean": 0.995, "max_abs": 0.01}, "out1": {"cosine_mean": 0.993, "max_abs": 0.02}},
         "b": {"out0": {"cosine_mean": 0.999, "max_abs": 0.001}, "out1": {"cosine_mean": float("nan"), "max_abs": 5.0}},
-    }}))
+    }
+    better = {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER}
+    values = {n: {m: v for m, (v, _) in counted_values(per, set(), [], better).items()} for n, per in results.items()}
+    (project / "acc.json").write_text(json.dumps({"results": results, "values": values,
+                                                  "better": {m: b.value for m, b in better.items()}}))
 
     def pick(select: str) -> tuple[int, dict]:
         write(project / "recipe.yaml", f"""
@@ -135,8 +147,7 @@ def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(pr
     assert code == 0 and selection["chosen"] == "a"  # b's worst output error is 5.0, a's 0.02
     assert {c["id"]: c["values"]["max_abs"] for c in selection["candidates"]} == {"a": 0.02, "b": 5.0}
     assert (project / "out/pick/best/model.onnx").read_bytes() == b"a"
-    # Two bounds on one metric: each is checked against the output that is worst for it.
-    code, selection = pick("{minimize: max_abs, min: {max_abs: 0.015}, max: {max_abs: 1.0}}")
-    assert code == 3
+    code, selection = pick("{minimize: max_abs, max: {max_abs: 0.015}}")
+    assert code == 3  # a's worst output (0.02) counts, not its best (0.01)
     a = next(c for c in selection["candidates"] if c["id"] == "a")
-    assert a["misses"] == ["max_abs 0.01 < min 0.015"]
+    assert a["misses"] == ["max_abs 0.02 > max 0.015"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,6 +36,14 @@ class ImagesLoader(DatasetLoader):
             "scale": {"type": "number", "default": 0.00392156862745098, "description": "multiply pixel values (default 1/255)"},
             "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0]},
             "std": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [1, 1, 1]},
+            "pad_value": {"type": "integer", "minimum": 0, "maximum": 255, "default": 114,
+                          "description": "letterbox: the grey level of the padding (YOLO: 114; some detectors pad with 0)"},
+            "pad_position": {"enum": ["centre", "bottom_right"], "default": "centre",
+                             "description": "letterbox: the image centred, or in the top-left corner with padding at the "
+                                            "bottom and right"},
+            "skip_unreadable": {"type": "boolean", "default": False,
+                                "description": "skip (and count, in a warning) files that are not readable images instead of "
+                                               "failing"},
             "limit": LIMIT_PARAM,
         },
     }
@@ -56,14 +65,26 @@ class ImagesLoader(DatasetLoader):
         mean = np.asarray(params["mean"], dtype=np.float32)
         std = np.asarray(params["std"], dtype=np.float32)
         raw = np.issubdtype(np.dtype(spec.dtype), np.integer)  # an integer input takes the pixels as they are
+        skipped: list[str] = []
         for path in files:
-            pixels = self._resized(path, params["resize"], height, width)
+            try:
+                pixels = self._resized(path, params, height, width)
+            except StageError:
+                if not params["skip_unreadable"]:
+                    raise
+                skipped.append(path.name)
+                continue
             if params["channels"] == "BGR":
                 pixels = pixels[..., ::-1]
             array = pixels if raw else (pixels.astype(np.float32) * params["scale"] - mean) / std
             if layout == "NCHW":
                 array = array.transpose(2, 0, 1)
             yield {spec.name: np.ascontiguousarray(array[None]).astype(spec.dtype)}
+        if skipped:
+            logging.getLogger("ortflow").warning("images: skipped %d unreadable file(s) of %d in %s: %s", len(skipped),
+                                                 len(files), params["path"], ", ".join(skipped[:5]))
+            if len(skipped) == len(files):
+                raise StageError(f"none of the {len(files)} files in {params['path']} is a readable image")
 
     @staticmethod
     def _input(params: dict[str, Any], inputs: list[ModelInput]) -> ModelInput:
@@ -99,14 +120,15 @@ class ImagesLoader(DatasetLoader):
         raise StageError(f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`")
 
     @staticmethod
-    def _resized(path: Path, mode: str, height: int, width: int) -> Any:
+    def _resized(path: Path, params: dict[str, Any], height: int, width: int) -> Any:
         import numpy as np
         from PIL import Image
 
+        mode = params["resize"]
         try:
             image = Image.open(path).convert("RGB")
-        except OSError as exc:
-            raise StageError(f"cannot read image {path.name}: {exc}") from exc
+        except (OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise StageError(f"cannot read image {path.name}: {exc} — remove it, or set skip_unreadable: true") from exc
         if mode == "stretch":
             return np.asarray(image.resize((width, height), Image.BILINEAR))
         if mode == "crop":
@@ -116,6 +138,7 @@ class ImagesLoader(DatasetLoader):
             return np.asarray(image.crop((left, top, left + width, top + height)))
         ratio = min(width / image.width, height / image.height)
         image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.BILINEAR)
-        canvas = Image.new("RGB", (width, height), (114, 114, 114))
-        canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
+        canvas = Image.new("RGB", (width, height), (params["pad_value"],) * 3)
+        corner = (0, 0) if params["pad_position"] == "bottom_right" else ((width - image.width) // 2, (height - image.height) // 2)
+        canvas.paste(image, corner)
         return np.asarray(canvas)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 
 
@@ -23,6 +23,7 @@ class NpyDirLoader(DatasetLoader):
         "properties": {
             "path": file_param("the folder"),
             "limit": LIMIT_PARAM,
+            "batch_axes": BATCH_AXES_PARAM,
         },
     }
 

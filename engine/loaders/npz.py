@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 
 MAX_BYTES = 1 << 30  # per array, once read: far above a calibration or evaluation set, far below a machine's memory
@@ -56,6 +56,7 @@ class NpzLoader(DatasetLoader):
         "properties": {
             "path": file_param("the .npz file"),
             "limit": LIMIT_PARAM,
+            "batch_axes": BATCH_AXES_PARAM,
             "labels": {"type": "string", "description": "an array of ground-truth labels (not fed to the model)"},
             # No schema `default`: defaults enter the dataset's digest, and a bound changes no data.
             "max_bytes": {"type": "integer", "minimum": 1,

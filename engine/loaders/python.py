@@ -6,7 +6,7 @@ import importlib.util
 import sys
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import BATCH_AXES_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 
 
@@ -25,6 +25,7 @@ class PythonLoader(DatasetLoader):
             "path": file_param("the .py file"),
             "function": {"type": "string", "description": "name of the function in that file"},
             "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
+            "batch_axes": BATCH_AXES_PARAM,
         },
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import DatasetLoader, Feed, ModelInput
+from ortflow.engine.dataset import BATCH_AXES_PARAM, DatasetLoader, Feed, ModelInput
 from ortflow.engine.errors import StageError
 
 
@@ -26,6 +26,12 @@ class RandomLoader(DatasetLoader):
                 "default": {},
                 "description": "sizes of symbolic axes by name, e.g. {batch: 1, sequence: 128}",
             },
+            "shapes": {
+                "type": "object",
+                "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                "description": "per input, its whole shape (for axes with no name, and [] for a scalar), e.g. {state: [2, 1, 128]}",
+            },
+            "batch_axes": BATCH_AXES_PARAM,
             "ranges": {
                 "type": "object",
                 "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
@@ -42,7 +48,7 @@ class RandomLoader(DatasetLoader):
             if low >= high:
                 raise StageError(f"ranges: {name}: [{low}, {high}) is empty — the upper bound is excluded, e.g. [1, 2] gives 1")
         rng = np.random.default_rng(params["seed"])
-        shapes = {i.name: self._shape(i, params["dims"]) for i in inputs}
+        shapes = {i.name: self._shape(i, params["dims"], params.get("shapes", {}).get(i.name)) for i in inputs}
         for _ in range(params["samples"]):
             feed = {}
             for spec in inputs:
@@ -56,7 +62,12 @@ class RandomLoader(DatasetLoader):
             yield feed
 
     @staticmethod
-    def _shape(spec: ModelInput, dims: dict[str, int]) -> tuple[int, ...]:
+    def _shape(spec: ModelInput, dims: dict[str, int], given: list[int] | None) -> tuple[int, ...]:
+        if given is not None:
+            if len(given) != len(spec.shape):
+                raise StageError(f"shapes: {spec.name} is given {len(given)} axes, the model's input has {len(spec.shape)} "
+                                 f"({spec.describe()})")
+            return tuple(given)
         shape = []
         for axis, dim in enumerate(spec.shape):
             if isinstance(dim, int) and dim > 0:
@@ -67,6 +78,7 @@ class RandomLoader(DatasetLoader):
                 shape.append(1)
             else:
                 label = f"'{dim}'" if dim else "with no name"
+                fix = f"dims: {{{dim}: 128}}" if dim else f"shapes: {{{spec.name}: [...]}} (its whole shape, by position)"
                 raise StageError(f"input '{spec.name}' ({spec.describe()}) has a symbolic axis {label} at position {axis}"
-                                 f" — give its size in `dims`, e.g. dims: {{{dim or 'name'}: 128}}")
+                                 f" — give its size, e.g. {fix}")
         return tuple(shape)

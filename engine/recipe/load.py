@@ -12,6 +12,7 @@ from typing import Any
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
+from ortflow.engine.recipe.metric_use import metric_problems
 from ortflow.engine.recipe.overrides import apply_overrides
 from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
 from ortflow.engine.recipe.schema_errors import validate
@@ -156,12 +157,16 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
                 problems.append(Problem(f"stage '{name}': {exc}", source.locate(("stages", name, "uses"))))
     stages: dict[str, StageSpec] = {}
     checked = _ParamsCheck(source, problems)
+    valid: set[str] = set()
     for name, stage_cls in stage_classes.items():
         spec = raw[name]
         where = ("stages", name)
         subject = f"stage '{name}' ({stage_cls.type})"
         params = spec.get("with") if isinstance(spec.get("with"), dict) else {}
+        before = len(problems)
         filled = checked(stage_cls, params, where, subject)
+        if len(problems) == before:
+            valid.add(name)
         given = spec.get("in") if isinstance(spec.get("in"), dict) else {}
         port_refs = _resolve_ports(scope, name, stage_cls, given)
         after = []
@@ -178,6 +183,7 @@ def _resolve_stages(scope: _Scope, plugins: Plugins) -> dict[str, StageSpec]:
         stages[name] = StageSpec(name, spec["uses"], stage_cls, filled, port_refs, after, source.locate(where, key=True),
                                  spec.get("optional") is True,
                                  resources=dict(resources), workers=[workers] if isinstance(workers, str) else list(workers))
+    problems.extend(metric_problems(stages, scope.input_paths, valid, source))
     return stages
 
 

@@ -1,6 +1,7 @@
-"""validate_accuracy's gates (its `min:`/`max:` bounds) on a results document: the verdict (gate_failures),
-shared by validate_accuracy and quantize_search so both judge alike, and how far a model is from the gates
-as one number a search can rank candidates by."""
+"""validate_accuracy's gates (its `min:`/`max:` bounds): the value each metric counts at for a model (its
+worst over the gated outputs, in the metric's own direction), the verdict (gate_failures), shared by
+validate_accuracy and quantize_search so both judge alike, and how far a model is from the gates as one
+number a search can rank candidates by."""
 
 from __future__ import annotations
 
@@ -8,20 +9,34 @@ import math
 from typing import Any
 
 from ortflow.engine.errors import StageError
+from ortflow.engine.metric import Better
+
+Counted = dict[str, tuple[float, str]]  # metric -> (value it counts at, the output or metric group it came from)
 
 
-def gated_values(per_output: dict[str, dict[str, Any]], accuracy: dict[str, Any]) -> dict[str, float]:
-    """Each gated metric's worst value over the outputs the gates apply to (`per_output`: one model's
-    entry in a validate_accuracy results document; `accuracy`: its parameters, gates included)."""
-    gated = accuracy.get("gate_outputs") or []
-    found: dict[str, float] = {}
-    for bounds, worst in ((accuracy.get("min") or {}, min), (accuracy.get("max") or {}, max)):
-        for metric in bounds:
-            values = [m[metric] for output, m in per_output.items() if output != "python"
-                      and (not gated or output in gated or output == "labels") and m.get(metric) is not None]
-            if values:
-                found[metric] = worst(values)
-    return found
+def counted_values(per_entry: dict[str, dict[str, Any]], groups: set[str], gate_outputs: list[str],
+                   better: dict[str, Better]) -> Counted:
+    """Each metric's worst value for one model: over its gated outputs (all compared outputs when
+    `gate_outputs` is empty) and its metric groups (task metrics, labels, a metric file). NaN or inf wins:
+    a broken output must not hide behind a good one."""
+    counted: Counted = {}
+    for entry, metrics in per_entry.items():
+        if entry not in groups and gate_outputs and entry not in gate_outputs:
+            continue
+        for metric, value in metrics.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if metric not in counted or _worse(value, counted[metric][0], better.get(metric, Better.HIGHER)):
+                counted[metric] = (float(value), entry)
+    return counted
+
+
+def _worse(value: float, than: float, direction: Better) -> bool:
+    if not math.isfinite(than):
+        return False
+    if not math.isfinite(value):
+        return True
+    return value < than if direction is Better.HIGHER else value > than
 
 
 def margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
@@ -32,29 +47,23 @@ def margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
     return round(min(margins), 6) if margins else None
 
 
-def gate_failures(results: dict[str, dict[str, Any]], params: dict[str, Any]) -> list[str]:
-    """Every miss, as `model output: metric value < min bound`. A gate no gated output could be measured
-    by is an error, not a pass; a non-finite value (NaN from a broken model) always fails."""
+def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[str]:
+    """Every miss, as `model output: metric value < min bound`. A gate no model could be measured by is an
+    error, not a pass; a non-finite value (NaN from a broken model) always fails."""
     failures = []
-    checked: set[str] = set()
-    for name, per_output in results.items():
-        for output, metrics in per_output.items():
-            if output == "python" or (params["gate_outputs"] and output not in params["gate_outputs"] and output != "labels"):
-                continue
-            for bounds, worse in ((params["min"], lambda v, b: v < b), (params["max"], lambda v, b: v > b)):
-                for metric, bound in bounds.items():
-                    if metric not in metrics or metrics[metric] is None:
-                        continue
-                    checked.add(metric)
-                    value = metrics[metric]
-                    if not math.isfinite(value):
-                        failures.append(f"{name} {output}: {metric} is {value} (the model produced NaN or inf)")
-                    elif worse(value, bound):
-                        sign = "<" if bounds is params["min"] else ">"
-                        label = "min" if bounds is params["min"] else "max"
-                        failures.append(f"{name} {output}: {metric} {value:.6g} {sign} {label} {bound}")
-    unmeasured = sorted((set(params["min"]) | set(params["max"])) - checked)
-    if unmeasured and results:
-        raise StageError(f"no gated output yields {', '.join(unmeasured)} (cosine needs more than one value per sample, "
-                         "agreement a last axis of 2 or more, accuracy and f1_macro a label_output) — gate other metrics or outputs")
+    for name, values in counted.items():
+        for bounds, sign, label in ((params["min"], "<", "min"), (params["max"], ">", "max")):
+            for metric, bound in bounds.items():
+                if metric not in values:
+                    continue
+                value, where = values[metric]
+                if not math.isfinite(value):
+                    failures.append(f"{name} {where}: {metric} is {value} (the model produced NaN or inf)")
+                elif (value < bound) if label == "min" else (value > bound):
+                    failures.append(f"{name} {where}: {metric} {value:.6g} {sign} {label} {bound}")
+    unmeasured = sorted(m for m in {*params["min"], *params["max"]} if not any(m in v for v in counted.values()))
+    if unmeasured and counted:
+        raise StageError(f"no gated output yields {', '.join(unmeasured)} (cosine needs float outputs with more than one "
+                         "value per sample, agreement a last axis of 2 or more, accuracy and f1_macro a label_output, "
+                         "label_agreement integer outputs or `metrics: {exact: ...}`) — gate other metrics or outputs")
     return failures
