@@ -40,7 +40,7 @@ inputs:
   classifier: {{package: magika, file: magika/models/standard_v3_3/model.onnx}}
 datasets:
   photos: {{loader: images, with: {{path: {photos}, size: [320, 320], resize: letterbox}}}}
-  files: {{loader: python, with: {{path: {features}, function: feeds, kwargs: {{folder: {recipes}}}}}}}
+  files: {{loader: python, with: {{path: {features}, function: feeds, data: {recipes}}}}}
 stages:
 {stages}
 """
@@ -59,7 +59,8 @@ STAGES = """
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    folder = DATA if (DATA / f"{name}.py").exists() else REPO / "recipes" / "data"
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -69,8 +70,8 @@ def build(scratch: Path) -> dict[str, str]:
     """Runs the recipe; returns each checked stage's verdict (the first line of its error, or 'ran')."""
     stages = "".join(STAGES.format(name=n, data=d) for n, d in (("detector", "photos"), ("classifier", "files")))
     recipe = scratch / "traps.yaml"
-    recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=DATA / "magika_features.py",
-                                                    recipes=REPO / "recipes", stages=stages)))
+    recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=REPO / "recipes" / "data" / "magika_bytes.py",
+                                                    recipes=REPO / "recipes" / "data" / "files" / "calibration", stages=stages)))
     subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe), "-k"],
                    check=False, stderr=subprocess.DEVNULL)
     report = json.loads((scratch / "out" / "traps" / "report.json").read_text())
@@ -98,7 +99,7 @@ def latency_ms(paths: dict[str, Path], feed: dict) -> dict[str, float]:
 
 
 def main() -> None:
-    yolo, magika = _module("yolo_detections"), _module("magika_features")
+    yolo, magika = _module("yolo_detections"), _module("magika_bytes")
     detector = Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
     classifier = Path(distribution("magika").locate_file("magika/models/standard_v3_3/model.onnx"))
     with tempfile.TemporaryDirectory() as folder:

@@ -2,23 +2,35 @@
 
     from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult, StageError
 
-Register a Stage subclass under the `ortflow.stages` entry-point group and a DatasetLoader subclass under
-`ortflow.datasets`. Names exported here keep their meaning across releases; modules under
+Register a Stage subclass under the `ortflow.stages` entry-point group, a DatasetLoader subclass under
+`ortflow.datasets` and a Metric subclass (an accuracy metric validate_accuracy computes and gates, select and
+quantize_search use by name) under `ortflow.metrics`. Names exported here keep their meaning across releases; modules under
 `ortflow.engine` are internal and may move.
 """
 
-from ortflow.engine.dataset import LIMIT_PARAM, Dataset, DatasetLoader, Feed, ModelInput, batched, file_param, model_inputs
+from ortflow.engine.dataset import (
+    BATCH_AXES_PARAM,
+    LIMIT_PARAM,
+    Dataset,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    batched,
+    file_param,
+    model_inputs,
+)
 from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
+from ortflow.engine.metric import Better, Metric, MetricName, Outputs
 from ortflow.engine.ort.onnx_model import check as check_model
 from ortflow.engine.ort.onnx_model import model_file
 from ortflow.engine.ort.onnx_model import save as save_model
 from ortflow.engine.params import fill_defaults, params_problems
-from ortflow.engine.registry import stage_type
+from ortflow.engine.registry import metric_type, stage_type
 from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
 
 __all__ = [
-    "LIMIT_PARAM", "Artifact", "ArtifactKind", "Dataset", "DatasetLoader", "Feed", "GateFailed", "ModelInput", "Port",
-    "ProviderUnavailable", "Stage", "StageContext", "StageError", "StageResult", "StepResult", "Steps", "batched",
-    "check_model", "file_param", "fill_defaults", "model_file", "model_inputs", "params_problems", "save_model",
-    "stage_type",
+    "BATCH_AXES_PARAM", "LIMIT_PARAM", "Artifact", "ArtifactKind", "Better", "Dataset", "DatasetLoader", "Feed", "GateFailed",
+    "Metric", "MetricName", "ModelInput", "Outputs", "Port", "ProviderUnavailable", "Stage", "StageContext", "StageError",
+    "StageResult", "StepResult", "Steps", "batched", "check_model", "file_param", "fill_defaults", "metric_type", "model_file",
+    "model_inputs", "params_problems", "save_model", "stage_type",
 ]

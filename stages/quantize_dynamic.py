@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ortflow.engine.errors import StageError, suggest
-from ortflow.engine.ort import onnx_model
+from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import isa, quantization, sanity
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
@@ -76,11 +76,13 @@ class QuantizeDynamic(Stage):
         except Exception as exc:
             raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
         onnx_model.cap_ir_version(target)
+        # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
+        reordered = graph_order.resort_if_needed(target)
         onnx_model.check(target)
         quantized = quantization.quantized_ops(target)
         if not quantized["by_op_type"]:
-            raise StageError("quantize_dynamic quantized nothing: the model has no MatMul, Gemm or Attention with "
-                             "constant weights (check op_types_to_quantize)")
+            why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"])
+            raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
             "quantized_nodes": quantization.quantized_node_names(source, target, set(IntegerOpsRegistry)),
@@ -88,6 +90,7 @@ class QuantizeDynamic(Stage):
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
+            **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         checked = sanity.verify_quantized(ctx, source, target, metrics)

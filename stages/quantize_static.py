@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import StageError, suggest
-from ortflow.engine.ort import onnx_model
+from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import isa, quantization, sanity, traps
 from ortflow.stages.support.calibration_table import mask_tensors
@@ -104,6 +104,8 @@ class QuantizeStatic(Stage):
         excluded = sorted(set(excluded) | found.nodes())
         target = self._quantize(model, ctx.output_path("model"), params, table, table_path, excluded)
         onnx_model.cap_ir_version(target)
+        # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
+        reordered = graph_order.resort_if_needed(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
         quantized = quantization.quantized_ops(target)
@@ -131,6 +133,7 @@ class QuantizeStatic(Stage):
             "opset_upgraded_from": upgraded,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
+            **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         checked = sanity.verify_quantized(ctx, model, target, metrics)

@@ -253,7 +253,7 @@ def _report(results: dict[str, dict[str, Any]], values: dict[str, dict[str, Any]
             reference_labelled: dict[str, float] | None, params: dict[str, Any]) -> dict[str, Any]:
     columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "argmax agrees", "labels agree"]
     groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
-    rows = [[name, output, m.get("cosine_mean"), m.get("cosine_min"), m.get("max_abs"), m.get("mean_abs"),
+    rows = [[name, output, m.get("cosine_mean", ""), m.get("cosine_min", ""), m.get("max_abs", ""), m.get("mean_abs", ""),
              m.get("top1_agreement", ""), m.get("label_agreement", "")]
             for name, per in results.items() for output, m in per.items() if output not in groups]
     tables = [{"title": "Accuracy against the reference", "columns": columns, "rows": rows}]

@@ -12,15 +12,16 @@ import numpy as np
 import onnxruntime as ort
 from conftest import write
 
-PHOTOS = Path(__file__).parent.parent / "recipes" / "data" / "images" / "photos"
+RECIPES = Path(__file__).parent.parent / "recipes"
+PHOTOS = RECIPES / "data" / "images" / "photos"
 DATA = Path(__file__).parent / "data"
 
 
-def _module(name: str):
-    """A helper module of tests/data (shared with bench/quantization_traps.py)."""
+def _module(name: str, folder: Path = DATA):
+    """A helper module of tests/data or recipes/data (shared with bench/quantization_traps.py)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(name, DATA / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -73,15 +74,14 @@ def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(proj
     keeps them in float, and its labels agree with the float model's on files it never saw."""
     from importlib.metadata import distribution
 
-    features = Path(__file__).parent / "data" / "magika_features.py"
-    repo = Path(__file__).parent.parent
+    features = RECIPES / "data" / "magika_bytes.py"
     recipe = write(project / "recipe.yaml", f"""
         version: 1
         name: classifier
         inputs:
           model: {{package: magika, file: magika/models/standard_v3_3/model.onnx}}
         datasets:
-          files: {{loader: python, with: {{path: {features}, function: feeds, kwargs: {{folder: {repo / 'recipes'}}}}}}}
+          files: {{loader: python, with: {{path: {features}, function: feeds, data: {RECIPES / 'data/files/calibration'}}}}}
         stages:
           table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.files}}}}
           default: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table, data: datasets.files}}}}
@@ -97,11 +97,11 @@ def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(proj
     metrics = json.loads((project / "out/classifier/default/metrics.json").read_text())
     kinds = sorted(label.split(" at ")[0] for label in metrics["traps_kept_float"]["decomposed_ops"])
     assert kinds == ["LayerNorm", "LayerNorm", "Softmax"]
-    module = _module("magika_features")
+    module = _module("magika_bytes", RECIPES / "data")
     import ortflow.engine
     import ortflow.stages
 
-    # files calibration never saw (it read recipes/), present wherever ortflow is installed and tested
+    # files calibration never saw (it read recipes/data/files/calibration), present wherever ortflow is installed and tested
     packages = [DATA, Path(ortflow.engine.__file__).parent, Path(ortflow.stages.__file__).parent]
     held_out = [f for folder in packages for f in sorted(folder.rglob("*"))
                 if f.is_file() and f.suffix != ".pyc" and f.stat().st_size >= 8][:80]

@@ -13,7 +13,7 @@ class NpyDirLoader(DatasetLoader):
     type = "npy_dir"
     description = (
         "A folder laid out as <input name>/<sample>.npy; files pair up in sorted order. "
-        "An array without the batch axis gets one."
+        "An array without the batch axis gets one (where batch_axes puts it; none for an input that is not batched)."
     )
     file_params = ("path",)
     params_schema = {
@@ -38,9 +38,11 @@ class NpyDirLoader(DatasetLoader):
         if len(set(counts.values())) > 1:
             raise StageError(f"{root}: the input folders hold different numbers of .npy files: {counts}")
         ranks = {i.name: len(i.shape) for i in inputs}
+        axes = params.get("batch_axes") or {}
         for index in range(min(counts.values(), default=0)):
             feed = {}
             for name, found in files.items():
                 array = np.load(found[index], allow_pickle=False)
-                feed[name] = array[None, ...] if array.ndim + 1 == ranks.get(name) else array
+                axis = axes.get(name, 0)
+                feed[name] = np.expand_dims(array, axis) if axis is not None and array.ndim + 1 == ranks.get(name) else array
             yield feed

@@ -47,7 +47,9 @@ class _Member:
 
 class NpzLoader(DatasetLoader):
     type = "npz"
-    description = "Arrays named after the model's inputs in one .npz file; sample i is row i of every array."
+    description = ("Arrays named after the model's inputs in one .npz file; sample i is row i of every array, laid out "
+                   "with its batch axis where batch_axes says (none for an input that is not batched, e.g. a sample rate "
+                   "stored as one value per sample).")
     file_params = ("path",)
     params_schema = {
         "type": "object",
@@ -77,8 +79,12 @@ class NpzLoader(DatasetLoader):
             if len(set(counts.values())) > 1:
                 raise StageError(f"{path.name}: arrays have different sample counts {counts}")
             arrays = {m.key: _read(archive, m, params, path.name) for m in members if m.key != params.get("labels")}
+        import numpy as np
+
+        axes = params.get("batch_axes") or {}
         for i in range(min((len(a) for a in arrays.values()), default=0)):
-            yield {key: a[i : i + 1] for key, a in arrays.items()}
+            yield {key: np.asarray(a[i]) if axes.get(key, 0) is None else np.expand_dims(a[i], axes.get(key, 0))
+                   for key, a in arrays.items()}
 
     def labels(self, params: dict[str, Any]) -> Any:
         if not params.get("labels"):

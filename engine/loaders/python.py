@@ -14,9 +14,11 @@ class PythonLoader(DatasetLoader):
     type = "python"
     description = (
         "Calls `function(model_inputs, **kwargs)` from a Python file and uses the feeds it yields. The file's "
-        "content is part of the cache key, so editing it re-runs the stages that use the data."
+        "content is part of the cache key, so editing it re-runs the stages that use the data; so is the content of "
+        "`data`, a file or folder the function reads (passed as the `data` keyword). Anything else it reads is not "
+        "in the key: editing it would not re-run anything."
     )
-    file_params = ("path",)
+    file_params = ("path", "data")
     params_schema = {
         "type": "object",
         "additionalProperties": False,
@@ -25,6 +27,7 @@ class PythonLoader(DatasetLoader):
             "path": file_param("the .py file"),
             "function": {"type": "string", "description": "name of the function in that file"},
             "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
+            "data": file_param("a file or folder the function reads, hashed by content and passed as `data=`"),
             "batch_axes": BATCH_AXES_PARAM,
         },
     }
@@ -45,7 +48,8 @@ class PythonLoader(DatasetLoader):
         if not callable(function):
             names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
             raise StageError(f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})")
-        produced = function(inputs, **params["kwargs"])
+        extra = {"data": params["data"]} if "data" in params else {}
+        produced = function(inputs, **params["kwargs"], **extra)
         if produced is None or not hasattr(produced, "__iter__"):
             raise StageError(f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
                              " — return or yield {input name: numpy array} mappings")

@@ -76,3 +76,27 @@ def quantized_node_names(before: Path, after: Path, op_types: Collection[str]) -
         if now is None or now.op_type != node.op_type or any(i in dequantized for i in now.input):
             found.append(node.name)
     return found
+
+
+def nothing_quantized(model: Path, asked: list[str]) -> str:
+    """Why a quantizer may have found nothing to quantize: the op types asked for and those the model has
+    (subgraphs counted), and what a quantizable node needs."""
+    import onnx
+
+    from ortflow.engine.ort.onnx_model import op_counts
+
+    counts = op_counts(model)
+    in_main = {n.op_type for n in onnx.load(str(model), load_external_data=False).graph.node}
+    top = ", ".join(f"{op} {n}" for op, n in counts.most_common(12) if op not in ("Constant", "Identity"))
+    wanted = ", ".join(asked) if asked else "ORT's default op types"
+    present = sorted(set(asked) & set(counts)) if asked else []
+    nested = [op for op in present if op not in in_main]
+    if nested:
+        because = (f"its {', '.join(nested)} are inside If/Loop subgraphs, which ORT's quantizers do not enter "
+                   "(re-export without control flow, e.g. for one fixed sample rate)")
+    elif present:
+        because = (f"the model has {', '.join(present)}, but not with constant weights (initializers): a weight computed "
+                   "by Constant/Unsqueeze nodes needs folding first (graph_optimization, level basic)")
+    else:
+        because = "the model has none of them"
+    return f"asked for {wanted}; {because}. Its op types: {top} — set op_types_to_quantize to ones it has"

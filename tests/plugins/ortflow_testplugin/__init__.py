@@ -10,7 +10,7 @@ import os
 import time
 from pathlib import Path
 
-from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import ArtifactKind, Better, GateFailed, Metric, MetricName, Port, Stage, StageContext, StageError, StageResult
 
 
 def _log(ctx: StageContext, event: str) -> None:
@@ -150,3 +150,21 @@ class Chatter(Concat):
         ctx.log("progress line from the stage")
         ctx.output_path("file").write_text("chatter")
         return StageResult(summary="chatted")
+
+
+class WorstSampleError(Metric):
+    """A third-party metric: the largest mean absolute error of any one sample over the outputs it reads."""
+
+    type = "worst_sample_error"
+    names = (MetricName("worst_sample_error", Better.LOWER, "the largest per-sample mean absolute error"),)
+    params_schema = {"type": "object", "additionalProperties": False, "required": ["output"],
+                     "properties": {"output": {"type": "string"}}}
+
+    def reads(self, params):
+        return (params["output"],)
+
+    def compute(self, reference, candidate, feeds, params):
+        import numpy as np
+
+        pairs = zip(reference[params["output"]], candidate[params["output"]])
+        return {"worst_sample_error": max(float(np.mean(np.abs(r.astype(float) - c.astype(float)))) for r, c in pairs)}
