@@ -188,9 +188,9 @@ def batched(feeds: Iterable[Feed], batch_size: int, axes: dict[str, int | None] 
             try:
                 joined[name] = np.concatenate([f[name] for f in pending], axis=axis)
             except ValueError as exc:  # numpy's AxisError is a ValueError too
-                raise StageError(f"samples of input '{name}' cannot share a batch on axis {axis} ({exc}) — set batch_size: 1, "
-                                 "make the samples one shape (e.g. the text loader's padding: max_length), or declare the "
-                                 "input's batch axis (batch_axes)") from exc
+                raise StageError(f"samples of different shapes cannot share a batch (input '{name}', axis {axis}: {exc}) — "
+                                 "set batch_size: 1, make the samples one shape (e.g. the text loader's padding: "
+                                 "max_length), or declare the input's batch axis (batch_axes)") from exc
         return joined
 
     pending: list[Feed] = []

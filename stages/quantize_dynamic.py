@@ -8,7 +8,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, quantization, sanity
+from ortflow.stages.support import isa, ort_failures, quantization, sanity
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 
@@ -73,15 +73,15 @@ class QuantizeDynamic(Stage):
                              weight_type=getattr(QuantType, params["weight_type"]),
                              nodes_to_exclude=params["nodes_to_exclude"] or None,
                              use_external_data_format=large, extra_options=extra)
-        except Exception as exc:
-            raise StageError(f"quantize_dynamic failed: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
+            raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
         reordered = graph_order.resort_if_needed(target)
         onnx_model.check(target)
         quantized = quantization.quantized_ops(target)
         if not quantized["by_op_type"]:
-            why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"])
+            why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"] or sorted(IntegerOpsRegistry))
             raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),

@@ -16,8 +16,9 @@ from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.metric import Better, KnownMetrics
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
-from ortflow.stages.support.accuracy_gates import gate_failures, margin
+from ortflow.stages.support.accuracy_gates import judged
 from ortflow.stages.support.pareto import pareto_front
+from ortflow.stages.support.search_report import search_report
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
 
@@ -115,14 +116,11 @@ class QuantizeSearch(Stage):
         return sorted(set(problems))
 
     def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
-        validate_accuracy = stage_type("validate_accuracy")
-        return validate_accuracy().metric_names(fill_defaults(params["accuracy"], validate_accuracy.params_schema), files)
+        return stage_type("validate_accuracy")().metric_names(_accuracy(params), files)
 
     def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
         """Its accuracy target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
-        validate_accuracy = stage_type("validate_accuracy")
-        accuracy = fill_defaults(params["accuracy"], validate_accuracy.params_schema)
-        return [f"accuracy: {p}" for p in validate_accuracy().check_metrics(accuracy, known)]
+        return [f"accuracy: {p}" for p in stage_type("validate_accuracy")().check_metrics(_accuracy(params), known)]
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "gpu", "providers", "python")
@@ -257,21 +255,14 @@ class _Search:
     def _check(self, c: Candidate) -> bool:
         """Accuracy without gates, so a re-run with another target reuses the check; the verdict is
         validate_accuracy's own, on the values it recorded (6 significant digits)."""
-        validate_accuracy = stage_type("validate_accuracy")
         assert c.model is not None
-        accuracy = fill_defaults(self.params["accuracy"], validate_accuracy.params_schema)
+        accuracy = _accuracy(self.params)
         ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
         inputs = {"reference": self.reference, "candidates": [c.model], "data": self.data}
         if "metric" in self.ctx.inputs:
             inputs["metric"] = self.ctx.artifact("metric")
         step = self.steps.run("validate_accuracy", ungated, inputs, {"reference": "reference", "candidates": [c.id]})
-        document = step.document("results")
-        ((label, values),) = document["values"].items()  # its label may be another search's
-        counted = {m: (v, document["counted_at"][label].get(m, "")) for m, v in values.items()}
-        gated = {*accuracy["min"], *accuracy["max"]}
-        c.values = {m: v for m, (v, _) in counted.items() if m in gated}
-        c.score = margin(c.values, accuracy)
-        c.passed = not gate_failures({c.id: counted}, accuracy)
+        c.values, c.score, c.passed = judged(step.document("results"), accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
                       + (" meets the target" if c.passed else " misses the target"))
@@ -329,7 +320,7 @@ class _Search:
             "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
                              for base, ranked in self.rankings.items()},
             "culprits": self.culprits,  # by quantization_debug: the order the probes went in
-            "report": self._report(chosen, front),
+            "report": search_report(self.candidates, self.rankings, chosen, front, self._describe),
         }
         self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
         tried = f"{len(self.candidates)} candidates" + (f"; stopped early: {self.stopped}" if self.stopped else "")
@@ -358,25 +349,6 @@ class _Search:
                 "values": c.values, "meets_target": c.passed, "speedup": c.speedup, "p50_ms": c.p50_ms,
                 "pareto": on_front, "note": c.note}
 
-    def _report(self, chosen: Candidate | None, front: list[Candidate]) -> dict[str, Any]:
-        metrics = sorted({k for c in self.candidates for k in c.values})
-        shown = [c for c in self.candidates if c.role != "probe" or c.speedup]  # probes: in the node rankings
-        rows = [[c.id + (" (chosen)" if c is chosen else ""), c.role, self._describe(c, names=False),
-                 ", ".join(c.excluded), *[c.values.get(m, "") for m in metrics],
-                 {True: "yes", False: "no", None: ""}[c.passed], f"{c.speedup:.2f}x" if c.speedup else "",
-                 "yes" if c in front else "", c.note] for c in shown]
-        tables = [{"title": "Candidates (probes keeping one node float are in the node rankings)", "rows": rows,
-                   "columns": ["id", "role", "settings", "kept float", *metrics, "meets target", "speedup", "Pareto", "note"]}]
-        for base, ranked in self.rankings.items():
-            tables.append({"title": f"Nodes by harm when quantized, from {base}",
-                           "columns": ["node", "accuracy margin when it alone is kept float"],
-                           "rows": [[n, v] for n, v in ranked]})  # exact names: what nodes_to_exclude takes
-        points = [{"label": f"{c.id} {self._describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
-                   "chosen": c is chosen} for c in self.candidates if c.speedup and c.score is not None]
-        chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
-                 "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)"}
-        return {"tables": tables, "charts": [chart]}
-
     def _short(self, node: str) -> str:
         """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""
         if not hasattr(self, "_prefix"):
@@ -399,6 +371,10 @@ class _Search:
 
     def _table_name(self, index: int) -> str:
         return self.ctx.label("calibrations", index)
+
+
+def _accuracy(params: dict[str, Any]) -> dict[str, Any]:
+    return fill_defaults(params["accuracy"], stage_type("validate_accuracy").params_schema)
 
 
 def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, quantization, sanity, traps
+from ortflow.stages.support import isa, ort_failures, quantization, sanity, traps
 from ortflow.stages.support.calibration_table import mask_tensors
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -109,6 +109,9 @@ class QuantizeStatic(Stage):
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
         quantized = quantization.quantized_ops(target)
+        if not quantized["by_op_type"]:
+            asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
+            raise StageError(f"quantize_static quantized nothing: {quantization.nothing_quantized(model, asked)}")
         if not quantized["activations"] and not params["allow_weight_only"]:
             raise StageError(
                 "no activation was quantized: the result is weight-only, and usually slower than fp32 "
@@ -199,14 +202,8 @@ class QuantizeStatic(Stage):
                 extra_options=dict(params["extra_options"]),
                 calibration_cache_path=str(table_path),
             )
-        except Exception as exc:
-            hint = ""
-            if "Quantization parameters are not specified" in str(exc):
-                hint = (" — the calibration table lacks that tensor: calibrate the same model you quantize, with the"
-                        " same pre_process")
-            elif "reorder_token" in str(exc):
-                hint = f" — {onnx_model.QUANTIZE_BEFORE_OPTIMIZING}"
-            raise StageError(f"quantize_static failed: {type(exc).__name__}: {exc}{hint}") from exc
+        except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
+            raise ort_failures.quantizer_failed("quantize_static", exc) from exc
         return target
 
 

@@ -111,7 +111,7 @@ def test_random_loader_shapes_from_metadata_and_needs_symbolic_dims():
     assert feeds[0]["input_ids"].min() >= 5 and feeds[0]["input_ids"].max() < 10
     again = list(RandomLoader().feeds(params, inputs))
     assert all((a["input_ids"] == b["input_ids"]).all() for a, b in zip(feeds, again))
-    with pytest.raises(StageError, match="symbolic axis 'sequence_length' at position 1 — give its size in `dims`"):
+    with pytest.raises(StageError, match="symbolic axis 'sequence_length' at position 1 — give its size, e.g. dims: {sequence_length: 128}"):
         list(RandomLoader().feeds({**params, "dims": {}}, inputs))
 
 

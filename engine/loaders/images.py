@@ -70,7 +70,7 @@ class ImagesLoader(DatasetLoader):
             try:
                 pixels = self._resized(path, params, height, width)
             except StageError:
-                if not params["skip_unreadable"]:
+                if not params.get("skip_unreadable"):
                     raise
                 skipped.append(path.name)
                 continue
@@ -138,7 +138,7 @@ class ImagesLoader(DatasetLoader):
             return np.asarray(image.crop((left, top, left + width, top + height)))
         ratio = min(width / image.width, height / image.height)
         image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.BILINEAR)
-        canvas = Image.new("RGB", (width, height), (params["pad_value"],) * 3)
-        corner = (0, 0) if params["pad_position"] == "bottom_right" else ((width - image.width) // 2, (height - image.height) // 2)
+        canvas = Image.new("RGB", (width, height), (params.get("pad_value", 114),) * 3)
+        corner = (0, 0) if params.get("pad_position") == "bottom_right" else ((width - image.width) // 2, (height - image.height) // 2)
         canvas.paste(image, corner)
         return np.asarray(canvas)

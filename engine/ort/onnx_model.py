@@ -285,8 +285,14 @@ def pre_processed(source: Path, destination: Path) -> Path:
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
         said = lines[-1] if lines else f"exit status {done.returncode}"
-        raise StageError(f"quant_pre_process failed: {said} — {_pre_process_hint(said)}")
+        raise StageError(f"quant_pre_process failed: {said} — {_pre_process_hint(said, done.stderr)}") \
+            from ChildFailure(done.stderr.strip())
     return destination
+
+
+class ChildFailure(Exception):
+    """What a child process printed when it failed (its own traceback): chained under the one-line error, so
+    `--debug` shows where inside ORT it broke."""
 
 
 # quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
@@ -307,12 +313,18 @@ QUANTIZE_BEFORE_OPTIMIZING = (
 )
 
 
-def _pre_process_hint(said: str) -> str:
+def _pre_process_hint(said: str, printed: str) -> str:
+    skip = "set pre_process: false on calibrate and quantize_static (ortflow then quantizes the graph as it is)"
     if "No space left" in said or "Disk quota" in said:
         return "the disk holding the cache is full: free space there and run again"
     if "Incomplete symbolic shape inference" in said:
         return f"ORT's symbolic shape inference cannot follow this graph. If {QUANTIZE_BEFORE_OPTIMIZING}"
-    return "set pre_process: false to skip it"
+    if "_infer_If" in printed or "_infer_Loop" in printed:
+        return f"ORT's symbolic shape inference cannot type the outputs of this model's If/Loop nodes (control flow): {skip}"
+    if said.startswith("AssertionError") and "symbolic_shape_infer" in printed:
+        where = [line.strip().rsplit(" in ", 1)[-1] for line in printed.splitlines() if "symbolic_shape_infer.py" in line]
+        return f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}"
+    return f"{skip}; --debug shows ORT's traceback"
 
 
 def first_line(exc: BaseException) -> str:

@@ -67,3 +67,12 @@ def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[s
                          "value per sample, agreement a last axis of 2 or more, accuracy and f1_macro a label_output, "
                          "label_agreement integer outputs or `metrics: {exact: ...}`) — gate other metrics or outputs")
     return failures
+
+
+def judged(document: dict[str, Any], accuracy: dict[str, Any]) -> tuple[dict[str, float], float | None, bool]:
+    """One model's gated values, margin and verdict from a validate_accuracy results document that checked it
+    alone, on the values it recorded (6 significant digits)."""
+    ((label, values),) = document["values"].items()  # its label may be another search's
+    counted = {m: (v, document["counted_at"][label].get(m, "")) for m, v in values.items()}
+    gated = {m: v for m, (v, _) in counted.items() if m in {*accuracy["min"], *accuracy["max"]}}
+    return gated, margin(gated, accuracy), not gate_failures({label: counted}, accuracy)
