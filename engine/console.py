@@ -155,8 +155,8 @@ class Output:
                 if spec["title"].startswith("Top operators"):
                     continue  # in the report files; too long for a terminal
                 table = Table(title=f"{_escape(spec['title'])} ({_escape(section['stage'])})", title_justify="left")
-                for column in spec["columns"]:
-                    table.add_column(_escape(str(column)))
+                for column in spec["columns"]:  # folded, never cut: two variant ids must not print alike
+                    table.add_column(_escape(str(column)), overflow="fold")
                 for row in spec["rows"]:
                     table.add_row(*(_escape(_cell(v)) for v in row))
                 self.console.print(table)

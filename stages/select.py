@@ -172,7 +172,9 @@ def _accuracy_values(accuracy: dict[str, Any] | None, name: str) -> tuple[dict[s
     if "values" not in accuracy:
         raise StageError("the `accuracy` input comes from an older validate_accuracy — re-run it (engine run)")
     better = {m: Better(b) for m, b in accuracy.get("better", {}).items()}
-    values = {m: v for m, v in accuracy["values"].get(name, {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    reference = accuracy.get("reference") or {}
+    found = accuracy["values"].get(name) or (reference.get("values", {}) if reference.get("name") == name else {})
+    values = {m: v for m, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     return values, better
 
 

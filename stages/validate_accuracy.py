@@ -115,7 +115,7 @@ class ValidateAccuracy(Stage):
         _refuse_meaningless(params, expected, chosen)
         results: dict[str, dict[str, Any]] = {}
         for done, (name, path) in enumerate(zip(names, candidates), start=1):
-            results[name] = _candidate_results(name, path, feeds, expected, chosen, params, metric)
+            results[name] = _candidate_results(name, _outputs(path, feeds), feeds, expected, chosen, params, metric)
             ctx.progress(done, len(candidates), f"models checked on {len(feeds)} samples")
         labels = ctx.inputs["data"].labels(limit=params["samples"])
         reference_scores = None
@@ -124,7 +124,11 @@ class ValidateAccuracy(Stage):
         groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
         counted = {n: counted_values(per, groups, params["gate_outputs"], better) for n, per in results.items()}
         failures = gate_failures(counted, params)  # on the unrounded values
+        # The reference against itself: what select counts for it when it is also one of the models to choose from.
+        itself = _candidate_results("reference", expected, feeds, expected, chosen, params, metric)
+        own = counted_values(itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better)
         document = _document(results, counted, better, reference_scores, params, len(feeds), failures)
+        document["reference"] = {"name": ctx.label("reference"), "values": {m: _round(v) for m, (v, _) in own.items()}}
         ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
         shown = _shown(params, counted)
         metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
@@ -196,11 +200,10 @@ def _refuse_meaningless(params: dict[str, Any], expected: dict[str, Any], chosen
                          "there — gate label_agreement or samples_unchanged (exact agreement, measured for integer outputs)")
 
 
-def _candidate_results(name: str, path: Path, feeds: list[dict], expected: dict[str, Any], chosen: list[str],
+def _candidate_results(name: str, got: dict[str, list[Any]], feeds: list[dict], expected: dict[str, Any], chosen: list[str],
                        params: dict[str, Any], metric: Path | None) -> dict[str, Any]:
-    """One candidate's metrics against the reference's outputs (`expected`): per compared output, sliced
-    where asked; each task metric's values under its type; the metric file's under "python"."""
-    got = _outputs(path, feeds)
+    """One candidate's metrics (`got`: its outputs) against the reference's outputs (`expected`): per compared
+    output, sliced where asked; each task metric's values under its type; the metric file's under "python"."""
     results: dict[str, Any] = {}
     for output in chosen:
         if output not in got:

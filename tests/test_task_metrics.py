@@ -199,10 +199,10 @@ def test_a_metric_file_and_an_installed_metric_gate_select_and_show_everywhere(p
               metrics: {worst_sample_error: {output: target_label}}
               min: {type_agreement: 0.8}
               max: {worst_sample_error: 0.5}
-          speed: {uses: benchmark, in: {models: ["int8.model[*]"], data: datasets.files}, with: {runs: 10}}
+          speed: {uses: benchmark, in: {models: [inputs.model, "int8.model[*]"], data: datasets.files}, with: {runs: 10}}
           pick:
             uses: select
-            in: {models: ["int8.model[*]"], accuracy: accuracy.results, benchmark: speed.results}
+            in: {models: [inputs.model, "int8.model[*]"], accuracy: accuracy.results, benchmark: speed.results}
             with: {maximize: type_agreement, min: {type_agreement: 0.8}, max: {worst_sample_error: 0.5}}
     """)
     code, out, err = cli("run", recipe)
@@ -210,8 +210,11 @@ def test_a_metric_file_and_an_installed_metric_gate_select_and_show_everywhere(p
     document = _accuracy(project, "files")
     assert document["better"]["type_agreement"] == "higher" and document["better"]["worst_sample_error"] == "lower"
     selection = json.loads((project / "out/files/pick/selection.json").read_text())
+    rows = {c["id"]: c for c in selection["candidates"]}
+    # The float model competes as itself (the accuracy stage's reference), without being listed as a candidate there.
+    assert rows["model"]["values"]["type_agreement"] == 1.0 and rows["model"]["values"]["worst_sample_error"] == 0.0
     chosen = next(c for c in selection["candidates"] if c["chosen"])
-    assert chosen["values"]["type_agreement"] == max(document["values"][m]["type_agreement"] for m in document["values"])
+    assert chosen["values"]["type_agreement"] == 1.0 and len(rows) == 3
     assert "type_agreement" in out and "worst_sample_error" in out
     report_md = (project / "out/files/report.md").read_text()
     assert "Task metrics against the reference" in report_md and "type_agreement" in report_md
@@ -227,3 +230,21 @@ def _package_file(dist: str, file: str) -> Path:
     from importlib.metadata import distribution
 
     return Path(distribution(dist).locate_file(file))
+
+
+def test_report_tables_never_cut_two_variant_ids_to_the_same_text(project, monkeypatch, capsys):
+    """In a narrow terminal the candidates' table folds long ids instead of ending them in `…`."""
+    from ortflow.engine.console import Output
+
+    ids = ["int8[calibration=percentile,activation_type=QUInt8,per_channel=true]",
+           "int8[calibration=percentile,activation_type=QUInt8,per_channel=false]"]
+    report = project / "report.json"
+    report.write_text(json.dumps({"sections": [{"stage": "pick", "tables": [
+        {"title": "Candidates", "columns": ["candidate", "p50_ms", "meets constraints"],
+         "rows": [[ids[0], 1.5, "yes"], [ids[1], 1.4, "no: cosine_mean 0.97 < min 0.99"]]}]}]}))
+    monkeypatch.setenv("COLUMNS", "60")
+    Output().report_sections(report)
+    printed = capsys.readouterr().out
+    assert "…" not in printed
+    flat = "".join(line.split("│")[1].strip() for line in printed.splitlines() if line.count("│") >= 3)
+    assert ids[0] in flat and ids[1] in flat, printed
