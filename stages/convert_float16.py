@@ -6,13 +6,13 @@ import json
 from typing import Any
 
 from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model
+from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 
 
 class ConvertFloat16(Stage):
     type = "convert_float16"
-    version = "1"
+    version = "2"  # 2: nodes sorted keeping their order where valid (subgraphs' outer reads counted)
     description = (
         "Convert a float32 model to float16 with onnxruntime.transformers.float16 (for CUDA/TensorRT; on CPUs "
         "fp16 is usually slower). keep_io_types keeps the model's inputs and outputs float32."
@@ -52,7 +52,7 @@ class ConvertFloat16(Stage):
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
-        onnx_model.sort_nodes(converted)  # the converter appends its input Casts after their consumers
+        graph_order.sort_graph(converted.graph)  # the converter appends its input Casts after their consumers
         target = onnx_model.save(converted, ctx.output_path("model"))
         onnx_model.check(target)
         metrics = {"bytes_before": onnx_model.total_size(source), "bytes_after": onnx_model.total_size(target),

@@ -75,6 +75,7 @@ class QuantizeDynamic(Stage):
         counts = onnx_model.op_counts(source)
         reduce_range, why = isa.reduce_range(params, ctx.env, counts)  # activations: uint8
         op_types = params["op_types_to_quantize"] or sorted(set(IntegerOpsRegistry) - SLOW_WHEN_DYNAMIC)
+        left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
         try:
             quantize_dynamic(str(source), str(target), op_types_to_quantize=op_types,
                              per_channel=params["per_channel"], reduce_range=reduce_range,
@@ -90,6 +91,9 @@ class QuantizeDynamic(Stage):
         quantized = quantization.quantized_ops(target)
         if not quantized["by_op_type"]:
             why_not = quantization.nothing_quantized(source, op_types)
+            if left:
+                why_not += (f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
+                            "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)")
             raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
@@ -104,7 +108,6 @@ class QuantizeDynamic(Stage):
         checked = sanity.verify_quantized(ctx, source, target, metrics)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
         why += ("; " if why else "") + (f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
                                         "name it in op_types_to_quantize to try)" if left else "")
         summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "") + f"; {checked}"

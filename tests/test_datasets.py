@@ -190,3 +190,28 @@ def test_loader_failures_name_the_dataset_and_the_fix(project, cli):
     assert "feeds.py: nothing() returned NoneType, not feeds" in err
     assert "dataset 'raising' (recipe.yaml:9:3) failed reading sample 0: RuntimeError: user bug" in err
     assert "samples of different shapes cannot share a batch" in err and "set batch_size: 1" in err
+
+
+def test_images_loader_skips_and_counts_unreadable_files_only_when_asked(project, cli, caplog):
+    import shutil
+
+    photos = Path(__file__).parent.parent / "recipes" / "data" / "images" / "people"
+    shutil.copytree(photos, project / "photos")
+    (project / "photos" / "broken.jpg").write_bytes(b"not a picture")
+    for skip, expected in ((False, 1), (True, 0)):
+        write(project / "recipe.yaml", f"""
+            version: 1
+            name: photos
+            inputs:
+              model: {{package: nudenet, file: nudenet/320n.onnx}}
+            datasets:
+              photos: {{loader: images, with: {{path: photos, size: [320, 320], resize: letterbox, skip_unreadable: {str(skip).lower()}}}}}
+            stages:
+              speed: {{uses: benchmark, in: {{models: [inputs.model], data: datasets.photos}}, with: {{runs: 5}}}}
+        """)
+        code, out, err = cli("run", project / "recipe.yaml")
+        assert code == expected, out + err
+        if skip:
+            assert "images: skipped 1 unreadable file(s) of 4" in caplog.text and "broken.jpg" in caplog.text  # a warning: line
+        else:
+            assert "cannot read image broken.jpg" in err and "skip_unreadable: true" in err

@@ -160,7 +160,8 @@ def test_model_with_nothing_to_quantize_or_fuse_is_a_clear_error(project, cli):
     """)
     code, _, err = cli("run", path, "--keep-going")
     assert code == 1
-    assert "stage 'q' (quantize_static) failed: no activation was quantized: the result is weight-only" in err
+    assert "stage 'q' (quantize_static) failed: quantize_static quantized nothing: asked for" in err
+    assert "the model has Relu, yet ORT quantized none" in err
     assert "stage 'd' (quantize_dynamic) failed: quantize_dynamic quantized nothing" in err
     assert "stage 'f' (transformer_fusion) failed: nothing fused for model_type bert" in err
 

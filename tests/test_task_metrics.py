@@ -67,6 +67,34 @@ def test_the_streaming_vad_recipe_feeds_a_scalar_and_a_state_batched_on_axis_1(p
     assert code == 0, out + err
 
 
+def test_ort_failures_on_silero_vad_say_what_they_mean(project, cli):
+    """Silero VAD's graphs trip ORT's tools: shape inference asserts on its If outputs, and the export whose
+    whole graph sits in an If (one branch per sample rate) has nothing ORT's quantizers can reach."""
+    shutil.copytree(RECIPES / "data", project / "data")
+    write(project / "recipe.yaml", """
+        version: 1
+        name: failures
+        inputs:
+          op15: {package: silero-vad, file: silero_vad/data/silero_vad_16k_op15.onnx}
+          wrapped: {package: silero-vad, file: silero_vad/data/silero_vad.onnx}
+        datasets:
+          chunks: {loader: npz, with: {path: data/audio/vad-calibration.npz, batch_axes: {state: 1, sr: null}, limit: 8}}
+        stages:
+          calib: {uses: calibrate, in: {model: inputs.op15, data: datasets.chunks}}
+          nothing: {uses: quantize_dynamic, in: {model: inputs.wrapped, data: datasets.chunks}}
+          speed: {uses: benchmark, in: {models: [inputs.wrapped], data: datasets.chunks}, with: {runs: 5}}
+    """)
+    code, out, err = cli("run", project / "recipe.yaml", "-k")
+    assert code == 1, out + err
+    calib = next(line for line in err.splitlines() if "stage 'calib'" in line)
+    assert "quant_pre_process failed: AssertionError" in calib and "If/Loop nodes" in calib and "pre_process: false" in calib
+    nothing = next(line for line in err.splitlines() if "stage 'nothing'" in line)
+    assert "quantized nothing" in nothing and "are inside If/Loop subgraphs" in nothing and "LSTM" in nothing, nothing
+    assert "Removing initializer" not in out + err  # ORT's own log lines stay out of the console
+    code, out, err = cli("--debug", "run", project / "recipe.yaml", "calib")
+    assert code == 1 and "symbolic_shape_infer.py" in err and "_infer_If" in err  # ORT's traceback, with --debug
+
+
 def test_the_classifier_recipe_counts_files_whose_label_changed_and_hashes_the_files_it_reads(project, cli):
     recipe = _recipe(project, "classifier-cpu-int8.yaml")
     code, out, err = cli("run", recipe)
@@ -248,3 +276,37 @@ def test_report_tables_never_cut_two_variant_ids_to_the_same_text(project, monke
     assert "…" not in printed
     flat = "".join(line.split("│")[1].strip() for line in printed.splitlines() if line.count("│") >= 3)
     assert ids[0] in flat and ids[1] in flat, printed
+
+
+def test_dynamic_int8_leaves_convolutions_float_and_inputs_match_by_name_not_order(project, cli):
+    """NudeNet's YOLOv8n is all convolutions: dynamic INT8 would make them ConvInteger, slower than fp32 on
+    CPUs, so by default it quantizes nothing and says why. Silero VAD with its inputs in another order is the
+    same model to validate and time against the original."""
+    import onnx
+
+    model = onnx.load(str(_package_file("silero-vad", "silero_vad/data/silero_vad_16k_op15.onnx")))
+    inputs = list(model.graph.input)
+    del model.graph.input[:]
+    model.graph.input.extend(reversed(inputs))
+    onnx.save(model, str(project / "reordered.onnx"))
+    shutil.copytree(RECIPES / "data", project / "data")
+    write(project / "recipe.yaml", """
+        version: 1
+        name: conv
+        inputs:
+          detector: {package: nudenet, file: nudenet/320n.onnx}
+          vad: {package: silero-vad, file: silero_vad/data/silero_vad_16k_op15.onnx}
+          reordered: reordered.onnx
+        datasets:
+          chunks: {loader: npz, with: {path: data/audio/vad-held-out.npz, batch_axes: {state: 1, sr: null}, limit: 16}}
+        stages:
+          dynamic: {uses: quantize_dynamic, in: {model: inputs.detector}}
+          same: {uses: validate_accuracy, in: {reference: inputs.vad, candidates: [inputs.reordered], data: datasets.chunks},
+                 with: {max: {max_abs: 0.0}}}
+          speed: {uses: benchmark, in: {models: [inputs.vad, inputs.reordered], data: datasets.chunks}, with: {runs: 5}}
+    """)
+    code, out, err = cli("run", project / "recipe.yaml", "-k")
+    assert code == 1, out + err
+    line = next(x for x in err.splitlines() if "stage 'dynamic'" in x)
+    assert "quantized nothing" in line and "Conv is left float by default" in line, line
+    assert not any("stage 'same'" in x or "stage 'speed'" in x for x in err.splitlines()), err

@@ -1,7 +1,8 @@
-"""Node order of a written model. ORT's quantizers can leave the main graph out of topological order when a
-node's subgraph (an `If` or `Loop` branch) reads a value from the outer graph: they track the node's
-declared inputs only, and onnx.checker then refuses the model ("Nodes in a graph must be topologically
-sorted"). Sorting again with the subgraphs' outer reads counted as inputs fixes it without changing a node."""
+"""Node order of a written model. ONNX requires topological order, and tools break it: the fp16 converter
+appends the Casts it inserts after their consumers, and ORT's quantizers misorder a main graph whose nodes'
+subgraphs (`If`/`Loop` branches) read values from the outer graph, since they track declared inputs only
+(onnx.checker: "Nodes in a graph must be topologically sorted"). Sorting again with the subgraphs' outer
+reads counted as inputs fixes both without changing a node."""
 
 from __future__ import annotations
 

@@ -50,26 +50,6 @@ def max_ir_version() -> int:
     return 7
 
 
-def sort_nodes(model: Any) -> None:
-    """Put the main graph's nodes in topological order (ONNX requires it; some converters append the
-    nodes they insert at the end)."""
-    graph = model.graph
-    available = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
-    pending = list(graph.node)
-    ordered = []
-    while pending:
-        ready = [n for n in pending if all(i in available for i in n.input)]
-        if not ready:
-            return  # a cycle or an outer-scope name: leave the order as it was, the checker will say
-        for node in ready:
-            ordered.append(node)
-            available.update(node.output)
-        ready_ids = {id(n) for n in ready}
-        pending = [n for n in pending if id(n) not in ready_ids]
-    del graph.node[:]
-    graph.node.extend(ordered)
-
-
 def model_file(path: Path | str) -> Path:
     """The .onnx file of a model artifact (a file, or a folder with one .onnx file and its data)."""
     path = Path(path)

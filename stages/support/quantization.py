@@ -95,8 +95,9 @@ def nothing_quantized(model: Path, asked: list[str]) -> str:
         because = (f"its {', '.join(nested)} are inside If/Loop subgraphs, which ORT's quantizers do not enter "
                    "(re-export without control flow, e.g. for one fixed sample rate)")
     elif present:
-        because = (f"the model has {', '.join(present)}, but not with constant weights (initializers): a weight computed "
-                   "by Constant/Unsqueeze nodes needs folding first (graph_optimization, level basic)")
+        because = (f"the model has {', '.join(present)}, yet ORT quantized none: a weight computed by nodes instead of "
+                   "stored as an initializer needs folding first (graph_optimization, level basic), and ops without "
+                   "weights (Relu, Add, ...) are quantized only between quantized neighbours")
     else:
         because = "the model has none of them"
     return f"asked for {wanted}; {because}. Its op types: {top} — set op_types_to_quantize to ones it has"
