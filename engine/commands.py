@@ -27,6 +27,7 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
         raise OrtflowError("--executor dask needs --scheduler tcp://HOST:PORT" if args.scheduler is None
                            else "--scheduler is for --executor dask")
     ws = _workspace(args)
+    _key_caveats(ws.recipe, out)
     executor = None
     if args.executor == "dask":
         from ortflow.engine.run.dask_executor import DaskExecutor
@@ -55,7 +56,16 @@ def cmd_plan(args: argparse.Namespace, out: Any) -> int:
         out.json([dataclasses.asdict(item) for item in planned])
     else:
         out.plan_table(planned, ws.recipe.matrices)
+        _key_caveats(ws.recipe, out)
     return EXIT_OK
+
+
+def _key_caveats(recipe: Any, out: Any) -> None:
+    """What the recipe's dataset keys cannot cover, said before anything is trusted to be up to date."""
+    for name, spec in recipe.datasets.items():
+        caveat = spec.loader_cls().key_caveat(spec.params)
+        if caveat:
+            out.say(f"note: dataset '{name}' ({spec.loader}): {caveat}")
 
 
 def cmd_dag(args: argparse.Namespace, out: Any) -> int:

@@ -92,6 +92,10 @@ class DatasetLoader:
         """Ground-truth labels, one per sample in feed order, if the data has them."""
         return None
 
+    def key_caveat(self, params: dict[str, Any]) -> str | None:
+        """What the dataset's cache key cannot cover (e.g. files a user function reads), said by plan and run."""
+        return None
+
 
 @dataclass
 class Dataset:

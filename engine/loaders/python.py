@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 from typing import Any, Iterator
 
 from ortflow.engine.dataset import BATCH_AXES_PARAM, DatasetLoader, Feed, ModelInput, file_param
@@ -54,3 +55,8 @@ class PythonLoader(DatasetLoader):
             raise StageError(f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
                              " — return or yield {input name: numpy array} mappings")
         yield from produced
+
+    def key_caveat(self, params: dict[str, Any]) -> str | None:
+        covered = f"{Path(params['path']).name}" + (f" and {Path(params['data']).name}" if "data" in params else "")
+        return (f"only {covered} are in its cache key: any other file {params['function']}() reads is not, so editing "
+                "it re-runs nothing (name the file or folder it reads as `data`)")
