@@ -10,34 +10,34 @@ from pathlib import Path
 from typing import Any
 
 
-def outer_reads(graph: Any) -> set[str]:
-    """Values a (sub)graph's nodes read that the graph neither produces nor declares: they come from outside."""
+def _subgraphs(node: Any) -> list[Any]:
+    """The graphs a node carries as attributes (If's branches, Loop's and Scan's bodies)."""
     import onnx
 
+    found = []
+    for attribute in node.attribute:
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            found.append(attribute.g)
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            found.extend(attribute.graphs)
+    return found
+
+
+def outer_reads(graph: Any) -> set[str]:
+    """Values a (sub)graph's nodes read that the graph neither produces nor declares: they come from outside."""
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer} | {""}
     read: set[str] = set()
     for node in graph.node:
-        read |= set(node.input)
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                read |= outer_reads(attribute.g)
-            elif attribute.type == onnx.AttributeProto.GRAPHS:
-                for sub in attribute.graphs:
-                    read |= outer_reads(sub)
+        read |= _needs(node)
         defined |= set(node.output)
     return read - defined
 
 
 def _needs(node: Any) -> set[str]:
-    import onnx
-
+    """What a node reads: its inputs, and what its subgraphs read from outside them."""
     needs = set(node.input)
-    for attribute in node.attribute:
-        if attribute.type == onnx.AttributeProto.GRAPH:
-            needs |= outer_reads(attribute.g)
-        elif attribute.type == onnx.AttributeProto.GRAPHS:
-            for sub in attribute.graphs:
-                needs |= outer_reads(sub)
+    for sub in _subgraphs(node):
+        needs |= outer_reads(sub)
     return needs - {""}
 
 
