@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,35 +16,16 @@ from ortflow.engine.metric import Better, KnownMetrics
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
 from ortflow.stages.support.accuracy_gates import judged
-from ortflow.stages.support.pareto import pareto_front
-from ortflow.stages.support.search_report import search_report
+from ortflow.stages.support.search_candidates import Candidate, pareto, search_report, shown_values
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
-
-
-@dataclass
-class Candidate:
-    id: str
-    family: str
-    start: int  # index into the `models` input
-    calibration: int | None  # index into the `calibrations` input
-    knobs: dict[str, Any]  # the searched parameters' values
-    params: dict[str, Any]  # the quantize step's parameters, exclusions included
-    excluded: list[str] = field(default_factory=list)  # nodes the search kept in float
-    role: str = "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
-    model: Artifact | None = None
-    quantized_nodes: list[str] = field(default_factory=list)
-    values: dict[str, float] = field(default_factory=dict)  # each gated metric, worst over the gated outputs
-    score: float | None = None  # the smallest relative margin over the gates: >= 0 meets them all
-    passed: bool | None = None
-    speedup: float | None = None
-    p50_ms: float | None = None
-    note: str = ""
+WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
+CULPRIT_PROBES = 6  # per repaired base, before the other bases get theirs: the culprit is usually among them
 
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
-    version = "4"  # 3: culprit-first probes; 4: any metric validate_accuracy computes (task metrics, a metric file)
+    version = "5"  # 3: culprit-first probes; 4: any metric validate_accuracy computes; 5: every base's likeliest culprits first
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings
     description = (
@@ -88,8 +68,11 @@ class QuantizeSearch(Stage):
             "dynamic": {"type": "object", "default": {"per_channel": [False, True], "reduce_range": [False, True]},
                         "description": "quantize_dynamic parameters; a list of values is a choice to try each of"},
             "static": {"type": "object",
-                       "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"]},
-                       "description": "quantize_static parameters; a list of values is a choice to try each of"},
+                       "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"],
+                                   "op_types_to_quantize": [[], list(WEIGHTED_OPS)]},
+                       "description": "quantize_static parameters; a list of values is a choice to try each of (a list of "
+                                      "lists, between lists). By default: every op type ORT quantizes, or only those with "
+                                      "weights, which alone fixed a classifier whose LayerNorm is exported as primitive ops"},
             "repair": {"type": "integer", "minimum": 0, "default": 2,
                        "description": "how many of the fastest candidates that miss the gates get a per-node analysis"},
             "max_excluded": {"type": "integer", "minimum": 1, "default": 8,
@@ -145,6 +128,9 @@ class _Search:
         self.candidates: list[Candidate] = []
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
         self.culprits: dict[str, list[str]] = {}  # base id -> nodes where its error enters, worst first
+        self.queues: dict[str, list[str]] = {}  # per repaired base: the nodes not probed yet, likeliest first
+        self.probes: dict[str, list[Candidate]] = {}  # per repaired base: its probes so far
+        self.tried: set[tuple[str, frozenset[str]]] = set()  # (base, node set) a repair candidate kept float
         self.started = time.monotonic()
         self.stopped = ""  # why the search ended early, if it did
         self.out_of_time = False  # a time-budget stop is no verdict: it must not be cached as one
@@ -159,11 +145,13 @@ class _Search:
                 self._timed(candidate)  # misses too: the fastest misses are the ones worth repairing
         failing = sorted((c for c in self.candidates if c.passed is False and c.speedup),
                          key=lambda c: -(c.speedup or 0))
-        for base in failing[: self.params["repair"]]:
-            best = self.best()
-            if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (1 + self.params["tie"]):
-                break  # keeping nodes in float only slows a model down: it cannot beat the best any more
-            self._repair(base)
+        for limit in (CULPRIT_PROBES, None):  # the likeliest culprits of every base first, then the rest
+            for base in failing[: self.params["repair"]]:
+                best = self.best()
+                if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (1 + self.params["tie"]):
+                    break  # keeping nodes in float only slows a model down: it cannot beat the best any more
+                if self._repair(base, limit):
+                    break
 
     def _grid_candidates(self) -> list[Candidate]:
         found = []
@@ -182,28 +170,35 @@ class _Search:
                 found.append(Candidate("", family, start, table, knobs, combination))
         return found
 
-    def _repair(self, base: Candidate) -> None:
-        """Rank the base's quantized nodes by how much keeping each alone in float helps, then keep the
-        most harmful ones in float, one more at a time, until the gates are met."""
-        probes = []
-        for node in self._culprits_first(base):
+    def _repair(self, base: Candidate, limit: int | None) -> bool:
+        """Probe the base's next `limit` nodes (all that are left: None), likeliest culprits first, each kept in
+        float alone; rank every probe so far by how much it helped, then keep the most harmful nodes in float,
+        one more at a time, until the gates are met. True when a repaired candidate met them."""
+        queue = self.queues.setdefault(base.id, self._culprits_first(base))
+        probes = self.probes.setdefault(base.id, [])
+        for node in queue[:limit] if limit is not None else list(queue):
+            queue.remove(node)
             if self._over_budget():
                 break  # rank what was probed; the repairs below stop at the budget too
             probe = self._derived(base, [node], "probe")
             if self._build(probe) and self._checked(probe):
                 self._timed(probe)
-                return  # one node in float is enough; nothing excluding more nodes can be faster
+                return True  # one node in float is enough; nothing excluding more nodes can be faster
             probes.append(probe)
         ranked = sorted((p for p in probes if p.score is not None), key=lambda p: -(p.score or 0))
         self.rankings[base.id] = [(p.excluded[0], p.score) for p in ranked]
         order = [p.excluded[0] for p in ranked]
         for count in range(2, min(self.params["max_excluded"], len(order)) + 1):
             if self._over_budget():
-                return
+                return False
+            if (base.id, frozenset(order[:count])) in self.tried:
+                continue
+            self.tried.add((base.id, frozenset(order[:count])))
             candidate = self._derived(base, order[:count], "repair")
             if self._build(candidate) and self._checked(candidate):
                 self._timed(candidate)
-                return
+                return True
+        return False
 
     def _culprits_first(self, base: Candidate) -> list[str]:
         """The base's quantized nodes, those where error enters first (as a quantization_debug step ranks
@@ -217,7 +212,9 @@ class _Search:
         except StageError as exc:  # a model the debug run cannot follow: probe in graph order, as before
             self.ctx.log(f"{base.id}: no error ranking ({exc}); probing nodes in graph order")
             ranked = []
-        first = [n for n in ranked if n in set(base.quantized_nodes)]
+        # Any node the ranking names, not only those of the op types ORT quantizes itself: a Concat or a Sigmoid
+        # between quantized neighbours is quantized too, and is often where the error enters (a detector's head).
+        first = list(dict.fromkeys(ranked))
         self.culprits[base.id] = first[:10]
         return first + [n for n in base.quantized_nodes if n not in set(first)]
 
@@ -311,7 +308,7 @@ class _Search:
 
     def finish(self) -> StageResult:
         chosen = self.best()
-        front = _pareto([c for c in self.candidates if c.speedup and c.score is not None])
+        front = pareto([c for c in self.candidates if c.speedup and c.score is not None])
         document = {
             "gates": {"min": self.params["accuracy"].get("min", {}), "max": self.params["accuracy"].get("max", {})},
             "chosen": chosen.id if chosen else None,
@@ -330,7 +327,7 @@ class _Search:
                              "run again to go on from the cached candidates, or raise `seconds`")
         if chosen is None:
             closest = max((c for c in self.candidates if c.score is not None), key=lambda c: c.score or 0, default=None)
-            hint = f"; closest {closest.id} {self._describe(closest)}: {_values(closest)}" if closest else ""
+            hint = f"; closest {closest.id} {self._describe(closest)}: {shown_values(closest)}" if closest else ""
             raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, dynamic/static "
                              "choices, max_excluded, repair) or relax the target", metrics=metrics)
         assert chosen.model is not None
@@ -339,7 +336,7 @@ class _Search:
         else:
             shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
         metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
-        return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {_values(chosen)}, {chosen.speedup:.2f}x vs "
+        return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, {chosen.speedup:.2f}x vs "
                                    f"reference ({tried})", metrics=metrics)
 
     def _row(self, c: Candidate, on_front: bool) -> dict[str, Any]:
@@ -381,13 +378,3 @@ def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:
     if not isinstance(params, dict):
         return ["must be a mapping"]
     return params_problems(stage_cls, params)
-
-
-def _pareto(candidates: list[Candidate]) -> list[Candidate]:
-    """Those no other candidate beats on both speed and accuracy margin."""
-    on_front = pareto_front([(c.speedup or 0, c.score or 0) for c in candidates])
-    return [c for c, front in zip(candidates, on_front) if front]
-
-
-def _values(c: Candidate) -> str:
-    return ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())

@@ -103,8 +103,13 @@ def test_the_classifier_recipe_counts_files_whose_label_changed_and_hashes_the_f
     assert values["samples_unchanged"] >= 0.9 and "samples_unchanged" in out
     code, _, _ = cli("status", recipe)
     assert code == 0
-    code, out, _ = cli("plan", recipe)  # what the key cannot see is said, not assumed
-    assert "note: dataset 'held_out' (python): only magika_bytes.py and held-out are in its cache key" in out
+    code, out, _ = cli("plan", recipe)
+    assert "note:" not in out  # both python datasets declare what they read
+    undeclared = project / "undeclared.yaml"  # the folder passed as a plain keyword: the key cannot see it
+    undeclared.write_text(recipe.read_text().replace("function: feeds, data: data/files/held-out",
+                                                     "function: feeds, kwargs: {data: data/files/held-out}"))
+    code, out, _ = cli("plan", undeclared)
+    assert "note: dataset 'held_out' (python): only magika_bytes.py is in its cache key" in out, out
     # The python dataset's `data` folder is part of the key: one more held-out file re-runs what reads it.
     shutil.copy(project / "data/files/held-out/json-0.json", project / "data/files/held-out/json-9.json")
     code, out, err = cli("status", recipe)

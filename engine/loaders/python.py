@@ -57,6 +57,7 @@ class PythonLoader(DatasetLoader):
         yield from produced
 
     def key_caveat(self, params: dict[str, Any]) -> str | None:
-        covered = f"{Path(params['path']).name}" + (f" and {Path(params['data']).name}" if "data" in params else "")
-        return (f"only {covered} are in its cache key: any other file {params['function']}() reads is not, so editing "
-                "it re-runs nothing (name the file or folder it reads as `data`)")
+        if "data" in params:
+            return None  # the user declared what the function reads
+        return (f"only {Path(params['path']).name} is in its cache key: a file {params['function']}() reads is not, so "
+                "editing it re-runs nothing (name the file or folder it reads as `data`)")

@@ -1,8 +1,33 @@
-"""quantize_search's section of the run report: every candidate, the node rankings, speed against margin."""
+"""quantize_search's candidates: what each one is, which are on the Pareto front, and the search's section
+of the run report (every candidate, the node rankings, speed against accuracy margin)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ortflow.engine.stage import Artifact
+from ortflow.stages.support.pareto import pareto_front
+
+
+@dataclass
+class Candidate:
+    id: str
+    family: str
+    start: int  # index into the `models` input
+    calibration: int | None  # index into the `calibrations` input
+    knobs: dict[str, Any]  # the searched parameters' values
+    params: dict[str, Any]  # the quantize step's parameters, exclusions included
+    excluded: list[str] = field(default_factory=list)  # nodes the search kept in float
+    role: str = "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
+    model: Artifact | None = None
+    quantized_nodes: list[str] = field(default_factory=list)
+    values: dict[str, float] = field(default_factory=dict)  # each gated metric, worst over the gated outputs
+    score: float | None = None  # the smallest relative margin over the gates: >= 0 meets them all
+    passed: bool | None = None
+    speedup: float | None = None
+    p50_ms: float | None = None
+    note: str = ""
 
 
 def search_report(candidates: list[Any], rankings: dict[str, list[tuple[str, float | None]]], chosen: Any,
@@ -24,3 +49,13 @@ def search_report(candidates: list[Any], rankings: dict[str, list[tuple[str, flo
     chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
              "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)"}
     return {"tables": tables, "charts": [chart]}
+
+
+def pareto(candidates: list[Candidate]) -> list[Candidate]:
+    """Those no other candidate beats on both speed and accuracy margin."""
+    on_front = pareto_front([(c.speedup or 0, c.score or 0) for c in candidates])
+    return [c for c, front in zip(candidates, on_front) if front]
+
+
+def shown_values(c: Candidate) -> str:
+    return ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
