@@ -1,14 +1,16 @@
-"""Quantization traps on two real models nobody here tuned for, naive against ortflow's default.
+"""Quantization traps on two real models nobody here tuned for: naive, ortflow's default, and quantize_search.
 
 - NudeNet's YOLOv8n detector (`nudenet` wheel): the output Concat joins pixel boxes and sigmoid scores.
 - magika's file-type classifier (`magika` wheel): LayerNorm and softmax spelled as primitive ops.
 
 Builds, with `engine run` on a scratch recipe, for each model: static QDQ of every op type with the trap
 detection off (naive, the sanity check off so the model can be measured), the same with the sanity check on
-(what a user gets: refused or not), and the default `quantize_static` (traps kept in float). Then, in this
-process, times fp32 and each model interleaved in rounds (1 thread, median per round) and checks the task
-metric on held-out data: the detector's recall of the float model's detections on held-out photos, the
-classifier's top-1 agreement on files of this repository it was not calibrated on.
+(what a user gets: refused or not), the default `quantize_static` (traps kept in float), and a
+`quantize_search` from naive settings with a task-metric target (det_f1 >= 0.8 on a group photo; files
+whose type is unchanged >= 0.96), printing how many candidates it built and at which probe it found the
+culprit. Then, in this process, times fp32 and each model interleaved in rounds (1 thread, median per round)
+and checks the task metric on held-out data: the detector's recall of the float model's detections on
+held-out photos, the classifier's top-1 agreement on held-out files of 25 kinds.
 
     python bench/quantization_traps.py
 """
@@ -41,6 +43,7 @@ inputs:
 datasets:
   photos: {{loader: images, with: {{path: {photos}, size: [320, 320], resize: letterbox}}}}
   files: {{loader: python, with: {{path: {features}, function: feeds, data: {recipes}}}}}
+  people: {{loader: images, with: {{path: {people}, size: [320, 320], resize: letterbox}}}}
 stages:
 {stages}
 """
@@ -55,7 +58,19 @@ STAGES = """
     in: {{model: inputs.{name}, calibration: {name}_table.table, data: datasets.{data}}}
     with: {{avoid_traps: false}}
   {name}_default: {{uses: quantize_static, in: {{model: inputs.{name}, calibration: {name}_table.table, data: datasets.{data}}}}}
+  {name}_search:
+    uses: quantize_search
+    in: {{reference: inputs.{name}, models: [inputs.{name}], data: datasets.{selection}, calibrations: [{name}_table.table]}}
+    with:
+      families: [static]
+      static: {{avoid_traps: false, per_channel: [false, true], op_types_to_quantize: [[], [Conv, Gemm, MatMul]]}}
+      accuracy: {{metrics: {metric}, min: {target}}}
+      benchmark: {{runs: 20, rounds: 2, peak_memory: false}}
 """
+SEARCHES = {  # selection data, task metric and target of each model's search
+    "detector": ("people", "{detection: {output: output0}}", "{det_f1: 0.8}"),
+    "classifier": ("files", "{exact: {outputs: [target_label], argmax_axis: -1}}", "{samples_unchanged: 0.96}"),
+}
 
 
 def _module(name: str):
@@ -68,10 +83,12 @@ def _module(name: str):
 
 def build(scratch: Path) -> dict[str, str]:
     """Runs the recipe; returns each checked stage's verdict (the first line of its error, or 'ran')."""
-    stages = "".join(STAGES.format(name=n, data=d) for n, d in (("detector", "photos"), ("classifier", "files")))
+    stages = "".join(STAGES.format(name=n, data=d, selection=SEARCHES[n][0], metric=SEARCHES[n][1], target=SEARCHES[n][2])
+                     for n, d in (("detector", "photos"), ("classifier", "files")))
     recipe = scratch / "traps.yaml"
     recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=REPO / "recipes" / "data" / "magika_bytes.py",
-                                                    recipes=REPO / "recipes" / "data" / "files" / "calibration", stages=stages)))
+                                                    recipes=REPO / "recipes" / "data" / "files" / "calibration",
+                                                    people=REPO / "recipes" / "data" / "images" / "people", stages=stages)))
     subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe), "-k"],
                    check=False, stderr=subprocess.DEVNULL)
     report = json.loads((scratch / "out" / "traps" / "report.json").read_text())
@@ -106,11 +123,11 @@ def main() -> None:
         scratch = Path(folder)
         status = build(scratch)
         out = scratch / "out" / "traps"
-        held_out = [f for d in ("engine", "stages", "schemas", ".ci") for f in sorted((REPO / d).rglob("*"))
-                    if f.is_file() and f.suffix != ".pyc" and f.stat().st_size >= 8][:80]
-        print(f"{'model':<11} {'variant':<8} {'verdict of the stage':<22} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}")
+        held_out = [f for f in sorted((REPO / "recipes" / "data" / "files" / "held-out").iterdir())
+                    if f.is_file() and f.stat().st_size >= 8]
+        print(f"{'model':<11} {'variant':<8} {'verdict / search':<24} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}")
         for name, fp32, data in (("detector", detector, None), ("classifier", classifier, held_out)):
-            paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default")}}
+            paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default", "search")}}
             feed = {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")} if data is None else \
                 {"bytes": magika.features(held_out[0])}
             times = latency_ms(paths, feed)
@@ -121,8 +138,20 @@ def main() -> None:
                 else:
                     metric = f"top-1 agreement {_agreement(fp32, path, data, magika):.3f}"
                 verdict = {"fp32": "", "naive": f"checked: {status.get(f'{name}_checked')}",
-                           "default": status.get(f"{name}_default", "")}[variant]
-                print(f"{name:<11} {variant:<8} {verdict:<22} {metric:<26} {times[variant]:7.2f} {times['fp32'] / times[variant]:7.2f}x")
+                           "default": status.get(f"{name}_default", ""), "search": _searched(out / f"{name}_search")}[variant]
+                print(f"{name:<11} {variant:<8} {verdict:<24} {metric:<26} {times[variant]:7.2f} {times['fp32'] / times[variant]:7.2f}x")
+
+
+def _searched(folder: Path) -> str:
+    """How the search went: the candidates it built, and for a repaired pick, at which probe of its base."""
+    search = json.loads((folder / "search.json").read_text())
+    rows = {c["id"]: c for c in search["candidates"]}
+    chosen = rows.get(search["chosen"] or "")
+    if chosen is None:
+        return f"none of {len(rows)}"
+    probes = [c for c in search["candidates"] if c["role"] == "probe" and c["knobs"] == chosen["knobs"]]
+    found = f", probe {probes.index(chosen) + 1}" if chosen in probes else ""
+    return f"{chosen['id']} of {len(rows)}{found}"
 
 
 def _agreement(reference: Path, candidate: Path, files: list[Path], magika) -> float:
