@@ -134,12 +134,12 @@ def cmd_stages(args: argparse.Namespace, out: Any) -> int:
     if args.name is None:
         out.json(listings.plugins(plugins)) if args.json else out.stage_list(plugins)
         return EXIT_OK
-    for registry in (plugins.stages, plugins.datasets):
+    for registry in (plugins.stages, plugins.datasets, plugins.metrics):
         if args.name in registry:
             out.json(listings.plugin(registry, args.name)) if args.json else out.plugin_detail(registry, args.name)
             return EXIT_OK
-    hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names())
-    raise OrtflowError(f"unknown stage type or dataset loader '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
+    hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names() + plugins.metrics.names())
+    raise OrtflowError(f"unknown stage type, dataset loader or metric '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
 
 
 def _cache_store(args: argparse.Namespace) -> Any:

@@ -223,14 +223,25 @@ class Output:
                 continue
             loaders.add_row(item["name"], item["version"], ", ".join(item["file_params"]) or "-", _escape(item["provided_by"]))
         self.console.print(loaders)
+        metrics = Table(title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left")
+        for column in ("metric", "reports (better)", "provided by"):
+            metrics.add_column(column)
+        for item in found["metrics"]:
+            names = item.get("names") or {}
+            metrics.add_row(item["name"], _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
+                            _escape(item["provided_by"]))
+        self.console.print(metrics)
         self.console.print("`engine stages <name>` describes one", markup=False)
 
     def plugin_detail(self, registry: Any, name: str) -> None:
         from rich.table import Table
 
         cls = registry.get(name)
-        self.console.print(f"[bold]{name}[/] (version {cls.version}) from {_escape(registry.origin(name))}")
+        version = f" (version {cls.version})" if hasattr(cls, "version") else ""
+        self.console.print(f"[bold]{name}[/]{version} from {_escape(registry.origin(name))}")
         self.console.print(cls.description, markup=False)
+        for metric in getattr(cls, "names", ()):
+            self.console.print(f"reports {metric.name} (better {metric.better.value}): {metric.description}", markup=False)
         if hasattr(cls, "outputs"):
             ports = Table(title="inputs and outputs", title_justify="left")
             for column in ("", "name", "kind", "description"):

@@ -148,8 +148,26 @@ FACTS: dict[str, Callable[[], str]] = {
 }
 
 
+PLUGIN_FACT = "plugin:"  # `plugin:<entry-point group>:<name>`: the package (and its version) that provides a plugin
+
+
+def _plugin_origin(name: str) -> str:
+    """What provides a plugin a stage uses by name (e.g. a metric): its distribution and version, so a cached
+    result is not served after the plugin changed."""
+    from importlib.metadata import entry_points
+
+    _, group, plugin = name.split(":", 2)
+    found = [ep for ep in entry_points(group=group) if ep.name == plugin]
+    if not found:
+        return "not installed"
+    dist = found[0].dist
+    return f"{dist.name} {dist.version}" if dist is not None else found[0].value
+
+
 @lru_cache(maxsize=None)
 def fact(name: str) -> str:
+    if name.startswith(PLUGIN_FACT):
+        return _plugin_origin(name)
     if name not in FACTS:
         raise KeyError(f"unknown environment fact '{name}'; known: {', '.join(sorted(FACTS))}")
     return FACTS[name]()

@@ -13,7 +13,8 @@ from ortflow.engine.store.base import Store
 def plugins(found: Plugins) -> dict[str, list[dict[str, Any]]]:
     """Every stage type and dataset loader, one entry each; a plugin that cannot be imported says why."""
     return {"stages": [_summary(found.stages, name) for name in found.stages.names()],
-            "loaders": [_summary(found.datasets, name) for name in found.datasets.names()]}
+            "loaders": [_summary(found.datasets, name) for name in found.datasets.names()],
+            "metrics": [_summary(found.metrics, name) for name in found.metrics.names()]}
 
 
 def _summary(registry: Registry, name: str) -> dict[str, Any]:
@@ -22,6 +23,8 @@ def _summary(registry: Registry, name: str) -> dict[str, Any]:
         cls = registry.get(name)
     except OrtflowError as exc:  # one broken plugin must not hide the others
         return {**entry, "error": str(exc)}
+    if hasattr(cls, "names"):  # a metric: what it reports, and which way is better
+        return {**entry, "names": {n.name: n.better.value for n in cls.names}}
     entry["version"] = cls.version
     if hasattr(cls, "outputs"):
         entry.update(inputs=[p.name for p in cls.inputs], outputs=[p.name for p in cls.outputs])
@@ -33,8 +36,10 @@ def _summary(registry: Registry, name: str) -> dict[str, Any]:
 def plugin(registry: Registry, name: str) -> dict[str, Any]:
     """One plugin in full: its ports and its parameters (the JSON Schema `with:` is checked against)."""
     cls = registry.get(name)
-    detail: dict[str, Any] = {"name": name, "version": cls.version, "provided_by": registry.origin(name),
+    detail: dict[str, Any] = {"name": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
                               "description": cls.description, "params_schema": cls.params_schema}
+    if hasattr(cls, "names"):
+        detail["names"] = [{"name": n.name, "better": n.better.value, "description": n.description} for n in cls.names]
     if hasattr(cls, "outputs"):
         detail["inputs"] = [_port(p) for p in cls.inputs]
         detail["outputs"] = [_port(p) for p in cls.outputs]

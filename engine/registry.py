@@ -105,8 +105,9 @@ def metric_type(name: str) -> type[Metric]:
 
 
 class Plugins:
-    """The two registries a recipe draws on."""
+    """The registries a recipe draws on: stage types, dataset loaders and metrics."""
 
     def __init__(self, stages: Registry | None = None, datasets: Registry | None = None):
         self.stages = stages or Registry.discover(STAGES)
         self.datasets = datasets or Registry.discover(DATASETS)
+        self.metrics = installed(METRICS)

@@ -57,7 +57,7 @@ class ValidateAccuracy(Stage):
                              "description": "with a labelled dataset: the output holding class scores, for accuracy and macro F1"},
             "metrics": {"type": "object", "additionalProperties": {"type": "object"}, "default": {},
                         "description": "task metrics by type with their parameters, e.g. {detection: {output: output0}} "
-                                       "(`engine metrics` lists those installed)"},
+                                       "(`engine stages` lists those installed)"},
             "min": {"type": "object", "additionalProperties": {"type": "number"}, "default": {},
                     "description": "gates: every candidate must reach these, e.g. {cosine_mean: 0.99, det_f1: 0.9}"},
             "max": {"type": "object", "additionalProperties": {"type": "number"}, "default": {},
@@ -94,7 +94,8 @@ class ValidateAccuracy(Stage):
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the instruction set it was
         # made on; the CPU's model name alone is the same for VNNI and non-VNNI hosts of one cloud family.
-        return ("onnxruntime", "numpy", "cpu", "isa")
+        # An installed metric's package and version too: its results are only as good as its code.
+        return ("onnxruntime", "numpy", "cpu", "isa", *(f"plugin:ortflow.metrics:{name}" for name in params["metrics"]))
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params

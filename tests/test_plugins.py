@@ -26,7 +26,7 @@ def test_describe_a_stage_shows_its_parameters_from_the_schema(cli):
 
 def test_unknown_stage_type_in_describe(cli):
     code, _, err = cli("stages", "graph_optimisation")
-    assert code == 2 and "unknown stage type or dataset loader 'graph_optimisation' — did you mean 'graph_optimization'?" in err
+    assert code == 2 and "unknown stage type, dataset loader or metric 'graph_optimisation' — did you mean 'graph_optimization'?" in err
 
 
 def test_registry_rejects_entry_point_whose_name_differs_from_the_type():

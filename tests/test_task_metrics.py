@@ -30,6 +30,8 @@ def test_the_detector_recipe_is_gated_on_detections_which_cosine_cannot_see(proj
     assert code == 0, out + err
     values = _accuracy(project, "detector-cpu-int8")["values"]["int8"]
     assert values["det_f1"] >= 0.8 and values["det_map50"] >= 0.65
+    lock = (project / "detector-cpu-int8.yaml.lock").read_text()
+    assert "plugin:ortflow.metrics:detection: ortflow" in lock  # the metric's code is in the verdict's key
     assert "det_f1" in out and "det_map50" in out  # the run's table shows them
     report = json.loads((project / "out/detector-cpu-int8/report.json").read_text())
     stage = next(s for s in report["stages"] if s["stage"] == "accuracy")
@@ -198,6 +200,10 @@ def test_metric_names_are_checked_before_anything_runs(project, cli):
     assert code == 0, said
     code, said = check("{metrics: {worst_sample_error: {output: out}}, min: {worst_sample_error: 0.1}}")
     assert code == 2 and "worst_sample_error is better lower, so a bound on it belongs under `max:`" in said
+    code, out, _ = cli("stages")  # every installed metric with what it reports
+    assert code == 0 and "det_map50 (higher)" in out and "worst_sample_error (lower)" in out
+    code, out, _ = cli("stages", "detection")
+    assert code == 0 and "reports det_f1 (better higher)" in out and "score_threshold" in out
 
 
 def test_a_metric_file_and_an_installed_metric_gate_select_and_show_everywhere(project, cli):
