@@ -18,7 +18,7 @@ from ortflow.stages.support import search_space
 from ortflow.stages.support.accuracy_gates import judged
 from ortflow.stages.support.search_candidates import Candidate, pareto, search_report, shown_values
 
-FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static"}
+FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
 CULPRIT_PROBES = 6  # per repaired base, before the other bases get theirs: the culprit is usually among them
 
@@ -64,9 +64,13 @@ class QuantizeSearch(Stage):
                                          "(providers, threads, batch_size, sequence_length, runs, ...)"},
             "families": {"type": "array", "items": {"enum": list(FAMILIES)}, "uniqueItems": True, "minItems": 1,
                          "default": ["dynamic", "static"],
-                         "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations)"},
+                         "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations), "
+                                        "weights (quantize_weights)"},
             "dynamic": {"type": "object", "default": {"per_channel": [False, True], "reduce_range": [False, True]},
                         "description": "quantize_dynamic parameters; a list of values is a choice to try each of"},
+            "weights": {"type": "object", "default": {"bits": [8, 4]},
+                        "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
+                                       "the default families: it pays for large weights and single-row decoding)"},
             "static": {"type": "object",
                        "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"],
                                    "op_types_to_quantize": [[], list(WEIGHTED_OPS)]},
@@ -91,7 +95,7 @@ class QuantizeSearch(Stage):
         if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
             problems.append("accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})")
         problems += [f"benchmark: {p}" for p in _problems(stage_type("benchmark"), params["benchmark"])]
-        for family in ("dynamic", "static"):
+        for family in FAMILIES:
             stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
                 for combination in search_space.grid(params[family], stage_cls.params_schema):
@@ -155,7 +159,7 @@ class _Search:
 
     def _grid_candidates(self) -> list[Candidate]:
         found = []
-        for family in ("dynamic", "static"):
+        for family in FAMILIES:
             if family not in self.params["families"]:
                 continue
             stage_cls = self.steps.stage_type(FAMILIES[family])

@@ -51,3 +51,16 @@ def test_weight_only_int8_and_int4_keep_minilm_embeddings(project, cli):
     """)
     code, _, err = cli("validate", project / "bad.yaml")
     assert code == 2 and "algorithm rtn quantizes to 4 bits" in err
+    write(project / "search.yaml", f"""
+        version: 1
+        name: search
+        inputs: {{model: {MINILM}}}
+        datasets: {{feeds: {{loader: npz, with: {{path: calibration.npz, limit: 8}}}}}}
+        stages:
+          s:
+            uses: quantize_search
+            in: {{reference: inputs.model, models: [inputs.model], data: datasets.feeds}}
+            with: {{families: [weights], weights: {{bits: [8, 4], block_size: [32, 128]}}, accuracy: {{min: {{cosine_mean: 0.99}}}}}}
+    """)
+    code, out, err = cli("validate", project / "search.yaml")
+    assert code == 0, out + err  # weight-only is a family of the search space
