@@ -38,7 +38,7 @@ def test_the_search_finds_the_detector_head_among_the_first_probes(project, cli)
             in: {{reference: inputs.model, models: [inputs.model], data: datasets.people, calibrations: [calib.table]}}
             with:
               families: [static]
-              static: {{avoid_traps: false, pre_process: false, per_channel: [false, true]}}
+              static: {{avoid_traps: false, pre_process: false, per_channel: true}}
               accuracy: {{outputs: [output0], metrics: {{detection: {{output: output0}}}}, min: {{det_f1: 0.8}}}}
               benchmark: {{runs: 20, rounds: 2, peak_memory: false}}
     """)
