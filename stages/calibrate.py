@@ -204,7 +204,7 @@ class Calibrate(Stage):
         if masked:
             summary += f"; mask fills left out of {len(masked)} tensors"
         return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
-                                                     "masked": len(masked)})
+                                                     "masked": len(masked), "process_peak_rss_mb": _peak_rss_mb()})
 
 
 def _without_fills(outputs: dict[str, Any], wanted: set[str], threshold: float, masked: dict[str, int]) -> dict[str, Any]:
@@ -244,3 +244,14 @@ def _batch_length(batch: dict[str, Any], inputs: list[Any], axes: dict[str, int 
         if axis is not None:
             return int(batch[spec.name].shape[axis])
     return 1
+
+
+def _peak_rss_mb() -> float | None:
+    """The process's peak resident memory so far (in the run record, not the table: it is no property of the
+    data). Ranges are collected batch by batch, so it does not grow with the number of samples: MiniLM with
+    percentile, 60 or 240 samples, peaks at 1.55 GB either way on this project's machine."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
