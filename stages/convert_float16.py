@@ -5,19 +5,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ortflow.engine.dataset import model_inputs
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support.fp16_range import out_of_range
 
 
 class ConvertFloat16(Stage):
     type = "convert_float16"
-    version = "2"  # 2: nodes sorted keeping their order where valid (subgraphs' outer reads counted)
+    version = "3"  # 2: nodes sorted keeping their order where valid; 3: the overflow block list from `data`
     description = (
         "Convert a float32 model to float16 with onnxruntime.transformers.float16 (for CUDA/TensorRT; on CPUs "
-        "fp16 is usually slower). keep_io_types keeps the model's inputs and outputs float32."
+        "fp16 is usually slower). keep_io_types keeps the model's inputs and outputs float32. Given `data`, it runs "
+        "the float32 model on a few samples first and keeps in float32 every node whose values float16 cannot hold."
     )
-    inputs = (Port("model", ArtifactKind.ONNX_MODEL, "a float32 model"),)
+    inputs = (
+        Port("model", ArtifactKind.ONNX_MODEL, "a float32 model"),
+        Port("data", ArtifactKind.DATASET, "samples to find the nodes whose values overflow float16", optional=True),
+    )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the float16 model", filename="model.onnx"),
         Port("metrics", ArtifactKind.METRICS, "sizes and ops kept in float32", filename="metrics.json"),
@@ -31,6 +37,9 @@ class ConvertFloat16(Stage):
                               "description": "op types to keep in float32 (added to ORT's default list)"},
             "node_block_list": {"type": "array", "items": {"type": "string"}, "default": [],
                                 "description": "node names to keep in float32"},
+            "samples": {"type": "integer", "minimum": 1, "default": 8, "description": "with `data`: samples to run"},
+            "headroom": {"type": "number", "minimum": 1, "default": 2,
+                         "description": "with `data`: keep nodes whose values pass 65504 / headroom (values elsewhere may be larger)"},
         },
     }
 
@@ -44,11 +53,16 @@ class ConvertFloat16(Stage):
         source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
         model = onnx_model.load_graph(source, external_data=True)
+        overflowing: dict[str, float] = {}
+        if "data" in ctx.inputs:
+            private = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
+            feeds = list(ctx.inputs["data"].feeds(model_inputs(private), limit=params["samples"]))
+            overflowing = out_of_range(private, feeds, params["headroom"])
         try:
             converted = convert_float_to_float16(
                 model, keep_io_types=params["keep_io_types"],
                 op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(params["op_block_list"])),
-                node_block_list=params["node_block_list"] or None,
+                node_block_list=sorted(set(params["node_block_list"]) | set(overflowing)) or None,
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
@@ -56,7 +70,9 @@ class ConvertFloat16(Stage):
         target = onnx_model.save(converted, ctx.output_path("model"))
         onnx_model.check(target)
         metrics = {"bytes_before": onnx_model.total_size(source), "bytes_after": onnx_model.total_size(target),
-                   "keep_io_types": params["keep_io_types"]}
+                   "keep_io_types": params["keep_io_types"], "kept_float32_for_range": overflowing}
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        return StageResult(summary=f"float16: size x{ratio:.2f}", metrics={"size_ratio": round(ratio, 3)})
+        kept = f"; {len(overflowing)} nodes kept float32 (values up to {max(overflowing.values()):.3g})" if overflowing else ""
+        return StageResult(summary=f"float16: size x{ratio:.2f}{kept}", metrics={"size_ratio": round(ratio, 3),
+                                                                               "kept_float32_for_range": len(overflowing)})

@@ -46,8 +46,8 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
     given (its node and tensor names are the quantized model's)."""
     import onnx
 
-    float_acts = _activations(float_model, feeds)
-    quant_acts = _activations(quantized, feeds)
+    float_acts = activations(float_model, feeds)
+    quant_acts = activations(quantized, feeds)
     graph = onnx.load(str(float_model), load_external_data=False).graph
     initializers = {t.name for t in graph.initializer}
     for name in {i.name for i in graph.input} - initializers:  # a quantized input is read after its QDQ
@@ -64,9 +64,9 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
         outputs = [o for o in node.output if o in scores]
         if not node.name or not outputs:
             continue
-        activations = [i for i in node.input if i and i not in initializers]
-        inputs = [scores[i] for i in activations if i in scores]
-        if activations and not inputs:
+        read = [i for i in node.input if i and i not in initializers]
+        inputs = [scores[i] for i in read if i in scores]
+        if read and not inputs:
             continue  # no input matched (renamed by an optimization): where its error came from is unknown
         worst_out = min(outputs, key=scores.__getitem__)
         ranked.append(NodeError(node.name, node.op_type, scores[worst_out], min(inputs, default=EXACT_DB), worst_out))
@@ -89,7 +89,7 @@ def _with_scale_owners(ranked: list[NodeError], nodes: Any) -> list[NodeError]:
     return ordered
 
 
-def _activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+def activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
     """Every float tensor of the model, per feed, in its own shape. (ORT's
     modify_model_output_intermediate_tensors flattens what it saves, which loses the channels.) The
     augmented copy is saved beside `model` so that external-data locations still resolve."""
