@@ -51,3 +51,6 @@ def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_
     code, out, err = cli("plan", recipe, "--json")
     planned = {item["name"]: item["action"] for item in json.loads(out)}
     assert {s for s, action in planned.items() if action == "run"} == {"fused", "calib", "int8", "dynamic", "same", "accuracy", "speed"}
+    data.rename(project / "model" / "elsewhere.data")  # a model whose weights file went missing
+    code, out, err = cli("run", recipe)
+    assert code == 2 and "its weights are stored in minilm.onnx.data, which is not in" in err, out + err

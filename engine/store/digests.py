@@ -39,8 +39,11 @@ def input_digest(path: Path, hashes: HashCache) -> str:
         raise OrtflowError(f"input model {path}: {exc}") from None
     if not external:
         return digest
-    parts = {name: hashes.hash_path(path.parent / name) if (path.parent / name).exists() else "missing"
-             for name in external}
+    missing = [name for name in external if not (path.parent / name).exists()]
+    if missing:  # ORT would only say "External data path validation failed" once a stage loads it
+        raise OrtflowError(f"input model {path}: its weights are stored in {', '.join(missing)}, which is not in "
+                           f"{path.parent} — put the data file(s) beside the model, or re-save it as one file")
+    parts = {name: hashes.hash_path(path.parent / name) for name in external}
     return hash_bytes(canonical_json({"model": digest, "external_data": parts}).encode())
 
 
