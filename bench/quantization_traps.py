@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,11 +27,11 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import onnxruntime as ort
+from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
 PHOTOS = REPO / "recipes" / "data" / "images" / "photos"
 DATA = REPO / "tests" / "data"
-ROUNDS, RUNS = 7, 20
 
 RECIPE = """
 version: 1
@@ -95,26 +94,6 @@ def build(scratch: Path) -> dict[str, str]:
     return {stage["stage"]: stage["status"] for stage in report["stages"]}
 
 
-def latency_ms(paths: dict[str, Path], feed: dict) -> dict[str, float]:
-    """Median latency per model, 1 thread, interleaved in rounds (this machine drifts minute to minute)."""
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    sessions = {k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
-    import time
-
-    rounds: dict[str, list[float]] = {k: [] for k in paths}
-    for _ in range(ROUNDS):
-        for name, session in sessions.items():
-            session.run(None, feed)
-            times = []
-            for _ in range(RUNS):
-                start = time.perf_counter()
-                session.run(None, feed)
-                times.append((time.perf_counter() - start) * 1e3)
-            rounds[name].append(statistics.median(times))
-    return {k: statistics.median(v) for k, v in rounds.items()}
-
-
 def main() -> None:
     yolo, magika = _module("yolo_detections"), _module("magika_bytes")
     detector = Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
@@ -130,7 +109,7 @@ def main() -> None:
             paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default", "search")}}
             feed = {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")} if data is None else \
                 {"bytes": magika.features(held_out[0])}
-            times = latency_ms(paths, feed)
+            times = latency_ms(sessions(paths), feed)
             for variant, path in paths.items():
                 if data is None:
                     found, total = yolo.recall(fp32, path, PHOTOS / "held-out")

@@ -12,19 +12,17 @@ kernels are meant to pay), and measures the mean cosine of the pooled sentence e
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
-ROUNDS, RUNS = 7, 20
 VARIANTS = {
     "dynamic_int8": "{uses: quantize_dynamic, in: {model: inputs.model}, with: {per_channel: true}}",
     "nbits_8": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 8}}",
@@ -45,27 +43,6 @@ def build(scratch: Path) -> dict[str, Path]:
         """) + stages + "\n")
     subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
     return {name: scratch / "out" / "weights" / name / "model.onnx" for name in VARIANTS}
-
-
-def sessions(paths: dict[str, Path]) -> dict[str, ort.InferenceSession]:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    return {k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
-
-
-def latency_ms(found: dict[str, ort.InferenceSession], feed: dict) -> dict[str, float]:
-    rounds: dict[str, list[float]] = {k: [] for k in found}
-    for _ in range(ROUNDS):
-        for name, session in found.items():
-            session.run(None, feed)
-            times = []
-            for _ in range(RUNS):
-                start = time.perf_counter()
-                session.run(None, feed)
-                times.append((time.perf_counter() - start) * 1e3)
-            rounds[name].append(statistics.median(times))
-    return {k: statistics.median(v) for k, v in rounds.items()}
 
 
 def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarray]) -> dict[str, float]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.errors import StageError
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import isa, ort_failures, quantization, sanity
@@ -62,11 +62,7 @@ class QuantizeDynamic(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        names = {n.name for n in onnx_model.load_graph(source).graph.node}
-        unknown = sorted(set(params["nodes_to_exclude"]) - names)
-        if unknown:
-            hint = suggest(unknown[0], names) or "node names are in the model (and in a quantize stage's metrics)"
-            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
+        quantization.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with

@@ -222,13 +222,8 @@ def _name_nodes(model: Any) -> bool:
 def _check_names(model: Any, params: dict[str, Any]) -> None:
     """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
     the nearest name the model has."""
-    names = {n.name for n in model.graph.node}
     op_types = {n.op_type for n in model.graph.node}
-    unknown_nodes = sorted(set(params["nodes_to_exclude"]) - names)
-    if unknown_nodes:
-        hint = suggest(unknown_nodes[0], names)
-        raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown_nodes)}"
-                         + (f" — {hint}" if hint else " — node names are in the model (see metrics of the stage that made it)"))
+    quantization.check_excluded_nodes(model, params["nodes_to_exclude"])
     for field in ("op_types_to_quantize", "keep_float_op_types"):
         for op_type in params[field]:
             if not _is_op_type(op_type):

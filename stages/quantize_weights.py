@@ -6,7 +6,7 @@ import json
 from enum import Enum
 from typing import Any
 
-from ortflow.engine.errors import StageError, suggest
+from ortflow.engine.errors import StageError
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import ort_failures, quantization, sanity
@@ -74,12 +74,7 @@ class QuantizeWeights(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
         onnx_model.load_for_ort(source)
-        graph = onnx_model.load_graph(source, external_data=False)
-        names = {n.name for n in graph.graph.node if n.name}
-        unknown = sorted(set(params["nodes_to_exclude"]) - names)
-        if unknown:
-            hint = suggest(unknown[0], names) or "node names are in the model (and in this stage's metrics)"
-            raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
+        quantization.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
         target = _quantized(source, ctx.output_path("model"), params)
         counts = onnx_model.op_counts(target)
         if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):

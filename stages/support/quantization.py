@@ -101,3 +101,15 @@ def nothing_quantized(model: Path, asked: list[str]) -> str:
     else:
         because = "the model has none of them"
     return f"asked for {wanted}; {because}. Its op types: {top} — set op_types_to_quantize to ones it has"
+
+
+def check_excluded_nodes(model: Any, excluded: list[str]) -> None:
+    """A `nodes_to_exclude` name that matches no node would silently keep nothing float: fail, naming the
+    nearest name the model has (`model`: a loaded ModelProto)."""
+    from ortflow.engine.errors import StageError, suggest
+
+    names = {n.name for n in model.graph.node if n.name}
+    unknown = sorted(set(excluded) - names)
+    if unknown:
+        hint = suggest(unknown[0], names) or "node names are in the model (and in a quantize stage's metrics)"
+        raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
