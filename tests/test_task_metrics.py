@@ -323,3 +323,27 @@ def test_dynamic_int8_leaves_convolutions_float_and_inputs_match_by_name_not_ord
     line = next(x for x in err.splitlines() if "stage 'dynamic'" in x)
     assert "quantized nothing" in line and "Conv is left float by default" in line, line
     assert not any("stage 'same'" in x or "stage 'speed'" in x for x in err.splitlines()), err
+
+
+def test_detection_metric_arithmetic_on_hand_made_boxes():
+    """The metric's own arithmetic on boxes+scores outputs (no claim about a model): one match, one box of
+    the wrong class, one extra box, one missed."""
+    import numpy as np
+
+    from ortflow.engine.params import fill_defaults
+    from ortflow.stages.metrics.detection import DetectionAgreement
+
+    def outputs(boxes, classes, scores):
+        table = np.zeros((1, len(boxes), 2))
+        table[0, np.arange(len(boxes)), classes] = scores
+        return {"boxes": [np.asarray([boxes], dtype=np.float32)], "scores": [table.astype(np.float32)]}
+
+    reference = outputs([[0, 0, 10, 10], [20, 20, 30, 30], [40, 40, 50, 50]], [0, 0, 1], [0.9, 0.8, 0.7])
+    candidate = outputs([[1, 1, 11, 11], [40, 40, 50, 50], [60, 60, 70, 70]], [0, 0, 1], [0.85, 0.6, 0.5])
+    metric = DetectionAgreement()
+    params = fill_defaults({"boxes": "boxes", "scores": "scores", "box_format": "xyxy"}, metric.params_schema)
+    assert metric.check(params) == []
+    values = metric.compute(reference, candidate, [{}], params)
+    assert values["det_precision"] == values["det_recall"] == values["det_f1"] == 1 / 3
+    assert values["det_map50"] == 0.25  # class 0: AP 0.5 (one of two found, first); class 1: AP 0
+    assert metric.compute(reference, reference, [{}], params) == {"det_precision": 1.0, "det_recall": 1.0, "det_f1": 1.0, "det_map50": 1.0}
