@@ -51,8 +51,9 @@ class Output:
         # sys.stdout with its per-thread router: the display never writes through a stage's capture, and
         # nothing is redirected into the display (rich's own redirection wrapped in that router wrote into
         # itself forever, so a run in a terminal never returned).
-        self.console = Console(file=sys.stdout, highlight=False, width=width)
-        self.errors = Console(file=sys.stderr, highlight=False)
+        # emoji=False: ":100:" in "recipe.yaml:100:3" is a location, not an emoji code; user text prints as written
+        self.console = Console(file=sys.stdout, highlight=False, emoji=False, width=width)
+        self.errors = Console(file=sys.stderr, highlight=False, emoji=False)
         # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
         self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
         _route_warnings(self)

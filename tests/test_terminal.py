@@ -102,3 +102,17 @@ def test_ctrl_c_exits_130_with_a_resume_hint(project):
     assert code == 130, screen
     assert "interrupted: finished stages are cached; run the same command again to resume" in screen
     assert "Traceback" not in screen
+
+
+def test_console_text_prints_as_written(project, cli):
+    """A location `recipe.yaml:100:13` once printed as `recipe.yaml💯13` (rich's emoji codes), and user text
+    with brackets could be taken for markup: both print verbatim, piped and in a terminal."""
+    folder = project / "a:100:b [bold]x"
+    folder.mkdir()
+    lines = ["version: 1", "name: verbatim", "stages:"] + [f"# {n}" for n in range(4, 100)]
+    (folder / "recipe.yaml").write_text("\n".join(lines + ['  x: {uses: "[bold]nosuch:100:"}']) + "\n")
+    expected = "recipe.yaml:100:13: stage 'x': unknown stage type '[bold]nosuch:100:'"
+    code, out, err = cli("validate", folder / "recipe.yaml")
+    assert code == 2 and f"a:100:b [bold]x/{expected}" in err and "\U0001f4af" not in err, err
+    code, screen = finish(spawn(folder, "run", "recipe.yaml"))
+    assert code == 2 and expected in screen and "\U0001f4af" not in screen, screen
