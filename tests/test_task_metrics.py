@@ -37,6 +37,12 @@ def test_the_detector_recipe_is_gated_on_detections_which_cosine_cannot_see(proj
     stage = next(s for s in report["stages"] if s["stage"] == "accuracy")
     assert stage["metrics"]["det_f1"]["int8"] == round(values["det_f1"], 6)
     assert "det_map50" in (project / "out/detector-cpu-int8/report.md").read_text()
+    # Quantizing the INT8 model again (a slip that happens): ORT's "Expected ... to be an initializer" explained.
+    again = project / "again.yaml"
+    again.write_text(recipe.read_text().replace("  accuracy:", "  again: {uses: quantize_dynamic, in: {model: int8.model}, "
+                                                "with: {op_types_to_quantize: [Conv]}}\n  accuracy:", 1))
+    code, out, err = cli("run", again, "again")
+    assert code == 1 and "to be an initializer — this model is already quantized" in err, out + err
     # Per-tensor weights keep the raw output's cosine but lose boxes: the detection gate says so.
     code, out, err = cli("run", recipe, "--set", "int8.with.per_channel=false")
     assert code == 3, out + err

@@ -15,6 +15,9 @@ KNOWN = (
     ("truth value of an array",
      "ORT's per-channel int32-bias adjustment met a bias that is not one value per output channel (e.g. a [1, N] "
      "Gemm bias): set extra_options: {QDQDisableWeightAdjustForInt32Bias: true}, or per_channel: false"),
+    ("DequantizeLinear_Output to be an initializer",
+     "this model is already quantized (its weights come out of DequantizeLinear nodes): quantize the float model it "
+     "was made from"),
     ("to be an initializer",
      f"ORT's quantizer needs that input to be a constant (an initializer), and here it is computed: {FOLD_FIRST}, "
      "or keep the node in float (nodes_to_exclude)"),
