@@ -75,6 +75,7 @@ def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per
               static: {{avoid_traps: false, per_channel: [false, true], op_types_to_quantize: [[], [Conv, Gemm, MatMul]]}}
               accuracy: {{metrics: {{exact: {{outputs: [target_label], argmax_axis: -1}}}}, min: {{samples_unchanged: 0.96}}}}
               benchmark: {{runs: 20, rounds: 2, peak_memory: false}}
+              repair: 0  # the op-type axis is what repairs it; on a noisy machine all-op may time faster and get probed
           fixed:
             uses: quantize_static
             in: {{model: inputs.model, calibration: calib.table}}
@@ -86,7 +87,7 @@ def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per
     rows = {c["id"]: c for c in search["candidates"]}
     chosen = rows[search["chosen"]]
     assert chosen["knobs"]["op_types_to_quantize"] == ["Conv", "Gemm", "MatMul"] and chosen["speedup"] > 1.0, chosen
-    assert len(search["candidates"]) <= 8
+    assert len(search["candidates"]) == 4  # the grid: two op-type choices x per-channel or not
     # Per-channel weights trip ORT's int32-bias adjustment on this model; the note names the setting that
     # avoids it, and that setting builds the model (stage `fixed`).
     failed = [c for c in search["candidates"] if c["knobs"]["per_channel"]]
