@@ -74,7 +74,8 @@ class QuantizeSearch(Stage):
                         "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
                                        "the default families: it pays for large weights and single-row decoding)"},
             "static": {"type": "object",
-                       "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"],
+                       "default": {"per_channel": [True, False], "activation_type": ["QUInt8", "QInt8"],
+                                   "weight_type": ["QInt8", "QUInt8"], "reduce_range": [True, False],
                                    "op_types_to_quantize": [[], list(WEIGHTED_OPS)]},
                        "description": "quantize_static parameters; a list of values is a choice to try each of (a list of "
                                       "lists, between lists). By default: every op type ORT quantizes, or only those with "
@@ -101,7 +102,8 @@ class QuantizeSearch(Stage):
             stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
                 for combination in search_space.grid(params[family], stage_cls.params_schema):
-                    problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
+                    if not search_space.unsupported(combination):  # pruned from the grid, not an error
+                        problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
     def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
@@ -182,12 +184,12 @@ class _Search:
             found += [Candidate("", family, start, table, {k: c[k] for k in varying}, c) for _, start, table, c in ranked]
         return found
 
-    def _dominated(self, c: Candidate) -> bool:
-        """A passing candidate of the same model and family, on a kernel at least as fast: this one can only tie it."""
+    def _dominated(self, c: Candidate) -> bool:  # a passing one of the same model and family, on a kernel as fast
         for other in self.candidates:
             if (other.passed and other.family == c.family and other.start == c.start
                     and search_space.dominated(c.params, other.params, self.ctx.env["target_isa"])):
-                self.skipped.append({"family": c.family, "knobs": c.knobs, "why": f"no faster than {other.id}, which meets the target"})
+                self.skipped.append({"family": c.family, "model": self._model_name(c.start), "knobs": c.knobs,
+                                     "why": f"no faster than {other.id}, which meets the target"})
                 return True
         return False
 
@@ -245,8 +247,7 @@ class _Search:
         return Candidate("", base.family, base.start, base.calibration, base.knobs, params, excluded, role)
 
     def _over_budget(self) -> bool:
-        elapsed = time.monotonic() - self.started
-        # one more candidate takes about the mean so far: do not start one that would end past the budget
+        elapsed = time.monotonic() - self.started  # a candidate takes about the mean so far: none ends past it
         if len(self.candidates) >= self.params["max_candidates"]:
             self.stopped = f"max_candidates ({self.params['max_candidates']}) reached"
         elif elapsed + elapsed / max(len(self.candidates), 1) > self.params["seconds"]:

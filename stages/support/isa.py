@@ -76,7 +76,8 @@ def kernel_rank(params: dict[str, Any], isa: str) -> int:
     u8 x s8 kernels are the fast ones; uint8 weights or signed activations take slower paths."""
     if not isa.startswith("x86_64"):
         return 0
-    return int(params.get("weight_type") == "QUInt8") + int(params.get("activation_type") == "QInt8")
+    # signed activations are the slowest: 1.7-3x slower than fp32 on the AVX2 host (README, the sweep's table)
+    return int(params.get("weight_type") == "QUInt8") + 2 * int(params.get("activation_type") == "QInt8")
 
 
 def accuracy_rank(params: dict[str, Any], isa: str) -> int:

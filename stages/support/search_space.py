@@ -35,8 +35,9 @@ def planned(combinations: list[dict[str, Any]], isa_fact: str) -> tuple[list[dic
     """The combinations worth building for a target with instruction set `isa_fact`, likeliest to meet an
     accuracy target on the fastest kernel first (so a budget that runs out cuts the least promising), and
     those pruned, each with why."""
-    kept = [c for c in combinations if not isa.wasted(c, isa_fact)]
-    pruned = [(c, isa.wasted(c, isa_fact)) for c in combinations if isa.wasted(c, isa_fact)]
+    pruned = [(c, unsupported(c) or isa.wasted(c, isa_fact)) for c in combinations]
+    kept = [c for c, why in pruned if not why]
+    pruned = [(c, why) for c, why in pruned if why]
     return sorted(kept, key=lambda c: rank(c, isa_fact)), pruned
 
 
@@ -54,3 +55,11 @@ def dominated(params: dict[str, Any], passed: dict[str, Any], isa_fact: str) -> 
     knobs and the kernel's expected speed, and no faster a kernel."""
     same = all(params.get(k) == passed.get(k) for k in set(params) | set(passed) if k not in SPEED_NEUTRAL)
     return same and isa.kernel_rank(params, isa_fact) >= isa.kernel_rank(passed, isa_fact)
+
+
+def unsupported(params: dict[str, Any]) -> str:
+    """Why ORT cannot build this combination on any CPU (a grid crossing axes meets it; a stage given it
+    outright refuses it in its check). Empty when it can."""
+    if params.get("weight_type") == "QUInt8" and params.get("activation_type") == "QInt8":
+        return "int8 activations with uint8 weights: ORT has no such kernel"
+    return ""
