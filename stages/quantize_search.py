@@ -16,7 +16,7 @@ from ortflow.engine.metric import Better, KnownMetrics
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
 from ortflow.stages.support.accuracy_gates import judged
-from ortflow.stages.support.search_candidates import Candidate, pareto, search_report, shown_values
+from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
@@ -25,7 +25,7 @@ CULPRIT_PROBES = 6  # per repaired base, before the other bases get theirs: the 
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
-    version = "5"  # 3: culprit-first probes; 4: any metric validate_accuracy computes; 5: every base's likeliest culprits first
+    version = "6"  # 3: culprit-first probes; 4: any metric; 5: every base's culprits first; 6: ISA-pruned axes
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings
     description = (
@@ -66,13 +66,16 @@ class QuantizeSearch(Stage):
                          "default": ["dynamic", "static"],
                          "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations), "
                                         "weights (quantize_weights)"},
-            "dynamic": {"type": "object", "default": {"per_channel": [False, True], "reduce_range": [False, True]},
-                        "description": "quantize_dynamic parameters; a list of values is a choice to try each of"},
+            "dynamic": {"type": "object", "default": {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"],
+                                                      "reduce_range": [True, False]},
+                        "description": "quantize_dynamic parameters; a list of values is a choice to try each of. "
+                                       "Combinations the target's CPU cannot use are pruned (stages/support/isa.py)"},
             "weights": {"type": "object", "default": {"bits": [8, 4]},
                         "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
                                        "the default families: it pays for large weights and single-row decoding)"},
             "static": {"type": "object",
-                       "default": {"per_channel": [False, True], "activation_type": ["QUInt8", "QInt8"],
+                       "default": {"per_channel": [True, False], "activation_type": ["QUInt8", "QInt8"],
+                                   "weight_type": ["QInt8", "QUInt8"], "reduce_range": [True, False],
                                    "op_types_to_quantize": [[], list(WEIGHTED_OPS)]},
                        "description": "quantize_static parameters; a list of values is a choice to try each of (a list of "
                                       "lists, between lists). By default: every op type ORT quantizes, or only those with "
@@ -99,7 +102,8 @@ class QuantizeSearch(Stage):
             stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
                 for combination in search_space.grid(params[family], stage_cls.params_schema):
-                    problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
+                    if not search_space.unsupported(combination):  # pruned from the grid, not an error
+                        problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
     def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
@@ -110,7 +114,7 @@ class QuantizeSearch(Stage):
         return [f"accuracy: {p}" for p in stage_type("validate_accuracy")().check_metrics(_accuracy(params), known)]
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "gpu", "providers", "python")
+        return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "target_isa", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
         search = _Search(ctx)
@@ -136,6 +140,7 @@ class _Search:
         self.probes: dict[str, list[Candidate]] = {}  # per repaired base: its probes so far
         self.tried: set[tuple[str, frozenset[str]]] = set()  # (base, node set) a repair candidate kept float
         self.started = time.monotonic()
+        self.skipped: list[dict[str, Any]] = []  # grid combinations not built: pruned for the ISA, or dominated
         self.stopped = ""  # why the search ended early, if it did
         self.out_of_time = False  # a time-budget stop is no verdict: it must not be cached as one
 
@@ -145,6 +150,8 @@ class _Search:
         for candidate in self._grid_candidates():
             if self._over_budget():
                 break
+            if self._dominated(candidate):
+                continue
             if self._build(candidate) and self._checked(candidate) is not None:
                 self._timed(candidate)  # misses too: the fastest misses are the ones worth repairing
         failing = sorted((c for c in self.candidates if c.passed is False and c.speedup),
@@ -168,11 +175,23 @@ class _Search:
             if family == "static" and not tables:
                 self.ctx.log("static candidates skipped: no calibration tables given")
                 continue
-            combinations = search_space.grid(self.params[family], stage_cls.params_schema)
-            for start, table, combination in itertools.product(range(len(self.models)), tables, combinations):
-                knobs = {k: combination[k] for k in varying}
-                found.append(Candidate("", family, start, table, knobs, combination))
+            combinations, pruned = search_space.planned(search_space.grid(self.params[family], stage_cls.params_schema),
+                                                        self.ctx.env["target_isa"])
+            self.skipped += [{"family": family, "knobs": {k: c[k] for k in varying}, "why": why} for c, why in pruned]
+            ranked = [(search_space.rank(c, self.ctx.env["target_isa"]), start, table, c)
+                      for start, table, c in itertools.product(range(len(self.models)), tables, combinations)]
+            ranked.sort(key=lambda r: r[:3])  # likeliest first, over every model and table
+            found += [Candidate("", family, start, table, {k: c[k] for k in varying}, c) for _, start, table, c in ranked]
         return found
+
+    def _dominated(self, c: Candidate) -> bool:  # a passing one of the same model and family, on a kernel as fast
+        for other in self.candidates:
+            if (other.passed and other.family == c.family and other.start == c.start
+                    and search_space.dominated(c.params, other.params, self.ctx.env["target_isa"])):
+                self.skipped.append({"family": c.family, "model": self._model_name(c.start), "knobs": c.knobs,
+                                     "why": f"no faster than {other.id}, which meets the target"})
+                return True
+        return False
 
     def _repair(self, base: Candidate, limit: int | None) -> bool:
         """Probe the base's next `limit` nodes (all that are left: None), likeliest culprits first, each kept in
@@ -228,9 +247,10 @@ class _Search:
         return Candidate("", base.family, base.start, base.calibration, base.knobs, params, excluded, role)
 
     def _over_budget(self) -> bool:
+        elapsed = time.monotonic() - self.started  # a candidate takes about the mean so far: none ends past it
         if len(self.candidates) >= self.params["max_candidates"]:
             self.stopped = f"max_candidates ({self.params['max_candidates']}) reached"
-        elif time.monotonic() - self.started > self.params["seconds"]:
+        elif elapsed + elapsed / max(len(self.candidates), 1) > self.params["seconds"]:
             self.stopped, self.out_of_time = f"the {self.params['seconds']} s budget ran out", True
         return bool(self.stopped)
 
@@ -317,7 +337,10 @@ class _Search:
             "gates": {"min": self.params["accuracy"].get("min", {}), "max": self.params["accuracy"].get("max", {})},
             "chosen": chosen.id if chosen else None,
             "stopped_early": self.stopped or None,
-            "candidates": [self._row(c, c in front) for c in self.candidates],
+            "not_built": self.skipped,
+            "candidates": [candidate_row(c, c in front, self._model_name(c.start),
+                                         self._table_name(c.calibration) if c.calibration is not None else None)
+                           for c in self.candidates],
             "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
                              for base, ranked in self.rankings.items()},
             "culprits": self.culprits,  # by quantization_debug: the order the probes went in
@@ -342,13 +365,6 @@ class _Search:
         metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
         return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, {chosen.speedup:.2f}x vs "
                                    f"reference ({tried})", metrics=metrics)
-
-    def _row(self, c: Candidate, on_front: bool) -> dict[str, Any]:
-        return {"id": c.id, "role": c.role, "family": c.family, "model": self._model_name(c.start),
-                "calibration": self._table_name(c.calibration) if c.calibration is not None else None,
-                "knobs": c.knobs, "kept_float": c.excluded, "quantized_nodes": len(c.quantized_nodes),
-                "values": c.values, "meets_target": c.passed, "speedup": c.speedup, "p50_ms": c.p50_ms,
-                "pareto": on_front, "note": c.note}
 
     def _short(self, node: str) -> str:
         """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import minilm_model, write
+from test_isa import use_isa
 from test_quantization import DATA, TOKENIZER, embeddings, mean_cosine
 
 SEARCH = """
@@ -57,9 +58,11 @@ def test_search_picks_a_model_that_meets_the_target_and_reruns_from_the_cache(pr
     chosen = next(c for c in document["candidates"] if c["id"] == document["chosen"])
     assert chosen["meets_target"] and chosen["values"]["cosine_mean"] >= 0.99
     assert chosen["speedup"] and chosen["speedup"] > 1.0
-    # Per-tensor dynamic misses 0.99 on this model: the search must not have picked it unrepaired.
-    per_tensor = next(c for c in document["candidates"] if c["knobs"] == {"per_channel": False} and c["role"] == "grid")
-    assert not per_tensor["meets_target"]
+    # Per-tensor dynamic misses 0.99 on this model: the search must not have picked it unrepaired. Per-channel
+    # scales are tried first, and once they meet the target per-tensor (the same kernel) is not even built.
+    assert chosen["knobs"] == {"per_channel": True}
+    assert {"family": "dynamic", "model": "model", "knobs": {"per_channel": False},
+            "why": f"no faster than {chosen['id']}, which meets the target"} in document["not_built"]
     assert heldout_cosine(project / "out/search/search/model.onnx") >= 0.99  # on text it never saw
 
     records = step_records(project)
@@ -113,3 +116,37 @@ def test_bad_search_spaces_are_refused_before_anything_runs(project, cli, space,
     recipe = search_recipe(project, space, 0.99)
     code, out, err = cli("validate", recipe)
     assert code == 2 and message in err and "dynamic" in err
+
+
+AXES = "{per_channel: [true, false], weight_type: [QInt8, QUInt8], reduce_range: [true, false]}"
+
+
+def built_and_skipped(project: Path) -> tuple[list[dict], list[dict]]:
+    document = json.loads((project / "out/search/search/search.json").read_text())
+    return [c["knobs"] for c in document["candidates"]], document["not_built"]
+
+
+def test_search_axes_are_pruned_and_ordered_by_the_instruction_set(project, cli, monkeypatch):
+    """Without VNNI, u8 x s8 products saturate: 7-bit int8 weights (fast kernel) are tried first, uint8 weights
+    (exact, slower u8 x u8 kernel) next, and 7-bit uint8 weights never. With VNNI (injected), nothing saturates
+    and only u8 x s8 is fast: neither 7-bit nor uint8 weights are built."""
+    recipe = search_recipe(project, AXES, 0.99)
+    use_isa(monkeypatch, "avx2")
+    code, out, err = cli("run", recipe)
+    assert code == 0, out + err
+    built, skipped = built_and_skipped(project)
+    assert built[0] == {"per_channel": True, "weight_type": "QInt8", "reduce_range": True}
+    assert {"per_channel": True, "weight_type": "QUInt8", "reduce_range": True} not in built
+    assert sum("7-bit uint8 weights" in s["why"] for s in skipped) == 2 and len(built) + len(skipped) == 8
+    assert any(s["knobs"]["weight_type"] == "QUInt8" and "no faster than c01" in s["why"] for s in skipped)
+
+    write(recipe, recipe.read_text().replace("cosine_mean: 0.99", "cosine_mean: 0.97"))
+    use_isa(monkeypatch, "avx512_vnni")
+    code, out, err = cli("run", recipe)
+    assert code == 0, out + err
+    built, skipped = built_and_skipped(project)
+    assert built == [{"per_channel": True, "weight_type": "QInt8", "reduce_range": False}]
+    why = [s["why"] for s in skipped]
+    assert sum("VNNI multiplies u8 x s8 only" in w for w in why) == 2
+    assert sum("7-bit weights on avx2,avx512f,avx512_vnni: its int8 products do not saturate" in w for w in why) == 2
+    assert sum("7-bit uint8 weights" in w for w in why) == 2 and sum("no faster than c01" in w for w in why) == 1

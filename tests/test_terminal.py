@@ -116,3 +116,23 @@ def test_console_text_prints_as_written(project, cli):
     assert code == 2 and f"a:100:b [bold]x/{expected}" in err and "\U0001f4af" not in err, err
     code, screen = finish(spawn(folder, "run", "recipe.yaml"))
     assert code == 2 and expected in screen and "\U0001f4af" not in screen, screen
+
+
+def test_matrix_ids_print_as_written_in_a_terminal(project):
+    """A matrix id is `stage[axis=value]`, which rich reads as a style tag wherever a str goes through
+    markup (the spinner's text once did): the id and a value holding `[bold]` and `:100:` print verbatim."""
+    (project / "seed.txt").write_text("seed")
+    write(project / "recipe.yaml", """
+        version: 1
+        name: tty
+        inputs:
+          seed: {path: seed.txt}
+        stages:
+          first:
+            uses: concat
+            in: {parts: inputs.seed}
+            with: {sleep: 0.6}
+            matrix: {text: ["[bold]:100:"]}
+    """)
+    code, screen = finish(spawn(project, "run", "recipe.yaml"))
+    assert code == 0 and 'first[text="[bold]:100:"]' in screen and "\U0001f4af" not in screen, screen

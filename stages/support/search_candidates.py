@@ -59,3 +59,11 @@ def pareto(candidates: list[Candidate]) -> list[Candidate]:
 
 def shown_values(c: Candidate) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
+
+
+def candidate_row(c: Candidate, on_front: bool, model: str, table: str | None) -> dict[str, Any]:
+    """One candidate in search.json: `model` and `table` name its float model and calibration table."""
+    return {"id": c.id, "role": c.role, "family": c.family, "model": model, "calibration": table,
+            "knobs": c.knobs, "kept_float": c.excluded, "quantized_nodes": len(c.quantized_nodes),
+            "values": c.values, "meets_target": c.passed, "speedup": c.speedup, "p50_ms": c.p50_ms,
+            "pareto": on_front, "note": c.note}

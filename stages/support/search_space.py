@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ortflow.stages.support import isa
+
 
 def grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
     """Every combination of the choices in `space` (a list is a choice, except a plain list given to an
@@ -27,3 +29,37 @@ def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
     if schema.get("properties", {}).get(name, {}).get("type") == "array":
         return value if value and all(isinstance(v, list) for v in value) else [value]
     return value
+
+
+def planned(combinations: list[dict[str, Any]], isa_fact: str) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """The combinations worth building for a target with instruction set `isa_fact`, likeliest to meet an
+    accuracy target on the fastest kernel first (so a budget that runs out cuts the least promising), and
+    those pruned, each with why."""
+    pruned = [(c, unsupported(c) or isa.wasted(c, isa_fact)) for c in combinations]
+    kept = [c for c, why in pruned if not why]
+    pruned = [(c, why) for c, why in pruned if why]
+    return sorted(kept, key=lambda c: rank(c, isa_fact)), pruned
+
+
+def rank(params: dict[str, Any], isa_fact: str) -> tuple[int, int]:
+    return isa.accuracy_rank(params, isa_fact), isa.kernel_rank(params, isa_fact)
+
+
+# Knobs that change accuracy but not the kernel a model runs on: a combination that differs from a passing one
+# only in these (and does not run on a faster kernel) cannot be faster, only less accurate.
+SPEED_NEUTRAL = frozenset({"per_channel", "reduce_range", "weight_type", "activation_type", "calibrate_method"})
+
+
+def dominated(params: dict[str, Any], passed: dict[str, Any], isa_fact: str) -> bool:
+    """Whether `params` cannot beat the passing combination `passed`: the same except for speed-neutral
+    knobs and the kernel's expected speed, and no faster a kernel."""
+    same = all(params.get(k) == passed.get(k) for k in set(params) | set(passed) if k not in SPEED_NEUTRAL)
+    return same and isa.kernel_rank(params, isa_fact) >= isa.kernel_rank(passed, isa_fact)
+
+
+def unsupported(params: dict[str, Any]) -> str:
+    """Why ORT cannot build this combination on any CPU (a grid crossing axes meets it; a stage given it
+    outright refuses it in its check). Empty when it can."""
+    if params.get("weight_type") == "QUInt8" and params.get("activation_type") == "QInt8":
+        return "int8 activations with uint8 weights: ORT has no such kernel"
+    return ""
