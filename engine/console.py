@@ -210,26 +210,28 @@ class Output:
             table.add_column(column)
         for item in found["stages"]:
             if "error" in item:
-                table.add_row(item["name"], "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
+                table.add_row(_escape(item["name"]), "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
                 continue
-            table.add_row(item["name"], item["version"], ", ".join(item["inputs"]), ", ".join(item["outputs"]),
-                          _escape(item["provided_by"]))
+            # a plugin's names and ports are its author's text: printed as written, never read as markup
+            table.add_row(*(_escape(str(v)) for v in (item["name"], item["version"], ", ".join(item["inputs"]),
+                                                      ", ".join(item["outputs"]), item["provided_by"])))
         self.console.print(table)
         loaders = Table(title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left")
         for column in ("loader", "version", "reads files from", "provided by"):
             loaders.add_column(column)
         for item in found["loaders"]:
             if "error" in item:
-                loaders.add_row(item["name"], "?", "[red]cannot be imported[/]", _escape(item["error"]))
+                loaders.add_row(_escape(item["name"]), "?", "[red]cannot be imported[/]", _escape(item["error"]))
                 continue
-            loaders.add_row(item["name"], item["version"], ", ".join(item["file_params"]) or "-", _escape(item["provided_by"]))
+            loaders.add_row(*(_escape(str(v)) for v in (item["name"], item["version"], ", ".join(item["file_params"]) or "-",
+                                                        item["provided_by"])))
         self.console.print(loaders)
         metrics = Table(title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left")
         for column in ("metric", "reports (better)", "provided by"):
             metrics.add_column(column)
         for item in found["metrics"]:
             names = item.get("names") or {}
-            metrics.add_row(item["name"], _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
+            metrics.add_row(_escape(item["name"]), _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
                             _escape(item["provided_by"]))
         self.console.print(metrics)
         self.console.print("`engine stages <name>` describes one", markup=False)
@@ -239,7 +241,7 @@ class Output:
 
         cls = registry.get(name)
         version = f" (version {cls.version})" if hasattr(cls, "version") else ""
-        self.console.print(f"[bold]{name}[/]{version} from {_escape(registry.origin(name))}")
+        self.console.print(f"[bold]{_escape(name)}[/]{version} from {_escape(registry.origin(name))}")
         self.console.print(cls.description, markup=False)
         for metric in getattr(cls, "names", ()):
             self.console.print(f"reports {metric.name} (better {metric.better.value}): {metric.description}", markup=False)
@@ -250,7 +252,7 @@ class Output:
             for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
                 for port in items:
                     flags = (" (list)" if port.many else "") + (" (optional)" if port.optional else "")
-                    ports.add_row(direction, port.name + flags, port.kind.value, port.description)
+                    ports.add_row(direction, _escape(port.name + flags), port.kind.value, _escape(port.description))
             self.console.print(ports)
         params = Table(title="parameters (`with:`)", title_justify="left")
         for column in ("name", "type", "default", "description"):
@@ -261,7 +263,7 @@ class Output:
             if pname in getattr(cls, "file_params", ()):
                 kind = "path or {package, file}"
             default = repr(prop["default"]) if "default" in prop else ("(required)" if pname in required else "(optional)")
-            params.add_row(pname, _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
+            params.add_row(_escape(pname), _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
         self.console.print(params)
 
     def cache_list(self, store: Any) -> None:
