@@ -108,7 +108,7 @@ def cmd_status(args: argparse.Namespace, out: Any) -> int:
     rows = []
     for item in plan(ws):
         entry = lock["stages"].get(item.name)
-        in_lock = entry is not None and entry["key"] == item.key
+        in_lock = entry is not None and item.key is not None and not item.against_lock
         if item.action == PlanAction.CACHED and in_lock:
             state, why = "up to date", ""
         elif in_lock:
@@ -201,6 +201,7 @@ def _locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[st
 
 def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.record.lockfile import read_lock, referenced
+    from ortflow.engine.store.keys import lock_entry_matches
     from ortflow.engine.types import lock_path_for
 
     if not args.recipes:
@@ -209,14 +210,20 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     store = _cache_store(args)
     keys: set[str] = set()
     digests: set[str] = set()
+    host_specific: list[dict] = []
     for recipe in args.recipes:
         lock_path = lock_path_for(recipe)
         if not lock_path.exists():
             raise OrtflowError(f"{lock_path}: no lock file — run the recipe first, or leave it out of the list")
-        more_keys, more_digests = referenced(read_lock(lock_path))
+        more_keys, more_digests, more_entries = referenced(read_lock(lock_path))
         keys |= more_keys
         digests |= more_digests
-    collected = store.gc(keys, digests, dry_run=args.dry_run)
+        host_specific += more_entries
+
+    def kept(key: str, record: dict) -> bool:  # this machine's result for a host-specific lock entry
+        return any(lock_entry_matches(entry, key, record) for entry in host_specific)
+
+    collected = store.gc(keys, digests, dry_run=args.dry_run, keep=kept)
     if args.dry_run:
         for key, stage in sorted(collected.runs.items(), key=lambda item: item[1]):
             out.say(f"would remove run {key[:12]} ({stage})")

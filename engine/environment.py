@@ -148,6 +148,12 @@ FACTS: dict[str, Callable[[], str]] = {
 }
 
 
+# Facts about this machine rather than its software: a result keyed on one is this machine's (a benchmark,
+# an accuracy measured with its kernels), so the lock file records it without them (record/lockfile.py).
+# target_isa is not one: a recipe that names its target builds the same model everywhere.
+HOST_FACTS = frozenset({"cpu", "isa", "providers", "gpu", "tensorrt", "cuda", "platform"})
+
+
 PLUGIN_FACT = "plugin:"  # `plugin:<entry-point group>:<name>`: the package (and its version) that provides a plugin
 
 

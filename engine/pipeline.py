@@ -14,7 +14,7 @@ from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.record.lockfile import LockWriter, drift, locked_outputs, read_lock
+from ortflow.engine.record.lockfile import LockWriter, drift, locked_outputs, locked_values, read_lock
 from ortflow.engine.record.report import stage_folder, write_report
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
@@ -172,7 +172,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
                 lock_writer.record({outcome.name: outcome})  # so a killed run still records what it built
             events.finished(outcome)
 
-        locked = LockedOutputs(ws.recipe.lock_path.name, locked_outputs(lock))
+        locked = LockedOutputs(ws.recipe.lock_path.name, locked_outputs(lock), locked_values(lock))
         scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
                               SchedulerEvents(events.started, on_finished, events.log), locked)
         try:

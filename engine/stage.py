@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
@@ -82,6 +82,7 @@ class StageContext:
     digests: dict[str, Any] = field(default_factory=dict)  # each input's content digest (or list of them)
     steps: Steps | None = None  # run other stage types as cached sub-stages
     env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
+    locked: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see locked_values
     started: float = field(default_factory=time.monotonic)
     _said: float = 0.0  # when progress was last reported
 
@@ -123,6 +124,13 @@ class StageContext:
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
         return names
 
+    def locked_values(self, port: str) -> tuple[float, ...] | None:
+        """The float values the lock file records for output `port` under this very cache key (what the stage
+        returned as StageResult.values when the lock was written, maybe on another CPU), or None. A stage
+        whose floats differ in their last bits from CPU to CPU keeps these when its own agree within its
+        stated tolerance, so the same inputs give the same bytes, and the same lock, everywhere."""
+        return self.locked.get(port)
+
     def output_path(self, name: str) -> Path:
         port = self.outputs[name]
         return self.output_dir / (port.filename or name)
@@ -134,6 +142,10 @@ class StageResult:
 
     summary: str = ""  # one short line for the run table, e.g. "nodes 512 -> 301"
     metrics: dict[str, Any] = field(default_factory=dict)  # small numbers kept in the run record
+    # {output port: the float values it was written from}, recorded with the output in the lock file so that
+    # another CPU's run can keep them (StageContext.locked_values); for small outputs only (a calibration
+    # table's ranges, not a model's weights).
+    values: dict[str, Sequence[float]] = field(default_factory=dict)
 
 
 class Stage:

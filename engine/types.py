@@ -4,10 +4,13 @@ layer can use it without an import cycle."""
 
 from __future__ import annotations
 
+import base64
+import sys
+from array import array
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset, DatasetLoader
@@ -16,6 +19,27 @@ if TYPE_CHECKING:
     from ortflow.engine.stage import Stage
 
 SOURCES = ("inputs", "datasets")
+
+
+def pack_floats(values: Sequence[float]) -> str:
+    """Float values as text for a run record and a lock file: float64, little-endian, base64 (exact, and a
+    quarter of the length of the numbers written out)."""
+    packed = array("d", values)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode("ascii")
+
+
+def unpack_floats(text: str) -> tuple[float, ...]:
+    """The values pack_floats wrote; ValueError for text it did not write."""
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    if len(raw) % 8:
+        raise ValueError("not a whole number of float64 values")
+    values = array("d")
+    values.frombytes(raw)
+    if sys.byteorder == "big":
+        values.byteswap()
+    return tuple(values)
 
 
 class TextEnum(str, Enum):
@@ -141,6 +165,9 @@ class StageJob:
     spec: StageSpec
     input_digests: dict[str, str | list[str]]
     input_paths: dict[str, Path | list[Path] | Dataset]
+    # The float values the lock file records for this key's outputs ({port: packed}), where it records any:
+    # a stage whose floats vary in their last bits from CPU to CPU keeps the locked ones when they agree.
+    locked_values: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

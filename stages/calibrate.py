@@ -14,6 +14,9 @@ from ortflow.stages.support.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
 DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
+# Ranges that differ by less than this share of their tensor's span (max - min) are the same result: far
+# below what 8-bit quantization resolves (1/255), far above the last-bit differences between CPUs (~1e-7).
+TOLERANCE = 1e-4
 
 
 class Calibrate(Stage):
@@ -85,8 +88,11 @@ class Calibrate(Stage):
         if not ranges:
             raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
                              f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
+        ranges = self._agree_with_lock(ctx, ranges)
         self._write_table(ctx.output_path("table"), params["method"], ranges, masked)
-        return self._result(ctx, ranges, masked, samples)
+        result = self._result(ctx, ranges, masked, samples)
+        result.values = {"table": [value for name in sorted(ranges) for value in ranges[name]]}
+        return result
 
     # -- the steps of run, in order ------------------------------------------------------------------
 
@@ -171,6 +177,30 @@ class Calibrate(Stage):
                 low, high = -bound, bound
             ranges[name] = (low, high)
         return ranges
+
+    @staticmethod
+    def _agree_with_lock(ctx: StageContext, ranges: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        """The lock file's ranges for this very key when ours agree with them within TOLERANCE. Activations
+        differ in their last bits from CPU to CPU (other kernels, other rounding): the same model and data
+        are the same result, and keeping the recorded values keeps the table's bytes, every key downstream
+        and the committed lock file as they are. A real difference is left to show as one."""
+        names = sorted(ranges)
+        locked = ctx.locked_values("table")
+        if locked is None or len(locked) != 2 * len(names):
+            return ranges
+        worst = 0.0
+        for index, name in enumerate(names):
+            old = locked[2 * index], locked[2 * index + 1]
+            span = max(ranges[name][1] - ranges[name][0], old[1] - old[0], 1e-12)
+            worst = max(worst, abs(ranges[name][0] - old[0]) / span, abs(ranges[name][1] - old[1]) / span)
+        if worst > TOLERANCE:
+            ctx.log(f"{ctx.stage_name}: ranges differ from the lock file's by up to {worst:.1e} of a tensor's span, "
+                    f"beyond the tolerance {TOLERANCE:g}: a different result")
+            return ranges
+        if worst > 0:
+            ctx.log(f"{ctx.stage_name}: ranges within {worst:.1e} of the lock file's (tolerance {TOLERANCE:g} of each "
+                    "tensor's span; CPUs round differently): the lock file's values are kept")
+        return {name: (locked[2 * i], locked[2 * i + 1]) for i, name in enumerate(names)}
 
     @staticmethod
     def _write_table(path: Path, method: str, ranges: dict[str, tuple[float, float]], masked: dict[str, int]) -> None:

@@ -14,6 +14,7 @@ from ortflow.engine.recipe.yamlsource import MAX_DEPTH, byte_size
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Locks
 from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.store.keys import portable_env
 from ortflow.engine.types import Recipe, StageOutcome
 
 LOCK_SCHEMA = 1
@@ -154,20 +155,28 @@ class _LockBuilder:
 
 
 def lock_entry(record: dict[str, Any], deterministic: bool = True) -> dict[str, Any]:
-    """A stage's lock entry. Measurements (non-deterministic stages) record their key but not their
-    output hashes, which change every time they are taken: the lock must not churn in git."""
+    """A stage's lock entry. Measurements (non-deterministic stages) record no output hashes, which change
+    every time they are taken; results made for this machine (a key with host facts: a benchmark, an
+    accuracy check, an 'all'-level model) record what they were made from but not the key, the host facts or
+    the outputs, which another machine makes differently: the lock a team commits must not churn in git."""
+    env = portable_env(record["env"])
+    entry = {"type": record["type"], "version": record["version"], "params": record["params"],
+             "inputs": record["inputs"], "env": env}
     if not deterministic:
-        return {"type": record["type"], "version": record["version"], "key": record["key"],
-                "params": record["params"], "inputs": record["inputs"], "env": record["env"], "measurement": True}
-    return {
-        "type": record["type"],
-        "version": record["version"],
-        "key": record["key"],
-        "params": record["params"],
-        "inputs": record["inputs"],
-        "env": record["env"],
-        "outputs": {name: {"digest": out["digest"], "size": out["size"]} for name, out in record["outputs"].items()},
-    }
+        entry["measurement"] = True
+    if env != record["env"]:
+        return {**entry, "host_specific": True}
+    entry["key"] = record["key"]
+    if deterministic:
+        entry["outputs"] = {name: _locked_output(out) for name, out in record["outputs"].items()}
+    return entry
+
+
+def _locked_output(out: dict[str, Any]) -> dict[str, Any]:
+    kept = {"digest": out["digest"], "size": out["size"]}
+    if isinstance(out.get("values"), str):
+        kept["values"] = out["values"]  # float values another CPU's run may keep (StageContext.locked_values)
+    return kept
 
 
 def updated_lock(
@@ -245,16 +254,33 @@ def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome], recipe: Recipe
     return found
 
 
-def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """(cache keys, object digests) a lock file needs kept."""
-    keys, digests = set(), set()
+def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str], list[dict[str, Any]]]:
+    """(cache keys, object digests, host-specific entries) a lock file needs kept; a run record matching a
+    host-specific entry (entry_matches) is kept too."""
+    keys, digests, host_specific = set(), set(), []
     for entry in lock.get("stages", {}).values():
-        keys.add(entry["key"])
+        if "key" in entry:
+            keys.add(entry["key"])
+        else:
+            host_specific.append(entry)
         digests.update(out["digest"] for out in (entry.get("outputs") or {}).values())
-    return keys, digests
+    return keys, digests, host_specific
 
 
 def locked_outputs(lock: dict[str, Any]) -> dict[str, dict[str, str]]:
     """{cache key: {output: digest}} for every stage entry of a lock file (measurements record none)."""
     return {entry["key"]: {port: out["digest"] for port, out in (entry.get("outputs") or {}).items()}
             for entry in lock.get("stages", {}).values() if isinstance(entry, dict) and "key" in entry}
+
+
+def locked_values(lock: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """{cache key: {output: packed float values}} where the lock records values with an output."""
+    found: dict[str, dict[str, str]] = {}
+    for entry in lock.get("stages", {}).values():
+        if not isinstance(entry, dict) or "key" not in entry:
+            continue
+        values = {port: out["values"] for port, out in (entry.get("outputs") or {}).items()
+                  if isinstance(out, dict) and isinstance(out.get("values"), str)}
+        if values:
+            found[entry["key"]] = values
+    return found

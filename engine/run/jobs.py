@@ -3,7 +3,7 @@ a run record found in the store means as an outcome."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -83,6 +83,14 @@ class LockedOutputs:
 
     file: str = ""
     by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    values_by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # {key: {port: packed floats}}
+
+    def for_job(self, job: StageJob) -> StageJob:
+        """The job with the float values the lock records for its key (StageContext.locked_values)."""
+        if not self.values_by_key:
+            return job
+        values = self.values_by_key.get(job_key(job)[0])
+        return replace(job, locked_values=dict(values)) if values else job
 
 
 def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:

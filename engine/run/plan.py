@@ -9,6 +9,7 @@ from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, job_key, locator
 from ortflow.engine.store.base import Store
+from ortflow.engine.store.keys import lock_entry_matches, portable_env
 from ortflow.engine.types import Missing, Recipe, TextEnum
 
 
@@ -55,8 +56,9 @@ def make_plan(
             planned.append(PlannedStage(name, spec.uses, PlanAction.FAIL, str(exc), None))
             continue
         entry = lock.get("stages", {}).get(name)
-        versus_lock = "" if entry is not None and entry.get("key") == key else \
-            _why(entry, spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env, key)
+        identity = {"type": spec.uses, "version": spec.stage_cls.version, "params": spec.params,
+                    "inputs": job.input_digests, "env": env}
+        versus_lock = "" if lock_entry_matches(entry, key, identity) else _why(entry, identity)
         record = store.read_run(key)
         if record is not None:
             known[name] = {"outputs": record["outputs"]}
@@ -71,8 +73,10 @@ def make_plan(
     return planned
 
 
-def _why(entry: dict[str, Any] | None, uses: str, version: str, params: dict[str, Any], inputs: dict[str, Any],
-         env: dict[str, str], key: str) -> str:
+def _why(entry: dict[str, Any] | None, identity: dict[str, Any]) -> str:
+    uses, version, params, inputs = identity["type"], identity["version"], identity["params"], identity["inputs"]
+    # a host-specific entry records only the portable facts (engine.record.lockfile)
+    env = identity["env"] if entry is None or "key" in entry else portable_env(identity["env"])
     if entry is None:
         return "new stage"
     if entry.get("type") != uses:

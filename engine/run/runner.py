@@ -21,7 +21,7 @@ from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.artifacts import tree_size
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
-from ortflow.engine.types import StageJob, StageOutcome, Status
+from ortflow.engine.types import StageJob, StageOutcome, Status, pack_floats, unpack_floats
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 
@@ -96,7 +96,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps, dict(env))
+                           log, references, dict(job.input_digests), steps, dict(env), _locked(job))
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
@@ -121,6 +121,8 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
                                  " — this is a bug in the stage")
             size = tree_size(path)
             outputs[name] = {"digest": store.add(path), "kind": port.kind.value, "filename": path.name, "size": size}
+            if name in result.values:
+                outputs[name]["values"] = pack_floats(result.values[name])
         record = {
             "key": key,
             "stage": spec.name,
@@ -141,6 +143,17 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         }
         store.write_run(key, record)
         return record
+
+
+def _locked(job: StageJob) -> dict[str, tuple[float, ...]]:
+    """The lock's recorded values for this job's outputs; a value the lock garbles is simply not offered."""
+    found = {}
+    for port, text in job.locked_values.items():
+        try:
+            found[port] = unpack_floats(text)
+        except ValueError:
+            continue
+    return found
 
 
 def _check_sources_unchanged(store: Store, job: StageJob) -> None:

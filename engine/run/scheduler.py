@@ -130,7 +130,10 @@ class Scheduler:
         if isinstance(job, Missing):
             return StageOutcome(name, Status.SKIPPED,
                                 error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
-        return job
+        try:
+            return self.locked.for_job(job)
+        except StageError:  # a key that cannot be computed fails where the stage is looked up, with its message
+            return job
 
 
 class _RunState:

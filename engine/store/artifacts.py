@@ -22,7 +22,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ortflow.engine.errors import StoreError
 from ortflow.engine.store import atomic
@@ -227,23 +227,26 @@ class ArtifactStore:
         for item in damage:
             _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
 
-    def gc(self, keep_keys: set[str], keep_digests: set[str], dry_run: bool = False) -> Collected:
-        """Remove run records not in `keep_keys` and objects no kept record or digest references (with
-        `dry_run`, only say what would go). Refuses while any run is using the store."""
+    def gc(self, keep_keys: set[str], keep_digests: set[str], dry_run: bool = False,
+           keep: Callable[[str, dict[str, Any]], bool] = lambda _key, _record: False) -> Collected:
+        """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
+        references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
         exclusive = ProcessLock(self.root / "store.lock")
         if not exclusive.acquire(blocking=False):
             raise StoreError(f"{self.root} is in use by a running `engine run` — run gc when it has finished")
         try:
-            collected = self._collectable(keep_keys, keep_digests)
+            records = dict(self.iter_runs())
+            wanted = set(keep_keys) | {key for key, record in records.items() if record is not None and keep(key, record)}
+            collected = self._collectable(wanted, keep_digests, records)
             if not dry_run:
                 self._remove_collected(collected)
             return collected
         finally:
             exclusive.release()
 
-    def _collectable(self, keep_keys: set[str], keep_digests: set[str]) -> Collected:
+    def _collectable(self, keep_keys: set[str], keep_digests: set[str],
+                     records: dict[str, dict[str, Any] | None]) -> Collected:
         live = set(keep_digests)
-        records = dict(self.iter_runs())
         keep = set(keep_keys)
         pending = [k for k in keep_keys if records.get(k)]
         while pending:  # a kept run keeps the steps it ran (engine.run.steps), and theirs

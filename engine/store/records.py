@@ -7,11 +7,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ortflow.engine.store.keys import canonical_json, stage_key
+from ortflow.engine.store.keys import IDENTITY, canonical_json, stage_key
 from ortflow.engine.store.signing import shared_key, sign, signature_ok
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-IDENTITY = ("type", "version", "params", "inputs", "env")  # what the key is computed from
 
 
 def signed(record: dict[str, Any]) -> dict[str, Any]:
