@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from conftest import minilm_model, write
+
 from ortflow.engine.types import pack_floats, unpack_floats
 
 DATA = Path(__file__).parents[1] / "recipes" / "data" / "calibration.npz"

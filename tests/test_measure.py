@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import minilm_model, toy_model, write
 
 DATA = Path(__file__).parent.parent / "recipes" / "data"
@@ -62,9 +63,12 @@ def test_benchmark_measures_each_model_with_the_providers_ort_used(passing):
     assert results["profiles"]["model"]["op_types_percent"][0][0] == "MatMul"  # a BERT's time goes to MatMul
     load = results["load"]  # how busy the machine was while timing: noisy timings are flagged, not trusted
     assert load["cpus"] >= 1 and 0 <= load["others_percent"] <= 100 and load["load_1min"] >= 0
-    lock = (passing / "recipe.yaml.lock").read_text()
-    speed_env = lock[lock.index("  speed:"):].split("  version:")[0]
-    assert "cpu:" in speed_env and "gpu:" in speed_env  # timings are only reused on the same hardware
+    speed = yaml.safe_load((passing / "recipe.yaml.lock").read_text())["stages"]["speed"]
+    # timings are only reused on the same hardware (the key holds it), and the lock holds on any hardware
+    assert speed["host_specific"] is True and not {"cpu", "gpu", "isa"} & set(speed["env"])
+    records = [json.loads(path.read_text()) for path in (passing / ".ortflow" / "runs").rglob("*.json")]
+    measured = next(r for r in records if r["type"] == "benchmark")
+    assert "cpu" in measured["env"] and "gpu" in measured["env"]
 
 
 def test_a_busy_machine_is_said_to_be_busy():

@@ -7,6 +7,7 @@ Per-model metrics named "speedup" and "cosine_mean" in stage results are plotted
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,23 @@ from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.types import Recipe, StageOutcome
 
+SHELL_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
+
+
+def stage_slug(stage: str) -> str:
+    """A stage's folder name: the name itself where a shell takes it unquoted, else a short slug of it with a
+    hash of the whole name (a matrix variant `int8[per_channel=true,activation_type=QInt8]` becomes
+    `int8-per_channel-true-activation_type-QInt8-1f2e3d4c`), so two variants never share a folder. The full
+    name is in the folder's marker file and beside the slug in report.json."""
+    if SHELL_SAFE.fullmatch(stage):
+        return stage
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", stage).strip("-.")[:80].rstrip("-.")
+    return f"{readable or 'stage'}-{hash_bytes(stage.encode())[:8]}"
+
 
 def stage_folder(out_dir: Path, stage: str) -> Path:
-    """Where a stage's outputs are published. A matrix value may contain a path separator or be long: such a
-    name is made safe and short, with a hash of the real one, so two variants never share a folder."""
-    safe = stage.replace("/", "_").replace("\\", "_")
-    if safe == stage and len(stage.encode()) <= 200:
-        return out_dir / stage
-    return out_dir / f"{safe.encode()[:180].decode(errors='ignore')}-{hash_bytes(stage.encode())[:16]}"  # names <= 255 bytes
+    """Where a stage's outputs are published."""
+    return out_dir / stage_slug(stage)
 
 
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
@@ -35,6 +45,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
         record = outcome.record or {}
         stages.append({
             "stage": name,
+            "folder": stage_slug(name),  # under out/<recipe>/
             "type": recipe.stages[name].uses,
             "status": outcome.status.value,
             "seconds": round(outcome.seconds, 3),

@@ -1,0 +1,106 @@
+"""The report's charts as Plotly figures: plain data (a dict per figure, what plotly.js draws), built from the
+chart entries stages put in their report sections (engine.record.report). Plotly.js ships inside the plotly
+package, so report.html draws them offline, with hover naming each point and legends that scroll instead of
+being cut at the edge."""
+
+from __future__ import annotations
+
+import html
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
+FONT = {"family": "system-ui, sans-serif", "size": 13}
+
+
+def unit_of(metric: str) -> str:
+    """The unit a metric's values are in, from its name (p50_ms, speedup, size_mb); "" for ratios."""
+    if metric == "speedup" or metric.startswith("speedup"):
+        return "x"
+    if metric.endswith("_ms") or metric.endswith("(ms)"):
+        return "ms"
+    if metric.endswith("_mb"):
+        return "MB"
+    return ""
+
+
+def axis(title: str, unit: str) -> dict[str, Any]:
+    """An axis titled with its unit, the unit on each tick too."""
+    text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
+    suffix = {"x": "x", "ms": " ms", "MB": " MB"}.get(unit, "")
+    return {"title": {"text": html.escape(text)}, "ticksuffix": suffix, "automargin": True, "zeroline": False}
+
+
+def distribution_figure(series: dict[str, list[float]], value_title: str = "latency per run", unit: str = "ms") -> dict[str, Any]:
+    """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
+    series named on the category axis, which grows to fit the longest name."""
+    names = unique_names(list(series))
+    data = [{"type": "box", "x": values, "name": name, "orientation": "h", "boxpoints": False,
+             "marker": {"color": PALETTE[i % len(PALETTE)]},
+             "hovertemplate": f"<b>{name}</b><br>median %{{median:.3f}} {unit}<extra></extra>"}
+            for i, (name, values) in enumerate(zip(names, series.values())) if values]
+    layout = {"xaxis": axis(value_title, unit), "yaxis": {"automargin": True, "autorange": "reversed"},
+              "showlegend": False, "height": 120 + 34 * len(data), "margin": {"t": 20, "r": 20}, "font": FONT}
+    return {"data": data, "layout": layout}
+
+
+def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str,
+                   x_unit: str | None = None, y_unit: str | None = None) -> dict[str, Any]:
+    """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
+    `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
+    margin that crosses zero."""
+    x_unit = unit_of(x_label) if x_unit is None else x_unit
+    y_unit = unit_of(y_label) if y_unit is None else y_unit
+    names = unique_names([str(p["label"]) for p in points])
+    data: list[dict[str, Any]] = []
+    front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
+    if len(front) > 1:
+        data.append({"type": "scatter", "mode": "lines", "x": [p["x"] for p in front], "y": [p["y"] for p in front],
+                     "name": "Pareto front", "line": {"dash": "dot", "color": "#5f6368"}, "hoverinfo": "skip"})
+    for i, (name, point) in enumerate(zip(names, points)):
+        chosen = bool(point.get("chosen"))
+        data.append({"type": "scatter", "mode": "markers", "x": [point["x"]], "y": [point["y"]],
+                     "name": name + (" (chosen)" if chosen else ""),
+                     "marker": {"size": 16 if chosen else 11, "color": PALETTE[i % len(PALETTE)], "opacity": 0.85,
+                                "line": {"width": 3 if chosen else 0, "color": "#202124"}},
+                     "hovertemplate": f"<b>{name}</b><br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
+                                      f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"})
+    layout: dict[str, Any] = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
+                              "height": max(420, 120 + 22 * len(points)), "margin": {"t": 20, "r": 20},
+                              "legend": {"orientation": "v", "x": 1.02, "y": 1, "font": {"size": 12}}}
+    ys = [p["y"] for p in points]
+    if ys and min(ys) < 0 < max(ys):
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
+                             "line": {"color": "#d93025", "dash": "dash", "width": 1}}]
+    return {"data": data, "layout": layout}
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Legend names, HTML-escaped (plotly reads a subset of HTML in text) and made unique (`x`, `x#2`)."""
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(html.escape(name if seen[name] == 1 else f"{name}#{seen[name]}"))
+    return unique
+
+
+def figure_html(figure: dict[str, Any], index: int) -> str:
+    """A div and the script that draws the figure into it (needs plotly_script() once on the page)."""
+    spec = json.dumps(figure, default=str)  # NaN stays NaN, which is JavaScript
+    spec = spec.replace("</", "<\\/")  # no name can close the script element early
+    return (f"<div id='chart{index}' class='chart'></div><script>(function () {{ var f = {spec}; "
+            f"Plotly.newPlot('chart{index}', f.data, f.layout, {{displaylogo: false, responsive: true}}); }})();</script>")
+
+
+@lru_cache(maxsize=1)
+def plotly_script() -> str:
+    """plotly.js itself, inlined, so report.html needs no network (read from the plotly package's data)."""
+    source = (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    return "<script>" + source.replace("</script", "<\\/script") + "</script>"
+
+
+def _suffix(unit: str) -> str:
+    return {"x": "x", "": ""}.get(unit, f" {unit}")
