@@ -113,3 +113,32 @@ def test_the_most_sensitive_layers_at_8_bits_and_bits_per_layer_in_the_search(pr
     knobs = [c["knobs"] for c in search["candidates"]]
     assert {"bits": 4, "layers_at_8_bits": 6} in knobs  # bits per layer is an axis of the weights family
     assert not any(c["knobs"] == {"bits": 8, "layers_at_8_bits": 6} for c in search["candidates"])  # pruned: already 8-bit
+
+
+def test_round_to_nearest_and_the_weight_only_ranking_without_data(tmp_path):
+    """Without data the layers are ranked by their weights' own error; 8 bits lose less than 4."""
+    import numpy as np
+    import onnx
+    from conftest import toy_model
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ortflow.stages.support.weight_sensitivity import quantizable_matmuls, ranked, round_to_nearest
+
+    rng = np.random.default_rng(0)
+    smooth = rng.standard_normal((64, 16)).astype(np.float32)
+    spiky = smooth.copy()
+    spiky[::32] *= 40  # one outlier row per block of 32: the rest of each block rounds coarsely
+    for symmetric in (True, False):
+        four, eight = (np.linalg.norm(spiky - round_to_nearest(spiky, b, 32, symmetric)) for b in (4, 8))
+        assert 0 < eight < four / 8
+    assert np.array_equal(round_to_nearest(np.eye(32, dtype=np.float32), 4, 32, True), np.eye(32))  # exact values stay
+    path = toy_model(tmp_path / "two.onnx", [helper.make_node("MatMul", ["x", "a"], ["h"], name="smooth"),
+                                             helper.make_node("MatMul", ["h", "b"], ["y"], name="spiky")],
+                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+                     [numpy_helper.from_array(smooth[:, :16].repeat(4, axis=1), "a"), numpy_helper.from_array(spiky, "b")])
+    layers = quantizable_matmuls(onnx.load(str(path)), [])
+    assert layers == {"smooth": ("x", "a"), "spiky": ("h", "b")}
+    order = [node for node, _ in ranked(path, layers, None, 4, 32, True)]
+    assert order == ["spiky", "smooth"]
+    assert quantizable_matmuls(onnx.load(str(path)), ["spiky"]) == {"smooth": ("x", "a")}
