@@ -28,12 +28,21 @@ class Pass:
 
 def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, Any]:
     """Tensor name -> value info, in graph order: what ORT's calibrators would calibrate (float inputs and
-    outputs of the nodes of `op_types`, or of every node; never initializers)."""
+    outputs of the nodes of `op_types`, or of every node; never initializers), chosen by ORT's own rule on the
+    graph ONNX's shape inference types, as ORT's calibrators do, but without loading the weights (a model
+    over 2 GB would otherwise sit in memory beside every session)."""
+    from types import SimpleNamespace
+
+    import onnx
     from onnxruntime.quantization.calibrate import CalibraterBase
 
-    selector = CalibraterBase(model, op_types or None)  # loads the model with ORT's shape inference
-    chosen, value_infos = selector.select_tensors_to_calibrate(selector.model)
-    order = [name for node in selector.model.graph.node for name in (*node.input, *node.output)]
+    inferred = model.with_name(f"{model.stem}-inferred-graph.onnx")
+    onnx.shape_inference.infer_shapes_path(str(model), str(inferred))
+    graph = onnx_model.load_graph(inferred)
+    inferred.unlink()
+    rule = SimpleNamespace(op_types_to_calibrate=op_types or None)  # all the rule reads of a calibrator
+    chosen, value_infos = CalibraterBase.select_tensors_to_calibrate(rule, graph)
+    order = [name for node in graph.graph.node for name in (*node.input, *node.output)]
     return {name: value_infos[name] for name in dict.fromkeys(order) if name in chosen}
 
 
