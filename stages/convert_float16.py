@@ -52,7 +52,7 @@ class ConvertFloat16(Stage):
         params = ctx.params
         source = onnx_model.model_file(ctx.inputs["model"])
         onnx_model.load_for_ort(source)
-        model = onnx_model.load_graph(source, external_data=True)
+        model = _with_shapes(source)
         overflowing: dict[str, float] = {}
         if "data" in ctx.inputs:
             private = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
@@ -63,6 +63,7 @@ class ConvertFloat16(Stage):
                 model, keep_io_types=params["keep_io_types"],
                 op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(params["op_block_list"])),
                 node_block_list=sorted(set(params["node_block_list"]) | set(overflowing)) or None,
+                disable_shape_infer=True,  # done by _with_shapes, which works past 2 GB
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
@@ -76,3 +77,15 @@ class ConvertFloat16(Stage):
         kept = f"; {len(overflowing)} nodes kept float32 (values up to {max(overflowing.values()):.3g})" if overflowing else ""
         return StageResult(summary=f"float16: size x{ratio:.2f}{kept}", metrics={"size_ratio": round(ratio, 3),
                                                                                "kept_float32_for_range": len(overflowing)})
+
+
+def _with_shapes(source: Any) -> Any:
+    """The model with ONNX's shape inference applied, as the converter would apply it, then its weights: the
+    converter's own inference serializes the whole model, which fails past protobuf's 2 GB ("Failed to
+    serialize proto"); run on the graph alone (weights named, not loaded) it gives the same shapes."""
+    import onnx
+    from onnx.external_data_helper import load_external_data_for_model
+
+    model = onnx.shape_inference.infer_shapes(onnx_model.load_graph(source))
+    load_external_data_for_model(model, str(source.parent))
+    return model

@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import ort_failures, quantization, sanity
+from ortflow.stages.support import ort_failures, quantization, sanity, weight_sensitivity
 
 
 class Algorithm(str, Enum):
@@ -22,7 +22,7 @@ class Algorithm(str, Enum):
 
 class QuantizeWeights(Stage):
     type = "quantize_weights"
-    version = "1"
+    version = "2"  # 2: layers_at_8_bits
     description = (
         "Weight-only quantization with ORT's MatMulNBits: MatMul weights (and Gather tables, for embeddings) stored "
         "in 4 or 8 bits with one scale per block of `block_size` values; activations stay float. Shrinks a model "
@@ -55,6 +55,9 @@ class QuantizeWeights(Stage):
                                      "description": "MatMul weights, and Gather for embedding tables (algorithm default)"},
             "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
                                  "description": "node names to keep in float"},
+            "layers_at_8_bits": {"type": "integer", "minimum": 0, "default": 0,
+                                 "description": "with bits 4: this many MatMuls, those whose 4-bit error is largest (on their "
+                                                "outputs over the `data` samples, else on their weights), quantized to 8 bits"},
             **sanity.SANITY_PARAMS,
         },
     }
@@ -63,6 +66,8 @@ class QuantizeWeights(Stage):
         problems = []
         if params["algorithm"] != Algorithm.DEFAULT.value and params["bits"] != 4:
             problems.append(f"algorithm {params['algorithm']} quantizes to 4 bits: set bits: 4, or algorithm: default")
+        if params["layers_at_8_bits"] and params["bits"] != 4:
+            problems.append("layers_at_8_bits raises some MatMuls from 4 to 8 bits: set bits: 4, or layers_at_8_bits: 0")
         if params["algorithm"] != Algorithm.DEFAULT.value and params["op_types_to_quantize"] != ["MatMul"]:
             problems.append(f"algorithm {params['algorithm']} quantizes MatMul weights only: use algorithm: default for Gather")
         return problems
@@ -74,8 +79,11 @@ class QuantizeWeights(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
         onnx_model.load_for_ort(source)
-        quantization.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
-        target = _quantized(source, ctx.output_path("model"), params)
+        graph = onnx_model.load_graph(source)
+        quantization.check_excluded_nodes(graph, params["nodes_to_exclude"])
+        ranking = _sensitivity(ctx, source, graph) if params["layers_at_8_bits"] else []
+        eight_bit = sorted(node for node, _ in ranking[: params["layers_at_8_bits"]])
+        target = _quantized(source, ctx.output_path("model"), params, eight_bit)
         counts = onnx_model.op_counts(target)
         if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):
             why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"])
@@ -84,6 +92,8 @@ class QuantizeWeights(Stage):
             "algorithm": params["algorithm"], "bits": params["bits"], "block_size": params["block_size"],
             "quantized_by_op_type": {op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op},
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            "nodes_at_8_bits": eight_bit,
+            "error_at_4_bits": dict(ranking),  # the ranking layers_at_8_bits took its layers from, largest first
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
         }
@@ -91,13 +101,42 @@ class QuantizeWeights(Stage):
         checked = sanity.verify_quantized(ctx, source, target, metrics)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op.removeprefix('com.microsoft.')} {n}" for op, n in metrics["quantized_by_op_type"].items())
-        summary = f"{params['bits']}-bit {params['algorithm']}, blocks of {params['block_size']}: {ops}; size x{ratio:.2f}; {checked}"
+        mixed = f" ({len(eight_bit)} MatMuls at 8 bits)" if eight_bit else ""
+        summary = (f"{params['bits']}-bit {params['algorithm']}{mixed}, blocks of {params['block_size']}: {ops}; "
+                   f"size x{ratio:.2f}; {checked}")
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
 
 
-def _quantized(source: Any, target: Any, params: dict[str, Any]) -> Any:
-    """ORT's MatMulNBits quantizer on `source`, written to `target` and checked."""
+def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, float]]:
+    """The MatMuls this stage quantizes, by their 4-bit error, largest first (on the `data` samples' inputs to
+    each layer when given, else on the weights alone)."""
+    params = ctx.params
+    layers = weight_sensitivity.quantizable_matmuls(graph, params["nodes_to_exclude"])
+    feeds = sanity.feeds_for(ctx, source, params["sanity_samples"])[0] if "data" in ctx.inputs else None
+    return weight_sensitivity.ranked(source, layers, feeds, 4, params["block_size"], params["symmetric"])
+
+
+def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list[str]) -> Any:
+    """ORT's MatMulNBits quantizer on `source` (first `eight_bit` at 8 bits, alone, then the rest at `bits`: a
+    quantized node is a MatMulNBits, which the second pass leaves alone), written to `target` and checked."""
     import onnx
+
+    model = onnx.load(str(source))
+    if eight_bit:
+        others = [n.name for n in model.graph.node if n.name not in set(eight_bit)]
+        model = _nbits_pass(model, {**params, "algorithm": Algorithm.DEFAULT.value, "bits": 8,
+                                    "nodes_to_exclude": sorted(set(params["nodes_to_exclude"]) | set(others))})
+    model = _nbits_pass(model, params)
+    if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {o.domain for o in model.opset_import}:
+        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # the rtn/k_quant path leaves it out
+    written = onnx_model.save(model, target)
+    graph_order.resort_if_needed(written)
+    onnx_model.check(written)
+    return written
+
+
+def _nbits_pass(model: Any, params: dict[str, Any]) -> Any:
+    """One run of ORT's MatMulNBits quantizer over `model` (a ModelProto), with `params`' settings."""
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
     from onnxruntime.quantization.quant_utils import QuantFormat
 
@@ -113,15 +152,9 @@ def _quantized(source: Any, target: Any, params: dict[str, Any]) -> Any:
         config = nbits.KQuantWeightOnlyQuantConfig(op_types_to_quantize=op_types)
     try:
         quantizer = nbits.MatMulNBitsQuantizer(
-            onnx.load(str(source)), bits=params["bits"], block_size=params["block_size"], is_symmetric=params["symmetric"],
+            model, bits=params["bits"], block_size=params["block_size"], is_symmetric=params["symmetric"],
             accuracy_level=params["accuracy_level"] or None, nodes_to_exclude=params["nodes_to_exclude"], algo_config=config)
         quantizer.process()
-        model = quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model
     except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
         raise ort_failures.quantizer_failed("quantize_weights", exc) from exc
-    if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {o.domain for o in model.opset_import}:
-        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # the rtn/k_quant path leaves it out
-    written = onnx_model.save(model, target)
-    graph_order.resort_if_needed(written)
-    onnx_model.check(written)
-    return written
+    return quantizer.model.model if hasattr(quantizer.model, "model") else quantizer.model

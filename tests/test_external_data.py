@@ -54,3 +54,41 @@ def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_
     data.rename(project / "model" / "elsewhere.data")  # a model whose weights file went missing
     code, out, err = cli("run", recipe)
     assert code == 2 and "its weights are stored in minilm.onnx.data, which is not in" in err, out + err
+
+
+def test_every_stage_that_writes_a_model_writes_external_data_when_the_model_needs_it(project, cli, monkeypatch):
+    """MiniLM treated as over the 2 GB limit: each stage that writes a model writes a folder holding model.onnx
+    and its data file, and the stages after it read that folder as one model."""
+    from ortflow.engine.ort import onnx_model
+
+    monkeypatch.setattr(onnx_model, "TWO_GB", 1_000_000)  # MiniLM's 70 MB is "over the limit"
+    shutil.copy(RECIPES / "data" / "calibration.npz", project / "calibration.npz")
+    recipe = write(project / "recipe.yaml", f"""
+        version: 1
+        name: large
+        inputs:
+          model: {minilm_model()}
+        datasets:
+          feeds: {{loader: npz, with: {{path: calibration.npz, limit: 8}}}}
+        stages:
+          fused: {{uses: transformer_fusion, in: {{model: inputs.model}}, with: {{model_type: bert, num_heads: 12, hidden_size: 384}}}}
+          opt: {{uses: graph_optimization, in: {{model: fused.model}}}}
+          calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.feeds}}}}
+          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table, data: datasets.feeds}},
+                  with: {{op_types_to_quantize: [MatMul]}}}}
+          dynamic: {{uses: quantize_dynamic, in: {{model: opt.model, data: datasets.feeds}}}}
+          int4: {{uses: quantize_weights, in: {{model: fused.model, data: datasets.feeds}}}}
+          half: {{uses: convert_float16, in: {{model: inputs.model, data: datasets.feeds}}, with: {{keep_io_types: true}}}}
+          accuracy: {{uses: validate_accuracy,
+                      in: {{reference: inputs.model, candidates: [fused.model, opt.model, int8.model, dynamic.model, int4.model, half.model],
+                           data: datasets.feeds}},
+                      with: {{outputs: ["461"], min: {{cosine_mean: 0.9}}}}}}
+    """)
+    code, out, err = cli("run", recipe)
+    assert code == 0, out + err
+    for stage in ("fused", "opt", "int8", "dynamic", "int4", "half"):
+        folder = project / "out/large" / stage / "model.onnx"
+        assert folder.is_dir(), stage
+        files = sorted(p.name for p in folder.iterdir())
+        assert len(files) == 2 and files[0] == "model.onnx" and files[1].endswith(".data"), (stage, files)
+        assert (folder / files[1]).stat().st_size > (folder / "model.onnx").stat().st_size, stage  # weights are outside

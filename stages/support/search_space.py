@@ -62,4 +62,6 @@ def unsupported(params: dict[str, Any]) -> str:
     outright refuses it in its check). Empty when it can."""
     if params.get("weight_type") == "QUInt8" and params.get("activation_type") == "QInt8":
         return "int8 activations with uint8 weights: ORT has no such kernel"
+    if params.get("layers_at_8_bits") and params.get("bits") == 8:
+        return "layers_at_8_bits with bits 8: every layer is at 8 bits already"
     return ""
