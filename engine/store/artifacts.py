@@ -80,7 +80,11 @@ class ArtifactStore:
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
-        digest = hash_tree(path) if path.is_dir() else hash_file(path)
+        return self.adopt(path, hash_tree(path) if path.is_dir() else hash_file(path))
+
+    def adopt(self, path: Path, digest: str) -> str:
+        """add() for a file or folder whose digest the caller has just computed from its bytes (a download
+        checked against the name it was fetched by), so it is not read a second time."""
         target = self.object_path(digest)
         store_folder(target.parent)
         if target.exists() and not self.object_intact(digest):
