@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
         from ortflow.engine.store.transfer import push
 
         keys = {o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key}
-        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote.shown, "in the local cache")
+        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote, "in the local cache")
         return summary.exit_code or code
     return summary.exit_code
 
@@ -273,7 +273,7 @@ def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
     remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
     keys = _lock_keys(args.recipes) if args.recipes else \
         {key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}
-    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote.shown, "in the local cache")
+    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache")
 
 
 def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
@@ -283,23 +283,23 @@ def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
     store = _cache_store(args, create=True)
     remote = required_remote(args.remote, args.recipes[0])
     keys = _lock_keys(args.recipes)
-    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote.shown, "on the remote")
+    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote")
 
 
-def _transfer(out: Any, verb: str, move: Callable[[Any], Any], where: str, source: str) -> int:
+def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, source: str) -> int:
     import time
 
     from ortflow.engine.transfer_view import summary
 
     started = time.perf_counter()
     with out.transfer() as meter:
-        tally = move(meter)
+        tally = _remote_call(remote, lambda: move(meter))
     for problem in tally.problems:
         out.error(problem)
     if tally.missing:
         out.error(f"not {source}, so not {verb}: {', '.join(sorted(set(tally.missing)))} — run the recipe "
                   f"{'first' if verb == 'pushed' else 'and push it from the machine that built it'}")
-    out.say(summary(verb, tally, where, time.perf_counter() - started))
+    out.say(summary(verb, tally, remote.shown, time.perf_counter() - started))
     return EXIT_STAGE_FAILED if tally.problems or tally.missing else EXIT_OK
 
 
@@ -309,14 +309,23 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
 
     remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
     store_root = Path(args.cache) if args.cache else (Path(args.recipes[0]).resolve().parent / ".ortflow" if args.recipes else Path.cwd())
-    damage = verify_remote(remote, _locked_outputs(args.recipes, store_root))
+    damage = _remote_call(remote, lambda: verify_remote(remote, _locked_outputs(args.recipes, store_root)))
     for item in damage:
         out.error(f"{remote.shown}: damaged {item.what} {item.name}: {item.reason}")
     if damage and args.remove:
-        remove_remote_damage(remote, damage)
+        _remote_call(remote, lambda: remove_remote_damage(remote, damage))
         out.say(f"removed {len(damage)} damaged entries from {remote.shown}; push them again from a good cache")
     elif damage:
         out.error("run `engine cache verify --remote --remove` to delete them from the remote")
     else:
         out.say(f"{remote.shown}: all objects and run records intact")
     return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+
+
+def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except OrtflowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
+        raise OrtflowError(remote.failure(exc)) from None

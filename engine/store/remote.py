@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ortflow.engine.errors import StoreError
+from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 
 INSTALL = {"s3": 's3fs: pip install "ortflow[s3]"', "gs": 'gcsfs: pip install "ortflow[gcs]"',
            "gcs": 'gcsfs: pip install "ortflow[gcs]"', "az": 'adlfs: pip install "ortflow[azure]"',
@@ -64,6 +65,12 @@ class Remote:
         self.shown = redact(url)
         fs, root, self.atomic_put = _filesystem(url, dict(options or {}))
         self.fs, self.root = fs, root.rstrip("/")
+
+    def failure(self, exc: BaseException) -> str:
+        """A one-line error for a transfer that failed, without the URL's secrets."""
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return (f"remote {self.shown}: {type(exc).__name__}: {_clean(text, self.url)} — check the URL, the bucket, the "
+                "endpoint (AWS_ENDPOINT_URL_S3 for an S3-compatible store) and the credentials")
 
     # -- names -------------------------------------------------------------------------------
 
@@ -158,7 +165,7 @@ class Remote:
         self.fs.rm_file(name)
 
     def _staging(self) -> str:
-        return f"{self.root}/tmp/{uuid.uuid4().hex}.ortflow-tmp"
+        return f"{self.root}/tmp/.{uuid.uuid4().hex}{STAGING_SUFFIX}"
 
     def _commit(self, staging: str, name: str) -> None:
         self.fs.makedirs(name.rsplit("/", 1)[0], exist_ok=True)
@@ -188,8 +195,9 @@ def _filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str, bool]:
         raise StoreError(f"remote {redact(url)}: {_clean(str(exc), url)} — give a URL such as s3://bucket/prefix "
                          "or file:///mnt/share/ortflow") from None
     local = "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,))
-    if local:
-        Path(root).mkdir(parents=True, exist_ok=True)
+    if local:  # staging files of a killed push are removed once they are older than any write takes
+        (Path(root) / "tmp").mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(Path(root) / "tmp")
     return fs, root, not local
 
 
