@@ -13,8 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import CEILING, engine_process, write
+from conftest import CEILING, engine_process, write
 
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
@@ -332,3 +331,52 @@ def test_urls_are_redacted():
     assert redact("s3://AKIA:abc@bucket/p") == "s3://***@bucket/p"
     assert redact("https://acct.blob/c?sig=abc&sv=1") == "https://acct.blob/c?sig=***&sv=1"
     assert redact("file:///mnt/share") == "file:///mnt/share"
+
+
+# -- Dask without a shared disk: two worker processes, each with its own cache folder, only the remote in common;
+# the two stages are pinned to different workers, so the second one's input can only come through the remote.
+
+PINNED = RECIPE.replace("int8: {uses: quantize_dynamic, in: {model: inputs.model}}",
+                        "int8: {uses: quantize_dynamic, in: {model: inputs.model}, workers: '0'}").replace(
+    "with: {level: basic}}", "with: {level: basic}, workers: '1'}")
+
+
+def worker_caches(cluster_client) -> dict[str, list[str]]:
+    """Each worker's own cache folder and the objects in it."""
+
+    def objects(dask_worker) -> tuple[str, list[str]]:
+        root = Path(dask_worker.local_directory) / "ortflow-cache"
+        return str(root), sorted(p.parent.name + p.name for p in (root / "objects").glob("*/*"))
+
+    return cluster_client.run(objects)
+
+
+def test_dask_workers_with_separate_caches_share_only_the_remote(built, bucket, said, tmp_path, monkeypatch):
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    assert PINNED.count("workers:") == 2
+    project = tmp_path / "client"
+    recipe = write(project / "shared.yaml", PINNED)
+    remote = f"s3://{bucket}/dask-{uuid.uuid4().hex[:6]}"
+    monkeypatch.chdir(project)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      worker_dashboard_address=None) as cluster, Client(cluster) as cluster_client:
+        code, out, err = said("run", recipe, "--executor", "dask", "--scheduler", cluster.scheduler_address,
+                              "--remote", remote)
+        assert code == 0, err
+        assert statuses(project) == {"int8": "ran", "optimized": "ran"}
+        caches = worker_caches(cluster_client)
+    roots = {root for root, _ in caches.values()}
+    assert len(roots) == 2  # two cache folders, nothing shared but the remote
+    report = {s["stage"]: s for s in json.loads((project / "out" / "shared" / "report.json").read_text())["stages"]}
+    assert {report[s]["ran_on"]["worker"] for s in ("int8", "optimized")} == {"0", "1"}
+    int8_model = report["int8"]["outputs"]["model"]["digest"]
+    second = next(objects for address, (root, objects) in caches.items() if address == report["optimized"]["ran_on"]["address"])
+    assert int8_model in second  # the upstream output, fetched by its hash from the remote
+    assert len(keys_in(bucket, remote.split("/", 3)[3] + "/runs/")) == 2  # both workers published
+    assert outputs(project) == outputs(built)  # the client materialized out/ from the remote
+
+    laptop = clone(built, tmp_path / "laptop", with_cache=False)  # anyone can now read through
+    code, out, err = said("run", laptop, "--remote", remote)
+    assert code == 0 and statuses(laptop.parent) == {"int8": "cached", "optimized": "cached"}, err

@@ -62,6 +62,7 @@ class Remote:
 
     def __init__(self, url: str, options: dict[str, Any] | None = None):
         self.url = url
+        self.options = dict(options or {})  # for a Dask worker to open the same remote
         self.shown = redact(url)
         fs, root, self.atomic_put = _filesystem(url, dict(options or {}))
         self.fs, self.root = fs, root.rstrip("/")

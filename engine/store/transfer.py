@@ -58,7 +58,7 @@ def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     listing = remote.listing()
     records: dict[str, dict[str, Any]] = {}
     for key, stage in sorted(keys.items()):
-        record = store.read_run(key)
+        record = ArtifactStore.read_run(store, key)  # this cache's own record: never a read-through download
         if record is None:
             if key not in listing.runs:
                 tally.missing.append(stage)
@@ -73,6 +73,40 @@ def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
         remote.write_json(remote.run_name(key), record)
         tally.records += 1
     return tally
+
+
+def publish_run(store: ArtifactStore, remote: Remote, key: str, tally: Tally) -> None:
+    """push() for one key, asking the remote about that key's objects only (no listing of the whole remote)."""
+    if remote.size(remote.run_name(key)) is not None:
+        tally.skipped_records += 1
+        return
+    record = store.read_run(key)
+    if record is None:
+        tally.missing.append(key[:12])
+        return
+    digests = {out["digest"] for out in record["outputs"].values()}
+    upload_objects(store, remote, digests, _probe(store, remote, digests), NoMeter(), tally)
+    remote.write_json(remote.run_name(key), record)
+    tally.records += 1
+
+
+def _probe(store: ArtifactStore, remote: Remote, digests: set[str]) -> Listing:
+    """What the remote holds of these objects (and of a folder object's files), one request each."""
+    found = Listing()
+    for digest in digests:
+        path = store.object_path(digest)
+        if path.is_dir():
+            if remote.size(remote.tree_name(digest)) is not None:
+                found.trees.add(digest)
+                continue
+            members = {store.hashes.hash_path(f) for f in path.rglob("*") if f.is_file()}
+        else:
+            members = {digest}
+        for member in members:
+            size = remote.size(remote.object_name(member))
+            if size is not None:
+                found.objects[member] = size
+    return found
 
 
 def upload_objects(store: ArtifactStore, remote: Remote, digests: set[str], listing: Listing, meter: Meter,
