@@ -58,7 +58,7 @@ def _run_remote(args: argparse.Namespace, ws: Any, out: Any) -> Any:
             raise OrtflowError("--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml")
         return None
     remote = setting.open()
-    ws.store = SharedStore(ws.store.root, remote, out.say)
+    ws.store = SharedStore(ws.store.root, remote, out.say, out.warn)
     return remote
 
 

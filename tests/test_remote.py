@@ -234,6 +234,26 @@ def test_a_corrupted_remote_object_is_refused_and_reported(built, bucket, said, 
     assert code == 0 and "intact" in out
 
 
+def test_a_pulled_record_passes_the_checks_a_local_one_does(built, bucket, said, tmp_path, monkeypatch):
+    remote = f"s3://{bucket}/signed"
+    said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)  # unsigned records
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "the-team-key")  # this machine trusts only signed records
+    fresh = clone(built, tmp_path / "laptop", with_cache=False)
+    code, _, err = said("cache", "pull", fresh, "--remote", remote)
+    assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
+    assert not list((fresh.parent / ".ortflow" / "objects").glob("*/*"))  # nothing downloaded for a refused record
+
+    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
+    record_key = keys_in(bucket, "signed/runs/")[0]
+    record = json.loads(client().get_object(Bucket=bucket, Key=record_key)["Body"].read())
+    record["params"]["level"] = "all" if "level" in record["params"] else "x"  # what the key was computed from
+    client().put_object(Bucket=bucket, Key=record_key, Body=json.dumps(record).encode())
+    code, out, err = said("run", fresh, "--remote", remote)  # read-through refuses it and builds that stage here
+    assert code == 0 and "changed after it was written" in err
+    assert sorted(statuses(fresh.parent).values()) == ["cached", "ran"]
+    assert outputs(fresh.parent) == outputs(built)
+
+
 def test_a_push_killed_midway_leaves_no_record_without_its_objects_and_resumes(built, bucket, s3_server, said, tmp_path):
     held = f"hold-{bucket}"  # the gate lets one object through, then holds the push
     client().create_bucket(Bucket=held)
