@@ -99,7 +99,10 @@ class ArtifactStore:
             if not target.exists():  # a folder rename loses only to a concurrent identical one
                 raise
             _remove(path)
-        self.hashes.hash_path(target)
+        if target.is_file():
+            self.hashes.remember(target, digest)  # hashed from these bytes just now, in a private folder
+        else:
+            self.hashes.hash_path(target)
         return digest
 
     def materialize(self, digest: str, dest: Path) -> None:

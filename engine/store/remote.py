@@ -134,10 +134,12 @@ class Remote:
                 digest.update(chunk)
         return digest.hexdigest()
 
-    def download(self, pairs: list[tuple[str, Path]], progress: Progress) -> None:
-        """Remote names to local files, several at once; `progress` hears of the bytes as they arrive."""
+    def download(self, pairs: list[tuple[str, Path]], progress: Progress,
+                 landed: Callable[[Path], None] = lambda _p: None) -> None:
+        """Remote names to local files, several at once; `progress` hears of the bytes as they arrive, and
+        `landed` of each file once it is complete (to hash it while the others still arrive)."""
         if pairs:
-            self.fs.get([r for r, _ in pairs], [str(p) for _, p in pairs], callback=_byte_counter(progress))
+            self.fs.get([r for r, _ in pairs], [str(p) for _, p in pairs], callback=_byte_counter(progress, landed))
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -210,10 +212,18 @@ def _is_digest(text: str) -> bool:
     return re.fullmatch(r"[0-9a-f]{64}", text) is not None
 
 
-def _byte_counter(progress: Progress) -> Any:
+def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p: None) -> Any:
     from fsspec.callbacks import Callback
 
     class Child(Callback):
+        def __init__(self, destination: str = ""):
+            super().__init__()
+            self.destination = destination
+
+        def close(self) -> None:  # fsspec closes a file's callback once the file is written and closed
+            if self.destination:
+                landed(Path(self.destination))
+
         def relative_update(self, inc: int = 1) -> None:
             progress(inc)
 
@@ -226,7 +236,7 @@ def _byte_counter(progress: Progress) -> Any:
         """Counts bytes from every file of a batch (fsspec hands each transfer a child callback)."""
 
         def branched(self, path_1: str, path_2: str, **kwargs: Any) -> Callback:
-            return Child()
+            return Child(path_2)
 
         def relative_update(self, inc: int = 1) -> None:
             pass  # the parent counts files; bytes come from the children
