@@ -108,6 +108,8 @@ def one_round(recipe: Path, store, keys: dict[str, str], files: list[Path], buck
         for name in (pair[::-1] if flip else pair):
             fs.invalidate_cache()
             seconds[name] = timed(steps[name])
+    seconds["no-op push, in process"] = timed(steps["push"])
+    seconds["no-op pull, in process"] = timed(steps["pull"])
     cli = [sys.executable, "-m", "ortflow.engine.cli", "cache"]
     url = ["--remote", remote.url]
     seconds["no-op push"] = timed(lambda: subprocess.run([*cli, "push", str(recipe), *url], check=True, stdout=subprocess.DEVNULL))
@@ -152,7 +154,8 @@ def main() -> None:
         print(f"| {ours} ({total / 1e6:.0f} MB) | {mbps[raw]:.1f} MB/s ({median[raw]:.2f} s) | "
               f"{mbps[ours]:.1f} MB/s ({median[ours]:.2f} s) | {mbps[ours] / mbps[raw]:.2f}x |")
     print(f"\nno-op second push: {median['no-op push']:.2f} s, no-op second pull: {median['no-op pull']:.2f} s "
-          f"(new processes; start-up floor `import fsspec, s3fs, ortflow.engine.cli`: {median['start-up floor']:.2f} s)")
+          f"(new processes; start-up floor `import fsspec, s3fs, ortflow.engine.cli`: {median['start-up floor']:.2f} s); "
+          f"in process: push {median['no-op push, in process']:.2f} s, pull {median['no-op pull, in process']:.2f} s")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ def _run_command(sub: Any) -> None:
     run.add_argument("--executor", choices=["local", "dask"], default="local",
                      help="local: a thread pool here (default); dask: each stage a task on a Dask cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share)")
+                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share, or give --remote)")
     run.add_argument("-k", "--keep-going", action="store_true", help="after a failure, finish independent branches")
     run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
     run.add_argument("--remote", metavar="URL", help="a shared cache (s3://bucket/prefix, file:///mnt/share) looked up on a "

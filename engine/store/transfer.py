@@ -67,12 +67,10 @@ def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
         records[key] = record
     digests = {out["digest"] for record in records.values() for out in record["outputs"].values()}
     upload_objects(store, remote, digests, listing, meter, tally)
-    for key, record in records.items():  # last: every object it names is there now
-        if key in listing.runs:
-            tally.skipped_records += 1
-            continue
-        remote.write_json(remote.run_name(key), record)
-        tally.records += 1
+    fresh = {remote.run_name(key): record for key, record in records.items() if key not in listing.runs}
+    remote.write_many(fresh)  # last: every object these records name is there now
+    tally.records += len(fresh)
+    tally.skipped_records += len(records) - len(fresh)
     return tally
 
 
@@ -149,15 +147,19 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     tally = Tally()
     listing = remote.listing()
     wanted: dict[str, dict[str, Any]] = {}
+    remote_keys = []
     for key, stage in sorted(keys.items()):
-        if store.read_run(key) is not None:
+        if ArtifactStore.read_run(store, key) is not None:  # this cache's own record (no read-through)
             tally.skipped_records += 1
         elif key not in listing.runs:
             tally.missing.append(stage)
         else:
-            record = _checked_record(remote, key, stage, listing.holds, tally)
-            if record is not None:
-                wanted[key] = record
+            remote_keys.append(key)
+    fetched = remote.read_many([remote.run_name(key) for key in remote_keys])
+    for key in remote_keys:
+        record = _checked_record(remote, key, keys[key], listing.holds, tally, fetched[remote.run_name(key)])
+        if record is not None:
+            wanted[key] = record
     digests = {out["digest"] for record in wanted.values() for out in record["outputs"].values()}
     fetch_objects(store, remote, digests, meter, tally, listing)
     for key, record in wanted.items():
@@ -181,11 +183,11 @@ def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tup
     return store.read_run(key), tally
 
 
-def _checked_record(remote: Remote, key: str, stage: str, holds: Callable[[str], bool],
-                    tally: Tally) -> dict[str, Any] | None:
-    """The remote record for `key` if it passes the checks a local record must pass (its key recomputed,
-    plain output names, the team's signature), else None with the reason in the tally."""
-    record = remote.read_json(remote.run_name(key))
+def _checked_record(remote: Remote, key: str, stage: str, holds: Callable[[str], bool], tally: Tally,
+                    record: Any = None) -> dict[str, Any] | None:
+    """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
+    (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
+    record = record if record is not None else remote.read_json(remote.run_name(key))
     if record is None:
         tally.missing.append(stage)
         return None
