@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Protocol
 
 from ortflow.engine.store.artifacts import ArtifactStore
-from ortflow.engine.store.hashing import hash_bytes, hash_file
+from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.records import DIGEST, record_problem
 from ortflow.engine.store.remote import Listing, Remote
 
@@ -270,15 +269,13 @@ def _download(store: ArtifactStore, remote: Remote, sizes: dict[str, int], work:
     meter.start("pull", sum(sizes.values()))
     counted = _Counted(meter)
     pairs = [(remote.object_name(d), work / d) for d in sorted(sizes)]
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rehash") as hashing:
-        hashed: dict[str, Future[str]] = {}  # each file is hashed as soon as it lands, while others arrive
-        try:
-            remote.download(pairs, counted, lambda path: hashed.setdefault(path.name, hashing.submit(hash_file, path)))
-        except FileNotFoundError as exc:  # removed between the listing and the download (a remote gc)
-            tally.problems.append(f"{remote.shown}: an object went missing during the download "
-                                  f"({exc.args[0] if exc.args else exc})")
-            return {}
-        actuals = {d: hashed[d].result() if d in hashed else hash_file(work / d) for d in sorted(sizes)}
+    try:
+        hashed = remote.download(pairs, counted)
+    except FileNotFoundError as exc:  # removed between the listing and the download (a remote gc)
+        tally.problems.append(f"{remote.shown}: an object went missing during the download "
+                              f"({exc.args[0] if exc.args else exc})")
+        return {}
+    actuals = {path.name: digest for path, digest in hashed.items()}
     counted.top_up(sum(sizes.values()))
     good = {}
     for digest, path in ((d, work / d) for d in sorted(sizes)):
