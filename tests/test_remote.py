@@ -329,20 +329,31 @@ def test_credentials_never_printed_and_never_accepted_from_the_project_file(buil
             assert SECRET.encode() not in path.read_bytes(), path
 
 
-def test_push_shows_progress_with_bytes_and_rate_in_a_terminal(built, bucket, tmp_path):
+def in_terminal(*args: str) -> tuple[int, str]:
+    """The CLI in a real pseudo-terminal (rich's live displays on); its exit status and all it showed."""
     import sys
 
     import pexpect
 
-    project = clone(built, tmp_path / "tty", with_cache=True)
-    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", "cache", "push", str(project), "--remote",
-                                           f"s3://{bucket}/tty"], env=dict(os.environ, COLUMNS="150"),
-                          encoding="utf-8", timeout=CEILING, dimensions=(40, 150))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], env=dict(env, TERM="xterm-256color"),
+                          encoding="utf-8", timeout=CEILING, dimensions=(40, 160))
     child.expect(pexpect.EOF)
     child.close()
-    assert child.exitstatus == 0, child.before
-    assert "MB/s" in child.before and "━" in child.before  # rich's bar, its bytes and rate
-    assert SECRET not in child.before
+    return child.exitstatus, child.before
+
+
+def test_progress_in_a_terminal_push_bars_and_read_through_above_the_spinner(built, bucket, tmp_path):
+    project = clone(built, tmp_path / "tty", with_cache=True)
+    code, screen = in_terminal("cache", "push", str(project), "--remote", f"s3://{bucket}/tty")
+    assert code == 0, screen
+    assert "MB/s" in screen and "━" in screen and "pushed 4 objects" in screen  # rich's bar, bytes and rate
+    fresh = clone(built, tmp_path / "tty-run", with_cache=False)
+    code, screen = in_terminal("run", str(fresh), "--remote", f"s3://{bucket}/tty")
+    assert code == 0, screen
+    assert "pulled int8" in screen and "pulled optimized" in screen and "outputs and report" in screen
+    assert SECRET not in screen
+    assert outputs(fresh.parent) == outputs(built)
 
 
 def test_urls_are_redacted():
