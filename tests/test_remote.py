@@ -356,6 +356,49 @@ def test_progress_in_a_terminal_push_bars_and_read_through_above_the_spinner(bui
     assert outputs(fresh.parent) == outputs(built)
 
 
+def folder_record(store, tmp_path: Path) -> tuple[str, str]:
+    """A run record whose one output is a folder object (as TensorRT's engine cache is): (key, folder digest)."""
+    from ortflow.engine.store.keys import stage_key
+
+    folder = tmp_path / "engine"
+    write(folder / "a.bin", "first file")
+    write(folder / "sub" / "b.bin", "second file")
+    write(folder / "sub" / "same.bin", "first file")  # the same bytes twice: one object, two places
+    digest = store.add(folder)
+    identity = {"type": "folder_maker", "version": "1", "params": {}, "inputs": {}, "env": {}}
+    key = stage_key(*identity.values())
+    store.write_run(key, {**identity, "key": key, "stage": "maker",
+                          "outputs": {"engine": {"digest": digest, "kind": "directory", "filename": "engine", "size": 32}}})
+    return key, digest
+
+
+def test_folder_objects_travel_as_a_manifest_and_files_each_checked(bucket, tmp_path):
+    from ortflow.engine.store.artifacts import ArtifactStore
+    from ortflow.engine.store.hashing import hash_tree
+    from ortflow.engine.store.remote import Remote
+    from ortflow.engine.store.transfer import pull, push
+
+    source = ArtifactStore(tmp_path / "a")
+    key, digest = folder_record(source, tmp_path)
+    remote = Remote(f"s3://{bucket}/trees")
+    tally = push(source, remote, {key: "maker"})
+    assert (tally.objects, tally.records) == (3, 1)  # two distinct files and the manifest
+    assert len(keys_in(bucket, "trees/trees/")) == 1
+
+    target = ArtifactStore(tmp_path / "b")
+    tally = pull(target, remote, {key: "maker"})
+    assert not tally.problems and tally.records == 1
+    assert hash_tree(target.object_path(digest)) == digest and target.read_run(key) is not None
+    assert (target.object_path(digest) / "sub" / "same.bin").read_text() == "first file"
+
+    member = next(k for k in keys_in(bucket, "trees/objects/"))
+    client().put_object(Bucket=bucket, Key=member, Body=b"tampered")
+    other = ArtifactStore(tmp_path / "c")
+    tally = pull(other, remote, {key: "maker"})
+    assert tally.records == 0 and len(tally.problems) == 1 and "hashes to" in tally.problems[0]
+    assert not other.object_path(digest).exists() and other.read_run(key) is None
+
+
 def test_urls_are_redacted():
     from ortflow.engine.store.remote import redact
 
