@@ -399,6 +399,30 @@ def test_folder_objects_travel_as_a_manifest_and_files_each_checked(bucket, tmp_
     assert not other.object_path(digest).exists() and other.read_run(key) is None
 
 
+def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
+    from conftest import minilm_model
+
+    from ortflow.engine.run.remote_worker import localized, publish_inputs
+    from ortflow.engine.store.hashing import hash_file
+    from ortflow.engine.store.remote import Remote
+    from ortflow.engine.store.shared import SharedStore
+    from ortflow.engine.types import StageJob
+
+    url = f"s3://{bucket}/inputs"
+    model = minilm_model()
+    client_store = SharedStore(tmp_path / "client", Remote(url))
+    digest = client_store.hashes.hash_path(model)
+    job = StageJob(None, {"model": digest}, {"model": model})
+    publish_inputs(client_store, job, set())  # what the Dask client does before submitting the stage
+    assert keys_in(bucket, "inputs/objects/") == [f"inputs/objects/{digest[:2]}/{digest[2:]}"]
+
+    worker = SharedStore(tmp_path / "worker", Remote(url))
+    assert localized(worker, job).input_paths["model"] == model  # a worker that has the file uses it
+    elsewhere = StageJob(None, {"model": digest}, {"model": tmp_path / "not-on-this-worker" / model.name})
+    fetched = localized(worker, elsewhere).input_paths["model"]
+    assert fetched == worker.object_path(digest) and hash_file(fetched) == digest
+
+
 def test_urls_are_redacted():
     from ortflow.engine.store.remote import redact
 

@@ -58,6 +58,7 @@ class DaskExecutor:
         self._watcher: threading.Thread | None = None
         self._closed = threading.Event()
         self._slots = (0, 0.0)
+        self._published: set[str] = set()  # recipe input files already on the remote (engine.run.remote_worker)
 
     @property
     def slots(self) -> int:
@@ -74,8 +75,18 @@ class DaskExecutor:
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
         remote = getattr(store, "remote", None)  # with a remote, workers need no shared disk (engine.run.remote_worker)
+        if remote is not None:
+            self._publish_inputs(store, job, log)
         self._submit(_Submission(str(store.root), job, result, (remote.url, remote.options) if remote else None))
         return result
+
+    def _publish_inputs(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> None:
+        from ortflow.engine.run.remote_worker import publish_inputs
+
+        try:
+            publish_inputs(store, job, self._published)
+        except Exception as exc:  # noqa: BLE001 - boundary: remote store; workers that have the files still run it
+            log(f"warning: could not upload the inputs of {job.spec.name} to {store.remote.shown}: {store.remote.failure(exc)}")
 
     def _submit(self, item: "_Submission") -> None:
         spec = item.job.spec

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ortflow.engine.errors import StoreError
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.shared import SharedStore
 from ortflow.engine.store.transfer import Tally, publish_run
@@ -45,12 +46,35 @@ def localized(store: SharedStore, job: StageJob) -> StageJob:
 
 
 def _local(store: SharedStore, item: Any, digest: Any) -> Any:
-    if not isinstance(item, Path) or not isinstance(digest, str) or item.parent.parent.name != "objects" \
-            or item.parent.name + item.name != digest:
-        return item  # a recipe input or a dataset: on the worker's disk at the same path
+    if not isinstance(item, Path) or not isinstance(digest, str):
+        return item  # a dataset: its files on the worker's disk at the same path
+    is_object = item.parent.parent.name == "objects" and item.parent.name + item.name == digest
+    if not is_object and item.exists():
+        return item  # a recipe input the worker has at the same path
     if not store.object_intact(digest):
-        store.fetch(digest)
+        try:
+            store.fetch(digest)
+        except StoreError:
+            if is_object:
+                raise
+            return item  # a recipe input neither here nor on the remote: said as a missing input
     return store.object_path(digest)
+
+
+def publish_inputs(store: Any, job: StageJob, published_digests: set[str]) -> None:
+    """The client's side: recipe input files a stage reads (plain files, named by their content hash) are
+    uploaded once, so a worker without the file fetches it by hash like any object."""
+    remote = store.remote
+    for port, value in job.input_paths.items():
+        digests = job.input_digests[port]
+        pairs = zip(value, digests, strict=False) if isinstance(value, list) else [(value, digests)]
+        for item, digest in pairs:
+            if not isinstance(item, Path) or not isinstance(digest, str) or digest in published_digests \
+                    or store.holds(item) or not item.is_file() or store.hashes.hash_path(item) != digest:
+                continue  # a dataset, an object (published by the worker that built it), or a model with external data
+            if remote.size(remote.object_name(digest)) is None:
+                remote.upload([(item, remote.object_name(digest))], lambda _n: None)
+            published_digests.add(digest)
 
 
 def published(store: SharedStore, outcome: StageOutcome) -> StageOutcome:
