@@ -423,6 +423,25 @@ def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
     assert fetched == worker.object_path(digest) and hash_file(fetched) == digest
 
 
+def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_path, monkeypatch):
+    from ortflow.engine.store.artifacts import ArtifactStore
+    from ortflow.engine.store.remote import Remote
+    from ortflow.engine.store.transfer import pull, push
+
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
+    key, _ = folder_record(source := ArtifactStore(tmp_path / "ci"), tmp_path)
+    remote = Remote(f"s3://{bucket}/signed")
+    assert push(source, remote, {key: "maker"}).records == 1
+    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")  # a machine without the key serves it unverified, and keeps it signed
+    laptop = ArtifactStore(tmp_path / "laptop")
+    assert pull(laptop, remote, {key: "maker"}).records == 1 and "signature" in laptop.read_run(key)
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
+    assert pull(ArtifactStore(tmp_path / "deploy"), remote, {key: "maker"}).records == 1
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")
+    refused = pull(ArtifactStore(tmp_path / "other"), remote, {key: "maker"})
+    assert refused.records == 0 and "ORTFLOW_SIGNING_KEY" in refused.problems[0]
+
+
 def test_urls_are_redacted():
     from ortflow.engine.store.remote import redact
 

@@ -141,9 +141,12 @@ class ArtifactStore:
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
-    def write_run(self, key: str, record: dict[str, Any]) -> None:
+    def write_run(self, key: str, record: dict[str, Any], as_is: bool = False) -> None:
+        """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
+        exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
-        atomic.write_text(self.run_path(key), json.dumps(signed(record), indent=2, sort_keys=True), mode=READ_ONLY)
+        text = json.dumps(record if as_is else signed(record), indent=2, sort_keys=True)
+        atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
         for path in sorted(self.runs.glob("*/*.json")):

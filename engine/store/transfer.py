@@ -163,7 +163,7 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     fetch_objects(store, remote, digests, meter, tally, listing)
     for key, record in wanted.items():
         if all(store.object_intact(out["digest"]) for out in record["outputs"].values()):
-            store.write_run(key, record)
+            store.write_run(key, record, as_is=True)
             tally.records += 1
     return tally
 
@@ -177,7 +177,7 @@ def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tup
     fetch_objects(store, remote, {out["digest"] for out in record["outputs"].values()}, NoMeter(), tally)
     if tally.problems:
         return None, tally
-    store.write_run(key, record)
+    store.write_run(key, record, as_is=True)
     tally.records += 1
     return store.read_run(key), tally
 
