@@ -308,8 +308,8 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
 
     remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
-    store_root = Path(args.cache) if args.cache else (Path(args.recipes[0]).resolve().parent / ".ortflow" if args.recipes else Path.cwd())
-    damage = _remote_call(remote, lambda: verify_remote(remote, _locked_outputs(args.recipes, store_root)))
+    locked = _locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
+    damage = _remote_call(remote, lambda: verify_remote(remote, locked))
     for item in damage:
         out.error(f"{remote.shown}: damaged {item.what} {item.name}: {item.reason}")
     if damage and args.remove:

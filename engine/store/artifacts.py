@@ -80,11 +80,13 @@ class ArtifactStore:
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
-        return self.adopt(path, hash_tree(path) if path.is_dir() else hash_file(path))
+        return self.adopt(path, hash_tree(path) if path.is_dir() else hash_file(path), trusted=False)
 
-    def adopt(self, path: Path, digest: str) -> str:
+    def adopt(self, path: Path, digest: str, trusted: bool = True) -> str:
         """add() for a file or folder whose digest the caller has just computed from its bytes (a download
-        checked against the name it was fetched by), so it is not read a second time."""
+        checked against the name it was fetched by, written and closed by ortflow itself), so it is not read a
+        second time. Untrusted (a stage's output, which a thread the stage left behind could still be
+        writing), it is hashed again in place, and a late change shows as damage instead of being served."""
         target = self.object_path(digest)
         store_folder(target.parent)
         if target.exists() and not self.object_intact(digest):
@@ -99,8 +101,8 @@ class ArtifactStore:
             if not target.exists():  # a folder rename loses only to a concurrent identical one
                 raise
             _remove(path)
-        if target.is_file():
-            self.hashes.remember(target, digest)  # hashed from these bytes just now, in a private folder
+        if trusted and target.is_file():
+            self.hashes.remember(target, digest)
         else:
             self.hashes.hash_path(target)
         return digest
