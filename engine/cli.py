@@ -62,9 +62,12 @@ def _run_command(sub: Any) -> None:
     run.add_argument("--executor", choices=["local", "dask"], default="local",
                      help="local: a thread pool here (default); dask: each stage a task on a Dask cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share)")
+                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share, or give --remote)")
     run.add_argument("-k", "--keep-going", action="store_true", help="after a failure, finish independent branches")
     run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
+    run.add_argument("--remote", metavar="URL", help="a shared cache (s3://bucket/prefix, file:///mnt/share) looked up on a "
+                     "local miss (default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)")
+    run.add_argument("--push", action="store_true", help="afterwards, upload this run's records and objects to the remote")
     run.set_defaults(handler=commands.cmd_run)
 
 
@@ -115,18 +118,32 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         ("ls", "list cached stage runs", commands.cmd_cache_ls),
         ("verify", "re-hash every object and report damage", commands.cmd_cache_verify),
         ("gc", "remove what no given recipe's lock file references", commands.cmd_cache_gc),
+        ("push", "upload what the recipes' lock files reference (everything, with no recipe) to the remote", commands.cmd_cache_push),
+        ("pull", "download what the recipes' lock files reference from the remote", commands.cmd_cache_pull),
     ):
         action = cache_sub.add_parser(name, help=helptext)
-        action.add_argument("recipes", nargs="*", type=Path,
-                            help="recipes whose lock files say what to keep" if name == "gc" else "a recipe whose cache to use")
+        action.add_argument("recipes", nargs="+" if name == "pull" else "*", type=Path,
+                            help=_RECIPES_HELP.get(name, "a recipe whose cache to use"))
         action.add_argument("--cache", type=Path, metavar="DIR", help="artifact store (default: as for run)")
         action.set_defaults(handler=handler)
-        if name == "ls":
-            _json_option(action)
-        if name == "verify":
-            action.add_argument("--remove", action="store_true", help="delete damaged entries so they rebuild")
-        if name == "gc":
-            action.add_argument("--dry-run", action="store_true", help="list what would go, and how many MB, removing nothing")
+        _cache_options(name, action)
+
+
+_RECIPES_HELP = {"gc": "recipes whose lock files say what to keep", "push": "recipes whose lock files say what to upload",
+                 "pull": "recipes whose lock files say what to download"}
+_REMOTE_HELP = "the remote (s3://bucket/prefix, file:///mnt/share; default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)"
+
+
+def _cache_options(name: str, action: argparse.ArgumentParser) -> None:
+    if name == "ls":
+        _json_option(action)
+    if name == "verify":
+        action.add_argument("--remove", action="store_true", help="delete damaged entries so they rebuild")
+        action.add_argument("--remote", nargs="?", const="", metavar="URL", help="check the remote instead: " + _REMOTE_HELP)
+    if name == "gc":
+        action.add_argument("--dry-run", action="store_true", help="list what would go, and how many MB, removing nothing")
+    if name in ("push", "pull"):
+        action.add_argument("--remote", metavar="URL", help=_REMOTE_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:

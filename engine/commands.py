@@ -28,6 +28,7 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
                            else "--scheduler is for --executor dask")
     ws = _workspace(args)
     _key_caveats(ws.recipe, out)
+    remote = _run_remote(args, ws, out)
     executor = None
     if args.executor == "dask":
         from ortflow.engine.run.dask_executor import DaskExecutor
@@ -36,7 +37,29 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, args.jobs or 1, args.keep_going, args.stages, events, executor)
     out.run_table(ws.recipe, summary)
+    if args.push:
+        from ortflow.engine.store.transfer import push
+
+        keys = {o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key}
+        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote, "in the local cache")
+        return summary.exit_code or code
     return summary.exit_code
+
+
+def _run_remote(args: argparse.Namespace, ws: Any, out: Any) -> Any:
+    """With a remote configured (--remote, $ORTFLOW_REMOTE or ortflow.yaml), the workspace's store reads
+    through to it (engine.store.shared)."""
+    from ortflow.engine.store.remote_config import remote_setting
+    from ortflow.engine.store.shared import SharedStore
+
+    setting = remote_setting(args.remote, args.recipe)
+    if setting is None:
+        if args.push:
+            raise OrtflowError("--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml")
+        return None
+    remote = setting.open()
+    ws.store = SharedStore(ws.store.root, remote, out.say, out.warn)
+    return remote
 
 
 def cmd_validate(args: argparse.Namespace, out: Any) -> int:
@@ -142,7 +165,7 @@ def cmd_stages(args: argparse.Namespace, out: Any) -> int:
     raise OrtflowError(f"unknown stage type, dataset loader or metric '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
 
 
-def _cache_store(args: argparse.Namespace) -> Any:
+def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
     from ortflow.engine.pipeline import default_cache
     from ortflow.engine.store.artifacts import open_store
 
@@ -152,7 +175,7 @@ def _cache_store(args: argparse.Namespace) -> Any:
         root = default_cache(args.recipes[0])
     else:
         root = Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow")
-    if not (root / "objects").is_dir():
+    if not create and not (root / "objects").is_dir():
         raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
     return open_store(root)
 
@@ -166,6 +189,8 @@ def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
+    if args.remote is not None:
+        return cmd_cache_verify_remote(args, out)
     store = _cache_store(args)
     damage = store.verify(_locked_outputs(args.recipes, store.root))
     for item in damage:
@@ -230,3 +255,84 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     verb = "would remove" if args.dry_run else "removed"
     out.say(f"{verb} {len(collected.runs)} run records and {len(collected.objects)} objects ({collected.bytes / 1e6:.1f} MB)")
     return EXIT_OK
+
+
+def _lock_keys(recipes: list[Path]) -> dict[str, str]:
+    """{cache key: stage name} of every stage the recipes' lock files record."""
+    from ortflow.engine.record.lockfile import read_lock
+    from ortflow.engine.types import lock_path_for
+
+    keys: dict[str, str] = {}
+    for recipe in recipes:
+        lock_path = lock_path_for(recipe)
+        if not lock_path.exists():
+            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)")
+        keys.update({entry["key"]: name for name, entry in read_lock(lock_path)["stages"].items()
+                     if isinstance(entry, dict) and "key" in entry})
+    return keys
+
+
+def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.store.remote_config import required_remote
+    from ortflow.engine.store.transfer import push
+
+    store = _cache_store(args)
+    remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
+    keys = _lock_keys(args.recipes) if args.recipes else \
+        {key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}
+    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache")
+
+
+def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.store.remote_config import required_remote
+    from ortflow.engine.store.transfer import pull
+
+    store = _cache_store(args, create=True)
+    remote = required_remote(args.remote, args.recipes[0])
+    keys = _lock_keys(args.recipes)
+    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote")
+
+
+def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, source: str) -> int:
+    import time
+
+    from ortflow.engine.transfer_view import summary
+
+    started = time.perf_counter()
+    with out.transfer() as meter:
+        tally = _remote_call(remote, lambda: move(meter))
+    for problem in tally.problems:
+        out.error(problem)
+    if tally.missing:
+        out.error(f"not {source}, so not {verb}: {', '.join(sorted(set(tally.missing)))} — run the recipe "
+                  f"{'first' if verb == 'pushed' else 'and push it from the machine that built it'}")
+    out.say(summary(verb, tally, remote.shown, time.perf_counter() - started))
+    return EXIT_STAGE_FAILED if tally.problems or tally.missing else EXIT_OK
+
+
+def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.store.remote_config import required_remote
+    from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
+
+    remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
+    locked = _locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
+    damage = _remote_call(remote, lambda: verify_remote(remote, locked))
+    for item in damage:
+        out.error(f"{remote.shown}: damaged {item.what} {item.name}: {item.reason}")
+    if damage and args.remove:
+        _remote_call(remote, lambda: remove_remote_damage(remote, damage))
+        out.say(f"removed {len(damage)} damaged entries from {remote.shown}; push them again from a good cache")
+    elif damage:
+        out.error("run `engine cache verify --remote --remove` to delete them from the remote")
+    else:
+        out.say(f"{remote.shown}: all objects and run records intact")
+    return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+
+
+def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except OrtflowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
+        raise OrtflowError(remote.failure(exc)) from None

@@ -105,6 +105,12 @@ class Output:
             if display is not None:
                 display.stop()
 
+    def transfer(self) -> Any:
+        """A context manager for `cache push`/`pull` progress (engine.transfer_view)."""
+        from ortflow.engine.transfer_view import transfer_meter
+
+        return transfer_meter(self.console, self.quiet)
+
     def run_table(self, recipe: Any, summary: Any) -> None:
         from rich.table import Table
 

@@ -58,6 +58,7 @@ class DaskExecutor:
         self._watcher: threading.Thread | None = None
         self._closed = threading.Event()
         self._slots = (0, 0.0)
+        self._published: set[str] = set()  # recipe input files already on the remote (engine.run.remote_worker)
 
     @property
     def slots(self) -> int:
@@ -73,8 +74,19 @@ class DaskExecutor:
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
-        self._submit(_Submission(str(store.root), job, result))
+        remote = getattr(store, "remote", None)  # with a remote, workers need no shared disk (engine.run.remote_worker)
+        if remote is not None:
+            self._publish_inputs(store, job, log)
+        self._submit(_Submission(str(store.root), job, result, (remote.url, remote.options) if remote else None))
         return result
+
+    def _publish_inputs(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> None:
+        from ortflow.engine.run.remote_worker import publish_inputs
+
+        try:
+            publish_inputs(store, job, self._published)
+        except Exception as exc:  # noqa: BLE001 - boundary: remote store; workers that have the files still run it
+            log(f"warning: could not upload the inputs of {job.spec.name} to {store.remote.shown}: {store.remote.failure(exc)}")
 
     def _submit(self, item: "_Submission") -> None:
         spec = item.job.spec
@@ -82,7 +94,7 @@ class DaskExecutor:
         if problem:
             item.result.set_result(StageOutcome(spec.name, Status.FAILED, error=problem))
             return
-        task = self.client.submit(run_on_worker, item.store_root, item.job, self._topic, pure=False,
+        task = self.client.submit(run_on_worker, item.store_root, item.job, self._topic, item.remote, pure=False,
                                   key=f"{spec.name}-{uuid.uuid4().hex}", resources=spec.resources or None,
                                   workers=addresses, allow_other_workers=False)
         item.task, item.addresses = task, set(addresses or ())
@@ -203,33 +215,57 @@ class _Submission:
     store_root: str
     job: "StageJob"
     result: Future
+    remote: tuple[str, dict[str, Any]] | None = None  # the remote's URL and options, when there is one
     task: Any = None
     addresses: set[str] = field(default_factory=set)
     restarts: int = 0
     gone_since: float | None = None
 
 
-def run_on_worker(store_root: str, job: "StageJob", topic: str) -> "StageOutcome":
-    """The task: run the stage with this worker's store handle, streaming its log lines to the client."""
+def run_on_worker(store_root: str, job: "StageJob", topic: str,
+                  remote: tuple[str, dict[str, Any]] | None = None) -> "StageOutcome":
+    """The task: run the stage with this worker's store handle, streaming its log lines to the client. With a
+    remote, the store is the worker's own cache and objects move through the remote."""
     from distributed import get_worker
 
+    from ortflow.engine.errors import StoreError
     from ortflow.engine.run.runner import execute
     from ortflow.engine.store.artifacts import open_store
 
     _undo_malloc_trim_threshold()
     worker = get_worker()
     ran_on = {"host": socket.gethostname(), "worker": str(worker.name), "address": worker.address}
-    for port, value in job.input_paths.items():
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, Path) and not item.exists():
-                return StageOutcome(job.spec.name, Status.FAILED, error=(
-                    f"input '{port}' ({item}) does not exist on worker {worker.name} ({ran_on['host']}) — the recipe's "
-                    "files and the cache must be on a filesystem every worker mounts at the same path"))
+    store: Any = None
+    if remote is not None:
+        from ortflow.engine.run.remote_worker import localized, worker_store
+
+        store = worker_store(remote[0], remote[1], worker.local_directory)
+        try:
+            job = localized(store, job)
+        except StoreError as exc:
+            return StageOutcome(job.spec.name, Status.FAILED, error=f"on worker {worker.name}: {exc}")
+    problem = _inputs_missing(job, worker.name, ran_on["host"])
+    if problem:
+        return StageOutcome(job.spec.name, Status.FAILED, error=problem)
 
     def log(message: str) -> None:
         worker.log_event(topic, message)
 
-    return execute(open_store(Path(store_root)), job, log, ran_on)
+    if store is None:
+        return execute(open_store(Path(store_root)), job, log, ran_on)
+    from ortflow.engine.run.remote_worker import published
+
+    return published(store, execute(store, job, log, ran_on))
+
+
+def _inputs_missing(job: "StageJob", worker: str, host: str) -> str | None:
+    for port, value in job.input_paths.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Path) and not item.exists():
+                return (f"input '{port}' ({item}) does not exist on worker {worker} ({host}) — the recipe's files "
+                        "must be on every worker at the same path, and so must the cache unless a remote is given "
+                        "(--remote)")
+    return None
 
 
 _MALLOC_TUNED = False

@@ -80,7 +80,13 @@ class ArtifactStore:
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
-        digest = hash_tree(path) if path.is_dir() else hash_file(path)
+        return self.adopt(path, hash_tree(path) if path.is_dir() else hash_file(path), trusted=False)
+
+    def adopt(self, path: Path, digest: str, trusted: bool = True) -> str:
+        """add() for a file or folder whose digest the caller has just computed from its bytes (a download
+        checked against the name it was fetched by, written and closed by ortflow itself), so it is not read a
+        second time. Untrusted (a stage's output, which a thread the stage left behind could still be
+        writing), it is hashed again in place, and a late change shows as damage instead of being served."""
         target = self.object_path(digest)
         store_folder(target.parent)
         if target.exists() and not self.object_intact(digest):
@@ -95,7 +101,10 @@ class ArtifactStore:
             if not target.exists():  # a folder rename loses only to a concurrent identical one
                 raise
             _remove(path)
-        self.hashes.hash_path(target)
+        if trusted and target.is_file():
+            self.hashes.remember(target, digest)
+        else:
+            self.hashes.hash_path(target)
         return digest
 
     def materialize(self, digest: str, dest: Path) -> None:
@@ -134,9 +143,12 @@ class ArtifactStore:
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
-    def write_run(self, key: str, record: dict[str, Any]) -> None:
+    def write_run(self, key: str, record: dict[str, Any], as_is: bool = False) -> None:
+        """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
+        exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
-        atomic.write_text(self.run_path(key), json.dumps(signed(record), indent=2, sort_keys=True), mode=READ_ONLY)
+        text = json.dumps(record if as_is else signed(record), indent=2, sort_keys=True)
+        atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
         for path in sorted(self.runs.glob("*/*.json")):

@@ -108,6 +108,12 @@ class HashCache:
         self._execute("INSERT OR REPLACE INTO derived VALUES (?, ?)", (key, value))
         return value
 
+    def remember(self, path: Path, digest: str) -> None:
+        """Record the digest of a file the caller has just hashed from its bytes (a download, checked)."""
+        st = Path(path).stat()
+        self._execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                      (str(Path(path).resolve()), st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest))
+
     def _hash_file(self, path: Path) -> str:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):  # a device or FIFO swapped in after validation: reading never ends

@@ -1,0 +1,55 @@
+"""`engine cache verify --remote`: every object on the remote re-hashed from its bytes, every folder manifest
+and run record checked as a download would check it, and (for the recipes named) records against lock files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ortflow.engine.store.artifacts import Damage
+from ortflow.engine.store.records import lock_disagreement, record_problem
+from ortflow.engine.store.remote import Remote
+from ortflow.engine.store.transfer import manifest_problem
+
+
+def verify_remote(remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
+    listing = remote.listing()
+    damage: list[Damage] = []
+    for digest in sorted(listing.objects):
+        actual = remote.hash_of(remote.object_name(digest))
+        if actual != digest:
+            damage.append(Damage("object", digest, f"content hashes to {actual}"))
+    good = set(listing.objects) - {d.name for d in damage}
+    for digest in sorted(listing.trees):
+        manifest = remote.read_json(remote.tree_name(digest))
+        problem = manifest_problem(digest, manifest)
+        lacking = [] if problem else sorted(set(manifest.values()) - good)
+        if problem or lacking:
+            damage.append(Damage("folder", digest, problem or f"its file {lacking[0]} is missing or damaged"))
+        else:
+            good.add(digest)
+    for key in sorted(listing.runs):
+        problem = _run_problem(remote, key, good, locked or {})
+        if problem:
+            damage.append(Damage("run", key, problem))
+    return damage
+
+
+def _run_problem(remote: Remote, key: str, good: set[str], locked: dict[str, tuple[str, dict[str, str]]]) -> str | None:
+    record: Any = remote.read_json(remote.run_name(key))
+    problem = record_problem(key, record, good.__contains__)
+    if problem is None and key in locked:
+        differs = lock_disagreement(record, locked[key][1])
+        if differs:
+            return (f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock file "
+                    f"records {differs[2]}")
+    return problem
+
+
+def remove_remote_damage(remote: Remote, damage: list[Damage]) -> None:
+    """Records first: a record never outlives an object it names."""
+    names = {"run": remote.run_name, "folder": remote.tree_name, "object": remote.object_name}
+    for item in sorted(damage, key=lambda d: d.what != "run"):
+        try:
+            remote.remove(names[item.what](item.name))
+        except FileNotFoundError:
+            pass
