@@ -41,7 +41,7 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
         from ortflow.engine.store.transfer import push
 
         keys = {o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key}
-        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote, "in the local cache")
+        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote, "in the local cache", set())
         return summary.exit_code or code
     return summary.exit_code
 
@@ -257,19 +257,37 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def _lock_keys(recipes: list[Path]) -> dict[str, str]:
-    """{cache key: stage name} of every stage the recipes' lock files record."""
+def _lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[dict[str, str], set[str]]:
+    """({cache key: stage name} of every stage the recipes' lock files record, the names of the host-specific
+    ones among them). A host-specific entry (a benchmark, an accuracy check) records no key: pushing, this
+    machine's records that match it go along; pulling, the key this machine would build it under."""
     from ortflow.engine.record.lockfile import read_lock
+    from ortflow.engine.store.keys import lock_entry_matches
     from ortflow.engine.types import lock_path_for
 
     keys: dict[str, str] = {}
+    host_specific: set[str] = set()
     for recipe in recipes:
         lock_path = lock_path_for(recipe)
         if not lock_path.exists():
             raise OrtflowError(f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)")
-        keys.update({entry["key"]: name for name, entry in read_lock(lock_path)["stages"].items()
-                     if isinstance(entry, dict) and "key" in entry})
-    return keys
+        entries = {name: entry for name, entry in read_lock(lock_path)["stages"].items() if isinstance(entry, dict)}
+        keys.update({entry["key"]: name for name, entry in entries.items() if "key" in entry})
+        host_specific |= {name for name, entry in entries.items() if "key" not in entry}
+        if pulling:
+            keys.update(_planned_keys(recipe, store, host_specific))
+        else:
+            keys.update({key: name for key, record in store.iter_runs() if record is not None
+                         for name in host_specific if lock_entry_matches(entries.get(name), key, record)})
+    return keys, host_specific
+
+
+def _planned_keys(recipe: Path, store: Any, names: set[str]) -> dict[str, str]:
+    """{key: stage} this machine would build the named stages under (their upstream known from the lock)."""
+    from ortflow.engine.pipeline import open_workspace, plan
+
+    ws = open_workspace(recipe, [], None, store.root, None)
+    return {item.key: item.name for item in plan(ws) if item.name in names and item.key}
 
 
 def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
@@ -278,9 +296,10 @@ def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
 
     store = _cache_store(args)
     remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
-    keys = _lock_keys(args.recipes) if args.recipes else \
-        {key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}
-    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache")
+    keys, host_specific = _lock_keys(args.recipes, store) if args.recipes else \
+        ({key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}, set())
+    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache",
+                     host_specific)
 
 
 def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
@@ -289,11 +308,11 @@ def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
 
     store = _cache_store(args, create=True)
     remote = required_remote(args.remote, args.recipes[0])
-    keys = _lock_keys(args.recipes)
-    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote")
+    keys, host_specific = _lock_keys(args.recipes, store, pulling=True)
+    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote", host_specific)
 
 
-def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, source: str) -> int:
+def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, source: str, host_specific: set[str]) -> int:
     import time
 
     from ortflow.engine.transfer_view import summary
@@ -303,6 +322,11 @@ def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, sour
         tally = _remote_call(remote, lambda: move(meter))
     for problem in tally.problems:
         out.error(problem)
+    elsewhere = sorted(set(tally.missing) & host_specific)
+    if elsewhere:  # made for one kind of machine: another kind measures them itself
+        out.say(f"not {source} for this machine, so not {verb}: {', '.join(elsewhere)} (results made for the machine that "
+                "runs them: a run here makes them)")
+        tally.missing = [stage for stage in tally.missing if stage not in host_specific]
     if tally.missing:
         out.error(f"not {source}, so not {verb}: {', '.join(sorted(set(tally.missing)))} — run the recipe "
                   f"{'first' if verb == 'pushed' else 'and push it from the machine that built it'}")

@@ -497,3 +497,46 @@ def test_dask_workers_with_separate_caches_share_only_the_remote(built, bucket, 
     laptop = clone(built, tmp_path / "laptop", with_cache=False)  # anyone can now read through
     code, out, err = said("run", laptop, "--remote", remote)
     assert code == 0 and statuses(laptop.parent) == {"int8": "cached", "optimized": "cached"}, err
+
+
+MEASURED = RECIPE.replace("name: shared\n", "name: shared\n    target: {cpu: avx2}\n") + """
+      speed:
+        uses: benchmark
+        in: {models: [inputs.model, int8.model], data: datasets.feeds}
+        with: {runs: 3, rounds: 1, warmup: 1, samples: 1, peak_memory: false}
+    datasets:
+      feeds: {loader: random, with: {samples: 2, shapes: {input_ids: [1, 16], attention_mask: [1, 16], token_type_ids: [1, 16]}}}
+"""
+
+
+def test_results_made_for_one_machine_travel_to_the_same_kind_only(bucket, said, tmp_path, monkeypatch):
+    """A benchmark is host-specific: the lock records it without a key; push takes this machine's result,
+    a pull on the same kind of machine serves it, and another kind is told it will measure for itself."""
+    from ortflow.engine import environment
+
+    def machine(isa: str) -> None:
+        monkeypatch.setenv("ORTFLOW_ISA", isa)
+        environment.fact.cache_clear()
+
+    machine("avx2")
+    ci = write(tmp_path / "ci" / "shared.yaml", MEASURED)
+    assert said("run", ci)[0] == 0
+    remote = f"s3://{bucket}/measured"
+    code, out, _ = said("cache", "push", ci, "--remote", remote)
+    assert code == 0 and "3 run records" in out, out
+    same = tmp_path / "same"
+    same.mkdir()
+    for name in ("shared.yaml", "shared.yaml.lock"):
+        shutil.copyfile(ci.parent / name, same / name)
+    code, out, _ = said("cache", "pull", same / "shared.yaml", "--remote", remote)
+    assert code == 0 and "3 run records" in out, out
+    assert said("run", same / "shared.yaml")[0] == 0
+    assert set(statuses(same).values()) == {"cached"}
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("shared.yaml", "shared.yaml.lock"):
+        shutil.copyfile(ci.parent / name, other / name)
+    machine("avx512_vnni")
+    code, out, err = said("cache", "pull", other / "shared.yaml", "--remote", remote)
+    assert code == 0, out + err
+    assert "so not pulled: speed" in out and "2 run records" in out, out
