@@ -92,20 +92,29 @@ def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None
                   [f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"])
 
 
-def _transformer_stages() -> tuple[list[StageDraft], list[str]]:
-    data = "datasets.calibration"
+SANITY_NOTE = ["no `data:` input: on random feeds the sanity check would only report; with real samples",
+               "(data: datasets.calibration) it refuses a model whose outputs collapsed"]
+
+
+def _sanity(inputs: dict[str, Any], real_data: bool) -> dict[str, Any]:
+    """The quantize stages' `data` (their sanity check) only where the data is real."""
+    return {**inputs, "data": "datasets.calibration"} if real_data else inputs
+
+
+def _transformer_stages(real_data: bool) -> tuple[list[StageDraft], list[str]]:
+    note = [] if real_data else SANITY_NOTE
     return [
         StageDraft("fused", "transformer_fusion", {"model": "inputs.model"}, {"model_type": "bert"},
                    ["ORT's transformer fusions (Attention, SkipLayerNorm, Gelu); heads and hidden size are detected"]),
-        StageDraft("int8", "quantize_dynamic", {"model": "inputs.model", "data": data}, {"per_channel": True},
+        StageDraft("int8", "quantize_dynamic", _sanity({"model": "inputs.model"}, real_data), {"per_channel": True},
                    ["dynamic INT8 of the MatMuls: no calibration needed; per-channel weight scales keep accuracy,",
-                    "and reduce_range: auto picks 7-bit weights on CPUs without VNNI, where 8-bit ones saturate"]),
-        StageDraft("int8_fused", "quantize_dynamic", {"model": "fused.model", "data": data}, {"per_channel": True},
+                    "and reduce_range: auto picks 7-bit weights on CPUs without VNNI, where 8-bit ones saturate", *note]),
+        StageDraft("int8_fused", "quantize_dynamic", _sanity({"model": "fused.model"}, real_data), {"per_channel": True},
                    ["the same on the fused graph (QAttention): faster on some CPUs, slower on others, so both are measured"]),
     ], ["inputs.model", "fused.model", "int8.model", "int8_fused.model"]
 
 
-def _static_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
+def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft], list[str]]:
     stages: list[StageDraft] = []
     source = "inputs.model"
     control_flow = roles.facts.has_ops("If", "Loop", "Scan")
@@ -118,12 +127,21 @@ def _static_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
     stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, dict(extra),
                              ["activation ranges (minmax) from the calibration data"]
                              + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
-    stages.append(StageDraft("int8", "quantize_static", {"model": source, "calibration": "calib.table", "data": "datasets.calibration"},
-                             {**extra, "per_channel": True},
-                             [f"static INT8 (QDQ) for a {roles.kind.value} ({roles.facts.count('Conv', 'ConvTranspose')} Conv, "
-                              f"{roles.facts.count('MatMul', 'Gemm')} MatMul/Gemm): per-channel weights;",
+    convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
+    if convs >= matmuls:
+        settings: dict[str, Any] = {"per_channel": True}
+        why = ["per-channel weight scales: one per filter, as convolutions need"]
+    else:
+        settings = {"per_channel": False}
+        why = ["per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
+               "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)"]
+    stages.append(StageDraft("int8", "quantize_static", _sanity({"model": source, "calibration": "calib.table"}, real_data),
+                             {**extra, **settings},
+                             [f"static INT8 (QDQ) for a {roles.kind.value} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
+                              *why,
                               "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
-                              "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)"]))
+                              "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
+                              *([] if real_data else SANITY_NOTE)]))
     return stages, ["inputs.model", "int8.model"]
 
 
@@ -141,7 +159,7 @@ def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
     elif roles.kind == ModelKind.TRANSFORMER:
-        stages, candidates = _transformer_stages()
+        stages, candidates = _transformer_stages(real_data)
     else:
-        stages, candidates = _static_stages(roles)
+        stages, candidates = _static_stages(roles, real_data)
     return StagePlan(stages, candidates, choose_metric(roles, real_data, min_accuracy))

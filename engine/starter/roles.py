@@ -122,7 +122,8 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
     if fact.rank == 2 and fact.shape[1] == 1:
         return OutputMeaning.PROBABILITY
     if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
-        return OutputMeaning.CLASS_SCORES if facts.has_ops("Softmax", "Exp", "Sigmoid") or fact.shape[1] <= 4096 else OutputMeaning.EMBEDDING
+        scored = facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax")  # a head that turns scores into probabilities
+        return OutputMeaning.CLASS_SCORES if scored else OutputMeaning.EMBEDDING
     if fact.rank == 4:
         return OutputMeaning.MAP
     return OutputMeaning.OTHER

@@ -30,6 +30,7 @@ class InitOptions:
     tokenizer: Path | None = None
     min_accuracy: float | None = None
     force: bool = False
+    name: str | None = None  # the recipe's name (its out/<name>/ folder); default <model>-<target>
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,8 @@ def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: s
 
 
 def recipe_name(model: Path, target: Target) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", model.stem).strip("-.") or "model"
+    base = model.stem if model.stem.lower() not in ("model", "model_optimized", "model_quantized") else model.parent.name
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", base).strip("-.") or "model"
     return f"{stem}-{target.value}"
 
 
@@ -157,7 +159,7 @@ def init_recipe(options: InitOptions) -> InitResult:
     folder = output.resolve().parent
     data = user_choice(roles, Path(options.data), folder, options.tokenizer) if options.data else random_choice(roles)
     plan = plan_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
-    text = render(roles, plan, data, flow(relative(model, folder)), recipe_name(model, options.target), options.target)
+    text = render(roles, plan, data, flow(relative(model, folder)), options.name or recipe_name(model, options.target), options.target)
     folder.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     return InitResult(output, roles, plan, data)
