@@ -234,11 +234,13 @@ def _init_options(args: argparse.Namespace, output: Path, name: str | None = Non
 
 
 def _describe_init(result: Any) -> str:
+    from ortflow.engine.starter.roles import article
+
     plan, roles = result.plan, result.roles
     made = ", ".join(c.split(".")[0] for c in plan.candidates if c != "inputs.model") or "none"
     data = "random feeds (replace them with real samples: see the comments)" if result.data.kind.value == "random" \
         else f"{result.data.loader} loader"
-    return (f"{result.recipe}: a {roles.kind.value}; data: {data}; candidates: {made}; "
+    return (f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; "
             f"pick: fastest with {plan.metric.name} >= {plan.metric.threshold}")
 
 

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning
+from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning, article
 
 
 class Target(enum.Enum):
@@ -137,7 +137,7 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
                "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)"]
     stages.append(StageDraft("int8", "quantize_static", _sanity({"model": source, "calibration": "calib.table"}, real_data),
                              {**extra, **settings},
-                             [f"static INT8 (QDQ) for a {roles.kind.value} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
+                             [f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
                               *why,
                               "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
                               "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",

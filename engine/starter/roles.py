@@ -43,6 +43,10 @@ class ModelKind(enum.Enum):
     OTHER = "model"
 
 
+def article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 @dataclass(frozen=True)
 class InputInfo:
     fact: TensorFact

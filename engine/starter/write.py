@@ -15,9 +15,9 @@ from ortflow.engine.errors import OrtflowError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import DataKind, DatasetChoice, random_choice, relative, user_choice
 from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, plan_stages
-from ortflow.engine.starter.roles import ModelKind, ModelRoles, read_roles
+from ortflow.engine.starter.roles import ModelKind, ModelRoles, article, read_roles
 
-BENCHMARK = {"runs": 50, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
+BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
 VALIDATION_SAMPLES = 16
 
 
@@ -61,7 +61,7 @@ def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
     size = f"{facts.size_bytes / 1e6:.1f} MB" + (f", weights in {len(facts.external_data)} external-data file(s)"
                                                  if facts.external_data else "")
     lines = [f"Written by `engine init` (ortflow {ortflow.__version__}) for {facts.path.name}, for the {target.value} target.",
-             f"What the model looks like: a {roles.kind.value}; {size}; opset {facts.opset}; ops: {facts.top_ops()}.",
+             f"What the model looks like: {article(roles.kind.value)}; {size}; opset {facts.opset}; ops: {facts.top_ops()}.",
              "Inputs:"]
     lines += [f"  {i.fact.describe()}: {i.role.value}" + (f", batch on axis {i.batch_axis}" if i.batch_axis not in (0, None) else "")
               for i in roles.inputs]
