@@ -240,8 +240,9 @@ def _describe_init(result: Any) -> str:
     made = ", ".join(c.split(".")[0] for c in plan.candidates if c != "inputs.model") or "none"
     data = "random feeds (replace them with real samples: see the comments)" if result.data.kind.value == "random" \
         else f"{result.data.loader} loader"
-    return (f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; "
-            f"pick: fastest with {plan.metric.name} >= {plan.metric.threshold}")
+    pick = f"pick: fastest with {plan.metric.name} >= {plan.metric.threshold}" if made != "none" else \
+        "timing only (TensorRT engines are not checked for accuracy on this path)"
+    return f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; {pick}"
 
 
 def cmd_init(args: argparse.Namespace, out: Any) -> int:

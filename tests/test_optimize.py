@@ -13,11 +13,18 @@ import onnxruntime as ort
 import pytest
 from conftest import CEILING, minilm_model
 
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One artifact store for this module's runs: the strict call re-uses the candidates the first one built
+    (only `pick` differs), whichever test runs first."""
+    return str(tmp_path_factory.mktemp("cache"))
+
+
 SAID = re.compile(r"fast\.onnx: 'int8\w*', ([0-9.]+)x the original's speed .* cosine_mean ([0-9.]+) >= 0\.99")
 
 
-def test_optimize_copies_the_fastest_accurate_model_and_a_second_call_is_cached(project, cli):
-    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx")
+def test_optimize_copies_the_fastest_accurate_model_and_a_second_call_is_cached(project, cli, shared_cache):
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx", "--cache", shared_cache)
     assert code == 0, (out, err)
     said = SAID.search(out)
     assert said and float(said.group(1)) > 1.0 and float(said.group(2)) >= 0.99, out
@@ -26,15 +33,16 @@ def test_optimize_copies_the_fastest_accurate_model_and_a_second_call_is_cached(
     ids = np.ones((1, 16), dtype=np.int64)
     assert session.run(None, {"input_ids": ids, "attention_mask": ids})[3].shape == (1, 384)
 
-    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx")
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx", "--cache", shared_cache)
     assert code == 0, (out, err)
     rows = [line for line in out.splitlines() if re.match(r"│ \w+ +│ (ran|cached) ", line)]
     assert len(rows) == 6 and all(" cached " in r for r in rows), out
     assert SAID.search(out), out
 
 
-def test_an_accuracy_no_candidate_meets_exits_3_saying_by_how_much(project, cli):
-    code, out, err = cli("optimize", minilm_model(), "-o", project / "strict.onnx", "--min-accuracy", "0.99999")
+def test_an_accuracy_no_candidate_meets_exits_3_saying_by_how_much(project, cli, shared_cache):
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "strict.onnx", "--min-accuracy", "0.99999",
+                         "--cache", shared_cache)
     assert code == 3, (out, err)
     message = re.search(r"no model faster than the original met cosine_mean >= 0\.99999: the closest, '(\w+)' \(([0-9.]+)x\), "
                         r"scored ([0-9.]+), ([0-9.]+) short", err)

@@ -114,6 +114,10 @@ def evaluation_stages(plan: StagePlan, target: Target) -> list[StageDraft]:
                        ["every candidate and the original, interleaved in rounds on the same feeds (batch 1); raise runs",
                         "and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep"],
                        optional=gpu)
+    if target == Target.TENSORRT:  # validate_accuracy runs on the CPU, which cannot load an engine
+        speed.comments += ["TensorRT: the engine's accuracy is not checked here (validate_accuracy runs on the CPU);",
+                           "the fp16 engine is timed against nothing else: add a CUDA benchmark of inputs.model to compare"]
+        return [speed]
     stages = [accuracy, speed]
     if target != Target.TENSORRT:
         stages.append(StageDraft("pick", "select", {"models": plan.candidates, "benchmark": "speed.results",
