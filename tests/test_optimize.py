@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 from conftest import CEILING, minilm_model
 
+
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One artifact store for this module's runs: the strict call re-uses the candidates the first one built
