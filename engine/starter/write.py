@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 import ortflow
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import DataKind, DatasetChoice, random_choice, relative, user_choice
 from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, plan_stages
@@ -157,7 +157,10 @@ def init_recipe(options: InitOptions) -> InitResult:
         raise OrtflowError(f"{model}: no such model file — give the path of an .onnx file")
     if output.exists() and not options.force:
         raise OrtflowError(f"{output} exists — pass --force to overwrite it, or -o another path")
-    roles = read_roles(read_model_facts(model))
+    try:
+        roles = read_roles(read_model_facts(model))
+    except StageError as exc:  # not an ONNX model, external data outside its folder: said as a usage error
+        raise OrtflowError(f"{model}: {exc}") from exc
     if not roles.inputs:
         raise OrtflowError(f"{model}: the model has no inputs to feed — nothing to calibrate or time")
     folder = output.resolve().parent
