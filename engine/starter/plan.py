@@ -82,8 +82,7 @@ def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None
         return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}}, "label_agreement", 0.97,
                       [f"{', '.join(outs)}: one probability a sample; accuracy is the share of decisions at 0.5 unchanged"])
     labels = roles.outputs_with(OutputMeaning.LABELS)
-    if labels and not roles.outputs_with(OutputMeaning.MAP, ) and all(o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE)
-                                                                      for o in roles.outputs):
+    if labels and all(o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE) for o in roles.outputs):
         outs = [o.fact.name for o in labels]
         return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs}}}, "samples_unchanged", 0.9,
                       [f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"])
@@ -129,7 +128,12 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
                              ["activation ranges (minmax) from the calibration data"]
                              + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
     convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
-    if convs >= matmuls:
+    if roles.kind == ModelKind.STREAMING:
+        settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
+        why = ["only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
+               "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
+               "outputs one 8-bit scale serves badly"]
+    elif convs >= matmuls:
         settings: dict[str, Any] = {"per_channel": True}
         why = ["per-channel weight scales: one per filter, as convolutions need"]
     else:
