@@ -268,6 +268,9 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
 
     if args.output.suffix != ".onnx":
         raise OrtflowError(f"-o {args.output}: name an .onnx file for the optimized model")
+    if args.target == "tensorrt":
+        raise OrtflowError("engine optimize --target tensorrt: TensorRT engines are timed, not checked for accuracy, so there "
+                           "is nothing to choose — write the recipe with `engine init --target tensorrt` and run it")
     recipe_path = args.save_recipe or optimize.default_recipe_path(args.output)
     result = optimize.prepare(_init_options(args, recipe_path, recipe_name(args.output, _target(args))))
     out.say(f"recipe: {_describe_init(result)}")
@@ -277,6 +280,10 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     out.run_table(ws.recipe, summary)
     if summary.exit_code != EXIT_OK:
         return summary.exit_code
+    picked = summary.outcomes.get(optimize.PICK)
+    if picked is None or not picked.succeeded:  # e.g. a GPU target's stages skipped on a machine without one
+        why = f"{picked.status.value}: {picked.error}" if picked is not None and picked.error else "it is not in the recipe"
+        raise optimize.NothingChosen(f"nothing chosen, so nothing copied to {args.output}: stage '{optimize.PICK}' did not run ({why})")
     metric = result.plan.metric
     choice = optimize.read_choice(ws.out_dir / optimize.PICK, metric.name, metric.threshold)
     optimize.deliver(choice, args.output)

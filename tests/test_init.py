@@ -155,3 +155,16 @@ def test_init_then_run_a_detector_on_real_photos_gates_on_its_detections(project
     assert "pick: fastest with det_f1 >= 0.8" in said
     chosen = _run_and_pick(cli, recipe)
     assert chosen["values"]["det_f1"] >= 0.8, chosen
+
+
+@pytest.mark.parametrize("target", ["cuda", "tensorrt"])
+def test_gpu_targets_write_optional_gpu_stages_that_validate(project, cli, target):
+    recipe, said = _init(cli, project, "minilm", "--target", target)
+    stages = yaml.safe_load(recipe.read_text())["stages"]
+    gpu = {"cuda": ["speed", "pick"], "tensorrt": ["trt_fp16", "speed"]}[target]
+    assert all(stages[name].get("optional") is True for name in gpu), stages
+    assert ("pick" in stages) == (target == "cuda") and ("timing only" in said) == (target == "tensorrt"), said
+    assert cli("validate", recipe)[0] == 0
+    if target == "tensorrt":
+        code, out, err = cli("optimize", MODELS["minilm"](), "-o", project / "x.onnx", "--target", target)
+        assert code == 2 and "nothing to choose" in err, (out, err)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import EXIT_GATE_FAILED, OrtflowError
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, OrtflowError
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
 
 PICK = "pick"  # the select stage engine init writes
@@ -40,6 +40,12 @@ def prepare(options: InitOptions) -> InitResult:
 
 class NothingQualified(OrtflowError):
     exit_code = EXIT_GATE_FAILED
+
+
+class NothingChosen(OrtflowError):
+    """The recipe ran, but its `pick` stage did not (skipped: a GPU target without a GPU)."""
+
+    exit_code = EXIT_STAGE_FAILED
 
 
 @dataclass(frozen=True)
