@@ -44,7 +44,7 @@ def _init(cli, project: Path, model: str, *extra: str) -> tuple[Path, str]:
     recipe = project / f"{model}.yaml"
     code, out, err = cli("init", MODELS[model](), "-o", recipe, *extra)
     assert code == 0, (out, err)
-    return recipe, out
+    return recipe, " ".join(out.split())  # as one line: the console wraps long ones
 
 
 @pytest.mark.parametrize("model", sorted(EXPECTED))
@@ -163,7 +163,6 @@ def test_gpu_targets_write_optional_gpu_stages_that_validate(project, cli, targe
     stages = yaml.safe_load(recipe.read_text())["stages"]
     gpu = {"cuda": ["speed", "pick"], "tensorrt": ["trt_fp16", "speed"]}[target]
     assert all(stages[name].get("optional") is True for name in gpu), stages
-    said = " ".join(said.split())  # the console wraps long lines
     assert ("pick" in stages) == (target == "cuda") and ("timing only" in said) == (target == "tensorrt"), said
     assert cli("validate", recipe)[0] == 0
     if target == "tensorrt":
