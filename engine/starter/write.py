@@ -95,37 +95,40 @@ def _stage_lines(stage: StageDraft) -> list[str]:
     return lines
 
 
+PROVIDERS = {
+    Target.CPU: {},
+    Target.CUDA: {"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
+    Target.TENSORRT: {"providers": [{"name": "TensorrtExecutionProvider", "options": {"trt_fp16_enable": True}},
+                                    "CUDAExecutionProvider", "CPUExecutionProvider"]},
+}
+
+
+def _speed(models: list[str], target: Target) -> StageDraft:
+    return StageDraft("speed", "benchmark", {"models": models, "data": "datasets.held_out"}, {**BENCHMARK, **PROVIDERS[target]},
+                      ["every candidate and the original, interleaved in rounds on the same feeds (batch 1); raise runs",
+                       "and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep"],
+                      optional=target != Target.CPU)
+
+
 def evaluation_stages(plan: StagePlan, target: Target) -> list[StageDraft]:
     """Accuracy, speed and the choice, over the plan's candidates."""
-    candidates = [c for c in plan.candidates if c != "inputs.model"]
-    gpu = target != Target.CPU
-    metric: MetricChoice = plan.metric
-    accuracy = StageDraft("accuracy", "validate_accuracy",
-                          {"reference": "inputs.model", "candidates": candidates, "data": "datasets.held_out"},
-                          {"samples": VALIDATION_SAMPLES, **metric.validate},
-                          metric.comments + ["no gate here: `pick` applies the constraint, so one miss does not stop the run"])
-    providers = {"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]} if target == Target.CUDA else {}
-    if target == Target.TENSORRT:
-        providers = {"providers": [{"name": "TensorrtExecutionProvider", "options": {"trt_fp16_enable": True}},
-                                   "CUDAExecutionProvider", "CPUExecutionProvider"]}
-    speed = StageDraft("speed", "benchmark", {"models": plan.candidates if target != Target.TENSORRT else
-                                              ["trt_fp16.context_model"], "data": "datasets.held_out"},
-                       {**BENCHMARK, **providers},
-                       ["every candidate and the original, interleaved in rounds on the same feeds (batch 1); raise runs",
-                        "and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep"],
-                       optional=gpu)
     if target == Target.TENSORRT:  # validate_accuracy runs on the CPU, which cannot load an engine
+        speed = _speed(["trt_fp16.context_model"], target)
         speed.comments += ["TensorRT: the engine's accuracy is not checked here (validate_accuracy runs on the CPU);",
                            "the fp16 engine is timed against nothing else: add a CUDA benchmark of inputs.model to compare"]
         return [speed]
-    stages = [accuracy, speed]
-    if target != Target.TENSORRT:
-        stages.append(StageDraft("pick", "select", {"models": plan.candidates, "benchmark": "speed.results",
-                                                    "accuracy": "accuracy.results"},
-                                 {"minimize": "p50_ms", "min": {metric.name: metric.threshold}},
-                                 ["the fastest model whose accuracy holds; the original (fp32) is a candidate, so the",
-                                  "answer is honest when no optimized model qualifies (selection.json says why)"], optional=gpu))
-    return stages
+    metric: MetricChoice = plan.metric
+    accuracy = StageDraft("accuracy", "validate_accuracy",
+                          {"reference": "inputs.model", "candidates": [c for c in plan.candidates if c != "inputs.model"],
+                           "data": "datasets.held_out"},
+                          {"samples": VALIDATION_SAMPLES, **metric.validate},
+                          metric.comments + ["no gate here: `pick` applies the constraint, so one miss does not stop the run"])
+    pick = StageDraft("pick", "select", {"models": plan.candidates, "benchmark": "speed.results", "accuracy": "accuracy.results"},
+                      {"minimize": "p50_ms", "min": {metric.name: metric.threshold}},
+                      ["the fastest model whose accuracy holds; the original (fp32) is a candidate, so the",
+                       "answer is honest when no optimized model qualifies (selection.json says why)"],
+                      optional=target != Target.CPU)
+    return [accuracy, _speed(plan.candidates, target), pick]
 
 
 def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: str, name: str, target: Target) -> str:
