@@ -57,10 +57,15 @@ def detect_kind(data: Path) -> DataKind:
                        "or leave --data out for random data and replace the dataset in the recipe")
 
 
+def _image_axes(info: InputInfo) -> tuple[int, int]:
+    """The (height, width) axes of an image input: NCHW when axis 1 holds 1 or 3 channels, else NHWC."""
+    return (2, 3) if info.fact.shape[1] in (1, 3) else (1, 2)
+
+
 def image_size(roles: ModelRoles, info: InputInfo) -> tuple[int, int]:
     """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), else a default."""
     shape = info.fact.shape
-    axes = (2, 3) if shape[1] in (1, 3) else (1, 2)
+    axes = _image_axes(info)
     fixed = [shape[a] for a in axes if isinstance(shape[a], int) and shape[a] > 0]
     if len(fixed) == 2:
         return int(fixed[0]), int(fixed[1])
@@ -78,7 +83,7 @@ def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
         return SEQUENCE_LENGTH
     if info.role == InputRole.IMAGE:
         height, width = image_size(roles, info)
-        return height if axis == info.fact.rank - 2 or (axis == 1 and info.fact.shape[3] in (1, 3)) else width
+        return height if axis == _image_axes(info)[0] else width
     if info.role == InputRole.AUDIO:
         return AUDIO_CHUNK
     return 128
