@@ -117,7 +117,7 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
     name = fact.name.lower()
     if fact.is_integer:
         return OutputMeaning.LABELS
-    if InputRole.STATE in roles and ("state" in name or name.endswith(("n", "_out")) and fact.rank == 3):
+    if InputRole.STATE in roles and ("state" in name or (name.endswith(("n", "_out")) and fact.rank == 3)):
         return OutputMeaning.STATE
     if _is_detection_head(fact):
         return OutputMeaning.DETECTIONS
