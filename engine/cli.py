@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
     _run_command(sub)
+    _starter_commands(sub)
     _inspection_commands(sub)
     _cache_commands(sub, common)
     return parser
@@ -69,6 +70,32 @@ def _run_command(sub: Any) -> None:
                      "local miss (default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)")
     run.add_argument("--push", action="store_true", help="afterwards, upload this run's records and objects to the remote")
     run.set_defaults(handler=commands.cmd_run)
+
+
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", type=Path, help="the .onnx model")
+    parser.add_argument("--target", choices=["cpu", "cuda", "tensorrt"], default="cpu", help="where the model will run (default cpu)")
+    parser.add_argument("--data", type=Path, metavar="PATH",
+                        help="samples: a folder of images, a .txt/.jsonl text file or an .npz (default: random feeds)")
+    parser.add_argument("--tokenizer", type=Path, metavar="FILE", help="with text data: the tokenizer.json (default: one beside the model)")
+    parser.add_argument("--min-accuracy", type=float, metavar="X",
+                        help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
+
+
+def _starter_commands(sub: Any) -> None:
+    init = sub.add_parser("init", help="inspect a model and write a commented recipe that runs as written")
+    _model_options(init)
+    init.add_argument("-o", "--output", type=Path, metavar="RECIPE", help="where to write it (default <model>-<target>.yaml)")
+    init.set_defaults(handler=commands.cmd_init)
+
+    optimize = sub.add_parser("optimize", help="init + run: the fastest model that keeps its accuracy, copied to -o")
+    _model_options(optimize)
+    optimize.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", required=True, help="where the chosen model goes")
+    optimize.add_argument("--save-recipe", type=Path, metavar="RECIPE", help="where the recipe is kept (default OUT.recipe.yaml)")
+    optimize.add_argument("--cache", type=Path, metavar="DIR",
+                          help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+    optimize.set_defaults(handler=commands.cmd_optimize)
 
 
 def _inspection_commands(sub: Any) -> None:

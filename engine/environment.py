@@ -134,6 +134,10 @@ FACTS: dict[str, Callable[[], str]] = {
     "numpy": lambda: _dist_version("numpy"),
     "tokenizers": lambda: _dist_version("tokenizers"),
     "pillow": lambda: _dist_version("pillow"),
+    # The export stage: what traces the PyTorch model, loads Hugging Face folders, and writes dynamo's ONNX.
+    "torch": lambda: _dist_version("torch"),
+    "transformers": lambda: _dist_version("transformers"),
+    "onnxscript": lambda: _dist_version("onnxscript"),
     "python": lambda: platform.python_version(),
     "platform": lambda: f"{sys.platform}-{platform.machine()}",
     # Hardware a machine-specific artifact (an ORT 'all'-level model, a benchmark) was made for.

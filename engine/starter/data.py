@@ -1,0 +1,188 @@
+"""The `datasets:` section `engine init` writes: the user's data when `--data` is of a kind a loader reads (a
+folder of images, a text file, an .npz) and fits the model's inputs, else seeded random feeds shaped from the
+model's inputs, with a comment saying what to replace them with."""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ortflow.engine.errors import OrtflowError
+from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
+SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
+AUDIO_CHUNK = 512  # samples: 32 ms at 16 kHz, the chunk streaming speech models take
+RANDOM_SAMPLES = 16
+
+
+class DataKind(enum.Enum):
+    IMAGES = "images"
+    TEXT = "text"
+    NPZ = "npz"
+    RANDOM = "random"
+
+
+@dataclass
+class DatasetChoice:
+    kind: DataKind
+    loader: str
+    params: dict[str, Any]
+    comments: list[str] = field(default_factory=list)
+    held_out_params: dict[str, Any] | None = None  # random data: another seed; user data: the same source
+
+
+def relative(path: Path, folder: Path) -> str:
+    """A path as the recipe should name it: relative to the recipe's folder when that is shorter."""
+    path = path.resolve()
+    try:
+        rel = os.path.relpath(path, folder.resolve())
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def detect_kind(data: Path) -> DataKind:
+    if data.is_dir() and any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data.iterdir()):
+        return DataKind.IMAGES
+    if data.is_file() and data.suffix.lower() in (".txt", ".jsonl"):
+        return DataKind.TEXT
+    if data.is_file() and data.suffix.lower() == ".npz":
+        return DataKind.NPZ
+    raise OrtflowError(f"--data {data}: not a folder of images, a .txt/.jsonl text file or an .npz — give one of those, "
+                       "or leave --data out for random data and replace the dataset in the recipe")
+
+
+def _image_axes(info: InputInfo) -> tuple[int, int]:
+    """The (height, width) axes of an image input: NCHW when axis 1 holds 1 or 3 channels, else NHWC."""
+    return (2, 3) if info.fact.shape[1] in (1, 3) else (1, 2)
+
+
+def image_size(roles: ModelRoles, info: InputInfo) -> tuple[int, int]:
+    """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), else a default."""
+    shape = info.fact.shape
+    axes = _image_axes(info)
+    fixed = [shape[a] for a in axes if isinstance(shape[a], int) and shape[a] > 0]
+    if len(fixed) == 2:
+        return int(fixed[0]), int(fixed[1])
+    named = [int(n) for n in re.findall(r"(?<!\d)(\d{3,4})(?!\d)", roles.facts.path.stem) if 96 <= int(n) <= 2048 and int(n) % 32 == 0]
+    if named:
+        return named[0], named[0]
+    side = 640 if roles.kind in (ModelKind.DETECTOR, ModelKind.CNN) else 224
+    return side, side
+
+
+def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
+    if axis == info.batch_axis:
+        return 1
+    if info.role in (InputRole.TOKEN_IDS, InputRole.ATTENTION_MASK, InputRole.TOKEN_TYPES):
+        return SEQUENCE_LENGTH
+    if info.role == InputRole.IMAGE:
+        height, width = image_size(roles, info)
+        return height if axis == _image_axes(info)[0] else width
+    if info.role == InputRole.AUDIO:
+        return AUDIO_CHUNK
+    return 128
+
+
+def _value_range(info: InputInfo) -> list[int | float] | None:
+    name = info.fact.name.lower()
+    ranges: dict[InputRole, list[int | float]] = {
+        InputRole.TOKEN_IDS: [0, 1000], InputRole.ATTENTION_MASK: [1, 2], InputRole.TOKEN_TYPES: [0, 1],
+        InputRole.IMAGE: [0, 1], InputRole.STATE: [0, 0.001],
+    }
+    if info.role in ranges:
+        return ranges[info.role]
+    if info.role == InputRole.SCALAR and info.fact.is_integer:
+        return [16000, 16001] if "sr" == name or "rate" in name else [1, 2]
+    if info.fact.is_integer and "byte" in name:
+        return [0, 256]
+    return None
+
+
+def random_choice(roles: ModelRoles) -> DatasetChoice:
+    dims: dict[str, int] = {}
+    shapes: dict[str, list[int]] = {}
+    ranges: dict[str, list[int | float]] = {}
+    batch_axes: dict[str, int | None] = {}
+    comments = []
+    for info in roles.inputs:
+        sizes = {axis: _axis_size(roles, info, axis) for axis in info.fact.symbolic_axes()}
+        if any(not isinstance(info.fact.shape[a], str) for a in sizes if a != 0):
+            shapes[info.fact.name] = [sizes.get(a, d) for a, d in enumerate(info.fact.shape)]  # type: ignore[misc]
+        else:
+            dims.update({str(info.fact.shape[a]): size for a, size in sizes.items()})
+        value_range = _value_range(info)
+        if value_range is not None:
+            ranges[info.fact.name] = value_range
+        if info.batch_axis != 0:
+            batch_axes[info.fact.name] = info.batch_axis
+        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range))
+    params: dict[str, Any] = {"samples": RANDOM_SAMPLES, "seed": 0}
+    for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
+        if value:
+            params[key] = value
+    return DatasetChoice(DataKind.RANDOM, "random", params, comments, {**params, "seed": 1})
+
+
+def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
+    if value_range is None:
+        return ""
+    if info.role == InputRole.SCALAR:
+        return f", fed {value_range[0]} (check the value your model expects)"
+    if info.role == InputRole.STATE:
+        return f", batched on axis {info.batch_axis}; random near-zero values stand in for a real stream's state"
+    return f", values in [{value_range[0]}, {value_range[1]})"
+
+
+def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path | None) -> DatasetChoice:
+    kind = detect_kind(data)
+    where = relative(data, recipe_dir)
+    if kind == DataKind.IMAGES:
+        images = roles.inputs_with(InputRole.IMAGE)
+        if len(images) != 1 or len(roles.inputs) != 1:
+            raise OrtflowError(f"--data {data}: a folder of images, but the model's inputs are not one image "
+                               f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
+        height, width = image_size(roles, images[0])
+        params: dict[str, Any] = {"path": where, "size": [height, width]}
+        notes = [f"{data.name}: images, resized to {height} x {width}, scaled to [0, 1], RGB"]
+        if roles.kind == ModelKind.DETECTOR:
+            params.update(resize="letterbox")
+            notes.append("letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
+                         "right: pad_value: 0, pad_position: bottom_right)")
+        notes.append("match your model's own preprocessing: mean/std, channels: BGR, layout")
+        return DatasetChoice(kind, "images", params, notes, dict(params))
+    if kind == DataKind.TEXT:
+        return _text_choice(roles, data, where, recipe_dir, tokenizer)
+    params = {"path": where}
+    batch_axes = {i.fact.name: i.batch_axis for i in roles.inputs if i.batch_axis != 0}
+    if batch_axes:
+        params["batch_axes"] = batch_axes
+    return DatasetChoice(kind, "npz", params, [f"{data.name}: one array per model input, samples along the first axis"],
+                         dict(params))
+
+
+def _text_choice(roles: ModelRoles, data: Path, where: str, recipe_dir: Path, tokenizer: Path | None) -> DatasetChoice:
+    token_roles = {InputRole.TOKEN_IDS, InputRole.ATTENTION_MASK, InputRole.TOKEN_TYPES}
+    if not roles.inputs or any(i.role not in token_roles for i in roles.inputs):
+        raise OrtflowError(f"--data {data}: a text file, but the model does not take only token inputs "
+                           f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
+    tokenizer = tokenizer or find_tokenizer(roles.facts.path)
+    if tokenizer is None:
+        raise OrtflowError(f"--data {data}: text needs the model's tokenizer.json, and none lies beside the model — "
+                           "pass --tokenizer PATH/tokenizer.json")
+    params = {"path": where, "tokenizer": relative(tokenizer, recipe_dir), "max_length": SEQUENCE_LENGTH}
+    notes = [f"{data.name}: one text a line, tokenized with {tokenizer.name}, padded to {SEQUENCE_LENGTH} tokens"]
+    return DatasetChoice(DataKind.TEXT, "text", params, notes, dict(params))
+
+
+def find_tokenizer(model: Path) -> Path | None:
+    for folder in (model.parent, model.parent.parent):
+        found = sorted(folder.glob("tokenizer.json")) or sorted(folder.glob("*/tokenizer.json"))
+        if found:
+            return found[0]
+    return None

@@ -1,0 +1,95 @@
+"""`engine optimize MODEL -o OUT.onnx`: `engine init` to a recipe that is kept, a run of it, and the model its
+`pick` stage chose copied to OUT. What the run chose (or why nothing qualified) is read from select's
+selection.json, so the answer is the recipe's own, and a second call is served from the cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, OrtflowError
+from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
+
+PICK = "pick"  # the select stage engine init writes
+
+
+def default_recipe_path(output: Path) -> Path:
+    return output.with_name(output.name.removesuffix(".onnx") + ".recipe.yaml")
+
+
+def prepare(options: InitOptions) -> InitResult:
+    """Write the recipe; one already there is kept when it is exactly what init writes (a repeated call), and
+    refused otherwise (edited by hand: run it with `engine run`) unless `force`."""
+    recipe = Path(options.output)
+    if not recipe.exists() or options.force:
+        return init_recipe(options)
+    before = recipe.read_bytes()
+    scratch = recipe.with_name(f".{recipe.name}.new")
+    try:
+        result = init_recipe(InitOptions(**{**options.__dict__, "output": scratch, "force": True}))
+        if scratch.read_bytes() != before:
+            raise OrtflowError(f"{recipe} exists and differs from what `engine init` writes for these arguments (edited?) — "
+                               f"run it with `engine run {recipe}`, pass --save-recipe ANOTHER.yaml, or --force to overwrite it")
+    finally:
+        scratch.unlink(missing_ok=True)
+    return InitResult(recipe, result.roles, result.plan, result.data)
+
+
+class NothingQualified(OrtflowError):
+    exit_code = EXIT_GATE_FAILED
+
+
+class NothingChosen(OrtflowError):
+    """The recipe ran, but its `pick` stage did not (skipped: a GPU target without a GPU)."""
+
+    exit_code = EXIT_STAGE_FAILED
+
+
+@dataclass(frozen=True)
+class Choice:
+    chosen: str
+    model: Path
+    speedup: float
+    p50_ms: float
+    baseline_ms: float
+    metric: str
+    value: float
+    threshold: float
+
+
+def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
+    return float(candidate["values"].get(metric, float("nan")))
+
+
+def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
+    """What `pick` chose. NothingQualified when models faster than the original were built but none met the
+    constraint, saying by how much the closest missed; the original itself when nothing was faster."""
+    selection = json.loads((pick_folder / "selection.json").read_text(encoding="utf-8"))
+    candidates = selection["candidates"]
+    original = next(c for c in candidates if c["model"] == "model")
+    faster = [c for c in candidates if c["values"]["p50_ms"] < original["values"]["p50_ms"]]
+    if faster and not any(c["meets_constraints"] for c in faster):
+        closest = max(faster, key=lambda c: _candidate_metric(c, metric))
+        value = _candidate_metric(closest, metric)
+        raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
+                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short — "
+                               f"lower --min-accuracy, or give real data with --data (every candidate: {pick_folder / 'selection.json'})")
+    chosen = next(c for c in candidates if c["chosen"])
+    return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
+                  float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
+                  _candidate_metric(chosen, metric), threshold)
+
+
+def deliver(choice: Choice, output: Path) -> None:
+    """Copy the chosen model to `output`, atomically: OUT never holds half a model."""
+    if not choice.model.is_file():
+        raise OrtflowError(f"{choice.model.parent}: the chosen model keeps its weights in external data files — "
+                           "copy that folder as a whole")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_name(f".{output.name}.partial")
+    shutil.copyfile(choice.model, partial)
+    partial.chmod(0o644)
+    partial.replace(output)

@@ -1,0 +1,170 @@
+"""Which stages `engine init` writes for a model and a target, and which accuracy metric gates the choice.
+Each draft carries the comment that explains it; engine.starter.write turns drafts into recipe text."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning, article
+
+
+class Target(enum.Enum):
+    CPU = "cpu"
+    CUDA = "cuda"
+    TENSORRT = "tensorrt"
+
+
+@dataclass
+class StageDraft:
+    name: str
+    uses: str
+    inputs: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+    optional: bool = False
+
+
+@dataclass
+class MetricChoice:
+    """How accuracy is judged: validate_accuracy's parameters and the constraint select applies."""
+
+    validate: dict[str, Any]
+    name: str
+    threshold: float
+    comments: list[str]
+
+
+@dataclass
+class StagePlan:
+    stages: list[StageDraft]
+    candidates: list[str]  # model references select chooses among, the original first
+    metric: MetricChoice
+
+
+def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
+    for meaning in meanings:
+        found = [o.fact.name for o in roles.outputs_with(meaning)]
+        if found:
+            return found
+    return [o.fact.name for o in roles.outputs if o.meaning != OutputMeaning.STATE]
+
+
+def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None) -> MetricChoice:
+    """A task metric from what the outputs mean; cosine where no task metric fits."""
+    def chosen(validate: dict[str, Any], name: str, threshold: float, comments: list[str]) -> MetricChoice:
+        return MetricChoice(validate, name, threshold if min_accuracy is None else min_accuracy, comments)
+
+    detections = roles.outputs_with(OutputMeaning.DETECTIONS)
+    if detections and real_data:
+        out = detections[0].fact.name
+        return chosen({"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}}, "det_f1", 0.8,
+                      [f"'{out}' looks like a YOLO head [batch, 4 + classes, anchors]: accuracy is whether the quantized",
+                       "model finds the float model's boxes (det_f1; det_map50 is reported too)"])
+    if detections:
+        out = detections[0].fact.name
+        return chosen({"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}}, "cosine_mean", 0.99,
+                      [f"'{out}' looks like a YOLO head; random images give no boxes to compare, so the gate is the",
+                       "output's cosine. With real images (engine init --data FOLDER) the gate is det_f1 >= 0.8"])
+    if roles.kind == ModelKind.TRANSFORMER:
+        outs = _gated_outputs(roles, OutputMeaning.EMBEDDING, OutputMeaning.TOKEN_EMBEDDINGS)
+        return chosen({"outputs": outs}, "cosine_mean", 0.99,
+                      [f"{', '.join(outs)}: the embedding; accuracy is its mean cosine with the float model's"])
+    scores = roles.outputs_with(OutputMeaning.CLASS_SCORES)
+    if scores:
+        outs = [o.fact.name for o in scores]
+        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}}, "samples_unchanged", 0.9,
+                      [f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"])
+    probability = roles.outputs_with(OutputMeaning.PROBABILITY)
+    if probability:
+        outs = [o.fact.name for o in probability]
+        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}}, "label_agreement", 0.97,
+                      [f"{', '.join(outs)}: one probability a sample; accuracy is the share of decisions at 0.5 unchanged"])
+    labels = roles.outputs_with(OutputMeaning.LABELS)
+    if labels and all(o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE) for o in roles.outputs):
+        outs = [o.fact.name for o in labels]
+        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs}}}, "samples_unchanged", 0.9,
+                      [f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"])
+    outs = _gated_outputs(roles, OutputMeaning.MAP, OutputMeaning.EMBEDDING, OutputMeaning.OTHER)
+    return chosen({"outputs": outs}, "cosine_mean", 0.99,
+                  [f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"])
+
+
+SANITY_NOTE = ["no `data:` input: on random feeds the sanity check would only report; with real samples",
+               "(data: datasets.calibration) it refuses a model whose outputs collapsed"]
+
+
+def _sanity(inputs: dict[str, Any], real_data: bool) -> dict[str, Any]:
+    """The quantize stages' `data` (their sanity check) only where the data is real."""
+    return {**inputs, "data": "datasets.calibration"} if real_data else inputs
+
+
+def _transformer_stages(real_data: bool) -> tuple[list[StageDraft], list[str]]:
+    note = [] if real_data else SANITY_NOTE
+    return [
+        StageDraft("fused", "transformer_fusion", {"model": "inputs.model"}, {"model_type": "bert"},
+                   ["ORT's transformer fusions (Attention, SkipLayerNorm, Gelu); heads and hidden size are detected.",
+                    "Not a candidate itself: ORT's session applies the same fusions when it loads the original"]),
+        StageDraft("int8", "quantize_dynamic", _sanity({"model": "inputs.model"}, real_data), {"per_channel": True},
+                   ["dynamic INT8 of the MatMuls: no calibration needed; per-channel weight scales keep accuracy,",
+                    "and reduce_range: auto picks 7-bit weights on CPUs without VNNI, where 8-bit ones saturate", *note]),
+        StageDraft("int8_fused", "quantize_dynamic", _sanity({"model": "fused.model"}, real_data), {"per_channel": True},
+                   ["the same on the fused graph (QAttention): faster on some CPUs, slower on others, so both are measured"]),
+    ], ["inputs.model", "int8.model", "int8_fused.model"]
+
+
+def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft], list[str]]:
+    stages: list[StageDraft] = []
+    source = "inputs.model"
+    control_flow = roles.facts.has_ops("If", "Loop", "Scan")
+    if control_flow:
+        stages.append(StageDraft("folded", "graph_optimization", {"model": "inputs.model"}, {"level": "basic"},
+                                 ["constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
+                                  "handle the folded graph better"]))
+        source = "folded.model"
+    extra = {"pre_process": False} if control_flow else {}
+    stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, dict(extra),
+                             ["activation ranges (minmax) from the calibration data"]
+                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
+    convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
+    if roles.kind == ModelKind.STREAMING:
+        settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
+        why = ["only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
+               "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
+               "outputs one 8-bit scale serves badly"]
+    elif convs >= matmuls:
+        settings: dict[str, Any] = {"per_channel": True}
+        why = ["per-channel weight scales: one per filter, as convolutions need"]
+    else:
+        settings = {"per_channel": False}
+        why = ["per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
+               "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)"]
+    stages.append(StageDraft("int8", "quantize_static", _sanity({"model": source, "calibration": "calib.table"}, real_data),
+                             {**extra, **settings},
+                             [f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
+                              *why,
+                              "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
+                              "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
+                              *([] if real_data else SANITY_NOTE)]))
+    return stages, ["inputs.model", "int8.model"]
+
+
+def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:
+    if target == Target.CUDA:
+        return [StageDraft("fp16", "convert_float16", {"model": "inputs.model", "data": "datasets.calibration"}, {"keep_io_types": True},
+                           ["fp16 for the CUDA provider; given data, nodes whose values overflow fp16 stay in float32"])], \
+            ["inputs.model", "fp16.model"]
+    return [StageDraft("trt_fp16", "tensorrt_engine", {"model": "inputs.model"}, {"fp16": True},
+                       ["TensorRT fp16 engines, built through ORT's TensorRT provider (skipped without a usable GPU)"],
+                       optional=True)], ["inputs.model"]
+
+
+def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> StagePlan:
+    if target != Target.CPU:
+        stages, candidates = _gpu_stages(roles, target)
+    elif roles.kind == ModelKind.TRANSFORMER:
+        stages, candidates = _transformer_stages(real_data)
+    else:
+        stages, candidates = _static_stages(roles, real_data)
+    return StagePlan(stages, candidates, choose_metric(roles, real_data, min_accuracy))

@@ -1,0 +1,169 @@
+"""What a model's inputs and outputs likely mean, from their names, dtypes, shapes and the ops around them:
+token ids or an image, a recurrent state or a sample rate; an embedding, class scores or a detection head.
+These are guesses, and the recipe `engine init` writes says each one in a comment so a user can correct it."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from ortflow.engine.ort.model_facts import ModelFacts, TensorFact
+
+
+class InputRole(enum.Enum):
+    TOKEN_IDS = "token ids"
+    ATTENTION_MASK = "attention mask"
+    TOKEN_TYPES = "token type ids"
+    IMAGE = "image"
+    AUDIO = "audio samples"
+    STATE = "recurrent state"
+    SCALAR = "scalar"
+    FEATURES = "features"
+
+
+class OutputMeaning(enum.Enum):
+    EMBEDDING = "embedding"
+    TOKEN_EMBEDDINGS = "token embeddings"
+    DETECTIONS = "detection head"
+    CLASS_SCORES = "class scores"
+    PROBABILITY = "probability"
+    LABELS = "labels"
+    MAP = "dense map"
+    STATE = "recurrent state"
+    OTHER = "tensor"
+
+
+class ModelKind(enum.Enum):
+    TRANSFORMER = "transformer encoder"
+    DETECTOR = "object detector"
+    CNN = "convolutional network"
+    STREAMING = "streaming model with state"
+    CLASSIFIER = "classifier"
+    OTHER = "model"
+
+
+def article(noun: str) -> str:
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    fact: TensorFact
+    role: InputRole
+    batch_axis: int | None  # None: not batched (a scalar, or no axis shares the batch dimension)
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    fact: TensorFact
+    meaning: OutputMeaning
+
+
+@dataclass(frozen=True)
+class ModelRoles:
+    facts: ModelFacts
+    kind: ModelKind
+    inputs: tuple[InputInfo, ...]
+    outputs: tuple[OutputInfo, ...]
+
+    def inputs_with(self, role: InputRole) -> list[InputInfo]:
+        return [i for i in self.inputs if i.role == role]
+
+    def outputs_with(self, meaning: OutputMeaning) -> list[OutputInfo]:
+        return [o for o in self.outputs if o.meaning == meaning]
+
+    @property
+    def batch_dim(self) -> str | None:
+        """The symbolic name of the batch dimension, from the first batched input."""
+        for info in self.inputs:
+            if info.batch_axis is not None and isinstance(info.fact.shape[info.batch_axis], str):
+                return str(info.fact.shape[info.batch_axis])
+        return None
+
+
+_STATE_NAME = re.compile(r"(^|_)(state|h|c|hidden|cell|past|h0|c0)(_|$|\d)|state", re.IGNORECASE)
+_MASK_NAME = re.compile(r"mask", re.IGNORECASE)
+
+
+def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
+    name = fact.name.lower()
+    if fact.is_scalar:
+        return InputRole.SCALAR
+    if fact.is_integer and _MASK_NAME.search(name):
+        return InputRole.ATTENTION_MASK
+    if fact.is_integer and ("type" in name or "segment" in name):
+        return InputRole.TOKEN_TYPES
+    if fact.is_integer and fact.rank == 2 and ("ids" in name or "token" in name):
+        return InputRole.TOKEN_IDS
+    if fact.is_float and _STATE_NAME.search(name) and fact.rank == 3 and batch_dim is not None and fact.shape[0] != batch_dim:
+        return InputRole.STATE
+    if fact.is_float and fact.rank == 4 and (fact.shape[1] in (1, 3) or fact.shape[3] in (1, 3)):
+        return InputRole.IMAGE
+    if fact.is_float and fact.rank == 2 and ("input" in name or "audio" in name or "wav" in name or "signal" in name):
+        return InputRole.AUDIO
+    return InputRole.FEATURES
+
+
+def _batch_axis(fact: TensorFact, batch_dim: str | int | None) -> int | None:
+    if fact.is_scalar:
+        return None
+    if isinstance(batch_dim, str) and batch_dim in fact.shape:
+        return fact.shape.index(batch_dim)
+    return 0
+
+
+def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts) -> OutputMeaning:
+    name = fact.name.lower()
+    if fact.is_integer:
+        return OutputMeaning.LABELS
+    if InputRole.STATE in roles and ("state" in name or (name.endswith(("n", "_out")) and fact.rank == 3)):
+        return OutputMeaning.STATE
+    if _is_detection_head(fact):
+        return OutputMeaning.DETECTIONS
+    if InputRole.TOKEN_IDS in roles:
+        return OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING
+    if fact.rank == 2 and fact.shape[1] == 1:
+        return OutputMeaning.PROBABILITY
+    if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
+        scored = facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax")  # a head that turns scores into probabilities
+        return OutputMeaning.CLASS_SCORES if scored else OutputMeaning.EMBEDDING
+    if fact.rank == 4:
+        return OutputMeaning.MAP
+    return OutputMeaning.OTHER
+
+
+def _is_detection_head(fact: TensorFact) -> bool:
+    """YOLO-style [batch, 4 + classes, anchors] (or its transpose): one small fixed axis beside a long one."""
+    if fact.rank != 3 or not fact.is_float:
+        return False
+    small, long = fact.shape[1], fact.shape[2]
+    if isinstance(small, int) and isinstance(long, int) and small > long:
+        small, long = long, small
+    long_enough = not isinstance(long, int) or long >= 1000
+    return isinstance(small, int) and 5 <= small <= 300 and long_enough
+
+
+def _kind(facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo]) -> ModelKind:
+    roles = {i.role for i in inputs}
+    meanings = {o.meaning for o in outputs}
+    if InputRole.TOKEN_IDS in roles and facts.has_ops("MatMul", "Attention", "Gemm"):
+        return ModelKind.TRANSFORMER
+    if InputRole.STATE in roles:
+        return ModelKind.STREAMING
+    if OutputMeaning.DETECTIONS in meanings:
+        return ModelKind.DETECTOR
+    if InputRole.IMAGE in roles and facts.has_ops("Conv"):
+        return ModelKind.CNN
+    if meanings & {OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS}:
+        return ModelKind.CLASSIFIER
+    return ModelKind.OTHER
+
+
+def read_roles(facts: ModelFacts) -> ModelRoles:
+    first = next((f for f in facts.inputs if not f.is_scalar), None)
+    batch_dim = first.shape[0] if first is not None and first.shape and isinstance(first.shape[0], str) else None
+    inputs = [InputInfo(f, _input_role(f, batch_dim), _batch_axis(f, batch_dim)) for f in facts.inputs]
+    input_roles = [i.role for i in inputs]
+    outputs = [OutputInfo(f, _output_meaning(f, input_roles, facts)) for f in facts.outputs]
+    return ModelRoles(facts, _kind(facts, inputs, outputs), tuple(inputs), tuple(outputs))

@@ -1,0 +1,175 @@
+"""`engine init`: inspect a model and write a commented recipe that runs as written. The recipe is text from a
+template, so every choice keeps the comment that explains it; the engine's own validation checks it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import ortflow
+from ortflow.engine.errors import OrtflowError, StageError
+from ortflow.engine.ort.model_facts import read_model_facts
+from ortflow.engine.starter.data import DataKind, DatasetChoice, random_choice, relative, user_choice
+from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, plan_stages
+from ortflow.engine.starter.roles import ModelKind, ModelRoles, article, read_roles
+
+BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
+VALIDATION_SAMPLES = 16
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    model: Path
+    output: Path
+    target: Target = Target.CPU
+    data: Path | None = None
+    tokenizer: Path | None = None
+    min_accuracy: float | None = None
+    force: bool = False
+    name: str | None = None  # the recipe's name (its out/<name>/ folder); default <model>-<target>
+
+
+@dataclass(frozen=True)
+class InitResult:
+    recipe: Path
+    roles: ModelRoles
+    plan: StagePlan
+    data: DatasetChoice
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:  # a list used twice is written twice, not as &id001 / *id001
+        return True
+
+
+def flow(value: Any) -> str:
+    """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
+    text = yaml.dump(value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False)
+    return text.strip().removesuffix("\n...").strip()
+
+
+def _comment(lines: list[str], indent: str) -> list[str]:
+    return [f"{indent}# {line}" if line else f"{indent}#" for line in lines]
+
+
+def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
+    facts = roles.facts
+    size = f"{facts.size_bytes / 1e6:.1f} MB" + (f", weights in {len(facts.external_data)} external-data file(s)"
+                                                 if facts.external_data else "")
+    lines = [f"Written by `engine init` (ortflow {ortflow.__version__}) for {facts.path.name}, for the {target.value} target.",
+             f"What the model looks like: {article(roles.kind.value)}; {size}; opset {facts.opset}; ops: {facts.top_ops()}.",
+             "Inputs:"]
+    lines += [f"  {i.fact.describe()}: {i.role.value}" + (f", batch on axis {i.batch_axis}" if i.batch_axis not in (0, None) else "")
+              for i in roles.inputs]
+    lines += ["Outputs:"] + [f"  {o.fact.describe()}: {o.meaning.value}" for o in roles.outputs]
+    lines += ["Each choice below is a guess from these facts and says why in a comment: correct what does not fit,",
+              "then `engine run` this file. It builds candidates, checks each against the float model, times them all",
+              f"side by side, and `pick` chooses the fastest whose {plan.metric.name} is at least {plan.metric.threshold}."]
+    return _comment(lines, "")
+
+
+def _dataset_lines(choice: DatasetChoice) -> list[str]:
+    if choice.kind == DataKind.RANDOM:
+        notes = ["No data was given (engine init --data PATH), so these are seeded random feeds shaped from the inputs:",
+                 "good for timing; calibration and accuracy on noise say little. Replace them with real samples:",
+                 "{loader: images, with: {path: FOLDER}}, {loader: text, with: {path: FILE.txt, tokenizer: tokenizer.json}},",
+                 "{loader: npz, with: {path: FILE.npz}} (see `engine stages LOADER`)."] + choice.comments
+        held = ["held out: the same shapes, another seed"]
+    else:
+        notes = choice.comments
+        held = ["the same data for the accuracy check: point it at samples calibration did not see"]
+    return (_comment(notes, "  ") + [f"  calibration: {flow({'loader': choice.loader, 'with': choice.params})}"]
+            + _comment(held, "  ") + [f"  held_out: {flow({'loader': choice.loader, 'with': choice.held_out_params})}"])
+
+
+def _stage_lines(stage: StageDraft) -> list[str]:
+    lines = _comment(stage.comments, "  ") + [f"  {stage.name}:", f"    uses: {stage.uses}", f"    in: {flow(stage.inputs)}"]
+    if stage.params:
+        lines.append(f"    with: {flow(stage.params)}")
+    if stage.optional:
+        lines.append("    optional: true")
+    return lines
+
+
+PROVIDERS = {
+    Target.CPU: {},
+    Target.CUDA: {"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
+    Target.TENSORRT: {"providers": [{"name": "TensorrtExecutionProvider", "options": {"trt_fp16_enable": True}},
+                                    "CUDAExecutionProvider", "CPUExecutionProvider"]},
+}
+
+
+def _speed(models: list[str], target: Target) -> StageDraft:
+    return StageDraft("speed", "benchmark", {"models": models, "data": "datasets.held_out"}, {**BENCHMARK, **PROVIDERS[target]},
+                      ["every candidate and the original, interleaved in rounds on the same feeds (batch 1); raise runs",
+                       "and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep"],
+                      optional=target != Target.CPU)
+
+
+def evaluation_stages(plan: StagePlan, target: Target) -> list[StageDraft]:
+    """Accuracy, speed and the choice, over the plan's candidates."""
+    if target == Target.TENSORRT:  # validate_accuracy runs on the CPU, which cannot load an engine
+        speed = _speed(["trt_fp16.context_model"], target)
+        speed.comments += ["TensorRT: the engine's accuracy is not checked here (validate_accuracy runs on the CPU);",
+                           "the fp16 engine is timed against nothing else: add a CUDA benchmark of inputs.model to compare"]
+        return [speed]
+    metric: MetricChoice = plan.metric
+    accuracy = StageDraft("accuracy", "validate_accuracy",
+                          {"reference": "inputs.model", "candidates": [c for c in plan.candidates if c != "inputs.model"],
+                           "data": "datasets.held_out"},
+                          {"samples": VALIDATION_SAMPLES, **metric.validate},
+                          metric.comments + ["no gate here: `pick` applies the constraint, so one miss does not stop the run"])
+    pick = StageDraft("pick", "select", {"models": plan.candidates, "benchmark": "speed.results", "accuracy": "accuracy.results"},
+                      {"minimize": "p50_ms", "min": {metric.name: metric.threshold}},
+                      ["the fastest model whose accuracy holds; the original (fp32) is a candidate, so the",
+                       "answer is honest when no optimized model qualifies (selection.json says why)"],
+                      optional=target != Target.CPU)
+    return [accuracy, _speed(plan.candidates, target), pick]
+
+
+def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: str, name: str, target: Target) -> str:
+    lines = _header(roles, plan, target) + ["version: 1", f"name: {name}"]
+    if target == Target.CPU:
+        lines += ["# INT8 choices (7-bit weights or not) follow the CPU this runs on; set e.g. {cpu: avx512_vnni} to build",
+                  "# for another", "target: {cpu: native}"]
+    lines += ["inputs:", f"  model: {model_ref}", "datasets:"] + _dataset_lines(data) + ["stages:"]
+    for stage in plan.stages + evaluation_stages(plan, target):
+        lines += _stage_lines(stage)
+    lines += _comment(["Grow it: `quantize_search` finds the fastest quantized model for a target accuracy by itself",
+                       "(see the README, \"Accuracy-aware quantization\"); a `matrix:` sweeps settings; `engine plan` shows",
+                       "what a run would do. Dynamic INT8 is left out for convolutions: ORT runs ConvInteger slowly on CPUs."
+                       if roles.kind != ModelKind.TRANSFORMER else
+                       "what a run would do; static INT8 with a `calibrate` stage is the other family to try."], "")
+    return "\n".join(lines) + "\n"
+
+
+def recipe_name(model: Path, target: Target) -> str:
+    base = model.stem if model.stem.lower() not in ("model", "model_optimized", "model_quantized") else model.parent.name
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", base).strip("-.") or "model"
+    return f"{stem}-{target.value}"
+
+
+def init_recipe(options: InitOptions) -> InitResult:
+    """Inspect `options.model` and write the recipe to `options.output` (refused over a file unless `force`)."""
+    model, output = Path(options.model), Path(options.output)
+    if not model.is_file():
+        raise OrtflowError(f"{model}: no such model file — give the path of an .onnx file")
+    if output.exists() and not options.force:
+        raise OrtflowError(f"{output} exists — pass --force to overwrite it, or -o another path")
+    try:
+        roles = read_roles(read_model_facts(model))
+    except StageError as exc:  # not an ONNX model, external data outside its folder: said as a usage error
+        raise OrtflowError(f"{model}: {exc}") from exc
+    if not roles.inputs:
+        raise OrtflowError(f"{model}: the model has no inputs to feed — nothing to calibrate or time")
+    folder = output.resolve().parent
+    data = user_choice(roles, Path(options.data), folder, options.tokenizer) if options.data else random_choice(roles)
+    plan = plan_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
+    text = render(roles, plan, data, flow(relative(model, folder)), options.name or recipe_name(model, options.target), options.target)
+    folder.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    return InitResult(output, roles, plan, data)

