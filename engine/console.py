@@ -161,10 +161,12 @@ class Output:
             for spec in section.get("tables", []):
                 if spec["title"].startswith("Top operators"):
                     continue  # in the report files; too long for a terminal
-                table = Table(title=f"{_escape(spec['title'])} ({_escape(section['stage'])})", title_justify="left")
-                for column in spec["columns"]:  # folded, never cut: two variant ids must not print alike
+                columns, rows, same = _varying_columns(spec["columns"], spec["rows"])
+                title = f"{spec['title']} ({section['stage']})" + (f"; every row: {same}" if same else "")
+                table = Table(title=_escape(title), title_justify="left")
+                for column in columns:  # folded, never cut: two variant ids must not print alike
                     table.add_column(_escape(str(column)), overflow="fold")
-                for row in spec["rows"]:
+                for row in rows:
                     table.add_row(*(_escape(_cell(v)) for v in row))
                 self.console.print(table)
 
@@ -302,6 +304,20 @@ class Output:
         if key is None:
             return "(after upstream)"
         return key if self.verbose else key[:12]
+
+
+def _varying_columns(columns: list[Any], rows: list[list[Any]]) -> tuple[list[Any], list[list[Any]], str]:
+    """A terminal is narrow: a column with one value in every row (threads, batch, providers, ...) moves into
+    the title as `name value`, so the columns that tell the rows apart keep their width. The report files
+    keep every column. The first column (what each row is) always stays."""
+    if len(rows) < 2:
+        return columns, rows, ""
+    constant = [i for i in range(1, len(columns)) if len({_cell(row[i]) for row in rows}) == 1]
+    if not constant:
+        return columns, rows, ""
+    keep = [i for i in range(len(columns)) if i not in constant]
+    same = ", ".join(f"{columns[i]} {_cell(rows[0][i])}" for i in constant if _cell(rows[0][i]) != "")  # empty: dropped
+    return [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], same
 
 
 def _cell(value: Any) -> str:
