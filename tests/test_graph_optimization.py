@@ -71,10 +71,13 @@ def test_optimization_levels_on_the_real_model(project, cli):
 def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(tmp_path, cli, monkeypatch):
     recipe = tmp_path / "quickstart.yaml"
     shutil.copy(QUICKSTART, recipe)
+    shutil.copy(QUICKSTART.with_name("quickstart.yaml.lock"), tmp_path)  # as committed
     shutil.copytree(QUICKSTART.parent / "data", tmp_path / "data")
     monkeypatch.chdir(tmp_path)
     code, out, err = cli("run", recipe)
     assert code == 0, err
+    # a fresh clone's first run leaves the committed lock as it is (git status clean)
+    assert (tmp_path / "quickstart.yaml.lock").read_bytes() == QUICKSTART.with_name("quickstart.yaml.lock").read_bytes()
     stages = len(yaml.safe_load(recipe.read_text())["stages"])
     assert out.count(" ran ") == stages
     code, out, _ = cli("run", recipe)
