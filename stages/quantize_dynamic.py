@@ -18,7 +18,9 @@ SLOW_WHEN_DYNAMIC = frozenset({"Conv"})
 
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
-    version = "6"  # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8
+    # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8;
+    # 7: the sanity numbers in the run record, not metrics.json
+    version = "7"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
@@ -104,11 +106,12 @@ class QuantizeDynamic(Stage):
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        checked = sanity.verify_quantized(ctx, source, target, metrics)
+        measured: dict[str, Any] = {}
+        checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         why += ("; " if why else "") + (f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
                                         "name it in op_types_to_quantize to try)" if left else "")
         summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "") + f"; {checked}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     "reduce_range": reduce_range})
+                                                     "reduce_range": reduce_range, **measured})

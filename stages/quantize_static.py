@@ -27,7 +27,7 @@ MIN_COVERAGE = 0.5  # share of the model's float activations the table must desc
 
 class QuantizeStatic(Stage):
     type = "quantize_static"
-    version = "4"  # 3: reduce_range auto; 4: the sanity check
+    version = "5"  # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -139,13 +139,14 @@ class QuantizeStatic(Stage):
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        checked = sanity.verify_quantized(ctx, model, target, metrics)
+        measured: dict[str, Any] = {}
+        checked = sanity.verify_quantized(ctx, model, target, measured)
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
         summary += (f"; {why}" if why else "") + (f"; {_traps_text(found)}" if found.nodes() else "") + f"; {checked}"
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     "reduce_range": reduce_range})
+                                                     "reduce_range": reduce_range, **measured})
 
     # -- the steps of run, in order ------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ class Algorithm(str, Enum):
 
 class QuantizeWeights(Stage):
     type = "quantize_weights"
-    version = "2"  # 2: layers_at_8_bits
+    version = "3"  # 2: layers_at_8_bits; 3: the sanity numbers in the run record, not metrics.json
     description = (
         "Weight-only quantization with ORT's MatMulNBits: MatMul weights (and Gather tables, for embeddings) stored "
         "in 4 or 8 bits with one scale per block of `block_size` values; activations stay float. Shrinks a model "
@@ -98,13 +98,15 @@ class QuantizeWeights(Stage):
             "bytes_after": onnx_model.total_size(target),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        checked = sanity.verify_quantized(ctx, source, target, metrics)
+        measured: dict[str, Any] = {}
+        checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op.removeprefix('com.microsoft.')} {n}" for op, n in metrics["quantized_by_op_type"].items())
         mixed = f" ({len(eight_bit)} MatMuls at 8 bits)" if eight_bit else ""
         summary = (f"{params['bits']}-bit {params['algorithm']}{mixed}, blocks of {params['block_size']}: {ops}; "
                    f"size x{ratio:.2f}; {checked}")
-        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3)})
+        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
+                                                     **measured})
 
 
 def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, float]]:

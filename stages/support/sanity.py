@@ -198,10 +198,9 @@ def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]]
 
 def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, Any]) -> str:
     """The sanity check of a quantize stage: adds its numbers (and, when an output collapsed, the nodes where
-    the error entered) to `metrics`, which the stage has written already and is re-written here; raises
-    GateFailed when an output collapsed. Returns a short note for the stage's summary."""
-    import json
-
+    the error entered) to `metrics`, the stage's run-record metrics; raises GateFailed when an output
+    collapsed. Returns a short note for the stage's summary. The numbers are measured with this machine's
+    kernels, so they stay out of the stage's metrics.json, whose bytes must be the same on every machine."""
     from ortflow.engine.errors import GateFailed, StageError
 
     params = ctx.params
@@ -225,14 +224,12 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
         # random feeds are off the model's distribution (a detector sees no object in noise, and rounding its
         # near-zero scores to 0 is harmless there): say what they showed, do not fail on them
         metrics["sanity"]["advisory"] = True
-        ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         return f"sanity on random feeds flagged {failures[0]} (give the stage `data` for a real check)"
     if failures:
         from ortflow.stages.support.localization import culprits_text, rank_nodes
 
         ranked = rank_nodes(float_model, quantized, feeds[:4])
         metrics["sanity"]["culprits"] = [e.as_dict() for e in ranked[:10]]
-    ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
     if failures:
         source = "random feeds (give the stage `data` for a real check)" if synthetic else f"{report.samples} samples"
         raise GateFailed(
