@@ -139,7 +139,9 @@ def random_choice(roles: ModelRoles) -> DatasetChoice:
             ranges[info.fact.name] = value_range
         if info.batch_axis != 0:
             batch_axes[info.fact.name] = info.batch_axis
-        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range))
+        chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {size}" for a, size in sizes.items() if a != info.batch_axis]
+        sized = f"; sized {', '.join(chosen)} (set what your model takes)" if chosen else ""
+        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized)
     params: dict[str, Any] = {"samples": RANDOM_SAMPLES, "seed": 0}
     for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
         if value:
