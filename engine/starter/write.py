@@ -13,7 +13,7 @@ import yaml
 import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
-from ortflow.engine.starter.data import DataKind, DatasetChoice, random_choice, relative, user_choice
+from ortflow.engine.starter.data import DataKind, DatasetChoice, package_file, random_choice, relative, user_choice
 from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, plan_stages
 from ortflow.engine.starter.roles import ModelKind, ModelRoles, article, read_roles
 
@@ -169,7 +169,8 @@ def init_recipe(options: InitOptions) -> InitResult:
     folder = output.resolve().parent
     data = user_choice(roles, Path(options.data), folder, options.tokenizer) if options.data else random_choice(roles)
     plan = plan_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
-    text = render(roles, plan, data, flow(relative(model, folder)), options.name or recipe_name(model, options.target), options.target)
+    model_ref = flow(package_file(model) or relative(model, folder))  # a wheel's file by package: the recipe travels
+    text = render(roles, plan, data, model_ref, options.name or recipe_name(model, options.target), options.target)
     folder.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
     return InitResult(output, roles, plan, data)

@@ -1,0 +1,63 @@
+"""What `engine init` reads into a model's inputs and outputs, on small hand-built graphs for the layouts the
+wheels' models do not cover (an NHWC image of fixed size, class logits, integer labels, a file name with no
+size in it). Unit tests of the reading only: the real models are in test_init.py."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import toy_model
+from onnx import TensorProto, helper, numpy_helper
+
+from ortflow.engine.ort.model_facts import read_model_facts
+from ortflow.engine.starter.data import image_size, random_choice
+from ortflow.engine.starter.plan import choose_metric
+from ortflow.engine.starter.roles import InputRole, ModelKind, OutputMeaning, read_roles
+
+
+def _nhwc_classifier(path):
+    weight = numpy_helper.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
+    nodes = [helper.make_node("Transpose", ["image"], ["nchw"], perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["nchw", "w"], ["conv"]),
+             helper.make_node("GlobalAveragePool", ["conv"], ["pooled"]),
+             helper.make_node("Flatten", ["pooled"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["probs"], axis=-1),
+             helper.make_node("ArgMax", ["probs"], ["label"], axis=-1, keepdims=0)]
+    return toy_model(path, nodes, [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["n", 96, 128, 3])],
+                     [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", 4]),
+                      helper.make_tensor_value_info("label", TensorProto.INT64, ["n"])], [weight])
+
+
+def test_an_nhwc_image_classifier(tmp_path):
+    roles = read_roles(read_model_facts(_nhwc_classifier(tmp_path / "net.onnx")))
+    [image] = roles.inputs
+    assert image.role == InputRole.IMAGE and image_size(roles, image) == (96, 128)
+    assert [o.meaning for o in roles.outputs] == [OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS]
+    assert roles.kind == ModelKind.CNN
+    metric = choose_metric(roles, real_data=False, min_accuracy=None)
+    assert metric.name == "samples_unchanged" and metric.validate["metrics"]["exact"] == {"outputs": ["probs"], "argmax_axis": -1}
+    params = random_choice(roles).params
+    assert params["dims"] == {"n": 1} and params["ranges"] == {"image": [0, 1]}
+
+
+def test_a_symbolic_image_size_comes_from_the_file_name_else_a_default(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    spec = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, "h", "w"])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, "h", "w"])])
+    for name, side in (("yolo_416.onnx", 416), ("plain.onnx", 224)):
+        roles = read_roles(read_model_facts(toy_model(tmp_path / name, nodes, *spec)))
+        assert image_size(roles, roles.inputs[0]) == (side, side), name
+        assert random_choice(roles).params["dims"] == {"b": 1, "h": side, "w": side}
+
+
+def test_an_integer_label_output_is_judged_by_exact_agreement(tmp_path):
+    nodes = [helper.make_node("ArgMax", ["scores"], ["tags"], axis=-1, keepdims=0)]
+    model = toy_model(tmp_path / "tagger.onnx", nodes, [helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["b", "t", 9])],
+                      [helper.make_tensor_value_info("tags", TensorProto.INT64, ["b", "t"])])
+    roles = read_roles(read_model_facts(model))
+    assert [o.meaning for o in roles.outputs] == [OutputMeaning.LABELS]
+    metric = choose_metric(roles, real_data=False, min_accuracy=0.95)
+    assert (metric.name, metric.threshold, metric.validate["metrics"]) == ("samples_unchanged", 0.95, {"exact": {"outputs": ["tags"]}})
+    # an axis with a name but no known meaning gets a size the comment asks to check
+    choice = random_choice(roles)
+    assert choice.params["dims"] == {"b": 1, "t": 128}
+    assert "scores: float32 [b, t, 9]: features; sized t = 128 (set what your model takes)" in choice.comments
