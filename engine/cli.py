@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
-from ortflow.engine import commands
+from ortflow.engine import commands, starter_commands
 from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NO_SPACE, EXIT_OK, OrtflowError, no_space, no_space_message
 
 
@@ -87,7 +87,7 @@ def _starter_commands(sub: Any) -> None:
     init = sub.add_parser("init", help="inspect a model and write a commented recipe that runs as written")
     _model_options(init)
     init.add_argument("-o", "--output", type=Path, metavar="RECIPE", help="where to write it (default <model>-<target>.yaml)")
-    init.set_defaults(handler=commands.cmd_init)
+    init.set_defaults(handler=starter_commands.cmd_init)
 
     optimize = sub.add_parser("optimize", help="init + run: the fastest model that keeps its accuracy, copied to -o")
     _model_options(optimize)
@@ -95,7 +95,7 @@ def _starter_commands(sub: Any) -> None:
     optimize.add_argument("--save-recipe", type=Path, metavar="RECIPE", help="where the recipe is kept (default OUT.recipe.yaml)")
     optimize.add_argument("--cache", type=Path, metavar="DIR",
                           help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
-    optimize.set_defaults(handler=commands.cmd_optimize)
+    optimize.set_defaults(handler=starter_commands.cmd_optimize)
 
 
 def _inspection_commands(sub: Any) -> None:

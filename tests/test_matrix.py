@@ -8,6 +8,8 @@ from pathlib import Path
 
 from conftest import executions, write
 
+from ortflow.engine.record.report import stage_slug
+
 
 def sweep_recipe(project: Path, matrix: str = "", extra: str = "", head: str = "") -> Path:
     (project / "seed.txt").write_text("s")
@@ -47,7 +49,7 @@ def test_instances_have_readable_ids_their_own_keys_and_cache(project, cli):
     stages = report_stages(project)
     assert len({stages[i]["key"] for i in ids}) == 3
     for i, text in zip(ids, "abc"):
-        assert (project / "out/sweep" / i / "joined.txt").read_text() == "s" + text
+        assert (project / "out/sweep" / stage_slug(i) / "joined.txt").read_text() == "s" + text
     assert (project / "out/sweep/every/joined.txt").read_text() == "sasbsc"  # every variant, in matrix order
     # A new value adds one instance; the others (and their keys) are untouched and come from the cache.
     sweep_recipe(project, "{text: [a, b, c, d], stamp: [false]}")
@@ -60,8 +62,8 @@ def test_instances_have_readable_ids_their_own_keys_and_cache(project, cli):
     sweep_recipe(project, "{text: [a, d], stamp: [false]}")
     code, _, _ = cli("run", path)
     assert code == 0
-    assert sorted(p.name for p in (project / "out/sweep").iterdir() if p.is_dir()) == [
-        "base[text=a,stamp=false]", "base[text=d,stamp=false]", "every"]
+    assert sorted(p.name for p in (project / "out/sweep").iterdir() if p.is_dir()) == sorted(
+        map(stage_slug, ["base[text=a,stamp=false]", "base[text=d,stamp=false]", "every"]))
 
 
 def test_include_and_exclude_work_like_ci_matrices(project, cli):
@@ -125,8 +127,8 @@ def test_fan_out_over_variants_joins_on_shared_axes(project, cli):
     stages = report_stages(project)
     assert {n for n in stages if n.startswith("upper")} == {f"upper[text={t},count={c}]" for t in "ab" for c in (1, 2)}
     assert {n for n in stages if n.startswith("each")} == {f"each[text={t},count={c}]" for t in "ab" for c in (1, 2)}
-    assert (project / "out/sweep/upper[text=b,count=2]/appended.txt").read_text() == "sb"  # no text: count only repeats ""
-    assert (project / "out/sweep/each[text=a,count=2]/appended.txt").read_text() == "sa!"
+    assert (project / "out/sweep" / stage_slug("upper[text=b,count=2]") / "appended.txt").read_text() == "sb"  # no text: count only repeats ""
+    assert (project / "out/sweep" / stage_slug("each[text=a,count=2]") / "appended.txt").read_text() == "sa!"
     assert (project / "out/sweep/pair/joined.txt").read_text() == "sasb" + "sasa" + "sbsb"
 
 
@@ -153,7 +155,7 @@ def test_fan_out_over_two_matrix_stages_keeps_only_agreeing_variants(project, cl
     assert "tagged[text=a]" in out
     code, _, err = cli("run", path)
     assert code == 0, err
-    assert (project / "out/sweep/combined[text=b,count=2]/appended.txt").read_text() == "sb+"
+    assert (project / "out/sweep" / stage_slug("combined[text=b,count=2]") / "appended.txt").read_text() == "sb+"
 
 
 def test_matrix_past_the_limit_is_refused_with_the_count_before_anything_runs(project, cli):
@@ -215,7 +217,7 @@ def test_values_that_need_quoting_and_values_that_read_the_same(project, cli):
     code, out, err = cli("run", path)
     assert code == 0, err
     assert (project / "out/sweep/one/joined.txt").read_text() == "sa,b"
-    assert (project / 'out/sweep/base[text="c=d"]/joined.txt').read_text() == "sc=d"
+    assert (project / "out/sweep" / stage_slug('base[text="c=d"]') / "joined.txt").read_text() == "sc=d"
     code, _, err = cli("validate", sweep_recipe(project, '{text: [a], sleep: [1, "1"]}'))
     # The string "1" and the number 1 are different variants, and their ids say so.
     assert code == 2 and "stage 'base[text=a,sleep=\"1\"]' (concat): 'sleep' must be a number" in err, err
@@ -325,6 +327,6 @@ def test_long_values_make_short_unique_folders(project, cli):
     path = sweep_recipe(project, json.dumps({"text": [long_a, long_b]}))
     code, _, err = cli("run", path)
     assert code == 0, err
-    folders = [p for p in (project / "out/sweep").iterdir() if p.name.startswith("base[")]
-    assert len(folders) == 2 and all(len(p.name.encode()) < 255 for p in folders)
+    folders = [p for p in (project / "out/sweep").iterdir() if p.name.startswith("base-")]
+    assert len(folders) == 2 and all(len(p.name.encode()) < 120 for p in folders)
     assert sorted((p / "joined.txt").read_text() for p in folders) == ["s" + long_a, "s" + long_b]

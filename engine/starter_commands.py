@@ -1,0 +1,81 @@
+"""`engine init` and `engine optimize`: thin commands over engine.starter (a model in, a commented recipe out;
+that recipe run, and its choice copied out)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ortflow.engine.errors import EXIT_OK, OrtflowError
+
+
+def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
+    from ortflow.engine.starter.plan import Target
+    from ortflow.engine.starter.write import InitOptions
+
+    return InitOptions(model=args.model, output=output, target=Target(args.target), data=args.data, tokenizer=args.tokenizer,
+                       min_accuracy=args.min_accuracy, force=args.force, name=name)
+
+
+def _describe_init(result: Any) -> str:
+    from ortflow.engine.starter.roles import article
+
+    plan, roles = result.plan, result.roles
+    made = ", ".join(c.split(".")[0] for c in plan.candidates if c != "inputs.model") or "none"
+    data = "random feeds (replace them with real samples: see the comments)" if result.data.kind.value == "random" \
+        else f"{result.data.loader} loader"
+    pick = f"pick: fastest with {plan.metric.name} >= {plan.metric.threshold}" if made != "none" else \
+        "timing only (TensorRT engines are not checked for accuracy on this path)"
+    return f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; {pick}"
+
+
+def cmd_init(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.starter.write import init_recipe, recipe_name
+
+    output = args.output or Path(f"{recipe_name(args.model, _target(args))}.yaml")
+    result = init_recipe(_init_options(args, output))
+    out.say(f"wrote {_describe_init(result)}")
+    out.say(f"next: engine run {result.recipe}")
+    return EXIT_OK
+
+
+def _target(args: argparse.Namespace) -> Any:
+    from ortflow.engine.starter.plan import Target
+
+    return Target(args.target)
+
+
+def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import pipeline
+    from ortflow.engine.starter import optimize
+    from ortflow.engine.starter.write import recipe_name
+
+    if args.output.suffix != ".onnx":
+        raise OrtflowError(f"-o {args.output}: name an .onnx file for the optimized model")
+    if args.target == "tensorrt":
+        raise OrtflowError("engine optimize --target tensorrt: TensorRT engines are timed, not checked for accuracy, so there "
+                           "is nothing to choose — write the recipe with `engine init --target tensorrt` and run it")
+    recipe_path = args.save_recipe or optimize.default_recipe_path(args.output)
+    result = optimize.prepare(_init_options(args, recipe_path, recipe_name(args.output, _target(args))))
+    out.say(f"recipe: {_describe_init(result)}")
+    ws = pipeline.open_workspace(result.recipe, [], None, args.cache)
+    with out.progress(ws.recipe) as events:
+        summary = pipeline.run(ws, 1, False, [], events)
+    out.run_table(ws.recipe, summary)
+    if summary.exit_code != EXIT_OK:
+        return summary.exit_code
+    picked = summary.outcomes.get(optimize.PICK)
+    if picked is None or not picked.succeeded:  # e.g. a GPU target's stages skipped on a machine without one
+        why = f"{picked.status.value}: {picked.error}" if picked is not None and picked.error else "it is not in the recipe"
+        raise optimize.NothingChosen(f"nothing chosen, so nothing copied to {args.output}: stage '{optimize.PICK}' did not run ({why})")
+    metric = result.plan.metric
+    choice = optimize.read_choice(ws.out_dir / optimize.PICK, metric.name, metric.threshold)
+    optimize.deliver(choice, args.output)
+    if choice.chosen == "model":
+        out.say(f"{args.output}: the original model — no optimized candidate was faster ({metric.name} >= {metric.threshold} held)")
+    else:
+        out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
+                f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}")
+    out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
+    return EXIT_OK
