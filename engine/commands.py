@@ -193,16 +193,23 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
         return cmd_cache_verify_remote(args, out)
     store = _cache_store(args)
     damage = store.verify(_locked_outputs(args.recipes, store.root))
+    return _damage_report(out, str(store.root), damage, args.remove, lambda: store.remove_damaged(damage),
+                          "the next run rebuilds them", "`engine cache verify --remove` to delete them so the next run rebuilds them")
+
+
+def _damage_report(out: Any, where: str, damage: list[Any], remove: bool, removing: Callable[[], Any],
+                   after_removal: str, fix: str) -> int:
+    """What `cache verify` found in a store (local or remote), removed with --remove."""
     for item in damage:
-        out.error(f"{store.root}: damaged {item.what} {item.name}: {item.reason}")
-    if damage and args.remove:
-        store.remove_damaged(damage)
-        out.say(f"removed {len(damage)} damaged entries; the next run rebuilds them")
+        out.error(f"{where}: damaged {item.what} {item.name}: {item.reason}")
+    if damage and remove:
+        removing()
+        out.say(f"removed {len(damage)} damaged entries from {where}; {after_removal}")
     elif damage:
-        out.error("run `engine cache verify --remove` to delete them so the next run rebuilds them")
+        out.error(f"run {fix}")
     else:
-        out.say(f"{store.root}: all objects and run records intact")
-    return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+        out.say(f"{where}: all objects and run records intact")
+    return EXIT_STAGE_FAILED if damage and not remove else EXIT_OK
 
 
 def _locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[str, dict[str, str]]]:
@@ -341,16 +348,9 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
     locked = _locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
     damage = _remote_call(remote, lambda: verify_remote(remote, locked))
-    for item in damage:
-        out.error(f"{remote.shown}: damaged {item.what} {item.name}: {item.reason}")
-    if damage and args.remove:
-        _remote_call(remote, lambda: remove_remote_damage(remote, damage))
-        out.say(f"removed {len(damage)} damaged entries from {remote.shown}; push them again from a good cache")
-    elif damage:
-        out.error("run `engine cache verify --remote --remove` to delete them from the remote")
-    else:
-        out.say(f"{remote.shown}: all objects and run records intact")
-    return EXIT_STAGE_FAILED if damage and not args.remove else EXIT_OK
+    removing = lambda: _remote_call(remote, lambda: remove_remote_damage(remote, damage))  # noqa: E731
+    return _damage_report(out, remote.shown, damage, args.remove, removing, "push them again from a good cache",
+                          "`engine cache verify --remote --remove` to delete them from the remote")
 
 
 def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
