@@ -127,3 +127,29 @@ def _over_2gb(project: Path) -> None:
         handle.write(bytes([byte[0] ^ 0x01]))
     code, printed, _ = engine(project, "cache", "verify", recipe)
     assert code == 1 and f"damaged object {lock['digest']}" in printed, printed
+
+
+@pytest.mark.large
+def test_a_model_over_2_gb_held_in_memory_is_saved_with_external_data(tmp_path):
+    """What a stage hands onnx_model.save after loading a large model's weights (fp16 conversion, static
+    quantization's rewrite): protobuf cannot even count such a message (ByteSize raises), let alone write it."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ortflow.engine.ort import onnx_model
+
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "held", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    for i in range(LAYERS):  # added in place: make_graph and make_model would each copy 2.2 GB
+        tensor = model.graph.initializer.add(name=f"w{i}", data_type=TensorProto.FLOAT, dims=WIDTHS)
+        tensor.raw_data = np.full(WIDTHS, i, np.float32).tobytes()
+    assert onnx_model.serialized_size(model) > onnx_model.TWO_GB
+    written = onnx_model.save(model, tmp_path / "model.onnx")
+    del model
+    assert written == tmp_path / "model.onnx" / "model.onnx"
+    assert (written.parent / "model.onnx.data").stat().st_size == LAYERS * 8192 * 8448 * 4
+    reread = onnx.load(str(written), load_external_data=False)
+    assert [t.name for t in reread.graph.initializer] == [f"w{i}" for i in range(LAYERS)]
+    assert onnx_model.external_data_files(written) == ["model.onnx.data"]
+    shutil.rmtree(tmp_path / "model.onnx")
