@@ -6,7 +6,7 @@ the optimized model stays one artifact (a folder holding model.onnx and its data
 the lock file and for `engine cache verify`. Calibration and static INT8 skip ORT's quant_pre_process, which
 alone peaks at 7.5 GB on such a model.
 
-Generated weights only prove that the sizes work; they say nothing about speed or accuracy. About 190 s on
+Generated weights only prove that the sizes work; they say nothing about speed or accuracy. 190 to 220 s on
 this 2-core machine, most of it writing and hashing 2.2 GB: `pytest -m large` selects it, `-m "not large"`
 leaves it out."""
 
