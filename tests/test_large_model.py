@@ -7,7 +7,7 @@ the lock file and for `engine cache verify`. Calibration and static INT8 skip OR
 alone peaks at 7.5 GB on such a model.
 
 Generated weights only prove that the sizes work; they say nothing about speed or accuracy. 190 to 220 s on
-this 2-core machine, most of it writing and hashing 2.2 GB: `pytest -m large` selects it, `-m "not large"`
+this 2-core machine, most of it writing, hashing and converting 2.2 GB: `pytest -m large` selects it, `-m "not large"`
 leaves it out."""
 
 from __future__ import annotations
