@@ -98,7 +98,7 @@ class QuantizeStatic(Stage):
         table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
         table, masks = self._read_table(Path(ctx.inputs["calibration"]), table_path)
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
-                                                                ctx.scratch / "prepared.onnx")
+                                                                model.parent / "prepared.onnx")
         found = traps.find_traps(list(onnx_model.load_graph(model).graph.node), traps.table_ranges(table),
                                  params["mixed_range_ratio"]) if params["avoid_traps"] else traps.Traps()
         excluded = sorted(set(excluded) | found.nodes())
@@ -169,7 +169,11 @@ class QuantizeStatic(Stage):
         by name), move an opset-12 model to 13 for per-channel, and choose the nodes kept in float.
         Returns (model to quantize, nodes kept in float, of those the ones around masks, opset upgraded from)."""
 
-        model = onnx_model.load_graph(model_path, external_data=True)
+        # A model over 2 GB is prepared as its graph alone (its weights stay in the data files the saved copy
+        # names, beside it): ONNX's shape inference in the coverage check serializes the whole model, and protobuf
+        # fails past 2 GB ("Failed to serialize proto").
+        large = onnx_model.total_size(model_path) > onnx_model.TWO_GB
+        model = onnx_model.load_graph(model_path, external_data=not large)
         changed = _name_nodes(model)
         _check_names(model, params)
         _check_coverage(model, params, calibrated | masks)

@@ -174,7 +174,7 @@ def save(model: Any, output: Path) -> Path:
     import onnx
 
     model.ir_version = min(model.ir_version, max_ir_version())
-    large = model.ByteSize() > TWO_GB
+    large = serialized_size(model) > TWO_GB
     if large:  # onnx moves only tensors stored as raw_data out of the file (fp16 converters use int32_data)
         from onnx import numpy_helper
 
@@ -185,6 +185,25 @@ def save(model: Any, output: Path) -> Path:
     onnx.save_model(model, str(path), save_as_external_data=large, all_tensors_to_one_file=True,
                     location=f"{path.name}.data" if large else None)
     return path
+
+
+def serialized_size(model: Any) -> int:
+    """Bytes the model takes serialized; past protobuf's 2 GB limit, more than TWO_GB (protobuf cannot count
+    that far: ByteSize raises the EncodeError a save would)."""
+    import numpy as np
+    import onnx
+    from google.protobuf.message import EncodeError
+
+    held = 0  # the weights held in the message, from their shapes: counting costs nothing
+    for tensor in model.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.data_type != onnx.TensorProto.STRING:
+            held += int(np.prod(tensor.dims, dtype=np.int64)) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    if held > TWO_GB:
+        return held  # ByteSize would encode up to 2 GB before it gave up
+    try:
+        return int(model.ByteSize())
+    except EncodeError:
+        return TWO_GB + 1
 
 
 def cap_ir_version(path: Path) -> None:
