@@ -49,7 +49,7 @@ def page_height(browser: str, page: Path, profile: str) -> tuple[int, int]:
     dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     charts = len(re.findall(r"class=\"main-svg\"", dom)) // 2  # plotly draws two main-svg layers per chart
-    rows = dom.count("<tr>") + dom.count("<h2>") * 3 + charts * 18
+    rows = dom.count("<tr>") + dom.count("<h2>") * 3 + charts * 40
     return max(900, 200 + rows * 32), charts
 
 

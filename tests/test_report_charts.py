@@ -35,6 +35,11 @@ def test_legend_entries_are_unique_and_names_are_text_not_markup():
     names = [t["name"] for t in same["data"]]
     assert names == ["m", "m#2"] and len(set(names)) == len(names)
     assert charts.distribution_figure({"x": [1.0]})["layout"]["xaxis"]["title"]["text"] == "latency per run (ms)"
+    sweep = charts.scatter_figure([{"label": f"int8[method=minmax,per_channel={i}]", "x": 1.0 + i, "y": 0.9} for i in range(24)],
+                                  "speedup", "cosine")  # a sweep: the legend goes below, the plot keeps its width
+    assert sweep["layout"]["legend"]["orientation"] == "h" and sweep["layout"]["height"] > 900
+    shapes = {(t["marker"]["color"], t["marker"]["symbol"]) for t in sweep["data"]}
+    assert len(shapes) == 24  # no two variants drawn alike
 
 
 def test_report_html_draws_offline_and_matrix_folders_need_no_quoting(project, cli):

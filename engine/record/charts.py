@@ -12,6 +12,7 @@ from importlib import resources
 from typing import Any
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
+SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 FONT = {"family": "system-ui, sans-serif", "size": 13}
 
 
@@ -64,12 +65,17 @@ def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str,
         data.append({"type": "scatter", "mode": "markers", "x": [point["x"]], "y": [point["y"]],
                      "name": name + (" (chosen)" if chosen else ""),
                      "marker": {"size": 16 if chosen else 11, "color": PALETTE[i % len(PALETTE)], "opacity": 0.85,
+                                "symbol": SYMBOLS[i // len(PALETTE) % len(SYMBOLS)],  # color and shape: 48 distinct
                                 "line": {"width": 3 if chosen else 0, "color": "#202124"}},
                      "hovertemplate": f"<b>{name}</b><br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
                                       f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"})
+    # Beside the plot, a legend of a few short names; below it, many or long ones (a sweep's 24 variant ids),
+    # so the plot keeps its width instead of being squeezed to a strip.
+    beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
+    legend = {"orientation": "v", "x": 1.02, "y": 1} if beside else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
     layout: dict[str, Any] = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
-                              "height": max(420, 120 + 22 * len(points)), "margin": {"t": 20, "r": 20},
-                              "legend": {"orientation": "v", "x": 1.02, "y": 1, "font": {"size": 12}}}
+                              "height": 460 if beside else 460 + 24 * len(points), "margin": {"t": 20, "r": 20},
+                              "legend": {**legend, "font": {"size": 12}}}
     ys = [p["y"] for p in points]
     if ys and min(ys) < 0 < max(ys):
         layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
