@@ -163,6 +163,8 @@ class Stage:
     params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
     exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
+    # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.
+    step_types: ClassVar[tuple[str, ...]] = ()
 
     def check(self, params: dict[str, Any]) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express (checked before any

@@ -25,6 +25,7 @@ CULPRIT_PROBES = 6  # per repaired base, before the other bases get theirs: the 
 
 class QuantizeSearch(Stage):
     type = "quantize_search"
+    step_types = (*FAMILIES.values(), "validate_accuracy", "benchmark", "quantization_debug")
     version = "6"  # 3: culprit-first probes; 4: any metric; 5: every base's culprits first; 6: ISA-pruned axes
     exclusive = True  # it times candidates
     deterministic = False  # which candidate wins depends on timings

@@ -150,3 +150,17 @@ def test_search_axes_are_pruned_and_ordered_by_the_instruction_set(project, cli,
     assert sum("VNNI multiplies u8 x s8 only" in w for w in why) == 2
     assert sum("7-bit weights on avx2,avx512f,avx512_vnni: its int8 products do not saturate" in w for w in why) == 2
     assert sum("7-bit uint8 weights" in w for w in why) == 2 and sum("no faster than c01" in w for w in why) == 1
+
+
+def test_a_changed_quantizer_makes_the_search_a_new_result(project, cli, monkeypatch):
+    """A search's key holds the versions of the stage types it runs as steps: after quantize_dynamic changes
+    (a new version), a cached search built with the old one is not served."""
+    from ortflow.engine.registry import installed_stages
+
+    path = search_recipe(project, "{per_channel: [true]}", 0.9)
+    planned = lambda: {row["name"]: row for row in json.loads(cli("plan", path, "--json")[1])}  # noqa: E731
+    before = planned()["search"]
+    quantizer = installed_stages().get("quantize_dynamic")
+    monkeypatch.setattr(quantizer, "version", quantizer.version + "-changed")
+    after = planned()["search"]
+    assert before["key"] != after["key"] and after["action"] == "run"

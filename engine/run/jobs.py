@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
+from ortflow.engine.registry import installed_stages
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.keys import stage_key
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
@@ -60,7 +61,15 @@ def job_key(job: StageJob) -> tuple[str, dict[str, str]]:
         raise StageError(f"stage type {spec.uses} declares {exc.args[0]} — fix the stage's env_facts") from None
     if "target_isa" in env:
         env["target_isa"] = target_isa(spec.target_cpu)
+    env.update(_step_versions(spec.stage_cls.step_types))
     return stage_key(spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env), env
+
+
+def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
+    """`step:<type>` -> the installed version of each stage type a composite stage runs as steps: a search
+    whose quantizer changed is a new result, not one to serve from the cache."""
+    stages = installed_stages()
+    return {f"step:{name}": str(stages.get(name).version) if name in stages else "not installed" for name in step_types}
 
 
 def settled(name: str, status: Status, seconds: float, key: str, record: dict[str, Any]) -> StageOutcome:
