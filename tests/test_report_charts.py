@@ -7,7 +7,6 @@ import json
 import re
 import shlex
 
-from conftest import write
 from test_matrix import report_stages, sweep_recipe
 
 from ortflow.engine.record import charts
@@ -58,30 +57,11 @@ def test_report_html_draws_offline_and_matrix_folders_need_no_quoting(project, c
 
 
 def test_a_benchmark_and_accuracy_report_holds_plotly_figures(project, cli):
-    from conftest import minilm_model
-    from test_lock_portability import DATA
+    from test_lock_portability import portable_recipe  # real MiniLM: INT8, timed and checked against fp32
 
-    path = write(project / "recipe.yaml", f"""
-        version: 1
-        name: charts
-        inputs:
-          model: {{path: {minilm_model()}}}
-        datasets:
-          sentences: {{loader: npz, with: {{path: {DATA}, limit: 4}}}}
-        stages:
-          int8: {{uses: quantize_dynamic, in: {{model: inputs.model}}}}
-          speed:
-            uses: benchmark
-            in: {{models: [inputs.model, int8.model], data: datasets.sentences}}
-            with: {{runs: 4, rounds: 1, warmup: 1, samples: 2, peak_memory: false}}
-          accuracy:
-            uses: validate_accuracy
-            in: {{reference: inputs.model, candidates: [int8.model], data: datasets.sentences}}
-            with: {{outputs: ["461"]}}
-    """)
-    code, out, err = cli("run", path)
+    code, out, err = cli("run", portable_recipe(project))
     assert code == 0, out + err
-    page = (project / "out" / "charts" / "report.html").read_text()
+    page = (project / "out" / "portable" / "report.html").read_text()
     assert page.count("<script>") >= 3 and "Plotly.newPlot('chart0'" in page and "Plotly.newPlot('chart1'" in page
     figures = [json.loads(spec) for spec in re.findall(r"var f = (\{.*?\}); Plotly", page)]
     latency = next(f for f in figures if f["data"][0]["type"] == "box")
