@@ -50,8 +50,7 @@ class QuantizeSearch(Stage):
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the chosen model (absent when none meets the gates)",
              filename="model.onnx", optional=True),
-        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front",
-             filename="search.json"),
+        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front", filename="search.json"),
     )
     params_schema = {
         "type": "object",
