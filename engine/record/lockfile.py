@@ -256,7 +256,7 @@ def drift(old: dict[str, Any], outcomes: dict[str, StageOutcome], recipe: Recipe
 
 def referenced(lock: dict[str, Any]) -> tuple[set[str], set[str], list[dict[str, Any]]]:
     """(cache keys, object digests, host-specific entries) a lock file needs kept; a run record matching a
-    host-specific entry (entry_matches) is kept too."""
+    host-specific entry (store.keys.lock_entry_matches) is kept too."""
     keys, digests, host_specific = set(), set(), []
     for entry in lock.get("stages", {}).values():
         if "key" in entry:
