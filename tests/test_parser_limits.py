@@ -6,6 +6,7 @@ CLI runs in a child process whose address space is capped."""
 from __future__ import annotations
 
 import pickle
+import re
 import resource
 import time
 import zipfile
@@ -61,9 +62,13 @@ def test_nesting_thirty_thousand_deep_is_an_error_not_a_crash(project, style):
     RecursionError (exit 4) from 500; the depth is now checked on the parser's events, before composing."""
     code, err = capped("validate", deep_recipe(project, style, 30_000))
     assert code == 2, err
-    where = {"flow": "recipe.yaml:7:73:", "block": "recipe.yaml:8:127:"}[style]
-    assert err.strip().splitlines() == [f"error: {where} the document nests more than 64 levels deep here — "
-                                        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names"]
+    # libyaml 0.2.6 (PyYAML 6.0.4) reads a run of brackets ahead and stops at its own 1,000 flow levels, before
+    # the events reach ortflow's check at 64: the same error, placed where libyaml stopped on that line
+    where = {"flow": r"recipe\.yaml:7:(73|10\d\d):", "block": r"recipe\.yaml:8:127:"}[style]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and re.fullmatch(
+        f"error: {where} the document nests more than 64 levels deep here — "
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names", lines[0]), err
 
 
 def test_aliases_nested_in_aliases_are_refused_past_the_depth_limit(project, cli):

@@ -141,7 +141,7 @@ def _check_shape(text: str, name: str) -> bool:
     depth = values = 0
     aliased = False
     try:
-        for event in iter(loader.get_event, None):
+        for event in _events(loader, name):
             kind = type(event)
             if kind is yaml.ScalarEvent:  # the most common event first: this loop is most of the cost
                 values += 1
@@ -158,6 +158,22 @@ def _check_shape(text: str, name: str) -> bool:
     finally:
         loader.dispose()
     return aliased
+
+
+def too_deep_for_libyaml(exc: yaml.YAMLError) -> bool:
+    """libyaml 0.2.6 (PyYAML 6.0.4) stops at 1,000 flow levels in its scanner, which reads a run of opening
+    brackets ahead of the events: such a document never reaches an event-based depth check."""
+    return isinstance(exc, yaml.MarkedYAMLError) and "maximum nesting depth" in str(exc.problem or "")
+
+
+def _events(loader: Any, name: str) -> Any:
+    """The parser's events; libyaml's own depth limit said as this module's."""
+    try:
+        yield from iter(loader.get_event, None)
+    except yaml.MarkedYAMLError as exc:
+        if not too_deep_for_libyaml(exc) or exc.problem_mark is None:
+            raise
+        raise RecipeError([_too_deep(Location(name, exc.problem_mark.line + 1, exc.problem_mark.column + 1))]) from None
 
 
 def _event_location(name: str, event: yaml.Event) -> Location:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from ortflow.engine.errors import Location, Problem, RecipeError
-from ortflow.engine.recipe.yamlsource import MAX_DEPTH, byte_size
+from ortflow.engine.recipe.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Locks
 from ortflow.engine.store.hashing import hash_bytes
@@ -74,7 +74,9 @@ def load_lock_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = Location(str(path), mark.line + 1, mark.column + 1) if mark else Location(str(path))
-        raise RecipeError([Problem("the lock file is not valid YAML", where, FIX)]) from None
+        what = f"the lock file holds values nested more than {MAX_LOCK_DEPTH} levels deep" if too_deep_for_libyaml(exc) \
+            else "the lock file is not valid YAML"
+        raise RecipeError([Problem(what, where, FIX)]) from None
 
 
 class _LockBuilder:
