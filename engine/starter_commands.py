@@ -30,12 +30,28 @@ def _describe_init(result: Any) -> str:
     return f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; {pick}"
 
 
+def _branch_line(result: Any) -> str | None:
+    """The closing remark for a model whose network sits inside an If (None otherwise)."""
+    from ortflow.engine.starter.plan import network_in_branches
+
+    facts = result.roles.facts
+    branch = network_in_branches(facts)
+    if branch is None:
+        return None
+    decided = ", ".join(branch.deciding_inputs) or "constants"
+    return (f"note: the network sits inside an `If` on `{branch.condition}` ({branch.nodes_inside} of {facts.node_total} nodes, "
+            f"{facts.branch_weight_share:.0%} of the weights), out of INT8's reach; specializing on {decided} would let "
+            "quantization reach it — a `specialize` stage is planned, not built yet")
+
+
 def cmd_init(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.starter.write import init_recipe, recipe_name
 
     output = args.output or Path(f"{recipe_name(args.model, _target(args))}.yaml")
     result = init_recipe(_init_options(args, output))
     out.say(f"wrote {_describe_init(result)}")
+    if (note := _branch_line(result)) is not None:
+        out.say(note)
     out.say(f"next: engine run {result.recipe}")
     return EXIT_OK
 
@@ -77,5 +93,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     else:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}")
+    if (note := _branch_line(result)) is not None:
+        out.say(note)
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
     return EXIT_OK

@@ -1,6 +1,7 @@
 """What an ONNX file says about itself, read without running it: its inputs and outputs (dtype, fixed and
-symbolic dims), op types, opset, size and external data. `engine init` reads these facts to write a recipe;
-what they likely mean (token ids, an image, a recurrent state, a detection head) is decided there."""
+symbolic dims), op types, which ops hold the weights, the `If` nodes whose branches hold part of the network
+(and the inputs that decide them), opset, size and external data. `engine init` reads these facts to write a
+recipe; what they likely mean (token ids, an image, a recurrent state, a detection head) is decided there."""
 
 from __future__ import annotations
 
@@ -46,6 +47,18 @@ class TensorFact:
 
 
 @dataclass(frozen=True)
+class BranchFact:
+    """A top-level `If` node. ORT's quantization and calibration see only the top-level graph, so the nodes and
+    weights inside its branches are out of their reach until the model is specialized on what decides it."""
+
+    node: str  # the node's name (its first output's where it has none)
+    deciding_inputs: tuple[str, ...]  # the graph inputs its condition is computed from (empty: from constants only)
+    condition: str  # e.g. "sr == 16000" where it is one input compared with a constant, else "a value computed from ..."
+    nodes_inside: int  # nodes in its branches, nested subgraphs included
+    weights_inside: int  # weight elements (initializers and Constant tensors) in its branches
+
+
+@dataclass(frozen=True)
 class ModelFacts:
     path: Path
     inputs: tuple[TensorFact, ...]
@@ -55,6 +68,23 @@ class ModelFacts:
     size_bytes: int = 0
     external_data: tuple[str, ...] = ()
     producer: str = ""
+    node_total: int = 0  # every node, those inside If/Loop/Scan subgraphs too
+    weight_total: int = 0  # elements of every initializer and Constant tensor, subgraphs too
+    weights_by_op: Counter = field(default_factory=Counter)  # weight elements each op type consumes (through Cast, Transpose, ...)
+    branches: tuple[BranchFact, ...] = ()  # top-level If nodes
+
+    def weight_share(self, *op_types: str) -> float:
+        """The share of the model's weights consumed by these op types (0 for a model without weights)."""
+        held = sum(self.weights_by_op.get(op, 0) for op in op_types)
+        return held / self.weight_total if self.weight_total else 0.0
+
+    @property
+    def branch_node_share(self) -> float:
+        return sum(b.nodes_inside for b in self.branches) / self.node_total if self.node_total else 0.0
+
+    @property
+    def branch_weight_share(self) -> float:
+        return sum(b.weights_inside for b in self.branches) / self.weight_total if self.weight_total else 0.0
 
     def has_ops(self, *op_types: str) -> bool:
         return any(self.op_counts.get(op, 0) for op in op_types)
@@ -77,19 +107,145 @@ def _tensor(value: object) -> TensorFact:
     return TensorFact(value.name, dtype, shape)  # type: ignore[attr-defined]
 
 
-def _all_op_types(graph: object) -> Counter:
-    """Op types of the graph and of the subgraphs inside If/Loop/Scan nodes."""
-    counts: Counter = Counter()
-    stack = [graph]
+# Ops a weight passes through on its way to the op that uses it (a transposed, cast or dequantized weight).
+_WEIGHT_PATH = {"Cast", "Transpose", "DequantizeLinear", "Identity", "Reshape", "Unsqueeze", "Squeeze"}
+
+
+@dataclass
+class _Tally:
+    """What a walk over a graph and its subgraphs counts. Each weight (an initializer or a Constant tensor) is
+    counted once, at its size, and belongs to the op type that first consumes it."""
+
+    ops: Counter = field(default_factory=Counter)
+    nodes: int = 0
+    sizes: dict[str, int] = field(default_factory=dict)  # weight -> elements (those defined in the walked graphs)
+    consumers: dict[str, str] = field(default_factory=dict)  # weight -> the op type that first consumes it
+
+    @property
+    def weights(self) -> int:
+        return sum(self.sizes.values())
+
+    def weights_by_op(self, sizes: dict[str, int]) -> Counter:
+        held: Counter = Counter()
+        for weight, op in self.consumers.items():
+            held[op] += sizes.get(weight, 0)
+        return held
+
+
+def _elements(dims: object) -> int:
+    count = 1
+    for d in dims:  # type: ignore[attr-defined]
+        count *= int(d)
+    return count
+
+
+def _subgraphs(node: object) -> list[object]:
+    found = []
+    for attr in node.attribute:  # type: ignore[attr-defined]
+        if attr.HasField("g"):
+            found.append(attr.g)
+        found.extend(attr.graphs)
+    return found
+
+
+def _walk(graph: object, outer: dict[str, str], tally: _Tally) -> None:
+    """Count the graph's nodes and op types, its weights and which op type consumes each; subgraphs see their
+    enclosing graphs' weights, as ONNX scoping does. `outer` maps a tensor to the weight it carries."""
+    carries = dict(outer)
+    for tensor in graph.initializer:  # type: ignore[attr-defined]
+        carries[tensor.name] = tensor.name
+        tally.sizes[tensor.name] = _elements(tensor.dims)
+    for node in graph.node:  # type: ignore[attr-defined]
+        tally.nodes += 1
+        tally.ops[node.op_type] += 1
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
+            key = f"{id(graph)}:{node.output[0]}"  # a subgraph may reuse a name: its own weight all the same
+            carries[node.output[0]] = key
+            tally.sizes[key] = _elements(node.attribute[0].t.dims)
+        elif node.op_type in _WEIGHT_PATH and node.input and node.input[0] in carries:
+            carries[node.output[0]] = carries[node.input[0]]
+        else:
+            for name in node.input:
+                if name in carries:
+                    tally.consumers.setdefault(carries[name], node.op_type)
+        for sub in _subgraphs(node):
+            _walk(sub, carries, tally)
+
+
+_COMPARISONS = {"Equal": "==", "Greater": ">", "Less": "<", "GreaterOrEqual": ">=", "LessOrEqual": "<="}
+_NEGATED = {"==": "!=", ">": "<=", "<": ">=", ">=": "<", "<=": ">"}
+_MIRRORED = {"==": "==", ">": "<", "<": ">", ">=": "<=", "<=": ">="}
+_PASS = {"Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"}
+
+
+def _scalar(name: str, producers: dict[str, object], initializers: dict[str, object]) -> object | None:
+    """The value of a one-element constant (a Constant node's or an initializer's), else None."""
+    from onnx import numpy_helper
+
+    node = producers.get(name)
+    tensor = node.attribute[0].t if node is not None and node.op_type == "Constant" and node.attribute else initializers.get(name)  # type: ignore[attr-defined]
+    if tensor is None or _elements(tensor.dims) != 1 or tensor.data_location == 1:  # type: ignore[attr-defined]
+        return None
+    return numpy_helper.to_array(tensor).reshape(-1)[0].item()
+
+
+def _through(name: str, producers: dict[str, object]) -> str:
+    """`name` traced back through casts and reshapes to the tensor they pass on."""
+    while (node := producers.get(name)) is not None and node.op_type in _PASS and node.input:  # type: ignore[attr-defined]
+        name = node.input[0]  # type: ignore[attr-defined]
+    return name
+
+
+def _condition(name: str, producers: dict, initializers: dict, inputs: set[str], negate: bool = False) -> str | None:
+    """A comparison of one graph input with a constant, as text ("sr == 16000"), else None."""
+    node = producers.get(_through(name, producers))
+    if node is not None and node.op_type == "Not":
+        return _condition(node.input[0], producers, initializers, inputs, not negate)
+    if node is None or node.op_type not in _COMPARISONS:
+        return None
+    op = _COMPARISONS[node.op_type]
+    left, right = (_through(i, producers) for i in node.input)
+    if right in inputs and left not in inputs:
+        left, right, op = right, left, _MIRRORED[op]
+    value = _scalar(right, producers, initializers)
+    if left not in inputs or value is None:
+        return None
+    return f"{left} {_NEGATED[op] if negate else op} {value}"
+
+
+def _deciding_inputs(name: str, producers: dict[str, object], inputs: set[str]) -> tuple[str, ...]:
+    """The graph inputs a tensor is computed from, through the top-level nodes."""
+    found, seen, stack = [], set(), [name]
     while stack:
         current = stack.pop()
-        for node in current.node:  # type: ignore[attr-defined]
-            counts[node.op_type] += 1
-            for attr in node.attribute:
-                if attr.HasField("g"):
-                    stack.append(attr.g)
-                stack.extend(attr.graphs)
-    return counts
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in inputs:
+            found.append(current)
+        node = producers.get(current)
+        stack.extend(node.input if node is not None else ())  # type: ignore[attr-defined]
+    return tuple(sorted(found))
+
+
+def _branches(graph: object, inputs: set[str], sizes: dict[str, int]) -> tuple[BranchFact, ...]:
+    producers = {out: node for node in graph.node for out in node.output}  # type: ignore[attr-defined]
+    initializers = {t.name: t for t in graph.initializer}  # type: ignore[attr-defined]
+    outer = {name: name for name in initializers}
+    facts = []
+    for node in graph.node:  # type: ignore[attr-defined]
+        if node.op_type != "If":
+            continue
+        inside = _Tally()
+        for sub in _subgraphs(node):
+            _walk(sub, outer, inside)
+        used = set(inside.sizes) | set(inside.consumers)  # weights defined in the branches, or used there
+        deciding = _deciding_inputs(node.input[0], producers, inputs)
+        condition = _condition(node.input[0], producers, initializers, inputs) or (
+            f"a value computed from {', '.join(deciding)}" if deciding else "a value computed from constants")
+        facts.append(BranchFact(node.name or node.output[0], deciding, condition, inside.nodes,
+                                sum(sizes.get(w, inside.sizes.get(w, 0)) for w in used)))
+    return tuple(facts)
 
 
 def read_model_facts(path: Path) -> ModelFacts:
@@ -101,5 +257,9 @@ def read_model_facts(path: Path) -> ModelFacts:
     outputs = tuple(_tensor(v) for v in model.graph.output)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     producer = f"{model.producer_name} {model.producer_version}".strip()
-    return ModelFacts(path=path, inputs=inputs, outputs=outputs, op_counts=_all_op_types(model.graph), opset=opset,
-                      size_bytes=total_size(path), external_data=tuple(external_data_files(path)), producer=producer)
+    tally = _Tally()
+    _walk(model.graph, {}, tally)
+    return ModelFacts(path=path, inputs=inputs, outputs=outputs, op_counts=tally.ops, opset=opset,
+                      size_bytes=total_size(path), external_data=tuple(external_data_files(path)), producer=producer,
+                      node_total=tally.nodes, weight_total=tally.weights, weights_by_op=tally.weights_by_op(tally.sizes),
+                      branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes))

@@ -7,7 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning, article
+from ortflow.engine.ort.model_facts import BranchFact, ModelFacts
+from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, OutputMeaning, article
 
 
 class Target(enum.Enum):
@@ -86,9 +87,55 @@ def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None
         outs = [o.fact.name for o in labels]
         return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs}}}, "samples_unchanged", 0.9,
                       [f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"])
+    maps = roles.outputs_with(OutputMeaning.MAP)
+    if maps:
+        return chosen(*_dense_map_metric([o.fact.name for o in maps], real_data))
     outs = _gated_outputs(roles, OutputMeaning.MAP, OutputMeaning.EMBEDDING, OutputMeaning.OTHER)
     return chosen({"outputs": outs}, "cosine_mean", 0.99,
                   [f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"])
+
+
+DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
+
+
+def _dense_map_metric(outs: list[str], real_data: bool) -> tuple[dict[str, Any], str, float, list[str]]:
+    """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
+    those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
+    validate = {"outputs": outs, "metrics": {"dense_map": {"outputs": outs}}}
+    what = [f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
+            "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",
+            "set `threshold:` to the one your application uses)"]
+    if not real_data:
+        return validate, "cosine_mean", 0.99, [*what, "random images mark no real regions, so the gate is the map's cosine; with",
+                                               f"real images (engine init --data FOLDER) it is iou_mean >= {DENSE_MAP_GATE}"]
+    return validate, "iou_mean", DENSE_MAP_GATE, [
+        *what, f"gate: iou_mean >= {DENSE_MAP_GATE}, the mean sample's regions; iou_min (the worst sample) is reported, not",
+        "gated: a sample that marks few pixels swings its IoU on a handful of them"]
+
+
+def network_in_branches(facts: ModelFacts) -> BranchFact | None:
+    """The top-level If holding most of the model's weights, where one does: calibration and quantization see
+    only the top-level graph, so the network inside is out of their reach."""
+    if facts.branch_weight_share < 0.5 or not facts.branches:
+        return None
+    return max(facts.branches, key=lambda b: b.weights_inside)
+
+
+def branch_note(facts: ModelFacts) -> list[str]:
+    """What init says of a network inside an If: where it is, what decides it, and what would reach it."""
+    branch = network_in_branches(facts)
+    if branch is None:
+        return []
+    where = (f"The network sits inside an `If` ({branch.node}) on `{branch.condition}` (its then-branch when true, else-branch "
+             f"otherwise): {branch.nodes_inside} of {facts.node_total} nodes and {facts.branch_weight_share:.0%} of the weights "
+             "are in its branches, where calibration and quantization (which see the top-level graph) do not reach, so INT8 "
+             "here changes little.")
+    if not branch.deciding_inputs:
+        return [where]
+    inputs = ", ".join(f"`{i}`" for i in branch.deciding_inputs)
+    return [where, f"Specializing on {inputs} (fixing it to the value you use and keeping that branch) would let quantization reach "
+                   "the network: a `specialize` stage is planned but not built yet; until then, use a model file exported for "
+                   "that one value if there is one."]
 
 
 SANITY_NOTE = ["no `data:` input: on random feeds the sanity check would only report; with real samples",
@@ -126,7 +173,9 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
     extra = {"pre_process": False} if control_flow else {}
     stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, dict(extra),
                              ["activation ranges (minmax) from the calibration data"]
-                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
+                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])
+                             + (["only top-level tensors are calibrated: the network inside the If is not (see the top)"]
+                                if network_in_branches(roles.facts) else [])))
     convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
     if roles.kind == ModelKind.STREAMING:
         settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
@@ -147,7 +196,21 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
                               "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
                               "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
                               *([] if real_data else SANITY_NOTE)]))
+    if roles.facts.weight_share("MatMul", "Gemm") >= MATMUL_HEAVY:
+        stages.append(_dynamic_stage(roles, real_data))
+        return stages, ["inputs.model", "int8.model", "int8_dynamic.model"]
     return stages, ["inputs.model", "int8.model"]
+
+
+def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
+    """Dynamic INT8 beside static where MatMul/Gemm hold most weights (a ViT): activations quantized per call, no
+    calibration, often faster and closer on attention blocks; select measures both."""
+    share = roles.facts.weight_share("MatMul", "Gemm")
+    return StageDraft("int8_dynamic", "quantize_dynamic", _sanity({"model": "inputs.model"}, real_data),
+                      {"per_channel": True, "op_types_to_quantize": ["MatMul", "Gemm"]},
+                      [f"dynamic INT8 of the MatMul/Gemm weights ({share:.0%} of the model's): no calibration, and activation",
+                       "scales taken per call; Conv stays float (ORT runs ConvInteger slowly on CPUs). A candidate beside the",
+                       "static one: `pick` measures which is faster and holds accuracy"])
 
 
 def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:

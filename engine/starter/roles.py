@@ -37,6 +37,8 @@ class OutputMeaning(enum.Enum):
 class ModelKind(enum.Enum):
     TRANSFORMER = "transformer encoder"
     DETECTOR = "object detector"
+    VISION_TRANSFORMER = "vision transformer"
+    IMAGE_MATMUL = "image model whose weights sit mostly in MatMul/Gemm"
     CNN = "convolutional network"
     STREAMING = "streaming model with state"
     CLASSIFIER = "classifier"
@@ -58,6 +60,7 @@ class InputInfo:
 class OutputInfo:
     fact: TensorFact
     meaning: OutputMeaning
+    why: str = ""  # what the meaning was read from, where it is not plain from the shape (a name, a Softmax)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class ModelRoles:
     kind: ModelKind
     inputs: tuple[InputInfo, ...]
     outputs: tuple[OutputInfo, ...]
+    why: str = ""  # why it was taken for `kind`: said in the recipe's header
 
     def inputs_with(self, role: InputRole) -> list[InputInfo]:
         return [i for i in self.inputs if i.role == role]
@@ -84,6 +88,9 @@ class ModelRoles:
 
 _STATE_NAME = re.compile(r"(^|_)(state|h|c|hidden|cell|past|h0|c0)(_|$|\d)|state", re.IGNORECASE)
 _MASK_NAME = re.compile(r"mask", re.IGNORECASE)
+_SCORES_NAME = re.compile(r"logit|score|prob|class|cls|label|pred", re.IGNORECASE)
+_EMBEDDING_NAME = re.compile(r"embed|pool|sentence|feature|hidden|vector|encod", re.IGNORECASE)
+MATMUL_HEAVY = 0.5  # the share of the weights MatMul/Gemm must hold for dynamic INT8 to be worth a candidate
 
 
 def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
@@ -96,7 +103,7 @@ def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
         return InputRole.TOKEN_TYPES
     if fact.is_integer and fact.rank == 2 and ("ids" in name or "token" in name):
         return InputRole.TOKEN_IDS
-    if fact.is_float and _STATE_NAME.search(name) and fact.rank == 3 and batch_dim is not None and fact.shape[0] != batch_dim:
+    if fact.is_float and _STATE_NAME.search(name) and fact.rank == 3 and _leading_axis_fixed(fact, batch_dim):
         return InputRole.STATE
     if fact.is_float and fact.rank == 4 and (fact.shape[1] in (1, 3) or fact.shape[3] in (1, 3)):
         return InputRole.IMAGE
@@ -105,32 +112,45 @@ def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
     return InputRole.FEATURES
 
 
-def _batch_axis(fact: TensorFact, batch_dim: str | int | None) -> int | None:
+def _leading_axis_fixed(fact: TensorFact, batch_dim: str | int | None) -> bool:
+    """A state's first axis is not the batch: layers or directions (the batch named elsewhere, or unnamed)."""
+    first = fact.shape[0]
+    return first != batch_dim if batch_dim is not None else isinstance(first, int) and first > 0
+
+
+def _batch_axis(fact: TensorFact, batch_dim: str | int | None, role: InputRole) -> int | None:
     if fact.is_scalar:
         return None
     if isinstance(batch_dim, str) and batch_dim in fact.shape:
         return fact.shape.index(batch_dim)
+    if role == InputRole.STATE and fact.symbolic_axes():  # [layers, ?, hidden]: the unnamed axis is the batch
+        return fact.symbolic_axes()[0]
     return 0
 
 
-def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts) -> OutputMeaning:
+def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts) -> tuple[OutputMeaning, str]:
     name = fact.name.lower()
     if fact.is_integer:
-        return OutputMeaning.LABELS
+        return OutputMeaning.LABELS, ""
     if InputRole.STATE in roles and ("state" in name or (name.endswith(("n", "_out")) and fact.rank == 3)):
-        return OutputMeaning.STATE
+        return OutputMeaning.STATE, ""
     if _is_detection_head(fact):
-        return OutputMeaning.DETECTIONS
+        return OutputMeaning.DETECTIONS, "one small fixed axis beside a long one, as a YOLO head"
+    if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1 and _SCORES_NAME.search(name):
+        return OutputMeaning.CLASS_SCORES, f"named '{fact.name}', {fact.shape[1]} values a sample"
     if InputRole.TOKEN_IDS in roles:
-        return OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING
+        return (OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING), ""
     if fact.rank == 2 and fact.shape[1] == 1:
-        return OutputMeaning.PROBABILITY
+        return OutputMeaning.PROBABILITY, ""
     if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
-        scored = facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax")  # a head that turns scores into probabilities
-        return OutputMeaning.CLASS_SCORES if scored else OutputMeaning.EMBEDDING
+        if _EMBEDDING_NAME.search(name):
+            return OutputMeaning.EMBEDDING, f"named '{fact.name}'"
+        if facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax"):  # a head that turns scores into probabilities
+            return OutputMeaning.CLASS_SCORES, "the graph turns scores into probabilities (Softmax, Sigmoid or ArgMax)"
+        return OutputMeaning.EMBEDDING, "neither a class-score name nor a Softmax/Sigmoid/ArgMax in the graph"
     if fact.rank == 4:
-        return OutputMeaning.MAP
-    return OutputMeaning.OTHER
+        return OutputMeaning.MAP, ""
+    return OutputMeaning.OTHER, ""
 
 
 def _is_detection_head(fact: TensorFact) -> bool:
@@ -144,26 +164,52 @@ def _is_detection_head(fact: TensorFact) -> bool:
     return isinstance(small, int) and 5 <= small <= 300 and long_enough
 
 
-def _kind(facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo]) -> ModelKind:
+def _weights(facts: ModelFacts) -> str:
+    return (f"MatMul/Gemm hold {facts.weight_share('MatMul', 'Gemm'):.0%} of its weights, "
+            f"Conv {facts.weight_share('Conv', 'ConvTranspose'):.0%}")
+
+
+def _image_kind(facts: ModelFacts, image: InputInfo) -> tuple[ModelKind, str] | None:
+    """An image model by where its weights are: convolutions, or MatMul/Gemm (a ViT, an MLP over patches)."""
+    reading = f"input '{image.fact.name}' is an image and {_weights(facts)}"
+    if facts.weight_share("MatMul", "Gemm") >= MATMUL_HEAVY:
+        if facts.has_ops("Softmax", "Attention", "MultiHeadAttention"):
+            attention = facts.count("Softmax", "Attention", "MultiHeadAttention")
+            return ModelKind.VISION_TRANSFORMER, f"{reading}, with {attention} attention softmaxes"
+        return ModelKind.IMAGE_MATMUL, reading
+    if facts.has_ops("Conv"):
+        return ModelKind.CNN, reading
+    return None
+
+
+def _kind(facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo]) -> tuple[ModelKind, str]:
     roles = {i.role for i in inputs}
-    meanings = {o.meaning for o in outputs}
     if InputRole.TOKEN_IDS in roles and facts.has_ops("MatMul", "Attention", "Gemm"):
-        return ModelKind.TRANSFORMER
-    if InputRole.STATE in roles:
-        return ModelKind.STREAMING
-    if OutputMeaning.DETECTIONS in meanings:
-        return ModelKind.DETECTOR
-    if InputRole.IMAGE in roles and facts.has_ops("Conv"):
-        return ModelKind.CNN
-    if meanings & {OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS}:
-        return ModelKind.CLASSIFIER
-    return ModelKind.OTHER
+        return ModelKind.TRANSFORMER, f"it takes token ids and has {facts.count('MatMul', 'Attention', 'Gemm')} MatMul/Gemm/Attention"
+    states = [i.fact.name for i in inputs if i.role == InputRole.STATE]
+    if states:
+        return ModelKind.STREAMING, f"input '{states[0]}' looks like a recurrent state (a state name, rank 3, batch not first)"
+    detections = [o.fact.name for o in outputs if o.meaning == OutputMeaning.DETECTIONS]
+    if detections:
+        return ModelKind.DETECTOR, f"output '{detections[0]}' is shaped like a YOLO head [batch, 4 + classes, anchors]"
+    image = next((i for i in inputs if i.role == InputRole.IMAGE), None)
+    found = _image_kind(facts, image) if image is not None else None
+    if found is not None:
+        return found
+    labelled = [o.fact.name for o in outputs if o.meaning in (OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS)]
+    if labelled:
+        return ModelKind.CLASSIFIER, f"output '{labelled[0]}' holds class scores or labels"
+    return ModelKind.OTHER, "nothing in its inputs, outputs or ops matched a kind init knows"
 
 
 def read_roles(facts: ModelFacts) -> ModelRoles:
     first = next((f for f in facts.inputs if not f.is_scalar), None)
     batch_dim = first.shape[0] if first is not None and first.shape and isinstance(first.shape[0], str) else None
-    inputs = [InputInfo(f, _input_role(f, batch_dim), _batch_axis(f, batch_dim)) for f in facts.inputs]
+    inputs = []
+    for fact in facts.inputs:
+        role = _input_role(fact, batch_dim)
+        inputs.append(InputInfo(fact, role, _batch_axis(fact, batch_dim, role)))
     input_roles = [i.role for i in inputs]
-    outputs = [OutputInfo(f, _output_meaning(f, input_roles, facts)) for f in facts.outputs]
-    return ModelRoles(facts, _kind(facts, inputs, outputs), tuple(inputs), tuple(outputs))
+    outputs = [OutputInfo(f, *_output_meaning(f, input_roles, facts)) for f in facts.outputs]
+    kind, why = _kind(facts, inputs, outputs)
+    return ModelRoles(facts, kind, tuple(inputs), tuple(outputs), why)

@@ -4,6 +4,7 @@ template, so every choice keeps the comment that explains it; the engine's own v
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import DataKind, DatasetChoice, package_file, random_choice, relative, user_choice
-from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, plan_stages
+from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, branch_note, plan_stages
 from ortflow.engine.starter.roles import ModelKind, ModelRoles, article, read_roles
 
 BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
@@ -62,14 +63,19 @@ def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
                                                  if facts.external_data else "")
     lines = [f"Written by `engine init` (ortflow {ortflow.__version__}) for {facts.path.name}, for the {target.value} target.",
              f"What the model looks like: {article(roles.kind.value)}; {size}; opset {facts.opset}; ops: {facts.top_ops()}.",
-             "Inputs:"]
+             *_wrapped([f"Classified as {article(roles.kind.value)} because {roles.why}.", *branch_note(facts)]), "Inputs:"]
     lines += [f"  {i.fact.describe()}: {i.role.value}" + (f", batch on axis {i.batch_axis}" if i.batch_axis not in (0, None) else "")
               for i in roles.inputs]
-    lines += ["Outputs:"] + [f"  {o.fact.describe()}: {o.meaning.value}" for o in roles.outputs]
+    lines += ["Outputs:"] + [f"  {o.fact.describe()}: {o.meaning.value}" + (f" ({o.why})" if o.why else "") for o in roles.outputs]
     lines += ["Each choice below is a guess from these facts and says why in a comment: correct what does not fit,",
               "then `engine run` this file. It builds candidates, checks each against the float model, times them all",
               f"side by side, and `pick` chooses the fastest whose {plan.metric.name} is at least {plan.metric.threshold}."]
     return _comment(lines, "")
+
+
+def _wrapped(paragraphs: list[str]) -> list[str]:
+    """Long remarks as comment lines of readable width."""
+    return [line for text in paragraphs for line in textwrap.wrap(text, width=112, break_on_hyphens=False)]
 
 
 def _dataset_lines(choice: DatasetChoice) -> list[str]:
@@ -141,10 +147,16 @@ def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: s
         lines += _stage_lines(stage)
     lines += _comment(["Grow it: `quantize_search` finds the fastest quantized model for a target accuracy by itself",
                        "(see the README, \"Accuracy-aware quantization\"); a `matrix:` sweeps settings; `engine plan` shows",
-                       "what a run would do. Dynamic INT8 is left out for convolutions: ORT runs ConvInteger slowly on CPUs."
-                       if roles.kind != ModelKind.TRANSFORMER else
-                       "what a run would do; static INT8 with a `calibrate` stage is the other family to try."], "")
+                       _families(roles, plan)], "")
     return "\n".join(lines) + "\n"
+
+
+def _families(roles: ModelRoles, plan: StagePlan) -> str:
+    if roles.kind == ModelKind.TRANSFORMER:
+        return "what a run would do; static INT8 with a `calibrate` stage is the other family to try."
+    if "int8_dynamic.model" in plan.candidates:
+        return "what a run would do. Static and dynamic INT8 are both candidates: MatMul/Gemm hold most of the weights."
+    return "what a run would do. Dynamic INT8 is left out for convolutions: ORT runs ConvInteger slowly on CPUs."
 
 
 def recipe_name(model: Path, target: Target) -> str:
