@@ -194,6 +194,18 @@ def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, 
     assert "inside an `If`" not in _init(cli, project, "vad")[1]
 
 
+def test_optimize_on_a_network_inside_an_if_runs_and_ends_saying_so(project, cli):
+    """No INT8 stage (ORT's quantizers would find nothing to quantize at the top level and fail): the folded
+    graph is the one candidate, the recipe runs, and optimize's closing lines say why nothing faster came."""
+    code, out, err = cli("optimize", MODELS["vad_if"](), "-o", project / "vad.onnx")
+    said = " ".join(out.split())
+    assert code == 0, (out, err)
+    assert "candidates: folded;" in said and "note: the network sits inside an `If` on `sr == 16000` (684 of 689 nodes" in said, said
+    assert said.index("note: the network sits inside") > said.index("vad.onnx: "), said  # among the closing lines
+    stages = yaml.safe_load((project / "vad.recipe.yaml").read_text())["stages"]
+    assert not any(s["uses"].startswith(("quantize", "calibrate")) for s in stages.values()), stages
+
+
 def test_a_vision_transformer_gets_static_and_dynamic_int8(project, cli):
     """A ViT (one patch Conv, most weights in MatMul) was called a convolutional network, so dynamic INT8, the
     faster and closer one on attention blocks, was never offered."""
@@ -209,12 +221,12 @@ def test_a_vision_transformer_gets_static_and_dynamic_int8(project, cli):
 def test_an_ocr_text_detector_on_real_images_is_judged_by_the_regions_it_marks(project, cli):
     """PP-OCRv4's text detector outputs a probability map [batch, 1, H, W]: with real document images, `pick`
     gates on the IoU of the regions marked at 0.5 (dense_map), and the run reports it. Only the accuracy
-    stage and what it needs run, on 4 held-out images at 320 x 320 (the slow part: calibration)."""
+    stage and what it needs run, on 4 held-out images at 320 x 320, calibrated on 8 (the slow part)."""
     recipe, said = _init(cli, project, "ocr", "--data", RECIPES / "data" / "images" / "calibration")
     assert "pick: fastest with iou_mean >= 0.9" in said, said
     parsed = yaml.safe_load(recipe.read_text())
     assert parsed["stages"]["accuracy"]["with"]["metrics"] == {"dense_map": {"outputs": ["sigmoid_0.tmp_0"]}}
-    code, out, err = cli("run", recipe, "accuracy", "--set", "accuracy.with.samples=4", "--set", "datasets.calibration.with.size=[320, 320]",
+    code, out, err = cli("run", recipe, "accuracy", "--set", "accuracy.with.samples=4", "--set", "calib.with.samples=8", "--set", "datasets.calibration.with.size=[320, 320]",
                          "--set", "datasets.held_out.with.size=[320, 320]")
     assert code == 0, (out, err)
     accuracy = json.loads((project / "out" / parsed["name"] / "accuracy" / "accuracy.json").read_text())

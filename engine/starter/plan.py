@@ -173,9 +173,7 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
     extra = {"pre_process": False} if control_flow else {}
     stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, dict(extra),
                              ["activation ranges (minmax) from the calibration data"]
-                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])
-                             + (["only top-level tensors are calibrated: the network inside the If is not (see the top)"]
-                                if network_in_branches(roles.facts) else [])))
+                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
     convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
     if roles.kind == ModelKind.STREAMING:
         settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
@@ -213,6 +211,16 @@ def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
                        "static one: `pick` measures which is faster and holds accuracy"])
 
 
+def _branched_stages() -> tuple[list[StageDraft], list[str]]:
+    """A network inside an If: ORT's quantizers see the top-level graph only (and take the branches' Constant
+    weights for activations), so an INT8 stage would have nothing to quantize and fail. The folded graph is the
+    one candidate, so the recipe runs and measures, until a `specialize` stage can take the branch out."""
+    return [StageDraft("folded", "graph_optimization", {"model": "inputs.model"}, {"level": "basic"},
+                       ["constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
+                        "the top-level graph and the network sits inside an If (see the top); specialize it first (planned)"])], \
+        ["inputs.model", "folded.model"]
+
+
 def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:
     if target == Target.CUDA:
         return [StageDraft("fp16", "convert_float16", {"model": "inputs.model", "data": "datasets.calibration"}, {"keep_io_types": True},
@@ -226,6 +234,8 @@ def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], li
 def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> StagePlan:
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
+    elif network_in_branches(roles.facts):
+        stages, candidates = _branched_stages()
     elif roles.kind == ModelKind.TRANSFORMER:
         stages, candidates = _transformer_stages(real_data)
     else:
