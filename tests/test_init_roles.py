@@ -80,3 +80,18 @@ def test_logits_without_a_softmax_are_class_scores_by_their_name(tmp_path):
     # the same head with a name that says embedding stays one, and says why
     [pooled] = read_roles(read_model_facts(_head(tmp_path / "pooled.onnx", "pooled_embedding"))).outputs
     assert pooled.meaning == OutputMeaning.EMBEDDING and "named 'pooled_embedding'" in pooled.why
+
+
+def test_a_map_is_judged_by_its_regions_and_pooled_scores_are_not_a_map(tmp_path):
+    spec = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, 64, 64])]
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1], keepdims=1)]
+    mask = read_roles(read_model_facts(toy_model(tmp_path / "mask.onnx", nodes, spec,
+                                                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 1, 64, 64])])))
+    assert [o.meaning for o in mask.outputs] == [OutputMeaning.MAP]
+    metric = choose_metric(mask, real_data=True, min_accuracy=None)
+    assert (metric.name, metric.threshold, metric.validate["metrics"]) == ("iou_mean", 0.9, {"dense_map": {"outputs": ["y"]}})
+    assert choose_metric(mask, real_data=False, min_accuracy=None).name == "cosine_mean"  # random images mark no real regions
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["y"])]
+    pooled = read_roles(read_model_facts(toy_model(tmp_path / "pooled.onnx", nodes, spec,
+                                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, 1, 1])])))
+    assert [o.meaning for o in pooled.outputs] == [OutputMeaning.OTHER]

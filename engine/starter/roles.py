@@ -148,7 +148,7 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
         if facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax"):  # a head that turns scores into probabilities
             return OutputMeaning.CLASS_SCORES, "the graph turns scores into probabilities (Softmax, Sigmoid or ArgMax)"
         return OutputMeaning.EMBEDDING, "neither a class-score name nor a Softmax/Sigmoid/ArgMax in the graph"
-    if fact.rank == 4:
+    if fact.rank == 4 and not (fact.shape[2] == 1 and fact.shape[3] == 1):  # [N, C, 1, 1] is pooled scores, not a map
         return OutputMeaning.MAP, ""
     return OutputMeaning.OTHER, ""
 
