@@ -81,6 +81,11 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
+    parser.add_argument("--preprocess", metavar="NAME", choices=["zero-one", "minus-one-one", "imagenet", "clip"],
+                        help="how the model's image input was normalised in training: zero-one ([0, 1] pixels, the default), "
+                             "minus-one-one, imagenet or clip (their mean/std); see README")
+    parser.add_argument("--mean", type=float, nargs="+", metavar="M", help="image mean per channel (R G B, or one value), on [0, 1] pixels")
+    parser.add_argument("--std", type=float, nargs="+", metavar="S", help="image std per channel (R G B, or one value), on [0, 1] pixels")
 
 
 def _starter_commands(sub: Any) -> None:

@@ -12,10 +12,12 @@ from ortflow.engine.errors import EXIT_OK, OrtflowError
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
     from ortflow.engine.starter.plan import Target
+    from ortflow.engine.starter.preprocess import from_flags
     from ortflow.engine.starter.write import InitOptions
 
     return InitOptions(model=args.model, output=output, target=Target(args.target), data=args.data, tokenizer=args.tokenizer,
-                       min_accuracy=args.min_accuracy, force=args.force, name=name)
+                       min_accuracy=args.min_accuracy, force=args.force, name=name,
+                       preprocessing=from_flags(args.preprocess, args.mean, args.std))
 
 
 def _describe_init(result: Any) -> str:
@@ -36,6 +38,8 @@ def cmd_init(args: argparse.Namespace, out: Any) -> int:
     output = args.output or Path(f"{recipe_name(args.model, _target(args))}.yaml")
     result = init_recipe(_init_options(args, output))
     out.say(f"wrote {_describe_init(result)}")
+    for remark in result.data.remarks:  # the feeds' preprocessing, sizes init changed after its trial run, caps
+        out.say(remark)
     out.say(f"next: engine run {result.recipe}")
     return EXIT_OK
 
@@ -77,5 +81,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     else:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}")
+    for remark in result.data.remarks:  # the feeds' preprocessing, sizes init changed after its trial run, caps
+        out.say(remark)
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
     return EXIT_OK
