@@ -16,10 +16,10 @@ from ortflow.engine.errors import OrtflowError
 
 # mean and std on pixels scaled to [0, 1] (x / 255), per RGB channel: the images loader's `mean` and `std`
 PRESETS: dict[str, tuple[tuple[float, ...], tuple[float, ...], str]] = {
-    "zero-one": ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), "pixels in [0, 1], no mean/std (YOLO detectors, many exports)"),
-    "minus-one-one": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5), "pixels in [-1, 1]: (x - 0.5) / 0.5 (Inception, PaddleOCR, many TF models)"),
-    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "ImageNet mean/std (torchvision, timm classifiers and backbones)"),
-    "clip": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711), "CLIP's mean/std (CLIP and SigLIP-style encoders)"),
+    "zero-one": ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), "pixels in [0, 1], no mean/std"),  # YOLO detectors, many exports
+    "minus-one-one": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5), "pixels in [-1, 1], (x - 0.5) / 0.5"),  # Inception, PaddleOCR
+    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "ImageNet's mean/std"),  # torchvision, timm
+    "clip": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711), "CLIP's mean/std"),
 }
 PRESET_HELP = "; ".join(f"{name}: {why}" for name, (_, _, why) in PRESETS.items())
 NORMALISING = {"Sub", "Div", "Mul", "Add", "BatchNormalization"}
@@ -38,8 +38,8 @@ class Preprocessing:
 
     def describe(self) -> str:
         if self.name is not None:
-            return f"{self.name} ({PRESETS[self.name][2]})"
-        return f"(x / 255 - mean) / std with mean {list(self.mean)}, std {list(self.std)}"
+            return f"{PRESETS[self.name][2]} ({self.name})"
+        return f"(x / 255 - mean) / std, mean {list(self.mean)}, std {list(self.std)}"
 
     def params(self) -> dict[str, Any]:
         """The images loader's parameters (none for its own default, [0, 1] with no mean/std)."""
@@ -125,6 +125,6 @@ def assumed_note(first: FirstNodes, chosen: Preprocessing) -> str:
     if first.normalises:
         return (f"preprocessing: pixels in [0, 1]; the model normalises them itself (its first op on the image is "
                 f"{first.said}), so no mean/std is applied")
-    return (f"preprocessing assumed: {chosen.describe()} — the model's first op on the image is {first.said}, so it does "
-            "not normalise its input itself; if it was trained on other pixels, say so with --preprocess "
+    return (f"preprocessing assumed: {chosen.describe()} — the model's first op on the image is {first.said}, not a "
+            "normalisation; if it was trained on other pixels, say so with --preprocess "
             f"{'|'.join(PRESETS)} or --mean R G B --std R G B")
