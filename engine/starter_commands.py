@@ -67,6 +67,8 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, 1, False, [], events)
     out.run_table(ws.recipe, summary)
+    for remark in result.data.remarks:  # what the verdict rests on: the feeds' preprocessing, sizes init changed, caps
+        out.say(remark)
     if summary.exit_code != EXIT_OK:
         return summary.exit_code
     picked = summary.outcomes.get(optimize.PICK)
@@ -81,7 +83,5 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     else:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}")
-    for remark in result.data.remarks:  # the feeds' preprocessing, sizes init changed after its trial run, caps
-        out.say(remark)
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
     return EXIT_OK

@@ -161,3 +161,16 @@ def test_random_image_feeds_follow_the_preprocessing(tmp_path, preset):
     roles = read_roles(read_model_facts(_normalising_cnn(tmp_path / "m.onnx")))
     ranges = random_choice(roles, None, from_flags(preset, None, None)).params["ranges"]["x"]
     assert ranges == ([0, 1] if preset is None else [-2.1179, 2.64]), ranges
+
+
+def test_optimize_states_the_assumed_preprocessing_beside_its_verdict(project, cli):
+    """A toy CNN (engine logic only: no speed or accuracy claim) on real photos: whatever the verdict, the lines
+    after the run table say which pixels the verdict was measured on."""
+    weight = numpy_helper.from_array(np.random.default_rng(0).normal(size=(8, 3, 3, 3)).astype(np.float32), "w")
+    model = toy_model(project / "cnn.onnx", [helper.make_node("Conv", ["x", "w"], ["y"])],
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 64, 64])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight])
+    code, out, err = cli("optimize", model, "--data", PHOTOS, "-o", project / "fast.onnx")
+    assert code in (0, 3), (out, err)  # a faster model kept its accuracy, or none did: both end with the verdict
+    assert "preprocessing assumed: pixels in [0, 1], no mean/std (zero-one) — the model's first op on the image is Conv" \
+        in _said(out), out

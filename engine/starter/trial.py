@@ -48,7 +48,6 @@ class Trial:
         options.log_severity_level = 4  # ORT's own log would repeat the failure it raises
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        options.intra_op_num_threads = 1
         self.model, self.folder = model, folder
         try:
             self.session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
