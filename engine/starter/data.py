@@ -93,7 +93,7 @@ def detect_kind(data: Path) -> DataKind:
                        "or leave --data out for random data and replace the dataset in the recipe")
 
 
-def _image_axes(info: InputInfo) -> tuple[int, int]:
+def image_axes(info: InputInfo) -> tuple[int, int]:
     """The (height, width) axes of an image input: NCHW when axis 1 holds 1 or 3 channels, else NHWC."""
     return (2, 3) if info.fact.shape[1] in (1, 3) else (1, 2)
 
@@ -101,7 +101,7 @@ def _image_axes(info: InputInfo) -> tuple[int, int]:
 def image_size(roles: ModelRoles, info: InputInfo) -> tuple[int, int]:
     """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), else a default."""
     shape = info.fact.shape
-    axes = _image_axes(info)
+    axes = image_axes(info)
     fixed = [shape[a] for a in axes if isinstance(shape[a], int) and shape[a] > 0]
     if len(fixed) == 2:
         return int(fixed[0]), int(fixed[1])
@@ -119,7 +119,7 @@ def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
         return SEQUENCE_LENGTH
     if info.role == InputRole.IMAGE:
         height, width = image_size(roles, info)
-        return height if axis == _image_axes(info)[0] else width
+        return height if axis == image_axes(info)[0] else width
     if info.role == InputRole.AUDIO:
         return AUDIO_CHUNK
     return 128

@@ -19,10 +19,11 @@ from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
 from ortflow.engine.params import fill_defaults, schema_problems
 from ortflow.engine.registry import DATASETS, installed
-from ortflow.engine.starter.data import DataKind, DatasetChoice, SizeGuess, flow, resolved_shape
-from ortflow.engine.starter.roles import ModelRoles
+from ortflow.engine.starter.data import DataKind, DatasetChoice, SizeGuess, flow, image_axes, resolved_shape
+from ortflow.engine.starter.roles import InputRole, ModelRoles
 
 MAX_TRIALS = 12  # runs after the first: a model whose single run is slow is fine, a loop over it is not
+IMAGE_SIDES = (48, 32, 64, 224)  # tried for an open image axis before 1
 TIME_BUDGET_S = 60.0  # seconds of further tries once the proposed feeds failed
 
 
@@ -86,8 +87,12 @@ class Trial:
 def _alternatives(roles: ModelRoles, guesses: dict[str, SizeGuess], guess: SizeGuess) -> list[tuple[int, str]]:
     """Other sizes worth a try for one guess, each with why: 1; the same axis's size in another input; the
     batch another input declares or was given."""
-    found: list[tuple[int, str]] = [(1, "the smallest size")]
+    found: list[tuple[int, str]] = []
     mine = {name for name, _ in guess.axes}
+    if any(info.role == InputRole.IMAGE and (info.fact.name, axis) in guess.axes for info in roles.inputs
+           for axis in image_axes(info)):
+        found += [(side, "a common image side (text-line recognizers take 48 or 32 high)") for side in IMAGE_SIDES]
+    found.append((1, "the smallest size"))
     for name, axis in guess.axes:
         for info in roles.inputs:
             if info.fact.name in mine:
@@ -119,7 +124,10 @@ def seen_running(roles: ModelRoles, choice: DatasetChoice, folder: Path,
                            f"{first.error} — give data shaped as the model takes it (its inputs: "
                            f"{', '.join(i.fact.describe() for i in roles.inputs)})")
     attempts, started = [first], time.monotonic()
+    batch_axes = {(i.fact.name, i.batch_axis) for i in roles.inputs}
     for key, guess in choice.guesses.items():
+        if all(axis in batch_axes for axis in guess.axes):
+            continue  # a batch of one is what every stage feeds first; other batches change no shape rule
         for size, why in _alternatives(roles, choice.guesses, guess):
             if len(attempts) > MAX_TRIALS or time.monotonic() - started > TIME_BUDGET_S:
                 raise _refuse(roles, attempts)
