@@ -89,8 +89,8 @@ def _alternatives(roles: ModelRoles, guesses: dict[str, SizeGuess], guess: SizeG
     batch another input declares or was given."""
     found: list[tuple[int, str]] = []
     mine = {name for name, _ in guess.axes}
-    if any(info.role == InputRole.IMAGE and (info.fact.name, axis) in guess.axes for info in roles.inputs
-           for axis in image_axes(info)):
+    spatial = {(i.fact.name, axis) for i in roles.inputs if i.role == InputRole.IMAGE for axis in image_axes(i)}
+    if spatial & set(guess.axes):
         found += [(side, "a common image side (text-line recognizers take 48 or 32 high)") for side in IMAGE_SIDES]
     found.append((1, "the smallest size"))
     for name, axis in guess.axes:
