@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ortflow.engine.dataset import model_inputs
 from ortflow.engine.loaders.images import ImagesLoader
 from ortflow.engine.params import fill_defaults
-from ortflow.engine.starter.data import MAX_FEED_ELEMENTS
+from ortflow.engine.starter.data import MAX_FEED_ELEMENTS, MAX_FIXED_ELEMENTS
 
 PHOTOS = Path(__file__).parent.parent / "recipes" / "data" / "images" / "people"
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
@@ -58,8 +58,8 @@ def _toy(path: Path, shape: list, nodes: list | None = None, initializers: list 
 def test_a_huge_fixed_input_is_refused_before_anything_is_allocated(project, cli):
     code, out, err = cli("init", _toy(project / "huge.onnx", [1, 2**40]), "-o", project / "r.yaml")
     assert code == 2, (out, err)
-    assert f"declares {2**40:,} values a sample, over init's cap of {MAX_FEED_ELEMENTS:,}" in _said(err), err
-    assert "no feed was allocated" in err and "--data FILE.npz" in _said(err)
+    assert f"declares {2**40:,} values a sample, over init's cap of {MAX_FIXED_ELEMENTS:,}" in _said(err), err
+    assert "no feed was allocated" in err and "re-export the model with a smaller (or symbolic) size" in _said(err)
     assert not (project / "r.yaml").exists()
 
 
@@ -174,3 +174,15 @@ def test_optimize_states_the_assumed_preprocessing_beside_its_verdict(project, c
     assert code in (0, 3), (out, err)  # a faster model kept its accuracy, or none did: both end with the verdict
     assert "preprocessing assumed: pixels in [0, 1], no mean/std (zero-one) — the model's first op on the image is Conv" \
         in _said(out), out
+
+
+def test_an_open_image_height_is_found_by_running_the_model(project, cli):
+    """PP-OCRv4's text-line recognizer leaves height and width open; at init's first guess (640 x 640) its
+    sequence head does not run. The trial finds a height it runs at (48, as it was trained) and says so."""
+    model = wheel_file("rapidocr-onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx")
+    code, out, err = cli("init", model, "-o", project / "rec.yaml")
+    assert code == 0, (out, err)
+    assert "? = 48 (a common image side" in _said(out) and "the first guess, 640, failed in ONNX Runtime" in _said(out), out
+    assert yaml.safe_load((project / "rec.yaml").read_text())["datasets"]["calibration"]["with"]["dims"]["?"] == 48
+    code, out, err = cli("run", project / "rec.yaml", "calib", "--set", "datasets.calibration.with.samples=2")
+    assert code == 0, (out, err)

@@ -22,7 +22,8 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
 AUDIO_CHUNK = 512  # samples: 32 ms at 16 kHz, the chunk streaming speech models take
 RANDOM_SAMPLES = 16
-MAX_FEED_ELEMENTS = 1 << 24  # values in one input of one random sample (64 MiB of float32): init's cap
+MAX_FEED_ELEMENTS = 1 << 24  # values in one input of one random sample (64 MiB of float32): init's cap on its guesses
+MAX_FIXED_ELEMENTS = 1 << 28  # values an input's fixed dims may declare (1 GiB of float32, the npz loader's bound)
 
 
 class _NoAliases(yaml.SafeDumper):
@@ -173,15 +174,15 @@ def resolved_shape(info: InputInfo, guesses: dict[str, SizeGuess]) -> list[int]:
 
 def cap_sizes(roles: ModelRoles, guesses: dict[str, SizeGuess]) -> list[str]:
     """Shrink guessed sizes until every input's random feed holds at most MAX_FEED_ELEMENTS values (halving
-    the largest guess on it), before anything is allocated; an input whose fixed dims alone exceed the cap is
-    refused. Returns what was capped, for the recipe's comment and init's output."""
+    the largest guess on it), before anything is allocated; an input whose fixed dims alone exceed
+    MAX_FIXED_ELEMENTS is refused. Returns what was capped, for the recipe's comment and init's output."""
     remarks = []
     for info in roles.inputs:
         fixed = math.prod(d for d in info.fact.shape if isinstance(d, int) and d > 0)
-        if fixed > MAX_FEED_ELEMENTS:
+        if fixed > MAX_FIXED_ELEMENTS:
             raise OrtflowError(f"input {info.fact.describe()} declares {fixed:,} values a sample, over init's cap of "
-                               f"{MAX_FEED_ELEMENTS:,} values an input (no feed was allocated) — give real feeds with "
-                               "--data FILE.npz, or re-export the model with a smaller fixed size")
+                               f"{MAX_FIXED_ELEMENTS:,} values an input (no feed was allocated) — re-export the model "
+                               "with a smaller (or symbolic) size, or write the recipe by hand with a `python` dataset")
         before = resolved_shape(info, guesses)
         mine = [g for g in guesses.values() if any(name == info.fact.name for name, _ in g.axes)]
         while mine and math.prod(resolved_shape(info, guesses)) > MAX_FEED_ELEMENTS:

@@ -27,10 +27,13 @@ IMAGE_SIDES = (48, 32, 64, 224)  # tried for an open image axis before 1
 TIME_BUDGET_S = 60.0  # seconds of further tries once the proposed feeds failed
 
 
+_SOURCE_PREFIX = re.compile(r"^\S+\.(?:h|cc|cpp):\d+ (?:[\w:~]+(?:\([^)]*\))? )?")  # ORT's `file.h:91 Class::fn(args) `
+
+
 def _innermost(message: str) -> str:
     """ORT nests a failure inside If/Loop nodes as `Status Message: ...` repeatedly: the last one says what broke."""
     said = message.split("Status Message:")[-1].strip() if "Status Message:" in message else message
-    return re.sub(r"\s+", " ", said)[:300]
+    return re.sub(r"\s+", " ", _SOURCE_PREFIX.sub("", said))[:300]
 
 
 @dataclass(frozen=True)
