@@ -14,6 +14,7 @@ from typing import Any
 import ortflow
 from ortflow.engine import commands, starter_commands
 from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NO_SPACE, EXIT_OK, OrtflowError, no_space, no_space_message
+from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -81,6 +82,10 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-accuracy", type=float, metavar="X",
                         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
+    parser.add_argument("--preprocess", metavar="NAME", choices=list(PRESETS),
+                        help=f"how the model's image input was normalised in training (default: zero-one) — {PRESET_HELP}")
+    parser.add_argument("--mean", type=float, nargs="+", metavar="M", help="image mean per channel (R G B, or one value), on [0, 1] pixels")
+    parser.add_argument("--std", type=float, nargs="+", metavar="S", help="image std per channel (R G B, or one value), on [0, 1] pixels")
 
 
 def _starter_commands(sub: Any) -> None:

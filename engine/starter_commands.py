@@ -12,10 +12,12 @@ from ortflow.engine.errors import EXIT_OK, OrtflowError
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
     from ortflow.engine.starter.plan import Target
+    from ortflow.engine.starter.preprocess import from_flags
     from ortflow.engine.starter.write import InitOptions
 
     return InitOptions(model=args.model, output=output, target=Target(args.target), data=args.data, tokenizer=args.tokenizer,
-                       min_accuracy=args.min_accuracy, force=args.force, name=name)
+                       min_accuracy=args.min_accuracy, force=args.force, name=name,
+                       preprocessing=from_flags(args.preprocess, args.mean, args.std))
 
 
 def _describe_init(result: Any) -> str:
@@ -52,6 +54,8 @@ def cmd_init(args: argparse.Namespace, out: Any) -> int:
     out.say(f"wrote {_describe_init(result)}")
     if (note := _branch_line(result)) is not None:
         out.say(note)
+    for remark in result.data.remarks:  # the feeds' preprocessing, sizes init changed after its trial run, caps
+        out.say(remark)
     out.say(f"next: engine run {result.recipe}")
     return EXIT_OK
 
@@ -79,6 +83,8 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, 1, False, [], events)
     out.run_table(ws.recipe, summary)
+    for remark in result.data.remarks:  # what the verdict rests on: the feeds' preprocessing, sizes init changed, caps
+        out.say(remark)
     if summary.exit_code != EXIT_OK:
         return summary.exit_code
     picked = summary.outcomes.get(optimize.PICK)

@@ -34,8 +34,11 @@ class ImagesLoader(DatasetLoader):
             "layout": {"enum": ["auto", "NCHW", "NHWC"], "default": "auto", "description": "auto: from the model's shape"},
             "channels": {"enum": ["RGB", "BGR"], "default": "RGB", "description": "channel order"},
             "scale": {"type": "number", "default": 0.00392156862745098, "description": "multiply pixel values (default 1/255)"},
-            "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0]},
-            "std": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [1, 1, 1]},
+            "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0],
+                     "description": "per channel (in `channels` order), subtracted after `scale`: (x * scale - mean) / std; "
+                                    "ImageNet: [0.485, 0.456, 0.406]"},
+            "std": {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0}, "minItems": 3, "maxItems": 3,
+                    "default": [1, 1, 1], "description": "per channel, divides after the mean; ImageNet: [0.229, 0.224, 0.225]"},
             "pad_value": {"type": "integer", "minimum": 0, "maximum": 255, "default": 114,
                           "description": "letterbox: the grey level of the padding (YOLO: 114; some detectors pad with 0)"},
             "pad_position": {"enum": ["centre", "bottom_right"], "default": "centre",

@@ -5,19 +5,36 @@ model's inputs, with a comment saying what to replace them with."""
 from __future__ import annotations
 
 import enum
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
 AUDIO_CHUNK = 512  # samples: 32 ms at 16 kHz, the chunk streaming speech models take
 RANDOM_SAMPLES = 16
+MAX_FEED_ELEMENTS = 1 << 24  # values in one input of one random sample (64 MiB of float32): init's cap on its guesses
+MAX_FIXED_ELEMENTS = 1 << 28  # values an input's fixed dims may declare (1 GiB of float32, the npz loader's bound)
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:  # a list used twice is written twice, not as &id001 / *id001
+        return True
+
+
+def flow(value: Any) -> str:
+    """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
+    text = yaml.dump(value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False)
+    return text.strip().removesuffix("\n...").strip()
 
 
 class DataKind(enum.Enum):
@@ -34,6 +51,8 @@ class DatasetChoice:
     params: dict[str, Any]
     comments: list[str] = field(default_factory=list)
     held_out_params: dict[str, Any] | None = None  # random data: another seed; user data: the same source
+    guesses: dict[str, SizeGuess] = field(default_factory=dict)  # random data: the sizes init chose for open dims
+    remarks: list[str] = field(default_factory=list)  # what init also says in its output (caps, the trial's choice)
 
 
 def relative(path: Path, folder: Path) -> str:
@@ -75,7 +94,7 @@ def detect_kind(data: Path) -> DataKind:
                        "or leave --data out for random data and replace the dataset in the recipe")
 
 
-def _image_axes(info: InputInfo) -> tuple[int, int]:
+def image_axes(info: InputInfo) -> tuple[int, int]:
     """The (height, width) axes of an image input: NCHW when axis 1 holds 1 or 3 channels, else NHWC."""
     return (2, 3) if info.fact.shape[1] in (1, 3) else (1, 2)
 
@@ -83,7 +102,7 @@ def _image_axes(info: InputInfo) -> tuple[int, int]:
 def image_size(roles: ModelRoles, info: InputInfo) -> tuple[int, int]:
     """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), else a default."""
     shape = info.fact.shape
-    axes = _image_axes(info)
+    axes = image_axes(info)
     fixed = [shape[a] for a in axes if isinstance(shape[a], int) and shape[a] > 0]
     if len(fixed) == 2:
         return int(fixed[0]), int(fixed[1])
@@ -101,7 +120,7 @@ def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
         return SEQUENCE_LENGTH
     if info.role == InputRole.IMAGE:
         height, width = image_size(roles, info)
-        return height if axis == _image_axes(info)[0] else width
+        return height if axis == image_axes(info)[0] else width
     if info.role == InputRole.AUDIO:
         return AUDIO_CHUNK
     return 128
@@ -122,31 +141,92 @@ def _value_range(info: InputInfo) -> list[int | float] | None:
     return None
 
 
-def random_choice(roles: ModelRoles) -> DatasetChoice:
+@dataclass
+class SizeGuess:
+    """A size init chose for axes the model leaves open: one named dim (every axis with that name) or one
+    unnamed axis. The trial run may replace it (engine.starter.trial), and the recipe says why."""
+
+    key: str  # the dim's name, or "INPUT axis N" for an axis with no name
+    size: int
+    axes: list[tuple[str, int]]  # (input, axis) it sizes
+    named: bool
+
+
+def size_guesses(roles: ModelRoles) -> dict[str, SizeGuess]:
+    guesses: dict[str, SizeGuess] = {}
+    for info in roles.inputs:
+        for axis in info.fact.symbolic_axes():
+            dim = info.fact.shape[axis]
+            key = dim if isinstance(dim, str) and dim else f"{info.fact.name} axis {axis}"
+            size = _axis_size(roles, info, axis)
+            if key in guesses:  # a later input's guess for a shared name wins, as it always has
+                guesses[key].axes.append((info.fact.name, axis))
+                guesses[key].size = size
+            else:
+                guesses[key] = SizeGuess(key, size, [(info.fact.name, axis)], isinstance(dim, str) and bool(dim))
+    return guesses
+
+
+def resolved_shape(info: InputInfo, guesses: dict[str, SizeGuess]) -> list[int]:
+    by_axis = {a: g.size for g in guesses.values() for name, a in g.axes if name == info.fact.name}
+    return [by_axis.get(axis, dim) for axis, dim in enumerate(info.fact.shape)]  # type: ignore[misc]
+
+
+def cap_sizes(roles: ModelRoles, guesses: dict[str, SizeGuess]) -> list[str]:
+    """Shrink guessed sizes until every input's random feed holds at most MAX_FEED_ELEMENTS values (halving
+    the largest guess on it), before anything is allocated; an input whose fixed dims alone exceed
+    MAX_FIXED_ELEMENTS is refused. Returns what was capped, for the recipe's comment and init's output."""
+    remarks = []
+    for info in roles.inputs:
+        fixed = math.prod(d for d in info.fact.shape if isinstance(d, int) and d > 0)
+        if fixed > MAX_FIXED_ELEMENTS:
+            raise OrtflowError(f"input {info.fact.describe()} declares {fixed:,} values a sample, over init's cap of "
+                               f"{MAX_FIXED_ELEMENTS:,} values an input (no feed was allocated) — re-export the model "
+                               "with a smaller (or symbolic) size, or write the recipe by hand with a `python` dataset")
+        before = resolved_shape(info, guesses)
+        mine = [g for g in guesses.values() if any(name == info.fact.name for name, _ in g.axes)]
+        while mine and math.prod(resolved_shape(info, guesses)) > MAX_FEED_ELEMENTS:
+            largest = max(mine, key=lambda g: g.size)
+            largest.size = max(1, largest.size // 2)
+        if resolved_shape(info, guesses) != before:
+            remarks.append(f"{info.fact.name}: {before} would be {math.prod(before):,} values; capped at "
+                           f"{resolved_shape(info, guesses)} (init's cap: {MAX_FEED_ELEMENTS:,} values an input)")
+    return remarks
+
+
+def random_choice(roles: ModelRoles, sizes: dict[str, int] | None = None, preprocessing: Any = None) -> DatasetChoice:
+    """Seeded random feeds; `sizes` replaces init's guesses for some open dims (by SizeGuess key), and
+    `preprocessing` (engine.starter.preprocess) sets the value range of an image input."""
+    guesses = size_guesses(roles)
+    for key, size in (sizes or {}).items():
+        guesses[key].size = size
+    remarks = cap_sizes(roles, guesses)
     dims: dict[str, int] = {}
     shapes: dict[str, list[int]] = {}
     ranges: dict[str, list[int | float]] = {}
     batch_axes: dict[str, int | None] = {}
     comments = []
     for info in roles.inputs:
-        sizes = {axis: _axis_size(roles, info, axis) for axis in info.fact.symbolic_axes()}
-        if any(not isinstance(info.fact.shape[a], str) for a in sizes if a != 0):
-            shapes[info.fact.name] = [sizes.get(a, d) for a, d in enumerate(info.fact.shape)]  # type: ignore[misc]
+        shape = resolved_shape(info, guesses)
+        open_axes = info.fact.symbolic_axes()
+        unnamed = [a for a in open_axes if not (isinstance(info.fact.shape[a], str) and info.fact.shape[a])]
+        if any(a != 0 or shape[a] != 1 for a in unnamed):
+            shapes[info.fact.name] = shape
         else:
-            dims.update({str(info.fact.shape[a]): size for a, size in sizes.items()})
-        value_range = _value_range(info)
+            dims.update({str(info.fact.shape[a]): shape[a] for a in open_axes if a not in unnamed})
+        value_range = _value_range(info) if preprocessing is None or info.role != InputRole.IMAGE else preprocessing.value_range()
         if value_range is not None:
             ranges[info.fact.name] = value_range
         if info.batch_axis != 0:
             batch_axes[info.fact.name] = info.batch_axis
-        chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {size}" for a, size in sizes.items() if a != info.batch_axis]
+        chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {shape[a]}" for a in open_axes if a != info.batch_axis]
         sized = f"; sized {', '.join(chosen)} (set what your model takes)" if chosen else ""
         comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized)
     params: dict[str, Any] = {"samples": RANDOM_SAMPLES, "seed": 0}
     for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
         if value:
             params[key] = value
-    return DatasetChoice(DataKind.RANDOM, "random", params, comments, {**params, "seed": 1})
+    return DatasetChoice(DataKind.RANDOM, "random", params, comments + remarks, {**params, "seed": 1}, guesses, list(remarks))
 
 
 def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
@@ -159,23 +239,15 @@ def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
     return f", values in [{value_range[0]}, {value_range[1]})"
 
 
-def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path | None) -> DatasetChoice:
+def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path | None,
+                preprocessing: Preprocessing | None = None) -> DatasetChoice:
     kind = detect_kind(data)
     where = relative(data, recipe_dir)
+    if preprocessing is not None and kind != DataKind.IMAGES:
+        raise OrtflowError(f"--data {data}: --preprocess/--mean/--std set how image pixels are scaled, and this is not a "
+                           "folder of images — leave them out, or give a folder of images")
     if kind == DataKind.IMAGES:
-        images = roles.inputs_with(InputRole.IMAGE)
-        if len(images) != 1 or len(roles.inputs) != 1:
-            raise OrtflowError(f"--data {data}: a folder of images, but the model's inputs are not one image "
-                               f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
-        height, width = image_size(roles, images[0])
-        params: dict[str, Any] = {"path": where, "size": [height, width]}
-        notes = [f"{data.name}: images, resized to {height} x {width}, scaled to [0, 1], RGB"]
-        if roles.kind == ModelKind.DETECTOR:
-            params.update(resize="letterbox")
-            notes.append("letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
-                         "right: pad_value: 0, pad_position: bottom_right)")
-        notes.append("match your model's own preprocessing: mean/std, channels: BGR, layout")
-        return DatasetChoice(kind, "images", params, notes, dict(params))
+        return _images_choice(roles, data, where, preprocessing)
     if kind == DataKind.TEXT:
         return _text_choice(roles, data, where, recipe_dir, tokenizer)
     params = {"path": where}
@@ -184,6 +256,24 @@ def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path
         params["batch_axes"] = batch_axes
     return DatasetChoice(kind, "npz", params, [f"{data.name}: one array per model input, samples along the first axis"],
                          dict(params))
+
+
+def _images_choice(roles: ModelRoles, data: Path, where: str, preprocessing: Preprocessing | None) -> DatasetChoice:
+    images = roles.inputs_with(InputRole.IMAGE)
+    if len(images) != 1 or len(roles.inputs) != 1:
+        raise OrtflowError(f"--data {data}: a folder of images, but the model's inputs are not one image "
+                           f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
+    height, width = image_size(roles, images[0])
+    chosen = preprocessing or Preprocessing()
+    params: dict[str, Any] = {"path": where, "size": [height, width], **chosen.params()}
+    assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
+    notes = [f"{data.name}: images, resized to {height} x {width}, RGB", assumed]
+    if roles.kind == ModelKind.DETECTOR:
+        params.update(resize="letterbox")
+        notes.append("letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
+                     "right: pad_value: 0, pad_position: bottom_right)")
+    notes.append("match your model's own preprocessing: mean/std, channels: BGR, layout")
+    return DatasetChoice(DataKind.IMAGES, "images", params, notes, dict(params), remarks=[assumed])
 
 
 def _text_choice(roles: ModelRoles, data: Path, where: str, recipe_dir: Path, tokenizer: Path | None) -> DatasetChoice:

