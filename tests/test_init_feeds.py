@@ -32,20 +32,18 @@ def _said(out: str) -> str:
     return " ".join(out.split())  # as one line: the console wraps long ones
 
 
-def test_an_unnamed_batch_axis_in_a_recurrent_state_is_sized_by_running_the_model(project, cli):
+def test_an_unnamed_batch_axis_in_a_recurrent_state_is_sized_to_run(project, cli):
     """Silero VAD's default file: state [2, ?, 128], axis 1 the batch with no name. init used to feed
-    [2, 128, 128], and calibration failed inside ORT's LSTM; now the trial run finds 1 and says so."""
+    [2, 128, 128], and calibration failed inside ORT's LSTM; now the state is read as batched on axis 1, the
+    trial run sees [2, 1, 128] run, and calibration runs on the recipe as written. (The trial's fallback to
+    other sizes is exercised on PP-OCRv4's recognizer below.)"""
     model = wheel_file("silero-vad", "silero_vad/data/silero_vad.onnx")
     code, out, err = cli("init", model, "-o", project / "vad.yaml")
     assert code == 0, (out, err)
-    said = _said(out)
-    assert "the first guess, 128, failed in ONNX Runtime (Input initial_h must have shape {1,1,128}" in said, said
-    assert "with 1 the float model ran" in said, said
-    text = (project / "vad.yaml").read_text()
-    assert "the first guess, 128, failed" in text
-    params = yaml.safe_load(text)["datasets"]["calibration"]["with"]
+    params = yaml.safe_load((project / "vad.yaml").read_text())["datasets"]["calibration"]["with"]
     assert params["shapes"]["state"] == [2, 1, 128], params
-    code, out, err = cli("run", project / "vad.yaml", "calib")  # what failed before: calibration on these feeds
+    assert params["batch_axes"]["state"] == 1, params
+    code, out, err = cli("run", project / "vad.yaml")  # the whole recipe, as written, runs on these feeds
     assert code == 0, (out, err)
 
 
