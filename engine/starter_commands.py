@@ -83,7 +83,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}{on}")
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
-    note = optimize.unverified_note(choice.data, args.model, args.output)
+    note = optimize.data_note(choice.data, args.model, args.output)
     if note:  # the last line: what to do before trusting the model
         out.say(note)
     return EXIT_OK

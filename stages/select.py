@@ -104,15 +104,15 @@ class Select(Stage):
         chosen = max(eligible, key=lambda c: sign * c.values[objective]) if eligible else None
         plotted = next((m for m in [*params["min"], *params["max"]] if m != objective), None)
         front = _front(candidates, objective, sign, params)
-        source = DataSource.from_json((accuracy or {}).get("data"))
+        measured_on = DataSource.from_json((accuracy or {}).get("data"))
         document = {
             "objective": {goal: objective}, "constraints": {"min": params["min"], "max": params["max"]},
-            "data": source.to_json() if source is not None else None,  # what the accuracy verdict was measured on
+            "data": measured_on.to_json() if measured_on is not None else None,  # what the accuracy verdict was measured on
             "chosen": chosen.id if chosen else None,
             "candidates": [{"id": c.id, "model": names[c.model], "config": c.config, "values": c.values,
                             "meets_constraints": not c.misses, "misses": c.misses, "pareto": c.id in front,
                             "chosen": c is chosen} for c in candidates],
-            "report": _report(candidates, chosen, front, objective, goal, plotted, params, source),
+            "report": _report(candidates, chosen, front, objective, goal, plotted, params, measured_on),
         }
         ctx.output_path("selection").write_text(json.dumps(document, indent=2), encoding="utf-8")
         metrics = {"candidates": len(candidates), "eligible": len(eligible), "pareto": sorted(front)}
@@ -120,7 +120,7 @@ class Select(Stage):
             closest = min(candidates, key=lambda c: c.shortfall)
             raise GateFailed(f"none of {len(candidates)} candidates meets the constraints; closest {closest.id}: "
                              f"{'; '.join(closest.misses)} — relax the constraints or add variants", metrics=metrics,
-                             data_source=source)
+                             data_source=measured_on)
         source = Path(ctx.inputs["models"][chosen.model])
         if source.is_dir():  # a model over 2 GB: a folder with its external data
             shutil.copytree(source, ctx.output_path("model"))
@@ -128,9 +128,9 @@ class Select(Stage):
             shutil.copyfile(source, ctx.output_path("model"))
         shown = ", ".join(f"{k} {_fmt(v)}" for k, v in chosen.values.items() if k in wanted)
         metrics.update({"chosen": chosen.id, **{f"chosen_{k}": v for k, v in chosen.values.items() if k in wanted}})
-        unverified = f"; chosen on {source.label()}" if source is not None and not source.verified else ""
+        unverified = f"; chosen on {measured_on.label()}" if measured_on is not None and not measured_on.verified else ""
         return StageResult(summary=f"{chosen.id}: {shown} ({len(eligible)} of {len(candidates)} meet the constraints{unverified})",
-                           metrics=metrics, data_source=source)
+                           metrics=metrics, data_source=measured_on)
 
 
 def _read(ctx: StageContext, port: str) -> dict[str, Any] | None:

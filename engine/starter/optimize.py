@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
-from ortflow.engine.provenance import UNVERIFIED_RANDOM, DataSource
+from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
 
 PICK = "pick"  # the select stage engine init writes
@@ -54,9 +54,13 @@ def real_data_hint(model: Path, output: Path) -> str:
     return f"check it on real data: engine optimize {model} -o {output} --data PATH (a folder of images, a .txt/.jsonl or an .npz)"
 
 
-def unverified_note(source: DataSource | None, model: Path, output: Path) -> str | None:
-    """optimize's closing line when the accuracy behind its choice was not measured on real data, else None."""
+def data_note(source: DataSource | None, model: Path, output: Path) -> str | None:
+    """optimize's closing line when the accuracy behind its choice was not measured on real data (or on the data
+    calibration used), else None."""
     if source is not None and source.verified:
+        if source.calibration_reused:
+            return (f"{REUSED}: the accuracy check ran on the samples calibration saw, which flatters the model — edit "
+                    "the recipe's held_out dataset to samples calibration did not see and `engine run` it")
         return None
     said = source.label() if source is not None else UNVERIFIED_RANDOM
     return f"{said}: the accuracy above says nothing about the model's real inputs — {real_data_hint(model, output)}"
