@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from ortflow.engine.metric import Better, KnownMetrics, bound_problems
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import task_metrics
-from ortflow.stages.support.accuracy_gates import counted_values, gate_failures
+from ortflow.stages.support.accuracy_gates import counted_values, gate_failures, verdict_data
 from ortflow.stages.support.output_comparison import BUILT_IN, FLOAT_ONLY, SLICE, compare, labelled, sliced
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
@@ -131,7 +130,7 @@ class ValidateAccuracy(Stage):
         # The reference against itself: what select counts for it when it is also one of the models to choose from.
         itself = _candidate_results("reference", expected, feeds, expected, chosen, params, metric)
         own = counted_values(itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better)
-        source = _data_source(ctx)
+        source = verdict_data(ctx, "data", ("candidates",))
         document = _document(results, counted, better, reference_scores, params, len(feeds), failures, source)
         document["reference"] = {"name": ctx.label("reference"), "values": {m: _round(v) for m, (v, _) in own.items()}}
         ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
@@ -144,13 +143,6 @@ class ValidateAccuracy(Stage):
         return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics,
                            data_source=source)
 
-
-def _data_source(ctx: StageContext) -> DataSource:
-    """The data the verdict rests on, as its loader declares it; `calibration_reused` when the candidates were
-    made from this very dataset upstream (same digest: e.g. calibrated on it), which flatters them."""
-    source = ctx.inputs["data"].source()
-    reused = ctx.digests.get("data") in ctx.made_from.get("candidates", ())
-    return replace(source, calibration_reused=reused)
 
 
 def _shown(params: dict[str, Any], counted: dict[str, Any]) -> list[str]:
