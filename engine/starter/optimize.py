@@ -107,16 +107,18 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     candidates = selection["candidates"]
     original = next(c for c in candidates if c["model"] == "model")
     faster = [c for c in candidates if c["values"]["p50_ms"] < original["values"]["p50_ms"]]
+    data = DataSource.from_json(selection.get("data"))
+    on = f" ({data.label()})" if data is not None else ""
     if faster and not any(c["meets_constraints"] for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
         raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
-                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short — "
+                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
                                f"lower --min-accuracy, or give real data with --data (every candidate: {pick_folder / 'selection.json'})")
     chosen = next(c for c in candidates if c["chosen"])
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold, DataSource.from_json(selection.get("data")))
+                  _candidate_metric(chosen, metric), threshold, data)
 
 
 def deliver(choice: Choice, output: Path) -> None:
