@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, NoReturn
 
+from ortflow.engine.provenance import with_label
 from ortflow.engine.run.plan import PlanAction
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status
@@ -130,7 +131,7 @@ class Output:
                              overflow="fold" if column == "stage" else "ellipsis", no_wrap=column in ("status", "seconds"))
         for outcome in summary.outcomes.values():
             record = outcome.record or {}
-            result = record.get("summary") or outcome.error or ""
+            result = with_label(record.get("summary") or outcome.error or "", record.get("data_source"))
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)

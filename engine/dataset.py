@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
 
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance, DataSource
 
 if TYPE_CHECKING:
     import numpy as np
 
 Feed = dict[str, "np.ndarray"]
+__all__ = ["BATCH_AXES_PARAM", "LIMIT_PARAM", "DataProvenance", "DataSource", "Dataset", "DatasetLoader", "Feed", "ModelInput",
+           "batched", "check_feed", "file_param", "model_inputs"]
 
 @dataclass(frozen=True)
 class ModelInput:
@@ -78,6 +81,18 @@ class DatasetLoader:
     # Parameters naming files or folders: resolved against the recipe's folder (or an installed package,
     # with {package: ..., file: ...}) and hashed by content into the dataset's digest.
     file_params: ClassVar[tuple[str, ...]] = ()
+    # What its samples are, said in every accuracy verdict on them. The default is UNKNOWN, never REAL: a
+    # loader must declare REAL to have its data's verdicts read as measured on real inputs. The loader's type
+    # and version are in the dataset's digest, so a loader that changes what it declares bumps its version.
+    provenance: ClassVar[DataProvenance] = DataProvenance.UNKNOWN
+    # The file parameters that hold the samples, named in verdicts (default: every file parameter; a text
+    # loader's tokenizer is a file it reads, not its data).
+    data_params: ClassVar[tuple[str, ...] | None] = None
+
+    def data_provenance(self, params: dict[str, Any]) -> DataProvenance:
+        """What these parameters' samples are (by default the class's `provenance`); a loader whose data
+        depends on its parameters (a user function) says so here."""
+        return self.provenance
 
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterable[Feed]:
         """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
@@ -106,6 +121,17 @@ class Dataset:
     params: dict[str, Any]  # file parameters already resolved to absolute Paths
     digest: str
     location: str  # where the recipe declares it, for messages
+
+    def source(self) -> DataSource:
+        """Where its samples come from, for the verdicts made on them: the loader's declared provenance, and the
+        files it reads (its file parameters, resolved) by path."""
+        paths = []
+        named = self.loader.data_params if self.loader.data_params is not None else self.loader.file_params
+        for name in named:
+            value = self.params.get(name)
+            if isinstance(value, (str, Path)):
+                paths.append(str(value))
+        return DataSource(self.loader.data_provenance(self.params), self.loader.type, self.name, tuple(paths))
 
     @property
     def batch_axes(self) -> dict[str, int | None]:

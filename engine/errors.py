@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import errno
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortflow.engine.provenance import DataSource
 
 # Exit codes, documented in the README.
 EXIT_OK = 0
@@ -12,6 +16,11 @@ EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran
 EXIT_GATE_FAILED = 3  # a stage ran and its quality gate said no
 EXIT_INTERNAL = 4  # a bug in ortflow itself
 EXIT_NO_SPACE = 5  # a disk filled up: the machine, not the recipe, stopped the run
+# `engine optimize --require-real-data`: the delivered model's accuracy would rest only on random feeds (or data of
+# unknown provenance), so nothing was delivered. Without the flag optimize exits 0 and labels the verdict
+# "unverified: random feeds": a first try on a model needs no data, and a script or CI job that must tell a
+# verified model from an unverified one asks for the flag and gets this distinct code (0 then always means verified).
+EXIT_UNVERIFIED = 6
 EXIT_DIFFERENT = 1  # `engine compare`: the two runs differ (as diff(1) says it)
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as `yes | head` leaves it
@@ -75,9 +84,10 @@ class GateFailed(StageError):
     """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash).
     `metrics` are kept in the run record like a StageResult's, so reports still show the numbers."""
 
-    def __init__(self, message: str, metrics: dict | None = None):
+    def __init__(self, message: str, metrics: dict | None = None, data_source: DataSource | None = None):
         super().__init__(message)
         self.metrics = metrics or {}
+        self.data_source = data_source  # the data the failed verdict rests on (engine.provenance)
 
 
 def suggest(name: str, choices: "list[str] | tuple[str, ...] | set[str]") -> str | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
     from ortflow.engine.metric import Better, KnownMetrics
+    from ortflow.engine.provenance import DataSource
 
 
 class ArtifactKind(str, Enum):
@@ -83,6 +84,9 @@ class StageContext:
     steps: Steps | None = None  # run other stage types as cached sub-stages
     env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
     locked: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see locked_values
+    # per input port, the digests of the datasets its artifacts were made from upstream (not part of the key:
+    # the artifacts' own digests are); validate_accuracy compares its data's digest with its candidates'
+    made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     _said: float = 0.0  # when progress was last reported
 
@@ -146,6 +150,9 @@ class StageResult:
     # another CPU's run can keep them (StageContext.locked_values); for small outputs only (a calibration
     # table's ranges, not a model's weights).
     values: dict[str, Sequence[float]] = field(default_factory=dict)
+    # A stage that judges accuracy: the data its verdict rests on (real, random feeds, calibration data reused),
+    # which the run table, the reports and `engine optimize` show beside the verdict.
+    data_source: DataSource | None = None
 
 
 class Stage:

@@ -76,6 +76,8 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     if args.target == "tensorrt":
         raise OrtflowError("engine optimize --target tensorrt: TensorRT engines are timed, not checked for accuracy, so there "
                            "is nothing to choose — write the recipe with `engine init --target tensorrt` and run it")
+    if args.require_real_data and args.data is None:
+        optimize.require_real(None, args.model, args.output)  # refused before minutes of work
     recipe_path = args.save_recipe or optimize.default_recipe_path(args.output)
     result = optimize.prepare(_init_options(args, recipe_path, recipe_name(args.output, _target(args))))
     out.say(f"recipe: {_describe_init(result)}")
@@ -93,13 +95,19 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
         raise optimize.NothingChosen(f"nothing chosen, so nothing copied to {args.output}: stage '{optimize.PICK}' did not run ({why})")
     metric = result.plan.metric
     choice = optimize.read_choice(ws.out_dir / optimize.PICK, metric.name, metric.threshold)
+    if args.require_real_data:
+        optimize.require_real(choice, args.model, args.output)
     optimize.deliver(choice, args.output)
+    on = f" ({choice.data.label()})" if choice.data is not None else ""
     if choice.chosen == "model":
-        out.say(f"{args.output}: the original model — no optimized candidate was faster ({metric.name} >= {metric.threshold} held)")
+        out.say(f"{args.output}: the original model — no optimized candidate was faster ({metric.name} >= {metric.threshold} held{on})")
     else:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
-                f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}")
+                f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}{on}")
     if (note := _branch_line(result)) is not None:
         out.say(note)
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")
+    note = optimize.data_note(choice.data, args.model, args.output)
+    if note:  # the last line: what to do before trusting the model
+        out.say(note)
     return EXIT_OK

@@ -3,16 +3,20 @@
     from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult, StageError
 
 Register a Stage subclass under the `ortflow.stages` entry-point group, a DatasetLoader subclass under
-`ortflow.datasets` and a Metric subclass (an accuracy metric validate_accuracy computes and gates, select and
-quantize_search use by name) under `ortflow.metrics`. Names exported here keep their meaning across releases; modules under
+`ortflow.datasets` (declaring its `provenance`: REAL for samples of the model's real inputs; a loader that does
+not say is UNKNOWN, and verdicts on its data read "unverified") and a Metric subclass (an accuracy metric
+validate_accuracy computes and gates, select and quantize_search use by name) under `ortflow.metrics`. Names
+exported here keep their meaning across releases; modules under
 `ortflow.engine` are internal and may move.
 """
 
 from ortflow.engine.dataset import (
     BATCH_AXES_PARAM,
     LIMIT_PARAM,
+    DataProvenance,
     Dataset,
     DatasetLoader,
+    DataSource,
     Feed,
     ModelInput,
     batched,
@@ -29,7 +33,8 @@ from ortflow.engine.registry import metric_type, stage_type
 from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
 
 __all__ = [
-    "BATCH_AXES_PARAM", "LIMIT_PARAM", "Artifact", "ArtifactKind", "Better", "Dataset", "DatasetLoader", "Feed", "GateFailed",
+    "BATCH_AXES_PARAM", "LIMIT_PARAM", "Artifact", "ArtifactKind", "Better", "DataProvenance", "DataSource",
+    "Dataset", "DatasetLoader", "Feed", "GateFailed",
     "Metric", "MetricName", "ModelInput", "Outputs", "Port", "ProviderUnavailable", "Stage", "StageContext", "StageError",
     "StageResult", "StepResult", "Steps", "batched", "check_model", "file_param", "fill_defaults", "metric_type", "model_file",
     "model_inputs", "params_problems", "save_model", "stage_type",

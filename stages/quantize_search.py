@@ -15,7 +15,7 @@ from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.metric import Better, KnownMetrics
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import search_space
-from ortflow.stages.support.accuracy_gates import judged
+from ortflow.stages.support.accuracy_gates import judged, verdict_data
 from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
@@ -132,7 +132,7 @@ class _Search:
         self.reference = ctx.artifact("reference")
         self.models: list[Artifact] = ctx.artifact("models")
         self.tables: list[Artifact] = ctx.artifact("calibrations") if "calibrations" in ctx.inputs else []
-        self.data = ctx.artifact("data")
+        self.data, self.data_source = ctx.artifact("data"), verdict_data(ctx, "data", ("calibrations", "models"))
         self.candidates: list[Candidate] = []
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
         self.culprits: dict[str, list[str]] = {}  # base id -> nodes where its error enters, worst first
@@ -356,7 +356,7 @@ class _Search:
             closest = max((c for c in self.candidates if c.score is not None), key=lambda c: c.score or 0, default=None)
             hint = f"; closest {closest.id} {self._describe(closest)}: {shown_values(closest)}" if closest else ""
             raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, dynamic/static "
-                             "choices, max_excluded, repair) or relax the target", metrics=metrics)
+                             "choices, max_excluded, repair) or relax the target", metrics=metrics, data_source=self.data_source)
         assert chosen.model is not None
         if Path(chosen.model.path).is_dir():  # a model over 2 GB: a folder with its external data
             shutil.copytree(chosen.model.path, self.ctx.output_path("model"))
@@ -364,7 +364,7 @@ class _Search:
             shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
         metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
         return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, {chosen.speedup:.2f}x vs "
-                                   f"reference ({tried})", metrics=metrics)
+                                   f"reference ({tried})", metrics=metrics, data_source=self.data_source)
 
     def _short(self, node: str) -> str:
         """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""

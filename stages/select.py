@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ortflow.engine.dataset import DataSource
 from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.metric import Better, KnownMetrics, bound_problems
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
@@ -35,7 +36,7 @@ class Candidate:
 
 class Select(Stage):
     type = "select"
-    version = "2"
+    version = "3"  # 3: selection.json and the summary name the data the accuracy verdict rests on
     description = (
         "Choose one model among variants (usually every instance of a matrix stage, `int8.model[*]`): the best by an "
         "objective (`minimize: p50_ms` or `maximize: speedup`, ...) among those meeting every constraint (`min: "
@@ -43,7 +44,7 @@ class Select(Stage):
         "results over the same models; accuracy metrics count at their worst over the model's outputs. A benchmark "
         "that sweeps threads or batch sizes makes each (model, configuration) a candidate. Writes why (every "
         "candidate, its metrics, what it missed, the Pareto front) and outputs the chosen model; exit 3 when none "
-        "qualifies, naming the closest."
+        "qualifies, naming the closest. A choice on accuracy measured on random feeds says so (`unverified: random feeds`)."
     )
     inputs = (
         Port("models", ArtifactKind.ONNX_MODEL, "the candidates", many=True),
@@ -103,20 +104,23 @@ class Select(Stage):
         chosen = max(eligible, key=lambda c: sign * c.values[objective]) if eligible else None
         plotted = next((m for m in [*params["min"], *params["max"]] if m != objective), None)
         front = _front(candidates, objective, sign, params)
+        measured_on = DataSource.from_json((accuracy or {}).get("data"))
         document = {
             "objective": {goal: objective}, "constraints": {"min": params["min"], "max": params["max"]},
+            "data": measured_on.to_json() if measured_on is not None else None,  # what the accuracy verdict was measured on
             "chosen": chosen.id if chosen else None,
             "candidates": [{"id": c.id, "model": names[c.model], "config": c.config, "values": c.values,
                             "meets_constraints": not c.misses, "misses": c.misses, "pareto": c.id in front,
                             "chosen": c is chosen} for c in candidates],
-            "report": _report(candidates, chosen, front, objective, goal, plotted, params),
+            "report": _report(candidates, chosen, front, objective, goal, plotted, params, measured_on),
         }
         ctx.output_path("selection").write_text(json.dumps(document, indent=2), encoding="utf-8")
         metrics = {"candidates": len(candidates), "eligible": len(eligible), "pareto": sorted(front)}
         if chosen is None:
             closest = min(candidates, key=lambda c: c.shortfall)
             raise GateFailed(f"none of {len(candidates)} candidates meets the constraints; closest {closest.id}: "
-                             f"{'; '.join(closest.misses)} — relax the constraints or add variants", metrics=metrics)
+                             f"{'; '.join(closest.misses)} — relax the constraints or add variants", metrics=metrics,
+                             data_source=measured_on)
         source = Path(ctx.inputs["models"][chosen.model])
         if source.is_dir():  # a model over 2 GB: a folder with its external data
             shutil.copytree(source, ctx.output_path("model"))
@@ -124,8 +128,9 @@ class Select(Stage):
             shutil.copyfile(source, ctx.output_path("model"))
         shown = ", ".join(f"{k} {_fmt(v)}" for k, v in chosen.values.items() if k in wanted)
         metrics.update({"chosen": chosen.id, **{f"chosen_{k}": v for k, v in chosen.values.items() if k in wanted}})
-        return StageResult(summary=f"{chosen.id}: {shown} ({len(eligible)} of {len(candidates)} meet the constraints)",
-                           metrics=metrics)
+        unverified = f"; chosen on {measured_on.label()}" if measured_on is not None and not measured_on.verified else ""
+        return StageResult(summary=f"{chosen.id}: {shown} ({len(eligible)} of {len(candidates)} meet the constraints{unverified})",
+                           metrics=metrics, data_source=measured_on)
 
 
 def _read(ctx: StageContext, port: str) -> dict[str, Any] | None:
@@ -203,13 +208,14 @@ def _front(candidates: list[Candidate], objective: str, sign: int, params: dict[
 
 
 def _report(candidates: list[Candidate], chosen: Candidate | None, front: set[str], objective: str, goal: str,
-            plotted: str | None, params: dict[str, Any]) -> dict[str, Any]:
+            plotted: str | None, params: dict[str, Any], source: DataSource | None) -> dict[str, Any]:
     metrics = list(dict.fromkeys([objective, *params["min"], *params["max"], "p50_ms", "speedup", "size_mb", "cosine_mean"]))
     metrics = [m for m in metrics if any(m in c.values for c in candidates)]
     order = sorted(candidates, key=lambda c: (bool(c.misses), (-1 if goal == "maximize" else 1) * c.values.get(objective, math.inf)))
     rows = [[c.id + (" (chosen)" if c is chosen else ""), *[c.values.get(m, "") for m in metrics],
              "yes" if not c.misses else "no: " + "; ".join(c.misses), "yes" if c.id in front else ""] for c in order]
-    table = {"title": f"Candidates: {goal} {objective} subject to the constraints", "rows": rows,
+    on = f" — accuracy on {source.label()}" if source is not None else ""
+    table = {"title": f"Candidates: {goal} {objective} subject to the constraints{on}", "rows": rows,
              "columns": ["candidate", *metrics, "meets constraints", "Pareto"]}
     charts = []
     if plotted:

@@ -7,13 +7,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import model_inputs
+from ortflow.engine.dataset import DataSource, model_inputs
 from ortflow.engine.errors import GateFailed, StageError
 from ortflow.engine.metric import Better, KnownMetrics, bound_problems
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.stages.support import task_metrics
-from ortflow.stages.support.accuracy_gates import counted_values, gate_failures
+from ortflow.stages.support.accuracy_gates import counted_values, gate_failures, verdict_data
 from ortflow.stages.support.output_comparison import BUILT_IN, FLOAT_ONLY, SLICE, compare, labelled, sliced
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
@@ -21,7 +21,7 @@ LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled datase
 
 class ValidateAccuracy(Stage):
     type = "validate_accuracy"
-    version = "2"
+    version = "3"  # 3: accuracy.json names the data its verdict rests on (`data`)
     description = (
         "Run a reference model (usually the fp32 original) and candidates on the same held-out feeds and "
         "compare outputs: max/mean absolute and relative error, per-sample cosine (optionally after pooling, "
@@ -29,7 +29,9 @@ class ValidateAccuracy(Stage):
         "task metrics (`metrics: {detection: {output: output0}}`, `{exact: {outputs: [tags], argmax_axis: -1}}`, "
         "or any installed under `ortflow.metrics`) and a recipe-local metric file. An output can be sliced (e.g. the "
         "class-score rows of a detector) since one cosine over a whole output can hide real damage. `min:`/`max:` "
-        "thresholds on any of these names gate the run: a miss fails the stage (exit code 3) with the numbers."
+        "thresholds on any of these names gate the run: a miss fails the stage (exit code 3) with the numbers. The verdict "
+        "names its data: real data by loader and path, `unverified: random feeds`, and `calibration data reused` when "
+        "the candidates were built from the same dataset."
     )
     inputs = (
         Port("reference", ArtifactKind.ONNX_MODEL, "the model whose outputs count as right"),
@@ -128,16 +130,19 @@ class ValidateAccuracy(Stage):
         # The reference against itself: what select counts for it when it is also one of the models to choose from.
         itself = _candidate_results("reference", expected, feeds, expected, chosen, params, metric)
         own = counted_values(itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better)
-        document = _document(results, counted, better, reference_scores, params, len(feeds), failures)
+        source = verdict_data(ctx, "data", ("candidates",))
+        document = _document(results, counted, better, reference_scores, params, len(feeds), failures, source)
         document["reference"] = {"name": ctx.label("reference"), "values": {m: _round(v) for m, (v, _) in own.items()}}
         ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
         shown = _shown(params, counted)
         metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
         if failures:
-            raise GateFailed("; ".join(failures), metrics=metrics)
+            raise GateFailed("; ".join(failures), metrics=metrics, data_source=source)
         summary = "; ".join(f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v) or f"{n} (nothing measured)"
                             for n, v in counted.items())
-        return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics)
+        return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics,
+                           data_source=source)
+
 
 
 def _shown(params: dict[str, Any], counted: dict[str, Any]) -> list[str]:
@@ -156,9 +161,11 @@ def _label(metric: str) -> str:
 
 
 def _document(results: dict[str, dict[str, Any]], counted: dict[str, Any], better: dict[str, Better],
-              reference_scores: dict[str, float] | None, params: dict[str, Any], samples: int, failures: list[str]) -> dict[str, Any]:
+              reference_scores: dict[str, float] | None, params: dict[str, Any], samples: int, failures: list[str],
+              source: DataSource) -> dict[str, Any]:
     """accuracy.json: every value per model and output or metric group, and each metric's counted value
-    (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read."""
+    (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
+    `data`: the data the verdict rests on (engine.provenance.DataSource), which select passes on."""
     rounded = {n: {o: {k: _round(v) for k, v in m.items()} for o, m in per.items()} for n, per in results.items()}
     values = {n: {m: _round(v) for m, (v, _) in c.items()} for n, c in counted.items()}
     used = sorted({m for c in counted.values() for m in c})
@@ -166,7 +173,7 @@ def _document(results: dict[str, dict[str, Any]], counted: dict[str, Any], bette
             "counted_at": {n: {m: where for m, (_, where) in c.items()} for n, c in counted.items()},
             "better": {m: better.get(m, Better.HIGHER).value for m in used},
             "reference_labelled": reference_scores, "gates": {"min": params["min"], "max": params["max"]},
-            "failures": failures, "report": _report(rounded, values, reference_scores, params)}
+            "failures": failures, "data": source.to_json(), "report": _report(rounded, values, reference_scores, params, source)}
 
 
 # -- the steps of run, in order --------------------------------------------------------------------
@@ -254,19 +261,20 @@ def _round(value: Any) -> Any:
 
 
 def _report(results: dict[str, dict[str, Any]], values: dict[str, dict[str, Any]],
-            reference_labelled: dict[str, float] | None, params: dict[str, Any]) -> dict[str, Any]:
+            reference_labelled: dict[str, float] | None, params: dict[str, Any], source: DataSource) -> dict[str, Any]:
+    on = f" — {source.label()}"  # every table says what data it was measured on
     columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "argmax agrees", "labels agree"]
     groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
     rows = [[name, output, m.get("cosine_mean", ""), m.get("cosine_min", ""), m.get("max_abs", ""), m.get("mean_abs", ""),
              m.get("top1_agreement", ""), m.get("label_agreement", "")]
             for name, per in results.items() for output, m in per.items() if output not in groups]
-    tables = [{"title": "Accuracy against the reference", "columns": columns, "rows": rows}]
+    tables = [{"title": "Accuracy against the reference" + on, "columns": columns, "rows": rows}]
     task = sorted({k for per in results.values() for g, m in per.items() if g in groups - {LABELS_GROUP} for k in m})
     if task:
-        tables.append({"title": "Task metrics against the reference", "columns": ["model", *task],
+        tables.append({"title": "Task metrics against the reference" + on, "columns": ["model", *task],
                        "rows": [[name, *[values[name].get(k, "") for k in task]] for name in results]})
     if reference_labelled is not None:
         rows = [["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]]
         rows += [[name, per[LABELS_GROUP]["accuracy"], per[LABELS_GROUP]["f1_macro"]] for name, per in results.items()]
-        tables.append({"title": "Against the labels", "columns": ["model", "accuracy", "macro F1"], "rows": rows})
+        tables.append({"title": "Against the labels" + on, "columns": ["model", "accuracy", "macro F1"], "rows": rows})
     return {"tables": tables}

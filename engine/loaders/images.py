@@ -8,12 +8,14 @@ from typing import Any, Iterator
 
 from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
 class ImagesLoader(DatasetLoader):
     type = "images"
+    provenance = DataProvenance.REAL
     description = (
         "Every image in a folder (sorted by name), as one sample of the model's image input: resized "
         "(stretch, crop or letterbox), scaled, normalised by mean/std, in NCHW or NHWC, RGB or BGR. A model "

@@ -7,10 +7,12 @@ from typing import Any, Iterator
 
 from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 
 class NpyDirLoader(DatasetLoader):
     type = "npy_dir"
+    provenance = DataProvenance.REAL
     description = (
         "A folder laid out as <input name>/<sample>.npy; files pair up in sorted order. "
         "An array without the batch axis gets one (where batch_axes puts it; none for an input that is not batched)."

@@ -15,6 +15,7 @@ from typing import IO, Any, Iterator
 
 from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 MAX_BYTES = 1 << 30  # per array, once read: far above a calibration or evaluation set, far below a machine's memory
 CHUNK = 16 << 20  # bytes decompressed per read
@@ -47,6 +48,7 @@ class _Member:
 
 class NpzLoader(DatasetLoader):
     type = "npz"
+    provenance = DataProvenance.REAL
     description = ("Arrays named after the model's inputs in one .npz file; sample i is row i of every array, laid out "
                    "with its batch axis where batch_axes says (none for an input that is not batched, e.g. a sample rate "
                    "stored as one value per sample).")

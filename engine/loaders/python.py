@@ -9,6 +9,7 @@ from typing import Any, Iterator
 
 from ortflow.engine.dataset import BATCH_AXES_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 
 class PythonLoader(DatasetLoader):
@@ -30,8 +31,16 @@ class PythonLoader(DatasetLoader):
             "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
             "data": file_param("a file or folder the function reads, hashed by content and passed as `data=`"),
             "batch_axes": BATCH_AXES_PARAM,
+            "provenance": {"enum": [p.value for p in DataProvenance],
+                           "description": "what the function's samples are, said in every accuracy verdict on them: `real` "
+                                          "(the model's real inputs), `random` (synthetic); default `unknown`, "
+                                          "which verdicts call unverified"},
         },
     }
+
+    def data_provenance(self, params: dict[str, Any]) -> DataProvenance:
+        """Only the user knows what their function yields: `unknown` unless the recipe says."""
+        return DataProvenance(params.get("provenance", DataProvenance.UNKNOWN.value))
 
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         path = params["path"]

@@ -6,10 +6,12 @@ from typing import Any, Iterator
 
 from ortflow.engine.dataset import BATCH_AXES_PARAM, DatasetLoader, Feed, ModelInput
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 
 class RandomLoader(DatasetLoader):
     type = "random"
+    provenance = DataProvenance.RANDOM
     description = (
         "Seeded random feeds built from the model's input names, dtypes and shapes. Symbolic axes take their "
         "size from `dims` (a leading symbolic axis defaults to 1). Good for timing, not for calibration."

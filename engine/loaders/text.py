@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance
 
 # What a Hugging Face tokenizer produces, by the input names transformer exports use.
 PRODUCES = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
@@ -15,6 +16,8 @@ PRODUCES = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_
 
 class TextLoader(DatasetLoader):
     type = "text"
+    provenance = DataProvenance.REAL
+    data_params = ("path",)
     description = (
         "One sample per line of a text file (or per record of a .jsonl file, from `field`), tokenized with a "
         "tokenizer.json into the input_ids / attention_mask / token_type_ids the model takes."

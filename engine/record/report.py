@@ -56,6 +56,9 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
             "ran_on": record.get("ran_on"),  # the machine that built or measured it
             "summary": record.get("summary", ""),
             "metrics": record.get("metrics", {}),
+            # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
+            # calibration_reused, verified, label), where the stage declared one
+            "data_source": record.get("data_source"),
             "outputs": {
                 port: {"digest": out["digest"], "path": str(stage_folder(out_dir, name) / out["filename"]), "size": out["size"]}
                 for port, out in record.get("outputs", {}).items()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ortflow.engine.provenance import with_label
 from ortflow.engine.record import charts
 
 
@@ -16,7 +17,7 @@ def markdown_report(report: dict[str, Any]) -> str:
     if report.get("overrides"):
         lines += [f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.", ""]
     lines += _md_table(["stage", "type", "status", "seconds", "result"],
-                       [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
+                       [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
                         for s in report["stages"]])
     for section in report.get("sections", []):
         for table in section.get("tables", []):
@@ -37,7 +38,7 @@ def html_report(report: dict[str, Any]) -> str:
              (f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
               if report.get("overrides") else ""),
              _html_table(["stage", "type", "status", "seconds", "result"],
-                         [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", s["summary"] or s["error"] or ""]
+                         [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
                           for s in report["stages"]])]
     figures = []
     for section in report.get("sections", []):
@@ -84,6 +85,11 @@ def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
         speedups.update({k: v for k, v in (metrics.get("speedup") or {}).items() if isinstance(v, (int, float))})
         cosines.update({k: v for k, v in (metrics.get("cosine_mean") or {}).items() if isinstance(v, (int, float))})
     return [(m, speedups[m], cosines[m]) for m in sorted(set(speedups) & set(cosines))]
+
+
+def _result(stage: dict[str, Any]) -> str:
+    """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
+    return with_label(stage["summary"] or stage["error"] or "", stage.get("data_source"))
 
 
 def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
@@ -50,6 +50,33 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
         digests[port] = binding.shaped([d for d, _ in resolved])
         values[port] = binding.shaped([v for _, v in resolved])
     return StageJob(spec, digests, values)
+
+
+def datasets_upstream(stages: Mapping[str, StageSpec], order: Iterable[str]) -> dict[str, frozenset[str]]:
+    """Per stage, the datasets (by name) it or any stage upstream of it read: what its outputs were made from.
+    One pass in topological order, so a chain thousands of stages long costs no recursion."""
+    used: dict[str, frozenset[str]] = {}
+    for name in order:
+        found: set[str] = set()
+        for ref in stages[name].refs():
+            if ref.source == "datasets":
+                found.add(ref.name)
+            elif not ref.is_source:
+                found |= used.get(ref.source, frozenset())
+        used[name] = frozenset(found)
+    return used
+
+
+def made_from(spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: Mapping[str, Located]) -> dict[str, tuple[str, ...]]:
+    """Per input port of `spec`, the digests of the datasets its upstream artifacts were made from (none for a
+    port bound to the recipe's own inputs or datasets)."""
+    found = {}
+    for port, binding in spec.inputs.items():
+        names = {n for ref in binding.refs if not ref.is_source for n in upstream.get(ref.source, ())}
+        digests = sorted({sources[f"datasets.{n}"][0] for n in names if f"datasets.{n}" in sources})
+        if digests:
+            found[port] = tuple(digests)
+    return found
 
 
 def job_key(job: StageJob) -> tuple[str, dict[str, str]]:

@@ -96,14 +96,14 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps, dict(env), _locked(job))
+                           log, references, dict(job.input_digests), steps, dict(env), _locked(job), made_from=dict(job.made_from))
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
             try:
                 result = spec.stage_cls().run(ctx) or StageResult()
             except GateFailed as exc:  # the stage ran and measured: keep what it wrote, with the verdict
-                result, gate_failed = StageResult(summary=str(exc), metrics=exc.metrics), str(exc)
+                result, gate_failed = StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source), str(exc)
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
                 exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
@@ -135,6 +135,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
             "outputs": outputs,
             "summary": result.summary,
             "metrics": result.metrics,
+            **({"data_source": result.data_source.to_json()} if result.data_source is not None else {}),  # its verdict's data
             "seconds": round(seconds, 3),
             "log": printed.getvalue()[-LOG_TAIL:],
             "gate_failed": gate_failed,

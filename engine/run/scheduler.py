@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.run.jobs import LockedOutputs, cached_outcome, job_for, locator, served_problem
+from ortflow.engine.run.jobs import LockedOutputs, cached_outcome, datasets_upstream, job_for, locator, made_from, served_problem
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 
@@ -33,6 +33,7 @@ class Scheduler:
     keep_going: bool = False
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
     locked: LockedOutputs = field(default_factory=LockedOutputs)
+    _upstream: dict[str, frozenset[str]] | None = field(default=None, init=False, repr=False)
 
     def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
         """Each stage is looked up in the cache once, when its last upstream stage finishes."""
@@ -130,6 +131,9 @@ class Scheduler:
         if isinstance(job, Missing):
             return StageOutcome(name, Status.SKIPPED,
                                 error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
+        if self._upstream is None:
+            self._upstream = datasets_upstream(self.recipe.stages, self.graph.order)
+        job = replace(job, made_from=made_from(job.spec, self._upstream, self.sources))
         try:
             return self.locked.for_job(job)
         except StageError:  # a key that cannot be computed fails where the stage is looked up, with its message

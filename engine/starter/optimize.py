@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, OrtflowError
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
+from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
 
 PICK = "pick"  # the select stage engine init writes
@@ -42,6 +43,40 @@ class NothingQualified(OrtflowError):
     exit_code = EXIT_GATE_FAILED
 
 
+class Unverified(OrtflowError):
+    """`--require-real-data`, and the accuracy behind the choice was not measured on real data."""
+
+    exit_code = EXIT_UNVERIFIED
+
+
+def real_data_hint(model: Path, output: Path) -> str:
+    """The one command that checks the choice on the user's own samples."""
+    return f"check it on real data: engine optimize {model} -o {output} --data PATH (a folder of images, a .txt/.jsonl or an .npz)"
+
+
+def data_note(source: DataSource | None, model: Path, output: Path) -> str | None:
+    """optimize's closing line when the accuracy behind its choice was not measured on real data (or on the data
+    calibration used), else None."""
+    if source is not None and source.verified:
+        if source.calibration_reused:
+            return (f"{REUSED}: the accuracy check ran on the samples calibration saw, which flatters the model — edit "
+                    "the recipe's held_out dataset to samples calibration did not see and `engine run` it")
+        return None
+    said = source.label() if source is not None else UNVERIFIED_RANDOM
+    return f"{said}: the accuracy above says nothing about the model's real inputs — {real_data_hint(model, output)}"
+
+
+def require_real(choice: Choice | None, model: Path, output: Path) -> None:
+    """Refuse (exit 6) a choice whose accuracy rests on anything but real data; `choice` None: no --data given,
+    refused before anything runs."""
+    source = choice.data if choice is not None else None
+    if choice is not None and source is not None and source.verified:
+        return
+    said = source.label() if source is not None else "random feeds (no --data)"
+    raise Unverified(f"--require-real-data: the accuracy check would rest on {said}, so nothing is copied to {output} — "
+                     + real_data_hint(model, output))
+
+
 class NothingChosen(OrtflowError):
     """The recipe ran, but its `pick` stage did not (skipped: a GPU target without a GPU)."""
 
@@ -58,6 +93,7 @@ class Choice:
     metric: str
     value: float
     threshold: float
+    data: DataSource | None = None  # what the accuracy behind the choice was measured on
 
 
 def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
@@ -71,16 +107,18 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     candidates = selection["candidates"]
     original = next(c for c in candidates if c["model"] == "model")
     faster = [c for c in candidates if c["values"]["p50_ms"] < original["values"]["p50_ms"]]
+    data = DataSource.from_json(selection.get("data"))
+    on = f" ({data.label()})" if data is not None else ""
     if faster and not any(c["meets_constraints"] for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
         raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
-                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short — "
+                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
                                f"lower --min-accuracy, or give real data with --data (every candidate: {pick_folder / 'selection.json'})")
     chosen = next(c for c in candidates if c["chosen"])
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold)
+                  _candidate_metric(chosen, metric), threshold, data)
 
 
 def deliver(choice: Choice, output: Path) -> None:

@@ -6,10 +6,13 @@ number a search can rank candidates by."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
+from ortflow.engine.dataset import DataSource
 from ortflow.engine.errors import StageError
 from ortflow.engine.metric import Better
+from ortflow.engine.stage import StageContext
 
 Counted = dict[str, tuple[float, str]]  # metric -> (value it counts at, the output or metric group it came from)
 
@@ -76,3 +79,12 @@ def judged(document: dict[str, Any], accuracy: dict[str, Any]) -> tuple[dict[str
     counted = {m: (v, document["counted_at"][label].get(m, "")) for m, v in values.items()}
     gated = {m: v for m, (v, _) in counted.items() if m in {*accuracy["min"], *accuracy["max"]}}
     return gated, margin(gated, accuracy), not gate_failures({label: counted}, accuracy)
+
+
+def verdict_data(ctx: StageContext, data_port: str, built_from: tuple[str, ...]) -> DataSource:
+    """The data a verdict rests on: the dataset on `data_port` as its loader declares it, `calibration_reused`
+    when the artifacts on the `built_from` ports were made from that very dataset upstream (same digest: e.g.
+    calibrated on it), which flatters them."""
+    digest = ctx.digests.get(data_port)
+    reused = any(digest in ctx.made_from.get(port, ()) for port in built_from)
+    return replace(ctx.inputs[data_port].source(), calibration_reused=reused)
