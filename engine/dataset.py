@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 Feed = dict[str, "np.ndarray"]
-__all__ = ["BATCH_AXES_PARAM", "LIMIT_PARAM", "DataProvenance", "DataSource", "Dataset", "DatasetLoader", "Feed", "ModelInput",
-           "batched", "check_feed", "file_param", "model_inputs"]
+__all__ = ["BATCH_AXES_PARAM", "LIMIT_PARAM", "SKIP_PARAM", "DataProvenance", "DataSource", "Dataset", "DatasetLoader", "Feed",
+           "ModelInput", "batched", "check_feed", "file_param", "model_inputs"]
 
 @dataclass(frozen=True)
 class ModelInput:
@@ -57,8 +57,12 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
     return found
 
 
-# Schema fragments every loader uses the same way. `limit` is applied by the engine (Dataset.feeds).
-LIMIT_PARAM = {"type": "integer", "minimum": 1, "description": "use only the first N samples"}
+# Schema fragments every loader uses the same way. `skip` and `limit` are applied by the engine (Dataset.feeds):
+# two datasets over one source, one with `limit: N` and one with `skip: N`, never share a sample, which is how a
+# held-out set is cut from the same folder or file as the calibration set.
+LIMIT_PARAM = {"type": "integer", "minimum": 1, "description": "use only the first N samples (after `skip`)"}
+SKIP_PARAM = {"type": "integer", "minimum": 0,
+              "description": "leave out the first N samples (a held-out set beside a calibration set with `limit: N`)"}
 # Where each input's batch axis is, for stages that join samples into batches (calibrate, benchmark).
 BATCH_AXES_PARAM = {"type": "object", "additionalProperties": {"type": ["integer", "null"], "minimum": 0},
                     "description": "per input, the axis that holds the batch (e.g. {state: 1} for a recurrent state "
@@ -143,6 +147,7 @@ class Dataset:
         found = self.loader.labels(self.params)
         if found is None:
             return None
+        found = found[self.params.get("skip") or 0:]
         limits = [n for n in (limit, self.params.get("limit")) if n]
         return found[: min(limits)] if limits else found
 
@@ -153,6 +158,7 @@ class Dataset:
         most = min(limits) if limits else None
         count = 0
         feeds = iter(self.loader.feeds(self.params, inputs))
+        skip, skipped = self.params.get("skip") or 0, 0
         while most is None or count < most:
             try:
                 feed = next(feeds)
@@ -161,10 +167,15 @@ class Dataset:
             except StageError as exc:
                 raise StageError(f"{where}: {exc}") from exc
             except Exception as exc:  # the loader's (or a user function's) own failure: say whose it is
-                raise StageError(f"{where} failed reading sample {count}: {type(exc).__name__}: {exc}") from exc
-            check_feed(feed, inputs, f"{where} sample {count}")
+                raise StageError(f"{where} failed reading sample {skipped + count}: {type(exc).__name__}: {exc}") from exc
+            if skipped < skip:  # `skip`: read past, unchecked (another dataset over the same source holds them)
+                skipped += 1
+                continue
+            check_feed(feed, inputs, f"{where} sample {skipped + count}")
             count += 1
             yield feed
+        if count == 0 and skip:
+            raise StageError(f"{where} gave no samples after `skip: {skip}` left out the first ones — lower `skip`")
         if count == 0:
             raise StageError(f"{where} gave no samples — check its files and parameters")
 

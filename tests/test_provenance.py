@@ -202,3 +202,38 @@ def test_a_loader_that_declares_nothing_is_unknown_provenance_never_real():
     assert source.label() == "unverified: data of unknown provenance (mine loader, /data/x)"
     python = Dataset("p", PythonLoader(), {"path": Path("/f.py"), "function": "f", "provenance": "real"}, "d", "r").source()
     assert python.provenance is DataProvenance.REAL and python.verified
+
+
+def test_init_cuts_a_held_out_set_from_the_data_so_the_verdict_is_on_unseen_samples(project, cli):
+    """With 8 photos, init calibrates on the first 4 and checks accuracy on the last 4 (`limit`/`skip` over the
+    same folder): the verdict is on real data calibration never saw, and says so by not saying "reused"."""
+    photos = IMAGES / "photos" / "calibration"
+    recipe = project / "nn.yaml"
+    code, out, err = cli("init", _wheel_model("nudenet", "nudenet/320n.onnx"), "-o", recipe, "--data", photos)
+    assert code == 0, (out, err)
+    import yaml
+
+    datasets = yaml.safe_load(recipe.read_text())["datasets"]
+    assert (datasets["calibration"]["with"]["limit"], datasets["held_out"]["with"]["skip"]) == (4, 4), datasets
+    assert "the first 4 of calibration's 8 samples calibrate (limit), the last 4 check accuracy" in " ".join(recipe.read_text().split())
+    code, out, err = cli("run", recipe, "accuracy")
+    assert code == 0, (out, err)
+    stages = {s["stage"]: s for s in json.loads((project / "out" / "320n-cpu" / "report.json").read_text())["stages"]}
+    assert stages["accuracy"]["data_source"]["label"] == f"real data: images loader, {photos}", stages["accuracy"]
+
+
+def test_skip_and_limit_cut_one_file_into_disjoint_samples(tmp_path):
+    """The engine applies `skip` and `limit` for every loader: an .npz of 6 rows cut 3 + 3."""
+    import numpy as np
+
+    from ortflow.engine.dataset import ModelInput
+    from ortflow.engine.loaders.npz import NpzLoader
+
+    np.savez(tmp_path / "d.npz", x=np.arange(12, dtype=np.float32).reshape(6, 2))
+    inputs = [ModelInput("x", "float32", (1, 2))]
+    params = {"path": tmp_path / "d.npz", "max_bytes": 1 << 20}
+    first = [f["x"][0, 0] for f in Dataset("a", NpzLoader(), {**params, "limit": 3}, "d", "r:1").feeds(inputs)]
+    rest = [f["x"][0, 0] for f in Dataset("b", NpzLoader(), {**params, "skip": 3}, "d", "r:2").feeds(inputs)]
+    assert first == [0, 2, 4] and rest == [6, 8, 10]
+    with pytest.raises(Exception, match="gave no samples after `skip: 6`"):
+        list(Dataset("c", NpzLoader(), {**params, "skip": 6}, "d", "r:3").feeds(inputs))

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import LIMIT_PARAM, SKIP_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 from ortflow.engine.provenance import DataProvenance
 
@@ -49,6 +49,7 @@ class ImagesLoader(DatasetLoader):
             "skip_unreadable": {"type": "boolean", "default": False,
                                 "description": "skip (and count, in a warning) files that are not readable images instead of "
                                                "failing"},
+            "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
         },
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, SKIP_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 from ortflow.engine.provenance import DataProvenance
 
@@ -24,6 +24,7 @@ class NpyDirLoader(DatasetLoader):
         "required": ["path"],
         "properties": {
             "path": file_param("the folder"),
+            "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
             "batch_axes": BATCH_AXES_PARAM,
         },

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, SKIP_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 from ortflow.engine.provenance import DataProvenance
 
@@ -59,6 +59,7 @@ class NpzLoader(DatasetLoader):
         "required": ["path"],
         "properties": {
             "path": file_param("the .npz file"),
+            "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
             "batch_axes": BATCH_AXES_PARAM,
             "labels": {"type": "string", "description": "an array of ground-truth labels (not fed to the model)"},
@@ -150,10 +151,12 @@ def _header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, Any]:
 
 
 def _read(archive: zipfile.ZipFile, member: _Member, params: dict[str, Any], name: str) -> Any:
-    """The rows of `member` that `limit` asks for, refused before allocation if they exceed `max_bytes`."""
+    """The rows of `member` that `skip` and `limit` ask for (the engine drops the skipped ones), refused before
+    allocation if they exceed `max_bytes`."""
     import numpy as np
 
-    rows = member.rows_to_read(params.get("limit"))
+    limit = params.get("limit")
+    rows = member.rows_to_read(limit + (params.get("skip") or 0) if limit else None)
     size, bound = member.bytes_for(rows), params.get("max_bytes", MAX_BYTES)
     if size > bound:
         raise StageError(f"{name}: array '{member.key}' is {member.dtype} {list(member.shape)}, {_gib(size)} once "

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.engine.dataset import LIMIT_PARAM, DatasetLoader, Feed, ModelInput, file_param
+from ortflow.engine.dataset import LIMIT_PARAM, SKIP_PARAM, DatasetLoader, Feed, ModelInput, file_param
 from ortflow.engine.errors import StageError
 from ortflow.engine.provenance import DataProvenance
 
@@ -37,6 +37,7 @@ class TextLoader(DatasetLoader):
                 "default": "max_length",
                 "description": "pad every sample to max_length (fixed shapes, batchable) or not at all",
             },
+            "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
         },
     }

@@ -8,7 +8,7 @@ import enum
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import yaml
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
+from ortflow.engine.starter.split import count_samples, split
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
@@ -53,6 +54,17 @@ class DatasetChoice:
     held_out_params: dict[str, Any] | None = None  # random data: another seed; user data: the same source
     guesses: dict[str, SizeGuess] = field(default_factory=dict)  # random data: the sizes init chose for open dims
     remarks: list[str] = field(default_factory=list)  # what init also says in its output (caps, the trial's choice)
+    held_out_comments: list[str] = field(default_factory=list)  # user data: how the held-out set was cut from it
+
+    def split(self, data: Path) -> DatasetChoice:
+        """Calibration takes the first samples of the user's data, the accuracy check the last (engine.starter.split)."""
+        cut = split(count_samples(data))
+        note = cut.note(data.name)
+        if not cut.held_out:
+            return replace(self, held_out_comments=[note], remarks=[*self.remarks, note])
+        return replace(self, params={**self.params, "limit": cut.calibration},
+                       held_out_params={**(self.held_out_params or self.params), "skip": cut.calibration},
+                       held_out_comments=[note])
 
 
 def relative(path: Path, folder: Path) -> str:
@@ -247,15 +259,15 @@ def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path
         raise OrtflowError(f"--data {data}: --preprocess/--mean/--std set how image pixels are scaled, and this is not a "
                            "folder of images — leave them out, or give a folder of images")
     if kind == DataKind.IMAGES:
-        return _images_choice(roles, data, where, preprocessing)
+        return _images_choice(roles, data, where, preprocessing).split(data)
     if kind == DataKind.TEXT:
-        return _text_choice(roles, data, where, recipe_dir, tokenizer)
+        return _text_choice(roles, data, where, recipe_dir, tokenizer).split(data)
     params = {"path": where}
     batch_axes = {i.fact.name: i.batch_axis for i in roles.inputs if i.batch_axis != 0}
     if batch_axes:
         params["batch_axes"] = batch_axes
     return DatasetChoice(kind, "npz", params, [f"{data.name}: one array per model input, samples along the first axis"],
-                         dict(params))
+                         dict(params)).split(data)
 
 
 def _images_choice(roles: ModelRoles, data: Path, where: str, preprocessing: Preprocessing | None) -> DatasetChoice:

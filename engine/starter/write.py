@@ -76,7 +76,7 @@ def _dataset_lines(choice: DatasetChoice) -> list[str]:
         held = ["held out: the same shapes, another seed"]
     else:
         notes = choice.comments
-        held = ["the same data for the accuracy check: point it at samples calibration did not see"]
+        held = choice.held_out_comments
     return (_comment(notes, "  ") + [f"  calibration: {flow({'loader': choice.loader, 'with': choice.params})}"]
             + _comment(held, "  ") + [f"  held_out: {flow({'loader': choice.loader, 'with': choice.held_out_params})}"])
 
