@@ -169,6 +169,21 @@ def output_file(output: Path, large: bool) -> Path:
     return output / "model.onnx"
 
 
+def write_initializers_beside(options: Any, target: Path) -> None:
+    """Have ORT, saving an optimized model to `target` (optimized_model_filepath), write every initializer of
+    1 KB or more to its own `<target>.data` beside it. Needed for a model over 2 GB, and for any model read with
+    external data: ORT saves an initializer it read from a data file as a reference to that file (its name,
+    relative to the new model), not as bytes, so the written model would name a file that is not beside it."""
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{target.name}.data")
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+
+
+def gathered(written: Path, output: Path) -> Path:
+    """A model written with its weights in a data file, saved again at `output` the usual way: one file when it
+    fits in 2 GB (as any model that fits is stored), the folder form otherwise."""
+    return save(load_graph(written, external_data=True), output)
+
+
 def save(model: Any, output: Path) -> Path:
     """Save with an IR version ORT accepts, and with external data when the model is over 2 GB."""
     import onnx
