@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from ortflow.engine.errors import StageError
-from ortflow.engine.ort.onnx_model import TWO_GB, total_size
+from ortflow.engine.ort import onnx_model
 from ortflow.engine.types import TextEnum
 
 
@@ -71,7 +71,7 @@ def pre_processed(source: Path, destination: Path) -> Path:
     import subprocess
     import sys
 
-    large = "1" if total_size(source) > TWO_GB else ""
+    large = "1" if onnx_model.total_size(source) > onnx_model.TWO_GB else ""
     done = subprocess.run([sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
                           cwd=destination.parent, capture_output=True, text=True, check=False)
     if done.returncode != 0:
