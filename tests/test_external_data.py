@@ -114,7 +114,8 @@ def _outputs(path: Path, feeds: dict) -> list:
 def test_graph_optimization_of_a_model_with_external_data_writes_one_self_contained_file(project, cli):
     """Issue 27 (1): ORT saves an initializer it read from a data file as a reference to that file, so the optimized
     model named a data file that was never written beside it, and the stage failed its own check. Each level now
-    writes one file holding its weights (the model is far under 2 GB), which gives the original's outputs."""
+    writes one file holding its weights (the model is far under 2 GB), which gives the original's outputs; so do
+    the weight-only and float16 stages (the other stages that write a model are in the first test)."""
     import numpy as np
 
     source = _minilm_saved_as_external_data(project / "model")
@@ -130,6 +131,8 @@ def test_graph_optimization_of_a_model_with_external_data_writes_one_self_contai
           basic: {uses: graph_optimization, in: {model: inputs.model}, with: {level: basic}}
           extended: {uses: graph_optimization, in: {model: inputs.model}, with: {level: extended}}
           all: {uses: graph_optimization, in: {model: inputs.model}, with: {level: all}}
+          int4: {uses: quantize_weights, in: {model: inputs.model, data: datasets.feeds}}
+          half: {uses: convert_float16, in: {model: inputs.model, data: datasets.feeds}, with: {keep_io_types: true}}
           same: {uses: validate_accuracy, in: {reference: inputs.model, candidates: [basic.model, extended.model, all.model],
                  data: datasets.feeds}, with: {max: {max_abs: 0.001}}}
     """)
@@ -138,13 +141,15 @@ def test_graph_optimization_of_a_model_with_external_data_writes_one_self_contai
     feeds = dict(np.load(project / "calibration.npz"))
     feeds = {name: value[:1] for name, value in feeds.items()}
     expected = _outputs(minilm_model(), feeds)
-    for level in ("basic", "extended", "all"):
-        written = project / "out/external" / level / "model.onnx"
-        assert written.is_file(), level  # one file, not the folder form kept for models over 2 GB
+    for stage in ("basic", "extended", "all", "int4", "half"):
+        written = project / "out/external" / stage / "model.onnx"
+        assert written.is_file(), stage  # one file, not the folder form kept for models over 2 GB
         assert sorted(p.name for p in written.parent.iterdir() if not p.name.startswith(".")) == ["metrics.json", "model.onnx"]
         model = onnx.load(str(written), load_external_data=False)
-        assert not [t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL], level
-        for got, want in zip(_outputs(written, feeds), expected):
+        assert not [t.name for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL], stage
+        assert len(_outputs(written, feeds)) == len(expected), stage  # it loads in ORT from its own folder
+    for level in ("basic", "extended", "all"):
+        for got, want in zip(_outputs(project / "out/external" / level / "model.onnx", feeds), expected):
             np.testing.assert_allclose(got, want, atol=1e-3, err_msg=level)
     assert len(list(source.parent.iterdir())) == 2  # nothing written beside the user's model
 
