@@ -173,3 +173,27 @@ def test_graph_optimization_of_a_large_model_with_external_data_writes_its_own_d
     folder = project / "out/large/opt/model.onnx"
     assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "model.onnx.data"]
     assert onnx_model.external_data_files(folder / "model.onnx") == ["model.onnx.data"]
+
+
+def test_stages_read_a_model_whose_data_file_has_other_hard_links(project, cli, monkeypatch):
+    """The store hard-links a folder artifact's data file into out/, and onnx refuses to read external data from a
+    file with several links (its guard against hard-link attacks): float16 and the transformer fusions after a
+    graph_optimization that wrote the folder form failed. They read a private copy, as the quantizers do."""
+    from ortflow.engine.ort import onnx_model
+
+    monkeypatch.setattr(onnx_model, "TWO_GB", 1_000_000)  # MiniLM's 70 MB is "over the limit"
+    recipe = write(project / "recipe.yaml", f"""
+        version: 1
+        name: linked
+        inputs:
+          model: {minilm_model()}
+        stages:
+          opt: {{uses: graph_optimization, in: {{model: inputs.model}}}}
+          half: {{uses: convert_float16, in: {{model: opt.model}}, with: {{keep_io_types: true}}}}
+          fused: {{uses: transformer_fusion, in: {{model: opt.model}}, with: {{model_type: bert, num_heads: 12, hidden_size: 384}}}}
+    """)
+    code, out, err = cli("run", recipe)
+    assert code == 0, out + err
+    assert (project / "out/linked/opt/model.onnx/model.onnx.data").stat().st_nlink >= 2  # the cache's file, linked
+    for stage in ("half", "fused"):
+        assert (project / "out/linked" / stage / "model.onnx").is_dir(), stage
