@@ -82,7 +82,7 @@ class GraphOptimization(Stage):
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
         # to the input's data file otherwise), and the model is gathered into one file afterwards.
-        gather = not large and bool(onnx_model.external_data_files(source))
+        gather = not large and onnx_model.has_external_data(source)
         target = ctx.scratch / "optimized" / "model.onnx" if gather else onnx_model.output_file(ctx.output_path("model"), large)
         target.parent.mkdir(parents=True, exist_ok=True)
         params = ctx.params

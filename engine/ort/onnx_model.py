@@ -150,6 +150,15 @@ def check_data_location(model: Path, location: str) -> None:
             " beside the .onnx file, or do not use a model from an untrusted source")
 
 
+def has_external_data(path: Path) -> bool:
+    """Whether the model keeps weights in external-data files (False for a file that is not a model: the load
+    that follows reports it, with the fix)."""
+    try:
+        return bool(external_data_files(model_file(path)))
+    except NotAnOnnxModel:
+        return False
+
+
 def total_size(path: Path) -> int:
     """Bytes of a model including its external data."""
     path = model_file(path)
