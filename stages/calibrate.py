@@ -10,7 +10,7 @@ from ortflow.engine.dataset import batched, model_inputs
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import calibration_passes
+from ortflow.stages.support import calibration_passes, pre_processing
 from ortflow.stages.support.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
@@ -22,7 +22,7 @@ TOLERANCE = 1e-4
 
 class Calibrate(Stage):
     type = "calibrate"
-    version = "1"
+    version = "2"  # 2: pre_process auto (the default), and the table says whether its graph was pre-processed
     description = (
         "Run the model (after ORT's quant_pre_process, like quantize_static) over a dataset in batches and "
         "write a calibration table (ORT's JSON format: tensor -> range). Values at or beyond the mask "
@@ -60,8 +60,7 @@ class Calibrate(Stage):
                               "description": "bound on the tensor values held for one batch (the model's own memory comes on "
                                              "top): tensors that do not fit together are read in several passes over the "
                                              "data, the same table either way (default: one pass)"},
-            "pre_process": {"type": "boolean", "default": True,
-                            "description": "calibrate the graph quant_pre_process makes (what quantize_static quantizes)"},
+            "pre_process": pre_processing.PRE_PROCESS_PARAM,
         },
     }
 
@@ -85,7 +84,8 @@ class Calibrate(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
+        prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
+        model = prepared.model
         value_infos, passes = self._plan(ctx, model)
         collector = self._collector(params)
         lows: dict[str, list[float]] = {}
@@ -104,8 +104,9 @@ class Calibrate(Stage):
             raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
                              f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
         ranges = self._agree_with_lock(ctx, ranges)
-        self._write_table(ctx.output_path("table"), params["method"], ranges, masked)
-        result = self._result(ctx, ranges, masked, samples, {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)})
+        self._write_table(ctx.output_path("table"), params["method"], ranges, masked, prepared.pre_processed)
+        result = self._result(ctx, ranges, masked, samples, {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)},
+                              prepared)
         result.values = {"table": [value for name in sorted(ranges) for value in ranges[name]]}
         return result
 
@@ -222,8 +223,10 @@ class Calibrate(Stage):
         return {name: (locked[2 * i], locked[2 * i + 1]) for i, name in enumerate(names)}
 
     @staticmethod
-    def _write_table(path: Path, method: str, ranges: dict[str, tuple[float, float]], masked: dict[str, int]) -> None:
-        """The table in ORT's calibration-cache JSON, plus the names of the mask tensors."""
+    def _write_table(path: Path, method: str, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
+                     pre_processed: bool) -> None:
+        """The table in ORT's calibration-cache JSON, plus the names of the mask tensors and whether the graph
+        calibrated was the pre-processed one."""
         import numpy as np
         from onnxruntime.quantization.calibrate import CalibrationCacheEncoder, CalibrationMethod, TensorData, TensorsData
 
@@ -232,12 +235,12 @@ class Calibrate(Stage):
         table = TensorsData(getattr(CalibrationMethod, METHODS[method]),
                             {name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
                              for name, (lo, hi) in sorted(ranges.items()) if name not in masked})
-        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked))
+        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed)
         path.write_text(json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8")
 
     @staticmethod
     def _result(ctx: StageContext, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
-                samples: int, passes: dict[str, Any]) -> StageResult:
+                samples: int, passes: dict[str, Any], prepared: pre_processing.Prepared) -> StageResult:
         """Write the metrics (with the five widest ranges) and sum the calibration up."""
         method = ctx.params["method"]
         metrics = {
@@ -245,6 +248,7 @@ class Calibrate(Stage):
             "samples": samples,
             "tensors": len(ranges) - len(masked),
             "masked_tensors": dict(sorted(masked.items())),
+            **prepared.metrics(),
             "widest": dict(sorted(((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
                                   key=lambda item: item[1][0] - item[1][1])[:5]),
         }
@@ -258,9 +262,10 @@ class Calibrate(Stage):
                         "(a tensor larger than the bound, or samples larger than the first): lower batch_size")
         elif passes["passes"] > 1:
             summary += f"; {passes['passes']} passes within max_memory_mb {bound}"
+        summary += f"; {prepared.summary()}" if prepared.summary() else ""
         return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
                                                      "masked": len(masked), "process_peak_rss_mb": _peak_rss_mb(),
-                                                     **passes})
+                                                     **passes, **prepared.metrics()})
 
 
 def _without_fills(values: Any, threshold: float, name: str, masked: dict[str, int]) -> Any:

@@ -50,14 +50,14 @@ class ConvertFloat16(Stage):
         from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
         params = ctx.params
-        source = onnx_model.model_file(ctx.inputs["model"])
+        # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
+        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
         onnx_model.load_for_ort(source)
         model = _with_shapes(source)
         overflowing: dict[str, float] = {}
         if "data" in ctx.inputs:
-            private = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
-            feeds = list(ctx.inputs["data"].feeds(model_inputs(private), limit=params["samples"]))
-            overflowing = out_of_range(private, feeds, params["headroom"])
+            feeds = list(ctx.inputs["data"].feeds(model_inputs(source), limit=params["samples"]))
+            overflowing = out_of_range(source, feeds, params["headroom"])
         try:
             converted = convert_float_to_float16(
                 model, keep_io_types=params["keep_io_types"],

@@ -80,14 +80,17 @@ class GraphOptimization(Stage):
 
         source = onnx_model.model_file(ctx.inputs["model"])
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
-        target = onnx_model.output_file(ctx.output_path("model"), large)
+        # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
+        # to the input's data file otherwise), and the model is gathered into one file afterwards.
+        gather = not large and onnx_model.has_external_data(source)
+        target = ctx.scratch / "optimized" / "model.onnx" if gather else onnx_model.output_file(ctx.output_path("model"), large)
+        target.parent.mkdir(parents=True, exist_ok=True)
         params = ctx.params
         options = ort.SessionOptions()
         options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["level"]])
         options.optimized_model_filepath = str(target)
-        if large:  # ORT writes initializers of at least min_size bytes to this file beside the model
-            options.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{target.name}.data")
-            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        if large or gather:
+            onnx_model.write_initializers_beside(options, target)
         options.log_severity_level = 3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
         for name, value in params["free_dimension_overrides"].items():
             options.add_free_dimension_override_by_name(name, value)
@@ -100,6 +103,8 @@ class GraphOptimization(Stage):
         del session
         if not target.exists():
             raise StageError(f"ONNX Runtime did not write the optimized model to {target}")
+        if gather:
+            target = onnx_model.gathered(target, ctx.output_path("model"))
         onnx_model.check(target, used)
         before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
         metrics = {

@@ -9,8 +9,7 @@ from typing import Any
 from ortflow.engine.errors import StageError, suggest
 from ortflow.engine.ort import graph_order, onnx_model
 from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
-from ortflow.stages.support import isa, ort_failures, quantization, sanity, traps
-from ortflow.stages.support.calibration_table import mask_tensors
+from ortflow.stages.support import calibration_table, isa, ort_failures, pre_processing, quantization, sanity, traps
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
@@ -27,7 +26,9 @@ MIN_COVERAGE = 0.5  # share of the model's float activations the table must desc
 
 class QuantizeStatic(Stage):
     type = "quantize_static"
-    version = "5"  # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json
+    # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json;
+    # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused
+    version = "6"
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -63,8 +64,7 @@ class QuantizeStatic(Stage):
                                  "description": "keep the first N quantizable nodes (in graph order) in float"},
             "keep_float_last": {"type": "integer", "minimum": 0, "default": 0,
                                 "description": "keep the last N quantizable nodes in float"},
-            "pre_process": {"type": "boolean", "default": True,
-                            "description": "run quant_pre_process first (symbolic shape inference, ORT optimization)"},
+            "pre_process": pre_processing.PRE_PROCESS_PARAM,
             "allow_weight_only": {"type": "boolean", "default": False,
                                   "description": "accept a result in which no activation was quantized"},
             "extra_options": {"type": "object", "propertyNames": {"enum": EXTRA_OPTIONS}, "default": {},
@@ -94,9 +94,11 @@ class QuantizeStatic(Stage):
         params = {**ctx.params, "reduce_range": reduce_range}
         source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        model = onnx_model.pre_processed(source, ctx.scratch / "pre.onnx") if params["pre_process"] else source
+        prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
+        model = prepared.model
         table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
         table, masks = self._read_table(Path(ctx.inputs["calibration"]), table_path)
+        pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
                                                                 model.parent / "prepared.onnx")
         found = traps.find_traps(list(onnx_model.load_graph(model).graph.node), traps.table_ranges(table),
@@ -109,16 +111,7 @@ class QuantizeStatic(Stage):
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
         quantized = quantization.quantized_ops(target)
-        if not quantized["by_op_type"]:
-            asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
-            raise StageError(f"quantize_static quantized nothing: {quantization.nothing_quantized(model, asked)}")
-        if not quantized["activations"] and not params["allow_weight_only"]:
-            raise StageError(
-                "no activation was quantized: the result is weight-only, and usually slower than fp32 "
-                f"(quantized inputs by op type: {dict(quantized['by_op_type']) or 'none'}). On a transformer-fused "
-                "graph ORT leaves Attention and the fused LayerNorms in float: quantize the unfused model instead, "
-                "or set allow_weight_only: true"
-            )
+        _check_quantized(model, quantized, params)
         metrics = {
             "format": params["format"],
             "activation_type": params["activation_type"],
@@ -134,6 +127,7 @@ class QuantizeStatic(Stage):
             "mask_nodes_kept_float": around_masks,
             "traps_kept_float": found.metrics(),
             "opset_upgraded_from": upgraded,
+            **prepared.metrics(),
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
             **({"nodes_reordered_after_ort": True} if reordered else {}),
@@ -145,8 +139,9 @@ class QuantizeStatic(Stage):
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
         summary += (f"; {why}" if why else "") + (f"; {_traps_text(found)}" if found.nodes() else "") + f"; {checked}"
+        summary += f"; {prepared.summary()}" if prepared.summary() else ""
         return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     "reduce_range": reduce_range, **measured})
+                                                     "reduce_range": reduce_range, **measured, **prepared.metrics()})
 
     # -- the steps of run, in order ------------------------------------------------------------------
 
@@ -158,7 +153,7 @@ class QuantizeStatic(Stage):
 
         private.write_bytes(given.read_bytes())
         try:
-            return load_tensors_data(private), mask_tensors(private)
+            return load_tensors_data(private), calibration_table.mask_tensors(private)
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
 
@@ -210,6 +205,20 @@ class QuantizeStatic(Stage):
         except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
             raise ort_failures.quantizer_failed("quantize_static", exc) from exc
         return target
+
+
+def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, Any]) -> None:
+    """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
+    if not quantized["by_op_type"]:
+        asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
+        raise StageError(f"quantize_static quantized nothing: {quantization.nothing_quantized(model, asked)}")
+    if not quantized["activations"] and not params["allow_weight_only"]:
+        raise StageError(
+            "no activation was quantized: the result is weight-only, and usually slower than fp32 "
+            f"(quantized inputs by op type: {dict(quantized['by_op_type']) or 'none'}). On a transformer-fused "
+            "graph ORT leaves Attention and the fused LayerNorms in float: quantize the unfused model instead, "
+            "or set allow_weight_only: true"
+        )
 
 
 # -- the checks and choices of _prepare, in order ----------------------------------------------------

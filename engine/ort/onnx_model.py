@@ -150,6 +150,15 @@ def check_data_location(model: Path, location: str) -> None:
             " beside the .onnx file, or do not use a model from an untrusted source")
 
 
+def has_external_data(path: Path) -> bool:
+    """Whether the model keeps weights in external-data files (False for a file that is not a model: the load
+    that follows reports it, with the fix)."""
+    try:
+        return bool(external_data_files(model_file(path)))
+    except NotAnOnnxModel:
+        return False
+
+
 def total_size(path: Path) -> int:
     """Bytes of a model including its external data."""
     path = model_file(path)
@@ -167,6 +176,21 @@ def output_file(output: Path, large: bool) -> Path:
         return output
     output.mkdir(exist_ok=True)
     return output / "model.onnx"
+
+
+def write_initializers_beside(options: Any, target: Path) -> None:
+    """Have ORT, saving an optimized model to `target` (optimized_model_filepath), write every initializer of
+    1 KB or more to its own `<target>.data` beside it. Needed for a model over 2 GB, and for any model read with
+    external data: ORT saves an initializer it read from a data file as a reference to that file (its name,
+    relative to the new model), not as bytes, so the written model would name a file that is not beside it."""
+    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{target.name}.data")
+    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+
+
+def gathered(written: Path, output: Path) -> Path:
+    """A model written with its weights in a data file, saved again at `output` the usual way: one file when it
+    fits in 2 GB (as any model that fits is stored), the folder form otherwise."""
+    return save(load_graph(written, external_data=True), output)
 
 
 def save(model: Any, output: Path) -> Path:
@@ -265,65 +289,6 @@ def op_counts(path: Path) -> Counter[str]:
 
     visit(model.graph)
     return counts
-
-
-def pre_processed(source: Path, destination: Path) -> Path:
-    """ORT's quant_pre_process (symbolic shape inference with auto_merge, then ORT's basic optimizations), the
-    graph both calibration and static quantization work on. auto_merge: without it shape inference stops
-    ("Incomplete symbolic shape inference") on BERT-style and YOLO-style exports.
-
-    It runs in a child process whose working folder is the destination's (the stage's scratch folder): when
-    shape inference gives up, ORT saves `sym_shape_infer_temp.onnx` and its data to the working folder, and a
-    stage must never write into the user's."""
-    import subprocess
-    import sys
-
-    large = "1" if total_size(source) > TWO_GB else ""
-    done = subprocess.run([sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
-                          cwd=destination.parent, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        said = lines[-1] if lines else f"exit status {done.returncode}"
-        raise StageError(f"quant_pre_process failed: {said} — {_pre_process_hint(said, done.stderr)}") \
-            from ChildFailure(done.stderr.strip())
-    return destination
-
-
-class ChildFailure(Exception):
-    """What a child process printed when it failed (its own traceback): chained under the one-line error, so
-    `--debug` shows where inside ORT it broke."""
-
-
-# quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
-_PRE_PROCESS = (
-    "import sys\n"
-    "from onnxruntime.quantization import quant_pre_process\n"
-    "quant_pre_process(sys.argv[1], sys.argv[2], auto_merge=True, save_as_external_data=bool(sys.argv[3]))\n"
-)
-
-
-# What works when a graph ORT already optimized cannot be quantized (tested on a real CNN in test_quantization):
-# skipping the pre-processing only moves the failure to quantize_static (layout nodes it cannot scale).
-QUANTIZE_BEFORE_OPTIMIZING = (
-    "this graph was already optimized for a CPU (graph_optimization at level `all` adds layout nodes, "
-    "reorder_token_*, that quantization cannot follow): calibrate and quantize the model as exported "
-    "(e.g. `in: {model: inputs.model}`), and optimize after quantizing, or let ORT optimize the quantized "
-    "model when it loads it"
-)
-
-
-def _pre_process_hint(said: str, printed: str) -> str:
-    skip = "set pre_process: false on calibrate and quantize_static (ortflow then quantizes the graph as it is)"
-    if "No space left" in said or "Disk quota" in said:
-        return "the disk holding the cache is full: free space there and run again"
-    if "Incomplete symbolic shape inference" in said:
-        return f"ORT's symbolic shape inference cannot follow this graph. If {QUANTIZE_BEFORE_OPTIMIZING}"
-    if "_infer_If" in printed or "_infer_Loop" in printed:
-        return f"ORT's symbolic shape inference cannot type the outputs of this model's If/Loop nodes (control flow): {skip}"
-    if said.startswith("AssertionError") and "symbolic_shape_infer" in printed:
-        where = [line.strip().rsplit(" in ", 1)[-1] for line in printed.splitlines() if "symbolic_shape_infer.py" in line]
-        return f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}"
-    return f"{skip}; --debug shows ORT's traceback"
 
 
 def first_line(exc: BaseException) -> str:

@@ -170,10 +170,10 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
                                  ["constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
                                   "handle the folded graph better"]))
         source = "folded.model"
-    extra = {"pre_process": False} if control_flow else {}
-    stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, dict(extra),
+    stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, {},
                              ["activation ranges (minmax) from the calibration data"]
-                             + (["pre_process: false: ORT's symbolic shape inference cannot type If outputs"] if control_flow else [])))
+                             + (["pre_process: auto (the default) goes on without ORT's pre-processing, and says so, where its",
+                                 "shape inference cannot type If outputs"] if control_flow else [])))
     convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
     if roles.kind == ModelKind.STREAMING:
         settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
@@ -188,7 +188,7 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
         why = ["per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
                "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)"]
     stages.append(StageDraft("int8", "quantize_static", _sanity({"model": source, "calibration": "calib.table"}, real_data),
-                             {**extra, **settings},
+                             settings,
                              [f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
                               *why,
                               "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
