@@ -4,6 +4,8 @@ size in it). Unit tests of the reading only: the real models are in test_init.py
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
@@ -61,3 +63,44 @@ def test_an_integer_label_output_is_judged_by_exact_agreement(tmp_path):
     choice = random_choice(roles)
     assert choice.params["dims"] == {"b": 1, "t": 128}
     assert "scores: float32 [b, t, 9]: features; sized t = 128 (set what your model takes)" in choice.comments
+
+
+def _lines(folder, sizes):
+    from PIL import Image
+
+    folder.mkdir()
+    for i, (width, height) in enumerate(sizes):
+        Image.new("RGB", (width, height), "white").save(folder / f"{i}.png")
+    return folder
+
+
+def test_an_open_image_size_comes_from_the_images_given_and_a_fixed_side_stays(tmp_path):
+    """A text-line recogniser ([b, 3, ?, ?]) given lines 48 px high got 640 x 640 squares: its attention then held
+    22 GB in calibration and the run was killed. The images' median size, rounded up to a multiple of 32, instead."""
+    lines = _lines(tmp_path / "lines", [(262, 48), (198, 48), (313, 48)])
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    for shape, expected in ((["b", 3, "h", "w"], (64, 288)), (["b", 3, 48, "w"], (48, 288)), (["b", 3, "h", 100], (64, 100))):
+        spec = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+        roles = read_roles(read_model_facts(toy_model(tmp_path / "plain.onnx", nodes, *spec)))
+        assert image_size(roles, roles.inputs[0], lines) == expected, shape
+    big = _lines(tmp_path / "big", [(4000, 3000)])
+    spec = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, "h", "w"])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, "h", "w"])])
+    roles = read_roles(read_model_facts(toy_model(tmp_path / "plain.onnx", nodes, *spec)))
+    assert image_size(roles, roles.inputs[0], big) == (768, 1024)  # at most 1024, aspect kept
+
+
+def test_init_sizes_a_real_text_recogniser_from_its_lines(project, cli):
+    from importlib.metadata import distribution
+
+    import yaml
+
+    dist = distribution("rapidocr-onnxruntime")
+    model = dist.locate_file("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")
+    lines = Path(__file__).parent.parent / "recipes" / "data" / "images" / "lines" / "calibration"
+    code, out, err = cli("init", model, "-o", project / "rec.yaml", "--data", lines)
+    assert code == 0, (out, err)
+    text = (project / "rec.yaml").read_text()
+    assert yaml.safe_load(text)["datasets"]["calibration"]["with"]["size"] == [64, 288]
+    assert "median size, rounded up to a multiple of 32" in " ".join(text.split())
