@@ -75,7 +75,7 @@ class CorpusModel:
     feeds: str | None = None
     tokenizer: WheelFile | None = None
     derive: str | None = None
-    after: tuple[int, ...] = ()
+    after: tuple[str, ...] = ()
     why: str = ""
 
     def provenance(self) -> str:
@@ -109,7 +109,7 @@ def _model(entry: dict, where: str) -> CorpusModel:
         raise ValueError(f"{where}: derive {entry['derive']!r} — one of {sorted(DERIVE)}")
     tokenizer = WheelFile(**entry["tokenizer"]) if entry.get("tokenizer") else None
     return CorpusModel(**{**entry, "version": str(entry["version"]), "expected": expected, "tokenizer": tokenizer,
-                          "properties": tuple(entry["properties"]), "after": tuple(entry.get("after", ()))})
+                          "properties": tuple(entry["properties"]), "after": tuple(str(a) for a in entry.get("after", ()))})
 
 
 def load_manifest(path: Path = MANIFEST) -> Manifest:
