@@ -33,6 +33,7 @@ REPO = BENCH.parent
 MANIFEST = BENCH / "corpus.yaml"
 TRACEBACK = "Traceback (most recent call last)"
 REFERENCE = "model"  # init names the original model's input `model`; select lists it under that id
+CELL = 200  # characters of an error or closing line in a table cell
 STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
 sys.path.insert(0, str(BENCH))
 
@@ -286,7 +287,12 @@ def row(result: Result) -> list[str]:
         outcome += f": {result.reason}"
     speedup = f"{result.speedup:.2f}x" if result.speedup is not None else ""
     metric = f"{result.metric}; {model.provenance()}" if result.metric else model.provenance()
-    return [model.id, ", ".join(model.properties), outcome, speedup, metric, result.optimize, f"{result.seconds:.0f} s"]
+    return [model.id, ", ".join(model.properties), _cut(outcome), speedup, metric, _cut(result.optimize), f"{result.seconds:.0f} s"]
+
+
+def _cut(text: str, limit: int = CELL) -> str:
+    """A table cell of at most `limit` characters (--logs keeps the whole text)."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
 def host() -> str:
