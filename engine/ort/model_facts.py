@@ -12,6 +12,10 @@ from pathlib import Path
 from ortflow.engine.ort.onnx_model import external_data_files, load_graph, total_size
 
 Dim = int | str | None  # a fixed size, a symbolic name, or unknown
+QUANTIZED_OPS = ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv",
+                 "QLinearMatMul", "MatMulNBits", "QAttention", "DynamicQuantizeMatMul", "QGemm")
+MIN_WEIGHT = 64  # values: an int8 table of a few entries (a lookup, a shape) is not a quantized weight
+_INTEGER_WEIGHT_TYPES = {2, 3, 21, 22}  # TensorProto UINT8, INT8, UINT4, INT4
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ class ModelFacts:
     weight_total: int = 0  # elements of every initializer and Constant tensor, subgraphs too
     weights_by_op: Counter = field(default_factory=Counter)  # weight elements each op type consumes (through Cast, Transpose, ...)
     branches: tuple[BranchFact, ...] = ()  # top-level If nodes
+    integer_weights: int = 0  # initializers of 8 bits or fewer holding at least MIN_WEIGHT values: weights quantized already
 
     def weight_share(self, *op_types: str) -> float:
         """The share of the model's weights consumed by these op types (0 for a model without weights)."""
@@ -85,6 +90,12 @@ class ModelFacts:
     @property
     def branch_weight_share(self) -> float:
         return sum(b.weights_inside for b in self.branches) / self.weight_total if self.weight_total else 0.0
+
+    @property
+    def already_quantized(self) -> bool:
+        """Quantized before ortflow saw it: integer weights (e.g. int8 ones turned to float by Cast and Mul), or
+        ORT's quantized ops (QDQ pairs, MatMulInteger, QLinearConv, MatMulNBits, ...)."""
+        return self.integer_weights > 0 or self.has_ops(*QUANTIZED_OPS)
 
     def has_ops(self, *op_types: str) -> bool:
         return any(self.op_counts.get(op, 0) for op in op_types)
@@ -257,9 +268,17 @@ def read_model_facts(path: Path) -> ModelFacts:
     outputs = tuple(_tensor(v) for v in model.graph.output)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     producer = f"{model.producer_name} {model.producer_version}".strip()
+    integer_weights = sum(1 for t in model.graph.initializer if t.data_type in _INTEGER_WEIGHT_TYPES and _values(t) >= MIN_WEIGHT)
     tally = _Tally()
     _walk(model.graph, {}, tally)
     return ModelFacts(path=path, inputs=inputs, outputs=outputs, op_counts=tally.ops, opset=opset,
                       size_bytes=total_size(path), external_data=tuple(external_data_files(path)), producer=producer,
                       node_total=tally.nodes, weight_total=tally.weights, weights_by_op=tally.weights_by_op(tally.sizes),
-                      branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes))
+                      branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes), integer_weights=integer_weights)
+
+
+def _values(tensor: object) -> int:
+    count = 1
+    for dim in tensor.dims:  # type: ignore[attr-defined]
+        count *= dim
+    return count

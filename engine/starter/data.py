@@ -111,18 +111,50 @@ def image_axes(info: InputInfo) -> tuple[int, int]:
     return (2, 3) if info.fact.shape[1] in (1, 3) else (1, 2)
 
 
-def image_size(roles: ModelRoles, info: InputInfo) -> tuple[int, int]:
-    """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), else a default."""
-    shape = info.fact.shape
-    axes = image_axes(info)
-    fixed = [shape[a] for a in axes if isinstance(shape[a], int) and shape[a] > 0]
-    if len(fixed) == 2:
+STRIDE = 32  # image sides proposed from data are multiples of it: most CNNs and detectors downsample by up to 32
+MAX_SIDE = 1024  # and at most this long, aspect kept: calibration holds every activation of a batch in memory
+
+
+def image_size(roles: ModelRoles, info: InputInfo, folder: Path | None = None) -> tuple[int, int]:
+    """The image input's [height, width]: its fixed sizes, a size in the file name (`320n.onnx`), the median size of
+    the images in `folder` (rounded up to a multiple of 32: a recogniser of text lines gets lines, not 640 x 640
+    squares whose attention outgrows the machine's memory), else a default; a fixed height or width always stays."""
+    fixed = _fixed_sides(info)
+    if fixed[0] and fixed[1]:
         return int(fixed[0]), int(fixed[1])
     named = [int(n) for n in re.findall(r"(?<!\d)(\d{3,4})(?!\d)", roles.facts.path.stem) if 96 <= int(n) <= 2048 and int(n) % 32 == 0]
     if named:
-        return named[0], named[0]
-    side = 640 if roles.kind in (ModelKind.DETECTOR, ModelKind.CNN) else 224
-    return side, side
+        guess = (named[0], named[0])
+    elif folder is not None and (seen := _median_size(folder)):
+        guess = seen
+    else:
+        side = 640 if roles.kind in (ModelKind.DETECTOR, ModelKind.CNN) else 224
+        guess = (side, side)
+    return int(fixed[0] or guess[0]), int(fixed[1] or guess[1])
+
+
+def _fixed_sides(info: InputInfo) -> list[int | None]:
+    shape = info.fact.shape
+    return [int(shape[a]) if isinstance(shape[a], int) and shape[a] > 0 else None for a in image_axes(info)]
+
+
+def _median_size(folder: Path) -> tuple[int, int] | None:
+    """The median [height, width] of the folder's images (their headers only), rounded up to a multiple of STRIDE and
+    scaled down to at most MAX_SIDE; None when no image there can be read."""
+    from PIL import Image, UnidentifiedImageError
+
+    sizes = []
+    for path in sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTENSIONS)[:64]:
+        try:
+            with Image.open(path) as image:
+                sizes.append((image.height, image.width))
+        except (OSError, UnidentifiedImageError):
+            continue
+    if not sizes:
+        return None
+    height, width = (sorted(side)[len(side) // 2] for side in zip(*sizes))
+    shrink = min(1.0, MAX_SIDE / max(height, width))
+    return tuple(max(STRIDE, -(-round(side * shrink) // STRIDE) * STRIDE) for side in (height, width))  # type: ignore[return-value]
 
 
 def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
@@ -275,11 +307,14 @@ def _images_choice(roles: ModelRoles, data: Path, where: str, preprocessing: Pre
     if len(images) != 1 or len(roles.inputs) != 1:
         raise OrtflowError(f"--data {data}: a folder of images, but the model's inputs are not one image "
                            f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
-    height, width = image_size(roles, images[0])
+    height, width = image_size(roles, images[0], data)
     chosen = preprocessing or Preprocessing()
     params: dict[str, Any] = {"path": where, "size": [height, width], **chosen.params()}
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
     notes = [f"{data.name}: images, resized to {height} x {width}, RGB", assumed]
+    if (height, width) == _median_size(data) and None in _fixed_sides(images[0]):
+        notes.append(f"the model leaves the size open: this is these images' median size, rounded up to a multiple of {STRIDE}; "
+                     "set size: to the one it is used at")
     if roles.kind == ModelKind.DETECTOR:
         params.update(resize="letterbox")
         notes.append("letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "

@@ -7,7 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.ort.model_facts import BranchFact, ModelFacts
+from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, OutputMeaning, article
 
 
@@ -231,11 +231,25 @@ def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], li
                        optional=True)], ["inputs.model"]
 
 
+def _quantized_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
+    """A model quantized already: INT8 again finds nothing to quantize (its weights feed Cast/Dequantize nodes, not
+    MatMuls directly), so the candidate is ORT's graph optimizer on it."""
+    facts = roles.facts
+    what = (f"{facts.integer_weights} weights of 8 bits or fewer" if facts.integer_weights
+            else "quantized ops (" + ", ".join(op for op in QUANTIZED_OPS if facts.has_ops(op)) + ")")
+    return [StageDraft("optimized", "graph_optimization", {"model": "inputs.model"}, {"level": "extended"},
+                       [f"the model is quantized already ({what}): INT8 again would quantize nothing,",
+                        "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is"])], \
+        ["inputs.model", "optimized.model"]
+
+
 def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> StagePlan:
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
     elif network_in_branches(roles.facts):
         stages, candidates = _branched_stages()
+    elif roles.facts.already_quantized:
+        stages, candidates = _quantized_stages(roles)
     elif roles.kind == ModelKind.TRANSFORMER:
         stages, candidates = _transformer_stages(real_data)
     else:

@@ -51,7 +51,8 @@ def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
     size = f"{facts.size_bytes / 1e6:.1f} MB" + (f", weights in {len(facts.external_data)} external-data file(s)"
                                                  if facts.external_data else "")
     lines = [f"Written by `engine init` (ortflow {ortflow.__version__}) for {facts.path.name}, for the {target.value} target.",
-             f"What the model looks like: {article(roles.kind.value)}; {size}; opset {facts.opset}; ops: {facts.top_ops()}.",
+             f"What the model looks like: {article(roles.kind.value)}{', quantized already' if facts.already_quantized else ''}; "
+             f"{size}; opset {facts.opset}; ops: {facts.top_ops()}.",
              *_wrapped([f"Classified as {article(roles.kind.value)} because {roles.why}.", *branch_note(facts)]), "Inputs:"]
     lines += [f"  {i.fact.describe()}: {i.role.value}" + (f", batch on axis {i.batch_axis}" if i.batch_axis not in (0, None) else "")
               for i in roles.inputs]

@@ -1,0 +1,342 @@
+"""The model corpus (bench/corpus.yaml): real models from PyPI wheels, each tried as a new user would. For every
+model, `engine init` (with the manifest's real data where there is some), `engine run` of that recipe as written, and
+`engine optimize`, each in a temporary folder; a failure of one model never stops the others. Prints one markdown
+table: the outcome (delivered / kept fp32 with the reason / refused with the reason / failed: a recipe init wrote
+that did not run / crashed: a Python traceback), the speedup, the task metric with its data's provenance, what
+`optimize` said last, and the time; then the host and the date.
+
+    pip install --no-deps $(python bench/corpus.py --packages)   # the pinned wheels
+    python bench/corpus.py                  # every model: about 10 minutes on 2 cores
+    python bench/corpus.py nudenet magika   # some of them
+    python bench/corpus.py --logs DIR       # and every step's output, one file per model
+
+tests/test_corpus.py (`pytest -m corpus`) runs the same steps, with a short benchmark and no `optimize`."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+
+import yaml
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+MANIFEST = BENCH / "corpus.yaml"
+TRACEBACK = "Traceback (most recent call last)"
+REFERENCE = "model"  # init names the original model's input `model`; select lists it under that id
+CELL = 200  # characters of an error or closing line in a table cell
+STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
+sys.path.insert(0, str(BENCH))
+
+from corpus_feeds import DERIVE, FEEDS, wheel_path  # noqa: E402
+
+
+class Outcome(Enum):
+    """Best last. A model regresses when its outcome ranks below the manifest's `expected`."""
+
+    CRASHED = "crashed"  # a Python traceback in any step's output
+    FAILED = "failed"  # a recipe `engine init` wrote did not run as written
+    REFUSED = "refused"  # init (or optimize) declined, saying why, before anything ran
+    KEPT_FP32 = "kept_fp32"  # it ran; no optimized candidate kept the accuracy (or none was faster)
+    DELIVERED = "delivered"  # it ran and an optimized model was chosen
+
+    @property
+    def rank(self) -> int:
+        return list(Outcome).index(self)
+
+
+@dataclass(frozen=True)
+class WheelFile:
+    package: str
+    file: str
+
+
+@dataclass(frozen=True)
+class CorpusModel:
+    """One manifest entry (the comment at the top of bench/corpus.yaml says what each field means)."""
+
+    id: str
+    package: str
+    version: str
+    file: str
+    sha256: str
+    licence: str
+    properties: tuple[str, ...]
+    expected: Outcome
+    data: str | None = None
+    feeds: str | None = None
+    tokenizer: WheelFile | None = None
+    derive: str | None = None
+    after: tuple[str, ...] = ()
+    why: str = ""
+
+    def provenance(self) -> str:
+        if self.data:
+            return f"real: {self.data}"
+        if self.feeds:
+            return f"real: feeds {self.feeds} (bench/corpus_feeds.py)"
+        return "random feeds"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    packages: tuple[str, ...]
+    models: tuple[CorpusModel, ...]
+
+
+_FIELDS = set(CorpusModel.__dataclass_fields__)
+
+
+def _model(entry: dict, where: str) -> CorpusModel:
+    unknown = set(entry) - _FIELDS
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)} — the fields are {sorted(_FIELDS)}")
+    try:
+        expected = Outcome(entry["expected"])
+    except ValueError:
+        raise ValueError(f"{where}: expected {entry['expected']!r} — one of {[o.value for o in Outcome]}") from None
+    if entry.get("feeds") and entry["feeds"] not in FEEDS:
+        raise ValueError(f"{where}: feeds {entry['feeds']!r} — one of {sorted(FEEDS)} (bench/corpus_feeds.py)")
+    if entry.get("derive") and entry["derive"] not in DERIVE:
+        raise ValueError(f"{where}: derive {entry['derive']!r} — one of {sorted(DERIVE)}")
+    tokenizer = WheelFile(**entry["tokenizer"]) if entry.get("tokenizer") else None
+    return CorpusModel(**{**entry, "version": str(entry["version"]), "expected": expected, "tokenizer": tokenizer,
+                          "properties": tuple(entry["properties"]), "after": tuple(str(a) for a in entry.get("after", ()))})
+
+
+def load_manifest(path: Path = MANIFEST) -> Manifest:
+    raw = yaml.safe_load(path.read_text())
+    models = tuple(_model(entry, f"{path}: model {i + 1} ({entry.get('id', '?')})") for i, entry in enumerate(raw["models"]))
+    ids = [m.id for m in models]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: model ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+    return Manifest(tuple(raw["packages"]), models)
+
+
+@dataclass
+class Step:
+    """One engine command and what it printed."""
+
+    name: str
+    code: int
+    seconds: float
+    out: str
+    err: str
+
+    @property
+    def traceback(self) -> str:
+        """The traceback's last line (the exception), or '' when there is none."""
+        for text in (self.err, self.out):
+            if TRACEBACK in text:
+                lines = [line for line in text[text.index(TRACEBACK):].splitlines() if line.strip()]
+                return next((line for line in reversed(lines) if not line.startswith(" ")), lines[-1])
+        return ""
+
+    def said(self) -> str:
+        """The error's first line, or the closing line, as one line."""
+        lines = [line.strip() for line in (self.err if self.code else self.out).splitlines() if line.strip()]
+        text = next((line for line in lines if line.startswith("error")), lines[0] if self.code and lines else "")
+        return text or (lines[-1] if lines else "")
+
+
+    def verdict(self, folder: Path) -> str:
+        """optimize's line about the model it wrote (or its error), without the temporary folder's name."""
+        lines = [line.strip().replace(f"{folder}/", "") for line in self.out.splitlines() if line.strip()]
+        written = [line for line in lines if line.split(" ")[0].endswith(".onnx:")]
+        return self.said().replace(f"{folder}/", "") if self.code or not written else written[-1]
+
+
+@dataclass
+class Result:
+    model: CorpusModel
+    outcome: Outcome = Outcome.CRASHED
+    reason: str = ""
+    speedup: float | None = None
+    metric: str = ""
+    qualified: bool = False  # an optimized candidate kept the accuracy, faster or not (speed does not decide it)
+    optimize: str = ""
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(step.seconds for step in self.steps)
+
+
+def engine(name: str, args: list[str], folder: Path) -> Step:
+    script = Path(sys.executable).with_name("engine")
+    command = [str(script) if script.exists() else "engine", *args]
+    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=env, timeout=STEP_LIMIT_S)
+        code, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as late:
+        code, out, err = 124, str(late.stdout or ""), f"error: {name} ran past {STEP_LIMIT_S} s"
+    return Step(name, code, time.perf_counter() - started, out, err)
+
+
+def model_file(model: CorpusModel, folder: Path) -> Path:
+    """The wheel's file, checked against the manifest's sha256, or its derived variant made in `folder`."""
+    source = wheel_path(model.package, model.file)
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if digest != model.sha256:
+        raise ValueError(f"{source}: sha256 {digest}, the manifest pins {model.sha256} — install {model.package}=="
+                         f"{model.version} --no-deps")
+    if not model.derive:
+        return source
+    derived = folder / f"{model.id}.onnx"
+    DERIVE[model.derive](source, derived)
+    return derived
+
+
+def data_args(model: CorpusModel, folder: Path) -> list[str]:
+    """--data (and --tokenizer) as the manifest says: a repository path, or an .npz the feed function writes."""
+    args: list[str] = []
+    if model.data:
+        args += ["--data", str(REPO / model.data)]
+    elif model.feeds:
+        npz = folder / f"{model.id}-feeds.npz"
+        FEEDS[model.feeds](npz)
+        args += ["--data", str(npz)]
+    if model.tokenizer:
+        args += ["--tokenizer", str(wheel_path(model.tokenizer.package, model.tokenizer.file))]
+    return args
+
+
+def _select_stage(recipe: dict) -> str:
+    return next(name for name, stage in recipe["stages"].items() if stage.get("uses") == "select")
+
+
+def judge(result: Result, recipe_path: Path) -> None:
+    """Outcome, speedup and metric from the select stage's selection.json of the run."""
+    recipe = yaml.safe_load(recipe_path.read_text())
+    selection = json.loads((recipe_path.parent / "out" / recipe["name"] / _select_stage(recipe) / "selection.json").read_text())
+    metric, threshold = next(iter(selection["constraints"]["min"].items()), ("", None))
+    candidates = [c for c in selection["candidates"] if c["id"] != REFERENCE]
+    chosen = next(c for c in selection["candidates"] if c["chosen"])
+    best = max(candidates, key=lambda c: (c["meets_constraints"], c["values"].get(metric, 0)), default=chosen)
+    shown = chosen if chosen["id"] != REFERENCE else best
+    result.qualified = any(c["meets_constraints"] for c in candidates)
+    result.speedup = shown["values"].get("speedup")
+    result.metric = f"{shown['id']}: {metric} {shown['values'].get(metric, float('nan')):.4f} (>= {threshold})"
+    if chosen["id"] != REFERENCE:
+        result.outcome, result.reason = Outcome.DELIVERED, chosen["id"]
+        return
+    result.outcome = Outcome.KEPT_FP32
+    misses = [f"{c['id']}: {'; '.join(c['misses'])}" for c in candidates if c["misses"]]
+    result.reason = "; ".join(misses) or "no candidate was faster"
+
+
+def _stop(result: Result, step: Step, outcome: Outcome) -> Result:
+    result.steps.append(step)
+    result.outcome = Outcome.CRASHED if step.traceback else outcome
+    result.reason = step.traceback or f"{step.name}: {step.said()}"
+    return result
+
+
+def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), optimize: bool = True) -> Result:
+    """init, validate, run (with `run_args`) and optionally optimize one model in `folder`."""
+    result = Result(model)
+    path = model_file(model, folder)
+    data = data_args(model, folder)
+    recipe = folder / f"{model.id}.yaml"
+    init = engine("init", ["init", str(path), "-o", str(recipe), *data], folder)
+    if init.code or init.traceback:
+        return _stop(result, init, Outcome.REFUSED)
+    result.steps.append(init)
+    for name, args in (("validate", ["validate", str(recipe)]), ("run", ["run", str(recipe), *_short(recipe, run_args)])):
+        step = engine(name, args, folder)
+        if step.code or step.traceback:
+            return _stop(result, step, Outcome.FAILED)
+        result.steps.append(step)
+    judge(result, recipe)
+    if optimize:
+        step = engine("optimize", ["optimize", str(path), "-o", str(folder / f"{model.id}-optimized.onnx"), *data], folder)
+        result.steps.append(step)
+        result.optimize = step.verdict(folder)
+        if step.traceback:
+            result.outcome, result.reason = Outcome.CRASHED, f"optimize: {step.traceback}"
+    return result
+
+
+def _short(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
+    """`run_args` as `--set {STAGE_TYPE}.with.KEY=VALUE` pairs, each given for every stage of that type the recipe
+    has (init names them; the test shortens its benchmark and calibration) and dropped where it has none."""
+    stages = yaml.safe_load(recipe.read_text())["stages"]
+    args: list[str] = []
+    for flag, value in zip(run_args[::2], run_args[1::2]):
+        kind, _, rest = value.partition("}.")
+        names = [name for name, stage in stages.items() if f"{{{stage.get('uses')}" == kind]
+        args += [arg for name in names for arg in (flag, f"{name}.{rest}")]
+    return args
+
+
+def row(result: Result) -> list[str]:
+    model = result.model
+    outcome = result.outcome.value.replace("_", " ")
+    if result.reason:
+        outcome += f": {result.reason}"
+    speedup = f"{result.speedup:.2f}x" if result.speedup is not None else ""
+    metric = f"{result.metric}; {model.provenance()}" if result.metric else model.provenance()
+    return [model.id, ", ".join(model.properties), _cut(outcome), speedup, metric, _cut(result.optimize), f"{result.seconds:.0f} s"]
+
+
+def _cut(text: str, limit: int = CELL) -> str:
+    """A table cell of at most `limit` characters (--logs keeps the whole text)."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def host() -> str:
+    import onnxruntime
+
+    from ortflow.engine.environment import fact
+
+    return (f"host: {fact('isa')}, {fact('cpu')}, {os.cpu_count()} cores, onnxruntime {onnxruntime.__version__}; "
+            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+
+
+def keep_log(result: Result, logs: Path) -> None:
+    """Every step's full output, for the defects the table only names."""
+    logs.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(f"=== engine {s.name} (exit {s.code}, {s.seconds:.1f} s)\n{s.out}\n--- stderr\n{s.err}" for s in result.steps)
+    (logs / f"{result.model.id}.log").write_text(text)
+
+
+def main(argv: list[str]) -> int:
+    manifest = load_manifest()
+    if argv == ["--packages"]:
+        print(" ".join(manifest.packages))
+        return 0
+    logs = Path(argv[argv.index("--logs") + 1]) if "--logs" in argv else None
+    argv = [a for i, a in enumerate(argv) if a != "--logs" and (i == 0 or argv[i - 1] != "--logs")]
+    chosen = [m for m in manifest.models if not argv or m.id in argv]
+    results = []
+    started = time.perf_counter()
+    for model in chosen:
+        with tempfile.TemporaryDirectory(prefix=f"corpus-{model.id}-") as folder:
+            try:
+                results.append(try_model(model, Path(folder)))
+            except (OSError, ValueError, subprocess.SubprocessError) as error:  # boundary: one model's setup never stops the rest
+                results.append(Result(model, Outcome.CRASHED, f"corpus setup: {error}"))
+            if logs:
+                keep_log(results[-1], logs)
+            print(f"{model.id}: {results[-1].outcome.value} ({results[-1].seconds:.0f} s)", file=sys.stderr)
+    print(host() + f"; corpus {time.perf_counter() - started:.0f} s")
+    print("| model | properties | outcome | speedup | metric; data | optimize says | time |")
+    print("|---|---|---|---|---|---|---|")
+    for result in results:
+        print("| " + " | ".join(cell.replace("|", "/") for cell in row(result)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,117 @@
+"""Real samples for the corpus models whose inputs are not images or text: each function writes an .npz of the
+model's inputs (samples along the first axis, as `engine init --data` reads them) from the repository's own data
+run through the wheel's own front end, so nothing new is committed and every sample is real. Also the derived
+variants of bench/corpus.yaml (`derive:`), made deterministically from the wheel's file."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import wave
+from importlib.metadata import distribution
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "recipes" / "data"
+SAMPLES = 32  # per model: enough for calibration and a held-out check, few enough for a short CI step
+
+
+def wheel_path(package: str, file: str) -> Path:
+    """A file of an installed wheel, found through its RECORD (importing the package may need its dependencies)."""
+    return Path(distribution(package).locate_file(file)).resolve()
+
+
+def magika_bytes(out: Path) -> None:
+    """magika's byte features of the repository's sample files (recipes/data/files), as magika 1.0.3 computes them."""
+    sys.path.insert(0, str(DATA))
+    try:
+        from magika_bytes import features  # the same features as recipes/classifier-cpu-int8.yaml
+    finally:
+        sys.path.remove(str(DATA))
+    files = sorted(p for p in (DATA / "files" / "calibration").iterdir() if p.is_file() and p.stat().st_size >= 8)
+    np.savez(out, bytes=np.concatenate([features(p) for p in files]))
+
+
+def _vad_chunks() -> dict[str, np.ndarray]:
+    with np.load(DATA / "audio" / "vad-calibration.npz") as chunks:
+        return {key: chunks[key][:SAMPLES] for key in chunks.files}
+
+
+def vad_without_sr(out: Path) -> None:
+    """Silero's fp16 file takes no sample rate: the repository's 16 kHz speech chunks and states without it."""
+    chunks = _vad_chunks()
+    np.savez(out, input=chunks["input"], state=chunks["state"])
+
+
+def vad_sequence(out: Path) -> None:
+    """faster-whisper's Silero v6 takes chunks [sequence, 576] and an LSTM state h, c [1, 1, 128] of its own."""
+    chunks = _vad_chunks()["input"]
+    zeros = np.zeros((len(chunks), 1, 128), np.float32)
+    np.savez(out, input=chunks, h=zeros, c=zeros)
+
+
+def _mel_windows() -> np.ndarray:
+    """openWakeWord's front end on the repository's speech (arctic_a0007.wav, 16 kHz): its melspectrogram.onnx, its
+    transform (x / 10 + 2) and its windows of 76 frames, 8 apart, shaped [N, 76, 32, 1] for the embedding model."""
+    import onnxruntime as ort
+
+    with wave.open(str(DATA / "audio" / "arctic_a0007.wav")) as audio:
+        samples = np.frombuffer(audio.readframes(audio.getnframes()), np.int16).astype(np.float32)
+    mel = ort.InferenceSession(str(wheel_path("openwakeword", "openwakeword/resources/models/melspectrogram.onnx")),
+                               providers=["CPUExecutionProvider"])
+    spec = np.squeeze(mel.run(None, {"input": samples[None]})[0]) / 10 + 2
+    windows = [spec[i:i + 76] for i in range(0, spec.shape[0] - 76 + 1, 8)]
+    return np.stack(windows)[..., None].astype(np.float32)
+
+
+def mel_frames(out: Path) -> None:
+    np.savez(out, input_1=_mel_windows()[:SAMPLES])
+
+
+def speech_embeddings(out: Path) -> None:
+    """The wake-word classifiers' input: 16 consecutive speech embeddings (openWakeWord's embedding_model.onnx on
+    the mel windows above), one window per step of 1."""
+    import onnxruntime as ort
+
+    embed = ort.InferenceSession(str(wheel_path("openwakeword", "openwakeword/resources/models/embedding_model.onnx")),
+                                 providers=["CPUExecutionProvider"])
+    vectors = embed.run(None, {"input_1": _mel_windows()})[0].reshape(-1, 96)
+    frames = np.stack([vectors[i:i + 16] for i in range(0, len(vectors) - 16 + 1)])
+    np.savez(out, **{"input_1": frames[:SAMPLES].astype(np.float32)})
+
+
+def arabic_names(out: Path) -> None:
+    """The name encoder's input: Arabic names from the wheel's own names database, encoded with its own character
+    vocabulary (source prefix tokens, end token), padded with its pad id, and the matching mask."""
+    from arabic_name_romanizer.api import default_resources_dir
+    from arabic_name_romanizer.inference import encode_source_ids, pad_batch
+    from arabic_name_romanizer.vocab import CharVocab
+
+    resources = default_resources_dir()
+    vocab = CharVocab.load(resources / "vocab.json")
+    with sqlite3.connect(resources / "names.sqlite3") as db:
+        names = [row[0] for row in db.execute("SELECT DISTINCT arabic_key FROM full_names ORDER BY count DESC, arabic_key "
+                                              f"LIMIT {SAMPLES}")]
+    ids = [encode_source_ids(vocab, name, None) for name in names]
+    src, mask = pad_batch(ids, vocab.pad_id)
+    np.savez(out, src=src.astype(np.int64), src_mask=mask.astype(bool))
+
+
+FEEDS: dict[str, Callable[[Path], None]] = {f.__name__: f for f in (magika_bytes, vad_without_sr, vad_sequence, mel_frames,
+                                                                     speech_embeddings, arabic_names)}
+
+
+def external_data(source: Path, out: Path) -> None:
+    """The wheel's model re-saved with its weights in a data file beside it (well under 2 GB), as a user who got it
+    that way would have it."""
+    import onnx
+
+    model = onnx.load(str(source))
+    onnx.save_model(model, str(out), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=out.name + ".data", size_threshold=1024)
+
+
+DERIVE: dict[str, Callable[[Path, Path], None]] = {"external_data": external_data}
