@@ -51,6 +51,34 @@ def test_a_recipe_without_pre_process_on_silero_vad_runs_and_says_pre_processing
     assert table["ortflow"]["pre_processed"] is False
 
 
+def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_control_flow(project, cli):
+    """rapidocr's text-orientation model has no If/Loop, yet ORT's symbolic shape inference fails an assertion on
+    one of its Concat nodes: the model's own failure, the same on every run. A hand-written recipe without
+    pre_process used to stop there; `auto` goes on and says why, and `true` still fails loudly with the fix."""
+    lines = RECIPES / "data" / "images" / "lines" / "calibration"
+    model = "{package: rapidocr-onnxruntime, file: rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx}"
+    write(project / "recipe.yaml", f"""
+        version: 1
+        name: cls
+        inputs:
+          model: {model}
+        datasets:
+          lines: {{loader: images, with: {{path: {lines}, size: [48, 192], limit: 4}}}}
+        stages:
+          calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}}}
+          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table}}}}
+          strict: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}, with: {{pre_process: true}}}}
+    """)
+    code, out, err = cli("run", project / "recipe.yaml", "-k")
+    assert code == 1, out + err
+    summaries = _summaries(project, "cls")
+    for stage in ("calib", "int8"):
+        assert "pre-processing skipped (pre_process: auto): ORT's symbolic shape inference fails an internal check" \
+            in summaries[stage], (stage, summaries[stage])
+    assert "failed an internal check (in _infer_Concat)" in summaries["strict"], summaries["strict"]
+    assert "leave it out (auto, the default" in summaries["strict"], summaries["strict"]
+
+
 def test_quantize_static_refuses_a_table_calibrated_on_the_other_graph(project, cli):
     """The table says which graph it describes: quantizing the other one (here: pre-processing on in calibrate,
     off in quantize_static) is refused with the fix, instead of quantizing with ranges of another graph."""

@@ -13,8 +13,9 @@ from ortflow.engine.types import TextEnum
 
 
 class PreProcessFailure(TextEnum):
-    """Why quant_pre_process failed. Only CONTROL_FLOW is known to be a property of the model alone (the same
-    model fails the same way every time), so only it lets `pre_process: auto` go on without pre-processing."""
+    """Why quant_pre_process failed. CONTROL_FLOW and SHAPE_CHECK are logic errors of shape inference on the model
+    itself (the same model fails the same way every time), so only they let `pre_process: auto` go on without
+    pre-processing (MODEL_CAUSES)."""
 
     CONTROL_FLOW = "control flow"  # shape inference cannot type an If/Loop/Scan node's outputs
     INCOMPLETE_SHAPES = "incomplete shapes"
@@ -45,6 +46,9 @@ QUANTIZE_BEFORE_OPTIMIZING = (
     "model when it loads it"
 )
 CONTROL_FLOW_CAUSE = "ORT's symbolic shape inference cannot type the outputs of this model's If/Loop nodes (control flow)"
+SHAPE_CHECK_CAUSE = "ORT's symbolic shape inference fails an internal check on this model"
+# The failures that are the model's own, and what `pre_process: auto` says when it goes on without pre-processing.
+MODEL_CAUSES = {PreProcessFailure.CONTROL_FLOW: CONTROL_FLOW_CAUSE, PreProcessFailure.SHAPE_CHECK: SHAPE_CHECK_CAUSE}
 
 # quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
 _PRE_PROCESS = (
@@ -113,5 +117,6 @@ def _hint(failure: PreProcessFailure, printed: str) -> str:
                 "the graph as it is), or leave it out (auto, the default, goes on without pre-processing and says so)")
     if failure is PreProcessFailure.SHAPE_CHECK:
         where = [line.strip().rsplit(" in ", 1)[-1] for line in printed.splitlines() if _SHAPE_INFERENCE in line]
-        return f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}"
+        return (f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}, "
+                "or leave it out (auto, the default, goes on without pre-processing and says so)")
     return f"{skip}; --debug shows ORT's traceback"

@@ -1,9 +1,11 @@
 """`pre_process` of calibrate and quantize_static, decided by one function for both: the table must describe the
 graph that is quantized, so the two stages must reach the same decision on the same model.
 
-`auto` (the default) runs ORT's quant_pre_process and, where it fails in the one way known to be a property of
-the model alone (shape inference cannot type an If/Loop node's outputs), goes on with the model as it is and
-says so; any other failure fails the stage. The same model therefore gives the same decision in both stages.
+`auto` (the default) runs ORT's quant_pre_process and, where it fails in the ways known to be a property of the
+model alone (a logic error inside ORT's symbolic shape inference: it cannot type an If/Loop node's outputs, or
+an internal check fails on some other node, as on rapidocr's orientation model's Concat), goes on with the model
+as it is and says so; any other failure (memory, disk, ORT's optimizer) fails the stage. The same model
+therefore gives the same decision in both stages.
 `true` fails on every failure (with the fix in the message); `false` never pre-processes. The table records
 which graph it was calibrated on, and quantize_static refuses a table made on the other one."""
 
@@ -20,8 +22,8 @@ PRE_PROCESS_PARAM = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "run ORT's quant_pre_process first (symbolic shape inference, ORT optimization); auto: run it, and "
-                   "where it cannot type If/Loop outputs go on without it and say so; give calibrate and quantize_static "
-                   "the same value",
+                   "where ORT's symbolic shape inference cannot follow the model (If/Loop outputs, a failed internal "
+                   "check) go on without it and say so; give calibrate and quantize_static the same value",
 }
 
 
@@ -58,9 +60,10 @@ def prepare(source: Path, scratch: Path, setting: bool | str) -> Prepared:
     try:
         return Prepared(pre_process.pre_processed(source, scratch / "pre.onnx"), PreProcessing.APPLIED)
     except pre_process.PreProcessFailed as failed:
-        if setting is True or failed.failure is not pre_process.PreProcessFailure.CONTROL_FLOW:
+        cause = pre_process.MODEL_CAUSES.get(failed.failure)
+        if setting is True or cause is None:
             raise
-        return Prepared(source, PreProcessing.SKIPPED, pre_process.CONTROL_FLOW_CAUSE)
+        return Prepared(source, PreProcessing.SKIPPED, cause)
 
 
 def check_same_graph(table_pre_processed: bool | None, prepared: Prepared) -> None:
