@@ -100,7 +100,8 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     optimize.deliver(choice, args.output)
     on = f" ({choice.data.label()})" if choice.data is not None else ""
     if choice.chosen == "model":
-        out.say(f"{args.output}: the original model — no optimized candidate was faster ({metric.name} >= {metric.threshold} held{on})")
+        measured = f": {'; '.join(choice.others)}" if choice.others else ""
+        out.say(f"{args.output}: the original model — no optimized candidate was faster{measured}{on}")
     else:
         out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}{on}")

@@ -77,3 +77,35 @@ def test_init_and_optimize_in_a_terminal(project, shared_cache):
     code, shown = _in_a_terminal(project, "optimize", str(minilm_model()), "-o", "fast.onnx", "--cache", shared_cache)
     assert code == 0, shown
     assert "fast.onnx: 'int8" in shown and "x the original's speed" in shown and "recipe kept: fast.recipe.yaml" in shown, shown
+
+
+def _selection(folder, data: dict, *candidates: tuple[str, float, float, bool]) -> None:
+    """select's document as `pick` writes it: (id, p50_ms, cosine_mean, meets the constraint) per candidate."""
+    import json
+
+    rows = [{"id": name, "model": name, "values": {"p50_ms": p50, "speedup": 2.0 / p50, "cosine_mean": cosine},
+             "meets_constraints": meets, "chosen": False} for name, p50, cosine, meets in candidates]
+    best = min((r for r in rows if r["meets_constraints"]), key=lambda r: r["values"]["p50_ms"])
+    best["chosen"] = True
+    folder.mkdir()
+    (folder / "selection.json").write_text(json.dumps({"candidates": rows, "data": data}))
+
+
+def test_the_closing_words_say_why_the_original_was_kept_and_never_ask_for_data_already_given(tmp_path):
+    """An OCR detector's INT8 was slower and less accurate: optimize said "no optimized candidate was faster
+    (cosine_mean >= 0.99 held)", as if the candidate had held it; and a miss on real data was told to "give real
+    data with --data". Now each candidate's speed and score are named, and the advice fits the data."""
+    from ortflow.engine.starter.optimize import NothingQualified, read_choice
+
+    real = {"provenance": "real", "loader": "images", "paths": ["photos"]}
+    _selection(tmp_path / "kept", real, ("model", 2.0, 1.0, True), ("int8", 2.2, 0.918, False))
+    kept = read_choice(tmp_path / "kept", "cosine_mean", 0.99)
+    assert (kept.chosen, kept.others) == ("model", ("'int8' 0.91x, cosine_mean 0.9180 < 0.99",))
+    _selection(tmp_path / "missed", real, ("model", 2.0, 1.0, True), ("int8", 1.0, 0.95, False))
+    with pytest.raises(NothingQualified) as missed:
+        read_choice(tmp_path / "missed", "cosine_mean", 0.99)
+    assert "lower --min-accuracy (every candidate" in str(missed.value) and "--data" not in str(missed.value)
+    _selection(tmp_path / "random", {"provenance": "random", "loader": "random"}, ("model", 2.0, 1.0, True),
+               ("int8", 1.0, 0.95, False))
+    with pytest.raises(NothingQualified, match="or give real data with --data"):
+        read_choice(tmp_path / "random", "cosine_mean", 0.99)

@@ -94,6 +94,14 @@ class Choice:
     value: float
     threshold: float
     data: DataSource | None = None  # what the accuracy behind the choice was measured on
+    others: tuple[str, ...] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
+
+
+def _measured(candidate: dict[str, Any], metric: str, threshold: float) -> str:
+    """A candidate as the closing line names it: its speed and its accuracy against the constraint."""
+    value = _candidate_metric(candidate, metric)
+    verdict = "" if candidate["meets_constraints"] else f" < {threshold}" if value < threshold else " (missed a constraint)"
+    return f"'{candidate['id']}' {candidate['values'].get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
 
 
 def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
@@ -112,13 +120,15 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     if faster and not any(c["meets_constraints"] for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
+        fix = "lower --min-accuracy" if data is not None and data.verified else "lower --min-accuracy, or give real data with --data"
         raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
                                f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
-                               f"lower --min-accuracy, or give real data with --data (every candidate: {pick_folder / 'selection.json'})")
+                               f"{fix} (every candidate: {pick_folder / 'selection.json'})")
     chosen = next(c for c in candidates if c["chosen"])
+    others = tuple(_measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original)
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold, data)
+                  _candidate_metric(chosen, metric), threshold, data, others)
 
 
 def deliver(choice: Choice, output: Path) -> None:
