@@ -161,3 +161,16 @@ def test_a_model_quantized_already_is_not_planned_for_int8_again(tmp_path):
     plan = plan_stages(roles, Target.CPU, real_data=True, min_accuracy=None)
     assert [s.uses for s in plan.stages] == ["graph_optimization"] and plan.candidates == ["inputs.model", "optimized.model"]
     assert "quantized already (1 weights of 8 bits or fewer)" in " ".join(plan.stages[0].comments)
+
+
+def test_one_probability_a_sample_is_judged_by_its_decisions_not_a_cosine(tmp_path):
+    """faster-whisper's Silero VAD v6 returns `speech_probs [seq_len]`, one value a sample: init gated on
+    cosine_mean, which one value cannot give, and `pick` failed. A 1-D output after a Sigmoid (or named as a
+    probability) is a probability, judged by its decisions at 0.5."""
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1], keepdims=0), helper.make_node("Sigmoid", ["m"], ["speech_probs"])]
+    model = toy_model(tmp_path / "vad.onnx", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq_len", 576])],
+                      [helper.make_tensor_value_info("speech_probs", TensorProto.FLOAT, ["n"])])
+    roles = read_roles(read_model_facts(model))
+    assert [o.meaning for o in roles.outputs] == [OutputMeaning.PROBABILITY]
+    metric = choose_metric(roles, real_data=True, min_accuracy=None)
+    assert (metric.name, metric.validate["metrics"]) == ("label_agreement", {"exact": {"outputs": ["speech_probs"], "threshold": 0.5}})

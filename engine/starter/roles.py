@@ -142,6 +142,8 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
         return (OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING), ""
     if fact.rank == 2 and fact.shape[1] == 1:
         return OutputMeaning.PROBABILITY, ""
+    if fact.rank == 1 and ("prob" in name or facts.has_ops("Sigmoid")):  # one value a sample: no cosine to take
+        return OutputMeaning.PROBABILITY, f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability"
     if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
         if _EMBEDDING_NAME.search(name):
             return OutputMeaning.EMBEDDING, f"named '{fact.name}'"
