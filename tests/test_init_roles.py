@@ -174,3 +174,17 @@ def test_one_probability_a_sample_is_judged_by_its_decisions_not_a_cosine(tmp_pa
     assert [o.meaning for o in roles.outputs] == [OutputMeaning.PROBABILITY]
     metric = choose_metric(roles, real_data=True, min_accuracy=None)
     assert (metric.name, metric.validate["metrics"]) == ("label_agreement", {"exact": {"outputs": ["speech_probs"], "threshold": 0.5}})
+
+
+def test_a_recogniser_is_judged_by_the_text_it_reads_not_a_cosine_over_its_scores():
+    """PP-OCRv4's recogniser gives [batch, positions, 6625] softmax scores: init took them for a tensor and gated on
+    their cosine. They are class scores at every position: a sample counts as unchanged when every position's top
+    class (the recognised text) is."""
+    from importlib.metadata import distribution
+
+    model = Path(distribution("rapidocr-onnxruntime").locate_file("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"))
+    roles = read_roles(read_model_facts(model))
+    assert [o.meaning for o in roles.outputs] == [OutputMeaning.CLASS_SCORES], roles.outputs
+    metric = choose_metric(roles, real_data=True, min_accuracy=None)
+    assert metric.name == "samples_unchanged" and metric.validate["metrics"]["exact"]["argmax_axis"] == -1
+    assert "at every position" in " ".join(metric.comments)

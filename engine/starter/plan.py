@@ -76,7 +76,8 @@ def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None
     if scores:
         outs = [o.fact.name for o in scores]
         return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}}, "samples_unchanged", 0.9,
-                      [f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"])
+                      [f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"
+                       + (" at every position (a recognised text unchanged)" if any(o.fact.rank == 3 for o in scores) else "")])
     probability = roles.outputs_with(OutputMeaning.PROBABILITY)
     if probability:
         outs = [o.fact.name for o in probability]

@@ -142,14 +142,21 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
         return (OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING), ""
     if fact.rank == 2 and fact.shape[1] == 1:
         return OutputMeaning.PROBABILITY, ""
-    if fact.rank == 1 and ("prob" in name or facts.has_ops("Sigmoid")):  # one value a sample: no cosine to take
-        return OutputMeaning.PROBABILITY, f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability"
     if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
         if _EMBEDDING_NAME.search(name):
             return OutputMeaning.EMBEDDING, f"named '{fact.name}'"
         if facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax"):  # a head that turns scores into probabilities
             return OutputMeaning.CLASS_SCORES, "the graph turns scores into probabilities (Softmax, Sigmoid or ArgMax)"
         return OutputMeaning.EMBEDDING, "neither a class-score name nor a Softmax/Sigmoid/ArgMax in the graph"
+    return _by_rank(fact, name, facts)
+
+
+def _by_rank(fact: TensorFact, name: str, facts: ModelFacts) -> tuple[OutputMeaning, str]:
+    """Outputs that are neither [batch, N] nor a detection head: one value a sample, a sequence of scores, a map."""
+    if fact.rank == 1 and ("prob" in name or facts.has_ops("Sigmoid")):  # one value a sample: no cosine to take
+        return OutputMeaning.PROBABILITY, f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability"
+    if fact.rank == 3 and isinstance(fact.shape[2], int) and fact.shape[2] > 1 and facts.has_ops("Softmax", "LogSoftmax"):
+        return OutputMeaning.CLASS_SCORES, f"a sequence of {fact.shape[2]} class scores a position after a Softmax (a recogniser)"
     if fact.rank == 4 and not (fact.shape[2] == 1 and fact.shape[3] == 1):  # [N, C, 1, 1] is pooled scores, not a map
         return OutputMeaning.MAP, ""
     return OutputMeaning.OTHER, ""
