@@ -50,12 +50,13 @@ def count_samples(data: Path) -> int:
 
 def _npz_rows(path: Path) -> int:
     """The first axis of the archive's first array, from its .npy header alone."""
-    import numpy as np
+    from numpy.lib import format as npy
 
     try:
         with zipfile.ZipFile(path) as archive, archive.open(archive.infolist()[0]) as member:
-            version = np.lib.format.read_magic(member)
-            shape = np.lib.format._read_array_header(member, version)[0]  # the public readers are per version
+            version = npy.read_magic(member)
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape = read(member)[0]
     except (OSError, zipfile.BadZipFile, IndexError, ValueError) as exc:
         raise OrtflowError(f"--data {path}: not a readable .npz of arrays ({exc}) — give an .npz saved by numpy.savez") from exc
     return int(shape[0]) if shape else 1
