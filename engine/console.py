@@ -118,8 +118,8 @@ class Output:
         for outcome in summary.outcomes.values():
             spec = recipe.stages[outcome.name]
             if outcome.tolerated and outcome.error:  # an optional stage's refusal: said, but not the run's failure
-                said = dropped_text(outcome.dropped_from, outcome.error)
-                self.warn(f"{spec.location}: optional stage '{outcome.name}' ({spec.uses}) {outcome.status}{', ' if outcome.dropped_from else ': '}{said}")
+                said = (", " if outcome.dropped_from else ": ") + dropped_text(outcome.dropped_from, outcome.error)
+                self.warn(f"{spec.location}: optional stage '{outcome.name}' ({spec.uses}) {outcome.status}{said}")
             elif outcome.status in (Status.FAILED, Status.GATE_FAILED):
                 self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
                 self._failure_details(outcome)

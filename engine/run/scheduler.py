@@ -9,8 +9,17 @@ from typing import Any, Callable
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.run.jobs import (LockedOutputs, cached_outcome, datasets_upstream, job_for, locator, made_from, served_problem,
-                                     tolerated, without)
+from ortflow.engine.run.jobs import (
+    LockedOutputs,
+    cached_outcome,
+    datasets_upstream,
+    job_for,
+    locator,
+    made_from,
+    served_problem,
+    tolerated,
+    without,
+)
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 

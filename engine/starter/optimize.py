@@ -8,11 +8,12 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
+from ortflow.engine.types import StageOutcome
 
 PICK = "pick"  # the select stage engine init writes
 
@@ -94,6 +95,7 @@ class Choice:
     value: float
     threshold: float
     data: DataSource | None = None  # what the accuracy behind the choice was measured on
+    others: int = 0  # candidates besides the original that `pick` weighed (the dropped ones it never saw)
 
 
 def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
@@ -118,7 +120,27 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     chosen = next(c for c in candidates if c["chosen"])
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold, data)
+                  _candidate_metric(chosen, metric), threshold, data, len(candidates) - 1)
+
+
+def refusals(outcomes: Mapping[str, StageOutcome]) -> list[str]:
+    """The candidates the run dropped from `pick` (optional stages that refused their model), each with the
+    refusal the run recorded: its cause and the change that fixes it."""
+    return [f"'{o.name}' ({o.error})" for o in outcomes.values() if o.tolerated and PICK in o.dropped_from]
+
+
+def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
+    """optimize's verdict: the model delivered, and why it is the original where it is."""
+    on = f" ({choice.data.label()})" if choice.data is not None else ""
+    if choice.chosen != "model":
+        return (f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
+                f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
+                + (f"; refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""))
+    held = f"{choice.metric} >= {choice.threshold} held{on}"
+    if not refused:
+        return f"{output}: the original model — no optimized candidate was faster ({held})"
+    rest = f"; no other candidate was faster ({held})" if choice.others else f" ({held} for the original)"
+    return f"{output}: the original model — refused, so dropped from the choice: {'; '.join(refused)}{rest}"
 
 
 def deliver(choice: Choice, output: Path) -> None:
