@@ -52,10 +52,13 @@ def _npz_rows(path: Path) -> int:
     """The first axis of the archive's first array, from its .npy header alone."""
     import numpy as np
 
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         with zipfile.ZipFile(path) as archive, archive.open(archive.infolist()[0]) as member:
             version = np.lib.format.read_magic(member)
-            shape = np.lib.format._read_array_header(member, version)[0]  # the public readers are per version
+            # the public readers are per version (numpy 2.4 removed the private one that took any); a 3.0 header
+            # (utf-8 field names, rare) is read by loading the array
+            shape = readers[version](member)[0] if version in readers else np.load(member).shape
     except (OSError, zipfile.BadZipFile, IndexError, ValueError) as exc:
         raise OrtflowError(f"--data {path}: not a readable .npz of arrays ({exc}) — give an .npz saved by numpy.savez") from exc
     return int(shape[0]) if shape else 1
