@@ -230,12 +230,14 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     sources = ws.sources()
     locate = locator(sources, records, ws.store.object_path)
     for name in ws.graph.order:
-        record = _cached_record(ws, name, outcomes, locate)
-        if record is None:
+        found = _cached_outcome(ws, name, outcomes, locate)
+        if found is None:
             missing.append(name)
             continue
-        outcomes[name] = tolerated(settled(name, Status.CACHED, 0.0, record["key"], record), ws.recipe.stages[name])
-        records[name] = record
+        outcomes[name] = found
+        records[name] = found.record
+        if found.record is None:
+            continue
         for upstream in ws.graph.predecessors[name]:  # a refused optional stage this one went on without
             if outcomes[upstream].tolerated:
                 outcomes[upstream] = replace(outcomes[upstream], dropped_from=(*outcomes[upstream].dropped_from, name))
@@ -248,15 +250,22 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing, exit_code(outcomes)
 
 
-def _cached_record(ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any) -> dict[str, Any] | None:
-    """The stage's run record in the cache, its inputs located as a run would (without its refused optional
-    upstream stages); None where an upstream stage is not there or the cache lacks it."""
+def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any) -> StageOutcome | None:
+    """The stage's outcome from its run record in the cache, its inputs located as a run would (without its
+    refused optional upstream stages); skipped as a run skips it where it cannot do without one; None where an
+    upstream stage is not there or the cache lacks it."""
     preds = ws.graph.predecessors[name]
     if not all(p in outcomes for p in preds):
         return None
     spec = without(ws.recipe.stages[name], {p for p in preds if outcomes[p].tolerated})
+    blocked = next((p for p in preds if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)), None)
+    if blocked is not None:
+        return StageOutcome(name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}")
     job = job_for(spec, locate) if spec is not None else None
-    return ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
+    record = ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
+    if record is None:
+        return None
+    return tolerated(settled(name, Status.CACHED, 0.0, record["key"], record), ws.recipe.stages[name])
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:
