@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from importlib.metadata import distribution
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from conftest import executions, minilm_model, write
 from ortflow.engine.starter.split import count_samples
 from test_providers import GPU_USABLE
 
-PHOTOS = Path(__file__).resolve().parent.parent / "recipes" / "data" / "images" / "photos" / "calibration"
+REPO = Path(__file__).resolve().parent.parent
+PHOTOS = REPO / "recipes" / "data" / "images" / "photos" / "calibration"
 SHORT = ("--set", "speed.with.runs=5", "--set", "speed.with.rounds=1", "--set", "speed.with.warmup=1")
 
 
@@ -144,6 +146,24 @@ def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_origina
     code, _, err = cli("run", recipe, *refuse, *SHORT)
     assert code == 3 and "stage 'int8' (quantize_static) gate failed: the quantized model is broken" in err
     assert _report(project, "320n-cpu")["pick"]["status"] == "skipped"
+
+
+def test_optimize_says_which_candidate_was_refused_and_why_when_it_keeps_the_original(project, cli):
+    """silero's fp16 VAD (the corpus's silero-vad-half): static INT8 breaks its state output on real speech chunks,
+    the sanity check refuses it; optimize delivers the original and its closing line names the refusal."""
+    sys.path.insert(0, str(REPO / "bench"))
+    from corpus_feeds import vad_without_sr
+
+    vad_without_sr(project / "speech.npz")
+    model = _wheel_file("silero-vad", "silero_vad/data/silero_vad_half.onnx")
+    for _ in range(2):  # the second call is served from the cache, the refusal too
+        code, out, err = cli("optimize", model, "-o", project / "half.onnx", "--data", project / "speech.npz")
+        assert code == 0, err
+        closing = " ".join(out.split()).split("half.onnx: ", 1)[1]  # the line, unwrapped
+        assert closing.startswith("the original model ("), out
+        assert "refused, so dropped from the choice: 'int8': the quantized model is broken on" in closing, out
+    assert (project / "half.onnx").read_bytes() == model.read_bytes()
+    assert "pick" in _report(project, "half-cpu")["int8"]["dropped_from"]
 
 
 def test_init_counts_the_rows_of_an_npz_it_is_given(tmp_path):
