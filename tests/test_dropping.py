@@ -10,12 +10,9 @@ import sys
 from importlib.metadata import distribution
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 from conftest import executions, minilm_model, write
-
-from ortflow.engine.starter.split import count_samples
 from test_providers import GPU_USABLE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,9 +162,3 @@ def test_optimize_says_which_candidate_was_refused_and_why_when_it_keeps_the_ori
     assert (project / "half.onnx").read_bytes() == model.read_bytes()
     assert "pick" in _report(project, "half-cpu")["int8"]["dropped_from"]
 
-
-def test_init_counts_the_rows_of_an_npz_it_is_given(tmp_path):
-    """numpy 2.4 removed the private header reader init used: `engine init --data X.npz` crashed."""
-    path = tmp_path / "feeds.npz"
-    np.savez(path, x=np.zeros((7, 3), np.float32), y=np.zeros(2))
-    assert count_samples(path) == 7

@@ -50,15 +50,13 @@ def count_samples(data: Path) -> int:
 
 def _npz_rows(path: Path) -> int:
     """The first axis of the archive's first array, from its .npy header alone."""
-    import numpy as np
+    from numpy.lib import format as npy
 
-    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
     try:
         with zipfile.ZipFile(path) as archive, archive.open(archive.infolist()[0]) as member:
-            version = np.lib.format.read_magic(member)
-            # the public readers are per version (numpy 2.4 removed the private one that took any); a 3.0 header
-            # (utf-8 field names, rare) is read by loading the array
-            shape = readers[version](member)[0] if version in readers else np.load(member).shape
+            version = npy.read_magic(member)
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape = read(member)[0]
     except (OSError, zipfile.BadZipFile, IndexError, ValueError) as exc:
         raise OrtflowError(f"--data {path}: not a readable .npz of arrays ({exc}) — give an .npz saved by numpy.savez") from exc
     return int(shape[0]) if shape else 1
