@@ -95,7 +95,14 @@ class Choice:
     value: float
     threshold: float
     data: DataSource | None = None  # what the accuracy behind the choice was measured on
-    others: int = 0  # candidates besides the original that `pick` weighed (the dropped ones it never saw)
+    others: tuple[str, ...] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
+
+
+def _measured(candidate: dict[str, Any], metric: str, threshold: float) -> str:
+    """A candidate as the closing line names it: its speed and its accuracy against the constraint."""
+    value = _candidate_metric(candidate, metric)
+    verdict = "" if candidate["meets_constraints"] else f" < {threshold}" if value < threshold else " (missed a constraint)"
+    return f"'{candidate['id']}' {candidate['values'].get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
 
 
 def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
@@ -114,33 +121,37 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     if faster and not any(c["meets_constraints"] for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
+        fix = "lower --min-accuracy" if data is not None and data.verified else "lower --min-accuracy, or give real data with --data"
         raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
                                f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
-                               f"lower --min-accuracy, or give real data with --data (every candidate: {pick_folder / 'selection.json'})")
+                               f"{fix} (every candidate: {pick_folder / 'selection.json'})")
     chosen = next(c for c in candidates if c["chosen"])
+    others = tuple(_measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original)
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold, data, len(candidates) - 1)
+                  _candidate_metric(chosen, metric), threshold, data, others)
 
 
 def refusals(outcomes: Mapping[str, StageOutcome]) -> list[str]:
     """The candidates the run dropped from `pick` (optional stages that refused their model), each with the
     refusal the run recorded: its cause and the change that fixes it."""
-    return [f"'{o.name}' ({o.error})" for o in outcomes.values() if o.tolerated and PICK in o.dropped_from]
+    return [f"'{o.name}': {o.error}" for o in outcomes.values() if o.tolerated and PICK in o.dropped_from]
 
 
 def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
-    """optimize's verdict: the model delivered, and why it is the original where it is."""
+    """optimize's verdict: the model delivered; where it is the original, each other candidate's speed and score,
+    and each candidate refused before the choice, with why."""
     on = f" ({choice.data.label()})" if choice.data is not None else ""
+    dropped = f"refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""
     if choice.chosen != "model":
         return (f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
                 f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
-                + (f"; refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""))
-    held = f"{choice.metric} >= {choice.threshold} held{on}"
+                + (f"; {dropped}" if dropped else ""))
+    measured = f": {'; '.join(choice.others)}" if choice.others else ""
     if not refused:
-        return f"{output}: the original model — no optimized candidate was faster ({held})"
-    rest = f"; no other candidate was faster ({held})" if choice.others else f" ({held} for the original)"
-    return f"{output}: the original model — refused, so dropped from the choice: {'; '.join(refused)}{rest}"
+        return f"{output}: the original model — no optimized candidate was faster{measured}{on}"
+    slower = f"no other candidate was faster{measured}; " if choice.others else ""
+    return f"{output}: the original model{on} — {slower}{dropped}"
 
 
 def deliver(choice: Choice, output: Path) -> None:
