@@ -12,7 +12,7 @@ from typing import Any, Iterator, NoReturn
 from ortflow.engine.provenance import with_label
 from ortflow.engine.run.plan import PlanAction
 from ortflow.engine.run.scheduler import SchedulerEvents
-from ortflow.engine.types import Status
+from ortflow.engine.types import Status, dropped_text
 
 PLAN_STYLE = {PlanAction.CACHED: "cyan", PlanAction.RUN: "green", PlanAction.SKIP: "yellow", PlanAction.FAIL: "red"}
 STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold red",
@@ -116,8 +116,11 @@ class Output:
         from rich.table import Table
 
         for outcome in summary.outcomes.values():
-            if outcome.status in (Status.FAILED, Status.GATE_FAILED):
-                spec = recipe.stages[outcome.name]
+            spec = recipe.stages[outcome.name]
+            if outcome.tolerated and outcome.error:  # an optional stage's refusal: said, but not the run's failure
+                said = (", " if outcome.dropped_from else ": ") + dropped_text(outcome.dropped_from, outcome.error)
+                self.warn(f"{spec.location}: optional stage '{outcome.name}' ({spec.uses}) {outcome.status}{said}")
+            elif outcome.status in (Status.FAILED, Status.GATE_FAILED):
                 self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
                 self._failure_details(outcome)
         for warning in summary.warnings:
@@ -131,7 +134,7 @@ class Output:
                              overflow="fold" if column == "stage" else "ellipsis", no_wrap=column in ("status", "seconds"))
         for outcome in summary.outcomes.values():
             record = outcome.record or {}
-            result = with_label(record.get("summary") or outcome.error or "", record.get("data_source"))
+            result = dropped_text(outcome.dropped_from, with_label(record.get("summary") or outcome.error or "", record.get("data_source")))
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)

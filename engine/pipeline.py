@@ -6,7 +6,7 @@ import gc
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -18,7 +18,7 @@ from ortflow.engine.record.lockfile import LockWriter, drift, locked_outputs, lo
 from ortflow.engine.record.report import stage_folder, write_report
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
-from ortflow.engine.run.jobs import LockedOutputs, job_for, job_key, locator, settled
+from ortflow.engine.run.jobs import LockedOutputs, job_for, job_key, locator, settled, tolerated, without
 from ortflow.engine.run.plan import PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
 from ortflow.engine.store import atomic
@@ -230,13 +230,17 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     sources = ws.sources()
     locate = locator(sources, records, ws.store.object_path)
     for name in ws.graph.order:
-        job = job_for(ws.recipe.stages[name], locate) if all(p in outcomes for p in ws.graph.predecessors[name]) else None
-        record = ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
-        if record is None:
+        found = _cached_outcome(ws, name, outcomes, locate)
+        if found is None:
             missing.append(name)
             continue
-        outcomes[name] = settled(name, Status.CACHED, 0.0, record["key"], record)
-        records[name] = record
+        outcomes[name] = found
+        records[name] = found.record
+        if found.record is None:
+            continue
+        for upstream in ws.graph.predecessors[name]:  # a refused optional stage this one went on without
+            if outcomes[upstream].tolerated:
+                outcomes[upstream] = replace(outcomes[upstream], dropped_from=(*outcomes[upstream].dropped_from, name))
     if not outcomes:
         raise RecipeError([Problem(f"nothing of {ws.recipe.name} is in the cache {ws.store.root}",
                                    hint="run the recipe first (`engine run`)")])
@@ -246,8 +250,27 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing, exit_code(outcomes)
 
 
+def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any) -> StageOutcome | None:
+    """The stage's outcome from its run record in the cache, its inputs located as a run would (without its
+    refused optional upstream stages); skipped as a run skips it where it cannot do without one; None where an
+    upstream stage is not there or the cache lacks it."""
+    preds = ws.graph.predecessors[name]
+    if not all(p in outcomes for p in preds):
+        return None
+    spec = without(ws.recipe.stages[name], {p for p in preds if outcomes[p].tolerated})
+    blocked = next((p for p in preds if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)), None)
+    if blocked is not None:
+        return StageOutcome(name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}")
+    job = job_for(spec, locate) if spec is not None else None
+    record = ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
+    if record is None:
+        return None
+    return tolerated(settled(name, Status.CACHED, 0.0, record["key"], record), ws.recipe.stages[name])
+
+
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:
-    statuses = {o.status for o in outcomes.values()}
+    """An optional stage's own refusal (tolerated: dropped from its dependents) fails nothing."""
+    statuses = {o.status for o in outcomes.values() if not o.tolerated}
     if any(o.out_of_space for o in outcomes.values()):
         return EXIT_NO_SPACE
     if Status.FAILED in statuses:

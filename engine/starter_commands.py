@@ -98,13 +98,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     if args.require_real_data:
         optimize.require_real(choice, args.model, args.output)
     optimize.deliver(choice, args.output)
-    on = f" ({choice.data.label()})" if choice.data is not None else ""
-    if choice.chosen == "model":
-        measured = f": {'; '.join(choice.others)}" if choice.others else ""
-        out.say(f"{args.output}: the original model — no optimized candidate was faster{measured}{on}")
-    else:
-        out.say(f"{args.output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
-                f"against {choice.baseline_ms:.3g} ms), {metric.name} {choice.value:.4f} >= {metric.threshold}{on}")
+    out.say(optimize.closing_line(choice, args.output, optimize.refusals(summary.outcomes)))
     if (note := _branch_line(result)) is not None:
         out.say(note)
     out.say(f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)")

@@ -106,7 +106,10 @@ class StageSpec:
     inputs: dict[str, Binding]
     after: list[str]
     location: Location | None
-    optional: bool = False  # a missing execution provider skips it instead of failing the run
+    # Its own refusal is not the run's failure: a missing execution provider skips it, and a gate that refuses its
+    # output (GateFailed) leaves it refused; either way it is dropped from its dependents' list (`many`) ports
+    # (engine.run.jobs.without) and they run on the rest.
+    optional: bool = False
     template: str = ""  # the stage as written, when this is one instance of its matrix
     axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
     resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
@@ -173,6 +176,11 @@ class StageJob:
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def dropped_text(dropped_from: Sequence[str], text: str) -> str:
+    """A refused optional stage's result as tables show it: which dependents went on without it, and why."""
+    return f"dropped from {', '.join(dropped_from)}: {text}" if dropped_from else text
+
+
 @dataclass(frozen=True)
 class Missing:
     """A stage that cannot start: `ref`, an optional output of an upstream stage, was not produced."""
@@ -191,6 +199,11 @@ class StageOutcome:
     traceback: str | None = None  # shown with --debug
     printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
     out_of_space: bool = False  # the stage failed because a disk filled up (exit code 5, not 1)
+    unavailable: bool = False  # skipped by the stage itself: an execution provider it needs is missing here
+    # An optional stage that said no by itself (engine.run.jobs.tolerated): shown with its reason, never served
+    # downstream, and no failure of the run; `dropped_from`: the dependents that ran without it.
+    tolerated: bool = False
+    dropped_from: tuple[str, ...] = ()
 
     @property
     def succeeded(self) -> bool:

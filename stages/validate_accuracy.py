@@ -35,7 +35,9 @@ class ValidateAccuracy(Stage):
     )
     inputs = (
         Port("reference", ArtifactKind.ONNX_MODEL, "the model whose outputs count as right"),
-        Port("candidates", ArtifactKind.ONNX_MODEL, "the models to check", many=True),
+        # optional: where every candidate upstream was refused (optional stages, dropped), the reference's own values
+        # are still what select needs to keep the original
+        Port("candidates", ArtifactKind.ONNX_MODEL, "the models to check", many=True, optional=True),
         Port("data", ArtifactKind.DATASET, "held-out feeds"),
         Port("metric", ArtifactKind.FILE, "a .py file declaring METRICS and defining `metric_function` (its content is "
              "part of the cache key)", optional=True),
@@ -102,8 +104,8 @@ class ValidateAccuracy(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
         reference = onnx_model.model_file(ctx.inputs["reference"])
-        candidates = [onnx_model.model_file(p) for p in ctx.inputs["candidates"]]
-        names = ctx.labels("candidates")
+        candidates = [onnx_model.model_file(p) for p in ctx.inputs.get("candidates", [])]
+        names = ctx.labels("candidates") if candidates else []
         inputs = model_inputs(reference)
         _check_same_inputs(names, candidates, inputs)
         feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
@@ -140,7 +142,8 @@ class ValidateAccuracy(Stage):
             raise GateFailed("; ".join(failures), metrics=metrics, data_source=source)
         summary = "; ".join(f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v) or f"{n} (nothing measured)"
                             for n, v in counted.items())
-        return StageResult(summary=summary + (" — gates passed" if params["min"] or params["max"] else ""), metrics=metrics,
+        summary += " — gates passed" if params["min"] or params["max"] else ""
+        return StageResult(summary=summary if candidates else "no candidates to check: the reference's own values only", metrics=metrics,
                            data_source=source)
 
 

@@ -64,6 +64,8 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
                 for port, out in record.get("outputs", {}).items()
             },
             "error": outcome.error,
+            # an optional stage's own refusal, which fails nothing: the dependents that went on without it
+            **({"tolerated": True, "dropped_from": list(outcome.dropped_from)} if outcome.tolerated else {}),
         })
     report = {
         "recipe": recipe.name,

@@ -8,6 +8,7 @@ from typing import Any
 
 from ortflow.engine.provenance import with_label
 from ortflow.engine.record import charts
+from ortflow.engine.types import dropped_text
 
 
 def markdown_report(report: dict[str, Any]) -> str:
@@ -89,7 +90,7 @@ def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
 
 def _result(stage: dict[str, Any]) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
-    return with_label(stage["summary"] or stage["error"] or "", stage.get("data_source"))
+    return dropped_text(stage.get("dropped_from") or (), with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")))
 
 
 def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:

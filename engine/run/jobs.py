@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
@@ -50,6 +50,36 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
         digests[port] = binding.shaped([d for d, _ in resolved])
         values[port] = binding.shaped([v for _, v in resolved])
     return StageJob(spec, digests, values)
+
+
+def tolerated(outcome: StageOutcome, spec: StageSpec) -> StageOutcome:
+    """The outcome, marked tolerated where an optional stage said no by itself: its gate refused its output (a
+    cached verdict alike), or an execution provider it needs is missing here. Such a stage is shown with its
+    reason and never served downstream, but it is not the run's failure."""
+    own = outcome.status is Status.GATE_FAILED or (outcome.status is Status.SKIPPED and outcome.unavailable)
+    return replace(outcome, tolerated=True) if spec.optional and own and not outcome.tolerated else outcome
+
+
+def without(spec: StageSpec, dropped: Collection[str]) -> StageSpec | None:
+    """`spec` with the outputs of the `dropped` stages (tolerated refusals) taken out of its list (`many`) ports,
+    which then take the rest; None where it cannot do without them: one is bound to a single-value port or named
+    in `after:`, or a list port would be left empty (unless its stage type declares that port optional: then the
+    port is left out, as a recipe may leave it out)."""
+    if not dropped:
+        return spec
+    if any(name in dropped for name in spec.after):
+        return None
+    optional = {p.name for p in spec.stage_cls.inputs if p.optional}
+    inputs = {}
+    for port, binding in spec.inputs.items():
+        kept = tuple(ref for ref in binding.refs if ref.is_source or ref.source not in dropped)
+        if len(kept) == len(binding.refs):
+            inputs[port] = binding
+        elif not binding.many or not (kept or port in optional):
+            return None
+        elif kept:
+            inputs[port] = replace(binding, refs=kept)
+    return replace(spec, inputs=inputs)
 
 
 def datasets_upstream(stages: Mapping[str, StageSpec], order: Iterable[str]) -> dict[str, frozenset[str]]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.run.jobs import job_for, job_key, locator
+from ortflow.engine.run.jobs import job_for, job_key, locator, without
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.keys import lock_entry_matches, portable_env
 from ortflow.engine.types import Missing, Recipe, TextEnum
@@ -38,13 +38,20 @@ def make_plan(
     """Keys are known wherever upstream outputs are: from the cache, or else from the lock file (so a fresh
     clone with an empty cache still sees which stages match the lock)."""
     known: dict[str, dict[str, Any]] = {}  # stage -> its outputs (from a run record or lock entry)
+    refused: set[str] = set()  # optional stages whose cached verdict refused their output: dropped downstream
     locate = locator({ref: (digest, None) for ref, digest in source_digests.items()}, known)
     planned: list[PlannedStage] = []
     for name in graph.order:
         spec = recipe.stages[name]
-        waiting = sorted(p for p in graph.predecessors[name] if p not in known)
+        waiting = sorted(p for p in graph.predecessors[name] if p not in known and p not in refused)
         if waiting:
             planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None))
+            continue
+        dropped = [p for p in graph.predecessors[name] if p in refused]
+        spec = without(spec, dropped)
+        if spec is None:
+            planned.append(PlannedStage(name, recipe.stages[name].uses, PlanAction.SKIP,
+                                        f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it", None))
             continue
         job = job_for(spec, locate)
         if isinstance(job, Missing):
@@ -60,6 +67,11 @@ def make_plan(
                     "inputs": job.input_digests, "env": env}
         versus_lock = "" if lock_entry_matches(entry, key, identity) else _why(entry, identity)
         record = store.read_run(key)
+        if record is not None and record.get("gate_failed") and spec.optional:
+            refused.add(name)  # as a run settles it: its verdict is served, its output never is
+            planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date (refused by its gate: dropped downstream)",
+                                        key, versus_lock))
+            continue
         if record is not None:
             known[name] = {"outputs": record["outputs"]}
             planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock))

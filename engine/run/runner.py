@@ -42,7 +42,7 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
     except ProviderUnavailable as exc:
         status = Status.SKIPPED if spec.optional else Status.FAILED
         message = f"optional stage skipped: {exc}" if spec.optional else str(exc)
-        return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message)
+        return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message, unavailable=spec.optional)
     except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
         return _failure(store, spec.name, time.perf_counter() - started, key, exc, _readable(str(exc), exc), details)

@@ -9,7 +9,17 @@ from typing import Any, Callable
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
-from ortflow.engine.run.jobs import LockedOutputs, cached_outcome, datasets_upstream, job_for, locator, made_from, served_problem
+from ortflow.engine.run.jobs import (
+    LockedOutputs,
+    cached_outcome,
+    datasets_upstream,
+    job_for,
+    locator,
+    made_from,
+    served_problem,
+    tolerated,
+    without,
+)
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
 
@@ -51,7 +61,8 @@ class Scheduler:
                 state.running.pop(future)
                 outcome = future.result()
                 self._settle(state, outcome)
-                if outcome.status != Status.SKIPPED and not outcome.succeeded and not self.keep_going:
+                excused = state.outcomes[outcome.name].tolerated  # an optional stage's refusal: dropped, not a failure
+                if outcome.status != Status.SKIPPED and not outcome.succeeded and not excused and not self.keep_going:
                     state.stopping = True  # an optional stage skipped (no GPU, say) is not a failure
         for name in state.order:
             if name not in state.outcomes:
@@ -73,25 +84,38 @@ class Scheduler:
 
     def _settle(self, state: _RunState, first: StageOutcome) -> None:
         """Record an outcome and decide its dependents: skipped after a failure, resolved once their last
-        upstream is in. A work list, not recursion: a cached or skipped chain can be thousands long."""
+        upstream is in; an optional stage's own refusal is dropped from the dependents' list ports where they
+        can do without it (engine.run.jobs.without), and they run on the rest. A work list, not recursion: a
+        cached or skipped chain can be thousands long."""
         pending = [first]
         while pending:
             outcome = self._trusted(pending.pop())
+            outcome = self._dropping(state, tolerated(outcome, self.recipe.stages[outcome.name]))
             state.outcomes[outcome.name] = outcome
             state.records[outcome.name] = outcome.record
             self.events.finished(outcome)
             for child in state.dependents[outcome.name]:
                 if child in state.outcomes:
                     continue
-                if not outcome.succeeded:  # decided even while stopping, so dependents say why
+                if not outcome.succeeded and child not in outcome.dropped_from:  # decided even while stopping
                     pending.append(StageOutcome(child, Status.SKIPPED, error=f"upstream '{outcome.name}' {outcome.status}"))
                     state.outcomes[child] = pending[-1]
                     continue
+                if not outcome.succeeded:
+                    state.dropped.setdefault(child, set()).add(outcome.name)
                 state.waiting[child] -= 1
                 if state.waiting[child] == 0:
                     ready = self._resolve(state, child)
                     if ready is not None:
                         pending.append(ready)
+
+    def _dropping(self, state: _RunState, outcome: StageOutcome) -> StageOutcome:
+        """A tolerated refusal with the dependents that can go on without it (decided before it is shown)."""
+        if not outcome.tolerated:
+            return outcome
+        dropped_from = tuple(child for child in state.dependents[outcome.name] if child not in state.outcomes and without(
+            self.recipe.stages[child], state.dropped.get(child, set()) | {outcome.name}) is not None)
+        return replace(outcome, dropped_from=dropped_from)
 
     def _trusted(self, outcome: StageOutcome) -> StageOutcome:
         """A result served from the cache (here or by a worker) that contradicts its stage type or the lock
@@ -104,7 +128,7 @@ class Scheduler:
 
     def _resolve(self, state: _RunState, name: str) -> StageOutcome | None:
         """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""
-        job = self._job(name, state.records)
+        job = self._job(name, state)
         if isinstance(job, StageOutcome):
             return job
         cached = self._cached(job) if self.executor.local_cache_lookup else None
@@ -126,8 +150,11 @@ class Scheduler:
             return False  # timing-sensitive work runs alone
         return not any(self.recipe.stages[other].stage_cls.exclusive for other in running.values())
 
-    def _job(self, name: str, records: dict[str, dict[str, Any] | None]) -> StageJob | StageOutcome:
-        job = job_for(self.recipe.stages[name], locator(self.sources, records, self.store.object_path))
+    def _job(self, name: str, state: _RunState) -> StageJob | StageOutcome:
+        spec = without(self.recipe.stages[name], state.dropped.get(name, ()))
+        if spec is None:  # not reached: _settle skips a stage that cannot do without a dropped one
+            return StageOutcome(name, Status.SKIPPED, error="an upstream optional stage was refused")
+        job = job_for(spec, locator(self.sources, state.records, self.store.object_path))
         if isinstance(job, Missing):
             return StageOutcome(name, Status.SKIPPED,
                                 error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
@@ -155,6 +182,7 @@ class _RunState:
                 self.dependents[pred].append(name)
         self.outcomes: dict[str, StageOutcome] = {}
         self.records: dict[str, dict[str, Any] | None] = {}  # each settled stage's run record, for locating inputs
+        self.dropped: dict[str, set[str]] = {}  # stage -> its optional upstream stages that refused: left out of its inputs
         self.runnable: dict[str, StageJob] = {}
         self.running: dict[Future, str] = {}
         self.stopping = False

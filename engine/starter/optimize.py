@@ -8,11 +8,12 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
+from ortflow.engine.types import StageOutcome
 
 PICK = "pick"  # the select stage engine init writes
 
@@ -129,6 +130,28 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
     return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
                   _candidate_metric(chosen, metric), threshold, data, others)
+
+
+def refusals(outcomes: Mapping[str, StageOutcome]) -> list[str]:
+    """The candidates the run dropped from `pick` (optional stages that refused their model), each with the
+    refusal the run recorded: its cause and the change that fixes it."""
+    return [f"'{o.name}': {o.error}" for o in outcomes.values() if o.tolerated and PICK in o.dropped_from]
+
+
+def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
+    """optimize's verdict: the model delivered; where it is the original, each other candidate's speed and score,
+    and each candidate refused before the choice, with why."""
+    on = f" ({choice.data.label()})" if choice.data is not None else ""
+    dropped = f"refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""
+    if choice.chosen != "model":
+        return (f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
+                f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
+                + (f"; {dropped}" if dropped else ""))
+    measured = f": {'; '.join(choice.others)}" if choice.others else ""
+    if not refused:
+        return f"{output}: the original model — no optimized candidate was faster{measured}{on}"
+    slower = f"no other candidate was faster{measured}; " if choice.others else ""
+    return f"{output}: the original model{on} — {slower}{dropped}"
 
 
 def deliver(choice: Choice, output: Path) -> None:

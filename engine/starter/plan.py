@@ -244,6 +244,19 @@ def _quantized_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
         ["inputs.model", "optimized.model"]
 
 
+DROPPED_NOTE = ["optional: a candidate that fails its sanity check on your data is dropped from the choice, not the end",
+                "of the run (the run table says why; `pick` chooses among the rest)"]
+
+
+def _candidates_optional(stages: list[StageDraft], candidates: list[str]) -> None:
+    """The quantize stages whose model `pick` chooses among: their sanity check refuses a broken model, and the
+    engine drops a refused optional stage from the list inputs of accuracy, speed and pick."""
+    for stage in stages:
+        if stage.uses.startswith("quantize_") and f"{stage.name}.model" in candidates:
+            stage.optional = True
+            stage.comments += DROPPED_NOTE
+
+
 def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> StagePlan:
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
@@ -255,4 +268,5 @@ def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy
         stages, candidates = _transformer_stages(real_data)
     else:
         stages, candidates = _static_stages(roles, real_data)
+    _candidates_optional(stages, candidates)
     return StagePlan(stages, candidates, choose_metric(roles, real_data, min_accuracy))
