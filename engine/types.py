@@ -200,6 +200,7 @@ class StageOutcome:
     printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
     out_of_space: bool = False  # the stage failed because a disk filled up (exit code 5, not 1)
     unavailable: bool = False  # skipped by the stage itself: an execution provider it needs is missing here
+    refused: bool = False  # failed by the stage's own verdict (a StageError: what is wrong and the fix), not a crash
     # An optional stage that said no by itself (engine.run.jobs.tolerated): shown with its reason, never served
     # downstream, and no failure of the run; `dropped_from`: the dependents that ran without it.
     tolerated: bool = False

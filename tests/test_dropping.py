@@ -20,13 +20,13 @@ PHOTOS = REPO / "recipes" / "data" / "images" / "photos" / "calibration"
 SHORT = ("--set", "speed.with.runs=5", "--set", "speed.with.rounds=1", "--set", "speed.with.warmup=1")
 
 
-def _refusing_recipe(project: Path, optional: bool) -> Path:
+def _refusing_recipe(project: Path, optional: bool, how: str = "gate") -> Path:
     return write(project / "recipe.yaml", f"""
         version: 1
         name: drop
         stages:
           base: {{uses: concat, with: {{text: "base;"}}}}
-          bad: {{uses: explode, with: {{how: gate}}, optional: {str(optional).lower()}}}
+          bad: {{uses: explode, with: {{how: {how}}}, optional: {str(optional).lower()}}}
           good: {{uses: concat, with: {{text: "good;"}}}}
           pick: {{uses: concat, in: {{parts: [base.file, bad.file, good.file]}}}}
           alone: {{uses: concat, in: {{parts: [bad.file]}}, with: {{text: "alone;"}}}}
@@ -69,6 +69,20 @@ def test_an_optional_stage_refused_by_its_gate_is_dropped_and_the_rest_runs(proj
     assert code == 0 and "0 of 6 stages would run" in out
     code, _, _ = cli("report", path)  # re-rendered from the cache alone: the same decision
     assert code == 0 and _report(project, "drop")["bad"]["dropped_from"] == ["alone", "pick"]
+
+
+def test_an_optional_stage_that_refuses_with_its_own_verdict_is_dropped_but_a_crash_fails_the_run(project, cli):
+    """ORT's quantizer cannot handle rapidocr's orientation model, and a dynamic INT8 of a CRNN wrote a model ORT
+    cannot load: each stage says so in one line (a StageError), and an optional candidate is then dropped like a
+    refused gate. A crash (an exception that is no verdict of the stage) is a bug, and still fails the run."""
+    code, out, err = cli("run", _refusing_recipe(project, optional=True, how="stage_error"))
+    assert code == 0, err
+    assert (project / "out/drop/pick/joined.txt").read_text() == "base;good;"
+    assert "dropped from alone, pick: the input is unusable — give it a better one" in _row(out, "bad")
+    assert _report(project, "drop")["bad"]["tolerated"] is True
+    code, _, err = cli("run", _refusing_recipe(project, optional=True, how="crash"))
+    assert code == 1, err
+    assert _report(project, "drop")["pick"]["status"] == "skipped"
 
 
 def test_without_optional_a_refusal_still_fails_the_run(project, cli):

@@ -54,9 +54,12 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
 
 def tolerated(outcome: StageOutcome, spec: StageSpec) -> StageOutcome:
     """The outcome, marked tolerated where an optional stage said no by itself: its gate refused its output (a
-    cached verdict alike), or an execution provider it needs is missing here. Such a stage is shown with its
-    reason and never served downstream, but it is not the run's failure."""
-    own = outcome.status is Status.GATE_FAILED or (outcome.status is Status.SKIPPED and outcome.unavailable)
+    cached verdict alike), it refused with its own one-line verdict (a StageError: a quantizer that cannot
+    handle this graph, a written model that does not load), or an execution provider it needs is missing here.
+    Such a stage is shown with its reason and never served downstream, but it is not the run's failure. A crash
+    (an exception that is not the stage's verdict) and a full disk still fail the run."""
+    own = (outcome.status is Status.GATE_FAILED or (outcome.status is Status.SKIPPED and outcome.unavailable)
+           or (outcome.status is Status.FAILED and outcome.refused))
     return replace(outcome, tolerated=True) if spec.optional and own and not outcome.tolerated else outcome
 
 

@@ -8,6 +8,7 @@ import shutil
 import socket
 import time
 import traceback
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -45,7 +46,8 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
         return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message, unavailable=spec.optional)
     except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
-        return _failure(store, spec.name, time.perf_counter() - started, key, exc, _readable(str(exc), exc), details)
+        failed = _failure(store, spec.name, time.perf_counter() - started, key, exc, _readable(str(exc), exc), details)
+        return replace(failed, refused=not failed.out_of_space)  # a full disk is the machine's, not the stage's verdict
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = _readable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", exc)
         return _failure(store, spec.name, time.perf_counter() - started, key, exc, message, traceback.format_exc())
