@@ -40,8 +40,8 @@ def build():
 '''
 
 
-def _tiny_recipe(project: Path, extra: str = "") -> Path:
-    write(project / "tiny.py", TINY)
+def _tiny_recipe(project: Path, extra: str = "", code: str = TINY) -> Path:
+    write(project / "tiny.py", code)
     return write(project / "recipe.yaml", f"""
         version: 1
         name: tiny
@@ -85,7 +85,10 @@ def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gat
     code, out, err = cli("run", project / "recipe.yaml")
     assert code == 0 and " ran " in out, (out, err)
 
-    code, out, err = cli("run", _tiny_recipe(project, ", tolerance: 1.0e-12"))
+    # a model whose ONNX Runtime outputs cannot equal PyTorch's (its own random draw): on a CPU where ORT and
+    # PyTorch run the same kernels the plain model matches to the last bit, so it cannot show the gate
+    noisy = TINY.replace("return self.head(", "return torch.rand(1) + self.head(")
+    code, out, err = cli("run", _tiny_recipe(project, ", tolerance: 1.0e-12", code=noisy))
     assert code == 3 and "differs from PyTorch: max abs error" in err, (out, err)
 
 
