@@ -97,6 +97,11 @@ def test_a_map_is_judged_by_its_regions_and_pooled_scores_are_not_a_map(tmp_path
     pooled = read_roles(read_model_facts(toy_model(tmp_path / "pooled.onnx", nodes, spec,
                                                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3, 1, 1])])))
     assert [o.meaning for o in pooled.outputs] == [OutputMeaning.OTHER]
+    # openWakeWord's embedding model gives [b, 1, 1, 96]: one row of values, no regions to compare
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], axes=[1, 2], keepdims=1)]
+    row = read_roles(read_model_facts(toy_model(tmp_path / "row.onnx", nodes, spec,
+                                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 1, 1, 96])])))
+    assert [o.meaning for o in row.outputs] == [OutputMeaning.OTHER]
 
 
 def _lines(folder, sizes):

@@ -157,7 +157,7 @@ def _by_rank(fact: TensorFact, name: str, facts: ModelFacts) -> tuple[OutputMean
         return OutputMeaning.PROBABILITY, f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability"
     if fact.rank == 3 and isinstance(fact.shape[2], int) and fact.shape[2] > 1 and facts.has_ops("Softmax", "LogSoftmax"):
         return OutputMeaning.CLASS_SCORES, f"a sequence of {fact.shape[2]} class scores a position after a Softmax (a recogniser)"
-    if fact.rank == 4 and not (fact.shape[2] == 1 and fact.shape[3] == 1):  # [N, C, 1, 1] is pooled scores, not a map
+    if fact.rank == 4 and 1 not in (fact.shape[2], fact.shape[3]):  # [N, C, 1, 1], [N, 1, 1, 96]: pooled values, no map
         return OutputMeaning.MAP, ""
     return OutputMeaning.OTHER, ""
 
