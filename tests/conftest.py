@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -105,3 +106,17 @@ def two_stage_recipe(project: Path, name: str = "twostep") -> Path:
           first: {{uses: concat, in: {{parts: inputs.seed}}, with: {{text: "+1"}}}}
           second: {{uses: concat, in: {{parts: [first.file]}}, with: {{text: "+2"}}}}
     """)
+
+
+def in_a_terminal(project: Path, *args: str, size: tuple[int, int] = (40, 100)) -> tuple[int, str]:
+    """`engine ARGS` under a pseudo-terminal of `size` (rows, columns): its exit code, and what it showed as one
+    line of plain text (colours, table borders and line breaks taken out, so a wrapped cell reads whole)."""
+    pexpect = pytest.importorskip("pexpect")
+    env = dict(os.environ, TERM="xterm-256color")
+    env.pop("COLUMNS", None)  # a terminal has its own width
+    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=env, encoding="utf-8",
+                          timeout=CEILING, dimensions=size)
+    child.expect(pexpect.EOF)
+    child.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
+    return child.exitstatus, re.sub(r"\s+", " ", re.sub(r"[│┃]", " ", plain))

@@ -4,14 +4,12 @@ nobody can meet refused with exit 3 and by how much the closest candidate missed
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 
 import numpy as np
 import onnxruntime as ort
 import pytest
-from conftest import CEILING, minilm_model
+from conftest import in_a_terminal, minilm_model
 
 
 @pytest.fixture(scope="module")
@@ -60,21 +58,10 @@ def test_optimize_refuses_a_recipe_edited_by_hand(project, cli):
     assert recipe.read_text() == "# my own\n"
 
 
-def _in_a_terminal(project, *args: str) -> tuple[int, str]:
-    pexpect = pytest.importorskip("pexpect")
-    env = dict(os.environ, TERM="xterm-256color")
-    env.pop("COLUMNS", None)  # a terminal has its own width
-    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=env, encoding="utf-8",
-                          timeout=CEILING, dimensions=(40, 100))
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus, re.sub(r"\s+", " ", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before))
-
-
 def test_init_and_optimize_in_a_terminal(project, shared_cache):
-    code, shown = _in_a_terminal(project, "init", str(minilm_model()), "-o", "r.yaml")
+    code, shown = in_a_terminal(project, "init", str(minilm_model()), "-o", "r.yaml")
     assert code == 0 and "wrote r.yaml: a transformer encoder" in shown and "next: engine run r.yaml" in shown, shown
-    code, shown = _in_a_terminal(project, "optimize", str(minilm_model()), "-o", "fast.onnx", "--cache", shared_cache)
+    code, shown = in_a_terminal(project, "optimize", str(minilm_model()), "-o", "fast.onnx", "--cache", shared_cache)
     assert code == 0, shown
     assert "fast.onnx: 'int8" in shown and "x the original's speed" in shown and "recipe kept: fast.recipe.yaml" in shown, shown
 

@@ -7,15 +7,13 @@ Real models from their wheels: magika's file-type classifier, NudeNet's detector
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from html.parser import HTMLParser
 from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
-from conftest import CEILING, write
+from conftest import in_a_terminal, write
 
 from ortflow.api import DataProvenance, Dataset, DatasetLoader
 from ortflow.engine.errors import EXIT_UNVERIFIED
@@ -161,18 +159,6 @@ def _orientation_recipe(project: Path) -> Path:
     """)
 
 
-def _in_a_terminal(project: Path, *args: str) -> tuple[int, str]:
-    pexpect = pytest.importorskip("pexpect")
-    env = dict(os.environ, TERM="xterm-256color")
-    env.pop("COLUMNS", None)  # a terminal has its own width
-    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=env, encoding="utf-8",
-                          timeout=CEILING, dimensions=(60, 120))
-    child.expect(pexpect.EOF)
-    child.close()
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
-    return child.exitstatus, re.sub(r"\s+", " ", re.sub(r"[│┃]", " ", plain))
-
-
 def test_a_run_tells_random_feeds_held_out_data_and_calibration_data_apart(project, cli):
     recipe = _orientation_recipe(project)
     lines = IMAGES / "lines"
@@ -186,7 +172,7 @@ def test_a_run_tells_random_feeds_held_out_data_and_calibration_data_apart(proje
     assert (stages["on_lines"]["provenance"], stages["on_lines"]["calibration_reused"]) == ("real", False)
     assert (stages["on_calibration"]["provenance"], stages["on_calibration"]["calibration_reused"]) == ("real", True)
 
-    code, shown = _in_a_terminal(project, "run", str(recipe))  # served from the cache: the labels come with it
+    code, shown = in_a_terminal(project, "run", str(recipe), size=(60, 120))  # served from the cache: the labels come with it
     assert code == 0, shown
     assert "[unverified: random feeds]" in shown and f"{lines / 'held-out'}]" in shown, shown
     assert "(calibration data reused)]" in shown, shown
