@@ -32,15 +32,30 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert DOCS and not missing, f"README.md links no docs page named {missing}: add each to 'Where to go next'"
 
 
+def anchors(page: Path) -> set[str]:
+    """The `#fragment` each heading of a Markdown page gets on GitHub (code blocks' `# comments` are no headings)."""
+    found, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fenced ^= bool(FENCE.match(line))
+        heading = re.match(r"#{1,6} (.+)", line)
+        if heading and not fenced:
+            found.add(re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-"))
+    return found
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_links_resolve(page):
     broken = []
     for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
         for target in LINK.findall(line):
-            if re.match(r"[a-z]+:|#", target):  # a web address, or a place on this page
+            if re.match(r"[a-z]+:", target):  # a web address
                 continue
-            if not (page.parent / target.split("#")[0]).exists():
+            path, _, fragment = target.partition("#")
+            linked = (page.parent / path) if path else page
+            if not linked.exists():
                 broken.append(f"{page.relative_to(ROOT)}:{number}: {target}")
+            elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}:{number}: {target} (no such heading in {path or 'this page'})")
     assert not broken, "links to nothing:\n" + "\n".join(broken)
 
 
