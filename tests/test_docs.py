@@ -66,6 +66,15 @@ def test_the_stage_reference_is_what_the_code_generates():
         "docs/stages.md is stale — run: python -m ortflow.engine.stage_reference docs/stages.md")
 
 
+def test_the_generator_rewrites_a_stale_page_and_check_says_so(tmp_path, capsys):
+    from ortflow.engine.stage_reference import main
+
+    page = tmp_path / "stages.md"
+    page.write_text("# an old reference\n")
+    assert main(["--check", str(page)]) == 1 and "is stale — run: python -m ortflow.engine.stage_reference" in capsys.readouterr().err
+    assert main([str(page)]) == 0 and main(["--check", str(page)]) == 0
+
+
 def shell_commands(page: Path) -> list[tuple[int, str]]:
     """(line, command) for each command line in the page's fenced shell blocks; a line ending in `\\` goes on."""
     found: list[tuple[int, str]] = []
