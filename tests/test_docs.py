@@ -26,6 +26,15 @@ def test_the_readme_is_a_front_door():
     assert lines < 200, f"README.md has {lines} lines: move the detail into docs/ and link it"
 
 
+def test_the_readme_set_up_is_what_ci_runs():
+    """The two set-up lines a newcomer pastes are the commands .ci/run executes, so CI proves they work."""
+    ci = {line.split("#")[0].strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()}
+    setup = README.read_text(encoding="utf-8").split("## Set up", 1)[1]
+    block = setup.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [part.strip() for line in block.splitlines() for part in line.split("&&")]
+    assert len(commands) == 4 and not [c for c in commands if c not in ci], f"README's set-up commands not in .ci/run: {commands}"
+
+
 def test_every_docs_page_is_linked_from_the_readme():
     linked = {(README.parent / target.split("#")[0]).resolve() for target in LINK.findall(README.read_text(encoding="utf-8"))}
     missing = [page.name for page in DOCS if page.resolve() not in linked]
