@@ -4,7 +4,6 @@ store, the records) and hands what to show to the console (engine.console). No c
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -71,12 +70,13 @@ def cmd_validate(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import listings
     from ortflow.engine.pipeline import plan
 
     ws = _workspace(args)
     planned = plan(ws, args.stages)
     if args.json:
-        out.json([dataclasses.asdict(item) for item in planned])
+        out.json(listings.planned(planned))
     else:
         out.plan_table(planned, ws.recipe.matrices)
         _key_caveats(ws.recipe, out)
@@ -112,17 +112,19 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import listings
     from ortflow.engine.record.compare import compare_files
 
     rows = compare_files(args.before, args.after)
     if args.json:
-        out.json([dict(zip(("stage", "what", "before", "after"), row)) for row in rows])
+        out.json(listings.differences(rows))
     else:
         out.compare_table(rows)
     return EXIT_DIFFERENT if rows else EXIT_OK  # like diff(1): scripts can ask "did anything change?"
 
 
 def cmd_status(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine import listings
     from ortflow.engine.pipeline import plan
     from ortflow.engine.run.plan import PlanAction
 
@@ -142,7 +144,7 @@ def cmd_status(args: argparse.Namespace, out: Any) -> int:
             state, why = "changed", item.against_lock or item.reason
         rows.append((item.name, state, why))
     if args.json:
-        out.json([{"stage": name, "state": state, "why": why} for name, state, why in rows])
+        out.json(listings.statuses(rows))
     else:
         out.status_table(rows)
     return EXIT_OK if all(r[1] == "up to date" for r in rows) else EXIT_STAGE_FAILED

@@ -178,7 +178,7 @@ class Output:
         from rich.table import Table
 
         table = Table()
-        for column in ("stage", "type", "action", "why", "key"):
+        for column in ("stage", "type", "action", "reason", "key"):
             table.add_column(column, overflow="fold")
         for item in planned:
             style = PLAN_STYLE[item.action]
@@ -194,7 +194,7 @@ class Output:
         from rich.table import Table
 
         table = Table()
-        for column in ("stage", "what", "before", "after"):
+        for column in ("stage", "field", "before", "after"):
             table.add_column(column)
         for row in rows:
             table.add_row(*(_escape(str(v)) for v in row))
@@ -204,7 +204,7 @@ class Output:
         from rich.table import Table
 
         table = Table()
-        for column in ("stage", "state", "why"):
+        for column in ("stage", "state", "reason"):
             table.add_column(column)
         for name, state, why in rows:
             style = "cyan" if state == "up to date" else "yellow"
@@ -222,10 +222,10 @@ class Output:
             table.add_column(column)
         for item in found["stages"]:
             if "error" in item:
-                table.add_row(_escape(item["name"]), "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
+                table.add_row(_escape(item["type"]), "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
                 continue
             # a plugin's names and ports are its author's text: printed as written, never read as markup
-            table.add_row(*(_escape(str(v)) for v in (item["name"], item["version"], ", ".join(item["inputs"]),
+            table.add_row(*(_escape(str(v)) for v in (item["type"], item["version"], ", ".join(item["inputs"]),
                                                       ", ".join(item["outputs"]), item["provided_by"])))
         self.console.print(table)
         loaders = Table(title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left")
@@ -233,9 +233,9 @@ class Output:
             loaders.add_column(column)
         for item in found["loaders"]:
             if "error" in item:
-                loaders.add_row(_escape(item["name"]), "?", "[red]cannot be imported[/]", _escape(item["error"]))
+                loaders.add_row(_escape(item["type"]), "?", "[red]cannot be imported[/]", _escape(item["error"]))
                 continue
-            loaders.add_row(*(_escape(str(v)) for v in (item["name"], item["version"], ", ".join(item["file_params"]) or "-",
+            loaders.add_row(*(_escape(str(v)) for v in (item["type"], item["version"], ", ".join(item["file_params"]) or "-",
                                                         item["provided_by"])))
         self.console.print(loaders)
         metrics = Table(title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left")
@@ -243,7 +243,7 @@ class Output:
             metrics.add_column(column)
         for item in found["metrics"]:
             names = item.get("names") or {}
-            metrics.add_row(_escape(item["name"]), _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
+            metrics.add_row(_escape(item["type"]), _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
                             _escape(item["provided_by"]))
         self.console.print(metrics)
         self.console.print("`engine stages <name>` describes one", markup=False)

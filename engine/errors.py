@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ortflow.engine.provenance import DataSource
 
-# Exit codes, documented in the README.
+# Exit codes, documented in docs/cli.md.
 EXIT_OK = 0
 EXIT_STAGE_FAILED = 1
 EXIT_USAGE = 2  # bad recipe, bad arguments, missing files: nothing ran

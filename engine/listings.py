@@ -1,5 +1,10 @@
-"""Plain-data views of what is installed and what is cached: what `--json` prints, and what the console's
-tables show."""
+"""Plain-data views of what is installed, planned and cached: what `--json` prints, and what the console's
+tables show.
+
+One vocabulary for every `--json` output (docs/cli.md lists it), so a script reads `plan`, `status`,
+`compare`, `stages` and `cache ls` with the same words: `stage` is a stage's name in the recipe (a matrix
+variant's full id), `type` a registered type's name (what `uses:`, `loader:` or `metrics:` names), `key` a
+cache key, `reason` why a stage is in the state shown, `field` a dotted path inside a stage's entry."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ def plugins(found: Plugins) -> dict[str, list[dict[str, Any]]]:
 
 
 def _summary(registry: Registry, name: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": name, "provided_by": registry.origin(name)}
+    entry: dict[str, Any] = {"type": name, "provided_by": registry.origin(name)}
     try:
         cls = registry.get(name)
     except OrtflowError as exc:  # one broken plugin must not hide the others
@@ -36,7 +41,7 @@ def _summary(registry: Registry, name: str) -> dict[str, Any]:
 def plugin(registry: Registry, name: str) -> dict[str, Any]:
     """One plugin in full: its ports and its parameters (the JSON Schema `with:` is checked against)."""
     cls = registry.get(name)
-    detail: dict[str, Any] = {"name": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
+    detail: dict[str, Any] = {"type": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
                               "description": cls.description, "params_schema": cls.params_schema}
     if hasattr(cls, "names"):
         detail["names"] = [{"name": n.name, "better": n.better.value, "description": n.description} for n in cls.names]
@@ -62,3 +67,20 @@ def cached_runs(store: Store) -> list[dict[str, Any]]:
         runs.append({"key": key, "stage": record["stage"], "type": record["type"], "created": record["created"],
                      "outputs": sorted(outputs), "bytes": sum(out["size"] for out in outputs.values())})
     return runs
+
+
+def planned(items: list[Any]) -> list[dict[str, Any]]:
+    """`engine plan --json`: what a run would do with each stage (`action`: cached, run, skip or fail) and why;
+    `against_lock` says how the stage differs from its lock-file entry ("" when they agree)."""
+    return [{"stage": p.name, "type": p.uses, "action": str(p.action), "reason": p.reason, "key": p.key,
+             "against_lock": p.against_lock} for p in items]
+
+
+def statuses(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """`engine status --json`: each stage's `state` against the lock file, and the `reason` when not up to date."""
+    return [{"stage": stage, "state": state, "reason": reason} for stage, state, reason in rows]
+
+
+def differences(rows: list[tuple[str, str, str, str]]) -> list[dict[str, str]]:
+    """`engine compare --json`: one row per changed `field` of a stage (`params.level`, `outputs.model`, ...)."""
+    return [{"stage": stage, "field": field, "before": before, "after": after} for stage, field, before, after in rows]

@@ -39,9 +39,30 @@ def test_json_outputs_are_plain_json(project, cli):
     assert code == 0 and sorted(r["stage"] for r in runs) == ["first", "second"] and all(len(r["key"]) == 64 for r in runs)
     code, out, _ = cli("stages", "--json")
     listed = json.loads(out)
-    assert code == 0 and "quantize_static" in {s["name"] for s in listed["stages"]} and listed["loaders"]
+    assert code == 0 and "quantize_static" in {s["type"] for s in listed["stages"]} and listed["loaders"]
     code, out, _ = cli("stages", "concat", "--json")
     assert code == 0 and json.loads(out)["params_schema"]["properties"]["text"]["type"] == "string"
+
+
+def test_json_outputs_share_one_vocabulary(project, cli):
+    """plan, status, compare, stages and cache ls name the same things with the same words (docs/cli.md):
+    `stage` for a recipe's stage, `type` for a registered type, `reason` for why, `key` for a cache key."""
+    path = small_recipe(project)
+    plan = json.loads(cli("plan", path, "--json")[1])
+    assert all(set(row) == {"stage", "type", "action", "reason", "key", "against_lock"} for row in plan)
+    assert cli("run", path)[0] == 0
+    status = json.loads(cli("status", path, "--json")[1])
+    assert [set(row) for row in status] == [{"stage", "state", "reason"}] * 2
+    runs = json.loads(cli("cache", "ls", path, "--json")[1])
+    assert {(r["stage"], r["type"]) for r in runs} == {(p["stage"], p["type"]) for p in plan}
+    lock = path.parent / (path.name + ".lock")
+    changed = project / "changed.lock"
+    changed.write_text(lock.read_text().replace("type: concat", "type: concatenate", 1))
+    rows = json.loads(cli("compare", lock, changed, "--json")[1])
+    assert rows and all(set(row) == {"stage", "field", "before", "after"} for row in rows)
+    listed = json.loads(cli("stages", "--json")[1])
+    assert all("type" in entry and "name" not in entry for group in listed.values() for entry in group)
+    assert json.loads(cli("stages", "concat", "--json")[1])["type"] == "concat"
 
 
 def test_plan_shows_short_keys_and_verbose_full_ones(project, cli):

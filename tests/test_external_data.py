@@ -49,7 +49,7 @@ def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_
     raw[-4:] = b"\x00\x00\x80\x3f"  # the last weight becomes 1.0
     data.write_bytes(bytes(raw))
     code, out, err = cli("plan", recipe, "--json")
-    planned = {item["name"]: item["action"] for item in json.loads(out)}
+    planned = {item["stage"]: item["action"] for item in json.loads(out)}
     assert {s for s, action in planned.items() if action == "run"} == {"fused", "calib", "int8", "dynamic", "same", "accuracy", "speed"}
     data.rename(project / "model" / "elsewhere.data")  # a model whose weights file went missing
     code, out, err = cli("run", recipe)

@@ -42,7 +42,7 @@ def isa_recipe(project: Path, target: str = "") -> Path:
 def planned(cli, path: Path) -> dict[str, dict]:
     code, out, err = cli("plan", path, "--json")
     assert code == 0, err
-    return {item["name"]: item for item in json.loads(out)}
+    return {item["stage"]: item for item in json.loads(out)}
 
 
 def dynamic_metrics(project: Path) -> dict:

@@ -163,7 +163,7 @@ def test_compare_lock_files(passing, cli, tmp_path):
     assert code == 0 and "no differences" in out
     code, out, _ = cli("compare", before, after, "--json")
     rows = json.loads(out)
-    assert code == 1 and any(r["what"] == "params.weight_type" and r["after"] == "QUInt8" for r in rows)
+    assert code == 1 and any(r["field"] == "params.weight_type" and r["after"] == "QUInt8" for r in rows)
 
 
 def test_labelled_dataset_gives_accuracy_and_f1_and_can_gate(project, cli):

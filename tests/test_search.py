@@ -158,7 +158,7 @@ def test_a_changed_quantizer_makes_the_search_a_new_result(project, cli, monkeyp
     from ortflow.engine.registry import installed_stages
 
     path = search_recipe(project, "{per_channel: [true]}", 0.9)
-    planned = lambda: {row["name"]: row for row in json.loads(cli("plan", path, "--json")[1])}  # noqa: E731
+    planned = lambda: {row["stage"]: row for row in json.loads(cli("plan", path, "--json")[1])}  # noqa: E731
     before = planned()["search"]
     quantizer = installed_stages().get("quantize_dynamic")
     monkeypatch.setattr(quantizer, "version", quantizer.version + "-changed")

@@ -136,7 +136,7 @@ def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: s
     for stage in plan.stages + evaluation_stages(plan, target):
         lines += _stage_lines(stage)
     lines += _comment(["Grow it: `quantize_search` finds the fastest quantized model for a target accuracy by itself",
-                       "(see the README, \"Accuracy-aware quantization\"); a `matrix:` sweeps settings; `engine plan` shows",
+                       "(see docs/quantization.md, \"Accuracy-aware quantization\"); a `matrix:` sweeps settings; `engine plan` shows",
                        _families(roles, plan)], "")
     return "\n".join(lines) + "\n"
 
