@@ -104,6 +104,11 @@ def metric_type(name: str) -> type[Metric]:
     return _plugin(METRICS, "metric", name)
 
 
+def loader_type(name: str) -> type[DatasetLoader]:
+    """A registered dataset loader by name: how a stage makes feeds itself (e.g. `random` for a sanity check)."""
+    return _plugin(DATASETS, "dataset loader", name)
+
+
 class Plugins:
     """The registries a recipe draws on: stage types, dataset loaders and metrics."""
 

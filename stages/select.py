@@ -9,10 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import DataSource
-from ortflow.engine.errors import GateFailed, StageError
-from ortflow.engine.metric import Better, KnownMetrics, bound_problems
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Better,
+    DataSource,
+    GateFailed,
+    KnownMetrics,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    bound_problems,
+)
 from ortflow.stages.support.pareto import pareto_front
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.

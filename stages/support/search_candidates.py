@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ortflow.engine.stage import Artifact
+from ortflow.api import Artifact
 from ortflow.stages.support.pareto import pareto_front
 
 
