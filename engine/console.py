@@ -152,7 +152,8 @@ class Output:
             self.error("run with --debug for the traceback")
 
     def report_sections(self, report_path: Any) -> None:
-        """The tables stages added to the report (benchmark results, accuracy), as the run ends."""
+        """The tables stages added to the report (benchmark results, accuracy), as the run ends; those their stage
+        type declares too long for a terminal (report.json marks them `terminal: false`) stay in the report files."""
         import json
 
         from rich.table import Table
@@ -163,8 +164,8 @@ class Output:
             return
         for section in sections:
             for spec in section.get("tables", []):
-                if spec["title"].startswith("Top operators"):
-                    continue  # in the report files; too long for a terminal
+                if spec.get("terminal") is False:
+                    continue  # its stage type keeps it in the report files (Stage.declares: too long for a terminal)
                 columns, rows, same = _varying_columns(spec["columns"], spec["rows"])
                 title = f"{spec['title']} ({section['stage']})" + (f"; every row: {same}" if same else "")
                 table = Table(title=_escape(title), title_justify="left")

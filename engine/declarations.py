@@ -4,7 +4,7 @@ without knowing any stage by its type or its file names (a stage sets `Stage.dec
 - `Measure`: a per-model number it reports in StageResult.metrics as {model: value} (and in its result rows):
   which way is better, its unit, and whether the report's speed-against-accuracy chart draws it (`plot`).
 - `Tables`: report tables its metrics outputs carry (their `"report"` key) that need more than the default,
-  e.g. long per-model tables kept out of the terminal.
+  e.g. long per-model tables kept out of the terminal; `Distribution`: what its distribution charts' values are.
 - `Choice`: the stage chooses one model among candidates: the output port with the chosen model and the metrics
   output that says why; `engine optimize` reads its answer through these ports.
 
@@ -56,6 +56,19 @@ class Tables:
 
 
 @dataclass(frozen=True)
+class Distribution:
+    """Distribution charts of a stage's report (`kind: distribution`) whose title starts with `title`: what
+    their values are (the value axis's title) and their unit."""
+
+    title: str
+    value: str
+    unit: str = ""
+
+    def matches(self, title: str) -> bool:
+        return title.startswith(self.title)
+
+
+@dataclass(frozen=True)
 class Choice:
     """A stage that chooses one model: `model`, its output port holding the chosen model (absent when nothing
     qualified), and `document`, its metrics output saying why (every candidate and its values)."""
@@ -70,10 +83,14 @@ class Declares:
 
     measures: tuple[Measure, ...] = ()
     tables: tuple[Tables, ...] = ()
+    distributions: tuple[Distribution, ...] = ()
     choice: Choice | None = None
 
     def shown_in_terminal(self, title: str) -> bool:
         return all(t.terminal for t in self.tables if t.matches(title))
+
+    def distribution(self, title: str) -> Distribution | None:
+        return next((d for d in self.distributions if d.matches(title)), None)
 
     def ports(self) -> tuple[str, ...]:
         """The output ports it names, which must exist (checked when the stage type is loaded)."""

@@ -8,7 +8,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, batched, model_inputs
+from ortflow.api import (
+    ArtifactKind,
+    Axis,
+    Better,
+    Declares,
+    Distribution,
+    Measure,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    Tables,
+    batched,
+    model_inputs,
+)
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import for_session, resolve
@@ -39,6 +54,12 @@ class Benchmark(Stage):
     )
     outputs = (Port("results", ArtifactKind.METRICS, "every measurement and the comparison table",
                     filename="benchmark.json"),)
+    declares = Declares(
+        measures=(Measure("p50_ms", Better.LOWER, "ms"),
+                  Measure("speedup", Better.HIGHER, "x", plot=Axis.SPEED, title="speedup vs baseline (p50)")),
+        tables=(Tables("Top operators", terminal=False),),  # one per model: in the report files, too long for a terminal
+        distributions=(Distribution("Latency per run", "latency per run", "ms"),),
+    )
     params_schema = {
         "type": "object",
         "additionalProperties": False,

@@ -9,10 +9,13 @@ from typing import Any
 
 from ortflow.api import (
     ArtifactKind,
+    Axis,
     Better,
     DataSource,
+    Declares,
     GateFailed,
     KnownMetrics,
+    Measure,
     Port,
     Stage,
     StageContext,
@@ -53,6 +56,7 @@ class ValidateAccuracy(Stage):
              "part of the cache key)", optional=True),
     )
     outputs = (Port("results", ArtifactKind.METRICS, "metrics per candidate and output", filename="accuracy.json"),)
+    declares = Declares(measures=(Measure("cosine_mean", Better.HIGHER, plot=Axis.ACCURACY, title="mean cosine vs reference"),))
     params_schema = {
         "type": "object",
         "additionalProperties": False,

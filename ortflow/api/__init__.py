@@ -13,17 +13,20 @@ keep their meaning across releases; modules under `ortflow.engine` are internal 
 still imports `ortflow.engine.*` works for one more release, with a warning naming what to import instead.
 """
 
+# Grouped by purpose, each group under a line saying what it is for (so not sorted by module):
+# isort: off
+
 # The stage contract: what a stage declares (ports, parameters, the results it reports) and what it receives.
-from ortflow.engine.declarations import Axis, Choice, Declares, Measure, Tables
+from ortflow.engine.declarations import Axis, Choice, Declares, Distribution, Measure, Tables
 from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
 
 # Failures a stage raises: StageError (what is wrong, and the fix), GateFailed (ran, and its quality gate said
 # no), ProviderUnavailable (an execution provider ONNX Runtime cannot use here); OrtflowError for a broken plugin.
-from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable, StageError, suggest  # isort: skip
+from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable, StageError, suggest
 
 # Datasets: the loader base class, the feeds a stage iterates, parameter schemas loaders share, and where the
 # data behind a verdict came from.
-from ortflow.engine.dataset import (  # isort: skip
+from ortflow.engine.dataset import (
     BATCH_AXES_PARAM,
     LIMIT_PARAM,
     SKIP_PARAM,
@@ -40,31 +43,33 @@ from ortflow.engine.dataset import (  # isort: skip
 
 # Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
 # metric names their parameters use.
-from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems  # isort: skip
+from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems
 
 # Parameters: defaults from a JSON Schema and its problems with given values, for a stage that validates the
 # parameters of a step or a metric it runs.
-from ortflow.engine.params import fill_defaults, params_problems  # isort: skip
+from ortflow.engine.params import fill_defaults, params_problems
 
 # Other plugins by name (stages never import each other): a stage type, a metric, a dataset loader.
-from ortflow.engine.registry import installed_metrics, loader_type, metric_type, stage_type  # isort: skip
+from ortflow.engine.registry import installed_metrics, loader_type, metric_type, stage_type
 
 # The environment facts a stage's outputs depend on (`Stage.env_facts` names them; `environment_facts` reads them).
-from ortflow.engine.environment import facts as environment_facts  # isort: skip
+from ortflow.engine.environment import facts as environment_facts
 
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
-from ortflow.engine.types import TextEnum  # isort: skip
+from ortflow.engine.types import TextEnum
 
 # Model files, kept at the top for plugins written against the first API (ortflow.api.onnx has the rest).
-from ortflow.engine.ort.onnx_model import check as check_model  # isort: skip
-from ortflow.engine.ort.onnx_model import model_file  # isort: skip
-from ortflow.engine.ort.onnx_model import save as save_model  # isort: skip
+from ortflow.engine.ort.onnx_model import check as check_model
+from ortflow.engine.ort.onnx_model import model_file
+from ortflow.engine.ort.onnx_model import save as save_model
+# isort: on
 
 __all__ = [
-    "BATCH_AXES_PARAM", "LIMIT_PARAM", "SKIP_PARAM", "Artifact", "ArtifactKind", "Axis", "Better", "Choice", "DataProvenance",
-    "DataSource", "Dataset", "DatasetLoader", "Declares", "Feed", "GateFailed", "KnownMetrics", "Measure", "Metric", "MetricName",
-    "ModelInput", "OrtflowError", "Outputs", "Port", "ProviderUnavailable", "Stage", "StageContext", "StageError", "StageResult",
-    "StepResult", "Steps", "Tables", "TextEnum", "batched", "bound_problems", "check_model", "environment_facts", "file_param",
-    "fill_defaults", "installed_metrics", "loader_type", "metric_type", "model_file", "model_inputs", "params_problems",
-    "save_model", "stage_type", "suggest",
+    "Artifact", "ArtifactKind", "Axis", "BATCH_AXES_PARAM", "Better", "Choice", "DataProvenance", "DataSource",
+    "Dataset", "DatasetLoader", "Declares", "Distribution", "Feed", "GateFailed", "KnownMetrics", "LIMIT_PARAM",
+    "Measure", "Metric", "MetricName", "ModelInput", "OrtflowError", "Outputs", "Port", "ProviderUnavailable",
+    "SKIP_PARAM", "Stage", "StageContext", "StageError", "StageResult", "StepResult", "Steps", "Tables", "TextEnum",
+    "batched", "bound_problems", "check_model", "environment_facts", "file_param", "fill_defaults",
+    "installed_metrics", "loader_type", "metric_type", "model_file", "model_inputs", "params_problems", "save_model",
+    "stage_type", "suggest",
 ]

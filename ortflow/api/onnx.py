@@ -5,6 +5,9 @@ quantization pre-processing. Part of the stable plugin API (see ortflow.api).
     from ortflow.api import onnx as onnx_model   # `onnx` alone would hide the onnx package
 """
 
+# Grouped by purpose, each group under a line saying what it is for (so not sorted by module):
+# isort: off
+
 # Reading: the .onnx file of an artifact (a file, or a folder with external data), graphs, sizes, op counts.
 from ortflow.engine.ort.onnx_model import (
     TWO_GB,
@@ -18,7 +21,7 @@ from ortflow.engine.ort.onnx_model import (
 )
 
 # Writing: where a model goes (one file, or a folder when it needs external data), saving it so ORT loads it.
-from ortflow.engine.ort.onnx_model import (  # isort: skip
+from ortflow.engine.ort.onnx_model import (
     cap_ir_version,
     gathered,
     output_file,
@@ -27,18 +30,19 @@ from ortflow.engine.ort.onnx_model import (  # isort: skip
 )
 
 # ONNX Runtime on a model file: a checked load, a session, its exception types and their one-line message.
-from ortflow.engine.ort.onnx_model import check, first_line, load_for_ort, ort_errors  # isort: skip
+from ortflow.engine.ort.onnx_model import check, first_line, load_for_ort, ort_errors
 
 # Graph order: nodes topologically sorted again after a rewrite (ORT refuses an unsorted graph).
-from ortflow.engine.ort.graph_order import resort_if_needed, sort_graph  # isort: skip
+from ortflow.engine.ort.graph_order import resort_if_needed, sort_graph
 
 # Quantization pre-processing (ORT's quant_pre_process, run in a child process) and how its failures read.
-from ortflow.engine.ort.pre_process import (  # isort: skip
+from ortflow.engine.ort.pre_process import (
     MODEL_CAUSES,
     QUANTIZE_BEFORE_OPTIMIZING,
     PreProcessFailed,
     pre_processed,
 )
+# isort: on
 
 __all__ = [
     "MODEL_CAUSES", "QUANTIZE_BEFORE_OPTIMIZING", "TWO_GB", "PreProcessFailed", "cap_ir_version", "check", "first_line",

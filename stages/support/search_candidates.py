@@ -47,7 +47,8 @@ def search_report(candidates: list[Any], rankings: dict[str, list[tuple[str, flo
     points = [{"label": f"{c.id} {describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
                "chosen": c is chosen} for c in candidates if c.speedup and c.score is not None]
     chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
-             "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)"}
+             "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)",
+             "x_unit": "x", "y_unit": ""}
     return {"tables": tables, "charts": [chart]}
 
 
