@@ -13,6 +13,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ortflow.engine.dataset import DatasetLoader
+from ortflow.engine.declarations import NOTHING
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.metric import Metric
 from ortflow.engine.stage import Stage
@@ -69,6 +70,10 @@ class Registry:
                     f"entry point '{name}' ({ep.value}) declares type '{getattr(plugin, 'type', None)}'"
                     " — the entry-point name and the class's `type` must match"
                 )
+            undeclared = [p for p in getattr(plugin, "declares", NOTHING).ports() if plugin.output_port(p) is None]
+            if undeclared:
+                raise OrtflowError(f"stage type '{name}' ({ep.value}) declares a choice in {', '.join(undeclared)}, which it has "
+                                   "no output port for — name its outputs in `declares` as in `outputs`")
             self._loaded[name] = plugin
             _warn_engine_imports(name, plugin, ep)
         return self._loaded[name]

@@ -35,6 +35,9 @@ def test_registry_rejects_entry_point_whose_name_differs_from_the_type():
     registry = Registry("ortflow.stages", {"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="declares type 'concat'"):
         registry.get("wrong")
+    undeclared = Registry("ortflow.stages", {"undeclared": EntryPoint("undeclared", "ortflow_testplugin:Undeclared", "ortflow.stages")})
+    with pytest.raises(OrtflowError, match="declares a choice in best, which it has no output port for"):
+        undeclared.get("undeclared")
     broken = Registry("ortflow.stages", {"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="cannot be imported from no_such_module_xyz:Stage"):
         broken.get("gone")
