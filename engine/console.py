@@ -152,7 +152,8 @@ class Output:
             self.error("run with --debug for the traceback")
 
     def report_sections(self, report_path: Any) -> None:
-        """The tables stages added to the report (benchmark results, accuracy), as the run ends."""
+        """The tables stages added to the report (benchmark results, accuracy), as the run ends; those their stage
+        type declares too long for a terminal (report.json marks them `terminal: false`) stay in the report files."""
         import json
 
         from rich.table import Table
@@ -163,8 +164,8 @@ class Output:
             return
         for section in sections:
             for spec in section.get("tables", []):
-                if spec["title"].startswith("Top operators"):
-                    continue  # in the report files; too long for a terminal
+                if spec.get("terminal") is False:
+                    continue  # its stage type keeps it in the report files (Stage.declares: too long for a terminal)
                 columns, rows, same = _varying_columns(spec["columns"], spec["rows"])
                 title = f"{spec['title']} ({section['stage']})" + (f"; every row: {same}" if same else "")
                 table = Table(title=_escape(title), title_justify="left")
@@ -266,6 +267,7 @@ class Output:
                     flags = (" (list)" if port.many else "") + (" (optional)" if port.optional else "")
                     ports.add_row(direction, _escape(port.name + flags), port.kind.value, _escape(port.description))
             self.console.print(ports)
+        self._declared(getattr(cls, "declares", None))
         params = Table(title="parameters (`with:`)", title_justify="left")
         for column in ("name", "type", "default", "description"):
             params.add_column(column)
@@ -277,6 +279,15 @@ class Output:
             default = repr(prop["default"]) if "default" in prop else ("(required)" if pname in required else "(optional)")
             params.add_row(_escape(pname), _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
         self.console.print(params)
+
+    def _declared(self, declares: Any) -> None:
+        """What a stage type declares about its results (engine.declarations): its measures, its choice."""
+        for m in getattr(declares, "measures", ()):
+            unit = f"{m.unit}, " if m.unit else ""
+            plotted = f"; plotted on the report's {m.plot.value} axis" if m.plot is not None else ""
+            self.console.print(f"reports {m.name} per model ({unit}better {m.better.value}){plotted}", markup=False)
+        if getattr(declares, "choice", None) is not None:
+            self.console.print(f"chooses a model: output `{declares.choice.model}`, why in `{declares.choice.document}`", markup=False)
 
     def cache_list(self, store: Any) -> None:
         from rich.table import Table

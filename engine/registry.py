@@ -3,11 +3,17 @@ accuracy metrics (`ortflow.metrics`). Built-ins register through the same groups
 
 from __future__ import annotations
 
+import ast
+import inspect
+import logging
+import sys
+import warnings
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ortflow.engine.dataset import DatasetLoader
+from ortflow.engine.declarations import NOTHING
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.metric import Metric
 from ortflow.engine.stage import Stage
@@ -64,13 +70,64 @@ class Registry:
                     f"entry point '{name}' ({ep.value}) declares type '{getattr(plugin, 'type', None)}'"
                     " — the entry-point name and the class's `type` must match"
                 )
+            undeclared = [p for p in getattr(plugin, "declares", NOTHING).ports() if plugin.output_port(p) is None]
+            if undeclared:
+                raise OrtflowError(f"stage type '{name}' ({ep.value}) declares a choice in {', '.join(undeclared)}, which it has "
+                                   "no output port for — name its outputs in `declares` as in `outputs`")
             self._loaded[name] = plugin
+            _warn_engine_imports(name, plugin, ep)
         return self._loaded[name]
 
     def origin(self, name: str) -> str:
         ep = self._entries[name]
         dist = ep.dist.name if ep.dist is not None else "?"
         return f"{ep.value} ({dist})"
+
+
+# Where each internal module's public names went (the first prefix that matches); the rest are in ortflow.api.
+INSTEAD = (("ortflow.engine.ort.providers", "ortflow.api.providers"), ("ortflow.engine.ort", "ortflow.api.onnx"),
+           ("ortflow.engine.loaders", "ortflow.loaders"), ("ortflow.engine", "ortflow.api"))
+_warned: set[str] = set()  # plugin modules already warned about, once per process
+
+
+def engine_imports(source: str) -> list[tuple[int, str, str]]:
+    """(line, what it imports, the module to import it from instead) for each `ortflow.engine` import in a
+    plugin's source, function-level imports included."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ortflow.engine"):
+            modules = [(node.module or "", ", ".join(a.name for a in node.names))]
+        elif isinstance(node, ast.Import):
+            modules = [(a.name, a.name) for a in node.names if a.name.startswith("ortflow.engine")]
+        else:
+            continue
+        for module, names in modules:
+            instead = next(new for old, new in INSTEAD if module == old or module.startswith(old + "."))
+            found.append((node.lineno, f"{names} from {module}" if names != module else module, instead))
+    return sorted(found)
+
+
+def _warn_engine_imports(name: str, plugin: type, ep: EntryPoint) -> None:
+    """A plugin written against ortflow.engine internals works for one more release; say once (per plugin module)
+    which of its imports to change: the modules under ortflow.engine may move, ortflow.api keeps its names."""
+    module = sys.modules.get(plugin.__module__)
+    if module is None or module.__name__.startswith("ortflow.") or module.__name__ in _warned:
+        return  # the built-ins are held to ortflow.api by import-linter
+    _warned.add(module.__name__)
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError):  # no source shipped (a compiled-only wheel): nothing to point at
+        return
+    found = engine_imports(source)
+    if not found:
+        return
+    where = module.__file__ or module.__name__
+    dist = f" ({ep.dist.name})" if ep.dist is not None else ""
+    lines = "; ".join(f"{where}:{line}: {what} -> import it from {instead}" for line, what, instead in found)
+    message = (f"plugin '{name}' ({ep.value}{dist}) imports ortflow.engine, whose modules are internal and may move after "
+               f"this release: {lines}")
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    logging.getLogger("ortflow").warning(message)  # the CLI prints it; DeprecationWarning alone is hidden there
 
 
 @lru_cache(maxsize=None)
@@ -102,6 +159,11 @@ def stage_type(name: str) -> type[Stage]:
 def metric_type(name: str) -> type[Metric]:
     """A registered metric type by name."""
     return _plugin(METRICS, "metric", name)
+
+
+def loader_type(name: str) -> type[DatasetLoader]:
+    """A registered dataset loader by name: how a stage makes feeds itself (e.g. `random` for a sanity check)."""
+    return _plugin(DATASETS, "dataset loader", name)
 
 
 class Plugins:

@@ -9,6 +9,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
 
+from ortflow.engine.declarations import NOTHING, Declares
+
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
     from ortflow.engine.metric import Better, KnownMetrics
@@ -172,6 +174,10 @@ class Stage:
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
     # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.
     step_types: ClassVar[tuple[str, ...]] = ()
+    # What it reports and how a reader shows it: its per-model measures (unit, which way is better, plotted?), its
+    # report tables kept out of the terminal, the model it chooses (engine.declarations). The engine prints, plots
+    # and reads results from these, never from a stage's type or file names.
+    declares: ClassVar[Declares] = NOTHING
 
     def check(self, params: dict[str, Any]) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express (checked before any

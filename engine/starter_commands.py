@@ -94,7 +94,8 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
         why = f"{picked.status.value}: {picked.error}" if picked is not None and picked.error else "it is not in the recipe"
         raise optimize.NothingChosen(f"nothing chosen, so nothing copied to {args.output}: stage '{optimize.PICK}' did not run ({why})")
     metric = result.plan.metric
-    choice = optimize.read_choice(ws.out_dir / optimize.PICK, metric.name, metric.threshold)
+    files = optimize.choice_files(ws.recipe.stages[optimize.PICK].stage_cls, picked, ws.out_dir)
+    choice = optimize.read_choice(files, metric.name, metric.threshold)
     if args.require_real_data:
         optimize.require_real(choice, args.model, args.output)
     optimize.deliver(choice, args.output)

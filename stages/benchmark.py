@@ -8,13 +8,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import batched, model_inputs
-from ortflow.engine.environment import facts
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.ort.providers import for_session, resolve
-from ortflow.engine.ort.providers import names as provider_names
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Axis,
+    Better,
+    Declares,
+    Distribution,
+    Measure,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    Tables,
+    batched,
+    model_inputs,
+)
+from ortflow.api import environment_facts as facts
+from ortflow.api import onnx as onnx_model
+from ortflow.api.providers import for_session, resolve
+from ortflow.api.providers import names as provider_names
 from ortflow.stages.support.machine_load import LoadWatch
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
@@ -41,6 +54,12 @@ class Benchmark(Stage):
     )
     outputs = (Port("results", ArtifactKind.METRICS, "every measurement and the comparison table",
                     filename="benchmark.json"),)
+    declares = Declares(
+        measures=(Measure("p50_ms", Better.LOWER, "ms"),
+                  Measure("speedup", Better.HIGHER, "x", plot=Axis.SPEED, title="speedup vs baseline (p50)")),
+        tables=(Tables("Top operators", terminal=False),),  # one per model: in the report files, too long for a terminal
+        distributions=(Distribution("Latency per run", "latency per run", "ms"),),
+    )
     params_schema = {
         "type": "object",
         "additionalProperties": False,

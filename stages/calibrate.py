@@ -6,10 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import batched, model_inputs
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, batched, model_inputs
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import calibration_passes, pre_processing
 from ortflow.stages.support.calibration_table import with_mask_tensors
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.dataset import model_inputs
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import graph_order, onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, model_inputs
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support.fp16_range import out_of_range
 
 
@@ -67,7 +65,7 @@ class ConvertFloat16(Stage):
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
-        graph_order.sort_graph(converted.graph)  # the converter appends its input Casts after their consumers
+        onnx_model.sort_graph(converted.graph)  # the converter appends its input Casts after their consumers
         target = onnx_model.save(converted, ctx.output_path("model"))
         onnx_model.check(target)
         metrics = {"bytes_before": onnx_model.total_size(source), "bytes_after": onnx_model.total_size(target),

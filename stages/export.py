@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import GateFailed, StageError
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support.torch_export import Exportable, from_function, from_hf_folder, missing_torch
 
 

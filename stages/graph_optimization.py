@@ -6,9 +6,8 @@ import json
 import time
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model, providers
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, providers
+from ortflow.api import onnx as onnx_model
 
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import localization, sanity
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import graph_order, onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import isa, ort_failures, quantization, sanity
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -87,7 +86,7 @@ class QuantizeDynamic(Stage):
             raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
-        reordered = graph_order.resort_if_needed(target)
+        reordered = onnx_model.resort_if_needed(target)
         onnx_model.check(target)
         quantized = quantization.quantized_ops(target)
         if not quantized["by_op_type"]:

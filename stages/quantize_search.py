@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Artifact, Steps, fill_defaults, params_problems, stage_type
-from ortflow.engine.errors import GateFailed, StageError
-from ortflow.engine.metric import Better, KnownMetrics
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import Artifact, ArtifactKind, Better, GateFailed, KnownMetrics, Port, Stage, StageContext, StageError, StageResult
+
+# isort: split
+from ortflow.api import Steps, fill_defaults, params_problems, stage_type
 from ortflow.stages.support import search_space
 from ortflow.stages.support.accuracy_gates import judged, verdict_data
 from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values

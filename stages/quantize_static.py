@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import StageError, suggest
-from ortflow.engine.ort import graph_order, onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, suggest
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import calibration_table, isa, ort_failures, pre_processing, quantization, sanity, traps
 from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
 
@@ -107,7 +106,7 @@ class QuantizeStatic(Stage):
         target = self._quantize(model, ctx.output_path("model"), params, table, table_path, excluded)
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
-        reordered = graph_order.resort_if_needed(target)
+        reordered = onnx_model.resort_if_needed(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
         quantized = quantization.quantized_ops(target)

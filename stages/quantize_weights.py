@@ -6,9 +6,8 @@ import json
 from enum import Enum
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import graph_order, onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import ort_failures, quantization, sanity, weight_sensitivity
 
 
@@ -132,7 +131,7 @@ def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list
     if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {o.domain for o in model.opset_import}:
         model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # the rtn/k_quant path leaves it out
     written = onnx_model.save(model, target)
-    graph_order.resort_if_needed(written)
+    onnx_model.resort_if_needed(written)
     onnx_model.check(written)
     return written
 

@@ -9,10 +9,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import DataSource
-from ortflow.engine.errors import GateFailed, StageError
-from ortflow.engine.metric import Better, KnownMetrics, bound_problems
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Better,
+    Choice,
+    DataSource,
+    Declares,
+    GateFailed,
+    KnownMetrics,
+    Measure,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    bound_problems,
+)
 from ortflow.stages.support.pareto import pareto_front
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
@@ -20,6 +32,7 @@ LATENCY = {"p50_ms": "p50", "p90_ms": "p90", "p95_ms": "p95", "p99_ms": "p99", "
 ROW = ("speedup", "throughput_per_s", "size_mb", "peak_rss_mb", "session_create_s")
 SPEED = {**{m: Better.LOWER for m in LATENCY}, "speedup": Better.HIGHER, "throughput_per_s": Better.HIGHER,
          "size_mb": Better.LOWER, "peak_rss_mb": Better.LOWER, "session_create_s": Better.LOWER}
+UNITS = {**{m: "ms" for m in LATENCY}, "speedup": "x", "size_mb": "MB", "peak_rss_mb": "MB"}  # the rest: "" (named in full)
 CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
@@ -56,6 +69,9 @@ class Select(Stage):
         Port("selection", ArtifactKind.METRICS, "every candidate, its metrics and verdict, the Pareto front",
              filename="selection.json"),
     )
+    # `engine optimize` reads the choice through these ports; the speed metrics' units label the report's axes.
+    declares = Declares(measures=tuple(Measure(m, b, UNITS.get(m, "")) for m, b in SPEED.items()),
+                        choice=Choice(model="model", document="selection"))
     params_schema = {
         "type": "object",
         "additionalProperties": False,

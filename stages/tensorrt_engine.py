@@ -7,9 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import onnx as onnx_model
 
 SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
 TRT = "TensorrtExecutionProvider"
@@ -89,8 +88,8 @@ class TensorrtEngine(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         import onnxruntime as ort
 
-        from ortflow.engine.dataset import model_inputs
-        from ortflow.engine.ort.providers import resolve
+        from ortflow.api import model_inputs
+        from ortflow.api.providers import resolve
         from ortflow.stages.support.placement import node_placement, summary
 
         params = ctx.params

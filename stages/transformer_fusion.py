@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import onnx as onnx_model
 
 MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "mmdit",
                "phi", "qwen3", "sam2", "swin", "tnlr", "t5", "unet", "vae", "vit"]

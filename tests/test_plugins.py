@@ -35,6 +35,60 @@ def test_registry_rejects_entry_point_whose_name_differs_from_the_type():
     registry = Registry("ortflow.stages", {"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="declares type 'concat'"):
         registry.get("wrong")
+    undeclared = Registry("ortflow.stages", {"undeclared": EntryPoint("undeclared", "ortflow_testplugin:Undeclared", "ortflow.stages")})
+    with pytest.raises(OrtflowError, match="declares a choice in best, which it has no output port for"):
+        undeclared.get("undeclared")
     broken = Registry("ortflow.stages", {"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")})
     with pytest.raises(OrtflowError, match="cannot be imported from no_such_module_xyz:Stage"):
         broken.get("gone")
+
+
+def test_a_plugin_importing_engine_internals_loads_and_is_told_once_what_to_import_instead(caplog, monkeypatch):
+    """Built-in stages now import only ortflow.api; a third-party plugin written against ortflow.engine.* keeps
+    working for one release, and loading it warns once, naming the plugin, each import and its new home."""
+    import logging
+    from importlib.metadata import EntryPoint
+
+    monkeypatch.setattr(logging.getLogger("ortflow"), "handlers", [])  # an earlier test's CLI console is closed
+
+    registry = Registry("ortflow.stages", {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")})
+    with pytest.warns(DeprecationWarning) as caught:
+        plugin = registry.get("legacy")
+    assert plugin.type == "legacy"
+    said = str(caught[0].message)
+    assert "plugin 'legacy' (ortflow_legacyplugin:Legacy)" in said
+    assert "ortflow_legacyplugin.py:7: StageError from ortflow.engine.errors -> import it from ortflow.api" in said
+    assert ":8: ArtifactKind, Port, Stage, StageContext, StageResult from ortflow.engine.stage -> import it from ortflow.api" in said
+    assert ":17: onnx_model from ortflow.engine.ort -> import it from ortflow.api.onnx" in said
+    assert said in caplog.text  # the CLI prints the "ortflow" logger's warnings
+    again = Registry("ortflow.stages", {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")})
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process: a second registry loads it quietly
+        assert again.get("legacy") is plugin
+
+
+def test_built_in_stages_and_loaders_import_only_ortflow_api():
+    """What the import-linter contract checks, said for a reader of the tests: no built-in plugin would warn."""
+    from pathlib import Path
+
+    from ortflow.engine.registry import engine_imports
+
+    root = Path(__file__).parent.parent
+    found = {str(p.relative_to(root)): engine_imports(p.read_text(encoding="utf-8"))
+             for folder in ("stages", "loaders") for p in (root / folder).rglob("*.py")}
+    assert len(found) > 30 and not {p: f for p, f in found.items() if f}
+
+
+def test_the_old_loader_modules_still_import_and_say_where_the_loaders_went():
+    import importlib
+    import sys
+
+    sys.modules.pop("ortflow.engine.loaders.random", None)
+    with pytest.warns(DeprecationWarning, match=r"ortflow.engine.loaders.random moved to ortflow.loaders.random: "
+                                                r"`from ortflow.loaders.random import RandomLoader`"):
+        old = importlib.import_module("ortflow.engine.loaders.random")
+    from ortflow.loaders.random import RandomLoader
+
+    assert old.RandomLoader is RandomLoader

@@ -17,7 +17,7 @@ from conftest import in_a_terminal, write
 
 from ortflow.api import DataProvenance, Dataset, DatasetLoader
 from ortflow.engine.errors import EXIT_UNVERIFIED
-from ortflow.engine.loaders.python import PythonLoader
+from ortflow.loaders.python import PythonLoader
 
 IMAGES = Path(__file__).resolve().parent.parent / "recipes" / "data" / "images"
 
@@ -213,7 +213,7 @@ def test_skip_and_limit_cut_one_file_into_disjoint_samples(tmp_path):
     import numpy as np
 
     from ortflow.engine.dataset import ModelInput
-    from ortflow.engine.loaders.npz import NpzLoader
+    from ortflow.loaders.npz import NpzLoader
 
     np.savez(tmp_path / "d.npz", x=np.arange(12, dtype=np.float32).reshape(6, 2))
     inputs = [ModelInput("x", "float32", (1, 2))]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import executions, toy_model, two_stage_recipe, write
 
-from ortflow.engine.loaders.python import PythonLoader
 from ortflow.engine.recipe.snapshot import contract
+from ortflow.loaders.python import PythonLoader
 
 
 def _identity_model(project: Path) -> Path:

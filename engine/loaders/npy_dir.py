@@ -1,51 +1,9 @@
-"""npy_dir: a folder with one sub-folder per model input, holding one .npy file per sample."""
+"""Moved to `ortflow.loaders.npy_dir` (dataset loaders are plugins, which import only ortflow.api). This module
+re-exports it for one release, with a DeprecationWarning."""
 
-from __future__ import annotations
+from ortflow.engine.loaders import moved
+from ortflow.loaders.npy_dir import NpyDirLoader
 
-from pathlib import Path
-from typing import Any, Iterator
+moved(__name__, "NpyDirLoader")
 
-from ortflow.engine.dataset import BATCH_AXES_PARAM, LIMIT_PARAM, SKIP_PARAM, DatasetLoader, Feed, ModelInput, file_param
-from ortflow.engine.errors import StageError
-from ortflow.engine.provenance import DataProvenance
-
-
-class NpyDirLoader(DatasetLoader):
-    type = "npy_dir"
-    provenance = DataProvenance.REAL
-    description = (
-        "A folder laid out as <input name>/<sample>.npy; files pair up in sorted order. "
-        "An array without the batch axis gets one (where batch_axes puts it; none for an input that is not batched)."
-    )
-    file_params = ("path",)
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["path"],
-        "properties": {
-            "path": file_param("the folder"),
-            "skip": SKIP_PARAM,
-            "limit": LIMIT_PARAM,
-            "batch_axes": BATCH_AXES_PARAM,
-        },
-    }
-
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
-        import numpy as np
-
-        root: Path = params["path"]
-        if not root.is_dir():
-            raise StageError(f"{root} is not a folder — npy_dir wants <input name>/<sample>.npy under it")
-        files = {d.name: sorted(d.glob("*.npy")) for d in sorted(root.iterdir()) if d.is_dir()}
-        counts = {name: len(found) for name, found in files.items()}
-        if len(set(counts.values())) > 1:
-            raise StageError(f"{root}: the input folders hold different numbers of .npy files: {counts}")
-        ranks = {i.name: len(i.shape) for i in inputs}
-        axes = params.get("batch_axes") or {}
-        for index in range(min(counts.values(), default=0)):
-            feed = {}
-            for name, found in files.items():
-                array = np.load(found[index], allow_pickle=False)
-                axis = axes.get(name, 0)
-                feed[name] = np.expand_dims(array, axis) if axis is not None and array.ndim + 1 == ranks.get(name) else array
-            yield feed
+__all__ = ["NpyDirLoader"]

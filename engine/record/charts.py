@@ -16,17 +16,6 @@ SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 FONT = {"family": "system-ui, sans-serif", "size": 13}
 
 
-def unit_of(metric: str) -> str:
-    """The unit a metric's values are in, from its name (p50_ms, speedup, size_mb); "" for ratios."""
-    if metric == "speedup" or metric.startswith("speedup"):
-        return "x"
-    if metric.endswith("_ms") or metric.endswith("(ms)"):
-        return "ms"
-    if metric.endswith("_mb"):
-        return "MB"
-    return ""
-
-
 def axis(title: str, unit: str) -> dict[str, Any]:
     """An axis titled with its unit, the unit on each tick too."""
     text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
@@ -34,9 +23,10 @@ def axis(title: str, unit: str) -> dict[str, Any]:
     return {"title": {"text": html.escape(text)}, "ticksuffix": suffix, "automargin": True, "zeroline": False}
 
 
-def distribution_figure(series: dict[str, list[float]], value_title: str = "latency per run", unit: str = "ms") -> dict[str, Any]:
+def distribution_figure(series: dict[str, list[float]], value_title: str, unit: str) -> dict[str, Any]:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
-    series named on the category axis, which grows to fit the longest name."""
+    series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
+    type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms)."""
     names = unique_names(list(series))
     data = [{"type": "box", "x": values, "name": name, "orientation": "h", "boxpoints": False,
              "marker": {"color": PALETTE[i % len(PALETTE)]},
@@ -47,13 +37,11 @@ def distribution_figure(series: dict[str, list[float]], value_title: str = "late
     return {"data": data, "layout": layout}
 
 
-def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str,
-                   x_unit: str | None = None, y_unit: str | None = None) -> dict[str, Any]:
+def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str, x_unit: str = "", y_unit: str = "") -> dict[str, Any]:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
-    margin that crosses zero."""
-    x_unit = unit_of(x_label) if x_unit is None else x_unit
-    y_unit = unit_of(y_label) if y_unit is None else y_unit
+    margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
+    from a metric's name."""
     names = unique_names([str(p["label"]) for p in points])
     data: list[dict[str, Any]] = []
     front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])

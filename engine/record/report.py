@@ -2,7 +2,9 @@
 it. Stages contribute sections through their metrics outputs: a JSON document with a "report" key holding
 {"tables": [{title, columns, rows}], "charts": [{kind: "distribution", title, series: {name: [values]}} or
 {kind: "scatter", title, x_label, y_label, points: [{label, x, y, front?, chosen?}]}]}.
-Per-model metrics named "speedup" and "cosine_mean" in stage results are plotted against each other."""
+What the renderers need beyond that comes from what the stage types declare (Stage.declares), never from their
+names: the tables kept out of the terminal, what distribution charts measure, each measure's unit, and the two
+per-model measures the speed-against-accuracy chart plots."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
@@ -77,7 +80,9 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
                         "target_isa": target_isa(recipe.target_cpu)},
         "stages": stages,
     }
-    report["sections"] = _sections(outcomes, store)
+    declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
+    report["sections"] = _sections(outcomes, store, declared)
+    report.update(_declared(list(declared.values())))
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))
@@ -93,7 +98,18 @@ def render(report: dict[str, Any], out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _sections(outcomes: dict[str, StageOutcome], store: Objects) -> list[dict[str, Any]]:
+def _declared(declared: list[Declares]) -> dict[str, Any]:
+    """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
+    speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
+    def axis(measure: Measure) -> dict[str, str]:
+        return {"metric": measure.name, "title": measure.axis_title, "unit": measure.unit}
+
+    speed, accuracy = plotted(declared, Axis.SPEED), plotted(declared, Axis.ACCURACY)
+    trade_off = {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
+    return {"units": units(declared), **trade_off}
+
+
+def _sections(outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]) -> list[dict[str, Any]]:
     sections = []
     for name, outcome in outcomes.items():
         for out in ((outcome.record or {}).get("outputs") or {}).values():
@@ -104,8 +120,22 @@ def _sections(outcomes: dict[str, StageOutcome], store: Objects) -> list[dict[st
             except (OSError, ValueError):
                 continue
             if isinstance(document, dict) and isinstance(document.get("report"), dict):
-                sections.append({"stage": name, **_well_formed(document["report"])})
+                sections.append({"stage": name, **_annotated(_well_formed(document["report"]), declared[name])})
     return sections
+
+
+def _annotated(section: dict[str, Any], declares: Declares) -> dict[str, Any]:
+    """A section with what its stage type declares about it: tables kept out of the terminal (`terminal: false`),
+    the value axis and unit of its distribution charts."""
+    for table in section["tables"]:
+        if not declares.shown_in_terminal(table["title"]):
+            table["terminal"] = False
+    for chart in section["charts"]:
+        found = declares.distribution(chart["title"]) if chart["kind"] == "distribution" else None
+        if found is not None:
+            chart.setdefault("x_label", found.value)
+            chart.setdefault("x_unit", found.unit)
+    return section
 
 
 def _well_formed(section: dict[str, Any]) -> dict[str, Any]:

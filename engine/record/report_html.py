@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ortflow.engine.declarations import unit_of
 from ortflow.engine.provenance import with_label
 from ortflow.engine.record import charts
 from ortflow.engine.types import dropped_text
@@ -26,8 +27,10 @@ def markdown_report(report: dict[str, Any]) -> str:
             lines += _md_table(table["columns"], table["rows"])
     points = trade_off(report)
     if points:
+        x, y = report["trade_off"]["x"], report["trade_off"]["y"]
         lines += ["", "## Speed and accuracy", ""]
-        lines += _md_table(["model", "speedup", "cosine"], [[m, f"{x:.2f}x", f"{y:.4f}"] for m, x, y in points])
+        lines += _md_table(["model", x["metric"], y["metric"]], [[m, _with_unit(a, x["unit"]), _with_unit(b, y["unit"])]
+                                                               for m, a, b in points])
     return "\n".join(lines) + "\n"
 
 
@@ -47,16 +50,17 @@ def html_report(report: dict[str, Any]) -> str:
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
             parts.append(_html_table(table["columns"], table["rows"]))
         for chart in section.get("charts", []):
-            figure = _figure(chart)
+            figure = _figure(chart, report.get("units") or {})
             if figure is not None:
                 parts.append(f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>")
                 parts.append(charts.figure_html(figure, len(figures)))
                 figures.append(figure)
     points = trade_off(report)
     if points:
+        x, y = report["trade_off"]["x"], report["trade_off"]["y"]
         parts.append("<h2>Speed and accuracy</h2>")
-        figure = charts.scatter_figure([{"label": m, "x": x, "y": y} for m, x, y in points],
-                                       "speedup vs baseline (p50)", "mean cosine vs reference", "x", "")
+        figure = charts.scatter_figure([{"label": m, "x": a, "y": b} for m, a, b in points], x["title"], y["title"],
+                                       x["unit"], y["unit"])
         parts.append(charts.figure_html(figure, len(figures)))
         figures.append(figure)
     if figures:
@@ -68,24 +72,39 @@ def html_report(report: dict[str, Any]) -> str:
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
-def _figure(chart: dict[str, Any]) -> dict[str, Any] | None:
+def _figure(chart: dict[str, Any], units: dict[str, str]) -> dict[str, Any] | None:
+    """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
+    (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
-        return charts.distribution_figure(chart["series"])
+        return charts.distribution_figure(chart["series"], chart.get("x_label", "value"), chart.get("x_unit", ""))
     if chart.get("kind") == "scatter" and chart.get("points"):
-        return charts.scatter_figure(chart["points"], chart.get("x_label", ""), chart.get("y_label", ""),
-                                     chart.get("x_unit"), chart.get("y_unit"))
+        x_label, y_label = chart.get("x_label", ""), chart.get("y_label", "")
+        return charts.scatter_figure(chart["points"], x_label, y_label, chart.get("x_unit", unit_of(x_label, units)),
+                                     chart.get("y_unit", unit_of(y_label, units)))
     return None
 
 
 def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """(model, speedup, cosine) for every model some stage timed and some stage checked."""
-    speedups: dict[str, float] = {}
-    cosines: dict[str, float] = {}
+    """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
+    accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
+    axes = report.get("trade_off")
+    if not axes:
+        return []
+    found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
     for stage in report["stages"]:
         metrics = stage.get("metrics") or {}
-        speedups.update({k: v for k, v in (metrics.get("speedup") or {}).items() if isinstance(v, (int, float))})
-        cosines.update({k: v for k, v in (metrics.get("cosine_mean") or {}).items() if isinstance(v, (int, float))})
-    return [(m, speedups[m], cosines[m]) for m in sorted(set(speedups) & set(cosines))]
+        for side, values in found.items():
+            per_model = metrics.get(axes[side]["metric"])
+            if isinstance(per_model, dict):
+                values.update({k: v for k, v in per_model.items() if isinstance(v, (int, float))})
+    return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
+
+
+def _with_unit(value: float, unit: str) -> str:
+    """A value as the Markdown table shows it: a ratio to four places, a speedup as `1.93x`, else `12.3 ms`."""
+    if unit == "x":
+        return f"{value:.2f}x"
+    return f"{value:.4f}" if not unit else f"{value:.4g} {unit}"
 
 
 def _result(stage: dict[str, Any]) -> str:

@@ -1,6 +1,8 @@
 """`engine optimize MODEL -o OUT.onnx`: `engine init` to a recipe that is kept, a run of it, and the model its
-`pick` stage chose copied to OUT. What the run chose (or why nothing qualified) is read from select's
-selection.json, so the answer is the recipe's own, and a second call is served from the cache."""
+`pick` stage chose copied to OUT. What the run chose (or why nothing qualified) is read from the outputs the
+pick stage's type declares for its choice (Stage.declares.choice: select's `selection` document and `model`),
+so the answer is the recipe's own, and a second call is served from the cache. init names the stage types it
+writes; the results are found through their declarations, never by file name."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from typing import Any, Mapping
 
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
+from ortflow.engine.record.report import stage_folder
+from ortflow.engine.stage import Stage
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
 from ortflow.engine.types import StageOutcome
 
@@ -109,10 +113,34 @@ def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
     return float(candidate["values"].get(metric, float("nan")))
 
 
-def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
+@dataclass(frozen=True)
+class ChoiceFiles:
+    """Where a choosing stage published its answer: the document saying why, and the chosen model."""
+
+    document: Path
+    model: Path
+
+
+def choice_files(stage_cls: type[Stage], outcome: StageOutcome, out_dir: Path) -> ChoiceFiles:
+    """The files of `outcome`'s declared choice (Stage.declares.choice), as its run published them."""
+    declared = stage_cls.declares.choice
+    if declared is None:
+        raise OrtflowError(f"stage '{outcome.name}' ({stage_cls.type}) declares no choice, so there is no chosen model to "
+                           "copy — give the stage type `declares = Declares(choice=Choice(model=..., document=...))`")
+    published = (outcome.record or {}).get("outputs") or {}
+
+    def path(port: str) -> Path:
+        spec = stage_cls.output_port(port)
+        filename = published[port]["filename"] if port in published else (spec.filename if spec and spec.filename else port)
+        return stage_folder(out_dir, outcome.name) / filename
+
+    return ChoiceFiles(path(declared.document), path(declared.model))
+
+
+def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     """What `pick` chose. NothingQualified when models faster than the original were built but none met the
     constraint, saying by how much the closest missed; the original itself when nothing was faster."""
-    selection = json.loads((pick_folder / "selection.json").read_text(encoding="utf-8"))
+    selection = json.loads(files.document.read_text(encoding="utf-8"))
     candidates = selection["candidates"]
     original = next(c for c in candidates if c["model"] == "model")
     faster = [c for c in candidates if c["values"]["p50_ms"] < original["values"]["p50_ms"]]
@@ -124,10 +152,10 @@ def read_choice(pick_folder: Path, metric: str, threshold: float) -> Choice:
         fix = "lower --min-accuracy" if data is not None and data.verified else "lower --min-accuracy, or give real data with --data"
         raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
                                f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
-                               f"{fix} (every candidate: {pick_folder / 'selection.json'})")
+                               f"{fix} (every candidate: {files.document})")
     chosen = next(c for c in candidates if c["chosen"])
     others = tuple(_measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original)
-    return Choice(chosen["id"], pick_folder / "model.onnx", float(chosen["values"].get("speedup", 1.0)),
+    return Choice(chosen["id"], files.model, float(chosen["values"].get("speedup", 1.0)),
                   float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
                   _candidate_metric(chosen, metric), threshold, data, others)
 

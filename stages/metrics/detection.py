@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.metric import Better, Metric, MetricName, Outputs
+from ortflow.api import Better, Metric, MetricName, Outputs, StageError
 
 
 @dataclass

@@ -9,10 +9,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from ortflow.engine.dataset import DataSource
-from ortflow.engine.errors import StageError
-from ortflow.engine.metric import Better
-from ortflow.engine.stage import StageContext
+from ortflow.api import Better, DataSource, StageContext, StageError
 
 Counted = dict[str, tuple[float, str]]  # metric -> (value it counts at, the output or metric group it came from)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.ort import onnx_model
+from ortflow.api import onnx as onnx_model
 
 MB = 1024 * 1024
 

@@ -96,7 +96,7 @@ def activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[
     import onnx
     import onnxruntime as ort
 
-    from ortflow.engine.ort.onnx_model import load_for_ort
+    from ortflow.api.onnx import load_for_ort
 
     graph_model = onnx.load(str(model), load_external_data=False)
     try:

@@ -4,9 +4,8 @@ setting that avoids it. The full chained traceback stays available with --debug.
 
 from __future__ import annotations
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort.onnx_model import first_line
-from ortflow.engine.ort.pre_process import QUANTIZE_BEFORE_OPTIMIZING
+from ortflow.api import StageError
+from ortflow.api.onnx import QUANTIZE_BEFORE_OPTIMIZING, first_line
 
 FOLD_FIRST = "fold constants first (a graph_optimization stage at level basic before quantizing)"
 KNOWN = (

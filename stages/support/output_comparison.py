@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.metric import Better, MetricName
+from ortflow.api import Better, MetricName, StageError
 
 BUILT_IN = (
     MetricName("cosine_mean", Better.HIGHER, "mean over samples of the cosine similarity (float outputs)"),

@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.ort import pre_process
-from ortflow.engine.types import TextEnum
+from ortflow.api import StageError, TextEnum
+from ortflow.api import onnx as onnx_model
 
 PRE_PROCESS_PARAM = {
     "enum": ["auto", True, False],
@@ -58,9 +57,9 @@ def prepare(source: Path, scratch: Path, setting: bool | str) -> Prepared:
     if setting is False:
         return Prepared(source, PreProcessing.OFF)
     try:
-        return Prepared(pre_process.pre_processed(source, scratch / "pre.onnx"), PreProcessing.APPLIED)
-    except pre_process.PreProcessFailed as failed:
-        cause = pre_process.MODEL_CAUSES.get(failed.failure)
+        return Prepared(onnx_model.pre_processed(source, scratch / "pre.onnx"), PreProcessing.APPLIED)
+    except onnx_model.PreProcessFailed as failed:
+        cause = onnx_model.MODEL_CAUSES.get(failed.failure)
         if setting is True or cause is None:
             raise
         return Prepared(source, PreProcessing.SKIPPED, cause)

@@ -83,7 +83,7 @@ def nothing_quantized(model: Path, asked: list[str]) -> str:
     (subgraphs counted), and what a quantizable node needs."""
     import onnx
 
-    from ortflow.engine.ort.onnx_model import op_counts
+    from ortflow.api.onnx import op_counts
 
     counts = op_counts(model)
     in_main = {n.op_type for n in onnx.load(str(model), load_external_data=False).graph.node}
@@ -106,7 +106,7 @@ def nothing_quantized(model: Path, asked: list[str]) -> str:
 def check_excluded_nodes(model: Any, excluded: list[str]) -> None:
     """A `nodes_to_exclude` name that matches no node would silently keep nothing float: fail, naming the
     nearest name the model has (`model`: a loaded ModelProto)."""
-    from ortflow.engine.errors import StageError, suggest
+    from ortflow.api import StageError, suggest
 
     names = {n.name for n in model.graph.node if n.name}
     unknown = sorted(set(excluded) - names)

@@ -61,7 +61,7 @@ def check_outputs(float_model: Path, quantized: Path, feeds: list[dict[str, Any]
     """Run both models on the same feeds and judge every output."""
     import numpy as np
 
-    from ortflow.engine.ort.onnx_model import load_for_ort, ort_errors
+    from ortflow.api.onnx import load_for_ort, ort_errors
 
     reference, candidate = load_for_ort(float_model), load_for_ort(quantized)
     names = [o.name for o in reference.get_outputs()]
@@ -183,17 +183,17 @@ def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]]
     """Up to `samples` feeds from the stage's `data` input, else seeded random ones: (feeds, synthetic)."""
     import itertools
 
-    from ortflow.engine.dataset import model_inputs
+    from ortflow.api import model_inputs
 
     inputs = model_inputs(model)
     data = ctx.inputs.get("data")
     if data is not None:
         return list(itertools.islice(data.feeds(inputs, samples), samples)), False
-    from ortflow.engine.loaders.random import RandomLoader
+    from ortflow.api import loader_type
 
     dims = {d: SYMBOLIC_SIZE for spec in inputs for d in spec.shape[1:] if isinstance(d, str)}
     params = {"samples": samples, "seed": 0, "dims": dims, "ranges": {}}
-    return list(RandomLoader().feeds(params, inputs)), True
+    return list(loader_type("random")().feeds(params, inputs)), True
 
 
 def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, Any]) -> str:
@@ -201,7 +201,7 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
     the error entered) to `metrics`, the stage's run-record metrics; raises GateFailed when an output
     collapsed. Returns a short note for the stage's summary. The numbers are measured with this machine's
     kernels, so they stay out of the stage's metrics.json, whose bytes must be the same on every machine."""
-    from ortflow.engine.errors import GateFailed, StageError
+    from ortflow.api import GateFailed, StageError
 
     params = ctx.params
     if not params["sanity_check"]:

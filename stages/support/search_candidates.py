@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ortflow.engine.stage import Artifact
+from ortflow.api import Artifact
 from ortflow.stages.support.pareto import pareto_front
 
 
@@ -47,7 +47,8 @@ def search_report(candidates: list[Any], rankings: dict[str, list[tuple[str, flo
     points = [{"label": f"{c.id} {describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
                "chosen": c is chosen} for c in candidates if c.speedup and c.score is not None]
     chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
-             "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)"}
+             "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)",
+             "x_unit": "x", "y_unit": ""}
     return {"tables": tables, "charts": [chart]}
 
 

@@ -19,10 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import OrtflowError, StageError
-from ortflow.engine.metric import Better, Metric, Outputs
-from ortflow.engine.params import fill_defaults, params_problems
-from ortflow.engine.registry import installed_metrics, metric_type
+from ortflow.api import Better, Metric, OrtflowError, Outputs, StageError, fill_defaults, installed_metrics, metric_type, params_problems
 
 FILE_GROUP = "python"  # where a metric file's values are kept in the results
 

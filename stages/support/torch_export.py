@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import StageError
+from ortflow.api import StageError
 
 TORCH_EXTRA = ('pip install "ortflow[torch]" (PyTorch, transformers and onnxscript; for a CPU-only PyTorch, install torch '
                "from PyTorch's CPU wheel index first)")

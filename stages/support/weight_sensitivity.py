@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from ortflow.engine.ort import onnx_model
+from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import calibration_passes
 
 

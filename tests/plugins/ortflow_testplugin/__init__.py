@@ -10,7 +10,20 @@ import os
 import time
 from pathlib import Path
 
-from ortflow.api import ArtifactKind, Better, GateFailed, Metric, MetricName, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Better,
+    Choice,
+    Declares,
+    GateFailed,
+    Metric,
+    MetricName,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+)
 
 
 def _log(ctx: StageContext, event: str) -> None:
@@ -86,6 +99,13 @@ class FeedStats(Stage):
             count += 1
         ctx.output_path("stats").write_text(json.dumps({"feeds": count, "sum": round(total, 3)}))
         return StageResult(summary=f"{count} feeds")
+
+
+class Undeclared(Concat):
+    """Declares a choice in an output it does not have (not registered: tests load it to see it refused)."""
+
+    type = "undeclared"
+    declares = Declares(choice=Choice(model="best", document="file"))
 
 
 class Solo(Concat):

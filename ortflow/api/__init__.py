@@ -1,0 +1,75 @@
+"""The stable plugin API: everything a stage type, dataset loader or metric needs, and the only door the
+built-in stages and loaders use (an import-linter contract keeps it so).
+
+    from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult, StageError
+
+Register a Stage subclass under the `ortflow.stages` entry-point group, a DatasetLoader subclass under
+`ortflow.datasets` (declaring its `provenance`: REAL for samples of the model's real inputs; a loader that does
+not say is UNKNOWN, and verdicts on its data read "unverified") and a Metric subclass (an accuracy metric
+validate_accuracy computes and gates, select and quantize_search use by name) under `ortflow.metrics`.
+
+Names exported here, and in `ortflow.api.onnx` (model files) and `ortflow.api.providers` (execution providers),
+keep their meaning across releases; modules under `ortflow.engine` are internal and may move. A plugin that
+still imports `ortflow.engine.*` works for one more release, with a warning naming what to import instead.
+"""
+
+# Grouped by purpose, each group under a line saying what it is for (so not sorted by module):
+# isort: off
+
+# The stage contract: what a stage declares (ports, parameters, the results it reports) and what it receives.
+from ortflow.engine.declarations import Axis, Choice, Declares, Distribution, Measure, Tables
+from ortflow.engine.stage import Artifact, ArtifactKind, Port, Stage, StageContext, StageResult, StepResult, Steps
+
+# Failures a stage raises: StageError (what is wrong, and the fix), GateFailed (ran, and its quality gate said
+# no), ProviderUnavailable (an execution provider ONNX Runtime cannot use here); OrtflowError for a broken plugin.
+from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable, StageError, suggest
+
+# Datasets: the loader base class, the feeds a stage iterates, parameter schemas loaders share, and where the
+# data behind a verdict came from.
+from ortflow.engine.dataset import (
+    BATCH_AXES_PARAM,
+    LIMIT_PARAM,
+    SKIP_PARAM,
+    DataProvenance,
+    Dataset,
+    DatasetLoader,
+    DataSource,
+    Feed,
+    ModelInput,
+    batched,
+    file_param,
+    model_inputs,
+)
+
+# Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
+# metric names their parameters use.
+from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems
+
+# Parameters: defaults from a JSON Schema and its problems with given values, for a stage that validates the
+# parameters of a step or a metric it runs.
+from ortflow.engine.params import fill_defaults, params_problems
+
+# Other plugins by name (stages never import each other): a stage type, a metric, a dataset loader.
+from ortflow.engine.registry import installed_metrics, loader_type, metric_type, stage_type
+
+# The environment facts a stage's outputs depend on (`Stage.env_facts` names them; `environment_facts` reads them).
+from ortflow.engine.environment import facts as environment_facts
+
+# A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
+from ortflow.engine.types import TextEnum
+
+# Model files, kept at the top for plugins written against the first API (ortflow.api.onnx has the rest).
+from ortflow.engine.ort.onnx_model import check as check_model
+from ortflow.engine.ort.onnx_model import model_file
+from ortflow.engine.ort.onnx_model import save as save_model
+# isort: on
+
+__all__ = [
+    "Artifact", "ArtifactKind", "Axis", "BATCH_AXES_PARAM", "Better", "Choice", "DataProvenance", "DataSource",
+    "Dataset", "DatasetLoader", "Declares", "Distribution", "Feed", "GateFailed", "KnownMetrics", "LIMIT_PARAM",
+    "Measure", "Metric", "MetricName", "ModelInput", "OrtflowError", "Outputs", "Port", "ProviderUnavailable",
+    "SKIP_PARAM", "Stage", "StageContext", "StageError", "StageResult", "StepResult", "Steps", "Tables", "TextEnum",
+    "batched", "bound_problems", "check_model", "environment_facts", "file_param", "fill_defaults",
+    "installed_metrics", "loader_type", "metric_type", "model_file", "model_inputs", "params_problems", "save_model",
+    "stage_type", "suggest",
+]

@@ -1,0 +1,7 @@
+"""Execution providers, for stages that create ONNX Runtime sessions: which of the requested providers ORT can
+really use here (and how to install the others), and a recipe's provider list as names or as a session's
+`providers` argument. Part of the stable plugin API (see ortflow.api)."""
+
+from ortflow.engine.ort.providers import ProviderCheck, for_session, names, resolve
+
+__all__ = ["ProviderCheck", "for_session", "names", "resolve"]
