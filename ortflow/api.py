@@ -23,7 +23,25 @@ from ortflow.engine.dataset import (
     file_param,
     model_inputs,
 )
+from ortflow.engine.documents import (
+    AccuracyResults,
+    BenchmarkResults,
+    BenchmarkRow,
+    Bounds,
+    Latency,
+    Placement,
+    Profile,
+    ReferenceValues,
+    ReportSection,
+    Selection,
+    SelectionCandidate,
+    Table,
+    with_speedups,
+)
+from ortflow.engine.documents import read as read_document
+from ortflow.engine.documents import write as write_document
 from ortflow.engine.errors import GateFailed, ProviderUnavailable, StageError
+from ortflow.engine.json_types import Json, JsonObject, Params, Scalar
 from ortflow.engine.metric import Better, Metric, MetricName, Outputs
 from ortflow.engine.ort.onnx_model import check as check_model
 from ortflow.engine.ort.onnx_model import model_file
@@ -38,4 +56,8 @@ __all__ = [
     "Metric", "MetricName", "ModelInput", "Outputs", "Port", "ProviderUnavailable", "Stage", "StageContext", "StageError",
     "StageResult", "StepResult", "Steps", "batched", "check_model", "file_param", "fill_defaults", "metric_type", "model_file",
     "model_inputs", "params_problems", "save_model", "stage_type",
+    # result documents (engine.documents): written and read only through these
+    "AccuracyResults", "BenchmarkResults", "BenchmarkRow", "Bounds", "Latency", "Placement", "Profile", "ReferenceValues",
+    "ReportSection", "Selection", "SelectionCandidate", "Table", "read_document", "with_speedups", "write_document",
+    "Json", "JsonObject", "Params", "Scalar",
 ]
