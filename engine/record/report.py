@@ -10,9 +10,10 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
+from ortflow.engine.documents import ReportSection, report_section
 from ortflow.engine.environment import facts, target_isa
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
@@ -85,7 +86,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
     return path
 
 
-def render(report: dict[str, Any], out_dir: Path) -> None:
+def render(report: JsonObject, out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
     from ortflow.engine.record.report_html import html_report, markdown_report
 
@@ -93,22 +94,18 @@ def render(report: dict[str, Any], out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _sections(outcomes: dict[str, StageOutcome], store: Objects) -> list[dict[str, Any]]:
-    sections = []
+def _sections(outcomes: dict[str, StageOutcome], store: Objects) -> list[JsonObject]:
+    """Each metrics output's report section (engine.documents.report_section), in the order the stages ran."""
+    sections: list[JsonObject] = []
     for name, outcome in outcomes.items():
         for out in ((outcome.record or {}).get("outputs") or {}).values():
-            if out.get("kind") != "metrics":
-                continue
-            try:
-                document = json.loads(store.object_path(out["digest"]).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(document, dict) and isinstance(document.get("report"), dict):
-                sections.append({"stage": name, **_well_formed(document["report"])})
+            section = report_section(store.object_path(out["digest"])) if out.get("kind") == "metrics" else None
+            if section is not None:
+                sections.append({"stage": name, **_well_formed(section)})
     return sections
 
 
-def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
+def _well_formed(section: ReportSection) -> JsonObject:
     """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
     tables = [t for t in section.get("tables") or [] if isinstance(t, dict) and isinstance(t.get("title"), str)
               and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
@@ -118,12 +115,12 @@ def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
     return {"tables": tables, "charts": charts}
 
 
-def _distribution(chart: dict[str, Any]) -> bool:
+def _distribution(chart: JsonObject) -> bool:
     return chart.get("kind") == "distribution" and isinstance(chart.get("series"), dict) and all(
         isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in chart["series"].values())
 
 
-def _scatter(chart: dict[str, Any]) -> bool:
+def _scatter(chart: JsonObject) -> bool:
     points = chart.get("points")
     return chart.get("kind") == "scatter" and isinstance(points, list) and bool(points) and all(
         isinstance(p, dict) and isinstance(p.get("label"), str)
