@@ -1,5 +1,5 @@
 """Names for JSON-shaped values: what a document, a run record's metrics or a JSON Schema holds, so that a
-signature says "a JSON object" rather than `dict[str, Any]` (an unchecked bag of anything)."""
+signature says "a JSON object" rather than a str-keyed dict of Any (an unchecked bag of anything)."""
 
 from __future__ import annotations
 

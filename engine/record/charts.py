@@ -9,7 +9,8 @@ import html
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+
+from ortflow.engine.json_types import JsonObject
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
@@ -27,14 +28,14 @@ def unit_of(metric: str) -> str:
     return ""
 
 
-def axis(title: str, unit: str) -> dict[str, Any]:
+def axis(title: str, unit: str) -> JsonObject:
     """An axis titled with its unit, the unit on each tick too."""
     text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
     suffix = {"x": "x", "ms": " ms", "MB": " MB"}.get(unit, "")
     return {"title": {"text": html.escape(text)}, "ticksuffix": suffix, "automargin": True, "zeroline": False}
 
 
-def distribution_figure(series: dict[str, list[float]], value_title: str = "latency per run", unit: str = "ms") -> dict[str, Any]:
+def distribution_figure(series: dict[str, list[float]], value_title: str = "latency per run", unit: str = "ms") -> JsonObject:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
     series named on the category axis, which grows to fit the longest name."""
     names = unique_names(list(series))
@@ -47,15 +48,15 @@ def distribution_figure(series: dict[str, list[float]], value_title: str = "late
     return {"data": data, "layout": layout}
 
 
-def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str,
-                   x_unit: str | None = None, y_unit: str | None = None) -> dict[str, Any]:
+def scatter_figure(points: list[JsonObject], x_label: str, y_label: str,
+                   x_unit: str | None = None, y_unit: str | None = None) -> JsonObject:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
     margin that crosses zero."""
     x_unit = unit_of(x_label) if x_unit is None else x_unit
     y_unit = unit_of(y_label) if y_unit is None else y_unit
     names = unique_names([str(p["label"]) for p in points])
-    data: list[dict[str, Any]] = []
+    data: list[JsonObject] = []
     front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
     if len(front) > 1:
         data.append({"type": "scatter", "mode": "lines", "x": [p["x"] for p in front], "y": [p["y"] for p in front],
@@ -73,7 +74,7 @@ def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str,
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
     legend = {"orientation": "v", "x": 1.02, "y": 1} if beside else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
-    layout: dict[str, Any] = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
+    layout: JsonObject = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
                               "height": 460 if beside else 460 + 24 * len(points), "margin": {"t": 20, "r": 20},
                               "legend": {**legend, "font": {"size": 12}}}
     ys = [p["y"] for p in points]
@@ -93,7 +94,7 @@ def unique_names(names: list[str]) -> list[str]:
     return unique
 
 
-def figure_html(figure: dict[str, Any], index: int) -> str:
+def figure_html(figure: JsonObject, index: int) -> str:
     """A div and the script that draws the figure into it (needs plotly_script() once on the page)."""
     spec = json.dumps(figure, default=str)  # NaN stays NaN, which is JavaScript
     spec = spec.replace("</", "<\\/")  # no name can close the script element early

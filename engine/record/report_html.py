@@ -6,12 +6,13 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.provenance import with_label
 from ortflow.engine.record import charts
 from ortflow.engine.types import dropped_text
 
 
-def markdown_report(report: dict[str, Any]) -> str:
+def markdown_report(report: JsonObject) -> str:
     env = report["environment"]
     lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
              f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.", ""]
@@ -31,7 +32,7 @@ def markdown_report(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_report(report: dict[str, Any]) -> str:
+def html_report(report: JsonObject) -> str:
     parts = [f"<h1>{_e(report['recipe'])}</h1>",
              f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
              f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
@@ -68,7 +69,7 @@ def html_report(report: dict[str, Any]) -> str:
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
-def _figure(chart: dict[str, Any]) -> dict[str, Any] | None:
+def _figure(chart: JsonObject) -> JsonObject | None:
     if chart.get("kind") == "distribution":
         return charts.distribution_figure(chart["series"])
     if chart.get("kind") == "scatter" and chart.get("points"):
@@ -77,7 +78,7 @@ def _figure(chart: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
+def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
     """(model, speedup, cosine) for every model some stage timed and some stage checked."""
     speedups: dict[str, float] = {}
     cosines: dict[str, float] = {}
@@ -88,7 +89,7 @@ def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
     return [(m, speedups[m], cosines[m]) for m in sorted(set(speedups) & set(cosines))]
 
 
-def _result(stage: dict[str, Any]) -> str:
+def _result(stage: JsonObject) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
     return dropped_text(stage.get("dropped_from") or (), with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")))
 
