@@ -216,7 +216,7 @@ class AccuracyResults:
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> AccuracyResults:
         reference = data.get("reference")
-        return cls(data["samples"], data["results"], data["values"], data.get("counted_at") or {},  # type: ignore[arg-type]
+        return cls(data.get("samples", 0), data["results"], data["values"], data.get("counted_at") or {},  # type: ignore[arg-type]
                    {m: Better(b) for m, b in (data.get("better") or {}).items()},  # type: ignore[union-attr, arg-type]
                    data.get("reference_labelled"), Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
                    list(data.get("failures") or []), DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
