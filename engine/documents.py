@@ -180,7 +180,7 @@ class AccuracyResults:
     the gates and their misses, and the data the verdict rests on."""
 
     samples: int
-    results: dict[str, dict[str, dict[str, Scalar]]]  # model -> output or metric group -> metric -> value
+    results: dict[str, dict[str, dict[str, Json]]]  # model -> output or metric group -> metric -> value
     values: dict[str, dict[str, float]]
     counted_at: dict[str, dict[str, str]]
     better: dict[str, Better]
