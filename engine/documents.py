@@ -93,6 +93,9 @@ class Latency:
                 "p99": self.p99}
 
 
+BENCHMARK_CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")  # BenchmarkRow.config()
+
+
 @dataclass(frozen=True)
 class BenchmarkRow:
     """One model timed under one configuration (threads, batch size, sequence length, IO binding)."""
@@ -112,10 +115,8 @@ class BenchmarkRow:
     io_binding: bool = False
     speedup: float = 1.0
 
-    CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
-
     def config(self) -> tuple[int, int, int | None, bool]:
-        """What makes two rows comparable: the same configuration."""
+        """What makes two rows comparable: the same configuration (the order of BENCHMARK_CONFIG)."""
         return (self.intra_op_threads, self.batch_size, self.sequence_length, self.io_binding)
 
     def to_json(self) -> dict[str, Json]:

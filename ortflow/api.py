@@ -24,6 +24,7 @@ from ortflow.engine.dataset import (
     model_inputs,
 )
 from ortflow.engine.documents import (
+    BENCHMARK_CONFIG,
     AccuracyResults,
     BenchmarkResults,
     BenchmarkRow,
@@ -57,7 +58,8 @@ __all__ = [
     "StageResult", "StepResult", "Steps", "batched", "check_model", "file_param", "fill_defaults", "metric_type", "model_file",
     "model_inputs", "params_problems", "save_model", "stage_type",
     # result documents (engine.documents): written and read only through these
-    "AccuracyResults", "BenchmarkResults", "BenchmarkRow", "Bounds", "Latency", "Placement", "Profile", "ReferenceValues",
+    "AccuracyResults", "BENCHMARK_CONFIG", "BenchmarkResults", "BenchmarkRow", "Bounds", "Latency", "Placement", "Profile",
+    "ReferenceValues",
     "ReportSection", "Selection", "SelectionCandidate", "Table", "read_document", "with_speedups", "write_document",
     "Json", "JsonObject", "Params", "Scalar",
 ]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ortflow.api import (
+    BENCHMARK_CONFIG,
     AccuracyResults,
     BenchmarkResults,
     Bounds,
@@ -29,7 +30,6 @@ LATENCY = {"p50_ms": "p50", "p90_ms": "p90", "p95_ms": "p95", "p99_ms": "p99", "
 ROW = ("speedup", "throughput_per_s", "size_mb", "peak_rss_mb", "session_create_s")
 SPEED = {**{m: Better.LOWER for m in LATENCY}, "speedup": Better.HIGHER, "throughput_per_s": Better.HIGHER,
          "size_mb": Better.LOWER, "peak_rss_mb": Better.LOWER, "session_create_s": Better.LOWER}
-CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
@@ -155,13 +155,13 @@ def _candidates(names: list[str], benchmark: BenchmarkResults | None, accuracy: 
             raise StageError(f"the benchmark did not measure {', '.join(missing)} — benchmark the same models "
                              "(e.g. the same `x.model[*]` reference)")
     configs: list[tuple[Scalar, ...]] = sorted({r.config() for r in rows}, key=_order) or [()]
-    varying = [k for i, k in enumerate(CONFIG) if len({c[i] for c in configs if c}) > 1]
+    varying = [k for i, k in enumerate(BENCHMARK_CONFIG) if len({c[i] for c in configs if c}) > 1]
     candidates = []
     for index, name in enumerate(names):
         accuracy_values = accuracy.model_values(name) if accuracy is not None else {}
         for config in configs:
             row = next((r for r in rows if r.model == name and r.config() == config), None)
-            settings = {k: v for k, v in zip(CONFIG, config) if k in varying}
+            settings = {k: v for k, v in zip(BENCHMARK_CONFIG, config) if k in varying}
             label = name + (f" ({', '.join(f'{k} {v}' for k, v in settings.items())})" if settings else "")
             c = Candidate(label, index, settings)
             if row is not None:
