@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
 
 from ortflow.engine.errors import StageError
+from ortflow.engine.json_types import JsonObject, Params
 from ortflow.engine.provenance import DataProvenance, DataSource
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ BATCH_AXES_PARAM = {"type": "object", "additionalProperties": {"type": ["integer
                                    "default: axis 0, and 0-d (scalar) inputs are never batched"}
 
 
-def file_param(what: str) -> dict[str, Any]:
+def file_param(what: str) -> JsonObject:
     """A parameter naming a file or folder (also list its name in the loader's `file_params`)."""
     return {"description": f"{what} (relative to the recipe, or {{package: DIST, file: PATH}})"}
 
@@ -81,7 +82,7 @@ class DatasetLoader:
     type: ClassVar[str]
     version: ClassVar[str] = "1"
     description: ClassVar[str] = ""
-    params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
     # Parameters naming files or folders: resolved against the recipe's folder (or an installed package,
     # with {package: ..., file: ...}) and hashed by content into the dataset's digest.
     file_params: ClassVar[tuple[str, ...]] = ()
@@ -93,12 +94,12 @@ class DatasetLoader:
     # loader's tokenizer is a file it reads, not its data).
     data_params: ClassVar[tuple[str, ...] | None] = None
 
-    def data_provenance(self, params: dict[str, Any]) -> DataProvenance:
+    def data_provenance(self, params: Params) -> DataProvenance:
         """What these parameters' samples are (by default the class's `provenance`); a loader whose data
         depends on its parameters (a user function) says so here."""
         return self.provenance
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterable[Feed]:
+    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterable[Feed]:
         """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
         if the schema declares one, is applied by the engine."""
         raise NotImplementedError
@@ -107,11 +108,11 @@ class DatasetLoader:
         """Environment facts (engine.environment) the feeds depend on, e.g. the tokenizers version."""
         return ()
 
-    def labels(self, params: dict[str, Any]) -> "np.ndarray | None":
+    def labels(self, params: Params) -> "np.ndarray | None":
         """Ground-truth labels, one per sample in feed order, if the data has them."""
         return None
 
-    def key_caveat(self, params: dict[str, Any]) -> str | None:
+    def key_caveat(self, params: Params) -> str | None:
         """What the dataset's cache key cannot cover (e.g. files a user function reads), said by plan and run."""
         return None
 
@@ -122,7 +123,7 @@ class Dataset:
 
     name: str
     loader: DatasetLoader
-    params: dict[str, Any]  # file parameters already resolved to absolute Paths
+    params: Params  # file parameters already resolved to absolute Paths
     digest: str
     location: str  # where the recipe declares it, for messages
 

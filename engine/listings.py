@@ -11,19 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.registry import Plugins, Registry
 from ortflow.engine.store.base import Store
 
 
-def plugins(found: Plugins) -> dict[str, list[dict[str, Any]]]:
+def plugins(found: Plugins) -> dict[str, list[JsonObject]]:
     """Every stage type and dataset loader, one entry each; a plugin that cannot be imported says why."""
     return {"stages": [_summary(found.stages, name) for name in found.stages.names()],
             "loaders": [_summary(found.datasets, name) for name in found.datasets.names()],
             "metrics": [_summary(found.metrics, name) for name in found.metrics.names()]}
 
 
-def _summary(registry: Registry, name: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": name, "provided_by": registry.origin(name)}
+def _summary(registry: Registry, name: str) -> JsonObject:
+    entry: JsonObject = {"type": name, "provided_by": registry.origin(name)}
     try:
         cls = registry.get(name)
     except OrtflowError as exc:  # one broken plugin must not hide the others
@@ -38,10 +39,10 @@ def _summary(registry: Registry, name: str) -> dict[str, Any]:
     return entry
 
 
-def plugin(registry: Registry, name: str) -> dict[str, Any]:
+def plugin(registry: Registry, name: str) -> JsonObject:
     """One plugin in full: its ports and its parameters (the JSON Schema `with:` is checked against)."""
     cls = registry.get(name)
-    detail: dict[str, Any] = {"type": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
+    detail: JsonObject = {"type": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
                               "description": cls.description, "params_schema": cls.params_schema}
     if hasattr(cls, "names"):
         detail["names"] = [{"name": n.name, "better": n.better.value, "description": n.description} for n in cls.names]
@@ -51,12 +52,12 @@ def plugin(registry: Registry, name: str) -> dict[str, Any]:
     return detail
 
 
-def _port(port: Any) -> dict[str, Any]:
+def _port(port: Any) -> JsonObject:
     return {"name": port.name, "kind": port.kind.value, "description": port.description, "many": port.many,
             "optional": port.optional}
 
 
-def cached_runs(store: Store) -> list[dict[str, Any]]:
+def cached_runs(store: Store) -> list[JsonObject]:
     """Every run record in the store (an unreadable one as such)."""
     runs = []
     for key, record in store.iter_runs():
@@ -69,7 +70,7 @@ def cached_runs(store: Store) -> list[dict[str, Any]]:
     return runs
 
 
-def planned(items: list[Any]) -> list[dict[str, Any]]:
+def planned(items: list[Any]) -> list[JsonObject]:
     """`engine plan --json`: what a run would do with each stage (`action`: cached, run, skip or fail) and why;
     `against_lock` says how the stage differs from its lock-file entry ("" when they agree)."""
     return [{"stage": p.name, "type": p.uses, "action": str(p.action), "reason": p.reason, "key": p.key,

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+from ortflow.engine.json_types import JsonObject, Params
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Feed
 
 Outputs = dict[str, list[Any]]  # output name -> one numpy array per feed
 
@@ -41,18 +46,18 @@ class Metric:
     type: ClassVar[str]
     description: ClassVar[str] = ""
     names: ClassVar[tuple[MetricName, ...]] = ()
-    params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
 
-    def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def reads(self, params: Params) -> tuple[str, ...]:
         """The outputs it reads (each must exist in the reference); empty when it reads every output."""
         return ()
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express."""
         return []
 
-    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[dict[str, Any]],
-                params: dict[str, Any]) -> dict[str, float]:
+    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[Feed],
+                params: Params) -> dict[str, float]:
         """Every declared name's value for this candidate."""
         raise NotImplementedError
 
@@ -71,7 +76,7 @@ class KnownMetrics:
     inputs: dict[str, dict[str, Better] | None] = field(default_factory=dict)
 
 
-def bound_problems(minimum: dict[str, Any], maximum: dict[str, Any], names: dict[str, Better] | None,
+def bound_problems(minimum: Mapping[str, float], maximum: Mapping[str, float], names: dict[str, Better] | None,
                    others: tuple[str, ...] = ()) -> list[str]:
     """What is wrong with the metric names of `min:`/`max:` bounds (and `others`, e.g. an objective) given the
     names available: an unknown name (with the closest known one), or a bound on the wrong side (`min:` on

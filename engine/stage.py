@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, Union
 
 from ortflow.engine.declarations import NOTHING, Declares
+from ortflow.engine.json_types import Json, JsonObject, Params
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
@@ -50,15 +52,25 @@ class Artifact:
     path: Path | Dataset
 
 
+# What StageContext.inputs holds per port: a file or folder, a list of them for a port that takes many (a
+# list even of one: `many` is normalised when the recipe is validated and when a step is built), or a Dataset.
+InputValue = Union[Path, "Dataset", list[Path]]
+Labels = Union[str, list[str]]  # an input's reference(s) as written, or its digest(s): one, or one per item
+
+
 @dataclass
 class StepResult:
     """What a step produced: its outputs, each readable where its Artifact points."""
 
     outputs: dict[str, Artifact]
 
-    def document(self, port: str) -> Any:
-        """A metrics output, parsed."""
-        return json.loads(Path(self.outputs[port].path).read_text(encoding="utf-8"))
+    def path(self, port: str) -> Path:
+        """Where an output lies: e.g. to read a results document with ortflow.api.read_document."""
+        return Path(self.outputs[port].path)  # type: ignore[arg-type]  # a step's outputs are files, never datasets
+
+    def document(self, port: str) -> Json:
+        """A metrics output, parsed (a results document: read it typed with ortflow.api.read_document)."""
+        return json.loads(self.path(port).read_text(encoding="utf-8"))
 
 
 class Steps(Protocol):
@@ -66,8 +78,8 @@ class Steps(Protocol):
 
     def stage_type(self, uses: str) -> type[Stage]: ...
 
-    def run(self, uses: str, params: dict[str, Any], inputs: dict[str, Artifact | list[Artifact]],
-            labels: dict[str, str | list[str]] | None = None) -> StepResult: ...
+    def run(self, uses: str, params: Params, inputs: dict[str, Artifact | list[Artifact]],
+            labels: dict[str, Labels] | None = None) -> StepResult: ...
 
 
 @dataclass
@@ -75,14 +87,16 @@ class StageContext:
     """What a stage receives: resolved parameters, input files, and where to write its outputs."""
 
     stage_name: str
-    params: dict[str, Any]
-    inputs: dict[str, Any]  # a Path, a list of Paths, or an engine.dataset.Dataset
+    params: Params
+    # Deprecated for reading (kept for plugins until the next release): use path/paths/dataset/artifact(s),
+    # which say what a port holds. A port that takes many holds a list, even of one.
+    inputs: dict[str, InputValue]
     output_dir: Path
     outputs: dict[str, Port]
     scratch: Path  # a private folder for intermediate files, removed after the stage (never the outputs)
     log: Callable[[str], None] = print
-    references: dict[str, Any] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
-    digests: dict[str, Any] = field(default_factory=dict)  # each input's content digest (or list of them)
+    references: dict[str, Labels] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
+    digests: dict[str, Labels] = field(default_factory=dict)  # each input's content digest (or list of them)
     steps: Steps | None = None  # run other stage types as cached sub-stages
     env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
     locked: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see locked_values
@@ -103,12 +117,53 @@ class StageContext:
         count = f"{done}/{total}" if total is not None else str(done)
         self.log(f"{self.stage_name}: {count} {what} ({now - self.started:.0f} s)")
 
-    def artifact(self, port: str) -> Artifact | list[Artifact]:
-        """An input as an Artifact (or a list of them), to hand to a step."""
+    # -- typed inputs: what a port holds, checked against what the stage asks for ---------------------------
+
+    def has(self, port: str) -> bool:
+        """Whether an optional input was given."""
+        return port in self.inputs
+
+    def path(self, port: str) -> Path:
+        """The file or folder on a port that takes one."""
+        value = self._one(port)
+        if isinstance(value, (Path, str)):
+            return Path(value)
+        raise TypeError(f"input '{port}' of {self.stage_name} is a dataset, not a file — use ctx.dataset('{port}')")
+
+    def paths(self, port: str) -> tuple[Path, ...]:
+        """The files or folders on a port that takes many (none for an optional one not given)."""
+        return tuple(Path(a.path) for a in self.artifacts(port))  # type: ignore[arg-type]
+
+    def dataset(self, port: str) -> Dataset:
+        """The dataset on a port of kind dataset."""
+        value = self._one(port)
+        if isinstance(value, (Path, str)):
+            raise TypeError(f"input '{port}' of {self.stage_name} is a file, not a dataset — use ctx.path('{port}')")
+        return value
+
+    def artifact(self, port: str) -> Artifact:
+        """The input on a port that takes one, as an Artifact (its digest and where to read it) to hand to a step."""
         value, digest = self.inputs[port], self.digests[port]
+        if isinstance(value, list):  # the old shape: a list for a port that takes many
+            warnings.warn(f"ctx.artifact('{port}') on a port that takes many is deprecated — use ctx.artifacts('{port}')",
+                          DeprecationWarning, stacklevel=2)
+            return [Artifact(d, v) for d, v in zip(digest, value)]  # type: ignore[return-value]
+        return Artifact(str(digest), value)
+
+    def artifacts(self, port: str) -> tuple[Artifact, ...]:
+        """The inputs on a port that takes many, in the recipe's order (none for an optional one not given)."""
+        if port not in self.inputs:
+            return ()
+        value, digest = self.inputs[port], self.digests[port]
+        if not isinstance(value, list) or not isinstance(digest, list):
+            raise TypeError(f"input '{port}' of {self.stage_name} takes one reference — use ctx.artifact('{port}')")
+        return tuple(Artifact(d, v) for d, v in zip(digest, value))
+
+    def _one(self, port: str) -> Path | Dataset:
+        value = self.inputs[port]
         if isinstance(value, list):
-            return [Artifact(d, v) for d, v in zip(digest, value)]
-        return Artifact(digest, value)
+            raise TypeError(f"input '{port}' of {self.stage_name} takes many references — use ctx.paths('{port}')")
+        return value
 
     def label(self, port: str, index: int | None = None) -> str:
         """A readable name for an input: the stage it came from, e.g. "opt" for "opt.model"."""
@@ -147,7 +202,7 @@ class StageResult:
     """Optional extras a stage returns besides the files it wrote."""
 
     summary: str = ""  # one short line for the run table, e.g. "nodes 512 -> 301"
-    metrics: dict[str, Any] = field(default_factory=dict)  # small numbers kept in the run record
+    metrics: dict[str, Json] = field(default_factory=dict)  # small numbers kept in the run record
     # {output port: the float values it was written from}, recorded with the output in the lock file so that
     # another CPU's run can keep them (StageContext.locked_values); for small outputs only (a calibration
     # table's ranges, not a model's weights).
@@ -169,7 +224,7 @@ class Stage:
     description: ClassVar[str] = ""
     inputs: ClassVar[tuple[Port, ...]] = ()
     outputs: ClassVar[tuple[Port, ...]] = ()
-    params_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
     exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
     # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.
@@ -179,23 +234,23 @@ class Stage:
     # and reads results from these, never from a stage's type or file names.
     declares: ClassVar[Declares] = NOTHING
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express (checked before any
         stage runs; each message says what to change)."""
         return []
 
-    def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
+    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
         """The per-model metrics its metrics outputs report and which way each is better, known before it
         runs (`files`: its inputs that are files of the recipe), so that stages reading them can be checked
         by `engine validate`; None when it cannot say."""
         return None
 
-    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
         """Problems with the metric names its parameters use (gates, constraints, objectives), against those it
         computes itself and those its metrics inputs carry; each message says what to change."""
         return []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         """Names of environment facts (see engine.environment) the outputs depend on; part of the cache key."""
         return ()
 

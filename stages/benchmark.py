@@ -5,24 +5,35 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ortflow.api import (
     ArtifactKind,
     Axis,
+    BenchmarkResults,
+    BenchmarkRow,
     Better,
     Declares,
     Distribution,
+    Json,
+    Latency,
     Measure,
+    Placement,
     Port,
+    Profile,
+    ReportSection,
     Stage,
     StageContext,
     StageError,
     StageResult,
+    Table,
     Tables,
     batched,
     model_inputs,
+    with_speedups,
+    write_document,
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
@@ -116,7 +127,7 @@ class Benchmark(Stage):
         import numpy as np
 
         params = ctx.params
-        models = [onnx_model.model_file(p) for p in ctx.inputs["models"]]
+        models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
         baseline = params.get("baseline") or names[0]
         if baseline not in names:
@@ -126,20 +137,20 @@ class Benchmark(Stage):
             if _signature(model_inputs(path)) != _signature(inputs):
                 raise StageError(f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
                                  "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)")
-        feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
-        axes = ctx.inputs["data"].batch_axes
-        results, watch = [], LoadWatch()
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
+        axes = ctx.dataset("data").batch_axes
+        results: list[BenchmarkRow] = []
+        watch = LoadWatch()
         settings = list(itertools.product(_as_list(params["intra_op_threads"]), _as_list(params.get("sequence_length")),
                                           _as_list(params["batch_size"]), _as_list(params["io_binding"])))
         for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
             shaped = _full_batches([_with_length(f, length, inputs) for f in feeds], batch_size, axes)
             for row in self._measure(models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}):
-                results.append({**row, "sequence_length": length, "io_binding": bound})
+                results.append(replace(row, sequence_length=length, io_binding=bound))
             ctx.progress(done, len(settings), f"settings timed ({len(models)} models each)")
-        config = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
-        for row in results:  # from the unrounded medians: rounding first could make two tiny models look equal
-            base = next(r for r in results if r["model"] == baseline and all(r[c] == row[c] for c in config))
-            row["speedup"] = round(float(np.median(base["latencies_ms"]) / np.median(row["latencies_ms"])), 3)
+        # from the unrounded medians: rounding first could make two tiny models look equal
+        results = with_speedups(results, baseline, lambda base, row: round(float(np.median(base.latencies_ms)
+                                                                                 / np.median(row.latencies_ms)), 3))
         # Profiled under the first configuration of the sweep, with the same providers, options and threads.
         first_feeds = _full_batches([_with_length(f, _as_list(params.get("sequence_length"))[0], inputs) for f in feeds],
                                     _as_list(params["batch_size"])[0], axes)
@@ -149,27 +160,24 @@ class Benchmark(Stage):
         profiles = {n: _profile(m, first_feeds, params, threads, ctx.scratch) for n, m in zip(names, models)} \
             if params["profile"] or on_device else {}
         load = watch.finish()
-        document = {"baseline": baseline, "note": params["note"], "load": load,
-                    "machine": facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
-                    "results": results, "profiles": profiles, "report": _report(results, profiles, baseline)}
-        ctx.output_path("results").write_text(json.dumps(document, indent=2, default=float), encoding="utf-8")
-        best = min(results, key=lambda r: r["latency_ms"]["p50"])
-        summary = (f"fastest {best['model']}: {best['latency_ms']['p50']:.3g} ms p50, {best['speedup']:.2f}x vs {baseline}"
-                   f" (threads {best['intra_op_threads'] or 'default'}, batch {best['batch_size']})")
+        document = BenchmarkResults(baseline, params["note"], load, facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
+                                    results, profiles, _report(results, profiles, baseline))
+        write_document(ctx.output_path("results"), document)
+        best = min(results, key=lambda r: r.latency_ms.p50)
+        summary = (f"fastest {best.model}: {best.latency_ms.p50:.3g} ms p50, {best.speedup:.2f}x vs {baseline}"
+                   f" (threads {best.intra_op_threads or 'default'}, batch {best.batch_size})")
         if LoadWatch.warning(load):
             summary += f"; {LoadWatch.warning(load)}"
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
-        first = [r for r in results if all(r[c] == results[0][c] for c in config)]  # one value per model: the first config
+        first = [r for r in results if r.config() == results[0].config()]  # one value per model: the first config
         return StageResult(summary=summary, metrics={
-            "p50_ms": {r["model"]: r["latency_ms"]["p50"] for r in first},
-            "speedup": {r["model"]: r["speedup"] for r in first},
+            "p50_ms": {r.model: r.latency_ms.p50 for r in first},
+            "speedup": {r.model: r.speedup for r in first},
             **({"fallback_nodes": {n: p["placement"]["fallback_nodes"] for n, p in profiles.items()}} if profiles else {}),
             "configs": len(results) // len(models)})
 
     def _measure(self, models: list[Path], names: list[str], feeds: list[dict], threads: int, batch_size: int,
-                 params: dict[str, Any]) -> list[dict[str, Any]]:
-        import numpy as np
-
+                 params: dict[str, Any]) -> list[BenchmarkRow]:
         sessions, rows = [], []
         for name, path in zip(names, models):
             started = time.perf_counter()
@@ -191,7 +199,7 @@ class Benchmark(Stage):
             order = list(range(len(models)))
             order = order[round_index % len(order):] + order[: round_index % len(order)]  # rotate who goes first
             for index in order:
-                call, timings = sessions[index], rows[index]["latencies_ms"]
+                call, timings = sessions[index], rows[index]["latencies_ms"]  # type: ignore[index]
                 for _ in range(SETTLE_RUNS):  # the previous model's spinning thread pool must wind down first
                     call(counters[index])
                 turn_started = time.perf_counter()
@@ -202,14 +210,18 @@ class Benchmark(Stage):
                     timings.append((time.perf_counter() - started) * 1000)
                     counters[index] += 1
                     done += 1
-        for row in rows:
-            latencies = np.asarray(row["latencies_ms"])
-            row["latency_ms"] = {"mean": round(float(latencies.mean()), 3), "min": round(float(latencies.min()), 3),
-                                 "max": round(float(latencies.max()), 3),
-                                 **{f"p{q}": round(float(np.percentile(latencies, q)), 3) for q in PERCENTILES}}
-            row["throughput_per_s"] = round(batch_size * 1000 / float(latencies.mean()), 2)
-            row["runs"] = len(latencies)
-        return rows
+        return [_row(row, batch_size) for row in rows]
+
+
+def _row(measured: dict[str, Any], batch_size: int) -> BenchmarkRow:
+    """A model's row from its timings: the latency statistics rounded to the microsecond."""
+    import numpy as np
+
+    latencies = np.asarray(measured["latencies_ms"])
+    stats = {"mean": latencies.mean(), "min": latencies.min(), "max": latencies.max(),
+             **{f"p{q}": np.percentile(latencies, q) for q in PERCENTILES}}
+    return BenchmarkRow(**measured, latency_ms=Latency(**{k: round(float(v), 3) for k, v in stats.items()}),
+                        throughput_per_s=round(batch_size * 1000 / float(latencies.mean()), 2), runs=len(latencies))
 
 
 def _turn_over(done: int, runs: int, budget: float | None, started: float) -> bool:
@@ -300,7 +312,7 @@ def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: s
     return session
 
 
-def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> dict[str, Any]:
+def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> Profile:
     """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
     untimed pass)."""
     from ortflow.stages.support.placement import node_placement, summary
@@ -320,19 +332,19 @@ def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int
             by_node[f"{node} ({op_type})"] = by_node.get(f"{node} ({op_type})", 0) + event["dur"]
     total = sum(by_type.values()) or 1
     top = lambda d: [[k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]]  # noqa: E731
-    placement = summary(node_placement(profile), session.get_providers()[0])
+    placement: Placement = summary(node_placement(profile), session.get_providers()[0])  # type: ignore[assignment]
     return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}
 
 
-def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: str) -> dict[str, Any]:
+def _report(results: list[BenchmarkRow], profiles: dict[str, Profile], baseline: str) -> ReportSection:
     columns = ["model", "threads", "batch", "length", "IO binding", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s",
                f"vs {baseline}", "size MB", "peak MB", "providers"]
-    rows = [[r["model"], r["intra_op_threads"] or "default", r["batch_size"], r["sequence_length"] or "data",
-             "yes" if r.get("io_binding") else "no", r["latency_ms"]["p50"], r["latency_ms"]["p90"],
-             r["latency_ms"]["p99"], r["latency_ms"]["mean"], r["throughput_per_s"], f"{r['speedup']:.2f}x", r["size_mb"],
-             r["peak_rss_mb"] if r["peak_rss_mb"] is not None else "not measured",
-             ",".join(p.removesuffix("ExecutionProvider") for p in r["providers_used"])] for r in results]
-    tables = [{"title": "Latency", "columns": columns, "rows": rows}]
+    rows: list[list[Json]] = [
+        [r.model, r.intra_op_threads or "default", r.batch_size, r.sequence_length or "data", "yes" if r.io_binding else "no",
+         r.latency_ms.p50, r.latency_ms.p90, r.latency_ms.p99, r.latency_ms.mean, r.throughput_per_s, f"{r.speedup:.2f}x",
+         r.size_mb, r.peak_rss_mb if r.peak_rss_mb is not None else "not measured",
+         ",".join(p.removesuffix("ExecutionProvider") for p in r.providers_used)] for r in results]
+    tables: list[Table] = [{"title": "Latency", "columns": columns, "rows": rows}]
     for model, profile in profiles.items():
         tables.append({"title": f"Top operators: {model}", "columns": ["op type", "% of time"], "rows": profile["op_types_percent"]})
     if profiles:
@@ -342,10 +354,10 @@ def _report(results: list[dict[str, Any]], profiles: dict[str, Any], baseline: s
                                                                          in p["placement"]["nodes_by_provider"].items()),
                                  p["placement"]["fallback_nodes"], ", ".join(p["placement"]["fallback_examples"][:3])]
                                 for m, p in profiles.items()]})
-    swept = len({(r["intra_op_threads"], r["batch_size"], r["sequence_length"], r.get("io_binding")) for r in results}) > 1
-    series = {(f"{r['model']} (threads {r['intra_op_threads'] or 'default'}, batch {r['batch_size']}, "
-               f"length {r['sequence_length'] or 'data'}{', IO binding' if r.get('io_binding') else ''})" if swept
-               else r["model"]): r["latencies_ms"] for r in results}
+    swept = len({r.config() for r in results}) > 1
+    series: dict[str, Json] = {(f"{r.model} (threads {r.intra_op_threads or 'default'}, batch {r.batch_size}, "
+                                f"length {r.sequence_length or 'data'}{', IO binding' if r.io_binding else ''})" if swept
+                                else r.model): list(r.latencies_ms) for r in results}
     return {"tables": tables, "charts": [{"kind": "distribution", "title": "Latency per run (ms)", "series": series}]}
 
 

@@ -80,7 +80,7 @@ class Calibrate(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
@@ -119,7 +119,7 @@ class Calibrate(Stage):
         bound = params.get("max_memory_mb")
         if bound is None:
             return value_infos, calibration_passes.plan(dict.fromkeys(value_infos, 0), 1, None)
-        dataset = ctx.inputs["data"]
+        dataset = ctx.dataset("data")
         inputs = model_inputs(model)
         first = next(iter(dataset.feeds(inputs, limit=1)), None)
         if first is None:
@@ -150,7 +150,7 @@ class Calibrate(Stage):
         names = [o.name for o in session.get_outputs()]
         samples, held = 0, 0
         inputs = model_inputs(model)
-        dataset = ctx.inputs["data"]
+        dataset = ctx.dataset("data")
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
         for batch in batched(dataset.feeds(inputs, limit=params["samples"]), batch_size, dataset.batch_axes):
             samples += _batch_length(batch, inputs, dataset.batch_axes)

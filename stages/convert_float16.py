@@ -49,12 +49,12 @@ class ConvertFloat16(Stage):
 
         params = ctx.params
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)
         model = _with_shapes(source)
         overflowing: dict[str, float] = {}
-        if "data" in ctx.inputs:
-            feeds = list(ctx.inputs["data"].feeds(model_inputs(source), limit=params["samples"]))
+        if ctx.has("data"):
+            feeds = list(ctx.dataset("data").feeds(model_inputs(source), limit=params["samples"]))
             overflowing = out_of_range(source, feeds, params["headroom"])
         try:
             converted = convert_float_to_float16(

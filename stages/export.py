@@ -72,7 +72,7 @@ class Export(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
-        source = Path(ctx.inputs["source"])
+        source = ctx.path("source")
         if source.is_dir():
             exportable = from_hf_folder(source, params["texts"], params["outputs"])
         elif source.suffix == ".py":

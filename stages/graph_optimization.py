@@ -77,7 +77,7 @@ class GraphOptimization(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         import onnxruntime as ort
 
-        source = onnx_model.model_file(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.path("model"))
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
         # to the input's data file otherwise), and the model is gathered into one file afterwards.

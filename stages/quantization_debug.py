@@ -42,8 +42,8 @@ class QuantizationDebug(Stage):
         return ("onnxruntime", "onnx", "numpy", "isa")  # integer kernels differ by instruction set
 
     def run(self, ctx: StageContext) -> StageResult:
-        reference = onnx_model.private_model(ctx.inputs["reference"], ctx.scratch / "reference")
-        quantized = onnx_model.private_model(ctx.inputs["model"], ctx.scratch / "quantized")
+        reference = onnx_model.private_model(ctx.path("reference"), ctx.scratch / "reference")
+        quantized = onnx_model.private_model(ctx.path("model"), ctx.scratch / "quantized")
         feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
         ranked = localization.rank_nodes(reference, quantized, feeds)
         outputs = sanity.check_outputs(reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False)

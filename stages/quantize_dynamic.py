@@ -63,7 +63,7 @@ class QuantizeDynamic(Stage):
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         params = ctx.params
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         quantization.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
         large = onnx_model.total_size(source) > onnx_model.TWO_GB

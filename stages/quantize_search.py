@@ -13,7 +13,7 @@ from typing import Any
 from ortflow.api import Artifact, ArtifactKind, Better, GateFailed, KnownMetrics, Port, Stage, StageContext, StageError, StageResult
 
 # isort: split
-from ortflow.api import Steps, fill_defaults, params_problems, stage_type
+from ortflow.api import AccuracyResults, BenchmarkResults, Steps, fill_defaults, params_problems, read_document, stage_type
 from ortflow.stages.support import search_space
 from ortflow.stages.support.accuracy_gates import judged, verdict_data
 from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values
@@ -130,8 +130,8 @@ class _Search:
         assert ctx.steps is not None  # the runner always hands a stage its steps
         self.steps: Steps = ctx.steps
         self.reference = ctx.artifact("reference")
-        self.models: list[Artifact] = ctx.artifact("models")
-        self.tables: list[Artifact] = ctx.artifact("calibrations") if "calibrations" in ctx.inputs else []
+        self.models: tuple[Artifact, ...] = ctx.artifacts("models")
+        self.tables: tuple[Artifact, ...] = ctx.artifacts("calibrations")
         self.data, self.data_source = ctx.artifact("data"), verdict_data(ctx, "data", ("calibrations", "models"))
         self.candidates: list[Candidate] = []
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
@@ -280,10 +280,10 @@ class _Search:
         accuracy = _accuracy(self.params)
         ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
         inputs = {"reference": self.reference, "candidates": [c.model], "data": self.data}
-        if "metric" in self.ctx.inputs:
+        if self.ctx.has("metric"):
             inputs["metric"] = self.ctx.artifact("metric")
         step = self.steps.run("validate_accuracy", ungated, inputs, {"reference": "reference", "candidates": [c.id]})
-        c.values, c.score, c.passed = judged(step.document("results"), accuracy)
+        c.values, c.score, c.passed = judged(read_document(step.path("results"), AccuracyResults), accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
                       + (" meets the target" if c.passed else " misses the target"))
@@ -310,11 +310,9 @@ class _Search:
         step = self.steps.run("benchmark", self.params["benchmark"],
                               {"models": [self.reference, c.model], "data": self.data},
                               {"models": ["reference", c.id]})
-        document = step.document("results")
-        first = document["results"][0]
-        row = next(r for r in document["results"][1:] if all(r[k] == first[k] for k in ("intra_op_threads", "batch_size",
-                                                                                          "sequence_length")))
-        c.speedup, c.p50_ms = row["speedup"], row["latency_ms"]["p50"]
+        rows = read_document(step.path("results"), BenchmarkResults).results
+        row = next(r for r in rows[1:] if r.config()[:3] == rows[0].config()[:3])
+        c.speedup, c.p50_ms = row.speedup, row.latency_ms.p50
         self._say(c, f"{c.speedup:.2f}x vs reference ({c.p50_ms:.3g} ms p50)")
 
     def _say(self, c: Candidate, text: str) -> None:

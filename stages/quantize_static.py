@@ -88,15 +88,15 @@ class QuantizeStatic(Stage):
         return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
 
     def run(self, ctx: StageContext) -> StageResult:
-        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, onnx_model.op_counts(onnx_model.model_file(ctx.inputs["model"])),
+        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, onnx_model.op_counts(onnx_model.model_file(ctx.path("model"))),
                                              u8_activations=ctx.params["activation_type"] == "QUInt8")
         params = {**ctx.params, "reduce_range": reduce_range}
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)  # ORT writes beside it
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
         table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
-        table, masks = self._read_table(Path(ctx.inputs["calibration"]), table_path)
+        table, masks = self._read_table(ctx.path("calibration"), table_path)
         pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
         model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
                                                                 model.parent / "prepared.onnx")

@@ -76,7 +76,7 @@ class QuantizeWeights(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)
         graph = onnx_model.load_graph(source)
         quantization.check_excluded_nodes(graph, params["nodes_to_exclude"])
@@ -113,7 +113,7 @@ def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, 
     each layer when given, else on the weights alone)."""
     params = ctx.params
     layers = weight_sensitivity.quantizable_matmuls(graph, params["nodes_to_exclude"])
-    feeds = sanity.feeds_for(ctx, source, params["sanity_samples"])[0] if "data" in ctx.inputs else None
+    feeds = sanity.feeds_for(ctx, source, params["sanity_samples"])[0] if ctx.has("data") else None
     return weight_sensitivity.ranked(source, layers, feeds, 4, params["block_size"], params["symmetric"])
 
 

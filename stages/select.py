@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ortflow.api import (
+    BENCHMARK_CONFIG,
+    AccuracyResults,
     ArtifactKind,
+    BenchmarkResults,
     Better,
+    Bounds,
     Choice,
     DataSource,
     Declares,
@@ -19,11 +21,17 @@ from ortflow.api import (
     KnownMetrics,
     Measure,
     Port,
+    ReportSection,
+    Scalar,
+    Selection,
+    SelectionCandidate,
     Stage,
     StageContext,
     StageError,
     StageResult,
     bound_problems,
+    read_document,
+    write_document,
 )
 from ortflow.stages.support.pareto import pareto_front
 
@@ -33,7 +41,7 @@ ROW = ("speedup", "throughput_per_s", "size_mb", "peak_rss_mb", "session_create_
 SPEED = {**{m: Better.LOWER for m in LATENCY}, "speedup": Better.HIGHER, "throughput_per_s": Better.HIGHER,
          "size_mb": Better.LOWER, "peak_rss_mb": Better.LOWER, "session_create_s": Better.LOWER}
 UNITS = {**{m: "ms" for m in LATENCY}, "speedup": "x", "size_mb": "MB", "peak_rss_mb": "MB"}  # the rest: "" (named in full)
-CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")
+D = TypeVar("D", AccuracyResults, BenchmarkResults)
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
 
@@ -41,7 +49,7 @@ BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default
 class Candidate:
     id: str
     model: int  # index into the `models` input
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Scalar] = field(default_factory=dict)
     values: dict[str, float] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
@@ -103,8 +111,8 @@ class Select(Stage):
         params = ctx.params
         goal, objective = ("maximize", params["maximize"]) if params.get("maximize") else ("minimize", params.get("minimize") or "p50_ms")
         names = ctx.labels("models")
-        accuracy = _read(ctx, "accuracy")
-        benchmark = _read(ctx, "benchmark")
+        accuracy = _read(ctx, "accuracy", AccuracyResults)
+        benchmark = _read(ctx, "benchmark", BenchmarkResults)
         candidates = _candidates(names, benchmark, accuracy)
         wanted = [objective, *params["min"], *params["max"]]
         known = {k for c in candidates for k in c.values}
@@ -120,24 +128,19 @@ class Select(Stage):
         chosen = max(eligible, key=lambda c: sign * c.values[objective]) if eligible else None
         plotted = next((m for m in [*params["min"], *params["max"]] if m != objective), None)
         front = _front(candidates, objective, sign, params)
-        measured_on = DataSource.from_json((accuracy or {}).get("data"))
-        document = {
-            "objective": {goal: objective}, "constraints": {"min": params["min"], "max": params["max"]},
-            "data": measured_on.to_json() if measured_on is not None else None,  # what the accuracy verdict was measured on
-            "chosen": chosen.id if chosen else None,
-            "candidates": [{"id": c.id, "model": names[c.model], "config": c.config, "values": c.values,
-                            "meets_constraints": not c.misses, "misses": c.misses, "pareto": c.id in front,
-                            "chosen": c is chosen} for c in candidates],
-            "report": _report(candidates, chosen, front, objective, goal, plotted, params, measured_on),
-        }
-        ctx.output_path("selection").write_text(json.dumps(document, indent=2), encoding="utf-8")
+        measured_on = accuracy.data if accuracy is not None else None  # what the accuracy verdict was measured on
+        document = Selection(goal, objective, Bounds(params["min"], params["max"]), measured_on, chosen.id if chosen else None,
+                             [SelectionCandidate(c.id, names[c.model], c.config, c.values, not c.misses, c.misses, c.id in front,
+                                                 c is chosen) for c in candidates],
+                             _report(candidates, chosen, front, objective, goal, plotted, params, measured_on))
+        write_document(ctx.output_path("selection"), document)
         metrics = {"candidates": len(candidates), "eligible": len(eligible), "pareto": sorted(front)}
         if chosen is None:
             closest = min(candidates, key=lambda c: c.shortfall)
             raise GateFailed(f"none of {len(candidates)} candidates meets the constraints; closest {closest.id}: "
                              f"{'; '.join(closest.misses)} — relax the constraints or add variants", metrics=metrics,
                              data_source=measured_on)
-        source = Path(ctx.inputs["models"][chosen.model])
+        source = ctx.paths("models")[chosen.model]
         if source.is_dir():  # a model over 2 GB: a folder with its external data
             shutil.copytree(source, ctx.output_path("model"))
         else:
@@ -149,54 +152,43 @@ class Select(Stage):
                            metrics=metrics, data_source=measured_on)
 
 
-def _read(ctx: StageContext, port: str) -> dict[str, Any] | None:
-    if port not in ctx.inputs:
+def _read(ctx: StageContext, port: str, kind: type[D]) -> D | None:
+    if not ctx.has(port):
         return None
     try:
-        return json.loads(Path(ctx.inputs[port]).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StageError(f"input '{port}' ({ctx.references.get(port)}) is not a results document: {exc}") from None
+        return read_document(ctx.path(port), kind)
+    except StageError as exc:
+        raise StageError(f"input '{port}' ({ctx.references.get(port)}): {exc}") from None
 
 
-def _candidates(names: list[str], benchmark: dict[str, Any] | None, accuracy: dict[str, Any] | None) -> list[Candidate]:
-    if benchmark is not None and "results" not in benchmark or accuracy is not None and "results" not in accuracy:
-        raise StageError("`benchmark` takes a benchmark stage's results and `accuracy` a validate_accuracy stage's")
-    rows = benchmark["results"] if benchmark else []
+def _candidates(names: list[str], benchmark: BenchmarkResults | None, accuracy: AccuracyResults | None) -> list[Candidate]:
+    rows = benchmark.results if benchmark else []
     if benchmark is not None:
-        missing = [n for n in names if not any(r["model"] == n for r in rows)]
+        missing = [n for n in names if not any(r.model == n for r in rows)]
         if missing:
             raise StageError(f"the benchmark did not measure {', '.join(missing)} — benchmark the same models "
                              "(e.g. the same `x.model[*]` reference)")
-    configs = sorted({tuple(r.get(k) for k in CONFIG) for r in rows}) or [()]
-    varying = [k for i, k in enumerate(CONFIG) if len({c[i] for c in configs if c}) > 1]
+    configs: list[tuple[Scalar, ...]] = sorted({r.config() for r in rows}, key=_order) or [()]
+    varying = [k for i, k in enumerate(BENCHMARK_CONFIG) if len({c[i] for c in configs if c}) > 1]
     candidates = []
     for index, name in enumerate(names):
-        accuracy_values, _ = _accuracy_values(accuracy, name)
+        accuracy_values = accuracy.model_values(name) if accuracy is not None else {}
         for config in configs:
-            row = next((r for r in rows if r["model"] == name and tuple(r.get(k) for k in CONFIG) == config), None)
-            settings = {k: v for k, v in zip(CONFIG, config) if k in varying}
+            row = next((r for r in rows if r.model == name and r.config() == config), None)
+            settings = {k: v for k, v in zip(BENCHMARK_CONFIG, config) if k in varying}
             label = name + (f" ({', '.join(f'{k} {v}' for k, v in settings.items())})" if settings else "")
             c = Candidate(label, index, settings)
             if row is not None:
-                c.values.update({m: row["latency_ms"][p] for m, p in LATENCY.items() if p in row.get("latency_ms", {})})
-                c.values.update({m: row[m] for m in ROW if isinstance(row.get(m), (int, float))})
+                c.values.update({m: getattr(row.latency_ms, p) for m, p in LATENCY.items()})
+                c.values.update({m: getattr(row, m) for m in ROW if isinstance(getattr(row, m), (int, float))})
             c.values.update(accuracy_values)
             candidates.append(c)
     return candidates
 
 
-def _accuracy_values(accuracy: dict[str, Any] | None, name: str) -> tuple[dict[str, float], dict[str, Better]]:
-    """A model's accuracy metrics as validate_accuracy counted them (each at its worst over the gated outputs),
-    and which way each is better."""
-    if accuracy is None:
-        return {}, {}
-    if "values" not in accuracy:
-        raise StageError("the `accuracy` input comes from an older validate_accuracy — re-run it (engine run)")
-    better = {m: Better(b) for m, b in accuracy.get("better", {}).items()}
-    reference = accuracy.get("reference") or {}
-    found = accuracy["values"].get(name) or (reference.get("values", {}) if reference.get("name") == name else {})
-    values = {m: v for m, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    return values, better
+def _order(config: tuple[Scalar, ...]) -> tuple[tuple[bool, Scalar], ...]:
+    """Configurations in order, None (the data's own sequence length) first."""
+    return tuple((value is not None, value) for value in config)
 
 
 def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
@@ -224,7 +216,7 @@ def _front(candidates: list[Candidate], objective: str, sign: int, params: dict[
 
 
 def _report(candidates: list[Candidate], chosen: Candidate | None, front: set[str], objective: str, goal: str,
-            plotted: str | None, params: dict[str, Any], source: DataSource | None) -> dict[str, Any]:
+            plotted: str | None, params: dict[str, Any], source: DataSource | None) -> ReportSection:
     metrics = list(dict.fromkeys([objective, *params["min"], *params["max"], "p50_ms", "speedup", "size_mb", "cosine_mean"]))
     metrics = [m for m in metrics if any(m in c.values for c in candidates)]
     order = sorted(candidates, key=lambda c: (bool(c.misses), (-1 if goal == "maximize" else 1) * c.values.get(objective, math.inf)))

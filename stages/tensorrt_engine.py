@@ -95,11 +95,11 @@ class TensorrtEngine(Stage):
         params = ctx.params
         providers = [TRT, *params["fallback"]]
         resolve(providers).require("building TensorRT engines")
-        source = onnx_model.model_file(ctx.inputs["model"])
+        source = onnx_model.model_file(ctx.path("model"))
         inputs = model_inputs(source)
         engines = ctx.output_path("engines")
         engines.mkdir()
-        options = self._provider_options(params, engines, ctx.inputs.get("calibration"), source)
+        options = self._provider_options(params, engines, ctx.path("calibration") if ctx.has("calibration") else None, source)
         session_options = ort.SessionOptions()
         session_options.enable_profiling = True  # node placement comes from the profile
         session_options.profile_file_prefix = str(ctx.scratch / "placement")

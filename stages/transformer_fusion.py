@@ -88,7 +88,7 @@ class TransformerFusion(Stage):
         from onnxruntime.transformers.fusion_options import FusionOptions
 
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
-        source = onnx_model.private_model(ctx.inputs["model"], ctx.scratch)
+        source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)  # a clear error for a broken file before the optimizer's own
         options = FusionOptions(params["model_type"])
         for name, value in params["fusion"].items():

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ortflow.api import (
+    AccuracyResults,
     ArtifactKind,
     Axis,
     Better,
+    Bounds,
     DataSource,
     Declares,
     GateFailed,
     KnownMetrics,
     Measure,
     Port,
+    ReferenceValues,
+    ReportSection,
     Stage,
     StageContext,
     StageError,
     StageResult,
     bound_problems,
     model_inputs,
+    write_document,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.support import task_metrics
@@ -117,18 +122,18 @@ class ValidateAccuracy(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
-        reference = onnx_model.model_file(ctx.inputs["reference"])
-        candidates = [onnx_model.model_file(p) for p in ctx.inputs.get("candidates", [])]
+        reference = onnx_model.model_file(ctx.path("reference"))
+        candidates = [onnx_model.model_file(p) for p in ctx.paths("candidates")]
         names = ctx.labels("candidates") if candidates else []
         inputs = model_inputs(reference)
         _check_same_inputs(names, candidates, inputs)
-        feeds = list(ctx.inputs["data"].feeds(inputs, limit=params["samples"]))
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
         expected = _outputs(reference, feeds)
         chosen = params["outputs"] or list(expected)
         missing = [o for o in chosen + list(params["slices"]) + params["gate_outputs"] if o not in expected]
         if missing:
             raise StageError(f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})")
-        metric = Path(ctx.inputs["metric"]) if "metric" in ctx.inputs else None
+        metric = ctx.path("metric") if ctx.has("metric") else None
         better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(params["metrics"])
         better |= task_metrics.declared(metric) if metric is not None else {}
         _refuse_meaningless(params, expected, chosen)
@@ -136,7 +141,7 @@ class ValidateAccuracy(Stage):
         for done, (name, path) in enumerate(zip(names, candidates), start=1):
             results[name] = _candidate_results(name, _outputs(path, feeds), feeds, expected, chosen, params, metric)
             ctx.progress(done, len(candidates), f"models checked on {len(feeds)} samples")
-        labels = ctx.inputs["data"].labels(limit=params["samples"])
+        labels = ctx.dataset("data").labels(limit=params["samples"])
         reference_scores = None
         if params.get("label_output"):
             reference_scores = _label_scores(results, names, candidates, feeds, expected, labels, params["label_output"])
@@ -148,8 +153,8 @@ class ValidateAccuracy(Stage):
         own = counted_values(itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better)
         source = verdict_data(ctx, "data", ("candidates",))
         document = _document(results, counted, better, reference_scores, params, len(feeds), failures, source)
-        document["reference"] = {"name": ctx.label("reference"), "values": {m: _round(v) for m, (v, _) in own.items()}}
-        ctx.output_path("results").write_text(json.dumps(document, indent=2), encoding="utf-8")
+        document = replace(document, reference=ReferenceValues(ctx.label("reference"), {m: _round(v) for m, (v, _) in own.items()}))
+        write_document(ctx.output_path("results"), document)
         shown = _shown(params, counted)
         metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
         if failures:
@@ -179,18 +184,17 @@ def _label(metric: str) -> str:
 
 def _document(results: dict[str, dict[str, Any]], counted: dict[str, Any], better: dict[str, Better],
               reference_scores: dict[str, float] | None, params: dict[str, Any], samples: int, failures: list[str],
-              source: DataSource) -> dict[str, Any]:
+              source: DataSource) -> AccuracyResults:
     """accuracy.json: every value per model and output or metric group, and each metric's counted value
     (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
     `data`: the data the verdict rests on (engine.provenance.DataSource), which select passes on."""
     rounded = {n: {o: {k: _round(v) for k, v in m.items()} for o, m in per.items()} for n, per in results.items()}
     values = {n: {m: _round(v) for m, (v, _) in c.items()} for n, c in counted.items()}
     used = sorted({m for c in counted.values() for m in c})
-    return {"samples": samples, "results": rounded, "values": values,
-            "counted_at": {n: {m: where for m, (_, where) in c.items()} for n, c in counted.items()},
-            "better": {m: better.get(m, Better.HIGHER).value for m in used},
-            "reference_labelled": reference_scores, "gates": {"min": params["min"], "max": params["max"]},
-            "failures": failures, "data": source.to_json(), "report": _report(rounded, values, reference_scores, params, source)}
+    return AccuracyResults(samples, rounded, values, {n: {m: where for m, (_, where) in c.items()} for n, c in counted.items()},
+                           {m: better.get(m, Better.HIGHER) for m in used}, reference_scores,
+                           Bounds(params["min"], params["max"]), failures, source,
+                           _report(rounded, values, reference_scores, params, source))
 
 
 # -- the steps of run, in order --------------------------------------------------------------------
@@ -278,7 +282,7 @@ def _round(value: Any) -> Any:
 
 
 def _report(results: dict[str, dict[str, Any]], values: dict[str, dict[str, Any]],
-            reference_labelled: dict[str, float] | None, params: dict[str, Any], source: DataSource) -> dict[str, Any]:
+            reference_labelled: dict[str, float] | None, params: dict[str, Any], source: DataSource) -> ReportSection:
     on = f" — {source.label()}"  # every table says what data it was measured on
     columns = ["model", "output", "cosine mean", "cosine min", "max abs", "mean abs", "argmax agrees", "labels agree"]
     groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}

@@ -5,6 +5,7 @@ check imports, layers and cycles; these are the rules they do not express."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,10 @@ ROOT = Path(__file__).parent.parent
 SOURCES = ("engine", "stages", "loaders", "ortflow")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-BOUNDARIES = ("boundary:",)  # the comment an allowed catch-all carries: `# ... boundary: <which> ...`
+BOUNDARIES = ("boundary:",)
+# A str-keyed mapping of Any, in every spelling (dict, typing.Dict, Mapping, MutableMapping; Any or typing.Any)
+ANY_DICT = re.compile(r"\b(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)\[\s*str\s*,\s*(?:typing\.)?Any\s*\]")
+MAX_ANY_DICTS_PER_1000_LINES = 8  # Kedro's density (issue 28); DVC 2.3, Olive 3.7  # the comment an allowed catch-all carries: `# ... boundary: <which> ...`
 
 
 def python_files() -> list[Path]:
@@ -67,3 +71,24 @@ def test_every_package_folder_is_installed():
             relative = init.parent.relative_to(ROOT / folder).parts
             folders[".".join((name, *relative))] = init.parent
     assert sorted(folders) == sorted(config["packages"])
+
+
+def test_engine_passes_typed_data_not_dicts_of_any():
+    """Data passed between the engine's layers is typed (dataclasses, TypedDicts, JSON types), so readers do not
+    re-parse untyped dicts by key: at most MAX_ANY_DICTS_PER_1000_LINES str-keyed dicts of Any per 1,000
+    lines of engine/. A type alias counts once, where it is defined: name it for what it is (engine.json_types)."""
+    files = sorted((ROOT / "engine").rglob("*.py"))
+    counts = {p: len(ANY_DICT.findall(p.read_text(encoding="utf-8"))) for p in files}
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
+    density = 1000 * sum(counts.values()) / lines
+    worst = sorted(((n, str(p.relative_to(ROOT))) for p, n in counts.items() if n), reverse=True)[:8]
+    assert density <= MAX_ANY_DICTS_PER_1000_LINES, (
+        f"{sum(counts.values())} str-keyed dicts of Any in {lines} lines of engine/ ({density:.1f} per 1,000, over "
+        f"{MAX_ANY_DICTS_PER_1000_LINES}): type the data instead (most: {worst})")
+
+
+def test_the_any_dict_count_sees_every_spelling():
+    spelled = ["dict[str, Any]", "Dict[str, Any]", "typing.Dict[str, typing.Any]", "Mapping[str, Any]",
+               "MutableMapping[str,Any]", "dict[ str , Any ]"]
+    assert all(ANY_DICT.fullmatch(s) for s in spelled)
+    assert not any(ANY_DICT.search(s) for s in ["dict[str, AnyStr]", "dict[str, Json]", "Mapping[str, object]", "mydict[str, Any]"])

@@ -68,14 +68,15 @@ def test_init_and_optimize_in_a_terminal(project, shared_cache):
 
 def _selection(folder, data: dict, *candidates: tuple[str, float, float, bool]) -> None:
     """select's document as `pick` writes it: (id, p50_ms, cosine_mean, meets the constraint) per candidate."""
-    import json
+    from ortflow.api import Bounds, DataSource, Selection, SelectionCandidate, write_document
 
-    rows = [{"id": name, "model": name, "values": {"p50_ms": p50, "speedup": 2.0 / p50, "cosine_mean": cosine},
-             "meets_constraints": meets, "chosen": False} for name, p50, cosine, meets in candidates]
-    best = min((r for r in rows if r["meets_constraints"]), key=lambda r: r["values"]["p50_ms"])
-    best["chosen"] = True
+    best = min((c for c in candidates if c[3]), key=lambda c: c[1])[0]
+    rows = [SelectionCandidate(name, name, {}, {"p50_ms": p50, "speedup": 2.0 / p50, "cosine_mean": cosine}, meets,
+                               [] if meets else ["cosine_mean below min"], False, name == best)
+            for name, p50, cosine, meets in candidates]
     folder.mkdir()
-    (folder / "selection.json").write_text(json.dumps({"candidates": rows, "data": data}))
+    write_document(folder / "selection.json", Selection("minimize", "p50_ms", Bounds({"cosine_mean": 0.99}),
+                                                        DataSource.from_json(data), best, rows, {"tables": []}))
 
 
 def _pick_files(folder):

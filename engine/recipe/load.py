@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError, suggest
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
 from ortflow.engine.recipe.metric_use import metric_problems
@@ -104,7 +105,7 @@ def _generalized(problem: Problem, owner: dict[str, str], matrices: dict[str, li
     return Problem("".join([*parts, message[start:]]), problem.location, problem.hint), variants
 
 
-def _port_shapes(raw: dict[str, Any], plugins: Plugins) -> dict[str, dict[str, bool]]:
+def _port_shapes(raw: JsonObject, plugins: Plugins) -> dict[str, dict[str, bool]]:
     """Per stage, whether each input port takes many references: it decides what `x.model[*]` means there."""
     shapes: dict[str, dict[str, bool]] = {}
     for name, spec in raw.items():
@@ -131,7 +132,7 @@ def _display_name(path: Path) -> str:
 class _Scope:
     """What reference checks look at while stages are resolved."""
 
-    raw: dict[str, Any]  # the `stages:` mapping as written
+    raw: JsonObject  # the `stages:` mapping as written
     stage_classes: dict[str, type[Stage]]
     inputs: set[str]
     datasets: set[str]
@@ -193,9 +194,9 @@ class _ParamsCheck:
 
     def __init__(self, source: SourceMap, problems: list[Problem]):
         self.source, self.problems = source, problems
-        self.valid: dict[tuple[type, str], dict[str, Any]] = {}
+        self.valid: dict[tuple[type, str], JsonObject] = {}
 
-    def __call__(self, stage_cls: type[Stage], params: dict[str, Any], where: PathKey, subject: str) -> dict[str, Any]:
+    def __call__(self, stage_cls: type[Stage], params: JsonObject, where: PathKey, subject: str) -> JsonObject:
         known = (stage_cls, json.dumps(params, sort_keys=True, default=repr))
         if known in self.valid:
             return copy.deepcopy(self.valid[known])
@@ -215,7 +216,7 @@ def _is_str(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: dict[str, Any]) -> dict[str, Binding]:
+def _resolve_ports(scope: _Scope, name: str, stage_cls: type[Stage], given: JsonObject) -> dict[str, Binding]:
     source, problems = scope.source, scope.problems
     subject = f"stage '{name}' ({stage_cls.type})"
     where = ("stages", name, "in")

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import yaml
 
 from ortflow.engine.errors import Location, Problem
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.matrix_combinations import combinations, label
 from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
 
@@ -38,7 +39,7 @@ class Instance:
 
 @dataclass
 class Expansion:
-    stages: dict[str, Any]  # the `stages:` mapping with every matrix expanded and references rewritten
+    stages: JsonObject  # the `stages:` mapping with every matrix expanded and references rewritten
     instances: dict[str, list[Instance] | None]  # template -> its instances (one, named as written, without a
     # matrix; None where the expansion failed)
     problems: list[Problem]
@@ -49,11 +50,11 @@ class Expansion:
         return {t: [i.id for i in found] for t, found in self.instances.items() if found and found[0].id != t}
 
 
-def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
+def expand(raw: JsonObject, ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
     problems: list[Problem] = []
     instances: dict[str, list[Instance] | None] = {}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
     out.update({name: spec for name, spec in raw.items() if not isinstance(spec, dict)})  # the schema reports them
     total = sum(1 for spec in raw.values() if isinstance(spec, dict))
@@ -103,7 +104,7 @@ def expand(raw: dict[str, Any], ports: dict[str, dict[str, bool]], source: Sourc
     return Expansion(out, instances, problems)
 
 
-def _expansion_order(raw: dict[str, Any], pending: list[str]) -> Iterator[str]:
+def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
     """Stages in the order they expand: each once every stage it references has (Kahn's algorithm; among the
     ready ones the first written; on a cycle the first written of what is left: it is reported later).
     Linear in stages plus references."""
@@ -147,7 +148,7 @@ def _positions_by_stage(source: SourceMap) -> dict[str, list[tuple[PathKey, tupl
     return found
 
 
-def _upstreams(spec: dict[str, Any]) -> set[str]:
+def _upstreams(spec: JsonObject) -> set[str]:
     found = set()
     for value in (spec.get("in") or {}).values() if isinstance(spec.get("in"), dict) else ():
         for text in value if isinstance(value, list) else [value]:
@@ -157,13 +158,13 @@ def _upstreams(spec: dict[str, Any]) -> set[str]:
     return found
 
 
-def _fan_out(name: str, spec: dict[str, Any], ports: dict[str, bool], instances: dict[str, list[Instance]],
-             source: SourceMap, problems: list[Problem]) -> list[tuple[dict[str, str], dict[str, Any]]]:
+def _fan_out(name: str, spec: JsonObject, ports: dict[str, bool], instances: dict[str, list[Instance]],
+             source: SourceMap, problems: list[Problem]) -> list[tuple[dict[str, str], JsonObject]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
     given = spec.get("in") if isinstance(spec.get("in"), dict) else None
     if given is None:
         return [({}, spec.get("in"))]
-    fixed: dict[str, Any] = {}
+    fixed: JsonObject = {}
     choices: list[list[tuple[str, Instance | None, str]]] = []  # per fanning port: (port, instance, reference)
     for port, value in given.items():
         many = ports.get(port, isinstance(value, list))
@@ -262,7 +263,7 @@ def _instance_id(name: str, axes: dict[str, str]) -> str:
     return f"{name}[{','.join(f'{k}={v}' for k, v in axes.items())}]" if axes else name
 
 
-def _instance_spec(spec: dict[str, Any], combo: dict[str, Any], rewritten_in: Any) -> dict[str, Any]:
+def _instance_spec(spec: JsonObject, combo: JsonObject, rewritten_in: Any) -> JsonObject:
     instance = {k: v for k, v in spec.items() if k != "matrix"}
     params = json.loads(json.dumps(spec.get("with"))) if isinstance(spec.get("with"), dict) else {}
     for dotted, value in combo.items():

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from ortflow.engine.errors import Problem, suggest
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
 
 RESERVED = ("include", "exclude")
@@ -42,11 +43,11 @@ def _reads_back(text: str) -> bool:
 
 @dataclass
 class Combination:
-    values: dict[str, Any]
+    values: JsonObject
     origin: dict[str, PathKey]  # where each value is written: an axis, or an include entry
 
 
-def combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: list[Problem], limit: int) -> list[Combination]:
+def combinations(name: str, spec: JsonObject, source: SourceMap, problems: list[Problem], limit: int) -> list[Combination]:
     """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
     `include` (each value remembers where it is written, for error messages)."""
     matrix = spec.get("matrix")
@@ -72,7 +73,7 @@ def combinations(name: str, spec: dict[str, Any], source: SourceMap, problems: l
     return _unique_axes_first(axes, combos)
 
 
-def _excluded(name: str, matrix: dict[str, Any], axes: dict[str, list], combos: list[Combination], where: PathKey,
+def _excluded(name: str, matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey,
               source: SourceMap, problems: list[Problem]) -> list[Combination]:
     for i, entry in enumerate(matrix.get("exclude") or []):
         if not isinstance(entry, dict):
@@ -87,7 +88,7 @@ def _excluded(name: str, matrix: dict[str, Any], axes: dict[str, list], combos: 
     return combos
 
 
-def _check_with_overlap(name: str, spec: dict[str, Any], axes: dict[str, list], source: SourceMap,
+def _check_with_overlap(name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap,
                         problems: list[Problem]) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
     written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
@@ -99,7 +100,7 @@ def _check_with_overlap(name: str, spec: dict[str, Any], axes: dict[str, list], 
                                     f"remove '{axis}' from `with:` (or from the matrix)"))
 
 
-def _included(matrix: dict[str, Any], axes: dict[str, list], combos: list[Combination], where: PathKey) -> list[Combination]:
+def _included(matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
     extended (as in GitHub Actions), never an earlier include's."""
@@ -134,7 +135,7 @@ def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list
     return unique
 
 
-def _nested(params: dict[str, Any], dotted: str) -> Any:
+def _nested(params: JsonObject, dotted: str) -> Any:
     node: Any = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -143,5 +144,5 @@ def _nested(params: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def _matches(values: dict[str, Any], entry: dict[str, Any]) -> bool:
+def _matches(values: JsonObject, entry: JsonObject) -> bool:
     return all(k in values and label(values[k]) == label(v) for k, v in entry.items())

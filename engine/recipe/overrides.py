@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import Location, Problem, RecipeError, suggest
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 
 
-def apply_overrides(data: dict[str, Any], source: SourceMap, overrides: list[str], params_file: Path | None) -> list[Problem]:
+def apply_overrides(data: JsonObject, source: SourceMap, overrides: list[str], params_file: Path | None) -> list[Problem]:
     """Set each override in `data`, recording its origin in `source` so errors name the override."""
     assignments = _read_params_file(params_file) if params_file else []
     assignments += [_parse_set(text) for text in overrides]
@@ -38,7 +39,7 @@ def _read_params_file(path: Path) -> list[tuple[str, Any, str]]:
     return [(str(k), v, str(source.locate((k,), key=True))) for k, v in data.items()]
 
 
-def _apply_override(data: dict[str, Any], source: SourceMap, dotted: str, value: Any, origin: str) -> list[Problem]:
+def _apply_override(data: JsonObject, source: SourceMap, dotted: str, value: Any, origin: str) -> list[Problem]:
     parts = [p for p in dotted.split(".")]
     if not all(parts):
         return [Problem(f"{origin}: '{dotted}' is not a dotted key", hint="e.g. opt.with.level=all")]

@@ -8,13 +8,15 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+from ortflow.engine.json_types import JsonObject
+
 
 def recipe_schema_text() -> str:
     return resources.files("ortflow.schemas").joinpath("recipe.schema.json").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
-def recipe_schema() -> dict[str, Any]:
+def recipe_schema() -> JsonObject:
     return json.loads(recipe_schema_text())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ortflow.engine.errors import Problem, suggest
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
 
 _TYPE_NAMES = {
@@ -18,10 +19,10 @@ _TYPE_NAMES = {
 }
 
 
-_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+_VALIDATORS: dict[int, tuple[JsonObject, Any]] = {}
 
 
-def _validator(schema: dict[str, Any]) -> Any:
+def _validator(schema: JsonObject) -> Any:
     """One validator per schema object: a stage type's schema is shared by all its stages, and building a
     validator costs more than using it."""
     cached = _VALIDATORS.get(id(schema))
@@ -33,7 +34,7 @@ def _validator(schema: dict[str, Any]) -> Any:
 
 
 def validate(
-    instance: Any, schema: dict[str, Any], source: SourceMap, base: PathKey = (), subject: str = ""
+    instance: Any, schema: JsonObject, source: SourceMap, base: PathKey = (), subject: str = ""
 ) -> list[Problem]:
     """All problems of `instance` against `schema`; `base` is where `instance` sits in the document."""
     validator = _validator(schema)
@@ -91,12 +92,12 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
     yield Problem(f"{what}: {error.message}", source.locate(path), _hint(schema))
 
 
-def _expected(schema: dict[str, Any], name: str) -> str | None:
+def _expected(schema: JsonObject, name: str) -> str | None:
     prop = schema.get("properties", {}).get(name, {})
     return f"add '{name}': {prop['description']}" if "description" in prop else f"add '{name}'"
 
 
-def _hint(schema: dict[str, Any]) -> str | None:
+def _hint(schema: JsonObject) -> str | None:
     return f"it is: {schema['description']}" if "description" in schema else None
 
 

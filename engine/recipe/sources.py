@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.yamlsource import SourceMap
@@ -16,7 +17,7 @@ from ortflow.engine.registry import Registry
 from ortflow.engine.types import DatasetSpec, InputSpec
 
 
-def resolve_inputs(raw: dict[str, Any], base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
+def resolve_inputs(raw: JsonObject, base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
     inputs: dict[str, InputSpec] = {}
     for name, spec in raw.items():
         if not isinstance(spec, (str, dict)):
@@ -28,7 +29,7 @@ def resolve_inputs(raw: dict[str, Any], base: Path, source: SourceMap, problems:
 
 
 def resolve_datasets(
-    raw: dict[str, Any], loaders: Registry, base: Path, source: SourceMap, problems: list[Problem]
+    raw: JsonObject, loaders: Registry, base: Path, source: SourceMap, problems: list[Problem]
 ) -> dict[str, DatasetSpec]:
     datasets: dict[str, DatasetSpec] = {}
     for name, spec in raw.items():

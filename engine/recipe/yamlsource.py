@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ortflow.engine.errors import Location, Problem, RecipeError
+from ortflow.engine.json_types import JsonObject
 
 try:  # libyaml is several times faster; the pure-Python loader gives identical nodes
     from yaml import CSafeLoader as _Loader
@@ -234,9 +235,9 @@ class _Converter:
         finally:
             self.active.discard(id(node))
 
-    def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        merged: dict[str, Any] = {}
+    def _mapping(self, node: yaml.MappingNode, path: PathKey) -> JsonObject:
+        result: JsonObject = {}
+        merged: JsonObject = {}
         for key_node, value_node in node.value:
             if key_node.tag == MERGE_TAG:
                 sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]

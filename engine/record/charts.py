@@ -9,21 +9,22 @@ import html
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+
+from ortflow.engine.json_types import JsonObject
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
 FONT = {"family": "system-ui, sans-serif", "size": 13}
 
 
-def axis(title: str, unit: str) -> dict[str, Any]:
+def axis(title: str, unit: str) -> JsonObject:
     """An axis titled with its unit, the unit on each tick too."""
     text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
     suffix = {"x": "x", "ms": " ms", "MB": " MB"}.get(unit, "")
     return {"title": {"text": html.escape(text)}, "ticksuffix": suffix, "automargin": True, "zeroline": False}
 
 
-def distribution_figure(series: dict[str, list[float]], value_title: str, unit: str) -> dict[str, Any]:
+def distribution_figure(series: dict[str, list[float]], value_title: str, unit: str) -> JsonObject:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
     series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
     type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms)."""
@@ -37,13 +38,13 @@ def distribution_figure(series: dict[str, list[float]], value_title: str, unit: 
     return {"data": data, "layout": layout}
 
 
-def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str, x_unit: str = "", y_unit: str = "") -> dict[str, Any]:
+def scatter_figure(points: list[JsonObject], x_label: str, y_label: str, x_unit: str = "", y_unit: str = "") -> JsonObject:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
     margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
     from a metric's name."""
     names = unique_names([str(p["label"]) for p in points])
-    data: list[dict[str, Any]] = []
+    data: list[JsonObject] = []
     front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
     if len(front) > 1:
         data.append({"type": "scatter", "mode": "lines", "x": [p["x"] for p in front], "y": [p["y"] for p in front],
@@ -61,7 +62,7 @@ def scatter_figure(points: list[dict[str, Any]], x_label: str, y_label: str, x_u
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
     legend = {"orientation": "v", "x": 1.02, "y": 1} if beside else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
-    layout: dict[str, Any] = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
+    layout: JsonObject = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
                               "height": 460 if beside else 460 + 24 * len(points), "margin": {"t": 20, "r": 20},
                               "legend": {**legend, "font": {"size": 12}}}
     ys = [p["y"] for p in points]
@@ -81,7 +82,7 @@ def unique_names(names: list[str]) -> list[str]:
     return unique
 
 
-def figure_html(figure: dict[str, Any], index: int) -> str:
+def figure_html(figure: JsonObject, index: int) -> str:
     """A div and the script that draws the figure into it (needs plotly_script() once on the page)."""
     spec = json.dumps(figure, default=str)  # NaN stays NaN, which is JavaScript
     spec = spec.replace("</", "<\\/")  # no name can close the script element early

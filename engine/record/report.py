@@ -12,10 +12,11 @@ import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
+from ortflow.engine.documents import ReportSection, report_section
 from ortflow.engine.environment import facts, target_isa
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
@@ -90,7 +91,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
     return path
 
 
-def render(report: dict[str, Any], out_dir: Path) -> None:
+def render(report: JsonObject, out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
     from ortflow.engine.record.report_html import html_report, markdown_report
 
@@ -98,7 +99,7 @@ def render(report: dict[str, Any], out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _declared(declared: list[Declares]) -> dict[str, Any]:
+def _declared(declared: list[Declares]) -> JsonObject:
     """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
     speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
     def axis(measure: Measure) -> dict[str, str]:
@@ -109,22 +110,19 @@ def _declared(declared: list[Declares]) -> dict[str, Any]:
     return {"units": units(declared), **trade_off}
 
 
-def _sections(outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]) -> list[dict[str, Any]]:
-    sections = []
+def _sections(outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]) -> list[JsonObject]:
+    """Each metrics output's report section (engine.documents.report_section), in the order the stages ran, with
+    what its stage type declares about it."""
+    sections: list[JsonObject] = []
     for name, outcome in outcomes.items():
         for out in ((outcome.record or {}).get("outputs") or {}).values():
-            if out.get("kind") != "metrics":
-                continue
-            try:
-                document = json.loads(store.object_path(out["digest"]).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(document, dict) and isinstance(document.get("report"), dict):
-                sections.append({"stage": name, **_annotated(_well_formed(document["report"]), declared[name])})
+            section = report_section(store.object_path(out["digest"])) if out.get("kind") == "metrics" else None
+            if section is not None:
+                sections.append({"stage": name, **_annotated(_well_formed(section), declared[name])})
     return sections
 
 
-def _annotated(section: dict[str, Any], declares: Declares) -> dict[str, Any]:
+def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
     """A section with what its stage type declares about it: tables kept out of the terminal (`terminal: false`),
     the value axis and unit of its distribution charts."""
     for table in section["tables"]:
@@ -138,7 +136,7 @@ def _annotated(section: dict[str, Any], declares: Declares) -> dict[str, Any]:
     return section
 
 
-def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
+def _well_formed(section: ReportSection) -> JsonObject:
     """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
     tables = [t for t in section.get("tables") or [] if isinstance(t, dict) and isinstance(t.get("title"), str)
               and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
@@ -148,12 +146,12 @@ def _well_formed(section: dict[str, Any]) -> dict[str, Any]:
     return {"tables": tables, "charts": charts}
 
 
-def _distribution(chart: dict[str, Any]) -> bool:
+def _distribution(chart: JsonObject) -> bool:
     return chart.get("kind") == "distribution" and isinstance(chart.get("series"), dict) and all(
         isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in chart["series"].values())
 
 
-def _scatter(chart: dict[str, Any]) -> bool:
+def _scatter(chart: JsonObject) -> bool:
     points = chart.get("points")
     return chart.get("kind") == "scatter" and isinstance(points, list) and bool(points) and all(
         isinstance(p, dict) and isinstance(p.get("label"), str)

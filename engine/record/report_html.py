@@ -7,12 +7,13 @@ import html
 from typing import Any
 
 from ortflow.engine.declarations import unit_of
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.provenance import with_label
 from ortflow.engine.record import charts
 from ortflow.engine.types import dropped_text
 
 
-def markdown_report(report: dict[str, Any]) -> str:
+def markdown_report(report: JsonObject) -> str:
     env = report["environment"]
     lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
              f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.", ""]
@@ -34,7 +35,7 @@ def markdown_report(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_report(report: dict[str, Any]) -> str:
+def html_report(report: JsonObject) -> str:
     parts = [f"<h1>{_e(report['recipe'])}</h1>",
              f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
              f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
@@ -72,7 +73,7 @@ def html_report(report: dict[str, Any]) -> str:
             f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
-def _figure(chart: dict[str, Any], units: dict[str, str]) -> dict[str, Any] | None:
+def _figure(chart: JsonObject, units: dict[str, str]) -> JsonObject | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
@@ -84,7 +85,7 @@ def _figure(chart: dict[str, Any], units: dict[str, str]) -> dict[str, Any] | No
     return None
 
 
-def trade_off(report: dict[str, Any]) -> list[tuple[str, float, float]]:
+def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
     """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
     accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
     axes = report.get("trade_off")
@@ -107,7 +108,7 @@ def _with_unit(value: float, unit: str) -> str:
     return f"{value:.4f}" if not unit else f"{value:.4g} {unit}"
 
 
-def _result(stage: dict[str, Any]) -> str:
+def _result(stage: JsonObject) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
     return dropped_text(stage.get("dropped_from") or (), with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")))
 

@@ -43,6 +43,7 @@ class StepRunner:
         if problems:
             raise StageError(f"{self.parent}: step {uses} has bad parameters: {'; '.join(problems)}")
         params = fill_defaults(params, stage_cls.params_schema)
+        inputs = {port: _shaped(stage_cls, port, value) for port, value in inputs.items()}
         refs = {port: _refs(port, value, (labels or {}).get(port)) for port, value in inputs.items()}
         # optional: a missing provider comes back as SKIPPED, re-raised below so the parent skips (or fails) alike
         spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True)
@@ -61,6 +62,19 @@ class StepRunner:
         outputs = {port: Artifact(out["digest"], self.store.object_path(out["digest"]))
                    for port, out in record.get("outputs", {}).items()}
         return StepResult(outputs)
+
+
+def _shaped(stage_cls: type[Stage], name: str, value: Artifact | list[Artifact]) -> Artifact | list[Artifact]:
+    """A step's input as a recipe stage receives it: a list on a port that takes many (even of one), else one
+    Artifact, so a stage never has to accept both shapes."""
+    port = stage_cls.input_port(name)
+    if port is None:
+        raise StageError(f"step {stage_cls.type} has no input '{name}' (its inputs: {', '.join(p.name for p in stage_cls.inputs)})")
+    if port.many:
+        return value if isinstance(value, list) else [value]
+    if isinstance(value, list):
+        raise StageError(f"step {stage_cls.type}: input '{name}' takes one Artifact, got a list of {len(value)}")
+    return value
 
 
 def _refs(port: str, value: Artifact | list[Artifact], label: str | list[str] | None) -> Binding:

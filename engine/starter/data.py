@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 from ortflow.engine.starter.split import count_samples, split
@@ -49,9 +50,9 @@ class DataKind(enum.Enum):
 class DatasetChoice:
     kind: DataKind
     loader: str
-    params: dict[str, Any]
+    params: JsonObject
     comments: list[str] = field(default_factory=list)
-    held_out_params: dict[str, Any] | None = None  # random data: another seed; user data: the same source
+    held_out_params: JsonObject | None = None  # random data: another seed; user data: the same source
     guesses: dict[str, SizeGuess] = field(default_factory=dict)  # random data: the sizes init chose for open dims
     remarks: list[str] = field(default_factory=list)  # what init also says in its output (caps, the trial's choice)
     held_out_comments: list[str] = field(default_factory=list)  # user data: how the held-out set was cut from it
@@ -266,7 +267,7 @@ def random_choice(roles: ModelRoles, sizes: dict[str, int] | None = None, prepro
         chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {shape[a]}" for a in open_axes if a != info.batch_axis]
         sized = f"; sized {', '.join(chosen)} (set what your model takes)" if chosen else ""
         comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized)
-    params: dict[str, Any] = {"samples": RANDOM_SAMPLES, "seed": 0}
+    params: JsonObject = {"samples": RANDOM_SAMPLES, "seed": 0}
     for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
         if value:
             params[key] = value
@@ -309,7 +310,7 @@ def _images_choice(roles: ModelRoles, data: Path, where: str, preprocessing: Pre
                            f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
     height, width = image_size(roles, images[0], data)
     chosen = preprocessing or Preprocessing()
-    params: dict[str, Any] = {"path": where, "size": [height, width], **chosen.params()}
+    params: JsonObject = {"path": where, "size": [height, width], **chosen.params()}
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
     notes = [f"{data.name}: images, resized to {height} x {width}, RGB", assumed]
     if (height, width) == _median_size(data) and None in _fixed_sides(images[0]):

@@ -6,12 +6,13 @@ writes; the results are found through their declarations, never by file name."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
+from ortflow.engine import documents
+from ortflow.engine.documents import Selection, SelectionCandidate
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.record.report import stage_folder
@@ -102,15 +103,15 @@ class Choice:
     others: tuple[str, ...] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
 
 
-def _measured(candidate: dict[str, Any], metric: str, threshold: float) -> str:
+def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
     """A candidate as the closing line names it: its speed and its accuracy against the constraint."""
     value = _candidate_metric(candidate, metric)
-    verdict = "" if candidate["meets_constraints"] else f" < {threshold}" if value < threshold else " (missed a constraint)"
-    return f"'{candidate['id']}' {candidate['values'].get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
+    verdict = "" if candidate.meets_constraints else f" < {threshold}" if value < threshold else " (missed a constraint)"
+    return f"'{candidate.id}' {candidate.values.get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
 
 
-def _candidate_metric(candidate: dict[str, Any], metric: str) -> float:
-    return float(candidate["values"].get(metric, float("nan")))
+def _candidate_metric(candidate: SelectionCandidate, metric: str) -> float:
+    return float(candidate.values.get(metric, float("nan")))
 
 
 @dataclass(frozen=True)
@@ -140,23 +141,24 @@ def choice_files(stage_cls: type[Stage], outcome: StageOutcome, out_dir: Path) -
 def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     """What `pick` chose. NothingQualified when models faster than the original were built but none met the
     constraint, saying by how much the closest missed; the original itself when nothing was faster."""
-    selection = json.loads(files.document.read_text(encoding="utf-8"))
-    candidates = selection["candidates"]
-    original = next(c for c in candidates if c["model"] == "model")
-    faster = [c for c in candidates if c["values"]["p50_ms"] < original["values"]["p50_ms"]]
-    data = DataSource.from_json(selection.get("data"))
+    selection = documents.read(files.document, Selection)
+    candidates = selection.candidates
+    original = next(c for c in candidates if c.model == "model")
+    faster = [c for c in candidates if c.values["p50_ms"] < original.values["p50_ms"]]
+    data = selection.data
     on = f" ({data.label()})" if data is not None else ""
-    if faster and not any(c["meets_constraints"] for c in faster):
+    if faster and not any(c.meets_constraints for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
         fix = "lower --min-accuracy" if data is not None and data.verified else "lower --min-accuracy, or give real data with --data"
-        raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest['id']}' "
-                               f"({closest['values'].get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
+        raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest.id}' "
+                               f"({closest.values.get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
                                f"{fix} (every candidate: {files.document})")
-    chosen = next(c for c in candidates if c["chosen"])
+    chosen = selection.chosen_candidate()
+    assert chosen is not None  # select fails its gate (exit 3) when it chooses none
     others = tuple(_measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original)
-    return Choice(chosen["id"], files.model, float(chosen["values"].get("speedup", 1.0)),
-                  float(chosen["values"]["p50_ms"]), float(original["values"]["p50_ms"]), metric,
+    return Choice(chosen.id, files.model, float(chosen.values.get("speedup", 1.0)),
+                  float(chosen.values["p50_ms"]), float(original.values["p50_ms"]), metric,
                   _candidate_metric(chosen, metric), threshold, data, others)
 
 

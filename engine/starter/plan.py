@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
 
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, OutputMeaning, article
 
@@ -21,8 +21,8 @@ class Target(enum.Enum):
 class StageDraft:
     name: str
     uses: str
-    inputs: dict[str, Any]
-    params: dict[str, Any] = field(default_factory=dict)
+    inputs: JsonObject
+    params: JsonObject = field(default_factory=dict)
     comments: list[str] = field(default_factory=list)
     optional: bool = False
 
@@ -31,7 +31,7 @@ class StageDraft:
 class MetricChoice:
     """How accuracy is judged: validate_accuracy's parameters and the constraint select applies."""
 
-    validate: dict[str, Any]
+    validate: JsonObject
     name: str
     threshold: float
     comments: list[str]
@@ -54,7 +54,7 @@ def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
 
 def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None) -> MetricChoice:
     """A task metric from what the outputs mean; cosine where no task metric fits."""
-    def chosen(validate: dict[str, Any], name: str, threshold: float, comments: list[str]) -> MetricChoice:
+    def chosen(validate: JsonObject, name: str, threshold: float, comments: list[str]) -> MetricChoice:
         return MetricChoice(validate, name, threshold if min_accuracy is None else min_accuracy, comments)
 
     detections = roles.outputs_with(OutputMeaning.DETECTIONS)
@@ -99,7 +99,7 @@ def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None
 DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
 
 
-def _dense_map_metric(outs: list[str], real_data: bool) -> tuple[dict[str, Any], str, float, list[str]]:
+def _dense_map_metric(outs: list[str], real_data: bool) -> tuple[JsonObject, str, float, list[str]]:
     """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
     those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
     validate = {"outputs": outs, "metrics": {"dense_map": {"outputs": outs}}}
@@ -143,7 +143,7 @@ SANITY_NOTE = ["no `data:` input: on random feeds the sanity check would only re
                "(data: datasets.calibration) it refuses a model whose outputs collapsed"]
 
 
-def _sanity(inputs: dict[str, Any], real_data: bool) -> dict[str, Any]:
+def _sanity(inputs: JsonObject, real_data: bool) -> JsonObject:
     """The quantize stages' `data` (their sanity check) only where the data is real."""
     return {**inputs, "data": "datasets.calibration"} if real_data else inputs
 
@@ -182,7 +182,7 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
                "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
                "outputs one 8-bit scale serves badly"]
     elif convs >= matmuls:
-        settings: dict[str, Any] = {"per_channel": True}
+        settings: JsonObject = {"per_channel": True}
         why = ["per-channel weight scales: one per filter, as convolutions need"]
     else:
         settings = {"per_channel": False}

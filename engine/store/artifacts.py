@@ -22,9 +22,10 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from ortflow.engine.errors import StoreError
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
@@ -131,7 +132,7 @@ class ArtifactStore:
     def run_path(self, key: str) -> Path:
         return self.runs / key[:2] / f"{key}.json"
 
-    def read_run(self, key: str) -> dict[str, Any] | None:
+    def read_run(self, key: str) -> JsonObject | None:
         """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
         object it names is intact, else None."""
         try:
@@ -143,14 +144,14 @@ class ArtifactStore:
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
-    def write_run(self, key: str, record: dict[str, Any], as_is: bool = False) -> None:
+    def write_run(self, key: str, record: JsonObject, as_is: bool = False) -> None:
         """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
         text = json.dumps(record if as_is else signed(record), indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
-    def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]:
+    def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
         for path in sorted(self.runs.glob("*/*.json")):
             try:
                 yield path.stem, json.loads(path.read_text(encoding="utf-8"))
@@ -240,7 +241,7 @@ class ArtifactStore:
             _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
 
     def gc(self, keep_keys: set[str], keep_digests: set[str], dry_run: bool = False,
-           keep: Callable[[str, dict[str, Any]], bool] = lambda _key, _record: False) -> Collected:
+           keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False) -> Collected:
         """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
         references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
         exclusive = ProcessLock(self.root / "store.lock")
@@ -257,7 +258,7 @@ class ArtifactStore:
             exclusive.release()
 
     def _collectable(self, keep_keys: set[str], keep_digests: set[str],
-                     records: dict[str, dict[str, Any] | None]) -> Collected:
+                     records: dict[str, JsonObject | None]) -> Collected:
         live = set(keep_digests)
         keep = set(keep_keys)
         pending = [k for k in keep_keys if records.get(k)]

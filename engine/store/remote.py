@@ -20,9 +20,10 @@ import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ortflow.engine.errors import StoreError
+from ortflow.engine.json_types import Json
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 
@@ -64,7 +65,7 @@ class Listing:
 class Remote:
     """One remote, opened from its URL (s3://bucket/prefix, gs://..., az://..., file:///mnt/share/cache)."""
 
-    def __init__(self, url: str, options: dict[str, Any] | None = None):
+    def __init__(self, url: str, options: Mapping[str, object] | None = None):
         self.url = url
         self.options = dict(options or {})  # for a Dask worker to open the same remote
         self.shown = redact(url)
@@ -128,14 +129,14 @@ class Remote:
         except (ValueError, UnicodeDecodeError):
             return None
 
-    def read_many(self, names: list[str]) -> dict[str, Any]:
+    def read_many(self, names: list[str]) -> dict[str, Json]:
         """read_json() of several names in one concurrent batch (a thousand-stage recipe is not a thousand
         round trips in a row)."""
         if not names:
             return {}
         found = self.fs.cat(list(names), on_error="return")
         found = found if isinstance(found, dict) else {names[0]: found}
-        values: dict[str, Any] = {}
+        values: dict[str, Json] = {}
         for name in names:
             data = found.get(name, found.get(self.fs._strip_protocol(name)))
             try:
@@ -144,7 +145,7 @@ class Remote:
                 values[name] = None
         return values
 
-    def write_many(self, values: dict[str, Any]) -> None:
+    def write_many(self, values: Mapping[str, Json]) -> None:
         """write_json() of several names; on an object store in one concurrent batch."""
         if not self.atomic_put:
             for name, value in values.items():
@@ -235,7 +236,7 @@ class Remote:
         self.fs.mv(staging, name)  # a rename on a local or mounted folder: all or nothing
 
 
-def _filesystem(url: str, options: dict[str, Any]) -> tuple[Any, str, bool]:
+def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool]:
     """(fsspec filesystem, root path inside it, whether a put is atomic by itself)."""
     try:
         import fsspec

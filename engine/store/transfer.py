@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Protocol
 
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.records import DIGEST, record_problem
@@ -56,7 +57,7 @@ def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     meter = meter or NoMeter()
     tally = Tally()
     listing = remote.listing()
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, JsonObject] = {}
     for key, stage in sorted(keys.items()):
         record = ArtifactStore.read_run(store, key)  # this cache's own record: never a read-through download
         if record is None:
@@ -145,7 +146,7 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     meter = meter or NoMeter()
     tally = Tally()
     listing = remote.listing()
-    wanted: dict[str, dict[str, Any]] = {}
+    wanted: dict[str, JsonObject] = {}
     remote_keys = []
     for key, stage in sorted(keys.items()):
         if ArtifactStore.read_run(store, key) is not None:  # this cache's own record (no read-through)
@@ -168,7 +169,7 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     return tally
 
 
-def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tuple[dict[str, Any] | None, Tally]:
+def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tuple[JsonObject | None, Tally]:
     """Read-through: one key's record and objects, without listing the whole remote."""
     tally = Tally()
     record = _checked_record(remote, key, stage, lambda _digest: True, tally)
@@ -183,7 +184,7 @@ def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tup
 
 
 def _checked_record(remote: Remote, key: str, stage: str, holds: Callable[[str], bool], tally: Tally,
-                    record: Any = None) -> dict[str, Any] | None:
+                    record: Any = None) -> JsonObject | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
     record = record if record is not None else remote.read_json(remote.run_name(key))

@@ -58,6 +58,30 @@ from ortflow.engine.environment import facts as environment_facts
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
 from ortflow.engine.types import TextEnum
 
+# Result documents: the benchmark's, validate_accuracy's and select's outputs as typed dataclasses, checked
+# against their JSON Schemas (schemas/) and written and read only through read_document/write_document.
+from ortflow.engine.documents import (
+    BENCHMARK_CONFIG,
+    AccuracyResults,
+    BenchmarkResults,
+    BenchmarkRow,
+    Bounds,
+    Latency,
+    Placement,
+    Profile,
+    ReferenceValues,
+    ReportSection,
+    Selection,
+    SelectionCandidate,
+    Table,
+    with_speedups,
+)
+from ortflow.engine.documents import read as read_document
+from ortflow.engine.documents import write as write_document
+
+# JSON-shaped values: what a parsed JSON/YAML document holds, and a stage's opaque parameters.
+from ortflow.engine.json_types import Json, JsonObject, Params, Scalar
+
 # Model files, kept at the top for plugins written against the first API (ortflow.api.onnx has the rest).
 from ortflow.engine.ort.onnx_model import check as check_model
 from ortflow.engine.ort.onnx_model import model_file
@@ -72,4 +96,8 @@ __all__ = [
     "batched", "bound_problems", "check_model", "environment_facts", "file_param", "fill_defaults",
     "installed_metrics", "loader_type", "metric_type", "model_file", "model_inputs", "params_problems", "save_model",
     "stage_type", "suggest",
+    # result documents and JSON types
+    "AccuracyResults", "BENCHMARK_CONFIG", "BenchmarkResults", "BenchmarkRow", "Bounds", "Json", "JsonObject",
+    "Latency", "Params", "Placement", "Profile", "ReferenceValues", "ReportSection", "Scalar", "Selection",
+    "SelectionCandidate", "Table", "read_document", "with_speedups", "write_document",
 ]

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from ortflow.api import Better, DataSource, StageContext, StageError
+from ortflow.api import AccuracyResults, Better, DataSource, StageContext, StageError
 
 Counted = dict[str, tuple[float, str]]  # metric -> (value it counts at, the output or metric group it came from)
 
@@ -69,11 +69,11 @@ def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[s
     return failures
 
 
-def judged(document: dict[str, Any], accuracy: dict[str, Any]) -> tuple[dict[str, float], float | None, bool]:
+def judged(document: AccuracyResults, accuracy: dict[str, Any]) -> tuple[dict[str, float], float | None, bool]:
     """One model's gated values, margin and verdict from a validate_accuracy results document that checked it
     alone, on the values it recorded (6 significant digits)."""
-    ((label, values),) = document["values"].items()  # its label may be another search's
-    counted = {m: (v, document["counted_at"][label].get(m, "")) for m, v in values.items()}
+    ((label, values),) = document.values.items()  # its label may be another search's
+    counted = {m: (v, document.counted_at[label].get(m, "")) for m, v in values.items()}
     gated = {m: v for m, (v, _) in counted.items() if m in {*accuracy["min"], *accuracy["max"]}}
     return gated, margin(gated, accuracy), not gate_failures({label: counted}, accuracy)
 
@@ -84,4 +84,4 @@ def verdict_data(ctx: StageContext, data_port: str, built_from: tuple[str, ...])
     calibrated on it), which flatters them."""
     digest = ctx.digests.get(data_port)
     reused = any(digest in ctx.made_from.get(port, ()) for port in built_from)
-    return replace(ctx.inputs[data_port].source(), calibration_reused=reused)
+    return replace(ctx.dataset(data_port).source(), calibration_reused=reused)

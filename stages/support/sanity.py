@@ -186,7 +186,7 @@ def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]]
     from ortflow.api import model_inputs
 
     inputs = model_inputs(model)
-    data = ctx.inputs.get("data")
+    data = ctx.dataset("data") if ctx.has("data") else None
     if data is not None:
         return list(itertools.islice(data.feeds(inputs, samples), samples)), False
     from ortflow.api import loader_type

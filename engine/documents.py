@@ -1,0 +1,354 @@
+"""The result documents stages write as metrics outputs and other stages, the reports and `engine optimize`
+read: a benchmark's results, validate_accuracy's results and select's selection. Each is a dataclass written
+and read only here, checked against its JSON Schema (schemas/*.schema.json, compiled once) both ways, so a
+reader never re-parses rows by key and a writer cannot drift from what readers expect. The JSON is the same,
+key for key and in the same order, as the stages wrote before these classes existed: their digests are in
+shipped lock files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Callable, TypedDict, TypeVar, Union
+
+from ortflow.engine.errors import StageError
+from ortflow.engine.json_types import Json, Scalar
+from ortflow.engine.metric import Better
+from ortflow.engine.provenance import DataSource
+
+
+class _Table(TypedDict):
+    title: str
+    columns: list[str]
+    rows: list[list[Json]]
+
+
+Table = _Table
+
+
+class ReportSection(TypedDict, total=False):
+    """A stage's section of the run report: {"tables": [...], "charts": [...]} (engine.record.report)."""
+
+    tables: list[Table]
+    charts: list[dict[str, Json]]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw
+
+
+class Placement(TypedDict):
+    requested: str
+    nodes_by_provider: dict[str, int]
+    fallback_nodes: int
+    fallback_examples: list[str]
+
+
+class Profile(TypedDict):
+    """One model's profile: time share by op type and by node ([name, percent] pairs), and node placement."""
+
+    op_types_percent: list[list[Json]]
+    nodes_percent: list[list[Json]]
+    placement: Placement
+
+
+class MachineLoad(TypedDict):
+    cpus: int
+    load_1min: float | None
+    others_percent: float | None
+    steal_percent: float | None
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Gates or constraints: metric -> lowest (`min`) or highest (`max`) acceptable value."""
+
+    min: dict[str, float] = field(default_factory=dict)
+    max: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, dict[str, float]]:
+        return {"min": self.min, "max": self.max}
+
+    @classmethod
+    def from_json(cls, data: dict[str, dict[str, float]]) -> Bounds:
+        return cls(dict(data.get("min") or {}), dict(data.get("max") or {}))
+
+
+# -- benchmark ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Milliseconds per run: mean, extremes and percentiles (in this order in the JSON)."""
+
+    mean: float
+    min: float
+    max: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"mean": self.mean, "min": self.min, "max": self.max, "p50": self.p50, "p90": self.p90, "p95": self.p95,
+                "p99": self.p99}
+
+
+BENCHMARK_CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")  # BenchmarkRow.config()
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One model timed under one configuration (threads, batch size, sequence length, IO binding)."""
+
+    model: str
+    intra_op_threads: int
+    batch_size: int
+    providers_used: list[str]
+    session_create_s: float
+    peak_rss_mb: float | None
+    size_mb: float
+    latencies_ms: list[float]
+    latency_ms: Latency
+    throughput_per_s: float
+    runs: int
+    sequence_length: int | None = None
+    io_binding: bool = False
+    speedup: float = 1.0
+
+    def config(self) -> tuple[int, int, int | None, bool]:
+        """What makes two rows comparable: the same configuration (the order of BENCHMARK_CONFIG)."""
+        return (self.intra_op_threads, self.batch_size, self.sequence_length, self.io_binding)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"model": self.model, "intra_op_threads": self.intra_op_threads, "batch_size": self.batch_size,
+                "providers_used": list(self.providers_used), "session_create_s": self.session_create_s,
+                "peak_rss_mb": self.peak_rss_mb, "size_mb": self.size_mb, "latencies_ms": list(self.latencies_ms),
+                "latency_ms": self.latency_ms.to_json(), "throughput_per_s": self.throughput_per_s, "runs": self.runs,
+                "sequence_length": self.sequence_length, "io_binding": self.io_binding, "speedup": self.speedup}
+
+    @classmethod
+    def from_json(cls, row: dict[str, Json]) -> BenchmarkRow:
+        latency = Latency(**row["latency_ms"])  # type: ignore[arg-type]  # the schema checked its numbers
+        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "latency_ms"}
+        return cls(**known, latency_ms=latency)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class BenchmarkResults:
+    """benchmark.json: every row, the baseline speedups are relative to, how busy the machine was, and the
+    profiles (when asked for, or on a GPU provider)."""
+
+    baseline: str
+    note: str
+    load: MachineLoad
+    machine: dict[str, str]
+    results: list[BenchmarkRow]
+    profiles: dict[str, Profile]
+    report: ReportSection
+
+    SCHEMA = "benchmark_results"
+
+    def row(self, model: str, like: BenchmarkRow | None = None) -> BenchmarkRow | None:
+        """The row of `model` (under the configuration of `like`, when given)."""
+        return next((r for r in self.results if r.model == model and (like is None or r.config() == like.config())), None)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"baseline": self.baseline, "note": self.note, "load": dict(self.load), "machine": self.machine,
+                "results": [r.to_json() for r in self.results], "profiles": dict(self.profiles), "report": dict(self.report)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Json]) -> BenchmarkResults:
+        return cls(data["baseline"], data.get("note", ""), data.get("load") or {}, data.get("machine") or {},  # type: ignore[arg-type]
+                   [BenchmarkRow.from_json(r) for r in data["results"]], data.get("profiles") or {},  # type: ignore[union-attr, arg-type]
+                   data.get("report") or {})  # type: ignore[arg-type]
+
+
+# -- accuracy -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceValues:
+    """The reference against itself: what select counts for it when it is one of the models to choose from."""
+
+    name: str
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
+class AccuracyResults:
+    """accuracy.json: every value per model and output or metric group (`results`), each metric's counted
+    value (`values`: its worst over the gated outputs) and where it was counted, which way each is better,
+    the gates and their misses, and the data the verdict rests on."""
+
+    samples: int
+    results: dict[str, dict[str, dict[str, Json]]]  # model -> output or metric group -> metric -> value
+    values: dict[str, dict[str, float]]
+    counted_at: dict[str, dict[str, str]]
+    better: dict[str, Better]
+    reference_labelled: dict[str, float] | None
+    gates: Bounds
+    failures: list[str]
+    data: DataSource | None
+    report: ReportSection
+    reference: ReferenceValues | None = None
+
+    SCHEMA = "accuracy_results"
+
+    def model_values(self, name: str) -> dict[str, float]:
+        """A model's counted values: a candidate's, or the reference's own when `name` is the reference."""
+        found = self.values.get(name)
+        if not found and self.reference is not None and self.reference.name == name:
+            found = self.reference.values
+        return {m: v for m, v in (found or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def to_json(self) -> dict[str, Json]:
+        document: dict[str, Json] = {
+            "samples": self.samples, "results": self.results, "values": self.values,  # type: ignore[dict-item]
+            "counted_at": self.counted_at, "better": {m: b.value for m, b in self.better.items()},  # type: ignore[dict-item]
+            "reference_labelled": self.reference_labelled, "gates": self.gates.to_json(),  # type: ignore[dict-item]
+            "failures": list(self.failures)}
+        if self.data is not None:
+            document["data"] = self.data.to_json()
+        document["report"] = dict(self.report)
+        if self.reference is not None:
+            document["reference"] = {"name": self.reference.name, "values": self.reference.values}  # type: ignore[dict-item]
+        return document
+
+    @classmethod
+    def from_json(cls, data: dict[str, Json]) -> AccuracyResults:
+        reference = data.get("reference")
+        return cls(data.get("samples", 0), data["results"], data["values"], data.get("counted_at") or {},  # type: ignore[arg-type]
+                   {m: Better(b) for m, b in (data.get("better") or {}).items()},  # type: ignore[union-attr, arg-type]
+                   data.get("reference_labelled"), Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
+                   list(data.get("failures") or []), DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
+                   data.get("report") or {},  # type: ignore[arg-type]
+                   ReferenceValues(reference["name"], reference["values"]) if isinstance(reference, dict) else None)  # type: ignore[arg-type]
+
+
+# -- selection ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SelectionCandidate:
+    id: str
+    model: str  # the label of its model among select's `models`
+    config: dict[str, Scalar]  # the benchmark settings that vary across candidates
+    values: dict[str, float]
+    meets_constraints: bool
+    misses: list[str]
+    pareto: bool
+    chosen: bool
+
+    def to_json(self) -> dict[str, Json]:
+        return {"id": self.id, "model": self.model, "config": self.config, "values": self.values,  # type: ignore[dict-item]
+                "meets_constraints": self.meets_constraints, "misses": list(self.misses), "pareto": self.pareto,
+                "chosen": self.chosen}
+
+    @classmethod
+    def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
+        return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """selection.json: the objective, the constraints, every candidate with its metrics and verdict, the one
+    chosen (None when none qualifies) and the data its accuracy was measured on."""
+
+    goal: str  # minimize or maximize
+    objective: str
+    constraints: Bounds
+    data: DataSource | None
+    chosen: str | None
+    candidates: list[SelectionCandidate]
+    report: ReportSection
+
+    SCHEMA = "selection"
+
+    def chosen_candidate(self) -> SelectionCandidate | None:
+        return next((c for c in self.candidates if c.chosen), None)
+
+    def candidate(self, model: str) -> SelectionCandidate | None:
+        """The first candidate of the model labelled `model`."""
+        return next((c for c in self.candidates if c.model == model), None)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"objective": {self.goal: self.objective}, "constraints": self.constraints.to_json(),  # type: ignore[dict-item]
+                "data": self.data.to_json() if self.data is not None else None,  # type: ignore[dict-item]
+                "chosen": self.chosen, "candidates": [c.to_json() for c in self.candidates], "report": dict(self.report)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Json]) -> Selection:
+        ((goal, objective),) = (data.get("objective") or {"minimize": "p50_ms"}).items()  # type: ignore[union-attr]
+        return cls(goal, objective, Bounds.from_json(data.get("constraints") or {}),  # type: ignore[arg-type]
+                   DataSource.from_json(data.get("data")), data.get("chosen"),  # type: ignore[arg-type]
+                   [SelectionCandidate.from_json(c) for c in data["candidates"]], data.get("report") or {})  # type: ignore[union-attr, arg-type]
+
+
+# -- reading and writing --------------------------------------------------------------------------------
+
+Document = Union[BenchmarkResults, AccuracyResults, Selection]
+D = TypeVar("D", BenchmarkResults, AccuracyResults, Selection)
+WHAT = {"benchmark_results": "a benchmark stage's results", "accuracy_results": "a validate_accuracy stage's results",
+        "selection": "a select stage's selection"}
+
+
+def write(path: Path, document: Document) -> None:
+    """The document as its stage writes it (indented JSON; numpy scalars as floats), checked first."""
+    data = document.to_json()
+    problem = _problem(document.SCHEMA, data)
+    if problem:
+        raise ValueError(f"{type(document).__name__} does not match schemas/{document.SCHEMA}.schema.json: {problem}")
+    path.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
+
+
+def read(path: Path | str, kind: type[D]) -> D:
+    """The document at `path`, checked against its schema: a file that is not one says what it is and what to
+    give instead (e.g. an accuracy.json from a validate_accuracy before version 3: run it again)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StageError(f"{path}: not a results document ({exc}) — give {WHAT[kind.SCHEMA]}") from None
+    problem = _problem(kind.SCHEMA, data)
+    if problem:
+        raise StageError(f"{path}: not {WHAT[kind.SCHEMA]} ({problem}) — give {WHAT[kind.SCHEMA]}, re-run by "
+                         "`engine run` if it was written by an older version")
+    return kind.from_json(data)
+
+
+def report_section(path: Path | str) -> ReportSection | None:
+    """The `report` section of any metrics document (a plugin's too), or None: the run report draws it."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    section = data.get("report") if isinstance(data, dict) else None
+    return section if isinstance(section, dict) else None
+
+
+def with_speedups(rows: list[BenchmarkRow], baseline: str, speedup: Callable[[BenchmarkRow, BenchmarkRow], float]) -> list[BenchmarkRow]:
+    """Each row with its speedup against the baseline's row of the same configuration."""
+    bases = {r.config(): r for r in rows if r.model == baseline}
+    return [replace(r, speedup=speedup(bases[r.config()], r)) for r in rows]
+
+
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict[str, Json]:
+    return json.loads(resources.files("ortflow.schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def _compiled(name: str) -> Callable[[object], object]:
+    import fastjsonschema
+
+    return fastjsonschema.compile(schema(name))
+
+
+def _problem(name: str, data: object) -> str:
+    """What is wrong with `data` as a document of schema `name` ("" when nothing)."""
+    import fastjsonschema
+
+    try:
+        _compiled(name)(data)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return exc.message
+    return ""
