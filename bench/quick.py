@@ -47,6 +47,9 @@ QUICKSTART = {
 }
 
 
+DROP = object()  # a change that removes the key (a stage, say) instead of setting it
+
+
 def add_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help=HELP)
 
@@ -66,7 +69,8 @@ def tiny_recipe(folder: Path) -> Path:
 
 
 def recipe_copy(recipe: Path, folder: Path, changes: dict[str, Any]) -> Path:
-    """`recipe` with `changes` ({dotted key: value}) written into `folder`, its data folder linked beside it.
+    """`recipe` with `changes` ({dotted key: value, or DROP to remove it}) written into `folder`, its data folder
+    linked beside it.
     Written into the file rather than given as --set, so that every later command on it (status, cache pull)
     plans the same keys."""
     data = yaml.safe_load(recipe.read_text())
@@ -75,7 +79,10 @@ def recipe_copy(recipe: Path, folder: Path, changes: dict[str, Any]) -> Path:
         *path, last = dotted.split(".")
         for part in path:
             node = node[part]  # a KeyError here is a quick-mode change naming what the recipe no longer has
-        node[last] = value
+        if value is DROP:
+            del node[last]
+        else:
+            node[last] = value
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / recipe.name
     copy.write_text(yaml.safe_dump(data, sort_keys=False))
