@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-
 import quick
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"

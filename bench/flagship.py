@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import quick
 from compare_plain_ort import plain_measurement  # the same independent timing loop
 from interleaved import latency_ms, sessions  # 1-thread sessions: steadier on a shared 2-core machine
 
-import quick
 from ortflow.engine.environment import fact
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-
 import quick
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-
 import quick
 
 

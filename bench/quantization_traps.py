@@ -29,9 +29,8 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import onnxruntime as ort
-from interleaved import latency_ms, sessions
-
 import quick
+from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
 PHOTOS = REPO / "recipes" / "data" / "images" / "photos"

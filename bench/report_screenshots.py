@@ -22,9 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
 import quick
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from interleaved import latency_ms, sessions
-
 import quick
+from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
 VARIANTS = {
