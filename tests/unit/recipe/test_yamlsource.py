@@ -22,7 +22,10 @@ def problems(text: str) -> list[str]:
 def test_nesting_up_to_the_limit_is_read_and_one_level_more_is_refused_where_it_starts():
     # the document's mapping is level 1; each bracket adds one
     data, _ = parse_yaml("x: " + "[" * (MAX_DEPTH - 1) + "1" + "]" * (MAX_DEPTH - 1) + "\n", NAME)
-    assert data["x"] == eval("[" * (MAX_DEPTH - 1) + "1" + "]" * (MAX_DEPTH - 1))
+    expected: object = 1
+    for _ in range(MAX_DEPTH - 1):
+        expected = [expected]
+    assert data["x"] == expected
     assert problems("x: " + "[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH + "\n") == [
         f"{NAME}:1:{3 + MAX_DEPTH}: the document nests more than {MAX_DEPTH} levels deep here"]
 
