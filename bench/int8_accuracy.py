@@ -98,7 +98,7 @@ def main() -> None:
     fp32 = Path(minilm.locate_file(next(f for f in minilm.files if str(f).endswith(".onnx"))))
     data = np.load(RECIPES / "data" / "validation.npz")
     feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data["input_ids"]))][:samples]
-    print(f"{report['recipe'] if 'recipe' in report else minilm_recipe.stem} (cosine vs fp32 over {len(feeds)} held-out sentences)\n")
+    print(f"{minilm_recipe.stem} (cosine vs fp32 over {len(feeds)} held-out sentences)\n")
     print(table(report, fp32, feeds, cosine, "mean cosine"))
 
     report = run(cnn_recipe)
