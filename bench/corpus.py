@@ -9,6 +9,7 @@ that did not run / crashed: a Python traceback), the speedup, the task metric wi
     python bench/corpus.py                  # every model: about 10 minutes on 2 cores
     python bench/corpus.py nudenet magika   # some of them
     python bench/corpus.py --logs DIR       # and every step's output, one file per model
+    python bench/corpus.py --quick          # one small model (magika), a short benchmark: checks the script runs
 
 tests/test_corpus.py (`pytest -m corpus`) runs the same steps, with a short benchmark and no `optimize`."""
 
@@ -35,6 +36,10 @@ TRACEBACK = "Traceback (most recent call last)"
 REFERENCE = "model"  # init names the original model's input `model`; select lists it under that id
 CELL = 200  # characters of an error or closing line in a table cell
 STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
+QUICK_MODEL = "magika"  # --quick: the smallest model, with real data
+# --quick's run as tests/test_corpus.py shortens it: a short benchmark, calibration 4 samples at a time
+QUICK_RUN = ("--set", "{benchmark}.with.runs=5", "--set", "{benchmark}.with.rounds=1", "--set", "{benchmark}.with.warmup=1",
+             "--set", "{calibrate}.with.batch_size=4")
 sys.path.insert(0, str(BENCH))
 
 from corpus_feeds import DERIVE, FEEDS, wheel_path  # noqa: E402
@@ -253,7 +258,7 @@ def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), 
     if init.code or init.traceback:
         return _stop(result, init, Outcome.REFUSED)
     result.steps.append(init)
-    for name, args in (("validate", ["validate", str(recipe)]), ("run", ["run", str(recipe), *_short(recipe, run_args)])):
+    for name, args in (("validate", ["validate", str(recipe)]), ("run", ["run", str(recipe), *by_stage_type(recipe, run_args)])):
         step = engine(name, args, folder)
         if step.code or step.traceback:
             return _stop(result, step, Outcome.FAILED)
@@ -268,7 +273,7 @@ def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), 
     return result
 
 
-def _short(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
+def by_stage_type(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
     """`run_args` as `--set {STAGE_TYPE}.with.KEY=VALUE` pairs, each given for every stage of that type the recipe
     has (init names them; the test shortens its benchmark and calibration) and dropped where it has none."""
     stages = yaml.safe_load(recipe.read_text())["stages"]
@@ -318,13 +323,16 @@ def main(argv: list[str]) -> int:
         return 0
     logs = Path(argv[argv.index("--logs") + 1]) if "--logs" in argv else None
     argv = [a for i, a in enumerate(argv) if a != "--logs" and (i == 0 or argv[i - 1] != "--logs")]
+    run_args: tuple[str, ...] = ()
+    if "--quick" in argv:
+        argv, run_args = [a for a in argv if a != "--quick"] or [QUICK_MODEL], QUICK_RUN
     chosen = [m for m in manifest.models if not argv or m.id in argv]
     results = []
     started = time.perf_counter()
     for model in chosen:
         with tempfile.TemporaryDirectory(prefix=f"corpus-{model.id}-") as folder:
             try:
-                results.append(try_model(model, Path(folder)))
+                results.append(try_model(model, Path(folder), run_args))
             except (OSError, ValueError, subprocess.SubprocessError) as error:  # boundary: one model's setup never stops the rest
                 results.append(Result(model, Outcome.CRASHED, f"corpus setup: {error}"))
             if logs:

@@ -6,7 +6,8 @@
    Python's start-up is not counted; the first one pays the engine's own imports), then the same again
    with the validated recipe cached.
 
-Usage: python bench/engine_overhead.py [--repeat N]
+Usage: python bench/engine_overhead.py [--repeat N] [--quick]
+(--quick: 1 repeat of bench/quick.py's tiny recipe, plans of 10 and 100 stages)
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import quick
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,11 +45,14 @@ def compile_bytecode() -> None:
                    "PYTHONDONTWRITEBYTECODE": ""})
 
 
-def cached_rerun_vs_floor(work: Path, repeat: int) -> tuple[float, float]:
+def cached_rerun_vs_floor(work: Path, repeat: int, tiny: bool = False) -> tuple[float, float]:
     compile_bytecode()
-    recipe = work / "quickstart.yaml"
-    shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
-    shutil.copytree(ROOT / "recipes" / "data", work / "data")
+    if tiny:
+        recipe = quick.tiny_recipe(work)
+    else:
+        recipe = work / "quickstart.yaml"
+        shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
+        shutil.copytree(ROOT / "recipes" / "data", work / "data")
     engine = [sys.executable, "-m", "ortflow.engine.cli", "run", str(recipe)]  # with its usual table output
     subprocess.run(engine, cwd=work, check=True, stdout=subprocess.DEVNULL)  # build once
     floor_cmd = [sys.executable, "-c", "import onnxruntime"]
@@ -96,18 +102,22 @@ def plan_time(work: Path, stages: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    quick.add_flag(parser)
     args = parser.parse_args()
+    sizes = (10, 100) if args.quick else (1000, 10000)
+    args.repeat = 1 if args.quick else args.repeat
     with tempfile.TemporaryDirectory(prefix="ortflow-bench-") as tmp:
         work = Path(tmp)
-        floor, rerun = cached_rerun_vs_floor(work, args.repeat)
-        plans = {stages: plan_time(work, stages) for stages in (1000, 10000)}
+        floor, rerun = cached_rerun_vs_floor(work, args.repeat, tiny=args.quick)
+        plans = {stages: plan_time(work, stages) for stages in sizes}
     ratio = rerun / floor
     print(f"import onnxruntime (floor)       median {floor * 1000:7.1f} ms over {args.repeat} runs")
     print(f"engine run, fully cached         median {rerun * 1000:7.1f} ms over {args.repeat} runs")
     for stages, (cold, cached, count) in plans.items():
         print(f"load + validate + plan, {count:>5} stages: cold {cold:7.3f} s, validated recipe cached {cached:7.3f} s")
-    print(f"overhead: cached re-run {ratio:.2f}x import floor, 1000-stage cold plan {plans[1000][0]:.2f} s, "
-          f"10000-stage {plans[10000][0]:.2f} s")
+    small, large = sizes
+    print(f"overhead: cached re-run {ratio:.2f}x import floor, {small}-stage cold plan {plans[small][0]:.2f} s, "
+          f"{large}-stage {plans[large][0]:.2f} s")
 
 
 if __name__ == "__main__":

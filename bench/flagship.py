@@ -12,13 +12,17 @@ then, independently of the engine:
 A failed engine run or a candidate that missed its gate is a row, never the end of the script. Prints the host's
 ISA, the goal (ortflow's pick >= 1.1x the best plain-ORT dynamic configuration at cosine >= 0.99) and last
 `flagship: <speedup over fp32>x at cosine <c>`. Under 15 minutes on 2 cores (about 4 on a quiet AVX2 host).
+
+    python bench/flagship.py [--quick]   # --quick: a search of 2 candidates on 8 sentences, in a scratch copy
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import quick
 from compare_plain_ort import plain_measurement  # the same independent timing loop
 from interleaved import latency_ms, sessions  # 1-thread sessions: steadier on a shared 2-core machine
 
@@ -37,9 +42,15 @@ from ortflow.engine.environment import fact
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 RECIPE = RECIPES / "minilm-cpu-flagship.yaml"
-OUT = RECIPES / "out" / "minilm-cpu-flagship"
 EMBEDDING = "461"  # the pooled sentence embedding
 ROUNDS, RUNS = 12, 30
+QUICK = {  # the same recipe, searching 2 candidates of the unfused model on 8 sentences with a short benchmark
+    "datasets.calibration.with.limit": 8,
+    "stages.search.in.models": ["inputs.model"],
+    "stages.search.with.accuracy.samples": 8,
+    "stages.search.with.benchmark": {"runs": 3, "rounds": 1, "peak_memory": False},
+    "stages.search.with.max_candidates": 2,
+}
 TARGET, GOAL = 0.99, 1.1
 FP32, PEER = "fp32 (ORT default session)", "ORT dynamic per_channel QUInt8 (peer's best)"
 PICK = "ortflow pick"
@@ -70,16 +81,17 @@ def plain_models(scratch: Path) -> dict[str, Path]:
     return paths
 
 
-def engine_run() -> tuple[Path | None, list[list[str]]]:
+def engine_run(recipe: Path = RECIPE) -> tuple[Path | None, list[list[str]]]:
     """The recipe's chosen model (None when the run found none) and its search's candidates as table rows."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(RECIPE)],
+    done = subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)],
                           capture_output=True, text=True)
-    print(f"engine run {RECIPE.name}: exit {done.returncode} in {time.monotonic() - started:.0f} s")
+    print(f"engine run {recipe.name}: exit {done.returncode} in {time.monotonic() - started:.0f} s")
+    out = recipe.parent / "out" / recipe.stem
     rows: list[list[str]] = []
     if done.returncode != 0:
         rows.append([f"{PICK}: engine run failed", (done.stderr.strip().splitlines() or ["?"])[-1][:100]])
-    search_file = OUT / "search" / "search.json"
+    search_file = out / "search" / "search.json"
     if search_file.exists():
         document = json.loads(search_file.read_text())
         for c in document["candidates"]:
@@ -88,7 +100,7 @@ def engine_run() -> tuple[Path | None, list[list[str]]]:
                          f"{c['values'].get('cosine_mean', float('nan')):.4f} {verdict[c['meets_target']]}"
                          + (f" {c['speedup']:.2f}x" if c["speedup"] else "")])
         rows += [[f"  not built: {s.get('model', 'any model')} {s['knobs']}", s["why"]] for s in document.get("not_built", [])]
-    chosen = OUT / "search" / "model.onnx"
+    chosen = out / "search" / "model.onnx"
     return (chosen if chosen.exists() else None), rows
 
 
@@ -168,21 +180,28 @@ def print_verdict(accuracy: dict[str, float], speedups: dict[str, dict[str, floa
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    quick.add_flag(parser)
+    args = parser.parse_args()
     host = f"{fact('isa')}, {fact('cpu')}"
     print(f"host: {host}")
-    chosen, search_rows = engine_run()
-    paths = plain_models(Path(tempfile.mkdtemp(prefix="ortflow-flagship-")))
+    scratch = Path(tempfile.mkdtemp(prefix="ortflow-flagship-"))
+    recipe, sentences, rounds, runs = RECIPE, None, ROUNDS, RUNS
+    if args.quick:
+        recipe, sentences, rounds, runs = quick.recipe_copy(RECIPE, scratch / "recipe", QUICK), 8, 1, 3
+    chosen, search_rows = engine_run(recipe)
+    paths = plain_models(scratch)
     if chosen is not None:
         paths[PICK] = chosen
     data = np.load(RECIPES / "data" / "validation.npz")
-    feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data[data.files[0]]))]
+    feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data[data.files[0]]))][:sentences]
     reference = embed(paths[FP32], feeds)
     accuracy = {name: mean_cosine(embed(path, feeds), reference) for name, path in paths.items()}
-    p50 = {"default sessions": plain_measurement(paths, feeds[:32], ROUNDS, RUNS),
-           "1 thread": latency_ms(sessions(paths), feeds[0], ROUNDS, RUNS)}
+    p50 = {"default sessions": plain_measurement(paths, feeds[:32], rounds, runs),
+           "1 thread": latency_ms(sessions(paths), feeds[0], rounds, runs)}
     speedups = {setting: {name: ms[FP32] / ms[name] for name in paths} for setting, ms in p50.items()}
     print(f"\nparaphrase-MiniLM-L3-v2, batch 1, sequence 128, {len(feeds)} held-out sentences; ORT {ort.__version__}; "
-          f"{ROUNDS} interleaved rounds per setting; p50 ms and speedup over fp32")
+          f"{rounds} interleaved rounds per setting; p50 ms and speedup over fp32")
     twins = same_bytes(paths)
     print(f"{'model':48} {'cosine':>8} {'default sessions':>18} {'1 thread':>18}")
     for name in sorted(paths, key=lambda n: -speedups["default sessions"][n]):
@@ -192,9 +211,10 @@ def main() -> None:
     print("\nthe search's candidates (cosine on the selection sentences, speedup as the search timed it):")
     for row in search_rows:
         print(f"{row[0]:78} {row[1]}")
-    print_profiles(paths, feeds[:24])
+    print_profiles(paths, feeds[:24 if sentences is None else 2])
     print()
     print_verdict(accuracy, speedups, twins, host)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

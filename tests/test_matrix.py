@@ -196,18 +196,6 @@ def test_bad_matrix_values_are_reported_once_at_the_axis(project, cli):
     assert code == 2 and "exclude removes every combination" in err
 
 
-def test_include_only_matrices_and_includes_after_includes_follow_ci_rules(project, cli):
-    path = sweep_recipe(project, "{include: [{text: a, sleep: 0}, {text: b, sleep: 0.1}, {text: c}]}")
-    code, out, err = cli("plan", path)
-    assert code == 0, err
-    assert "base[text=a,sleep=0]" in out and "base[text=b,sleep=0.1]" in out and "base[text=c]" in out
-    # An include that adds a combination, then one that only adds a key to the product's combinations.
-    path = sweep_recipe(project, "{text: [a, b], sleep: [0], include: [{text: c}, {stamp: true}]}")
-    code, out, err = cli("plan", path)
-    assert code == 0, err
-    assert "base[text=a,sleep=0,stamp=true]" in out and "base[text=c]" in out and "base[text=c,stamp" not in out
-
-
 def test_values_that_need_quoting_and_values_that_read_the_same(project, cli):
     path = sweep_recipe(project, '{text: ["a,b", "c=d", plain]}', extra="""
           one:

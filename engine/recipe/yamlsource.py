@@ -219,7 +219,9 @@ class _Converter:
             self.problems.append(Problem("an alias refers to a value that contains it", self._loc(node),
                                          "remove the recursive alias"))
             return None
-        if len(self.active) >= MAX_DEPTH:  # aliases inside aliases nest deeper than the text does
+        # aliases inside aliases nest deeper than the text does; a scalar is no level (as in _check_shape), so a
+        # document exactly MAX_DEPTH deep, which _check_shape lets through, is read
+        if len(self.active) >= MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
             if not self.too_deep:
                 self.too_deep = True
                 self.problems.append(_too_deep(self._loc(node), aliased=True))
