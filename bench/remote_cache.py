@@ -68,10 +68,10 @@ def build(recipe: Path, work: Path) -> Path:
 
 
 def lock_keys(recipe: Path) -> dict[str, str]:
-    from ortflow.engine.record.lockfile import read_lock
+    from ortflow.engine.record.lock import Lock
     from ortflow.engine.types import lock_path_for
 
-    return {entry["key"]: name for name, entry in read_lock(lock_path_for(recipe))["stages"].items()}
+    return {entry.key: name for name, entry in Lock.read(lock_path_for(recipe)).stages.items()}
 
 
 def object_files(store, keys: dict[str, str]) -> list[Path]:
