@@ -11,11 +11,12 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import yaml
 
 from ortflow.engine.builds import LockEntry
+from ortflow.engine.builds_schema import problem as schema_problem
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, _PlainDumper, load_lock_yaml, read_bounded_text
 from ortflow.engine.store import atomic
@@ -29,24 +30,10 @@ def lock_schema() -> dict[str, Any]:
     return json.loads(resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=1)
-def _compiled() -> Callable[[Any], Any]:
-    """fastjsonschema's validator, compiled once per process: a valid lock (the usual case) costs no more."""
-    import fastjsonschema
-
-    return fastjsonschema.compile(lock_schema())
-
-
 def _problems(path: Path, data: Any) -> list[Problem]:
     """Each way `data` breaks the lock schema, at file:line:col. The lock's text is parsed again with
-    positions only here, for a lock that is already known to be damaged."""
-    import fastjsonschema
-
-    try:
-        _compiled()(data)
-    except fastjsonschema.JsonSchemaValueException:
-        pass
-    else:
+    positions only here, for a lock that is already known to be damaged (by the compiled check)."""
+    if schema_problem("lock", data) is None:
         return []
     from ortflow.engine.recipe.schema_errors import validate
     from ortflow.engine.recipe.yamlsource import parse_yaml

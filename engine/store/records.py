@@ -4,13 +4,11 @@ objects) and, where the team set a signing key, against its signature."""
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
-from importlib import resources
 from typing import Any, Callable
 
 from ortflow.engine.builds import IDENTITY, Identity, canonical_json
+from ortflow.engine.builds_schema import problem as schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signature_ok
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
@@ -46,25 +44,10 @@ def record_problem(key: str, record: Any, object_intact: Callable[[str], bool]) 
     return None
 
 
-@lru_cache(maxsize=1)
-def _compiled() -> Callable[[Any], Any]:
-    """schemas/run_record.schema.json compiled to Python by fastjsonschema, once per process: every record a
-    run serves is checked, so the check must cost next to nothing."""
-    import fastjsonschema
-
-    text = resources.files("ortflow.schemas").joinpath("run_record.schema.json").read_text(encoding="utf-8")
-    return fastjsonschema.compile(json.loads(text))
-
-
 def _schema_problem(record: dict[str, Any]) -> str | None:
     """What the record's fields do not fit (a summary that is not text, say), which whatever shows it would trip on."""
-    import fastjsonschema
-
-    try:
-        _compiled()(record)
-    except fastjsonschema.JsonSchemaValueException as exc:
-        return f"it does not fit schemas/run_record.schema.json: {exc.message}"
-    return None
+    found = schema_problem("run_record", record)
+    return f"it does not fit schemas/run_record.schema.json: {found}" if found else None
 
 
 def output_digests(record: dict[str, Any]) -> dict[str, str]:
