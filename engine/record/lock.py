@@ -18,7 +18,7 @@ import yaml
 from ortflow.engine.builds import LockEntry
 from ortflow.engine.builds_schema import problem as schema_problem
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, _PlainDumper, load_lock_yaml, read_bounded_text
+from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Locks
 from ortflow.engine.store.hashing import hash_bytes
@@ -80,7 +80,7 @@ class Lock:
         return found
 
     def text(self) -> str:
-        return HEADER + yaml.dump(self.to_json(), Dumper=_PlainDumper, sort_keys=True, default_flow_style=False,
+        return HEADER + yaml.dump(self.to_json(), Dumper=PlainDumper, sort_keys=True, default_flow_style=False,
                                   allow_unicode=True, width=120)
 
     def write(self) -> None:

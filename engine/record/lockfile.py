@@ -1,4 +1,5 @@
-"""`<recipe>.lock`: what each stage was built from and what it produced, in stable sorted YAML for git diffs."""
+"""Reading `<recipe>.lock` safely: bounded in size, without anchors or aliases, from libyaml's events (the Lock
+class, engine.record.lock, owns the file and its meaning; `engine compare` reads two locks through here too)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ MAX_LOCK_DEPTH = 2 * MAX_DEPTH
 FIX = "restore it from git, or delete it and run again"
 
 
-class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+class PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Never writes anchors and aliases: a lock file is read by people and diffed by git."""
 
     def ignore_aliases(self, data: Any) -> bool:
