@@ -64,7 +64,8 @@ def cmd_validate(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.pipeline import load
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
-    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {graph.number_of_edges()} edges")
+    edges = sum(len(preds) for preds in graph.predecessors.values())
+    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {edges} edges")
     return EXIT_OK
 
 
@@ -93,9 +94,9 @@ def cmd_dag(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.pipeline import load
     from ortflow.engine.recipe import graph as dag
 
-    recipe, graph = load(args.recipe, args.overrides, args.params)
+    recipe, _ = load(args.recipe, args.overrides, args.params)
     render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
-    print(render(graph, recipe))
+    print(render(dag.stage_graph(recipe), recipe))  # networkx, for drawing only
     return EXIT_OK
 
 

@@ -28,8 +28,6 @@ from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from ortflow.engine.store.remote import Remote
 
 
@@ -60,7 +58,7 @@ class Workspace:
         store = _open_store(cache, remote, say, warn) if cache.is_dir() else None
         loaded = snapshot.load(store, key, plugins) if key and store is not None else None
         if loaded is None:
-            loaded = _validated(recipe_path, list(overrides), params_file, plugins)  # raises before the store is made
+            loaded = load(recipe_path, overrides, params_file, plugins)  # raises before the store is made
             store = store or _open_store(cache, remote, say, warn)
             if key:
                 snapshot.save(store, key, *loaded)
@@ -97,29 +95,15 @@ def default_cache(recipe_path: Path) -> Path:
 
 
 def load(recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
-         plugins: Plugins | None = None) -> tuple[Recipe, "nx.DiGraph"]:
-    """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
+         plugins: Plugins | None = None) -> tuple[Recipe, StageGraph]:
+    """Validate a recipe and build its DAG, parsing it once; every problem is reported at once as a RecipeError.
+    The graph is built without networkx, which is asked only to say where the cycles are when there are any (from
+    the recipe as parsed, not read again) and to render the DAG (`engine dag`)."""
     from ortflow.engine.recipe.graph import cycle_problems, stage_graph
     from ortflow.engine.recipe.load import read_recipe  # here: a run whose recipe snapshot is valid skips it
 
     with _no_cyclic_gc():
         recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
-    graph = stage_graph(recipe)
-    problems += cycle_problems(graph, recipe)
-    if problems:
-        raise RecipeError(problems)
-    return recipe, graph
-
-
-def _validated(recipe_path: Path, overrides: list[str], params_file: Path | None,
-               plugins: Plugins) -> tuple[Recipe, StageGraph]:
-    """load() for a run: parsed once, and the graph built without networkx; networkx only to say where the
-    cycles are when there is a problem to report (from the recipe as parsed, not read again)."""
-    from ortflow.engine.recipe.graph import cycle_problems, stage_graph
-    from ortflow.engine.recipe.load import read_recipe
-
-    with _no_cyclic_gc():
-        recipe, problems = read_recipe(Path(recipe_path), plugins, list(overrides), params_file)
     graph = None if problems else StageGraph.from_recipe(recipe)
     if graph is None:
         raise RecipeError(problems + cycle_problems(stage_graph(recipe), recipe))
