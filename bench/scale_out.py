@@ -58,7 +58,7 @@ def sweep_once(work: Path, executor: str, workers: int, recipe: Path = RECIPE) -
     if summary.exit_code != 0:
         failed = {n: o.error for n, o in summary.outcomes.items() if not o.succeeded}
         raise SystemExit(f"{executor} x{workers}: the sweep failed: {failed}")
-    digests = {name: {port: out["digest"] for port, out in (o.record or {}).get("outputs", {}).items()}
+    digests = {name: o.record.digests if o.record is not None else {}
                for name, o in summary.outcomes.items() if name not in MEASURED}
     shutil.rmtree(run_dir)
     return seconds, digests

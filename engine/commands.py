@@ -11,10 +11,11 @@ from typing import Any, Callable
 from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 
 
-def _workspace(args: argparse.Namespace) -> Any:
-    from ortflow.engine.pipeline import open_workspace
+def _workspace(args: argparse.Namespace, remote: Any = None, out: Any = None) -> Any:
+    from ortflow.engine.pipeline import Workspace
 
-    return open_workspace(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None))
+    messages = {"say": out.say, "warn": out.warn} if out is not None else {}
+    return Workspace.open(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None), remote, **messages)
 
 
 def cmd_run(args: argparse.Namespace, out: Any) -> int:
@@ -25,9 +26,9 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     if (args.executor == "dask") != bool(args.scheduler):
         raise OrtflowError("--executor dask needs --scheduler tcp://HOST:PORT" if args.scheduler is None
                            else "--scheduler is for --executor dask")
-    ws = _workspace(args)
+    remote = _run_remote(args)
+    ws = _workspace(args, remote, out)
     _key_caveats(ws.recipe, out)
-    remote = _run_remote(args, ws, out)
     executor = None
     if args.executor == "dask":
         from ortflow.engine.run.dask_executor import DaskExecutor
@@ -45,27 +46,25 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     return summary.exit_code
 
 
-def _run_remote(args: argparse.Namespace, ws: Any, out: Any) -> Any:
-    """With a remote configured (--remote, $ORTFLOW_REMOTE or ortflow.yaml), the workspace's store reads
-    through to it (engine.store.shared)."""
+def _run_remote(args: argparse.Namespace) -> Any:
+    """The remote configured (--remote, $ORTFLOW_REMOTE or ortflow.yaml), which the workspace's store reads
+    through to (engine.store.shared); None without one."""
     from ortflow.engine.store.remote_config import remote_setting
-    from ortflow.engine.store.shared import SharedStore
 
     setting = remote_setting(args.remote, args.recipe)
     if setting is None:
         if args.push:
             raise OrtflowError("--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml")
         return None
-    remote = setting.open()
-    ws.store = SharedStore(ws.store.root, remote, out.say, out.warn)
-    return remote
+    return setting.open()
 
 
 def cmd_validate(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.pipeline import load
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
-    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {graph.number_of_edges()} edges")
+    edges = sum(len(preds) for preds in graph.predecessors.values())
+    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {edges} edges")
     return EXIT_OK
 
 
@@ -95,9 +94,9 @@ def cmd_dag(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.pipeline import load
     from ortflow.engine.recipe import graph as dag
 
-    recipe, graph = load(args.recipe, args.overrides, args.params)
+    recipe, _ = load(args.recipe, args.overrides, args.params)
     render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
-    print(render(graph, recipe))
+    print(render(dag.stage_graph(recipe), recipe))  # networkx, for drawing only
     return EXIT_OK
 
 
@@ -125,29 +124,14 @@ def cmd_compare(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_status(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine import listings
-    from ortflow.engine.pipeline import plan
-    from ortflow.engine.run.plan import PlanAction
+    from ortflow.engine.pipeline import status
 
-    ws = _workspace(args)
-    lock = ws.read_lockfile()
-    rows = []
-    for item in plan(ws):
-        entry = lock["stages"].get(item.name)
-        in_lock = entry is not None and item.key is not None and not item.against_lock
-        if item.action == PlanAction.CACHED and in_lock:
-            state, why = "up to date", ""
-        elif in_lock:
-            state, why = "locked, not in this cache", item.reason
-        elif entry is None:
-            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == PlanAction.CACHED else item.reason
-        else:
-            state, why = "changed", item.against_lock or item.reason
-        rows.append((item.name, state, why))
+    rows = status(_workspace(args))
     if args.json:
-        out.json(listings.statuses(rows))
+        out.json(listings.statuses([(row.stage, row.state, row.reason) for row in rows]))
     else:
-        out.status_table(rows)
-    return EXIT_OK if all(r[1] == "up to date" for r in rows) else EXIT_STAGE_FAILED
+        out.status_table([(row.stage, row.state, row.reason) for row in rows])
+    return EXIT_OK if all(row.up_to_date for row in rows) else EXIT_STAGE_FAILED
 
 
 def cmd_stages(args: argparse.Namespace, out: Any) -> int:
@@ -217,47 +201,31 @@ def _damage_report(out: Any, where: str, damage: list[Any], remove: bool, removi
 def _locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[str, dict[str, str]]]:
     """What lock files say each key produced, for `cache verify` to check records against: the named
     recipes' lock files, or else those beside the cache (where a recipe's default cache lives)."""
-    from ortflow.engine.record.lockfile import locked_outputs, read_lock
+    from ortflow.engine.record.lock import Lock
     from ortflow.engine.types import lock_path_for
 
     paths = [lock_path_for(Path(r)) for r in recipes] or sorted(store_root.parent.glob("*.lock"))
     locked = {}
     for lock_path in paths:
         try:
-            lock = read_lock(lock_path)
+            lock = Lock.read(lock_path)
         except OrtflowError:
             if recipes:
                 raise
             continue  # a *.lock of another tool beside the cache
-        locked.update({key: (lock_path.name, outputs) for key, outputs in locked_outputs(lock).items()})
+        locked.update({key: (lock_path.name, outputs) for key, outputs in lock.locked_outputs().items()})
     return locked
 
 
 def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
-    from ortflow.engine.record.lockfile import read_lock, referenced
-    from ortflow.engine.store.keys import lock_entry_matches
+    from ortflow.engine.record.lock import collect_garbage
     from ortflow.engine.types import lock_path_for
 
     if not args.recipes:
         raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
                            "— everything their lock files do not reference is removed")
     store = _cache_store(args)
-    keys: set[str] = set()
-    digests: set[str] = set()
-    host_specific: list[dict] = []
-    for recipe in args.recipes:
-        lock_path = lock_path_for(recipe)
-        if not lock_path.exists():
-            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first, or leave it out of the list")
-        more_keys, more_digests, more_entries = referenced(read_lock(lock_path))
-        keys |= more_keys
-        digests |= more_digests
-        host_specific += more_entries
-
-    def kept(key: str, record: dict) -> bool:  # this machine's result for a host-specific lock entry
-        return any(lock_entry_matches(entry, key, record) for entry in host_specific)
-
-    collected = store.gc(keys, digests, dry_run=args.dry_run, keep=kept)
+    collected = collect_garbage(store, [lock_path_for(recipe) for recipe in args.recipes], dry_run=args.dry_run)
     if args.dry_run:
         for key, stage in sorted(collected.runs.items(), key=lambda item: item[1]):
             out.say(f"would remove run {key[:12]} ({stage})")
@@ -270,8 +238,7 @@ def _lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[
     """({cache key: stage name} of every stage the recipes' lock files record, the names of the host-specific
     ones among them). A host-specific entry (a benchmark, an accuracy check) records no key: pushing, this
     machine's records that match it go along; pulling, the key this machine would build it under."""
-    from ortflow.engine.record.lockfile import read_lock
-    from ortflow.engine.store.keys import lock_entry_matches
+    from ortflow.engine.record.lock import Lock
     from ortflow.engine.types import lock_path_for
 
     keys: dict[str, str] = {}
@@ -280,22 +247,22 @@ def _lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[
         lock_path = lock_path_for(recipe)
         if not lock_path.exists():
             raise OrtflowError(f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)")
-        entries = {name: entry for name, entry in read_lock(lock_path)["stages"].items() if isinstance(entry, dict)}
-        keys.update({entry["key"]: name for name, entry in entries.items() if "key" in entry})
-        host_specific |= {name for name, entry in entries.items() if "key" not in entry}
+        entries = Lock.read(lock_path).stages
+        keys.update({entry.key: name for name, entry in entries.items() if entry.key is not None})
+        host_specific |= {name for name, entry in entries.items() if entry.key is None}
         if pulling:
             keys.update(_planned_keys(recipe, store, host_specific))
         else:
             keys.update({key: name for key, record in store.iter_runs() if record is not None
-                         for name in host_specific if lock_entry_matches(entries.get(name), key, record)})
+                         for name in host_specific if name in entries and entries[name].matches(key, record)})
     return keys, host_specific
 
 
 def _planned_keys(recipe: Path, store: Any, names: set[str]) -> dict[str, str]:
     """{key: stage} this machine would build the named stages under (their upstream known from the lock)."""
-    from ortflow.engine.pipeline import open_workspace, plan
+    from ortflow.engine.pipeline import Workspace, plan
 
-    ws = open_workspace(recipe, [], None, store.root, None)
+    ws = Workspace.open(recipe, [], None, store.root, None)
     return {item.key: item.name for item in plan(ws) if item.name in names and item.key}
 
 

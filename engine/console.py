@@ -133,8 +133,9 @@ class Output:
             table.add_column(column, justify="right" if column == "seconds" else "left",
                              overflow="fold" if column == "stage" else "ellipsis", no_wrap=column in ("status", "seconds"))
         for outcome in summary.outcomes.values():
-            record = outcome.record or {}
-            result = dropped_text(outcome.dropped_from, with_label(record.get("summary") or outcome.error or "", record.get("data_source")))
+            record = outcome.record
+            summary_text, data_source = (record.summary, record.data_source) if record is not None else ("", None)
+            result = dropped_text(outcome.dropped_from, with_label(summary_text or outcome.error or "", data_source))
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)

@@ -8,18 +8,18 @@ import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError
+from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError, StageError
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.record.lockfile import LockWriter, drift, locked_outputs, locked_values, read_lock
+from ortflow.engine.record.lock import Lock, LockWriter
 from ortflow.engine.record.report import stage_folder, write_report
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
-from ortflow.engine.run.jobs import LockedOutputs, job_for, job_key, locator, settled, tolerated, without
-from ortflow.engine.run.plan import PlannedStage, make_plan
+from ortflow.engine.run.jobs import LockedOutputs, job_for, locator, read_record, settled, tolerated, without
+from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
 from ortflow.engine.store import atomic
 from ortflow.engine.store.artifacts import open_store
@@ -28,20 +28,43 @@ from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from ortflow.engine.store.remote import Remote
 
 
 STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
 
 
-@dataclass
+@dataclass(frozen=True)
 class Workspace:
-    """A validated recipe, its DAG and the artifact store it uses."""
+    """A validated recipe, its DAG and the artifact store it uses (reading through to a remote where one is
+    configured): made once by Workspace.open and never changed afterwards."""
 
     recipe: Recipe
     graph: StageGraph
     store: Store
     out_dir: Path
+    remote: Remote | None = None
+
+    @classmethod
+    def open(cls, recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
+             cache_dir: Path | None = None, out_dir: Path | None = None, remote: Remote | None = None,
+             say: Callable[[str], None] = lambda _m: None, warn: Callable[[str], None] = lambda _m: None) -> Workspace:
+        """Open the store (once; with `remote`, one that reads through to it, saying what it pulls with `say`
+        and `warn`), then the recipe: from its validated snapshot when nothing it depends on changed, else
+        parsed and validated once. A bad recipe creates no cache folder."""
+        cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
+        plugins = Plugins()
+        key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
+        store = _open_store(cache, remote, say, warn) if cache.is_dir() else None
+        loaded = snapshot.load(store, key, plugins) if key and store is not None else None
+        if loaded is None:
+            loaded = load(recipe_path, overrides, params_file, plugins)  # raises before the store is made
+            store = store or _open_store(cache, remote, say, warn)
+            if key:
+                snapshot.save(store, key, *loaded)
+        recipe, graph = loaded
+        out = Path(out_dir) if out_dir else recipe.path.parent / "out" / recipe.name
+        return cls(recipe, graph, store, out, remote)
 
     def sources(self) -> dict[str, tuple[str, Any]]:
         """Each input and dataset by reference: its content digest and what a stage receives for it."""
@@ -54,40 +77,36 @@ class Workspace:
             found[f"datasets.{name}"] = (digest, handle)
         return found
 
-    def read_lockfile(self) -> dict[str, Any]:
-        return read_lock(self.recipe.lock_path)
+    def lock(self) -> Lock:
+        """The recipe's lock file as it is now on disk (read each time: runs of other stages may write it)."""
+        return Lock.read(self.recipe.lock_path)
+
+
+def _open_store(cache: Path, remote: Remote | None, say: Callable[[str], None], warn: Callable[[str], None]) -> Store:
+    if remote is None:
+        return open_store(cache)
+    from ortflow.engine.store.shared import SharedStore
+
+    return open_store(cache, lambda root: SharedStore(root, remote, say, warn))
 
 
 def default_cache(recipe_path: Path) -> Path:
     return Path(os.environ.get("ORTFLOW_CACHE") or Path(recipe_path).resolve().parent / ".ortflow")
 
 
-def load(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
-         plugins: Plugins | None = None) -> tuple[Recipe, "nx.DiGraph"]:
-    """Validate a recipe and build its DAG; every problem is reported at once as a RecipeError."""
+def load(recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
+         plugins: Plugins | None = None) -> tuple[Recipe, StageGraph]:
+    """Validate a recipe and build its DAG, parsing it once; every problem is reported at once as a RecipeError.
+    The graph is built without networkx, which is asked only to say where the cycles are when there are any (from
+    the recipe as parsed, not read again) and to render the DAG (`engine dag`)."""
     from ortflow.engine.recipe.graph import cycle_problems, stage_graph
     from ortflow.engine.recipe.load import read_recipe  # here: a run whose recipe snapshot is valid skips it
 
     with _no_cyclic_gc():
         recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
-    graph = stage_graph(recipe)
-    problems += cycle_problems(graph, recipe)
-    if problems:
-        raise RecipeError(problems)
-    return recipe, graph
-
-
-def _validated(recipe_path: Path, overrides: list[str], params_file: Path | None,
-               plugins: Plugins) -> tuple[Recipe, StageGraph]:
-    """load() for a run: the graph without networkx unless there is a problem (a cycle, say) to report."""
-    from ortflow.engine.recipe.load import read_recipe
-
-    with _no_cyclic_gc():
-        recipe, problems = read_recipe(Path(recipe_path), plugins, list(overrides), params_file)
     graph = None if problems else StageGraph.from_recipe(recipe)
     if graph is None:
-        recipe, nx_graph = load(recipe_path, overrides, params_file, plugins)  # raises with every problem
-        graph = StageGraph.from_networkx(nx_graph)
+        raise RecipeError(problems + cycle_problems(stage_graph(recipe), recipe))
     return recipe, graph
 
 
@@ -104,21 +123,10 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def open_workspace(recipe_path: Path, overrides: list[str] = (), params_file: Path | None = None,
+def open_workspace(recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
                    cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
-    """Open the store, then the recipe: from its validated snapshot when nothing it depends on changed."""
-    cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
-    plugins = Plugins()
-    key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
-    loaded = snapshot.load(open_store(cache), key, plugins) if key and cache.is_dir() else None
-    if loaded is None:
-        loaded = _validated(recipe_path, list(overrides), params_file, plugins)  # a bad recipe creates nothing
-        if key:
-            snapshot.save(open_store(cache), key, *loaded)
-    store = open_store(cache)
-    recipe, graph = loaded
-    out = Path(out_dir) if out_dir else recipe.path.parent / "out" / recipe.name
-    return Workspace(recipe, graph, store, out)
+    """Workspace.open under its old name (bench scripts and plugins call it)."""
+    return Workspace.open(recipe_path, overrides, params_file, cache_dir, out_dir)
 
 
 def select(ws: Workspace, targets: list[str]) -> set[str] | None:
@@ -141,8 +149,41 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
 def plan(ws: Workspace, targets: list[str] = ()) -> list[PlannedStage]:
     chosen = select(ws, list(targets))
     digests = {ref: digest for ref, (digest, _) in ws.sources().items()}
-    planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.read_lockfile())
+    planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.lock())
     return [p for p in planned if chosen is None or p.name in chosen]
+
+
+@dataclass(frozen=True)
+class StageState:
+    """`engine status`: a stage of the recipe against its lock file and this cache."""
+
+    stage: str
+    state: str  # up to date | locked, not in this cache | not in lock | changed
+    reason: str  # why it is not up to date ("" when it is)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.state == "up to date"
+
+
+def status(ws: Workspace) -> list[StageState]:
+    """Each stage's state: built as the lock records and in the cache; recorded but not built here; built but
+    not recorded; or changed since the lock was written (and why)."""
+    lock = ws.lock()
+    rows = []
+    for item in plan(ws):
+        entry = lock.stages.get(item.name)
+        in_lock = entry is not None and item.key is not None and not item.against_lock
+        if item.action == PlanAction.CACHED and in_lock:
+            state, why = "up to date", ""
+        elif in_lock:
+            state, why = "locked, not in this cache", item.reason
+        elif entry is None:
+            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == PlanAction.CACHED else item.reason
+        else:
+            state, why = "changed", item.against_lock or item.reason
+        rows.append(StageState(item.name, state, why))
+    return rows
 
 
 @dataclass
@@ -156,7 +197,7 @@ class RunSummary:
 def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
         events: SchedulerEvents | None = None, executor: Executor | None = None) -> RunSummary:
     chosen = select(ws, list(targets))
-    lock = ws.read_lockfile()  # read first: a damaged lock stops the run before anything executes
+    lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
     with ws.store.in_use().held():
         ws.store.remove_stale_tmp()
         sources = ws.sources()
@@ -172,7 +213,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
                 lock_writer.record({outcome.name: outcome})  # so a killed run still records what it built
             events.finished(outcome)
 
-        locked = LockedOutputs(ws.recipe.lock_path.name, locked_outputs(lock), locked_values(lock))
+        locked = LockedOutputs(ws.recipe.lock_path.name, lock.locked_outputs(), lock.locked_values())
         scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
                               SchedulerEvents(events.started, on_finished, events.log), locked)
         try:
@@ -181,7 +222,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
             executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
             raise
         executor.shutdown()
-    warnings = drift(lock, outcomes, ws.recipe)
+    warnings = lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.record(outcomes, final=True)
     else:
@@ -209,12 +250,12 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     if outcome.record is None:  # failed or skipped: nothing of this run to show
         shutil.rmtree(folder, ignore_errors=True)
         return
-    outputs = outcome.record["outputs"].values()
+    outputs = outcome.record.outputs.values()
     atomic.remove_stale_staging(folder)  # what a killed run was copying here
     for out in outputs:
-        ws.store.materialize(out["digest"], folder / out["filename"])
+        ws.store.materialize(out.digest, folder / out.filename)
     (folder / STAGE_MARKER).write_text(outcome.name + "\n", encoding="utf-8")  # ours, to remove when stale
-    keep = {out["filename"] for out in outputs}
+    keep = {out.filename for out in outputs}
     for entry in folder.iterdir():
         if entry.name not in keep and not entry.name.startswith("."):
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
@@ -225,17 +266,17 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     now, running nothing. Returns the report's path, the stages the cache could not supply, and the exit
     code the run would have had."""
     outcomes: dict[str, StageOutcome] = {}
-    records: dict[str, dict[str, Any] | None] = {}
+    produced: dict[str, dict[str, str] | None] = {}
     missing = []
     sources = ws.sources()
-    locate = locator(sources, records, ws.store.object_path)
+    locate = locator(sources, produced, ws.store.object_path)
     for name in ws.graph.order:
         found = _cached_outcome(ws, name, outcomes, locate)
         if found is None:
             missing.append(name)
             continue
         outcomes[name] = found
-        records[name] = found.record
+        produced[name] = found.record.digests if found.record is not None else None
         if found.record is None:
             continue
         for upstream in ws.graph.predecessors[name]:  # a refused optional stage this one went on without
@@ -261,11 +302,14 @@ def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome],
     blocked = next((p for p in preds if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)), None)
     if blocked is not None:
         return StageOutcome(name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}")
-    job = job_for(spec, locate) if spec is not None else None
-    record = ws.store.read_run(job_key(job)[0]) if job is not None and not isinstance(job, Missing) else None
+    try:
+        job = job_for(spec, locate) if spec is not None else None
+    except StageError:  # a key that cannot be computed: not in the cache either
+        return None
+    record = read_record(ws.store, job.identity.key) if job is not None and not isinstance(job, Missing) else None
     if record is None:
         return None
-    return tolerated(settled(name, Status.CACHED, 0.0, record["key"], record), ws.recipe.stages[name])
+    return tolerated(settled(name, Status.CACHED, 0.0, record.key, record), ws.recipe.stages[name])
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

@@ -81,7 +81,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     recipe_path = args.save_recipe or optimize.default_recipe_path(args.output)
     result = optimize.prepare(_init_options(args, recipe_path, recipe_name(args.output, _target(args))))
     out.say(f"recipe: {_describe_init(result)}")
-    ws = pipeline.open_workspace(result.recipe, [], None, args.cache)
+    ws = pipeline.Workspace.open(result.recipe, [], None, args.cache)
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, 1, False, [], events)
     out.run_table(ws.recipe, summary)

@@ -10,9 +10,10 @@ from array import array
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
+    from ortflow.engine.builds import Identity, RunRecord
     from ortflow.engine.dataset import Dataset, DatasetLoader
     from ortflow.engine.errors import Location
     from ortflow.engine.recipe.yamlsource import SourceMap
@@ -166,7 +167,7 @@ class StageJob:
     """Everything needed to run a stage, with inputs already resolved to digests and paths."""
 
     spec: StageSpec
-    input_digests: dict[str, str | list[str]]
+    identity: Identity  # what its outputs are made from: its cache key, computed once (engine.run.jobs.identify)
     input_paths: dict[str, Path | list[Path] | Dataset]
     # The float values the lock file records for this key's outputs ({port: packed}), where it records any:
     # a stage whose floats vary in their last bits from CPU to CPU keeps the locked ones when they agree.
@@ -174,6 +175,10 @@ class StageJob:
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def input_digests(self) -> Mapping[str, str | list[str]]:
+        return self.identity.inputs
 
 
 def dropped_text(dropped_from: Sequence[str], text: str) -> str:
@@ -194,7 +199,7 @@ class StageOutcome:
     status: Status
     seconds: float = 0.0
     key: str | None = None
-    record: dict[str, Any] | None = None
+    record: RunRecord | None = None  # its run record (run or served from the cache); None if it failed or was skipped
     error: str | None = None
     traceback: str | None = None  # shown with --debug
     printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug

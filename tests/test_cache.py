@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from conftest import executions, write
 
-from ortflow.engine.record.lockfile import read_lock, write_lock
+from ortflow.engine.record.lock import Lock
 from ortflow.engine.store.hashing import HashCache
 
 
@@ -79,11 +79,12 @@ def test_lock_file_round_trip_and_status(project, cli):
     assert cli("run", path)[0] == 0
     lock_path = project / "recipe.yaml.lock"
     text = lock_path.read_text()
-    lock = read_lock(lock_path)
-    assert set(lock["stages"]) == {"table", "quant", "side"}
-    assert lock["stages"]["quant"]["inputs"]["parts"] == [lock["stages"]["table"]["outputs"]["file"]["digest"]]
-    assert len(lock["stages"]["table"]["key"]) == 64  # full sha256, never shortened
-    write_lock(lock_path, yaml.safe_load(text))
+    lock = Lock.read(lock_path)
+    assert set(lock.stages) == {"table", "quant", "side"}
+    assert lock.stages["quant"].inputs["parts"] == [lock.stages["table"].outputs["file"].digest]
+    assert len(lock.stages["table"].key) == 64  # full sha256, never shortened
+    lock_path.write_text(yaml.safe_dump(yaml.safe_load(text)))  # same content, other bytes
+    Lock.read(lock_path).write()
     assert lock_path.read_text() == text  # stable, sorted output: diffs stay small
     code, out, _ = cli("status", path)
     assert code == 0 and out.count("up to date") == 3
@@ -115,8 +116,8 @@ def test_verify_catches_a_flipped_byte_and_the_run_rebuilds_it(project, cli):
     assert cli("run", path)[0] == 0
     record = json.loads(next((project / ".ortflow/runs").glob("*/*.json")).read_text())
     assert cli("cache", "verify", path)[0] == 0
-    lock = read_lock(project / "recipe.yaml.lock")
-    digest = lock["stages"]["quant"]["outputs"]["file"]["digest"]
+    lock = Lock.read(project / "recipe.yaml.lock")
+    digest = lock.stages["quant"].outputs["file"].digest
     obj = project / ".ortflow/objects" / digest[:2] / digest[2:]
     stat = obj.stat()
     obj.chmod(0o644)
@@ -138,7 +139,7 @@ def test_verify_catches_a_flipped_byte_and_the_run_rebuilds_it(project, cli):
 def test_a_modified_object_is_never_served(project, cli):
     path = pipeline(project)
     assert cli("run", path)[0] == 0
-    digest = read_lock(project / "recipe.yaml.lock")["stages"]["table"]["outputs"]["file"]["digest"]
+    digest = Lock.read(project / "recipe.yaml.lock").stages["table"].outputs["file"].digest
     obj = project / ".ortflow/objects" / digest[:2] / digest[2:]
     obj.chmod(0o644)
     obj.write_text("tampered!!!!!!!!!!!!!!!!!")  # new mtime: the state table notices without verify
@@ -166,8 +167,8 @@ def test_cache_ls_lists_runs_with_full_keys(project, cli):
     path = pipeline(project)
     cli("run", path)
     code, out, _ = cli("cache", "ls", path)
-    lock = read_lock(project / "recipe.yaml.lock")
-    assert code == 0 and lock["stages"]["quant"]["key"] in out and "3 run records" in out
+    lock = Lock.read(project / "recipe.yaml.lock")
+    assert code == 0 and lock.stages["quant"].key in out and "3 run records" in out
 
 
 def test_hash_cache_does_not_reread_unchanged_files(tmp_path, monkeypatch):
@@ -287,7 +288,7 @@ def test_out_holds_only_current_stages_as_links_to_the_cache(project, cli):
     out = project / "out/links"
     (out / "notes").mkdir()  # a user's own folder
     published = out / "second/joined.txt"
-    digest = read_lock(path.with_name("recipe.yaml.lock"))["stages"]["second"]["outputs"]["file"]["digest"]
+    digest = Lock.read(path.with_name("recipe.yaml.lock")).stages["second"].outputs["file"].digest
     obj = project / ".ortflow/objects" / digest[:2] / digest[2:]
     assert published.stat().st_ino == obj.stat().st_ino and not published.stat().st_mode & 0o222  # read-only
     path.write_text(path.read_text().replace('  second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}\n', ""))

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import PLUGINS, write
 
-from ortflow.engine.record.lockfile import read_lock
+from ortflow.engine.record.lock import Lock
 from ortflow.engine.store.hashing import hash_tree
 
 WIDTHS = (8192, 8448)  # alternating shapes: each weight 8192 x 8448 floats, 277 MB
@@ -116,9 +116,9 @@ def _over_2gb(project: Path) -> None:
     assert "MatMulNBits 8" in printed and "speed" in printed
     assert (project / "out/big/half/model.onnx").stat().st_size < 2**31  # ORT's converter refused the input once
     assert "QDQ QUInt8/QInt8: MatMul 8" in printed  # static INT8 too, its graph prepared without the weights
-    lock = read_lock(project / "recipe.yaml.lock")["stages"]["opt"]["outputs"]["model"]
-    assert lock["digest"] == hash_tree(optimized)
-    assert lock["size"] == sum(p.stat().st_size for p in optimized.iterdir())
+    lock = Lock.read(project / "recipe.yaml.lock").stages["opt"].outputs["model"]
+    assert lock.digest == hash_tree(optimized)
+    assert lock.size == sum(p.stat().st_size for p in optimized.iterdir())
     code, printed, _ = engine(project, "run", recipe)
     assert code == 0 and printed.count("cached") == 6, printed
     code, printed, _ = engine(project, "cache", "verify", recipe)

@@ -402,6 +402,7 @@ def test_folder_objects_travel_as_a_manifest_and_files_each_checked(bucket, tmp_
 def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
     from conftest import minilm_model
 
+    from ortflow.engine.builds import Identity
     from ortflow.engine.run.remote_worker import localized, publish_inputs
     from ortflow.engine.store.hashing import hash_file
     from ortflow.engine.store.remote import Remote
@@ -412,13 +413,13 @@ def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
     model = minilm_model()
     client_store = SharedStore(tmp_path / "client", Remote(url))
     digest = client_store.hashes.hash_path(model)
-    job = StageJob(None, {"model": digest}, {"model": model})
+    job = StageJob(None, Identity("t", "1", {}, {"model": digest}, {}), {"model": model})
     publish_inputs(client_store, job, set())  # what the Dask client does before submitting the stage
     assert keys_in(bucket, "inputs/objects/") == [f"inputs/objects/{digest[:2]}/{digest[2:]}"]
 
     worker = SharedStore(tmp_path / "worker", Remote(url))
     assert localized(worker, job).input_paths["model"] == model  # a worker that has the file uses it
-    elsewhere = StageJob(None, {"model": digest}, {"model": tmp_path / "not-on-this-worker" / model.name})
+    elsewhere = StageJob(None, Identity("t", "1", {}, {"model": digest}, {}), {"model": tmp_path / "not-on-this-worker" / model.name})
     fetched = localized(worker, elsewhere).input_paths["model"]
     assert fetched == worker.object_path(digest) and hash_file(fetched) == digest
 

@@ -75,7 +75,7 @@ def test_optional_tensorrt_stage_is_skipped_with_its_dependents_and_the_rest_run
 
 
 def test_engines_are_keyed_to_the_gpu_tensorrt_and_cuda(project, cli, monkeypatch):
-    from ortflow.engine.pipeline import open_workspace, plan
+    from ortflow.engine.pipeline import Workspace, plan
 
     recipe = trt_recipe(project, optional=True)
 
@@ -84,7 +84,7 @@ def test_engines_are_keyed_to_the_gpu_tensorrt_and_cuda(project, cli, monkeypatc
             monkeypatch.setitem(environment.FACTS, name, lambda value=value: value)
         environment.fact.cache_clear()
         try:
-            return next(p.key for p in plan(open_workspace(recipe)) if p.name == "engine")
+            return next(p.key for p in plan(Workspace.open(recipe)) if p.name == "engine")
         finally:
             environment.fact.cache_clear()
 

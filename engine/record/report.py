@@ -46,26 +46,26 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
-        record = outcome.record or {}
+        record = outcome.record
         stages.append({
             "stage": name,
             "folder": stage_slug(name),  # under out/<recipe>/
             "type": recipe.stages[name].uses,
             "status": outcome.status.value,
             "seconds": round(outcome.seconds, 3),
-            "build_seconds": record.get("seconds"),
+            "build_seconds": record.seconds if record is not None else None,
             "key": outcome.key,
             **({"matrix": {"stage": recipe.stages[name].template, "axes": recipe.stages[name].axes}}
                if recipe.stages[name].template else {}),
-            "ran_on": record.get("ran_on"),  # the machine that built or measured it
-            "summary": record.get("summary", ""),
-            "metrics": record.get("metrics", {}),
+            "ran_on": record.ran_on if record is not None else None,  # the machine that built or measured it
+            "summary": record.summary if record is not None else "",
+            "metrics": record.metrics if record is not None else {},
             # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
             # calibration_reused, verified, label), where the stage declared one
-            "data_source": record.get("data_source"),
+            "data_source": record.data_source if record is not None else None,
             "outputs": {
-                port: {"digest": out["digest"], "path": str(stage_folder(out_dir, name) / out["filename"]), "size": out["size"]}
-                for port, out in record.get("outputs", {}).items()
+                port: {"digest": out.digest, "path": str(stage_folder(out_dir, name) / out.filename), "size": out.size}
+                for port, out in (record.outputs if record is not None else {}).items()
             },
             "error": outcome.error,
             # an optional stage's own refusal, which fails nothing: the dependents that went on without it
@@ -115,8 +115,8 @@ def _sections(outcomes: dict[str, StageOutcome], store: Objects, declared: dict[
     what its stage type declares about it."""
     sections: list[JsonObject] = []
     for name, outcome in outcomes.items():
-        for out in ((outcome.record or {}).get("outputs") or {}).values():
-            section = report_section(store.object_path(out["digest"])) if out.get("kind") == "metrics" else None
+        for out in (outcome.record.outputs if outcome.record is not None else {}).values():
+            section = report_section(store.object_path(out.digest)) if out.kind == "metrics" else None
             if section is not None:
                 sections.append({"stage": name, **_annotated(_well_formed(section), declared[name])})
     return sections

@@ -228,13 +228,18 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str,
     remote, the store is the worker's own cache and objects move through the remote."""
     from distributed import get_worker
 
-    from ortflow.engine.errors import StoreError
+    from ortflow.engine.errors import StageError, StoreError
+    from ortflow.engine.run.jobs import on_this_machine
     from ortflow.engine.run.runner import execute
     from ortflow.engine.store.artifacts import open_store
 
     _undo_malloc_trim_threshold()
     worker = get_worker()
     ran_on = {"host": socket.gethostname(), "worker": str(worker.name), "address": worker.address}
+    try:
+        job = on_this_machine(job)  # the worker's own environment facts (its CPU, its libraries) make the key
+    except StageError as exc:
+        return StageOutcome(job.spec.name, Status.FAILED, error=str(exc))
     store: Any = None
     if remote is not None:
         from ortflow.engine.run.remote_worker import localized, worker_store

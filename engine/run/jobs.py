@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Mapping
 
+from ortflow.engine.builds import Identity, RunRecord
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
 from ortflow.engine.registry import installed_stages
 from ortflow.engine.store.base import RunRecords
-from ortflow.engine.store.keys import stage_key
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
 
@@ -19,25 +19,26 @@ Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where o
 Locate = Callable[[Ref], "Located | None"]
 
 
-def locator(sources: Mapping[str, Located], records: Mapping[str, dict[str, Any] | None],
+def locator(sources: Mapping[str, Located], produced: Mapping[str, Mapping[str, str] | None],
             object_path: Callable[[str], Path] | None = None) -> Locate:
-    """Resolves a reference from the recipe's sources or from an upstream stage's run record (or lock-file
-    entry: both hold `outputs: {port: {digest: ...}}`); None for an output the upstream did not produce."""
+    """Resolves a reference from the recipe's sources or from what an upstream stage produced ({stage: {port:
+    digest}}, from its run record or lock-file entry); None for an output the upstream did not produce."""
 
     def locate(ref: Ref) -> Located | None:
         if ref.is_source:
             return sources[str(ref)]
-        out = ((records.get(ref.source) or {}).get("outputs") or {}).get(ref.name)
-        if not out:
+        digest = (produced.get(ref.source) or {}).get(ref.name)
+        if not digest:
             return None
-        return out["digest"], object_path(out["digest"]) if object_path is not None else None
+        return digest, object_path(digest) if object_path is not None else None
 
     return locate
 
 
 def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
-    """The stage's job, its inputs resolved by `locate`; or which reference could not be resolved (an
-    optional output its upstream stage did not produce)."""
+    """The stage's job, its inputs resolved by `locate` and its Identity (so its key) computed, once; or which
+    reference could not be resolved (an optional output its upstream stage did not produce). A StageError
+    where the key cannot be computed (a stage naming an environment fact that does not exist)."""
     digests: dict[str, Any] = {}
     values: dict[str, Any] = {}
     for port, binding in sorted(spec.inputs.items()):
@@ -49,7 +50,7 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
             resolved.append(found)
         digests[port] = binding.shaped([d for d, _ in resolved])
         values[port] = binding.shaped([v for _, v in resolved])
-    return StageJob(spec, digests, values)
+    return StageJob(spec, identify(spec, digests), values)
 
 
 def tolerated(outcome: StageOutcome, spec: StageSpec) -> StageOutcome:
@@ -112,9 +113,8 @@ def made_from(spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: 
     return found
 
 
-def job_key(job: StageJob) -> tuple[str, dict[str, str]]:
-    """The job's cache key, and the environment facts that went into it."""
-    spec = job.spec
+def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:
+    """What the stage's outputs are made from, with the environment facts its type declares: its cache key."""
     try:
         env = facts(tuple(spec.stage_cls().env_facts(spec.params)))
     except KeyError as exc:
@@ -122,7 +122,13 @@ def job_key(job: StageJob) -> tuple[str, dict[str, str]]:
     if "target_isa" in env:
         env["target_isa"] = target_isa(spec.target_cpu)
     env.update(_step_versions(spec.stage_cls.step_types))
-    return stage_key(spec.uses, spec.stage_cls.version, spec.params, job.input_digests, env), env
+    return Identity(spec.uses, spec.stage_cls.version, spec.params, dict(input_digests), env)
+
+
+def on_this_machine(job: StageJob) -> StageJob:
+    """The job with its identity computed here: a worker that runs a job the client planned keys it with its
+    own environment facts, as it would had it planned the job itself."""
+    return replace(job, identity=identify(job.spec, job.input_digests))
 
 
 def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
@@ -132,16 +138,22 @@ def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
     return {f"step:{name}": str(stages.get(name).version) if name in stages else "not installed" for name in step_types}
 
 
-def settled(name: str, status: Status, seconds: float, key: str, record: dict[str, Any]) -> StageOutcome:
+def settled(name: str, status: Status, seconds: float, key: str, record: RunRecord) -> StageOutcome:
     """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
-    if record.get("gate_failed"):
-        return StageOutcome(name, Status.GATE_FAILED, seconds, key, record, error=record["gate_failed"])
+    if record.gate_failed:
+        return StageOutcome(name, Status.GATE_FAILED, seconds, key, record, error=record.gate_failed)
     return StageOutcome(name, status, seconds, key, record)
 
 
+def read_record(store: RunRecords, key: str) -> RunRecord | None:
+    """The store's checked run record for `key` (engine.store.records), typed."""
+    found = store.read_run(key)
+    return RunRecord.from_json(found) if found is not None else None
+
+
 def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
-    key, _ = job_key(job)
-    record = store.read_run(key)
+    key = job.identity.key
+    record = read_record(store, key)
     return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
 
 
@@ -158,19 +170,19 @@ class LockedOutputs:
         """The job with the float values the lock records for its key (StageContext.locked_values)."""
         if not self.values_by_key:
             return job
-        values = self.values_by_key.get(job_key(job)[0])
+        values = self.values_by_key.get(job.identity.key)
         return replace(job, locked_values=dict(values)) if values else job
 
 
 def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:
     """Why a cached record must not be served for this stage, or None."""
-    record = outcome.record or {}
+    outputs = {port: out.kind for port, out in outcome.record.outputs.items()} if outcome.record is not None else {}
     ports = {p.name: (p.kind.value, p.optional) for p in spec.stage_cls.outputs}
-    problem = kinds_problem(record, ports)
+    problem = kinds_problem(outputs, ports)
     if problem:
         return (f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
                 "— run `engine cache verify --remove` and run again")
-    differs = lock_disagreement(record, dict(locked.by_key.get(outcome.key) or {}))
+    differs = lock_disagreement(outcome.record.digests if outcome.record is not None else {}, dict(locked.by_key.get(outcome.key) or {}))
     if differs is None:
         return None
     port, served, digest = differs

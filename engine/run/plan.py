@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
+from ortflow.engine.builds import Identity, LockEntry, portable_env
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.run.jobs import job_for, job_key, locator, without
+from ortflow.engine.run.jobs import job_for, locator, without
 from ortflow.engine.store.base import Store
-from ortflow.engine.store.keys import lock_entry_matches, portable_env
 from ortflow.engine.types import Missing, Recipe, TextEnum
+
+if TYPE_CHECKING:
+    from ortflow.engine.record.lock import Lock
 
 
 class PlanAction(TextEnum):
@@ -33,11 +36,11 @@ class PlannedStage:
 
 
 def make_plan(
-    recipe: Recipe, graph: StageGraph, store: Store, source_digests: dict[str, str], lock: dict[str, Any]
+    recipe: Recipe, graph: StageGraph, store: Store, source_digests: dict[str, str], lock: Lock
 ) -> list[PlannedStage]:
     """Keys are known wherever upstream outputs are: from the cache, or else from the lock file (so a fresh
     clone with an empty cache still sees which stages match the lock)."""
-    known: dict[str, dict[str, Any]] = {}  # stage -> its outputs (from a run record or lock entry)
+    known: dict[str, dict[str, str]] = {}  # stage -> {port: digest} (from a run record or lock entry)
     refused: set[str] = set()  # optional stages whose cached verdict refused their output: dropped downstream
     locate = locator({ref: (digest, None) for ref, digest in source_digests.items()}, known)
     planned: list[PlannedStage] = []
@@ -53,19 +56,17 @@ def make_plan(
             planned.append(PlannedStage(name, recipe.stages[name].uses, PlanAction.SKIP,
                                         f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it", None))
             continue
-        job = job_for(spec, locate)
-        if isinstance(job, Missing):
-            planned.append(PlannedStage(name, spec.uses, PlanAction.SKIP, f"'{job.ref}' is an optional output not produced", None))
-            continue
         try:
-            key, env = job_key(job)
+            job = job_for(spec, locate)
         except StageError as exc:
             planned.append(PlannedStage(name, spec.uses, PlanAction.FAIL, str(exc), None))
             continue
-        entry = lock.get("stages", {}).get(name)
-        identity = {"type": spec.uses, "version": spec.stage_cls.version, "params": spec.params,
-                    "inputs": job.input_digests, "env": env}
-        versus_lock = "" if lock_entry_matches(entry, key, identity) else _why(entry, identity)
+        if isinstance(job, Missing):
+            planned.append(PlannedStage(name, spec.uses, PlanAction.SKIP, f"'{job.ref}' is an optional output not produced", None))
+            continue
+        key = job.identity.key
+        entry = lock.stages.get(name)
+        versus_lock = "" if entry is not None and entry.matches(key, job.identity.to_json()) else _why(entry, job.identity)
         record = store.read_run(key)
         if record is not None and record.get("gate_failed") and spec.optional:
             refused.add(name)  # as a run settles it: its verdict is served, its output never is
@@ -73,11 +74,11 @@ def make_plan(
                                         key, versus_lock))
             continue
         if record is not None:
-            known[name] = {"outputs": record["outputs"]}
+            known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
             planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock))
             continue
-        if entry is not None and entry.get("key") == key:
-            known[name] = {"outputs": entry.get("outputs") or {}}
+        if entry is not None and entry.key == key:
+            known[name] = entry.digests
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
         if store.has_run(key):
             reason = "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
@@ -85,27 +86,22 @@ def make_plan(
     return planned
 
 
-def _why(entry: dict[str, Any] | None, identity: dict[str, Any]) -> str:
-    uses, version, params, inputs = identity["type"], identity["version"], identity["params"], identity["inputs"]
-    # a host-specific entry records only the portable facts (engine.record.lockfile)
-    env = identity["env"] if entry is None or "key" in entry else portable_env(identity["env"])
+def _why(entry: LockEntry | None, identity: Identity) -> str:
     if entry is None:
         return "new stage"
-    if entry.get("type") != uses:
-        return f"stage type changed: {entry.get('type')} -> {uses}"
-    if str(entry.get("version")) != str(version):
-        return f"stage version changed: {entry.get('version')} -> {version}"
-    changed = _diff(entry.get("params", {}), params)
-    if changed:
-        return "params changed: " + ", ".join(changed)
-    changed = _diff(entry.get("inputs", {}), inputs)
-    if changed:
-        return "input changed: " + ", ".join(changed)
-    changed = _diff(entry.get("env", {}), env)
-    if changed:
-        return "environment changed: " + ", ".join(changed)
+    # a host-specific entry records only the portable facts (engine.builds.LockEntry)
+    env = identity.env if entry.key is not None else portable_env(identity.env)
+    if entry.type != identity.type:
+        return f"stage type changed: {entry.type} -> {identity.type}"
+    if str(entry.version) != str(identity.version):
+        return f"stage version changed: {entry.version} -> {identity.version}"
+    for what, old, new in (("params", entry.params, identity.params), ("input", entry.inputs, identity.inputs),
+                           ("environment", entry.env, env)):
+        changed = _diff(old, new)
+        if changed:
+            return f"{what} changed: " + ", ".join(changed)
     return "cache key changed"
 
 
-def _diff(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))

@@ -11,12 +11,13 @@ import traceback
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
+from ortflow.engine.builds import RunOutput, RunRecord
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import LOW_SPACE, GateFailed, ProviderUnavailable, StageError, no_space, no_space_message
 from ortflow.engine.run.capture import captured_output
-from ortflow.engine.run.jobs import job_key, settled
+from ortflow.engine.run.jobs import read_record, settled
 from ortflow.engine.run.steps import StepRunner
 from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.artifacts import tree_size
@@ -32,13 +33,13 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
     """`ran_on`: the machine's identity for the run record (by default its host name; a Dask worker adds its own)."""
     spec = job.spec
     started = time.perf_counter()
-    key, env = job_key(job)
+    key = job.identity.key
     try:
         with store.key_lock(key):
-            record = store.read_run(key)  # another process may have built it while we waited
+            record = read_record(store, key)  # another process may have built it while we waited
             if record is not None:
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
-            record = _build(store, job, key, env, log, ran_on or {"host": socket.gethostname()})
+            record = _build(store, job, log, ran_on or {"host": socket.gethostname()})
         return settled(spec.name, Status.RAN, time.perf_counter() - started, key, record)
     except ProviderUnavailable as exc:
         status = Status.SKIPPED if spec.optional else Status.FAILED
@@ -87,9 +88,8 @@ def _readable(message: str, exc: BaseException) -> str:
     return message.replace(str(workdir), "(the stage's work folder)")
 
 
-def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Callable[[str], None],
-           ran_on: dict[str, str]) -> dict:
-    spec = job.spec
+def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict[str, str]) -> RunRecord:
+    spec, identity = job.spec, job.identity
     with store.workdir(spec.name) as workdir:
         out_dir, scratch = workdir / "out", workdir / "scratch"
         out_dir.mkdir()
@@ -98,7 +98,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps, dict(env), _locked(job), made_from=dict(job.made_from))
+                           log, references, dict(job.input_digests), steps, dict(identity.env), _locked(job), made_from=dict(job.made_from))
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
@@ -113,7 +113,7 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
                 raise
         seconds = time.perf_counter() - started
         _check_sources_unchanged(store, job)
-        outputs: dict[str, Any] = {}
+        outputs: dict[str, RunOutput] = {}
         for name, port in sorted(ports.items()):
             path = ctx.output_path(name)
             if not path.exists():
@@ -121,30 +121,14 @@ def _build(store: Store, job: StageJob, key: str, env: dict[str, str], log: Call
                     continue
                 raise StageError(f"stage type {spec.uses} did not write its output '{name}' ({path.name})"
                                  " — this is a bug in the stage")
-            size = tree_size(path)
-            outputs[name] = {"digest": store.add(path), "kind": port.kind.value, "filename": path.name, "size": size}
-            if name in result.values:
-                outputs[name]["values"] = pack_floats(result.values[name])
-        record = {
-            "key": key,
-            "stage": spec.name,
-            "type": spec.uses,
-            "version": spec.stage_cls.version,
-            "params": spec.params,
-            "inputs": job.input_digests,
-            "env": env,
-            "ran_on": ran_on,  # where it was measured or built; not part of the key
-            "outputs": outputs,
-            "summary": result.summary,
-            "metrics": result.metrics,
-            **({"data_source": result.data_source.to_json()} if result.data_source is not None else {}),  # its verdict's data
-            "seconds": round(seconds, 3),
-            "log": printed.getvalue()[-LOG_TAIL:],
-            "gate_failed": gate_failed,
-            "steps": sorted(set(steps.keys)),  # sub-stage runs this one used: gc keeps them with it
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
-        store.write_run(key, record)
+            values = pack_floats(result.values[name]) if name in result.values else None
+            outputs[name] = RunOutput(store.add(path), port.kind.value, path.name, tree_size(path), values)
+        record = RunRecord(
+            identity.key, spec.name, spec.uses, identity.version, identity.params, identity.inputs, identity.env, outputs,
+            ran_on, result.summary, result.metrics, result.data_source.to_json() if result.data_source is not None else None,
+            round(seconds, 3), printed.getvalue()[-LOG_TAIL:], gate_failed, tuple(sorted(set(steps.keys))),
+            datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        store.write_run(identity.key, record.to_json())
         return record
 
 

@@ -92,7 +92,7 @@ class Scheduler:
             outcome = self._trusted(pending.pop())
             outcome = self._dropping(state, tolerated(outcome, self.recipe.stages[outcome.name]))
             state.outcomes[outcome.name] = outcome
-            state.records[outcome.name] = outcome.record
+            state.produced[outcome.name] = outcome.record.digests if outcome.record is not None else None
             self.events.finished(outcome)
             for child in state.dependents[outcome.name]:
                 if child in state.outcomes:
@@ -137,10 +137,7 @@ class Scheduler:
         return cached
 
     def _cached(self, job: StageJob) -> StageOutcome | None:
-        try:
-            return cached_outcome(self.store, job)
-        except StageError as exc:  # e.g. a plugin naming an environment fact that does not exist
-            return StageOutcome(job.spec.name, Status.FAILED, error=str(exc))
+        return cached_outcome(self.store, job)
 
     def _has_slot(self, name: str, running: dict[Future, str]) -> bool:
         if len(running) >= self.executor.slots:
@@ -154,17 +151,17 @@ class Scheduler:
         spec = without(self.recipe.stages[name], state.dropped.get(name, ()))
         if spec is None:  # not reached: _settle skips a stage that cannot do without a dropped one
             return StageOutcome(name, Status.SKIPPED, error="an upstream optional stage was refused")
-        job = job_for(spec, locator(self.sources, state.records, self.store.object_path))
+        try:
+            job = job_for(spec, locator(self.sources, state.produced, self.store.object_path))
+        except StageError as exc:  # a key that cannot be computed (a plugin naming an environment fact that does not exist)
+            return StageOutcome(name, Status.FAILED, error=str(exc))
         if isinstance(job, Missing):
             return StageOutcome(name, Status.SKIPPED,
                                 error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
         if self._upstream is None:
             self._upstream = datasets_upstream(self.recipe.stages, self.graph.order)
         job = replace(job, made_from=made_from(job.spec, self._upstream, self.sources))
-        try:
-            return self.locked.for_job(job)
-        except StageError:  # a key that cannot be computed fails where the stage is looked up, with its message
-            return job
+        return self.locked.for_job(job)
 
 
 class _RunState:
@@ -181,7 +178,7 @@ class _RunState:
             for pred in preds:
                 self.dependents[pred].append(name)
         self.outcomes: dict[str, StageOutcome] = {}
-        self.records: dict[str, dict[str, Any] | None] = {}  # each settled stage's run record, for locating inputs
+        self.produced: dict[str, dict[str, str] | None] = {}  # each settled stage's {output: digest}, for locating inputs
         self.dropped: dict[str, set[str]] = {}  # stage -> its optional upstream stages that refused: left out of its inputs
         self.runnable: dict[str, StageJob] = {}
         self.running: dict[Future, str] = {}

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.params import fill_defaults, params_problems
 from ortflow.engine.registry import Registry, installed_stages
+from ortflow.engine.run.jobs import identify
 from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
@@ -49,7 +50,7 @@ class StepRunner:
         spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True)
         digests = {port: [a.digest for a in v] if isinstance(v, list) else v.digest for port, v in inputs.items()}
         paths = {port: [a.path for a in v] if isinstance(v, list) else v.path for port, v in inputs.items()}
-        outcome = self.execute(StageJob(spec, digests, paths), self.log)
+        outcome = self.execute(StageJob(spec, identify(spec, digests), paths), self.log)
         if outcome.key:
             self.keys.append(outcome.key)
         if outcome.status == Status.SKIPPED:
@@ -58,9 +59,8 @@ class StepRunner:
             error = StageError(f"step {uses} failed: {outcome.error}")
             error.stage_log = "\n".join(filter(None, [outcome.traceback, outcome.printed]))  # type: ignore[attr-defined]
             raise error
-        record = outcome.record or {}
-        outputs = {port: Artifact(out["digest"], self.store.object_path(out["digest"]))
-                   for port, out in record.get("outputs", {}).items()}
+        produced = outcome.record.digests if outcome.record is not None else {}
+        outputs = {port: Artifact(digest, self.store.object_path(digest)) for port, digest in produced.items()}
         return StepResult(outputs)
 
 

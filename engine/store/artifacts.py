@@ -29,7 +29,7 @@ from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessLock, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
-from ortflow.engine.store.records import lock_disagreement, record_problem, signed
+from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
 
 READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH  # objects and records are never changed in place
 
@@ -228,7 +228,7 @@ class ArtifactStore:
         broken = {d.name for d in damage}
         for key, record in self.iter_runs():
             problem = record_problem(key, record, lambda d: d not in broken and self.object_path(d).exists())
-            differs = lock_disagreement(record, locked[key][1]) if problem is None and key in (locked or {}) else None
+            differs = lock_disagreement(output_digests(record), locked[key][1]) if problem is None and key in (locked or {}) else None
             if differs:
                 problem = f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock " \
                           f"file records {differs[2]}"
@@ -290,7 +290,8 @@ class ArtifactStore:
         return tree_size(self.objects)
 
 
-def open_store(root: Path | str) -> ArtifactStore:
+def open_store(root: Path | str, make: Callable[[Path], ArtifactStore] = ArtifactStore) -> ArtifactStore:
+    """The store at `root` (a folder, or a file: URL); `make` builds it (a SharedStore that reads through to a remote)."""
     text = str(root)
     if text.startswith("file:"):
         root = Path(re.sub(r"^file:/*", "/", text))
@@ -299,7 +300,7 @@ def open_store(root: Path | str) -> ArtifactStore:
                          "yet — mount the bucket (s3fs, gcsfuse) and give the mounted path")
     root = Path(root)
     try:
-        return ArtifactStore(root)
+        return make(root)
     except OSError as exc:
         raise StoreError(f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder") from None
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ortflow.engine.store.keys import IDENTITY, canonical_json, stage_key
+from ortflow.engine.builds import IDENTITY, Identity, canonical_json
+from ortflow.engine.builds_schema import problem as schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signature_ok
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
@@ -29,18 +30,29 @@ def record_problem(key: str, record: Any, object_intact: Callable[[str], bool]) 
     if not all(field in record for field in IDENTITY):
         return "the record lacks what its key is computed from"
     try:
-        recomputed = stage_key(*(record[field] for field in IDENTITY))
+        recomputed = Identity.from_json(record).key
     except (TypeError, ValueError):
         recomputed = None
     if recomputed != key:
         return "its type, version, parameters, inputs or environment were changed after it was written"
-    problem = _signature_problem(record) or _outputs_problem(record.get("outputs"))
+    problem = _signature_problem(record) or _outputs_problem(record.get("outputs")) or _schema_problem(record)
     if problem:
         return problem
     for name, out in sorted(record["outputs"].items()):
         if not object_intact(out["digest"]):
             return f"output '{name}' object {out['digest']} is missing or damaged"
     return None
+
+
+def _schema_problem(record: dict[str, Any]) -> str | None:
+    """What the record's fields do not fit (a summary that is not text, say), which whatever shows it would trip on."""
+    found = schema_problem("run_record", record)
+    return f"it does not fit schemas/run_record.schema.json: {found}" if found else None
+
+
+def output_digests(record: dict[str, Any]) -> dict[str, str]:
+    """{output: digest} of a checked record."""
+    return {port: out["digest"] for port, out in record["outputs"].items()}
 
 
 def _signature_problem(record: dict[str, Any]) -> str | None:
@@ -67,23 +79,22 @@ def _outputs_problem(outputs: Any) -> str | None:
     return None
 
 
-def kinds_problem(record: dict[str, Any], ports: dict[str, tuple[str, bool]]) -> str | None:
-    """The record's outputs against the stage type's output ports ({name: (kind, optional)})."""
-    outputs = record["outputs"]
-    for name, out in outputs.items():
+def kinds_problem(outputs: dict[str, str], ports: dict[str, tuple[str, bool]]) -> str | None:
+    """A record's outputs ({name: kind}) against the stage type's output ports ({name: (kind, optional)})."""
+    for name, kind in outputs.items():
         if name not in ports:
             return f"it names an output '{name}' that the stage type does not have"
-        if out.get("kind") != ports[name][0]:
-            return f"its output '{name}' is a {out.get('kind')}, where the stage type writes a {ports[name][0]}"
+        if kind != ports[name][0]:
+            return f"its output '{name}' is a {kind}, where the stage type writes a {ports[name][0]}"
     missing = [name for name, (_, optional) in ports.items() if not optional and name not in outputs]
     return f"it lacks the output {', '.join(missing)}" if missing else None
 
 
-def lock_disagreement(record: dict[str, Any], locked: dict[str, str]) -> tuple[str, str, str] | None:
+def lock_disagreement(served_digests: dict[str, str], locked: dict[str, str]) -> tuple[str, str, str] | None:
     """The first output whose object differs from what a lock file records for the same key:
     (port, the record's digest, the lock's digest)."""
     for port, digest in sorted(locked.items()):
-        served = (record["outputs"].get(port) or {}).get("digest")
+        served = served_digests.get(port)
         if served is not None and served != digest:
             return port, served, digest
     return None

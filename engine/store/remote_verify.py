@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortflow.engine.store.artifacts import Damage
-from ortflow.engine.store.records import lock_disagreement, record_problem
+from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.transfer import manifest_problem
 
@@ -38,7 +38,7 @@ def _run_problem(remote: Remote, key: str, good: set[str], locked: dict[str, tup
     record: Any = remote.read_json(remote.run_name(key))
     problem = record_problem(key, record, good.__contains__)
     if problem is None and key in locked:
-        differs = lock_disagreement(record, locked[key][1])
+        differs = lock_disagreement(output_digests(record), locked[key][1])
         if differs:
             return (f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock file "
                     f"records {differs[2]}")

@@ -1,0 +1,199 @@
+"""`<recipe>.lock`, owned by one class: Lock reads it (bounded, alias-free, checked against
+schemas/lock.schema.json, so a damaged lock is reported at file:line:col as a recipe is), merges a run's
+outcomes into it, answers what it records (drift, what gc keeps, what the cache may serve), and writes it back
+as stable sorted YAML for git diffs."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from ortflow.engine.builds import LockEntry
+from ortflow.engine.builds_schema import problem as schema_problem
+from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
+from ortflow.engine.store import atomic
+from ortflow.engine.store.base import Locks
+from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.types import Recipe, StageOutcome
+
+
+@lru_cache(maxsize=1)
+def lock_schema() -> dict[str, Any]:
+    return json.loads(resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8"))
+
+
+def _problems(path: Path, data: Any) -> list[Problem]:
+    """Each way `data` breaks the lock schema, at file:line:col. The lock's text is parsed again with
+    positions only here, for a lock that is already known to be damaged (by the compiled check)."""
+    if schema_problem("lock", data) is None:
+        return []
+    from ortflow.engine.recipe.schema_errors import validate
+    from ortflow.engine.recipe.yamlsource import parse_yaml
+
+    _, source = parse_yaml(read_bounded_text(path), str(path))
+    found = validate(data, lock_schema(), source) or [Problem("not an ortflow lock file", Location(str(path)))]
+    return [replace(problem, hint=FIX) for problem in found]  # a machine-written file: restored, not edited
+
+
+@dataclass(frozen=True, eq=False)
+class Lock:
+    """A lock file's content: the recipe's sources by digest and each stage's LockEntry."""
+
+    path: Path
+    stages: Mapping[str, LockEntry] = field(default_factory=dict)
+    recipe: str | None = None
+    inputs: Mapping[str, Mapping[str, str]] | None = None  # {name: {path, digest}}
+    datasets: Mapping[str, Mapping[str, str]] | None = None  # {name: {loader, digest}}
+
+    @classmethod
+    def read(cls, path: Path) -> Lock:
+        """The lock, or an empty one when there is none. A damaged lock is an error, not ignored."""
+        path = Path(path)
+        try:
+            data = load_lock_yaml(path)
+        except FileNotFoundError:
+            return cls(path)
+        if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
+            raise RecipeError([Problem(f"not an ortflow lock file (schema {LOCK_SCHEMA})", Location(str(path)), FIX)])
+        problems = _problems(path, data)
+        if problems:
+            raise RecipeError(problems)
+        stages = {name: LockEntry.from_json(entry) for name, entry in data["stages"].items()}
+        return cls(path, stages, data.get("recipe"), data.get("inputs"), data.get("datasets"))
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"schema": LOCK_SCHEMA}
+        if self.recipe is not None:
+            found["recipe"] = self.recipe
+        for name, value in (("inputs", self.inputs), ("datasets", self.datasets)):
+            if value is not None:
+                found[name] = value
+        found["stages"] = {name: entry.to_json() for name, entry in self.stages.items()}
+        return found
+
+    def text(self) -> str:
+        return HEADER + yaml.dump(self.to_json(), Dumper=PlainDumper, sort_keys=True, default_flow_style=False,
+                                  allow_unicode=True, width=120)
+
+    def write(self) -> None:
+        """Atomically, and not at all when the file already holds these bytes."""
+        text = self.text()
+        try:
+            if self.path.read_text(encoding="utf-8") == text:
+                return
+        except FileNotFoundError:
+            pass
+        atomic.remove_stale_staging(self.path.parent)
+        atomic.write_text(self.path, text)
+
+    def merged(self, recipe: Recipe, outcomes: Mapping[str, StageOutcome], source_digests: Mapping[str, str]) -> Lock:
+        """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go."""
+        stages = {name: entry for name, entry in self.stages.items() if name in recipe.stages}
+        for name, outcome in outcomes.items():
+            if outcome.succeeded and outcome.record is not None:
+                stages[name] = LockEntry.of(outcome.record, recipe.stages[name].stage_cls.deterministic)
+        inputs = {name: {"path": spec.declared, "digest": source_digests[f"inputs.{name}"]} for name, spec in recipe.inputs.items()}
+        datasets = {name: {"loader": spec.loader, "digest": source_digests[f"datasets.{name}"]}
+                    for name, spec in recipe.datasets.items()}
+        return Lock(self.path, stages, recipe.name, inputs, datasets)
+
+    def drift(self, outcomes: Mapping[str, StageOutcome], recipe: Recipe) -> list[str]:
+        """Stages rebuilt under the key the lock records but with different output bytes: not reproducible."""
+        found = []
+        for name, outcome in sorted(outcomes.items()):
+            entry = self.stages.get(name)
+            if not recipe.stages[name].stage_cls.deterministic or outcome.record is None or entry is None or entry.key != outcome.key:
+                continue
+            locked = entry.digests
+            changed = sorted(port for port, out in outcome.record.outputs.items() if locked.get(port) not in (None, out.digest))
+            if changed:
+                found.append(f"stage '{name}' was rebuilt from the same inputs and parameters as the lock file records, "
+                             f"but its output {', '.join(changed)} has different bytes: the stage is not reproducible")
+        return found
+
+    def referenced(self) -> tuple[set[str], set[str], list[LockEntry]]:
+        """(cache keys, object digests, host-specific entries) the lock needs kept; a run record matching a
+        host-specific entry (LockEntry.matches) is kept too."""
+        keys, digests, host_specific = set(), set(), []
+        for entry in self.stages.values():
+            if entry.key is not None:
+                keys.add(entry.key)
+            else:
+                host_specific.append(entry)
+            digests.update(entry.digests.values())
+        return keys, digests, host_specific
+
+    def locked_outputs(self) -> dict[str, dict[str, str]]:
+        """{cache key: {output: digest}} for every keyed entry (measurements record no outputs)."""
+        return {entry.key: entry.digests for entry in self.stages.values() if entry.key is not None}
+
+    def locked_values(self) -> dict[str, dict[str, str]]:
+        """{cache key: {output: packed float values}} where the lock records values with an output."""
+        found = {}
+        for entry in self.stages.values():
+            values = {port: out.values for port, out in (entry.outputs or {}).items() if out.values is not None}
+            if entry.key is not None and values:
+                found[entry.key] = values
+        return found
+
+
+class LockWriter:
+    """Merges finished stages into the lock file under a file lock, re-reading it each time, so runs of
+    different stages of one recipe (or a run and a killed run) never lose each other's entries."""
+
+    EVERY_S = 5.0  # during a run, at most one write per this many seconds; the last write is never skipped
+
+    def __init__(self, recipe: Recipe, store: Locks, source_digests: Mapping[str, str]):
+        self.recipe = recipe
+        self.source_digests = source_digests
+        self.store = store
+        self.guard_name = f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one lock per lock file
+        self.unwritten: dict[str, StageOutcome] = {}
+        self.last_write = 0.0
+
+    def record(self, outcomes: Mapping[str, StageOutcome], final: bool = False) -> None:
+        """Merge `outcomes` in; while the run goes on, writes are batched (a killed run loses at most a few
+        seconds of entries, which the next run writes from the cache)."""
+        self.unwritten.update(outcomes)
+        if not final and time.monotonic() - self.last_write < self.EVERY_S:
+            return
+        with self.store.key_lock(self.guard_name):
+            Lock.read(self.recipe.lock_path).merged(self.recipe, self.unwritten, self.source_digests).write()
+        self.unwritten = {}
+        self.last_write = time.monotonic()
+
+
+def read_locks(paths: Iterable[Path], required: bool = True) -> list[Lock]:
+    """The named lock files; with `required`, a missing one is an error naming the fix."""
+    locks = []
+    for path in paths:
+        if required and not Path(path).exists():
+            raise OrtflowError(f"{path}: no lock file — run the recipe first, or leave it out of the list")
+        locks.append(Lock.read(path))
+    return locks
+
+
+def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = False) -> Any:
+    """Remove from `store` every run record and object the lock files do not reference (what they name by
+    key, and this machine's results for their host-specific entries); returns the store's tally."""
+    keys: set[str] = set()
+    digests: set[str] = set()
+    host_specific: list[LockEntry] = []
+    for lock in read_locks(lock_paths):
+        more_keys, more_digests, more_entries = lock.referenced()
+        keys |= more_keys
+        digests |= more_digests
+        host_specific += more_entries
+
+    def kept(key: str, record: Mapping[str, Any]) -> bool:  # this machine's result for a host-specific lock entry
+        return any(entry.matches(key, record) for entry in host_specific)
+
+    return store.gc(keys, digests, dry_run=dry_run, keep=kept)
