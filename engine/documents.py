@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, TypedDict, TypeVar, Union
 
+from ortflow.engine import schema_check
 from ortflow.engine.errors import StageError
 from ortflow.engine.json_types import Json, Scalar
 from ortflow.engine.metric import Better
@@ -336,19 +337,6 @@ def schema(name: str) -> dict[str, Json]:
     return json.loads(resources.files("ortflow.schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=None)
-def _compiled(name: str) -> Callable[[object], object]:
-    import fastjsonschema
-
-    return fastjsonschema.compile(schema(name))
-
-
 def _problem(name: str, data: object) -> str:
     """What is wrong with `data` as a document of schema `name` ("" when nothing)."""
-    import fastjsonschema
-
-    try:
-        _compiled(name)(data)
-    except fastjsonschema.JsonSchemaValueException as exc:
-        return exc.message
-    return ""
+    return schema_check.problem(name, data) or ""

@@ -16,9 +16,9 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from ortflow.engine.builds import LockEntry
-from ortflow.engine.builds_schema import problem as schema_problem
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
+from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Locks
 from ortflow.engine.store.hashing import hash_bytes

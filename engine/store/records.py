@@ -8,7 +8,7 @@ import re
 from typing import Any, Callable
 
 from ortflow.engine.builds import IDENTITY, Identity, canonical_json
-from ortflow.engine.builds_schema import problem as schema_problem
+from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signature_ok
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")

@@ -1,10 +1,11 @@
-"""The schemas of a build's files (schemas/run_record.schema.json, schemas/lock.schema.json) compiled once into
-plain Python checks. Every run reads its lock file and every record it serves, so the check must cost next to
-nothing on a cached re-run: importing jsonschema costs ~50 ms and fastjsonschema's compile ~10-20 ms a schema,
+"""The schemas of the JSON files ortflow writes and reads back (schemas/lock.schema.json, run_record.schema.json,
+and the result documents': benchmark_results, accuracy_results, selection) compiled once into plain Python
+checks. Every run reads its lock file, every record it serves and the documents its report shows, so the check
+must cost next to nothing on a cached re-run: importing jsonschema costs ~50 ms and fastjsonschema's compile ~10-20 ms a schema,
 more than the rest of a cached run's own work. The schemas use a small subset of JSON Schema, which this module
 compiles; any other keyword is refused when compiling, so a schema cannot silently outgrow it. The explained
 errors (file:line:col) still come from jsonschema (engine.recipe.schema_errors), asked only once a check fails;
-tests/unit/test_builds_schema.py checks that the two agree."""
+tests/unit/test_schema_check.py checks that the two agree."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "null": lambda v: v is None,
 }
 _ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "x-expected"}
-_KEYWORDS = {"type", "const", "properties", "required", "additionalProperties", "pattern", "items", "minimum", "anyOf", "$ref"}
+_KEYWORDS = {"type", "const", "enum", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
+             "pattern", "items", "minItems", "minimum", "anyOf", "$ref"}
 
 
 @lru_cache(maxsize=None)
@@ -45,12 +47,18 @@ def problem(name: str, document: Any) -> str | None:
 def _compile(schema: dict[str, Any], defs: dict[str, Any]) -> Check:
     unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
     if unknown:
-        raise ValueError(f"JSON Schema keyword {sorted(unknown)[0]} is not compiled by engine.builds_schema")
+        raise ValueError(f"JSON Schema keyword {sorted(unknown)[0]} is not compiled by engine.schema_check")
     if "$ref" in schema:
         return _compile(defs[schema["$ref"].removeprefix("#/$defs/")], defs)
     checks = [_type(schema)] if "type" in schema else []
     if "const" in schema:
         checks.append(_const(schema["const"]))
+    if "enum" in schema:
+        checks.append(_enum(schema["enum"]))
+    if "minItems" in schema:
+        checks.append(_count(list, schema["minItems"], None, "items"))
+    if {"minProperties", "maxProperties"} & set(schema):
+        checks.append(_count(dict, schema.get("minProperties", 0), schema.get("maxProperties"), "keys"))
     if "pattern" in schema:
         checks.append(_pattern(schema["pattern"]))
     if "minimum" in schema:
@@ -86,6 +94,25 @@ def _const(expected: Any) -> Check:
     def check(value: Any, where: str) -> str | None:
         same = value == expected and isinstance(value, bool) == isinstance(expected, bool)
         return None if same else f"{where} must be {json.dumps(expected)}"
+
+    return check
+
+
+def _enum(allowed: list[Any]) -> Check:
+    def check(value: Any, where: str) -> str | None:
+        same = any(value == one and isinstance(value, bool) == isinstance(one, bool) for one in allowed)
+        return None if same else f"{where} must be one of {json.dumps(allowed)}"
+
+    return check
+
+
+def _count(kind: type, least: int, most: int | None, what: str) -> Check:
+    """minItems (lists) or minProperties/maxProperties (objects)."""
+    def check(value: Any, where: str) -> str | None:
+        if not isinstance(value, kind) or least <= len(value) <= (len(value) if most is None else most):
+            return None
+        bound = f"at least {least}" if len(value) < least else f"at most {most}"
+        return f"{where or 'the document'} must have {bound} {what}"
 
     return check
 

@@ -1,6 +1,6 @@
-"""engine.builds_schema: the compiled checks of schemas/lock.schema.json and run_record.schema.json say yes and
-no exactly where jsonschema does (which explains the no), on the shipped locks and on every one-value damage of
-them and of a run record."""
+"""engine.schema_check: the compiled checks of schemas/lock.schema.json, run_record.schema.json and the result
+documents' schemas say yes and no exactly where jsonschema does (which explains the no), on the shipped locks, a
+run record and each result document, and on every one-value damage of them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 from jsonschema import Draft202012Validator
 
-from ortflow.engine import builds_schema
+from ortflow.engine import schema_check
 from ortflow.engine.record.lockfile import load_lock_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def _at(document: Any, path: tuple) -> Any:
 def agree(name: str, document: Any) -> None:
     schema = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
     expected = Draft202012Validator(schema).is_valid(document)
-    found = builds_schema.problem(name, document)
+    found = schema_check.problem(name, document)
     assert (found is None) == expected, (found, document)
 
 
@@ -72,4 +72,14 @@ def test_shipped_locks_and_their_damages(lock):
 
 def test_a_keyword_it_does_not_compile_is_refused():
     with pytest.raises(ValueError, match="oneOf"):
-        builds_schema._compile({"oneOf": []}, {})
+        schema_check._compile({"oneOf": []}, {})
+
+
+@pytest.mark.parametrize("name", ["benchmark_results", "accuracy_results", "selection"])
+def test_result_documents_and_their_damages(name):
+    from .test_documents import ACCURACY, BENCHMARK, SELECTION
+
+    document = {"benchmark_results": BENCHMARK, "accuracy_results": ACCURACY, "selection": SELECTION}[name]
+    agree(name, document)
+    for damage in damaged(document):
+        agree(name, damage)
