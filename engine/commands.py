@@ -175,10 +175,12 @@ def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.cache_scope import locked_outputs
+
     if args.remote is not None:
         return cmd_cache_verify_remote(args, out)
     store = _cache_store(args)
-    damage = store.verify(_locked_outputs(args.recipes, store.root))
+    damage = store.verify(locked_outputs(args.recipes, store.root))
     return _damage_report(out, str(store.root), damage, args.remove, lambda: store.remove_damaged(damage),
                           "the next run rebuilds them", "`engine cache verify --remove` to delete them so the next run rebuilds them")
 
@@ -198,25 +200,6 @@ def _damage_report(out: Any, where: str, damage: list[Any], remove: bool, removi
     return EXIT_STAGE_FAILED if damage and not remove else EXIT_OK
 
 
-def _locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[str, dict[str, str]]]:
-    """What lock files say each key produced, for `cache verify` to check records against: the named
-    recipes' lock files, or else those beside the cache (where a recipe's default cache lives)."""
-    from ortflow.engine.record.lock import Lock
-    from ortflow.engine.types import lock_path_for
-
-    paths = [lock_path_for(Path(r)) for r in recipes] or sorted(store_root.parent.glob("*.lock"))
-    locked = {}
-    for lock_path in paths:
-        try:
-            lock = Lock.read(lock_path)
-        except OrtflowError:
-            if recipes:
-                raise
-            continue  # a *.lock of another tool beside the cache
-        locked.update({key: (lock_path.name, outputs) for key, outputs in lock.locked_outputs().items()})
-    return locked
-
-
 def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.record.lock import collect_garbage
     from ortflow.engine.types import lock_path_for
@@ -234,57 +217,27 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def _lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[dict[str, str], set[str]]:
-    """({cache key: stage name} of every stage the recipes' lock files record, the names of the host-specific
-    ones among them). A host-specific entry (a benchmark, an accuracy check) records no key: pushing, this
-    machine's records that match it go along; pulling, the key this machine would build it under."""
-    from ortflow.engine.record.lock import Lock
-    from ortflow.engine.types import lock_path_for
-
-    keys: dict[str, str] = {}
-    host_specific: set[str] = set()
-    for recipe in recipes:
-        lock_path = lock_path_for(recipe)
-        if not lock_path.exists():
-            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)")
-        entries = Lock.read(lock_path).stages
-        keys.update({entry.key: name for name, entry in entries.items() if entry.key is not None})
-        host_specific |= {name for name, entry in entries.items() if entry.key is None}
-        if pulling:
-            keys.update(_planned_keys(recipe, store, host_specific))
-        else:
-            keys.update({key: name for key, record in store.iter_runs() if record is not None
-                         for name in host_specific if name in entries and entries[name].matches(key, record)})
-    return keys, host_specific
-
-
-def _planned_keys(recipe: Path, store: Any, names: set[str]) -> dict[str, str]:
-    """{key: stage} this machine would build the named stages under (their upstream known from the lock)."""
-    from ortflow.engine.pipeline import Workspace, plan
-
-    ws = Workspace.open(recipe, [], None, store.root, None)
-    return {item.key: item.name for item in plan(ws) if item.name in names and item.key}
-
-
 def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.cache_scope import lock_keys
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import push
 
     store = _cache_store(args)
     remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
-    keys, host_specific = _lock_keys(args.recipes, store) if args.recipes else \
+    keys, host_specific = lock_keys(args.recipes, store) if args.recipes else \
         ({key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}, set())
     return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache",
                      host_specific)
 
 
 def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
+    from ortflow.engine.cache_scope import lock_keys
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import pull
 
     store = _cache_store(args, create=True)
     remote = required_remote(args.remote, args.recipes[0])
-    keys, host_specific = _lock_keys(args.recipes, store, pulling=True)
+    keys, host_specific = lock_keys(args.recipes, store, pulling=True)
     return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote", host_specific)
 
 
@@ -315,7 +268,9 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
 
     remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
-    locked = _locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
+    from ortflow.engine.cache_scope import locked_outputs
+
+    locked = locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
     damage = _remote_call(remote, lambda: verify_remote(remote, locked))
     removing = lambda: _remote_call(remote, lambda: remove_remote_damage(remote, damage))  # noqa: E731
     return _damage_report(out, remote.shown, damage, args.remove, removing, "push them again from a good cache",
