@@ -139,7 +139,7 @@ class Output:
             style = STATUS_STYLE.get(outcome.status, "")
             table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
         self.console.print(table)
-        self.report_sections(summary.report_path)
+        self.report_sections(summary.sections)
         self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
 
     def _failure_details(self, outcome: Any) -> None:
@@ -152,17 +152,11 @@ class Output:
         if outcome.traceback and not self.debug:
             self.error("run with --debug for the traceback")
 
-    def report_sections(self, report_path: Any) -> None:
+    def report_sections(self, sections: list[Any]) -> None:
         """The tables stages added to the report (benchmark results, accuracy), as the run ends; those their stage
         type declares too long for a terminal (report.json marks them `terminal: false`) stay in the report files."""
-        import json
-
         from rich.table import Table
 
-        try:
-            sections = json.loads(report_path.read_text(encoding="utf-8")).get("sections", [])
-        except (OSError, ValueError):
-            return
         for section in sections:
             for spec in section.get("tables", []):
                 if spec.get("terminal") is False:

@@ -6,12 +6,13 @@ import gc
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError, StageError
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.record.lock import Lock, LockWriter
@@ -192,6 +193,7 @@ class RunSummary:
     report_path: Path
     exit_code: int
     warnings: list[str]
+    sections: list[JsonObject] = field(default_factory=list)  # the report's stage sections, for the console
 
 
 def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
@@ -229,8 +231,8 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
     if not ws.recipe.overrides:  # a one-run `--set` narrowing a matrix does not drop the other variants
         _remove_stale_folders(ws)
-    report_path = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
-    return RunSummary(outcomes, report_path, exit_code(outcomes), warnings)
+    written = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
+    return RunSummary(outcomes, written.path, exit_code(outcomes), warnings, written.sections)
 
 
 def _remove_stale_folders(ws: Workspace) -> None:
@@ -288,7 +290,7 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     for outcome in outcomes.values():
         _publish(ws, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}
-    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store), missing, exit_code(outcomes)
+    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store).path, missing, exit_code(outcomes)
 
 
 def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any) -> StageOutcome | None:

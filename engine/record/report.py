@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -41,8 +42,17 @@ def stage_folder(out_dir: Path, stage: str) -> Path:
     return out_dir / stage_slug(stage)
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    """report.json's path and the sections stages added to it, kept so the console prints them without reading
+    the file back."""
+
+    path: Path
+    sections: list[JsonObject]
+
+
 def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
-                 store: Objects) -> Path:
+                 store: Objects) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
@@ -88,7 +98,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))
     render(report, out_dir)
-    return path
+    return WrittenReport(path, report["sections"])
 
 
 def render(report: JsonObject, out_dir: Path) -> None:
