@@ -9,7 +9,7 @@ from typing import Any
 
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.pipeline import Workspace, plan
-from ortflow.engine.record.lock import Lock
+from ortflow.engine.publish.lock import Lock
 from ortflow.engine.types import lock_path_for
 
 

@@ -112,7 +112,7 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_compare(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine import listings
-    from ortflow.engine.record.compare import compare_files
+    from ortflow.engine.publish.compare import compare_files
 
     rows = compare_files(args.before, args.after)
     if args.json:
@@ -201,7 +201,7 @@ def _damage_report(out: Any, where: str, damage: list[Any], remove: bool, removi
 
 
 def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
-    from ortflow.engine.record.lock import collect_garbage
+    from ortflow.engine.publish.lock import collect_garbage
     from ortflow.engine.types import lock_path_for
 
     if not args.recipes:

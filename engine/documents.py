@@ -31,7 +31,7 @@ Table = _Table
 
 
 class ReportSection(TypedDict, total=False):
-    """A stage's section of the run report: {"tables": [...], "charts": [...]} (engine.record.report)."""
+    """A stage's section of the run report: {"tables": [...], "charts": [...]} (engine.publish.report)."""
 
     tables: list[Table]
     charts: list[dict[str, Json]]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw

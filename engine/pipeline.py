@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError, StageError
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.publish.lock import Lock, LockWriter
+from ortflow.engine.publish.report import stage_folder, write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.record.lock import Lock, LockWriter
-from ortflow.engine.record.report import stage_folder, write_report
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs, job_for, locator, read_record, settled, tolerated, without

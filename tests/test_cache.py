@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from conftest import executions, write
 
-from ortflow.engine.record.lock import Lock
+from ortflow.engine.publish.lock import Lock
 from ortflow.engine.store.hashing import HashCache
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import PLUGINS, write
 
-from ortflow.engine.record.lock import Lock
+from ortflow.engine.publish.lock import Lock
 from ortflow.engine.store.hashing import hash_tree
 
 WIDTHS = (8192, 8448)  # alternating shapes: each weight 8192 x 8448 floats, 277 MB

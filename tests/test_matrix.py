@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import executions, write
 
-from ortflow.engine.record.report import stage_slug
+from ortflow.engine.publish.report import stage_slug
 
 
 def sweep_recipe(project: Path, matrix: str = "", extra: str = "", head: str = "") -> Path:

@@ -11,7 +11,7 @@ from test_matrix import report_stages, sweep_recipe
 
 from ortflow.api import ArtifactKind, Axis, Better, Declares, Measure, Port, Stage, Tables
 from ortflow.engine.declarations import units
-from ortflow.engine.record import charts, report, report_html
+from ortflow.engine.publish import charts, report, report_html
 from ortflow.engine.registry import stage_type
 
 

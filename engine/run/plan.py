@@ -13,7 +13,7 @@ from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, TextEnum
 
 if TYPE_CHECKING:
-    from ortflow.engine.record.lock import Lock
+    from ortflow.engine.publish.lock import Lock
 
 
 class PlanAction(TextEnum):

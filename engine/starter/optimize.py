@@ -15,7 +15,7 @@ from ortflow.engine import documents
 from ortflow.engine.documents import Selection, SelectionCandidate
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
-from ortflow.engine.record.report import stage_folder
+from ortflow.engine.publish.report import stage_folder
 from ortflow.engine.stage import Stage
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
 from ortflow.engine.types import StageOutcome

@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from ortflow.engine import schema_check
-from ortflow.engine.record.lockfile import load_lock_yaml
+from ortflow.engine.publish.lockfile import load_lock_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 D = "ab" * 32

@@ -1,5 +1,5 @@
 """Reading `<recipe>.lock` safely: bounded in size, without anchors or aliases, from libyaml's events (the Lock
-class, engine.record.lock, owns the file and its meaning; `engine compare` reads two locks through here too)."""
+class, engine.publish.lock, owns the file and its meaning; `engine compare` reads two locks through here too)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""engine.record.lock: reading, merging and writing a lock file (toy data; no stage runs)."""
+"""engine.publish.lock: reading, merging and writing a lock file (toy data; no stage runs)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from ortflow.engine.builds import LockEntry, RunRecord
 from ortflow.engine.errors import RecipeError
-from ortflow.engine.record.lock import Lock
+from ortflow.engine.publish.lock import Lock
 from ortflow.engine.types import StageOutcome, Status
 
 RECIPES = Path(__file__).resolve().parents[3] / "recipes"

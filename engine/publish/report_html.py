@@ -1,5 +1,5 @@
 """Render a run's report as Markdown and as one self-contained HTML page (inline CSS, and Plotly charts
-with plotly.js inlined: engine.record.charts)."""
+with plotly.js inlined: engine.publish.charts)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from ortflow.engine.declarations import unit_of
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.provenance import with_label
-from ortflow.engine.record import charts
+from ortflow.engine.publish import charts
 from ortflow.engine.types import dropped_text
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from ortflow.engine.builds import LockEntry
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.record.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
+from ortflow.engine.publish.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
 from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Locks

@@ -1,5 +1,5 @@
 """The report's charts as Plotly figures: plain data (a dict per figure, what plotly.js draws), built from the
-chart entries stages put in their report sections (engine.record.report). Plotly.js ships inside the plotly
+chart entries stages put in their report sections (engine.publish.report). Plotly.js ships inside the plotly
 package, so report.html draws them offline, with hover naming each point and legends that scroll instead of
 being cut at the edge."""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import OrtflowError
-from ortflow.engine.record.lockfile import load_lock_yaml, read_bounded_text
+from ortflow.engine.publish.lockfile import load_lock_yaml, read_bounded_text
 
 
 def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:

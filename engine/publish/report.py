@@ -103,7 +103,7 @@ def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome
 
 def render(report: JsonObject, out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
-    from ortflow.engine.record.report_html import html_report, markdown_report
+    from ortflow.engine.publish.report_html import html_report, markdown_report
 
     atomic.write_text(out_dir / "report.md", markdown_report(report))
     atomic.write_text(out_dir / "report.html", html_report(report))

@@ -1,2 +1,0 @@
-"""Record layer: what a run leaves behind for people and for git: the lock file, report.json/.md/.html,
-and comparisons between two runs."""
