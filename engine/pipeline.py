@@ -212,10 +212,10 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         def on_finished(outcome: StageOutcome) -> None:
             _publish(ws, outcome)
             if lock_writer is not None and outcome.status == Status.RAN:
-                lock_writer.record({outcome.name: outcome})  # so a killed run still records what it built
+                lock_writer.add({outcome.name: outcome})  # so a killed run's lock file still lists what it built
             events.finished(outcome)
 
-        locked = LockedOutputs(ws.recipe.lock_path.name, lock.locked_outputs(), lock.locked_values())
+        locked = LockedOutputs(ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values())
         scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
                               SchedulerEvents(events.started, on_finished, events.log), locked)
         try:
@@ -226,7 +226,7 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         executor.shutdown()
     warnings = lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
-        lock_writer.record(outcomes, final=True)
+        lock_writer.add(outcomes, final=True)
     else:
         warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
     if not ws.recipe.overrides:  # a one-run `--set` narrowing a matrix does not drop the other variants

@@ -99,7 +99,7 @@ class StageContext:
     digests: dict[str, Labels] = field(default_factory=dict)  # each input's content digest (or list of them)
     steps: Steps | None = None  # run other stage types as cached sub-stages
     env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
-    locked: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see locked_values
+    pinned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see pinned_values
     # per input port, the digests of the datasets its artifacts were made from upstream (not part of the key:
     # the artifacts' own digests are); validate_accuracy compares its data's digest with its candidates'
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -185,12 +185,19 @@ class StageContext:
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
         return names
 
-    def locked_values(self, port: str) -> tuple[float, ...] | None:
+    def pinned_values(self, port: str) -> tuple[float, ...] | None:
         """The float values the lock file records for output `port` under this very cache key (what the stage
         returned as StageResult.values when the lock was written, maybe on another CPU), or None. A stage
         whose floats differ in their last bits from CPU to CPU keeps these when its own agree within its
-        stated tolerance, so the same inputs give the same bytes, and the same lock, everywhere."""
-        return self.locked.get(port)
+        stated tolerance, so the same inputs give the same bytes, and the same lock file, everywhere."""
+        return self.pinned.get(port)
+
+    def locked_values(self, port: str) -> tuple[float, ...] | None:
+        """Deprecated (one release): the old name of pinned_values."""
+        import warnings
+
+        warnings.warn("StageContext.locked_values is deprecated: call ctx.pinned_values(port)", DeprecationWarning, stacklevel=2)
+        return self.pinned_values(port)
 
     def output_path(self, name: str) -> Path:
         port = self.outputs[name]
@@ -204,7 +211,7 @@ class StageResult:
     summary: str = ""  # one short line for the run table, e.g. "nodes 512 -> 301"
     metrics: dict[str, Json] = field(default_factory=dict)  # small numbers kept in the run record
     # {output port: the float values it was written from}, recorded with the output in the lock file so that
-    # another CPU's run can keep them (StageContext.locked_values); for small outputs only (a calibration
+    # another CPU's run can keep them (StageContext.pinned_values); for small outputs only (a calibration
     # table's ranges, not a model's weights).
     values: dict[str, Sequence[float]] = field(default_factory=dict)
     # A stage that judges accuracy: the data its verdict rests on (real, random feeds, calibration data reused),

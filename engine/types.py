@@ -171,7 +171,7 @@ class StageJob:
     input_paths: dict[str, Path | list[Path] | Dataset]
     # The float values the lock file records for this key's outputs ({port: packed}), where it records any:
     # a stage whose floats vary in their last bits from CPU to CPU keeps the locked ones when they agree.
-    locked_values: dict[str, str] = field(default_factory=dict)
+    pinned_values: dict[str, str] = field(default_factory=dict)
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)

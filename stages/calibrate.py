@@ -203,7 +203,7 @@ class Calibrate(Stage):
         are the same result, and keeping the recorded values keeps the table's bytes, every key downstream
         and the committed lock file as they are. A real difference is left to show as one."""
         names = sorted(ranges)
-        locked = ctx.locked_values("table")
+        locked = ctx.pinned_values("table")
         if locked is None or len(locked) != 2 * len(names):
             return ranges
         worst = 0.0

@@ -20,7 +20,7 @@ from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.publish.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
 from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store import atomic
-from ortflow.engine.store.base import Locks
+from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.types import Recipe, StageOutcome
 
@@ -135,7 +135,7 @@ class Lock:
         """{cache key: {output: digest}} for every keyed entry (measurements record no outputs)."""
         return {entry.key: entry.digests for entry in self.stages.values() if entry.key is not None}
 
-    def locked_values(self) -> dict[str, dict[str, str]]:
+    def pinned_values(self) -> dict[str, dict[str, str]]:
         """{cache key: {output: packed float values}} where the lock records values with an output."""
         found = {}
         for entry in self.stages.values():
@@ -146,26 +146,26 @@ class Lock:
 
 
 class LockWriter:
-    """Merges finished stages into the lock file under a file lock, re-reading it each time, so runs of
+    """Merges finished stages into the lock file under a mutex, re-reading it each time, so runs of
     different stages of one recipe (or a run and a killed run) never lose each other's entries."""
 
     EVERY_S = 5.0  # during a run, at most one write per this many seconds; the last write is never skipped
 
-    def __init__(self, recipe: Recipe, store: Locks, source_digests: Mapping[str, str]):
+    def __init__(self, recipe: Recipe, store: Mutexes, source_digests: Mapping[str, str]):
         self.recipe = recipe
         self.source_digests = source_digests
         self.store = store
-        self.guard_name = f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one lock per lock file
+        self.guard_name = f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one mutex per lock file
         self.unwritten: dict[str, StageOutcome] = {}
         self.last_write = 0.0
 
-    def record(self, outcomes: Mapping[str, StageOutcome], final: bool = False) -> None:
+    def add(self, outcomes: Mapping[str, StageOutcome], final: bool = False) -> None:
         """Merge `outcomes` in; while the run goes on, writes are batched (a killed run loses at most a few
         seconds of entries, which the next run writes from the cache)."""
         self.unwritten.update(outcomes)
         if not final and time.monotonic() - self.last_write < self.EVERY_S:
             return
-        with self.store.key_lock(self.guard_name):
+        with self.store.key_mutex(self.guard_name):
             Lock.read(self.recipe.lock_path).merged(self.recipe, self.unwritten, self.source_digests).write()
         self.unwritten = {}
         self.last_write = time.monotonic()

@@ -164,14 +164,14 @@ class LockedOutputs:
 
     file: str = ""
     by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    values_by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # {key: {port: packed floats}}
+    pinned_by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # {key: {port: packed floats}}
 
     def for_job(self, job: StageJob) -> StageJob:
-        """The job with the float values the lock records for its key (StageContext.locked_values)."""
-        if not self.values_by_key:
+        """The job with the float values the lock records for its key (StageContext.pinned_values)."""
+        if not self.pinned_by_key:
             return job
-        values = self.values_by_key.get(job.identity.key)
-        return replace(job, locked_values=dict(values)) if values else job
+        values = self.pinned_by_key.get(job.identity.key)
+        return replace(job, pinned_values=dict(values)) if values else job
 
 
 def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:

@@ -1,4 +1,4 @@
-"""Runs one stage: cache look-up under a per-key lock, execution in a private work folder, atomic commit."""
+"""Runs one stage: cache look-up under a per-key mutex, execution in a private work folder, atomic commit."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
     started = time.perf_counter()
     key = job.identity.key
     try:
-        with store.key_lock(key):
+        with store.key_mutex(key):
             record = read_record(store, key)  # another process may have built it while we waited
             if record is not None:
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
@@ -98,7 +98,7 @@ def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
         ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps, dict(identity.env), _locked(job), made_from=dict(job.made_from))
+                           log, references, dict(job.input_digests), steps, dict(identity.env), _pinned(job), made_from=dict(job.made_from))
         started = time.perf_counter()
         with captured_output() as printed:  # library chatter goes to the run record, not the terminal
             gate_failed = None
@@ -132,10 +132,10 @@ def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict
         return record
 
 
-def _locked(job: StageJob) -> dict[str, tuple[float, ...]]:
+def _pinned(job: StageJob) -> dict[str, tuple[float, ...]]:
     """The lock's recorded values for this job's outputs; a value the lock garbles is simply not offered."""
     found = {}
-    for port, text in job.locked_values.items():
+    for port, text in job.pinned_values.items():
         try:
             found[port] = unpack_floats(text)
         except ValueError:

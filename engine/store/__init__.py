@@ -1,2 +1,2 @@
-"""Store layer: the content-addressed artifact store (objects, run records, locks), atomic writes,
+"""Store layer: the content-addressed artifact store (objects, run records, mutexes), atomic writes,
 hashing and cache keys."""

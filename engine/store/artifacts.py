@@ -5,8 +5,10 @@ Layout under the store root (default `.ortflow/` beside the recipe, or $ORTFLOW_
   runs/ab/<key>.json      what one stage execution produced: output digests, params, inputs, timing
   recipes/                validated-recipe snapshots (engine.recipe.snapshot), disposable
   tmp/                    work folders of running stages, each guarded by a flock held while it is in use
-  locks/                  one file lock per cache key, so concurrent runs never build the same thing twice
-  store.lock              runs hold it shared, gc exclusive: gc never removes what a running stage uses
+  locks/                  one mutex file per cache key, so concurrent runs never build the same thing twice (the
+                          on-disk names of mutex files stay as ortflow 0.1 wrote them, so that two versions
+                          sharing a cache still exclude each other)
+  store.lock              a mutex runs hold shared, gc exclusive: gc never removes what a running stage uses
   state.db                hashes of files already seen, keyed by inode, mtime, ctime and size
 Every write lands in tmp/ first and is renamed into place, so a killed run never leaves half an entry.
 """
@@ -27,7 +29,7 @@ from typing import Callable, Iterator
 from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store import atomic
-from ortflow.engine.store.atomic import ProcessLock, store_folder
+from ortflow.engine.store.atomic import ProcessMutex, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
 
@@ -61,8 +63,8 @@ class ArtifactStore:
         self.objects = self.root / "objects"
         self.runs = self.root / "runs"
         self.tmp = self.root / "tmp"
-        self.locks = self.root / "locks"
-        for folder in (self.root, self.objects, self.runs, self.tmp, self.locks):
+        self.mutexes = self.root / "locks"
+        for folder in (self.root, self.objects, self.runs, self.tmp, self.mutexes):
             store_folder(folder)
         self.hashes = HashCache(self.root / "state.db")
 
@@ -160,26 +162,26 @@ class ArtifactStore:
 
     # -- concurrency -------------------------------------------------------------------------
 
-    def key_lock(self, key: str):
+    def key_mutex(self, key: str):
         from filelock import FileLock
 
-        return FileLock(str(self.locks / f"{key}.lock"), mode=0o644)  # not 0666 under umask 000
+        return FileLock(str(self.mutexes / f"{key}.lock"), mode=0o644)  # not 0666 under umask 000
 
-    def in_use(self) -> ProcessLock:
+    def in_use(self) -> ProcessMutex:
         """Held (shared) for a whole run, so that gc, which needs it exclusively, waits for no one."""
-        return ProcessLock(self.root / "store.lock", shared=True)
+        return ProcessMutex(self.root / "store.lock", shared=True)
 
     @contextmanager
     def workdir(self, label: str) -> Iterator[Path]:
-        """A private folder under tmp/, locked while in use and removed afterwards."""
+        """A private folder under tmp/, held by a mutex while in use and removed afterwards."""
         label = re.sub(r"[^A-Za-z0-9_.=,\[\]-]", "_", label)[:100]  # a matrix value may hold any character
         while True:
             name = f"{label}-{uuid.uuid4().hex[:16]}"
-            lock = ProcessLock(self.tmp / f"{name}.lock")
-            lock.acquire()
-            if lock.still_current():  # a cleanup may have removed the lock file as we locked it
+            mutex = ProcessMutex(self.tmp / f"{name}.lock")
+            mutex.acquire()
+            if mutex.still_current():  # a cleanup may have removed the mutex file as we took it
                 break
-            lock.release()
+            mutex.release()
         path = self.tmp / name
         try:
             path.mkdir(mode=0o700)  # a running stage's files: nobody else may change them before they are hashed
@@ -187,23 +189,23 @@ class ArtifactStore:
         finally:
             _remove(path)
             (self.tmp / f"{name}.lock").unlink(missing_ok=True)
-            lock.release()
+            mutex.release()
 
     def remove_stale_tmp(self) -> int:
         """Delete work folders nobody holds (left by a killed run, on this machine or another)."""
         removed = 0
-        for lock_path in self.tmp.glob("*.lock"):
-            lock = ProcessLock(lock_path)
-            if not lock.acquire(blocking=False):
+        for mutex_path in self.tmp.glob("*.lock"):
+            mutex = ProcessMutex(mutex_path)
+            if not mutex.acquire(blocking=False):
                 continue  # a live run, here or on another host sharing the cache
             try:
-                if lock.still_current():
-                    _remove(lock_path.with_suffix(""))
-                    lock_path.unlink(missing_ok=True)
+                if mutex.still_current():
+                    _remove(mutex_path.with_suffix(""))
+                    mutex_path.unlink(missing_ok=True)
                     removed += 1
             finally:
-                lock.release()
-        for entry in self.tmp.iterdir():  # a folder whose lock file is gone was abandoned mid-cleanup
+                mutex.release()
+        for entry in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
             if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
                 _remove(entry)
         atomic.remove_stale_staging(self.tmp)
@@ -244,7 +246,7 @@ class ArtifactStore:
            keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False) -> Collected:
         """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
         references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
-        exclusive = ProcessLock(self.root / "store.lock")
+        exclusive = ProcessMutex(self.root / "store.lock")
         if not exclusive.acquire(blocking=False):
             raise StoreError(f"{self.root} is in use by a running `engine run` — run gc when it has finished")
         try:
@@ -282,7 +284,7 @@ class ArtifactStore:
         for digest in collected.objects:
             _remove(self.object_path(digest))
         self.remove_stale_tmp()
-        for disposable in (self.root / "recipes", self.locks):  # nobody holds a key lock: no run is active
+        for disposable in (self.root / "recipes", self.mutexes):  # no key mutex is held: no run is active
             shutil.rmtree(disposable, ignore_errors=True)
             store_folder(disposable)
 

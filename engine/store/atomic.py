@@ -1,4 +1,4 @@
-"""Writes that are all-or-nothing, and process locks that die with their process (flock)."""
+"""Writes that are all-or-nothing, and process mutexes that die with their process (flock)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import IO, Iterator
 
 try:
     import fcntl
-except ImportError:  # pragma: no cover - Windows: no flock; locks become no-ops there
+except ImportError:  # pragma: no cover - Windows: no flock; mutexes become no-ops there
     fcntl = None  # type: ignore[assignment]
 
 STAGING_SUFFIX = ".ortflow-tmp"
@@ -94,8 +94,8 @@ def _writer_gone(name: str) -> bool:
     return False
 
 
-class ProcessLock:
-    """An exclusive or shared flock on a file. The kernel drops it when the process dies, so a lock held
+class ProcessMutex:
+    """An exclusive or shared flock on a file. The kernel drops it when the process dies, so a mutex held
     by a dead process (or by a live one in another PID namespace) is never mistaken for the other."""
 
     def __init__(self, path: Path, shared: bool = False):
@@ -104,7 +104,7 @@ class ProcessLock:
         self._handle: IO[bytes] | None = None
 
     def acquire(self, blocking: bool = True) -> bool:
-        # 0644 whatever the umask: a lock file anyone could write is one anyone could fill or replace
+        # 0644 whatever the umask: a mutex file anyone could write is one anyone could fill or replace
         self._handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
         if fcntl is None:
             return True
@@ -118,7 +118,7 @@ class ProcessLock:
         return True
 
     def still_current(self) -> bool:
-        """False if someone removed or replaced the lock file while we waited for it."""
+        """False if someone removed or replaced the mutex file while we waited for it."""
         assert self._handle is not None
         try:
             return os.fstat(self._handle.fileno()).st_ino == os.stat(self.path).st_ino
@@ -131,7 +131,7 @@ class ProcessLock:
             self._handle = None
 
     @contextmanager
-    def held(self) -> Iterator["ProcessLock"]:
+    def held(self) -> Iterator["ProcessMutex"]:
         self.acquire()
         try:
             yield self

@@ -47,21 +47,21 @@ class RunRecords(Protocol):
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]: ...
 
 
-class Locks(Protocol):
+class Mutexes(Protocol):
     """Concurrency: one builder per key, runs against gc, private work folders."""
 
-    def key_lock(self, key: str) -> AbstractContextManager[Any]: ...
+    def key_mutex(self, key: str) -> AbstractContextManager[Any]: ...
 
     def in_use(self) -> Any:
-        """A shared lock a run holds throughout (`.held()`), which gc takes exclusively."""
+        """A shared mutex a run holds throughout (`.held()`), which gc takes exclusively."""
 
     def workdir(self, label: str) -> AbstractContextManager[Path]: ...
 
     def remove_stale_tmp(self) -> int: ...
 
 
-class Store(Objects, RunRecords, Locks, Protocol):
-    """An artifact store: objects, run records and locks, plus the hash cache of source files."""
+class Store(Objects, RunRecords, Mutexes, Protocol):
+    """An artifact store: objects, run records and mutexes, plus the hash cache of source files."""
 
     root: Path
     hashes: HashCache

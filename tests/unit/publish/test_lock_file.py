@@ -131,6 +131,6 @@ def test_what_a_lock_keeps_and_pins(tmp_path):
     lock = Lock.read(path)
     keys, digests, host_specific = lock.referenced()
     assert (keys, digests, host_specific) == ({D2}, {D3}, [])
-    assert lock.locked_outputs() == {D2: {"file": D3}} and lock.locked_values() == {D2: {"file": "AAAA"}}
+    assert lock.locked_outputs() == {D2: {"file": D3}} and lock.pinned_values() == {D2: {"file": "AAAA"}}
     host = LockEntry("bench", "1", {}, {}, {}, host_specific=True, measurement=True)
     assert Lock(path, {"b": host}).referenced() == (set(), set(), [host])
