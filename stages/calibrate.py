@@ -118,7 +118,7 @@ class Calibrate(Stage):
         value_infos = calibration_passes.tensors_to_calibrate(model, params["op_types_to_calibrate"])
         bound = params.get("max_memory_mb")
         if bound is None:
-            return value_infos, calibration_passes.plan(dict.fromkeys(value_infos, 0), 1, None)
+            return value_infos, calibration_passes.schedule(dict.fromkeys(value_infos, 0), 1, None)
         dataset = ctx.dataset("data")
         inputs = model_inputs(model)
         first = next(iter(dataset.feeds(inputs, limit=1)), None)
@@ -126,7 +126,7 @@ class Calibrate(Stage):
             raise StageError(f"dataset '{dataset.name}' has no samples to calibrate on")
         sizes = calibration_passes.bytes_per_sample(model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes))
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
-        return value_infos, calibration_passes.plan(sizes, batch_size, bound * calibration_passes.MB)
+        return value_infos, calibration_passes.schedule(sizes, batch_size, bound * calibration_passes.MB)
 
     @staticmethod
     def _collector(params: dict[str, Any]) -> Any:
