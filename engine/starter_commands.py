@@ -11,8 +11,8 @@ from ortflow.engine.errors import EXIT_OK, OrtflowError
 
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
-    from ortflow.engine.starter.proposal import Target
     from ortflow.engine.starter.preprocess import from_flags
+    from ortflow.engine.starter.proposal import Target
     from ortflow.engine.starter.write import InitOptions
 
     return InitOptions(model=args.model, output=output, target=Target(args.target), data=args.data, tokenizer=args.tokenizer,

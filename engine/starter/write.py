@@ -12,8 +12,8 @@ import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import DataKind, DatasetChoice, flow, package_file, random_choice, relative, user_choice
-from ortflow.engine.starter.proposal import MetricChoice, StageDraft, Proposal, Target, branch_note, propose_stages
 from ortflow.engine.starter.preprocess import Preprocessing
+from ortflow.engine.starter.proposal import MetricChoice, Proposal, StageDraft, Target, branch_note, propose_stages
 from ortflow.engine.starter.roles import InputRole, ModelKind, ModelRoles, article, read_roles
 from ortflow.engine.starter.trial import seen_running
 
