@@ -84,7 +84,7 @@ class Calibrate(Stage):
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
-        value_infos, passes = self._plan(ctx, model)
+        value_infos, passes = self._schedule(ctx, model)
         collector = self._collector(params)
         lows: dict[str, list[float]] = {}
         highs: dict[str, list[float]] = {}
@@ -111,7 +111,7 @@ class Calibrate(Stage):
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _plan(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
+    def _schedule(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
         """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
         without it)."""
         params = ctx.params
