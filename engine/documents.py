@@ -223,7 +223,8 @@ class AccuracyResults:
                    data.get("reference_labelled"), Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
                    list(data.get("failures") or []), DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
                    data.get("report") or {},  # type: ignore[arg-type]
-                   ReferenceValues(reference["name"], reference["values"]) if isinstance(reference, dict) else None)  # type: ignore[arg-type]
+                   ReferenceValues(reference["name"], reference["values"])  # type: ignore[arg-type]
+                   if isinstance(reference, dict) else None)
 
 
 # -- selection ------------------------------------------------------------------------------------------
@@ -282,7 +283,8 @@ class Selection:
         ((goal, objective),) = (data.get("objective") or {"minimize": "p50_ms"}).items()  # type: ignore[union-attr]
         return cls(goal, objective, Bounds.from_json(data.get("constraints") or {}),  # type: ignore[arg-type]
                    DataSource.from_json(data.get("data")), data.get("chosen"),  # type: ignore[arg-type]
-                   [SelectionCandidate.from_json(c) for c in data["candidates"]], data.get("report") or {})  # type: ignore[union-attr, arg-type]
+                   [SelectionCandidate.from_json(c) for c in data["candidates"]],  # type: ignore[union-attr]
+                   data.get("report") or {})  # type: ignore[arg-type]
 
 
 # -- reading and writing --------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from ortflow.engine.errors import EXIT_OK, OrtflowError
 
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
-    from ortflow.engine.starter.plan import Target
     from ortflow.engine.starter.preprocess import from_flags
+    from ortflow.engine.starter.proposal import Target
     from ortflow.engine.starter.write import InitOptions
 
     return InitOptions(model=args.model, output=output, target=Target(args.target), data=args.data, tokenizer=args.tokenizer,
@@ -23,18 +23,18 @@ def _init_options(args: argparse.Namespace, output: Path, name: str | None = Non
 def _describe_init(result: Any) -> str:
     from ortflow.engine.starter.roles import article
 
-    plan, roles = result.plan, result.roles
-    made = ", ".join(c.split(".")[0] for c in plan.candidates if c != "inputs.model") or "none"
+    proposal, roles = result.proposal, result.roles
+    made = ", ".join(c.split(".")[0] for c in proposal.candidates if c != "inputs.model") or "none"
     data = "random feeds (replace them with real samples: see the comments)" if result.data.kind.value == "random" \
         else f"{result.data.loader} loader"
-    pick = f"pick: fastest with {plan.metric.name} >= {plan.metric.threshold}" if made != "none" else \
+    pick = f"pick: fastest with {proposal.metric.name} >= {proposal.metric.threshold}" if made != "none" else \
         "timing only (TensorRT engines are not checked for accuracy on this path)"
     return f"{result.recipe}: {article(roles.kind.value)}; data: {data}; candidates: {made}; {pick}"
 
 
 def _branch_line(result: Any) -> str | None:
     """The closing remark for a model whose network sits inside an If (None otherwise)."""
-    from ortflow.engine.starter.plan import network_in_branches
+    from ortflow.engine.starter.proposal import network_in_branches
 
     facts = result.roles.facts
     branch = network_in_branches(facts)
@@ -43,7 +43,7 @@ def _branch_line(result: Any) -> str | None:
     decided = ", ".join(branch.deciding_inputs) or "constants"
     return (f"note: the network sits inside an `If` on `{branch.condition}` ({branch.nodes_inside} of {facts.node_total} nodes, "
             f"{facts.branch_weight_share:.0%} of the weights), out of INT8's reach; specializing on {decided} would let "
-            "quantization reach it — a `specialize` stage is planned, not built yet")
+            "quantization reach it — a `specialize` stage is on the roadmap, not built yet")
 
 
 def cmd_init(args: argparse.Namespace, out: Any) -> int:
@@ -61,7 +61,7 @@ def cmd_init(args: argparse.Namespace, out: Any) -> int:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from ortflow.engine.starter.plan import Target
+    from ortflow.engine.starter.proposal import Target
 
     return Target(args.target)
 
@@ -93,7 +93,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     if picked is None or not picked.succeeded:  # e.g. a GPU target's stages skipped on a machine without one
         why = f"{picked.status.value}: {picked.error}" if picked is not None and picked.error else "it is not in the recipe"
         raise optimize.NothingChosen(f"nothing chosen, so nothing copied to {args.output}: stage '{optimize.PICK}' did not run ({why})")
-    metric = result.plan.metric
+    metric = result.proposal.metric
     files = optimize.choice_files(ws.recipe.stages[optimize.PICK].stage_cls, picked, ws.out_dir)
     choice = optimize.read_choice(files, metric.name, metric.threshold)
     if args.require_real_data:

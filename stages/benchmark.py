@@ -39,7 +39,7 @@ from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import for_session, resolve
 from ortflow.api.providers import names as provider_names
-from ortflow.stages.support.machine_load import LoadWatch
+from ortflow.stages.measurement.machine_load import LoadWatch
 
 LEVELS = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
           "all": "ORT_ENABLE_ALL"}
@@ -315,7 +315,7 @@ def _session(path: Path, params: dict[str, Any], threads: int, profile_prefix: s
 def _profile(path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path) -> Profile:
     """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
     untimed pass)."""
-    from ortflow.stages.support.placement import node_placement, summary
+    from ortflow.stages.measurement.placement import node_placement, summary
 
     session = _session(path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}"))
     for feed in list(feeds)[:20]:

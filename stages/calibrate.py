@@ -8,8 +8,8 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, batched, model_inputs
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import calibration_passes, pre_processing
-from ortflow.stages.support.calibration_table import with_mask_tensors
+from ortflow.stages.quantization import calibration_passes, pre_processing
+from ortflow.stages.quantization.calibration_table import with_mask_tensors
 
 METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
 DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
@@ -84,7 +84,7 @@ class Calibrate(Stage):
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
-        value_infos, passes = self._plan(ctx, model)
+        value_infos, passes = self._schedule(ctx, model)
         collector = self._collector(params)
         lows: dict[str, list[float]] = {}
         highs: dict[str, list[float]] = {}
@@ -111,14 +111,14 @@ class Calibrate(Stage):
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _plan(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
+    def _schedule(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
         """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
         without it)."""
         params = ctx.params
         value_infos = calibration_passes.tensors_to_calibrate(model, params["op_types_to_calibrate"])
         bound = params.get("max_memory_mb")
         if bound is None:
-            return value_infos, calibration_passes.plan(dict.fromkeys(value_infos, 0), 1, None)
+            return value_infos, calibration_passes.schedule(dict.fromkeys(value_infos, 0), 1, None)
         dataset = ctx.dataset("data")
         inputs = model_inputs(model)
         first = next(iter(dataset.feeds(inputs, limit=1)), None)
@@ -126,7 +126,7 @@ class Calibrate(Stage):
             raise StageError(f"dataset '{dataset.name}' has no samples to calibrate on")
         sizes = calibration_passes.bytes_per_sample(model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes))
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
-        return value_infos, calibration_passes.plan(sizes, batch_size, bound * calibration_passes.MB)
+        return value_infos, calibration_passes.schedule(sizes, batch_size, bound * calibration_passes.MB)
 
     @staticmethod
     def _collector(params: dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, model_inputs
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support.fp16_range import out_of_range
+from ortflow.stages.quantization.fp16_range import out_of_range
 
 
 class ConvertFloat16(Stage):

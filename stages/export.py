@@ -10,7 +10,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support.torch_export import Exportable, from_function, from_hf_folder, missing_torch
+from ortflow.stages.sources.torch_export import Exportable, from_function, from_hf_folder, missing_torch
 
 
 class Exporter(enum.Enum):

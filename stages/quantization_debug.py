@@ -7,7 +7,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import localization, sanity
+from ortflow.stages.quantization import localization, sanity
 
 
 class QuantizationDebug(Stage):

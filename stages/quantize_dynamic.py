@@ -7,8 +7,8 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import isa, ort_failures, quantization, sanity
-from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
+from ortflow.stages.quantization import isa, ort_failures, quantized_graph, sanity
+from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
 # kernel (NudeNet's YOLOv8n: 152 ms against 56 ms fp32 on this project's AVX2 machine).
@@ -65,7 +65,7 @@ class QuantizeDynamic(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        quantization.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
+        quantized_graph.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
@@ -88,16 +88,16 @@ class QuantizeDynamic(Stage):
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
         reordered = onnx_model.resort_if_needed(target)
         onnx_model.check(target)
-        quantized = quantization.quantized_ops(target)
+        quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
-            why_not = quantization.nothing_quantized(source, op_types)
+            why_not = quantized_graph.nothing_quantized(source, op_types)
             if left:
                 why_not += (f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
                             "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)")
             raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-            "quantized_nodes": quantization.quantized_node_names(source, target, set(IntegerOpsRegistry)),
+            "quantized_nodes": quantized_graph.quantized_node_names(source, target, set(IntegerOpsRegistry)),
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),

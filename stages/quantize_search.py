@@ -10,13 +10,38 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Artifact, ArtifactKind, Better, GateFailed, KnownMetrics, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    Artifact,
+    ArtifactKind,
+    Better,
+    GateFailed,
+    KnownMetrics,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+)
 
 # isort: split
-from ortflow.api import AccuracyResults, BenchmarkResults, Steps, fill_defaults, params_problems, read_document, stage_type
-from ortflow.stages.support import search_space
-from ortflow.stages.support.accuracy_gates import judged, verdict_data
-from ortflow.stages.support.search_candidates import Candidate, candidate_row, pareto, search_report, shown_values
+from ortflow.api import (
+    AccuracyResults,
+    BenchmarkResults,
+    Steps,
+    fill_defaults,
+    params_problems,
+    read_document,
+    stage_type,
+)
+from ortflow.stages.measurement.accuracy_gates import judged, verdict_data
+from ortflow.stages.search import space as search_space
+from ortflow.stages.search.candidates import (
+    Candidate,
+    candidate_row,
+    pareto,
+    search_report,
+    shown_values,
+)
 
 FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
@@ -43,14 +68,16 @@ class QuantizeSearch(Stage):
              many=True),
         Port("data", ArtifactKind.DATASET, "held-out feeds for the accuracy checks and the timings"),
         Port("calibrations", ArtifactKind.CALIBRATION_TABLE,
-             "calibrate tables for static candidates (each is tried with the models it fits)", many=True, optional=True),
+             "calibrate tables for static candidates (each is tried with the models it fits)",
+             many=True, optional=True),
         Port("metric", ArtifactKind.FILE, "a metric file for the accuracy checks, as validate_accuracy's `metric`",
              optional=True),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the chosen model (absent when none meets the gates)",
              filename="model.onnx", optional=True),
-        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front", filename="search.json"),
+        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front",
+             filename="search.json"),
     )
     params_schema = {
         "type": "object",
@@ -66,10 +93,11 @@ class QuantizeSearch(Stage):
                          "default": ["dynamic", "static"],
                          "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations), "
                                         "weights (quantize_weights)"},
-            "dynamic": {"type": "object", "default": {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"],
-                                                      "reduce_range": [True, False]},
+            "dynamic": {"type": "object",
+                        "default": {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"],
+                                    "reduce_range": [True, False]},
                         "description": "quantize_dynamic parameters; a list of values is a choice to try each of. "
-                                       "Combinations the target's CPU cannot use are pruned (stages/support/isa.py)"},
+                                       "Combinations the target's CPU cannot use are pruned (stages/quantization/isa.py)"},
             "weights": {"type": "object", "default": {"bits": [8, 4]},
                         "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
                                        "the default families: it pays for large weights and single-row decoding)"},
@@ -132,7 +160,8 @@ class _Search:
         self.reference = ctx.artifact("reference")
         self.models: tuple[Artifact, ...] = ctx.artifacts("models")
         self.tables: tuple[Artifact, ...] = ctx.artifacts("calibrations")
-        self.data, self.data_source = ctx.artifact("data"), verdict_data(ctx, "data", ("calibrations", "models"))
+        self.data = ctx.artifact("data")
+        self.data_source = verdict_data(ctx, "data", ("calibrations", "models"))
         self.candidates: list[Candidate] = []
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
         self.culprits: dict[str, list[str]] = {}  # base id -> nodes where its error enters, worst first
@@ -175,16 +204,20 @@ class _Search:
             if family == "static" and not tables:
                 self.ctx.log("static candidates skipped: no calibration tables given")
                 continue
-            combinations, pruned = search_space.planned(search_space.grid(self.params[family], stage_cls.params_schema),
-                                                        self.ctx.env["target_isa"])
-            self.skipped += [{"family": family, "knobs": {k: c[k] for k in varying}, "why": why} for c, why in pruned]
+            grid = search_space.grid(self.params[family], stage_cls.params_schema)
+            combinations, pruned = search_space.admitted(grid, self.ctx.env["target_isa"])
+            self.skipped += [{"family": family, "knobs": {k: c[k] for k in varying}, "why": why}
+                             for c, why in pruned]
+            starts = range(len(self.models))
             ranked = [(search_space.rank(c, self.ctx.env["target_isa"]), start, table, c)
-                      for start, table, c in itertools.product(range(len(self.models)), tables, combinations)]
+                      for start, table, c in itertools.product(starts, tables, combinations)]
             ranked.sort(key=lambda r: r[:3])  # likeliest first, over every model and table
-            found += [Candidate("", family, start, table, {k: c[k] for k in varying}, c) for _, start, table, c in ranked]
+            found += [Candidate("", family, start, table, {k: c[k] for k in varying}, c)
+                      for _, start, table, c in ranked]
         return found
 
-    def _dominated(self, c: Candidate) -> bool:  # a passing one of the same model and family, on a kernel as fast
+    def _dominated(self, c: Candidate) -> bool:
+        """Whether a passing candidate of the same model and family runs on a kernel as fast."""
         for other in self.candidates:
             if (other.passed and other.family == c.family and other.start == c.start
                     and search_space.dominated(c.params, other.params, self.ctx.env["target_isa"])):
@@ -228,9 +261,9 @@ class _Search:
         them), so the probe budget goes to the likeliest culprits, not to the first nodes of the graph."""
         try:
             assert base.model is not None
-            step = self.steps.run("quantization_debug", {"samples": 4, "top": 50},
-                                  {"reference": self.models[base.start], "model": base.model, "data": self.data},
-                                  {"reference": self._model_name(base.start), "model": base.id, "data": "data"})
+            inputs = {"reference": self.models[base.start], "model": base.model, "data": self.data}
+            labels = {"reference": self._model_name(base.start), "model": base.id, "data": "data"}
+            step = self.steps.run("quantization_debug", {"samples": 4, "top": 50}, inputs, labels)
             ranked = [n["node"] for n in step.document("report")["nodes"]]
         except StageError as exc:  # a model the debug run cannot follow: probe in graph order, as before
             self.ctx.log(f"{base.id}: no error ranking ({exc}); probing nodes in graph order")
@@ -262,7 +295,8 @@ class _Search:
         inputs: dict[str, Any] = {"model": self.models[c.start]}
         labels: dict[str, Any] = {"model": self._model_name(c.start)}
         if c.calibration is not None:
-            inputs["calibration"], labels["calibration"] = self.tables[c.calibration], self._table_name(c.calibration)
+            inputs["calibration"] = self.tables[c.calibration]
+            labels["calibration"] = self._table_name(c.calibration)
         try:
             step = self.steps.run(FAMILIES[c.family], c.params, inputs, labels)
         except StageError as exc:  # e.g. a table calibrated on another graph: this pairing does not exist
@@ -282,7 +316,8 @@ class _Search:
         inputs = {"reference": self.reference, "candidates": [c.model], "data": self.data}
         if self.ctx.has("metric"):
             inputs["metric"] = self.ctx.artifact("metric")
-        step = self.steps.run("validate_accuracy", ungated, inputs, {"reference": "reference", "candidates": [c.id]})
+        labels = {"reference": "reference", "candidates": [c.id]}
+        step = self.steps.run("validate_accuracy", ungated, inputs, labels)
         c.values, c.score, c.passed = judged(read_document(step.path("results"), AccuracyResults), accuracy)
         if c.role != "probe" or c.passed:
             self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
@@ -331,13 +366,13 @@ class _Search:
     def finish(self) -> StageResult:
         chosen = self.best()
         front = pareto([c for c in self.candidates if c.speedup and c.score is not None])
+        target = self.params["accuracy"]
         document = {
-            "gates": {"min": self.params["accuracy"].get("min", {}), "max": self.params["accuracy"].get("max", {})},
+            "gates": {"min": target.get("min", {}), "max": target.get("max", {})},
             "chosen": chosen.id if chosen else None,
             "stopped_early": self.stopped or None,
             "not_built": self.skipped,
-            "candidates": [candidate_row(c, c in front, self._model_name(c.start),
-                                         self._table_name(c.calibration) if c.calibration is not None else None)
+            "candidates": [candidate_row(c, c in front, self._model_name(c.start), self._table_or_none(c))
                            for c in self.candidates],
             "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
                              for base, ranked in self.rankings.items()},
@@ -345,24 +380,36 @@ class _Search:
             "report": search_report(self.candidates, self.rankings, chosen, front, self._describe),
         }
         self.ctx.output_path("search").write_text(json.dumps(document, indent=2), encoding="utf-8")
-        tried = f"{len(self.candidates)} candidates" + (f"; stopped early: {self.stopped}" if self.stopped else "")
+        tried = f"{len(self.candidates)} candidates"
+        if self.stopped:
+            tried += f"; stopped early: {self.stopped}"
         metrics = {"candidates": len(self.candidates), "pareto": [c.id for c in front]}
-        if chosen is None and self.out_of_time:
-            raise StageError(f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
-                             "run again to go on from the cached candidates, or raise `seconds`")
         if chosen is None:
-            closest = max((c for c in self.candidates if c.score is not None), key=lambda c: c.score or 0, default=None)
-            hint = f"; closest {closest.id} {self._describe(closest)}: {shown_values(closest)}" if closest else ""
-            raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, dynamic/static "
-                             "choices, max_excluded, repair) or relax the target", metrics=metrics, data_source=self.data_source)
-        assert chosen.model is not None
+            self._none_chosen(tried, metrics)
+        assert chosen is not None and chosen.model is not None
         if Path(chosen.model.path).is_dir():  # a model over 2 GB: a folder with its external data
             shutil.copytree(chosen.model.path, self.ctx.output_path("model"))
         else:
             shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
-        metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup, **{f"chosen_{k}": v for k, v in chosen.values.items()}})
-        return StageResult(summary=f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, {chosen.speedup:.2f}x vs "
-                                   f"reference ({tried})", metrics=metrics, data_source=self.data_source)
+        metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup})
+        metrics.update({f"chosen_{k}": v for k, v in chosen.values.items()})
+        summary = (f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, "
+                   f"{chosen.speedup:.2f}x vs reference ({tried})")
+        return StageResult(summary=summary, metrics=metrics, data_source=self.data_source)
+
+    def _none_chosen(self, tried: str, metrics: dict[str, Any]) -> None:
+        """No candidate met the gates: say why (out of time, or the closest one) and what to change."""
+        if self.out_of_time:
+            raise StageError(f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
+                             "run again to go on from the cached candidates, or raise `seconds`")
+        scored = [c for c in self.candidates if c.score is not None]
+        closest = max(scored, key=lambda c: c.score or 0, default=None)
+        hint = ""
+        if closest:
+            hint = f"; closest {closest.id} {self._describe(closest)}: {shown_values(closest)}"
+        raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, "
+                         "dynamic/static choices, max_excluded, repair) or relax the target",
+                         metrics=metrics, data_source=self.data_source)
 
     def _short(self, node: str) -> str:
         """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""
@@ -378,7 +425,10 @@ class _Search:
             parts.append(f"table {self._table_name(c.calibration)}")
         parts += [f"{k}={v}" for k, v in c.knobs.items()]
         if c.excluded and names:
-            parts.append(f"{len(c.excluded)} kept float" if len(c.excluded) > 1 else f"kept float {self._short(c.excluded[0])}")
+            if len(c.excluded) > 1:
+                parts.append(f"{len(c.excluded)} kept float")
+            else:
+                parts.append(f"kept float {self._short(c.excluded[0])}")
         return " ".join(parts)
 
     def _model_name(self, index: int) -> str:
@@ -386,6 +436,9 @@ class _Search:
 
     def _table_name(self, index: int) -> str:
         return self.ctx.label("calibrations", index)
+
+    def _table_or_none(self, c: Candidate) -> str | None:
+        return self._table_name(c.calibration) if c.calibration is not None else None
 
 
 def _accuracy(params: dict[str, Any]) -> dict[str, Any]:

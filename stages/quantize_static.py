@@ -8,8 +8,8 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, suggest
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import calibration_table, isa, ort_failures, pre_processing, quantization, sanity, traps
-from ortflow.stages.support.isa import REDUCE_RANGE_PARAM
+from ortflow.stages.quantization import calibration_table, isa, ort_failures, pre_processing, quantized_graph, sanity, traps
+from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
@@ -109,7 +109,7 @@ class QuantizeStatic(Stage):
         reordered = onnx_model.resort_if_needed(target)
         onnx_model.check(target)
         counts = onnx_model.op_counts(target)
-        quantized = quantization.quantized_ops(target)
+        quantized = quantized_graph.quantized_ops(target)
         _check_quantized(model, quantized, params)
         metrics = {
             "format": params["format"],
@@ -122,7 +122,7 @@ class QuantizeStatic(Stage):
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
-            "quantized_nodes": quantization.quantized_node_names(model, target, _registry(params["format"])),
+            "quantized_nodes": quantized_graph.quantized_node_names(model, target, _registry(params["format"])),
             "mask_nodes_kept_float": around_masks,
             "traps_kept_float": found.metrics(),
             "opset_upgraded_from": upgraded,
@@ -210,7 +210,7 @@ def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, A
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
     if not quantized["by_op_type"]:
         asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
-        raise StageError(f"quantize_static quantized nothing: {quantization.nothing_quantized(model, asked)}")
+        raise StageError(f"quantize_static quantized nothing: {quantized_graph.nothing_quantized(model, asked)}")
     if not quantized["activations"] and not params["allow_weight_only"]:
         raise StageError(
             "no activation was quantized: the result is weight-only, and usually slower than fp32 "
@@ -236,7 +236,7 @@ def _check_names(model: Any, params: dict[str, Any]) -> None:
     """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
     the nearest name the model has."""
     op_types = {n.op_type for n in model.graph.node}
-    quantization.check_excluded_nodes(model, params["nodes_to_exclude"])
+    quantized_graph.check_excluded_nodes(model, params["nodes_to_exclude"])
     for field in ("op_types_to_quantize", "keep_float_op_types"):
         for op_type in params[field]:
             if not _is_op_type(op_type):
@@ -250,7 +250,7 @@ def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> 
     first tensor it lacks with a message that does not say so."""
     nodes = list(model.graph.node)
     op_types = {n.op_type for n in nodes}
-    floats = quantization.float_tensors(model) - {t.name for t in model.graph.initializer}
+    floats = quantized_graph.float_tensors(model) - {t.name for t in model.graph.initializer}
     wanted = set(params["op_types_to_quantize"])
     if wanted and not wanted & op_types:
         raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "

@@ -8,7 +8,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import ort_failures, quantization, sanity, weight_sensitivity
+from ortflow.stages.quantization import ort_failures, quantized_graph, sanity, weight_sensitivity
 
 
 class Algorithm(str, Enum):
@@ -79,13 +79,13 @@ class QuantizeWeights(Stage):
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)
         graph = onnx_model.load_graph(source)
-        quantization.check_excluded_nodes(graph, params["nodes_to_exclude"])
+        quantized_graph.check_excluded_nodes(graph, params["nodes_to_exclude"])
         ranking = _sensitivity(ctx, source, graph) if params["layers_at_8_bits"] else []
         eight_bit = sorted(node for node, _ in ranking[: params["layers_at_8_bits"]])
         target = _quantized(source, ctx.output_path("model"), params, eight_bit)
         counts = onnx_model.op_counts(target)
         if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):
-            why_not = quantization.nothing_quantized(source, params["op_types_to_quantize"])
+            why_not = quantized_graph.nothing_quantized(source, params["op_types_to_quantize"])
             raise StageError(f"quantize_weights quantized nothing: {why_not}")
         metrics = {
             "algorithm": params["algorithm"], "bits": params["bits"], "block_size": params["block_size"],

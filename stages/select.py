@@ -33,7 +33,7 @@ from ortflow.api import (
     read_document,
     write_document,
 )
-from ortflow.stages.support.pareto import pareto_front
+from ortflow.stages.search.pareto import pareto_front
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {"p50_ms": "p50", "p90_ms": "p90", "p95_ms": "p95", "p99_ms": "p99", "mean_ms": "mean", "min_ms": "min"}

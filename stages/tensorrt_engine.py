@@ -90,7 +90,7 @@ class TensorrtEngine(Stage):
 
         from ortflow.api import model_inputs
         from ortflow.api.providers import resolve
-        from ortflow.stages.support.placement import node_placement, summary
+        from ortflow.stages.measurement.placement import node_placement, summary
 
         params = ctx.params
         providers = [TRT, *params["fallback"]]

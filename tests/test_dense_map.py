@@ -9,8 +9,8 @@ import pytest
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.registry import metric_type
+from ortflow.stages.measurement.task_metrics import configured, problems
 from ortflow.stages.metrics.dense_map import DenseMapAgreement
-from ortflow.stages.support.task_metrics import configured, problems
 
 
 def _map(marked: list[tuple[int, int]], value: float = 0.9, low: float = 0.1) -> np.ndarray:

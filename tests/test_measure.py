@@ -74,7 +74,7 @@ def test_benchmark_measures_each_model_with_the_providers_ort_used(passing):
 
 def test_a_busy_machine_is_said_to_be_busy():
     """The rule behind the benchmark's warning: other processes' share of the CPU while timing, or steal."""
-    from ortflow.stages.support.machine_load import LoadWatch
+    from ortflow.stages.measurement.machine_load import LoadWatch
 
     quiet = {"cpus": 2, "load_1min": 1.9, "others_percent": 3.0, "steal_percent": 0.0}  # its own load only
     assert LoadWatch.warning(quiet) == ""

@@ -103,7 +103,7 @@ def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
 def test_layernorm_and_softmax_exported_as_primitive_ops_are_found_and_nothing_else():
     """E[x^2] - E[x]^2 LayerNorm and Exp/ReduceSum/Div softmax between two MatMuls (a toy graph: the graph
     logic only). The MatMuls and the residual Add before the norm are not part of what is kept in float."""
-    from ortflow.stages.support.traps import find_traps
+    from ortflow.stages.quantization.traps import find_traps
 
     make = helper.make_node
     nodes = [make("MatMul", ["x", "w1"], ["h"], name="mm1"), make("Add", ["h", "x"], ["r"], name="residual"),

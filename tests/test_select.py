@@ -112,7 +112,7 @@ def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(pr
     """The selection logic on hand-written per-output results, counted as validate_accuracy counts them (the
     engine's own arithmetic, no claim about models)."""
     from ortflow.engine.metric import Better
-    from ortflow.stages.support.accuracy_gates import counted_values
+    from ortflow.stages.measurement.accuracy_gates import counted_values
 
     for name in ("a", "b"):
         (project / f"{name}.onnx").write_bytes(name.encode())

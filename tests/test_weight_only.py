@@ -118,7 +118,7 @@ def test_round_to_nearest_and_the_weight_only_ranking_without_data(tmp_path):
     from conftest import toy_model
     from onnx import TensorProto, helper, numpy_helper
 
-    from ortflow.stages.support.weight_sensitivity import quantizable_matmuls, ranked, round_to_nearest
+    from ortflow.stages.quantization.weight_sensitivity import quantizable_matmuls, ranked, round_to_nearest
 
     rng = np.random.default_rng(0)
     smooth = rng.standard_normal((64, 16)).astype(np.float32)

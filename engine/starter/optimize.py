@@ -42,7 +42,7 @@ def prepare(options: InitOptions) -> InitResult:
                                f"run it with `engine run {recipe}`, pass --save-recipe ANOTHER.yaml, or --force to overwrite it")
     finally:
         scratch.unlink(missing_ok=True)
-    return InitResult(recipe, result.roles, result.plan, result.data)
+    return InitResult(recipe, result.roles, result.proposal, result.data)
 
 
 class NothingQualified(OrtflowError):

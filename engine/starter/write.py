@@ -12,8 +12,8 @@ import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import DataKind, DatasetChoice, flow, package_file, random_choice, relative, user_choice
-from ortflow.engine.starter.plan import MetricChoice, StageDraft, StagePlan, Target, branch_note, plan_stages
 from ortflow.engine.starter.preprocess import Preprocessing
+from ortflow.engine.starter.proposal import MetricChoice, Proposal, StageDraft, Target, branch_note, propose_stages
 from ortflow.engine.starter.roles import InputRole, ModelKind, ModelRoles, article, read_roles
 from ortflow.engine.starter.trial import seen_running
 
@@ -38,7 +38,7 @@ class InitOptions:
 class InitResult:
     recipe: Path
     roles: ModelRoles
-    plan: StagePlan
+    proposal: Proposal
     data: DatasetChoice
 
 
@@ -46,7 +46,7 @@ def _comment(lines: list[str], indent: str) -> list[str]:
     return [f"{indent}# {line}" if line else f"{indent}#" for line in lines]
 
 
-def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
+def _header(roles: ModelRoles, proposal: Proposal, target: Target) -> list[str]:
     facts = roles.facts
     size = f"{facts.size_bytes / 1e6:.1f} MB" + (f", weights in {len(facts.external_data)} external-data file(s)"
                                                  if facts.external_data else "")
@@ -59,7 +59,7 @@ def _header(roles: ModelRoles, plan: StagePlan, target: Target) -> list[str]:
     lines += ["Outputs:"] + [f"  {o.fact.describe()}: {o.meaning.value}" + (f" ({o.why})" if o.why else "") for o in roles.outputs]
     lines += ["Each choice below is a guess from these facts and says why in a comment: correct what does not fit,",
               "then `engine run` this file. It builds candidates, checks each against the float model, times them all",
-              f"side by side, and `pick` chooses the fastest whose {plan.metric.name} is at least {plan.metric.threshold}."]
+              f"side by side, and `pick` chooses the fastest whose {proposal.metric.name} is at least {proposal.metric.threshold}."]
     return _comment(lines, "")
 
 
@@ -106,45 +106,45 @@ def _speed(models: list[str], target: Target) -> StageDraft:
                       optional=target != Target.CPU)
 
 
-def evaluation_stages(plan: StagePlan, target: Target) -> list[StageDraft]:
-    """Accuracy, speed and the choice, over the plan's candidates."""
+def evaluation_stages(proposal: Proposal, target: Target) -> list[StageDraft]:
+    """Accuracy, speed and the choice, over the proposal's candidates."""
     if target == Target.TENSORRT:  # validate_accuracy runs on the CPU, which cannot load an engine
         speed = _speed(["trt_fp16.context_model"], target)
         speed.comments += ["TensorRT: the engine's accuracy is not checked here (validate_accuracy runs on the CPU);",
                            "the fp16 engine is timed against nothing else: add a CUDA benchmark of inputs.model to compare"]
         return [speed]
-    metric: MetricChoice = plan.metric
+    metric: MetricChoice = proposal.metric
     accuracy = StageDraft("accuracy", "validate_accuracy",
-                          {"reference": "inputs.model", "candidates": [c for c in plan.candidates if c != "inputs.model"],
+                          {"reference": "inputs.model", "candidates": [c for c in proposal.candidates if c != "inputs.model"],
                            "data": "datasets.held_out"},
                           {"samples": VALIDATION_SAMPLES, **metric.validate},
                           metric.comments + ["no gate here: `pick` applies the constraint, so one miss does not stop the run"])
-    pick = StageDraft("pick", "select", {"models": plan.candidates, "benchmark": "speed.results", "accuracy": "accuracy.results"},
+    pick = StageDraft("pick", "select", {"models": proposal.candidates, "benchmark": "speed.results", "accuracy": "accuracy.results"},
                       {"minimize": "p50_ms", "min": {metric.name: metric.threshold}},
                       ["the fastest model whose accuracy holds; the original (fp32) is a candidate, so the",
                        "answer is honest when no optimized model qualifies (selection.json says why)"],
                       optional=target != Target.CPU)
-    return [accuracy, _speed(plan.candidates, target), pick]
+    return [accuracy, _speed(proposal.candidates, target), pick]
 
 
-def render(roles: ModelRoles, plan: StagePlan, data: DatasetChoice, model_ref: str, name: str, target: Target) -> str:
-    lines = _header(roles, plan, target) + ["version: 1", f"name: {name}"]
+def render(roles: ModelRoles, proposal: Proposal, data: DatasetChoice, model_ref: str, name: str, target: Target) -> str:
+    lines = _header(roles, proposal, target) + ["version: 1", f"name: {name}"]
     if target == Target.CPU:
         lines += ["# INT8 choices (7-bit weights or not) follow the CPU this runs on; set e.g. {cpu: avx512_vnni} to build",
                   "# for another", "target: {cpu: native}"]
     lines += ["inputs:", f"  model: {model_ref}", "datasets:"] + _dataset_lines(data) + ["stages:"]
-    for stage in plan.stages + evaluation_stages(plan, target):
+    for stage in proposal.stages + evaluation_stages(proposal, target):
         lines += _stage_lines(stage)
     lines += _comment(["Grow it: `quantize_search` finds the fastest quantized model for a target accuracy by itself",
                        "(see docs/quantization.md, \"Accuracy-aware quantization\"); a `matrix:` sweeps settings; `engine plan` shows",
-                       _families(roles, plan)], "")
+                       _families(roles, proposal)], "")
     return "\n".join(lines) + "\n"
 
 
-def _families(roles: ModelRoles, plan: StagePlan) -> str:
+def _families(roles: ModelRoles, proposal: Proposal) -> str:
     if roles.kind == ModelKind.TRANSFORMER:
         return "what a run would do; static INT8 with a `calibrate` stage is the other family to try."
-    if "int8_dynamic.model" in plan.candidates:
+    if "int8_dynamic.model" in proposal.candidates:
         return "what a run would do. Static and dynamic INT8 are both candidates: MatMul/Gemm hold most of the weights."
     return "what a run would do. Dynamic INT8 is left out for convolutions: ORT runs ConvInteger slowly on CPUs."
 
@@ -182,9 +182,9 @@ def init_recipe(options: InitOptions) -> InitResult:
         raise OrtflowError(f"{model}: the model has no inputs to feed — nothing to calibrate or time")
     folder = output.resolve().parent
     data = _dataset(roles, options, folder)
-    plan = plan_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
+    proposal = propose_stages(roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy)
     model_ref = flow(package_file(model) or relative(model, folder))  # a wheel's file by package: the recipe travels
-    text = render(roles, plan, data, model_ref, options.name or recipe_name(model, options.target), options.target)
+    text = render(roles, proposal, data, model_ref, options.name or recipe_name(model, options.target), options.target)
     folder.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    return InitResult(output, roles, plan, data)
+    return InitResult(output, roles, proposal, data)

@@ -1,4 +1,5 @@
-"""Which stages `engine init` writes for a model and a target, and which accuracy metric gates the choice.
+"""What `engine init` proposes for a model and a target (a `Proposal`): which stages to write, and which accuracy
+metric gates the choice. Not a plan: a plan is what `engine plan` says a run of a written recipe would do.
 Each draft carries the comment that explains it; engine.starter.write turns drafts into recipe text."""
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class MetricChoice:
 
 
 @dataclass
-class StagePlan:
+class Proposal:
     stages: list[StageDraft]
     candidates: list[str]  # model references select chooses among, the original first
     metric: MetricChoice
@@ -135,7 +136,7 @@ def branch_note(facts: ModelFacts) -> list[str]:
         return [where]
     inputs = ", ".join(f"`{i}`" for i in branch.deciding_inputs)
     return [where, f"Specializing on {inputs} (fixing it to the value you use and keeping that branch) would let quantization reach "
-                   "the network: a `specialize` stage is planned but not built yet; until then, use a model file exported for "
+                   "the network: a `specialize` stage is on the roadmap, not built yet; until then, use a model file exported for "
                    "that one value if there is one."]
 
 
@@ -218,7 +219,7 @@ def _branched_stages() -> tuple[list[StageDraft], list[str]]:
     one candidate, so the recipe runs and measures, until a `specialize` stage can take the branch out."""
     return [StageDraft("folded", "graph_optimization", {"model": "inputs.model"}, {"level": "basic"},
                        ["constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
-                        "the top-level graph and the network sits inside an If (see the top); specialize it first (planned)"])], \
+                        "the top-level graph and the network sits inside an If (see the top); specialize it first (on the roadmap)"])], \
         ["inputs.model", "folded.model"]
 
 
@@ -257,7 +258,7 @@ def _candidates_optional(stages: list[StageDraft], candidates: list[str]) -> Non
             stage.comments += DROPPED_NOTE
 
 
-def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> StagePlan:
+def propose_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> Proposal:
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
     elif network_in_branches(roles.facts):
@@ -269,4 +270,4 @@ def plan_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy
     else:
         stages, candidates = _static_stages(roles, real_data)
     _candidates_optional(stages, candidates)
-    return StagePlan(stages, candidates, choose_metric(roles, real_data, min_accuracy))
+    return Proposal(stages, candidates, choose_metric(roles, real_data, min_accuracy))

@@ -226,7 +226,7 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
         metrics["sanity"]["advisory"] = True
         return f"sanity on random feeds flagged {failures[0]} (give the stage `data` for a real check)"
     if failures:
-        from ortflow.stages.support.localization import culprits_text, rank_nodes
+        from ortflow.stages.quantization.localization import culprits_text, rank_nodes
 
         ranked = rank_nodes(float_model, quantized, feeds[:4])
         metrics["sanity"]["culprits"] = [e.as_dict() for e in ranked[:10]]

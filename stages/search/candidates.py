@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ortflow.api import Artifact
-from ortflow.stages.support.pareto import pareto_front
+from ortflow.stages.search.pareto import pareto_front
 
 
 @dataclass

@@ -20,10 +20,10 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Pass:
-    """One run over the data, reading `tensors`; `planned_bytes`: their values for one batch (estimated)."""
+    """One run over the data, reading `tensors`; `estimated_bytes`: what their values for one batch hold."""
 
     tensors: tuple[str, ...]
-    planned_bytes: int
+    estimated_bytes: int
 
 
 def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def bytes_per_sample(model: Path, tensors: dict[str, Any], sample: dict[str, Any
     return {name: -(-value.nbytes // samples) for name, value in zip(names, values)}
 
 
-def plan(sizes: dict[str, int], batch_size: int, bound_bytes: int | None) -> list[Pass]:
+def schedule(sizes: dict[str, int], batch_size: int, bound_bytes: int | None) -> list[Pass]:
     """Groups of tensors, in graph order, whose values for one batch stay within `bound_bytes` (one group
     when unbounded; a tensor larger than the bound alone gets a pass of its own)."""
     if bound_bytes is None:

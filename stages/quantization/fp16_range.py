@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ortflow.stages.support.localization import activations
+from ortflow.stages.quantization.localization import activations
 
 FP16_MAX = 65504.0
 MASK_FILL = 1e38  # attention-mask fills (-3.4e38) are meant to be -inf: float16 keeps their meaning

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.support import calibration_passes
+from ortflow.stages.quantization import calibration_passes
 
 
 def quantizable_matmuls(model: Any, excluded: Iterable[str]) -> dict[str, tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ortflow.stages.support import isa
+from ortflow.stages.quantization import isa
 
 
 def grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
@@ -31,7 +31,10 @@ def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
     return value
 
 
-def planned(combinations: list[dict[str, Any]], isa_fact: str) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+Params = dict[str, Any]  # one combination of a stage type's parameters
+
+
+def admitted(combinations: list[Params], isa_fact: str) -> tuple[list[Params], list[tuple[Params, str]]]:
     """The combinations worth building for a target with instruction set `isa_fact`, likeliest to meet an
     accuracy target on the fastest kernel first (so a budget that runs out cuts the least promising), and
     those pruned, each with why."""

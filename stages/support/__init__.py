@@ -1,1 +1,0 @@
-"""Helpers that only stages use (quantization analysis, Pareto fronts, node placement). Not part of the plugin API."""
