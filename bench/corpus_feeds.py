@@ -16,7 +16,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "recipes" / "data"
-SAMPLES = 32  # per model: enough for calibration and a held-out check, few enough for a short CI step
+SAMPLES = (
+    32  # per model: enough for calibration and a held-out check, few enough for a short CI step
+)
 
 
 def wheel_path(package: str, file: str) -> Path:
@@ -31,7 +33,11 @@ def magika_bytes(out: Path) -> None:
         from magika_bytes import features  # the same features as recipes/classifier-cpu-int8.yaml
     finally:
         sys.path.remove(str(DATA))
-    files = sorted(p for p in (DATA / "files" / "calibration").iterdir() if p.is_file() and p.stat().st_size >= 8)
+    files = sorted(
+        p
+        for p in (DATA / "files" / "calibration").iterdir()
+        if p.is_file() and p.stat().st_size >= 8
+    )
     np.savez(out, bytes=np.concatenate([features(p) for p in files]))
 
 
@@ -60,10 +66,12 @@ def _mel_windows() -> np.ndarray:
 
     with wave.open(str(DATA / "audio" / "arctic_a0007.wav")) as audio:
         samples = np.frombuffer(audio.readframes(audio.getnframes()), np.int16).astype(np.float32)
-    mel = ort.InferenceSession(str(wheel_path("openwakeword", "openwakeword/resources/models/melspectrogram.onnx")),
-                               providers=["CPUExecutionProvider"])
+    mel = ort.InferenceSession(
+        str(wheel_path("openwakeword", "openwakeword/resources/models/melspectrogram.onnx")),
+        providers=["CPUExecutionProvider"],
+    )
     spec = np.squeeze(mel.run(None, {"input": samples[None]})[0]) / 10 + 2
-    windows = [spec[i:i + 76] for i in range(0, spec.shape[0] - 76 + 1, 8)]
+    windows = [spec[i : i + 76] for i in range(0, spec.shape[0] - 76 + 1, 8)]
     return np.stack(windows)[..., None].astype(np.float32)
 
 
@@ -76,10 +84,12 @@ def speech_embeddings(out: Path) -> None:
     the mel windows above), one window per step of 1."""
     import onnxruntime as ort
 
-    embed = ort.InferenceSession(str(wheel_path("openwakeword", "openwakeword/resources/models/embedding_model.onnx")),
-                                 providers=["CPUExecutionProvider"])
+    embed = ort.InferenceSession(
+        str(wheel_path("openwakeword", "openwakeword/resources/models/embedding_model.onnx")),
+        providers=["CPUExecutionProvider"],
+    )
     vectors = embed.run(None, {"input_1": _mel_windows()})[0].reshape(-1, 96)
-    frames = np.stack([vectors[i:i + 16] for i in range(0, len(vectors) - 16 + 1)])
+    frames = np.stack([vectors[i : i + 16] for i in range(0, len(vectors) - 16 + 1)])
     np.savez(out, **{"input_1": frames[:SAMPLES].astype(np.float32)})
 
 
@@ -93,15 +103,29 @@ def arabic_names(out: Path) -> None:
     resources = default_resources_dir()
     vocab = CharVocab.load(resources / "vocab.json")
     with sqlite3.connect(resources / "names.sqlite3") as db:
-        names = [row[0] for row in db.execute("SELECT DISTINCT arabic_key FROM full_names ORDER BY count DESC, arabic_key "
-                                              f"LIMIT {SAMPLES}")]
+        names = [
+            row[0]
+            for row in db.execute(
+                "SELECT DISTINCT arabic_key FROM full_names ORDER BY count DESC, arabic_key "
+                f"LIMIT {SAMPLES}"
+            )
+        ]
     ids = [encode_source_ids(vocab, name, None) for name in names]
     src, mask = pad_batch(ids, vocab.pad_id)
     np.savez(out, src=src.astype(np.int64), src_mask=mask.astype(bool))
 
 
-FEEDS: dict[str, Callable[[Path], None]] = {f.__name__: f for f in (magika_bytes, vad_without_sr, vad_sequence, mel_frames,
-                                                                     speech_embeddings, arabic_names)}
+FEEDS: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        magika_bytes,
+        vad_without_sr,
+        vad_sequence,
+        mel_frames,
+        speech_embeddings,
+        arabic_names,
+    )
+}
 
 
 def external_data(source: Path, out: Path) -> None:
@@ -110,8 +134,14 @@ def external_data(source: Path, out: Path) -> None:
     import onnx
 
     model = onnx.load(str(source))
-    onnx.save_model(model, str(out), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=out.name + ".data", size_threshold=1024)
+    onnx.save_model(
+        model,
+        str(out),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=out.name + ".data",
+        size_threshold=1024,
+    )
 
 
 DERIVE: dict[str, Callable[[Path, Path], None]] = {"external_data": external_data}

@@ -41,8 +41,11 @@ def compile_bytecode() -> None:
     import ortflow.stages
 
     folders = {str(Path(m.__file__).parent) for m in (ortflow, ortflow.engine, ortflow.stages)}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *sorted(folders)], check=True, env={**os.environ,
-                   "PYTHONDONTWRITEBYTECODE": ""})
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *sorted(folders)],
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
 
 
 def cached_rerun_vs_floor(work: Path, repeat: int, tiny: bool = False) -> tuple[float, float]:
@@ -53,7 +56,13 @@ def cached_rerun_vs_floor(work: Path, repeat: int, tiny: bool = False) -> tuple[
         recipe = work / "quickstart.yaml"
         shutil.copy(ROOT / "recipes" / "quickstart.yaml", recipe)
         shutil.copytree(ROOT / "recipes" / "data", work / "data")
-    engine = [sys.executable, "-m", "ortflow.engine.cli", "run", str(recipe)]  # with its usual table output
+    engine = [
+        sys.executable,
+        "-m",
+        "ortflow.engine.cli",
+        "run",
+        str(recipe),
+    ]  # with its usual table output
     subprocess.run(engine, cwd=work, check=True, stdout=subprocess.DEVNULL)  # build once
     floor_cmd = [sys.executable, "-c", "import onnxruntime"]
     timed(floor_cmd, work), timed(engine, work)  # warm the OS file cache for both
@@ -77,7 +86,9 @@ def generated_recipe(path: Path, stages: int) -> Path:
         # A forest of chains: every stage after the first 50 consumes an earlier stage's model.
         source = "inputs.model" if i < 50 else f"s{i - 50}.model"
         after = f", after: [s{i - 7}]" if i >= 57 and i % 5 == 0 else ""
-        lines.append(f"  s{i}: {{uses: graph_optimization, in: {{model: {source}}}, with: {{level: {levels[i % 4]}}}{after}}}")
+        lines.append(
+            f"  s{i}: {{uses: graph_optimization, in: {{model: {source}}}, with: {{level: {levels[i % 4]}}}{after}}}"
+        )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -114,10 +125,14 @@ def main() -> None:
     print(f"import onnxruntime (floor)       median {floor * 1000:7.1f} ms over {args.repeat} runs")
     print(f"engine run, fully cached         median {rerun * 1000:7.1f} ms over {args.repeat} runs")
     for stages, (cold, cached, count) in plans.items():
-        print(f"load + validate + plan, {count:>5} stages: cold {cold:7.3f} s, validated recipe cached {cached:7.3f} s")
+        print(
+            f"load + validate + plan, {count:>5} stages: cold {cold:7.3f} s, validated recipe cached {cached:7.3f} s"
+        )
     small, large = sizes
-    print(f"overhead: cached re-run {ratio:.2f}x import floor, {small}-stage cold plan {plans[small][0]:.2f} s, "
-          f"{large}-stage {plans[large][0]:.2f} s")
+    print(
+        f"overhead: cached re-run {ratio:.2f}x import floor, {small}-stage cold plan {plans[small][0]:.2f} s, "
+        f"{large}-stage {plans[large][0]:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -30,27 +30,46 @@ DATA = {"nudenet": ["--data", str(REPO / "recipes" / "data" / "images" / "people
 
 def one(model: str, folder: Path, run_args: tuple[str, ...] = ()) -> list[str]:
     recipe = folder / f"{model}.yaml"
-    subprocess.run(["engine", "init", str(MODELS[model]()), "-o", str(recipe), *DATA.get(model, [])], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["engine", "init", str(MODELS[model]()), "-o", str(recipe), *DATA.get(model, [])],
+        check=True,
+        capture_output=True,
+    )
     started = time.perf_counter()
-    done = subprocess.run(["engine", "run", "-q", str(recipe), *by_stage_type(recipe, run_args)], capture_output=True, text=True)
+    done = subprocess.run(
+        ["engine", "run", "-q", str(recipe), *by_stage_type(recipe, run_args)],
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         return [model, "failed", "", "", done.stderr.strip()[:80], f"{seconds:.0f} s"]
-    name = next(line.split(": ", 1)[1] for line in recipe.read_text().splitlines() if line.startswith("name: "))
+    name = next(
+        line.split(": ", 1)[1]
+        for line in recipe.read_text().splitlines()
+        if line.startswith("name: ")
+    )
     selection = json.loads((folder / "out" / name / "pick" / "selection.json").read_text())
     chosen = next(c for c in selection["candidates"] if c["chosen"])
     metric, threshold = next(iter(selection["constraints"]["min"].items()))
     data = "real" if model in DATA else "random"
-    return [model, data, chosen["id"], f"{chosen['values']['speedup']:.2f}x",
-            f"{metric} {chosen['values'][metric]:.4f} (>= {threshold})", f"{seconds:.0f} s"]
+    return [
+        model,
+        data,
+        chosen["id"],
+        f"{chosen['values']['speedup']:.2f}x",
+        f"{metric} {chosen['values'][metric]:.4f} (>= {threshold})",
+        f"{seconds:.0f} s",
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     quick.add_flag(parser)
     args = parser.parse_args()
-    models, run_args = (("magika",), QUICK_RUN) if args.quick else (("minilm", "nudenet", "magika", "vad"), ())
+    models, run_args = (
+        (("magika",), QUICK_RUN) if args.quick else (("minilm", "nudenet", "magika", "vad"), ())
+    )
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for model in models:

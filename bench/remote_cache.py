@@ -43,8 +43,12 @@ def start_server() -> str:
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench-secret", AWS_ENDPOINT_URL_S3=endpoint,
-                      AWS_DEFAULT_REGION="us-east-1")
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="bench",
+        AWS_SECRET_ACCESS_KEY="bench-secret",
+        AWS_ENDPOINT_URL_S3=endpoint,
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     return endpoint
 
 
@@ -56,8 +60,11 @@ def compile_bytecode() -> None:
     import ortflow.stages
 
     folders = {str(Path(m.__file__).parent) for m in (ortflow, ortflow.engine, ortflow.stages)}
-    subprocess.run([sys.executable, "-m", "compileall", "-q", *sorted(folders)], check=True,
-                   env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *sorted(folders)],
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
 
 
 def build(recipe: Path, work: Path) -> Path:
@@ -65,8 +72,12 @@ def build(recipe: Path, work: Path) -> Path:
     shutil.copy(recipe, copy)
     if (recipe.parent / "data").is_dir():
         shutil.copytree(recipe.parent / "data", work / "data")
-    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "run", str(copy)], cwd=work, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "run", str(copy)],
+        cwd=work,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return copy
 
 
@@ -91,7 +102,15 @@ def timed(call) -> float:
     return time.perf_counter() - started
 
 
-def one_round(recipe: Path, store, keys: dict[str, str], files: list[Path], bucket: str, work: Path, flip: bool) -> dict:
+def one_round(
+    recipe: Path,
+    store,
+    keys: dict[str, str],
+    files: list[Path],
+    bucket: str,
+    work: Path,
+    flip: bool,
+) -> dict:
     from ortflow.engine.store.artifacts import ArtifactStore
     from ortflow.engine.store.remote import Remote
     from ortflow.engine.store.transfer import pull, push
@@ -110,19 +129,34 @@ def one_round(recipe: Path, store, keys: dict[str, str], files: list[Path], buck
         "pull": lambda: pull(ArtifactStore(fresh), remote, keys),
     }
     seconds = {}
-    for pair in (("raw put", "push"), ("raw get", "pull")):  # pushes before pulls; which of a pair goes first alternates
-        for name in (pair[::-1] if flip else pair):
+    for pair in (
+        ("raw put", "push"),
+        ("raw get", "pull"),
+    ):  # pushes before pulls; which of a pair goes first alternates
+        for name in pair[::-1] if flip else pair:
             fs.invalidate_cache()
             seconds[name] = timed(steps[name])
     seconds["no-op push, in process"] = timed(steps["push"])
     seconds["no-op pull, in process"] = timed(steps["pull"])
     cli = [sys.executable, "-m", "ortflow.engine.cli", "cache"]
     url = ["--remote", remote.url]
-    seconds["no-op push"] = timed(lambda: subprocess.run([*cli, "push", str(recipe), *url], check=True, stdout=subprocess.DEVNULL))
-    seconds["no-op pull"] = timed(lambda: subprocess.run([*cli, "pull", str(recipe), "--cache", str(fresh), *url], check=True,
-                                                         stdout=subprocess.DEVNULL))
-    seconds["start-up floor"] = timed(lambda: subprocess.run([sys.executable, "-c", "import fsspec, s3fs, ortflow.engine.cli"],
-                                                             check=True))
+    seconds["no-op push"] = timed(
+        lambda: subprocess.run(
+            [*cli, "push", str(recipe), *url], check=True, stdout=subprocess.DEVNULL
+        )
+    )
+    seconds["no-op pull"] = timed(
+        lambda: subprocess.run(
+            [*cli, "pull", str(recipe), "--cache", str(fresh), *url],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    )
+    seconds["start-up floor"] = timed(
+        lambda: subprocess.run(
+            [sys.executable, "-c", "import fsspec, s3fs, ortflow.engine.cli"], check=True
+        )
+    )
     fs.rm(f"{bucket}/raw-{tag}", recursive=True)
     fs.rm(f"{bucket}/ortflow-{tag}", recursive=True)
     shutil.rmtree(got)
@@ -154,17 +188,27 @@ def main() -> None:
         keys = lock_keys(recipe, store)
         files = object_files(store, keys)
         total = sum(f.stat().st_size for f in files)
-        print(f"{len(keys)} stages, {len(files)} objects, {total / 1e6:.1f} MB; {args.rounds} rounds", flush=True)
-        rounds = [one_round(recipe, store, keys, files, bucket, work, flip=i % 2 == 1) for i in range(args.rounds)]
+        print(
+            f"{len(keys)} stages, {len(files)} objects, {total / 1e6:.1f} MB; {args.rounds} rounds",
+            flush=True,
+        )
+        rounds = [
+            one_round(recipe, store, keys, files, bucket, work, flip=i % 2 == 1)
+            for i in range(args.rounds)
+        ]
     median = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
     mbps = {name: total / 1e6 / median[name] for name in ("raw put", "push", "raw get", "pull")}
     print("\n| transfer | fsspec raw | ortflow | ortflow / raw |\n|---|---|---|---|")
     for raw, ours in (("raw put", "push"), ("raw get", "pull")):
-        print(f"| {ours} ({total / 1e6:.0f} MB) | {mbps[raw]:.1f} MB/s ({median[raw]:.2f} s) | "
-              f"{mbps[ours]:.1f} MB/s ({median[ours]:.2f} s) | {mbps[ours] / mbps[raw]:.2f}x |")
-    print(f"\nno-op second push: {median['no-op push']:.2f} s, no-op second pull: {median['no-op pull']:.2f} s "
-          f"(new processes; start-up floor `import fsspec, s3fs, ortflow.engine.cli`: {median['start-up floor']:.2f} s); "
-          f"in process: push {median['no-op push, in process']:.2f} s, pull {median['no-op pull, in process']:.2f} s")
+        print(
+            f"| {ours} ({total / 1e6:.0f} MB) | {mbps[raw]:.1f} MB/s ({median[raw]:.2f} s) | "
+            f"{mbps[ours]:.1f} MB/s ({median[ours]:.2f} s) | {mbps[ours] / mbps[raw]:.2f}x |"
+        )
+    print(
+        f"\nno-op second push: {median['no-op push']:.2f} s, no-op second pull: {median['no-op pull']:.2f} s "
+        f"(new processes; start-up floor `import fsspec, s3fs, ortflow.engine.cli`: {median['start-up floor']:.2f} s); "
+        f"in process: push {median['no-op push, in process']:.2f} s, pull {median['no-op pull, in process']:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -26,9 +26,19 @@ import quick
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
-         "--proxy-server=127.0.0.1:9", "--virtual-time-budget=8000"]  # no network: a CDN script would fail
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--proxy-server=127.0.0.1:9",
+    "--virtual-time-budget=8000",
+]  # no network: a CDN script would fail
 
 
 def reports(recipes: list[Path]) -> list[tuple[str, Path]]:
@@ -42,14 +52,23 @@ def reports(recipes: list[Path]) -> list[tuple[str, Path]]:
 
 
 def chromium() -> str | None:
-    return next((name for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+    return next(
+        (name for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)),
+        None,
+    )
 
 
 def page_height(browser: str, page: Path, profile: str) -> tuple[int, int]:
     """The rendered document's height, and how many Plotly charts it drew (from the DOM after scripts ran)."""
-    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
-    charts = len(re.findall(r"class=\"main-svg\"", dom)) // 2  # plotly draws two main-svg layers per chart
+    dom = subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    charts = (
+        len(re.findall(r"class=\"main-svg\"", dom)) // 2
+    )  # plotly draws two main-svg layers per chart
     rows = dom.count("<tr>") + dom.count("<h2>") * 3 + charts * 40
     return max(900, 200 + rows * 32), charts
 
@@ -57,8 +76,19 @@ def page_height(browser: str, page: Path, profile: str) -> tuple[int, int]:
 def screenshot(browser: str, page: Path, target: Path, width: int) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as profile:
         height, charts = page_height(browser, page, profile)
-        subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}",
-                        f"--screenshot={target}", page.as_uri()], capture_output=True, timeout=120, check=True)
+        subprocess.run(
+            [
+                browser,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                f"--screenshot={target}",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
     return height, charts
 
 
@@ -72,12 +102,27 @@ def main() -> None:
     browser = chromium()
     if browser is None:
         if args.quick:
-            quick.skip("no Chromium here (apt-get install chromium): the screenshots need a browser")
+            quick.skip(
+                "no Chromium here (apt-get install chromium): the screenshots need a browser"
+            )
         sys.exit("no Chromium here: apt-get install chromium")
     with tempfile.TemporaryDirectory() as scratch:
         if args.quick:
-            args.recipes, args.out = [quick.tiny_recipe(Path(scratch))], Path(scratch) / "screenshots"
-            subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(args.recipes[0])], check=True)
+            args.recipes, args.out = (
+                [quick.tiny_recipe(Path(scratch))],
+                Path(scratch) / "screenshots",
+            )
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ortflow.engine.cli",
+                    "--quiet",
+                    "run",
+                    str(args.recipes[0]),
+                ],
+                check=True,
+            )
         shoot(args, browser)
 
 

@@ -28,10 +28,16 @@ import quick
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "minilm-cpu-sweep.yaml"
-MEASURED = ("benchmark", "select", "speed")  # timing results: their bytes differ from run to run by nature
+MEASURED = (
+    "benchmark",
+    "select",
+    "speed",
+)  # timing results: their bytes differ from run to run by nature
 
 
-def sweep_once(work: Path, executor: str, workers: int, recipe: Path = RECIPE) -> tuple[float, dict[str, dict[str, str]]]:
+def sweep_once(
+    work: Path, executor: str, workers: int, recipe: Path = RECIPE
+) -> tuple[float, dict[str, dict[str, str]]]:
     from ortflow.engine import pipeline
 
     run_dir = Path(tempfile.mkdtemp(dir=work))
@@ -43,12 +49,21 @@ def sweep_once(work: Path, executor: str, workers: int, recipe: Path = RECIPE) -
 
         from ortflow.engine.run.dask_executor import DaskExecutor
 
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None)
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
         cluster.wait_for_workers(workers)
     try:
-        started = time.perf_counter()  # from opening the recipe to the report; the cluster is already up
-        ws = pipeline.open_workspace(run_dir / recipe.name, cache_dir=run_dir / "cache", out_dir=run_dir / "out")
+        started = (
+            time.perf_counter()
+        )  # from opening the recipe to the report; the cluster is already up
+        ws = pipeline.open_workspace(
+            run_dir / recipe.name, cache_dir=run_dir / "cache", out_dir=run_dir / "out"
+        )
         runner = DaskExecutor(cluster.scheduler_address) if cluster else None
         summary = pipeline.run(ws, jobs=workers, executor=runner)
         seconds = time.perf_counter() - started
@@ -58,8 +73,11 @@ def sweep_once(work: Path, executor: str, workers: int, recipe: Path = RECIPE) -
     if summary.exit_code != 0:
         failed = {n: o.error for n, o in summary.outcomes.items() if not o.succeeded}
         raise SystemExit(f"{executor} x{workers}: the sweep failed: {failed}")
-    digests = {name: o.record.digests if o.record is not None else {}
-               for name, o in summary.outcomes.items() if name not in MEASURED}
+    digests = {
+        name: o.record.digests if o.record is not None else {}
+        for name, o in summary.outcomes.items()
+        if name not in MEASURED
+    }
     shutil.rmtree(run_dir)
     return seconds, digests
 
@@ -83,9 +101,13 @@ def main() -> None:
                 seconds, digests = sweep_once(Path(tmp), executor, workers, recipe)
                 reference = reference or digests
                 if digests != reference:
-                    raise SystemExit(f"{executor} x{workers} built different artifacts than the first run")
+                    raise SystemExit(
+                        f"{executor} x{workers} built different artifacts than the first run"
+                    )
                 times[(executor, workers)].append(seconds)
-                print(f"round {round_index + 1}: {executor} x{workers}: {seconds:.1f} s", flush=True)
+                print(
+                    f"round {round_index + 1}: {executor} x{workers}: {seconds:.1f} s", flush=True
+                )
     median = {c: statistics.median(t) for c, t in times.items()}
     base = median[("local", 1)]
     print(f"\n{os.cpu_count()} CPU cores; medians of {args.rounds} rounds, fresh cache each run")
@@ -93,7 +115,9 @@ def main() -> None:
         label = f"{executor} -j{workers}" if executor == "local" else f"dask x{workers} workers"
         print(f"  {label:18} {seconds:7.1f} s   {base / seconds:.2f}x vs local -j1")
     if ("dask", 1) in median:
-        print(f"scale_out: 2 vs 1 Dask workers {median[('dask', 1)] / median[('dask', 2)]:.2f}x wall time")
+        print(
+            f"scale_out: 2 vs 1 Dask workers {median[('dask', 1)] / median[('dask', 2)]:.2f}x wall time"
+        )
 
 
 if __name__ == "__main__":

@@ -32,17 +32,21 @@ VARIANTS = {
     "nbits_4": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4}}",
     "nbits_4_int8_compute": "{uses: quantize_weights, in: {model: inputs.model}, with: {bits: 4, accuracy_level: 4}}",
     "nbits_4_six_at_8": "{uses: quantize_weights, in: {model: inputs.model, data: datasets.calibration}, "
-                        "with: {bits: 4, layers_at_8_bits: 6}}",
+    "with: {bits: 4, layers_at_8_bits: 6}}",
 }
 
 
-QUICK = ("dynamic_int8", "nbits_4_six_at_8")  # both stage types, and the one that reads calibration data
+QUICK = (
+    "dynamic_int8",
+    "nbits_4_six_at_8",
+)  # both stage types, and the one that reads calibration data
 
 
 def build(scratch: Path, variants: dict[str, str] = VARIANTS) -> dict[str, Path]:
     stages = "\n".join(f"  {name}: {spec}" for name, spec in variants.items())
     recipe = scratch / "weights.yaml"
-    recipe.write_text(textwrap.dedent("""\
+    recipe.write_text(
+        textwrap.dedent("""\
         version: 1
         name: weights
         inputs:
@@ -50,13 +54,22 @@ def build(scratch: Path, variants: dict[str, str] = VARIANTS) -> dict[str, Path]
         datasets:
           calibration: {loader: npz, with: {path: %s, limit: 8}}
         stages:
-        """) % (REPO / "recipes" / "data" / "calibration.npz") + stages + "\n")
-    subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True)
+        """)
+        % (REPO / "recipes" / "data" / "calibration.npz")
+        + stages
+        + "\n"
+    )
+    subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True
+    )
     return {name: scratch / "out" / "weights" / name / "model.onnx" for name in variants}
 
 
-def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarray]) -> dict[str, float]:
+def cosine(
+    found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarray]
+) -> dict[str, float]:
     """Mean cosine of the attention-masked mean of the token embeddings, against fp32."""
+
     def embed(session: ort.InferenceSession, i: int) -> np.ndarray:
         feed = {k: v[i : i + 1] for k, v in held_out.items()}
         tokens = session.run(["461"], feed)[0][0]
@@ -68,7 +81,11 @@ def cosine(found: dict[str, ort.InferenceSession], held_out: dict[str, np.ndarra
     scores = {}
     for name, session in found.items():
         mine = [embed(session, i) for i in range(count)]
-        scores[name] = float(np.mean([a @ b / np.linalg.norm(a) / np.linalg.norm(b) for a, b in zip(reference, mine)]))
+        scores[name] = float(
+            np.mean(
+                [a @ b / np.linalg.norm(a) / np.linalg.norm(b) for a, b in zip(reference, mine)]
+            )
+        )
     return scores
 
 
@@ -90,12 +107,19 @@ def main() -> None:
         found = sessions(paths)
         sentence = {k: v[:1] for k, v in held_out.items()}
         token = {k: v[:1, :1] for k, v in held_out.items()}
-        long, short = latency_ms(found, sentence, rounds, runs), latency_ms(found, token, rounds, runs)
+        long, short = (
+            latency_ms(found, sentence, rounds, runs),
+            latency_ms(found, token, rounds, runs),
+        )
         scores = cosine(found, held_out)
-    print(f"{'model':<22} {'cosine':>7} {'size MB':>8} {'128 tokens ms':>14} {'vs fp32':>8} {'1 token ms':>11} {'vs fp32':>8}")
+    print(
+        f"{'model':<22} {'cosine':>7} {'size MB':>8} {'128 tokens ms':>14} {'vs fp32':>8} {'1 token ms':>11} {'vs fp32':>8}"
+    )
     for name in found:
-        print(f"{name:<22} {scores[name]:7.4f} {sizes[name] / 1e6:8.1f} {long[name]:14.2f} {long['fp32'] / long[name]:7.2f}x "
-              f"{short[name]:11.3f} {short['fp32'] / short[name]:7.2f}x")
+        print(
+            f"{name:<22} {scores[name]:7.4f} {sizes[name] / 1e6:8.1f} {long[name]:14.2f} {long['fp32'] / long[name]:7.2f}x "
+            f"{short[name]:11.3f} {short['fp32'] / short[name]:7.2f}x"
+        )
 
 
 if __name__ == "__main__":

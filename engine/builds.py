@@ -15,7 +15,13 @@ from typing import Any, Mapping
 
 from ortflow.engine.environment import HOST_FACTS
 
-IDENTITY = ("type", "version", "params", "inputs", "env")  # what a key is computed from, as a record names it
+IDENTITY = (
+    "type",
+    "version",
+    "params",
+    "inputs",
+    "env",
+)  # what a key is computed from, as a record names it
 
 
 def canonical_json(value: Any) -> str:
@@ -41,10 +47,18 @@ class Identity:
     key: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", hashlib.sha256(canonical_json(self.to_json()).encode()).hexdigest())
+        object.__setattr__(
+            self, "key", hashlib.sha256(canonical_json(self.to_json()).encode()).hexdigest()
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "version": self.version, "params": self.params, "inputs": self.inputs, "env": self.env}
+        return {
+            "type": self.type,
+            "version": self.version,
+            "params": self.params,
+            "inputs": self.inputs,
+            "env": self.env,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Identity:
@@ -65,15 +79,28 @@ class RunOutput:
     kind: str
     filename: str
     size: int
-    values: str | None = None  # float values packed (types.pack_floats) that another CPU's run may keep
+    values: str | None = (
+        None  # float values packed (types.pack_floats) that another CPU's run may keep
+    )
 
     def to_json(self) -> dict[str, Any]:
-        found = {"digest": self.digest, "kind": self.kind, "filename": self.filename, "size": self.size}
+        found = {
+            "digest": self.digest,
+            "kind": self.kind,
+            "filename": self.filename,
+            "size": self.size,
+        }
         return found if self.values is None else {**found, "values": self.values}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunOutput:
-        return cls(data["digest"], data.get("kind", ""), data.get("filename", ""), data.get("size", 0), data.get("values"))
+        return cls(
+            data["digest"],
+            data.get("kind", ""),
+            data.get("filename", ""),
+            data.get("size", 0),
+            data.get("values"),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,10 +117,14 @@ class RunRecord:
     inputs: Mapping[str, Any]
     env: Mapping[str, str]
     outputs: Mapping[str, RunOutput]
-    ran_on: Mapping[str, str] = field(default_factory=dict)  # where it was measured or built; not part of the key
+    ran_on: Mapping[str, str] = field(
+        default_factory=dict
+    )  # where it was measured or built; not part of the key
     summary: str = ""
     metrics: Mapping[str, Any] = field(default_factory=dict)
-    data_source: Mapping[str, Any] | None = None  # the data its verdict rests on (types.DataSource JSON)
+    data_source: Mapping[str, Any] | None = (
+        None  # the data its verdict rests on (types.DataSource JSON)
+    )
     seconds: float = 0.0
     log: str = ""
     gate_failed: str | None = None
@@ -111,13 +142,25 @@ class RunRecord:
         return {port: out.digest for port, out in self.outputs.items()}
 
     def to_json(self) -> dict[str, Any]:
-        found = {"key": self.key, "stage": self.stage, "type": self.type, "version": self.version, "params": self.params,
-                 "inputs": self.inputs, "env": self.env, "ran_on": self.ran_on,
-                 "outputs": {port: out.to_json() for port, out in self.outputs.items()},
-                 "summary": self.summary, "metrics": self.metrics,
-                 **({"data_source": self.data_source} if self.data_source is not None else {}),
-                 "seconds": self.seconds, "log": self.log, "gate_failed": self.gate_failed, "steps": list(self.steps),
-                 "created": self.created}
+        found = {
+            "key": self.key,
+            "stage": self.stage,
+            "type": self.type,
+            "version": self.version,
+            "params": self.params,
+            "inputs": self.inputs,
+            "env": self.env,
+            "ran_on": self.ran_on,
+            "outputs": {port: out.to_json() for port, out in self.outputs.items()},
+            "summary": self.summary,
+            "metrics": self.metrics,
+            **({"data_source": self.data_source} if self.data_source is not None else {}),
+            "seconds": self.seconds,
+            "log": self.log,
+            "gate_failed": self.gate_failed,
+            "steps": list(self.steps),
+            "created": self.created,
+        }
         return found if self.signature is None else {**found, "signature": self.signature}
 
     @classmethod
@@ -125,10 +168,26 @@ class RunRecord:
         """From a record the store has checked (engine.store.records.record_problem): fields a record written
         by an older version lacks take their defaults."""
         outputs = {port: RunOutput.from_json(out) for port, out in data["outputs"].items()}
-        return cls(data["key"], data.get("stage", ""), data["type"], data["version"], data["params"], data["inputs"],
-                   data["env"], outputs, data.get("ran_on") or {}, data.get("summary") or "", data.get("metrics") or {},
-                   data.get("data_source"), data.get("seconds") or 0.0, data.get("log") or "", data.get("gate_failed"),
-                   tuple(data.get("steps") or ()), data.get("created") or "", data.get("signature"))
+        return cls(
+            data["key"],
+            data.get("stage", ""),
+            data["type"],
+            data["version"],
+            data["params"],
+            data["inputs"],
+            data["env"],
+            outputs,
+            data.get("ran_on") or {},
+            data.get("summary") or "",
+            data.get("metrics") or {},
+            data.get("data_source"),
+            data.get("seconds") or 0.0,
+            data.get("log") or "",
+            data.get("gate_failed"),
+            tuple(data.get("steps") or ()),
+            data.get("created") or "",
+            data.get("signature"),
+        )
 
 
 @dataclass(frozen=True)
@@ -172,8 +231,16 @@ class LockEntry:
         base = (record.type, record.version, record.params, record.inputs, env)
         if env != record.env:
             return cls(*base, measurement=not deterministic, host_specific=True)
-        outputs = {port: LockedOutput(out.digest, out.size, out.values) for port, out in record.outputs.items()}
-        return cls(*base, key=record.key, outputs=outputs if deterministic else None, measurement=not deterministic)
+        outputs = {
+            port: LockedOutput(out.digest, out.size, out.values)
+            for port, out in record.outputs.items()
+        }
+        return cls(
+            *base,
+            key=record.key,
+            outputs=outputs if deterministic else None,
+            measurement=not deterministic,
+        )
 
     def matches(self, key: str, made_from: Mapping[str, Any]) -> bool:
         """Whether this entry records the build under `key`: by its key, or, for a host-specific entry (which
@@ -181,18 +248,36 @@ class LockEntry:
         run record and Identity.to_json do)."""
         if self.key is not None:
             return self.key == key
-        if not all(name in made_from for name in IDENTITY) or not isinstance(made_from["env"], Mapping):
+        if not all(name in made_from for name in IDENTITY) or not isinstance(
+            made_from["env"], Mapping
+        ):
             return False  # a damaged record matches nothing
-        return self.host_specific and (self.type, self.version, self.params, self.inputs, self.env) == (
-            made_from["type"], made_from["version"], made_from["params"], made_from["inputs"], portable_env(made_from["env"]))
+        return self.host_specific and (
+            self.type,
+            self.version,
+            self.params,
+            self.inputs,
+            self.env,
+        ) == (
+            made_from["type"],
+            made_from["version"],
+            made_from["params"],
+            made_from["inputs"],
+            portable_env(made_from["env"]),
+        )
 
     @property
     def digests(self) -> dict[str, str]:
         return {port: out.digest for port, out in (self.outputs or {}).items()}
 
     def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"type": self.type, "version": self.version, "params": self.params,
-                                 "inputs": self.inputs, "env": self.env}
+        found: dict[str, Any] = {
+            "type": self.type,
+            "version": self.version,
+            "params": self.params,
+            "inputs": self.inputs,
+            "env": self.env,
+        }
         if self.measurement:
             found["measurement"] = True
         if self.host_specific:
@@ -207,6 +292,16 @@ class LockEntry:
     def from_json(cls, data: Mapping[str, Any]) -> LockEntry:
         """From an entry schemas/lock.schema.json accepted."""
         outputs = data.get("outputs")
-        return cls(data["type"], data["version"], data["params"], data["inputs"], data["env"], data.get("key"),
-                   {port: LockedOutput.from_json(out) for port, out in outputs.items()} if outputs is not None else None,
-                   data.get("measurement") is True, data.get("host_specific") is True)
+        return cls(
+            data["type"],
+            data["version"],
+            data["params"],
+            data["inputs"],
+            data["env"],
+            data.get("key"),
+            {port: LockedOutput.from_json(out) for port, out in outputs.items()}
+            if outputs is not None
+            else None,
+            data.get("measurement") is True,
+            data.get("host_specific") is True,
+        )

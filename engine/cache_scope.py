@@ -25,11 +25,15 @@ def locked_outputs(recipes: list[Path], store_root: Path) -> dict[str, tuple[str
             if recipes:
                 raise
             continue  # a *.lock of another tool beside the cache
-        locked.update({key: (lock_path.name, outputs) for key, outputs in lock.locked_outputs().items()})
+        locked.update(
+            {key: (lock_path.name, outputs) for key, outputs in lock.locked_outputs().items()}
+        )
     return locked
 
 
-def lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[dict[str, str], set[str]]:
+def lock_keys(
+    recipes: list[Path], store: Any, pulling: bool = False
+) -> tuple[dict[str, str], set[str]]:
     """({cache key: stage name} of every stage the recipes' lock files record, the names of the host-specific
     ones among them). A host-specific entry (a benchmark, an accuracy check) records no key: pushing, this
     machine's records that match it go along; pulling, the key this machine would build it under."""
@@ -38,15 +42,24 @@ def lock_keys(recipes: list[Path], store: Any, pulling: bool = False) -> tuple[d
     for recipe in recipes:
         lock_path = lock_path_for(recipe)
         if not lock_path.exists():
-            raise OrtflowError(f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)")
+            raise OrtflowError(
+                f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)"
+            )
         entries = Lock.read(lock_path).stages
         keys.update({entry.key: name for name, entry in entries.items() if entry.key is not None})
         host_specific |= {name for name, entry in entries.items() if entry.key is None}
         if pulling:
             keys.update(planned_keys(recipe, store, host_specific))
         else:
-            keys.update({key: name for key, record in store.iter_runs() if record is not None
-                         for name in host_specific if name in entries and entries[name].matches(key, record)})
+            keys.update(
+                {
+                    key: name
+                    for key, record in store.iter_runs()
+                    if record is not None
+                    for name in host_specific
+                    if name in entries and entries[name].matches(key, record)
+                }
+            )
     return keys, host_specific
 
 

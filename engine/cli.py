@@ -13,38 +13,70 @@ from typing import Any
 
 import ortflow
 from ortflow.engine import commands, starter_commands
-from ortflow.engine.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_NO_SPACE, EXIT_OK, OrtflowError, no_space, no_space_message
+from ortflow.engine.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_SPACE,
+    EXIT_OK,
+    OrtflowError,
+    no_space,
+    no_space_message,
+)
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
     parser.add_argument("recipe", type=Path, help="the recipe YAML file")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a recipe value, e.g. --set opt.with.level=all (repeatable)")
-    parser.add_argument("--params", type=Path, metavar="FILE", help="YAML file of KEY: VALUE overrides")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe value, e.g. --set opt.with.level=all (repeatable)",
+    )
+    parser.add_argument(
+        "--params", type=Path, metavar="FILE", help="YAML file of KEY: VALUE overrides"
+    )
     if cache:
-        parser.add_argument("--cache", type=Path, metavar="DIR",
-                            help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+        parser.add_argument(
+            "--cache",
+            type=Path,
+            metavar="DIR",
+            help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)",
+        )
 
 
 def _common_options() -> argparse.ArgumentParser:
     """--debug, --quiet and --verbose, accepted before or after the command name."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
-    common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="print errors only")
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="more detail: full cache keys, and what a failed stage printed")
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+    common.add_argument(
+        "-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="print errors only"
+    )
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="more detail: full cache keys, and what a failed stage printed",
+    )
     return common
 
 
 def _json_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", help="print machine-readable JSON instead of a table"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = argparse.ArgumentParser(description="ortflow: cached ONNX Runtime optimization pipelines",
-                                     parents=[common])
+    parser = argparse.ArgumentParser(
+        description="ortflow: cached ONNX Runtime optimization pipelines", parents=[common]
+    )
     parser.add_argument("--version", action="version", version=f"ortflow {ortflow.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
@@ -59,50 +91,143 @@ def _run_command(sub: Any) -> None:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
     run.add_argument("stages", nargs="*", help="run only these stages and what they need")
-    run.add_argument("-j", "--jobs", type=int, default=None,
-                     help="stages to run at once (default: 1 locally, every worker thread on Dask)")
-    run.add_argument("--executor", choices=["local", "dask"], default="local",
-                     help="local: a thread pool here (default); dask: each stage a task on a Dask cluster")
-    run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share, or give --remote)")
-    run.add_argument("-k", "--keep-going", action="store_true", help="after a failure, finish independent branches")
-    run.add_argument("--out", type=Path, metavar="DIR", help="where outputs are copied (default out/<name>/ beside the recipe)")
-    run.add_argument("--remote", metavar="URL", help="a shared cache (s3://bucket/prefix, file:///mnt/share) looked up on a "
-                     "local miss (default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)")
-    run.add_argument("--push", action="store_true", help="afterwards, upload this run's records and objects to the remote")
+    run.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        help="stages to run at once (default: 1 locally, every worker thread on Dask)",
+    )
+    run.add_argument(
+        "--executor",
+        choices=["local", "dask"],
+        default="local",
+        help="local: a thread pool here (default); dask: each stage a task on a Dask cluster",
+    )
+    run.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler, e.g. tcp://10.0.0.5:8786 (the cache must be a path all workers share, or give --remote)",
+    )
+    run.add_argument(
+        "-k",
+        "--keep-going",
+        action="store_true",
+        help="after a failure, finish independent branches",
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where outputs are copied (default out/<name>/ beside the recipe)",
+    )
+    run.add_argument(
+        "--remote",
+        metavar="URL",
+        help="a shared cache (s3://bucket/prefix, file:///mnt/share) looked up on a "
+        "local miss (default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)",
+    )
+    run.add_argument(
+        "--push",
+        action="store_true",
+        help="afterwards, upload this run's records and objects to the remote",
+    )
     run.set_defaults(handler=commands.cmd_run)
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", type=Path, help="the .onnx model")
-    parser.add_argument("--target", choices=["cpu", "cuda", "tensorrt"], default="cpu", help="where the model will run (default cpu)")
-    parser.add_argument("--data", type=Path, metavar="PATH",
-                        help="samples: a folder of images, a .txt/.jsonl text file or an .npz (default: random feeds)")
-    parser.add_argument("--tokenizer", type=Path, metavar="FILE", help="with text data: the tokenizer.json (default: one beside the model)")
-    parser.add_argument("--min-accuracy", type=float, metavar="X",
-                        help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)")
+    parser.add_argument(
+        "--target",
+        choices=["cpu", "cuda", "tensorrt"],
+        default="cpu",
+        help="where the model will run (default cpu)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        metavar="PATH",
+        help="samples: a folder of images, a .txt/.jsonl text file or an .npz (default: random feeds)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        metavar="FILE",
+        help="with text data: the tokenizer.json (default: one beside the model)",
+    )
+    parser.add_argument(
+        "--min-accuracy",
+        type=float,
+        metavar="X",
+        help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
-    parser.add_argument("--preprocess", metavar="NAME", choices=list(PRESETS),
-                        help=f"how the model's image input was normalised in training (default: zero-one) — {PRESET_HELP}")
-    parser.add_argument("--mean", type=float, nargs="+", metavar="M", help="image mean per channel (R G B, or one value), on [0, 1] pixels")
-    parser.add_argument("--std", type=float, nargs="+", metavar="S", help="image std per channel (R G B, or one value), on [0, 1] pixels")
+    parser.add_argument(
+        "--preprocess",
+        metavar="NAME",
+        choices=list(PRESETS),
+        help=f"how the model's image input was normalised in training (default: zero-one) — {PRESET_HELP}",
+    )
+    parser.add_argument(
+        "--mean",
+        type=float,
+        nargs="+",
+        metavar="M",
+        help="image mean per channel (R G B, or one value), on [0, 1] pixels",
+    )
+    parser.add_argument(
+        "--std",
+        type=float,
+        nargs="+",
+        metavar="S",
+        help="image std per channel (R G B, or one value), on [0, 1] pixels",
+    )
 
 
 def _starter_commands(sub: Any) -> None:
-    init = sub.add_parser("init", help="inspect a model and write a commented recipe that runs as written")
+    init = sub.add_parser(
+        "init", help="inspect a model and write a commented recipe that runs as written"
+    )
     _model_options(init)
-    init.add_argument("-o", "--output", type=Path, metavar="RECIPE", help="where to write it (default <model>-<target>.yaml)")
+    init.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="RECIPE",
+        help="where to write it (default <model>-<target>.yaml)",
+    )
     init.set_defaults(handler=starter_commands.cmd_init)
 
-    optimize = sub.add_parser("optimize", help="init + run: the fastest model that keeps its accuracy, copied to -o")
+    optimize = sub.add_parser(
+        "optimize", help="init + run: the fastest model that keeps its accuracy, copied to -o"
+    )
     _model_options(optimize)
-    optimize.add_argument("-o", "--output", type=Path, metavar="OUT.onnx", required=True, help="where the chosen model goes")
-    optimize.add_argument("--save-recipe", type=Path, metavar="RECIPE", help="where the recipe is kept (default OUT.recipe.yaml)")
-    optimize.add_argument("--require-real-data", action="store_true",
-                          help="deliver only a model whose accuracy was checked on real data: else nothing is copied and the "
-                               "exit code is 6 (without it: exit 0, the verdict labelled 'unverified: random feeds')")
-    optimize.add_argument("--cache", type=Path, metavar="DIR",
-                          help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)")
+    optimize.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="OUT.onnx",
+        required=True,
+        help="where the chosen model goes",
+    )
+    optimize.add_argument(
+        "--save-recipe",
+        type=Path,
+        metavar="RECIPE",
+        help="where the recipe is kept (default OUT.recipe.yaml)",
+    )
+    optimize.add_argument(
+        "--require-real-data",
+        action="store_true",
+        help="deliver only a model whose accuracy was checked on real data: else nothing is copied and the "
+        "exit code is 6 (without it: exit 0, the verdict labelled 'unverified: random feeds')",
+    )
+    optimize.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)",
+    )
     optimize.set_defaults(handler=starter_commands.cmd_optimize)
 
 
@@ -128,12 +253,19 @@ def _inspection_commands(sub: Any) -> None:
     _json_option(status)
     status.set_defaults(handler=commands.cmd_status)
 
-    report = sub.add_parser("report", help="render report.json/.md/.html again from the cache, running nothing")
+    report = sub.add_parser(
+        "report", help="render report.json/.md/.html again from the cache, running nothing"
+    )
     _recipe_options(report)
-    report.add_argument("--out", type=Path, metavar="DIR", help="where the report goes (default out/<name>/)")
+    report.add_argument(
+        "--out", type=Path, metavar="DIR", help="where the report goes (default out/<name>/)"
+    )
     report.set_defaults(handler=commands.cmd_report)
 
-    compare = sub.add_parser("compare", help="what changed between two lock files (e.g. from two commits); exit 1 if anything did")
+    compare = sub.add_parser(
+        "compare",
+        help="what changed between two lock files (e.g. from two commits); exit 1 if anything did",
+    )
     compare.add_argument("before", type=Path, help="a lock file, or a run's report.json")
     compare.add_argument("after", type=Path, help="a lock file, or a run's report.json")
     _json_option(compare)
@@ -153,19 +285,36 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         ("ls", "list cached stage runs", commands.cmd_cache_ls),
         ("verify", "re-hash every object and report damage", commands.cmd_cache_verify),
         ("gc", "remove what no given recipe's lock file references", commands.cmd_cache_gc),
-        ("push", "upload what the recipes' lock files reference (everything, with no recipe) to the remote", commands.cmd_cache_push),
-        ("pull", "download what the recipes' lock files reference from the remote", commands.cmd_cache_pull),
+        (
+            "push",
+            "upload what the recipes' lock files reference (everything, with no recipe) to the remote",
+            commands.cmd_cache_push,
+        ),
+        (
+            "pull",
+            "download what the recipes' lock files reference from the remote",
+            commands.cmd_cache_pull,
+        ),
     ):
         action = cache_sub.add_parser(name, help=helptext)
-        action.add_argument("recipes", nargs="+" if name == "pull" else "*", type=Path,
-                            help=_RECIPES_HELP.get(name, "a recipe whose cache to use"))
-        action.add_argument("--cache", type=Path, metavar="DIR", help="artifact store (default: as for run)")
+        action.add_argument(
+            "recipes",
+            nargs="+" if name == "pull" else "*",
+            type=Path,
+            help=_RECIPES_HELP.get(name, "a recipe whose cache to use"),
+        )
+        action.add_argument(
+            "--cache", type=Path, metavar="DIR", help="artifact store (default: as for run)"
+        )
         action.set_defaults(handler=handler)
         _cache_options(name, action)
 
 
-_RECIPES_HELP = {"gc": "recipes whose lock files say what to keep", "push": "recipes whose lock files say what to upload",
-                 "pull": "recipes whose lock files say what to download"}
+_RECIPES_HELP = {
+    "gc": "recipes whose lock files say what to keep",
+    "push": "recipes whose lock files say what to upload",
+    "pull": "recipes whose lock files say what to download",
+}
 _REMOTE_HELP = "the remote (s3://bucket/prefix, file:///mnt/share; default: $ORTFLOW_REMOTE, else `remote:` in ortflow.yaml)"
 
 
@@ -173,10 +322,22 @@ def _cache_options(name: str, action: argparse.ArgumentParser) -> None:
     if name == "ls":
         _json_option(action)
     if name == "verify":
-        action.add_argument("--remove", action="store_true", help="delete damaged entries so they rebuild")
-        action.add_argument("--remote", nargs="?", const="", metavar="URL", help="check the remote instead: " + _REMOTE_HELP)
+        action.add_argument(
+            "--remove", action="store_true", help="delete damaged entries so they rebuild"
+        )
+        action.add_argument(
+            "--remote",
+            nargs="?",
+            const="",
+            metavar="URL",
+            help="check the remote instead: " + _REMOTE_HELP,
+        )
     if name == "gc":
-        action.add_argument("--dry-run", action="store_true", help="list what would go, and how many MB, removing nothing")
+        action.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="list what would go, and how many MB, removing nothing",
+        )
     if name in ("push", "pull"):
         action.add_argument("--remote", metavar="URL", help=_REMOTE_HELP)
 
@@ -192,7 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
     try:
         return int(args.handler(args, out) or EXIT_OK)
-    except BrokenPipeError:  # a plain print (`engine dag | head`) found the reader gone; rich's writes end alike
+    except (
+        BrokenPipeError
+    ):  # a plain print (`engine dag | head`) found the reader gone; rich's writes end alike
         broken_pipe()
     except OrtflowError as exc:
         out.error(str(exc))
@@ -203,13 +366,17 @@ def main(argv: list[str] | None = None) -> int:
         out.error("interrupted: finished stages are cached; run the same command again to resume")
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)  # stage threads hold no state worth waiting for: their work folders are discarded
+        os._exit(
+            EXIT_INTERRUPTED
+        )  # stage threads hold no state worth waiting for: their work folders are discarded
     except Exception as exc:  # noqa: BLE001 - boundary: CLI; an engine bug is said plainly, traceback only when asked
         full = no_space(exc)
         if full is not None:  # the machine, not ortflow: say which disk
             out.error(no_space_message(full.filename or "the current folder"))
             return EXIT_NO_SPACE
-        out.error(f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback")
+        out.error(
+            f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback"
+        )
         if args.debug:
             out.traceback()
         return EXIT_INTERNAL

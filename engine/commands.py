@@ -15,7 +15,15 @@ def _workspace(args: argparse.Namespace, remote: Any = None, out: Any = None) ->
     from ortflow.engine.pipeline import Workspace
 
     messages = {"say": out.say, "warn": out.warn} if out is not None else {}
-    return Workspace.open(args.recipe, args.overrides, args.params, args.cache, getattr(args, "out", None), remote, **messages)
+    return Workspace.open(
+        args.recipe,
+        args.overrides,
+        args.params,
+        args.cache,
+        getattr(args, "out", None),
+        remote,
+        **messages,
+    )
 
 
 def cmd_run(args: argparse.Namespace, out: Any) -> int:
@@ -24,8 +32,11 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise OrtflowError("--jobs must be at least 1")
     if (args.executor == "dask") != bool(args.scheduler):
-        raise OrtflowError("--executor dask needs --scheduler tcp://HOST:PORT" if args.scheduler is None
-                           else "--scheduler is for --executor dask")
+        raise OrtflowError(
+            "--executor dask needs --scheduler tcp://HOST:PORT"
+            if args.scheduler is None
+            else "--scheduler is for --executor dask"
+        )
     remote = _run_remote(args)
     ws = _workspace(args, remote, out)
     _key_caveats(ws.recipe, out)
@@ -40,8 +51,17 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     if args.push:
         from ortflow.engine.store.transfer import push
 
-        keys = {o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key}
-        code = _transfer(out, "pushed", lambda meter: push(ws.store, remote, keys, meter), remote, "in the local cache", set())
+        keys = {
+            o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key
+        }
+        code = _transfer(
+            out,
+            "pushed",
+            lambda meter: push(ws.store, remote, keys, meter),
+            remote,
+            "in the local cache",
+            set(),
+        )
         return summary.exit_code or code
     return summary.exit_code
 
@@ -54,7 +74,9 @@ def _run_remote(args: argparse.Namespace) -> Any:
     setting = remote_setting(args.remote, args.recipe)
     if setting is None:
         if args.push:
-            raise OrtflowError("--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml")
+            raise OrtflowError(
+                "--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml"
+            )
         return None
     return setting.open()
 
@@ -64,7 +86,9 @@ def cmd_validate(args: argparse.Namespace, out: Any) -> int:
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
     edges = sum(len(preds) for preds in graph.predecessors.values())
-    out.say(f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {edges} edges")
+    out.say(
+        f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {edges} edges"
+    )
     return EXIT_OK
 
 
@@ -95,7 +119,11 @@ def cmd_dag(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.recipe import graph as dag
 
     recipe, _ = load(args.recipe, args.overrides, args.params)
-    render: Callable[..., str] = {"text": dag.render_text, "mermaid": dag.render_mermaid, "dot": dag.render_dot}[args.format]
+    render: Callable[..., str] = {
+        "text": dag.render_text,
+        "mermaid": dag.render_mermaid,
+        "dot": dag.render_dot,
+    }[args.format]
     print(render(dag.stage_graph(recipe), recipe))  # networkx, for drawing only
     return EXIT_OK
 
@@ -105,7 +133,9 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
 
     path, missing, code = rerender_report(_workspace(args))
     if missing:
-        out.error(f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them")
+        out.error(
+            f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them"
+        )
     out.say(f"report: {path.with_suffix('.html')} (and .md, .json)")
     return code if code != EXIT_OK else (EXIT_STAGE_FAILED if missing else EXIT_OK)
 
@@ -119,7 +149,9 @@ def cmd_compare(args: argparse.Namespace, out: Any) -> int:
         out.json(listings.differences(rows))
     else:
         out.compare_table(rows)
-    return EXIT_DIFFERENT if rows else EXIT_OK  # like diff(1): scripts can ask "did anything change?"
+    return (
+        EXIT_DIFFERENT if rows else EXIT_OK
+    )  # like diff(1): scripts can ask "did anything change?"
 
 
 def cmd_status(args: argparse.Namespace, out: Any) -> int:
@@ -145,10 +177,17 @@ def cmd_stages(args: argparse.Namespace, out: Any) -> int:
         return EXIT_OK
     for registry in (plugins.stages, plugins.datasets, plugins.metrics):
         if args.name in registry:
-            out.json(listings.plugin(registry, args.name)) if args.json else out.plugin_detail(registry, args.name)
+            out.json(listings.plugin(registry, args.name)) if args.json else out.plugin_detail(
+                registry, args.name
+            )
             return EXIT_OK
-    hint = suggest(args.name, plugins.stages.names() + plugins.datasets.names() + plugins.metrics.names())
-    raise OrtflowError(f"unknown stage type, dataset loader or metric '{args.name}'" + (f" — {hint}" if hint else " — see `engine stages`"))
+    hint = suggest(
+        args.name, plugins.stages.names() + plugins.datasets.names() + plugins.metrics.names()
+    )
+    raise OrtflowError(
+        f"unknown stage type, dataset loader or metric '{args.name}'"
+        + (f" — {hint}" if hint else " — see `engine stages`")
+    )
 
 
 def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
@@ -181,12 +220,26 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
         return cmd_cache_verify_remote(args, out)
     store = _cache_store(args)
     damage = store.verify(locked_outputs(args.recipes, store.root))
-    return _damage_report(out, str(store.root), damage, args.remove, lambda: store.remove_damaged(damage),
-                          "the next run rebuilds them", "`engine cache verify --remove` to delete them so the next run rebuilds them")
+    return _damage_report(
+        out,
+        str(store.root),
+        damage,
+        args.remove,
+        lambda: store.remove_damaged(damage),
+        "the next run rebuilds them",
+        "`engine cache verify --remove` to delete them so the next run rebuilds them",
+    )
 
 
-def _damage_report(out: Any, where: str, damage: list[Any], remove: bool, removing: Callable[[], Any],
-                   after_removal: str, fix: str) -> int:
+def _damage_report(
+    out: Any,
+    where: str,
+    damage: list[Any],
+    remove: bool,
+    removing: Callable[[], Any],
+    after_removal: str,
+    fix: str,
+) -> int:
     """What `cache verify` found in a store (local or remote), removed with --remove."""
     for item in damage:
         out.error(f"{where}: damaged {item.what} {item.name}: {item.reason}")
@@ -205,15 +258,21 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.types import lock_path_for
 
     if not args.recipes:
-        raise OrtflowError("name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
-                           "— everything their lock files do not reference is removed")
+        raise OrtflowError(
+            "name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
+            "— everything their lock files do not reference is removed"
+        )
     store = _cache_store(args)
-    collected = collect_garbage(store, [lock_path_for(recipe) for recipe in args.recipes], dry_run=args.dry_run)
+    collected = collect_garbage(
+        store, [lock_path_for(recipe) for recipe in args.recipes], dry_run=args.dry_run
+    )
     if args.dry_run:
         for key, stage in sorted(collected.runs.items(), key=lambda item: item[1]):
             out.say(f"would remove run {key[:12]} ({stage})")
     verb = "would remove" if args.dry_run else "removed"
-    out.say(f"{verb} {len(collected.runs)} run records and {len(collected.objects)} objects ({collected.bytes / 1e6:.1f} MB)")
+    out.say(
+        f"{verb} {len(collected.runs)} run records and {len(collected.objects)} objects ({collected.bytes / 1e6:.1f} MB)"
+    )
     return EXIT_OK
 
 
@@ -224,10 +283,22 @@ def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
 
     store = _cache_store(args)
     remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
-    keys, host_specific = lock_keys(args.recipes, store) if args.recipes else \
-        ({key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()}, set())
-    return _transfer(out, "pushed", lambda meter: push(store, remote, keys, meter), remote, "in the local cache",
-                     host_specific)
+    keys, host_specific = (
+        lock_keys(args.recipes, store)
+        if args.recipes
+        else (
+            {key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()},
+            set(),
+        )
+    )
+    return _transfer(
+        out,
+        "pushed",
+        lambda meter: push(store, remote, keys, meter),
+        remote,
+        "in the local cache",
+        host_specific,
+    )
 
 
 def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
@@ -238,10 +309,24 @@ def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
     store = _cache_store(args, create=True)
     remote = required_remote(args.remote, args.recipes[0])
     keys, host_specific = lock_keys(args.recipes, store, pulling=True)
-    return _transfer(out, "pulled", lambda meter: pull(store, remote, keys, meter), remote, "on the remote", host_specific)
+    return _transfer(
+        out,
+        "pulled",
+        lambda meter: pull(store, remote, keys, meter),
+        remote,
+        "on the remote",
+        host_specific,
+    )
 
 
-def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, source: str, host_specific: set[str]) -> int:
+def _transfer(
+    out: Any,
+    verb: str,
+    move: Callable[[Any], Any],
+    remote: Any,
+    source: str,
+    host_specific: set[str],
+) -> int:
     import time
 
     from ortflow.engine.transfer_view import summary
@@ -253,12 +338,16 @@ def _transfer(out: Any, verb: str, move: Callable[[Any], Any], remote: Any, sour
         out.error(problem)
     elsewhere = sorted(set(tally.missing) & host_specific)
     if elsewhere:  # made for one kind of machine: another kind measures them itself
-        out.say(f"not {source} for this machine, so not {verb}: {', '.join(elsewhere)} (results made for the machine that "
-                "runs them: a run here makes them)")
+        out.say(
+            f"not {source} for this machine, so not {verb}: {', '.join(elsewhere)} (results made for the machine that "
+            "runs them: a run here makes them)"
+        )
         tally.missing = [stage for stage in tally.missing if stage not in host_specific]
     if tally.missing:
-        out.error(f"not {source}, so not {verb}: {', '.join(sorted(set(tally.missing)))} — run the recipe "
-                  f"{'first' if verb == 'pushed' else 'and push it from the machine that built it'}")
+        out.error(
+            f"not {source}, so not {verb}: {', '.join(sorted(set(tally.missing)))} — run the recipe "
+            f"{'first' if verb == 'pushed' else 'and push it from the machine that built it'}"
+        )
     out.say(summary(verb, tally, remote.shown, time.perf_counter() - started))
     return EXIT_STAGE_FAILED if tally.problems or tally.missing else EXIT_OK
 
@@ -270,11 +359,20 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
     from ortflow.engine.cache_scope import locked_outputs
 
-    locked = locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}  # records against the named locks
+    locked = (
+        locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}
+    )  # records against the named locks
     damage = _remote_call(remote, lambda: verify_remote(remote, locked))
     removing = lambda: _remote_call(remote, lambda: remove_remote_damage(remote, damage))  # noqa: E731
-    return _damage_report(out, remote.shown, damage, args.remove, removing, "push them again from a good cache",
-                          "`engine cache verify --remote --remove` to delete them from the remote")
+    return _damage_report(
+        out,
+        remote.shown,
+        damage,
+        args.remove,
+        removing,
+        "push them again from a good cache",
+        "`engine cache verify --remote --remove` to delete them from the remote",
+    )
 
 
 def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:

@@ -14,9 +14,20 @@ from ortflow.engine.run.plan import PlanAction
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status, dropped_text
 
-PLAN_STYLE = {PlanAction.CACHED: "cyan", PlanAction.RUN: "green", PlanAction.SKIP: "yellow", PlanAction.FAIL: "red"}
-STATUS_STYLE = {Status.RAN: "green", Status.CACHED: "cyan", Status.FAILED: "bold red",
-                Status.GATE_FAILED: "bold yellow", Status.SKIPPED: "yellow", Status.NOT_RUN: "dim"}
+PLAN_STYLE = {
+    PlanAction.CACHED: "cyan",
+    PlanAction.RUN: "green",
+    PlanAction.SKIP: "yellow",
+    PlanAction.FAIL: "red",
+}
+STATUS_STYLE = {
+    Status.RAN: "green",
+    Status.CACHED: "cyan",
+    Status.FAILED: "bold red",
+    Status.GATE_FAILED: "bold yellow",
+    Status.SKIPPED: "yellow",
+    Status.NOT_RUN: "dim",
+}
 
 
 class _WarningHandler(logging.Handler):
@@ -86,8 +97,18 @@ class Output:
         board = _Board(len(recipe.stages))
         live = self.console.is_terminal and not self.quiet
         # No redirection of sys.stdout/sys.stderr: a stage's own output is captured per thread (run.capture).
-        display = Live(console=self.console, transient=True, redirect_stdout=False, redirect_stderr=False,
-                       refresh_per_second=4, get_renderable=board.render) if live else None
+        display = (
+            Live(
+                console=self.console,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+                refresh_per_second=4,
+                get_renderable=board.render,
+            )
+            if live
+            else None
+        )
 
         def started(name: str) -> None:
             board.start(name)
@@ -96,7 +117,9 @@ class Output:
 
         def log(message: str) -> None:
             if not self.quiet:
-                self.console.print(message, markup=False)  # the console's stream is not the stage's capture
+                self.console.print(
+                    message, markup=False
+                )  # the console's stream is not the stage's capture
 
         if display is not None:
             display.start()
@@ -117,11 +140,19 @@ class Output:
 
         for outcome in summary.outcomes.values():
             spec = recipe.stages[outcome.name]
-            if outcome.tolerated and outcome.error:  # an optional stage's refusal: said, but not the run's failure
-                said = (", " if outcome.dropped_from else ": ") + dropped_text(outcome.dropped_from, outcome.error)
-                self.warn(f"{spec.location}: optional stage '{outcome.name}' ({spec.uses}) {outcome.status}{said}")
+            if (
+                outcome.tolerated and outcome.error
+            ):  # an optional stage's refusal: said, but not the run's failure
+                said = (", " if outcome.dropped_from else ": ") + dropped_text(
+                    outcome.dropped_from, outcome.error
+                )
+                self.warn(
+                    f"{spec.location}: optional stage '{outcome.name}' ({spec.uses}) {outcome.status}{said}"
+                )
             elif outcome.status in (Status.FAILED, Status.GATE_FAILED):
-                self.error(f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}")
+                self.error(
+                    f"{spec.location}: stage '{outcome.name}' ({spec.uses}) {outcome.status}: {outcome.error}"
+                )
                 self._failure_details(outcome)
         for warning in summary.warnings:
             self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
@@ -130,23 +161,41 @@ class Output:
         table = Table(title=_escape(recipe.name), title_justify="left")
         for column in ("stage", "status", "seconds", "result"):
             # a matrix variant's id is whole or wrapped, never cut: cut ids read the same
-            table.add_column(column, justify="right" if column == "seconds" else "left",
-                             overflow="fold" if column == "stage" else "ellipsis", no_wrap=column in ("status", "seconds"))
+            table.add_column(
+                column,
+                justify="right" if column == "seconds" else "left",
+                overflow="fold" if column == "stage" else "ellipsis",
+                no_wrap=column in ("status", "seconds"),
+            )
         for outcome in summary.outcomes.values():
             record = outcome.record
-            summary_text, data_source = (record.summary, record.data_source) if record is not None else ("", None)
-            result = dropped_text(outcome.dropped_from, with_label(summary_text or outcome.error or "", data_source))
+            summary_text, data_source = (
+                (record.summary, record.data_source) if record is not None else ("", None)
+            )
+            result = dropped_text(
+                outcome.dropped_from, with_label(summary_text or outcome.error or "", data_source)
+            )
             style = STATUS_STYLE.get(outcome.status, "")
-            table.add_row(_escape(outcome.name), f"[{style}]{outcome.status}[/]", f"{outcome.seconds:.2f}", _escape(result))
+            table.add_row(
+                _escape(outcome.name),
+                f"[{style}]{outcome.status}[/]",
+                f"{outcome.seconds:.2f}",
+                _escape(result),
+            )
         self.console.print(table)
         self.report_sections(summary.sections)
-        self.console.print(f"outputs and report: {_relative(summary.report_path.parent)}", markup=False)
+        self.console.print(
+            f"outputs and report: {_relative(summary.report_path.parent)}", markup=False
+        )
 
     def _failure_details(self, outcome: Any) -> None:
         if self.debug and outcome.traceback:
             print(outcome.traceback, file=self.errors.file)
         if (self.debug or self.verbose) and outcome.printed:
-            print(f"what stage '{outcome.name}' printed (last lines):\n{outcome.printed}", file=self.errors.file)
+            print(
+                f"what stage '{outcome.name}' printed (last lines):\n{outcome.printed}",
+                file=self.errors.file,
+            )
         elif outcome.printed:
             self.error("run with -v for what the stage printed")
         if outcome.traceback and not self.debug:
@@ -162,7 +211,9 @@ class Output:
                 if spec.get("terminal") is False:
                     continue  # its stage type keeps it in the report files (Stage.declares: too long for a terminal)
                 columns, rows, same = _varying_columns(spec["columns"], spec["rows"])
-                title = f"{spec['title']} ({section['stage']})" + (f"; every row: {same}" if same else "")
+                title = f"{spec['title']} ({section['stage']})" + (
+                    f"; every row: {same}" if same else ""
+                )
                 table = Table(title=_escape(title), title_justify="left")
                 for column in columns:  # folded, never cut: two variant ids must not print alike
                     table.add_column(_escape(str(column)), overflow="fold")
@@ -178,11 +229,21 @@ class Output:
             table.add_column(column, overflow="fold")
         for item in planned:
             style = PLAN_STYLE[item.action]
-            table.add_row(_escape(item.name), _escape(item.uses), f"[{style}]{item.action}[/]", _escape(item.reason), self._key(item.key))
+            table.add_row(
+                _escape(item.name),
+                _escape(item.uses),
+                f"[{style}]{item.action}[/]",
+                _escape(item.reason),
+                self._key(item.key),
+            )
         self.console.print(table)
         would_run = sum(1 for p in planned if p.action == PlanAction.RUN)
         shown = {p.name for p in planned}
-        expanded = [f"{t} x{n}" for t, ids in sorted((matrices or {}).items()) if (n := len(shown & set(ids)))]
+        expanded = [
+            f"{t} x{n}"
+            for t, ids in sorted((matrices or {}).items())
+            if (n := len(shown & set(ids)))
+        ]
         size = f" (matrix stages: {', '.join(expanded)})" if expanded else ""
         self.console.print(f"{would_run} of {len(planned)} stages would run{size}", markup=False)
 
@@ -218,29 +279,63 @@ class Output:
             table.add_column(column)
         for item in found["stages"]:
             if "error" in item:
-                table.add_row(_escape(item["type"]), "?", "[red]cannot be imported[/]", "", _escape(item["error"]))
+                table.add_row(
+                    _escape(item["type"]),
+                    "?",
+                    "[red]cannot be imported[/]",
+                    "",
+                    _escape(item["error"]),
+                )
                 continue
             # a plugin's names and ports are its author's text: printed as written, never read as markup
-            table.add_row(*(_escape(str(v)) for v in (item["type"], item["version"], ", ".join(item["inputs"]),
-                                                      ", ".join(item["outputs"]), item["provided_by"])))
+            table.add_row(
+                *(
+                    _escape(str(v))
+                    for v in (
+                        item["type"],
+                        item["version"],
+                        ", ".join(item["inputs"]),
+                        ", ".join(item["outputs"]),
+                        item["provided_by"],
+                    )
+                )
+            )
         self.console.print(table)
-        loaders = Table(title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left")
+        loaders = Table(
+            title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left"
+        )
         for column in ("loader", "version", "reads files from", "provided by"):
             loaders.add_column(column)
         for item in found["loaders"]:
             if "error" in item:
-                loaders.add_row(_escape(item["type"]), "?", "[red]cannot be imported[/]", _escape(item["error"]))
+                loaders.add_row(
+                    _escape(item["type"]), "?", "[red]cannot be imported[/]", _escape(item["error"])
+                )
                 continue
-            loaders.add_row(*(_escape(str(v)) for v in (item["type"], item["version"], ", ".join(item["file_params"]) or "-",
-                                                        item["provided_by"])))
+            loaders.add_row(
+                *(
+                    _escape(str(v))
+                    for v in (
+                        item["type"],
+                        item["version"],
+                        ", ".join(item["file_params"]) or "-",
+                        item["provided_by"],
+                    )
+                )
+            )
         self.console.print(loaders)
-        metrics = Table(title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left")
+        metrics = Table(
+            title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left"
+        )
         for column in ("metric", "reports (better)", "provided by"):
             metrics.add_column(column)
         for item in found["metrics"]:
             names = item.get("names") or {}
-            metrics.add_row(_escape(item["type"]), _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
-                            _escape(item["provided_by"]))
+            metrics.add_row(
+                _escape(item["type"]),
+                _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
+                _escape(item["provided_by"]),
+            )
         self.console.print(metrics)
         self.console.print("`engine stages <name>` describes one", markup=False)
 
@@ -249,18 +344,30 @@ class Output:
 
         cls = registry.get(name)
         version = f" (version {cls.version})" if hasattr(cls, "version") else ""
-        self.console.print(f"[bold]{_escape(name)}[/]{version} from {_escape(registry.origin(name))}")
+        self.console.print(
+            f"[bold]{_escape(name)}[/]{version} from {_escape(registry.origin(name))}"
+        )
         self.console.print(cls.description, markup=False)
         for metric in getattr(cls, "names", ()):
-            self.console.print(f"reports {metric.name} (better {metric.better.value}): {metric.description}", markup=False)
+            self.console.print(
+                f"reports {metric.name} (better {metric.better.value}): {metric.description}",
+                markup=False,
+            )
         if hasattr(cls, "outputs"):
             ports = Table(title="inputs and outputs", title_justify="left")
             for column in ("", "name", "kind", "description"):
                 ports.add_column(column)
             for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
                 for port in items:
-                    flags = (" (list)" if port.many else "") + (" (optional)" if port.optional else "")
-                    ports.add_row(direction, _escape(port.name + flags), port.kind.value, _escape(port.description))
+                    flags = (" (list)" if port.many else "") + (
+                        " (optional)" if port.optional else ""
+                    )
+                    ports.add_row(
+                        direction,
+                        _escape(port.name + flags),
+                        port.kind.value,
+                        _escape(port.description),
+                    )
             self.console.print(ports)
         self._declared(getattr(cls, "declares", None))
         params = Table(title="parameters (`with:`)", title_justify="left")
@@ -268,11 +375,22 @@ class Output:
             params.add_column(column)
         required = set(cls.params_schema.get("required", []))
         for pname, prop in cls.params_schema.get("properties", {}).items():
-            kind = prop.get("type") or ("one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any")
+            kind = prop.get("type") or (
+                "one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any"
+            )
             if pname in getattr(cls, "file_params", ()):
                 kind = "path or {package, file}"
-            default = repr(prop["default"]) if "default" in prop else ("(required)" if pname in required else "(optional)")
-            params.add_row(_escape(pname), _escape(str(kind)), _escape(default), _escape(prop.get("description", "")))
+            default = (
+                repr(prop["default"])
+                if "default" in prop
+                else ("(required)" if pname in required else "(optional)")
+            )
+            params.add_row(
+                _escape(pname),
+                _escape(str(kind)),
+                _escape(default),
+                _escape(prop.get("description", "")),
+            )
         self.console.print(params)
 
     def _declared(self, declares: Any) -> None:
@@ -280,9 +398,14 @@ class Output:
         for m in getattr(declares, "measures", ()):
             unit = f"{m.unit}, " if m.unit else ""
             plotted = f"; plotted on the report's {m.plot.value} axis" if m.plot is not None else ""
-            self.console.print(f"reports {m.name} per model ({unit}better {m.better.value}){plotted}", markup=False)
+            self.console.print(
+                f"reports {m.name} per model ({unit}better {m.better.value}){plotted}", markup=False
+            )
         if getattr(declares, "choice", None) is not None:
-            self.console.print(f"chooses a model: output `{declares.choice.model}`, why in `{declares.choice.document}`", markup=False)
+            self.console.print(
+                f"chooses a model: output `{declares.choice.model}`, why in `{declares.choice.document}`",
+                markup=False,
+            )
 
     def cache_list(self, store: Any) -> None:
         from rich.table import Table
@@ -297,10 +420,18 @@ class Output:
             if run.get("unreadable"):
                 table.add_row(run["key"], "?", "?", "unreadable", "", "")
                 continue
-            table.add_row(run["key"], _escape(run["stage"]), _escape(run["type"]), run["created"],
-                          _escape(", ".join(run["outputs"])), f"{run['bytes'] / 1e6:.1f}")
+            table.add_row(
+                run["key"],
+                _escape(run["stage"]),
+                _escape(run["type"]),
+                run["created"],
+                _escape(", ".join(run["outputs"])),
+                f"{run['bytes'] / 1e6:.1f}",
+            )
         self.console.print(table)
-        self.console.print(f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False)
+        self.console.print(
+            f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False
+        )
 
     def json(self, data: Any) -> None:
         """Machine-readable output (`--json`): plain JSON on stdout, nothing else."""
@@ -316,7 +447,9 @@ class Output:
         return key if self.verbose else key[:12]
 
 
-def _varying_columns(columns: list[Any], rows: list[list[Any]]) -> tuple[list[Any], list[list[Any]], str]:
+def _varying_columns(
+    columns: list[Any], rows: list[list[Any]]
+) -> tuple[list[Any], list[list[Any]], str]:
     """A terminal is narrow: a column with one value in every row (threads, batch, providers, ...) moves into
     the title as `name value`, so the columns that tell the rows apart keep their width. The report files
     keep every column. The first column (what each row is) always stays."""
@@ -326,7 +459,9 @@ def _varying_columns(columns: list[Any], rows: list[list[Any]]) -> tuple[list[An
     if not constant:
         return columns, rows, ""
     keep = [i for i in range(len(columns)) if i not in constant]
-    same = ", ".join(f"{columns[i]} {_cell(rows[0][i])}" for i in constant if _cell(rows[0][i]) != "")  # empty: dropped
+    same = ", ".join(
+        f"{columns[i]} {_cell(rows[0][i])}" for i in constant if _cell(rows[0][i]) != ""
+    )  # empty: dropped
     return [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], same
 
 
@@ -374,7 +509,10 @@ class _Board:
 
         with self.lock:
             now = time.monotonic()
-            names = ", ".join(f"{name} {now - since:.0f}s" for name, since in self.running.items()) or "-"
+            names = (
+                ", ".join(f"{name} {now - since:.0f}s" for name, since in self.running.items())
+                or "-"
+            )
             # a Text, not a str: rich reads a str as markup, and a matrix id `int8[per_channel=true]` is a tag to it
             self.spinner.update(text=Text(f"[{self.done}/{self.total}] running: {names}"))
             return self.spinner
@@ -387,5 +525,7 @@ def broken_pipe() -> NoReturn:
     from ortflow.engine.errors import EXIT_BROKEN_PIPE
 
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # Python would otherwise complain again when it flushes at exit
+    os.dup2(
+        devnull, sys.stdout.fileno()
+    )  # Python would otherwise complain again when it flushes at exit
     raise SystemExit(EXIT_BROKEN_PIPE)

@@ -19,8 +19,22 @@ if TYPE_CHECKING:
     import numpy as np
 
 Feed = dict[str, "np.ndarray"]
-__all__ = ["BATCH_AXES_PARAM", "LIMIT_PARAM", "SKIP_PARAM", "DataProvenance", "DataSource", "Dataset", "DatasetLoader", "Feed",
-           "ModelInput", "batched", "check_feed", "file_param", "model_inputs"]
+__all__ = [
+    "BATCH_AXES_PARAM",
+    "LIMIT_PARAM",
+    "SKIP_PARAM",
+    "DataProvenance",
+    "DataSource",
+    "Dataset",
+    "DatasetLoader",
+    "Feed",
+    "ModelInput",
+    "batched",
+    "check_feed",
+    "file_param",
+    "model_inputs",
+]
+
 
 @dataclass(frozen=True)
 class ModelInput:
@@ -44,16 +58,25 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
     try:
         model = onnx.load(str(model_path), load_external_data=False)
     except DecodeError as exc:
-        raise StageError(f"{Path(model_path).name} is not an ONNX model: its bytes do not parse as one ({exc}) — "
-                         "check that the path names an .onnx file, or re-export / re-download the model") from exc
+        raise StageError(
+            f"{Path(model_path).name} is not an ONNX model: its bytes do not parse as one ({exc}) — "
+            "check that the path names an .onnx file, or re-export / re-download the model"
+        ) from exc
     initializers = {t.name for t in model.graph.initializer}
     found = []
     for value in model.graph.input:
         if value.name in initializers:
             continue
         tensor = value.type.tensor_type
-        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type).name if tensor.elem_type else "float32"
-        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim)
+        dtype = (
+            helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+            if tensor.elem_type
+            else "float32"
+        )
+        shape = tuple(
+            d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+            for d in tensor.shape.dim
+        )
         found.append(ModelInput(value.name, dtype, shape))
     return found
 
@@ -61,14 +84,24 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
 # Schema fragments every loader uses the same way. `skip` and `limit` are applied by the engine (Dataset.feeds):
 # two datasets over one source, one with `limit: N` and one with `skip: N`, never share a sample, which is how a
 # held-out set is cut from the same folder or file as the calibration set.
-LIMIT_PARAM = {"type": "integer", "minimum": 1, "description": "use only the first N samples (after `skip`)"}
-SKIP_PARAM = {"type": "integer", "minimum": 0,
-              "description": "leave out the first N samples (a held-out set beside a calibration set with `limit: N`)"}
+LIMIT_PARAM = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "use only the first N samples (after `skip`)",
+}
+SKIP_PARAM = {
+    "type": "integer",
+    "minimum": 0,
+    "description": "leave out the first N samples (a held-out set beside a calibration set with `limit: N`)",
+}
 # Where each input's batch axis is, for stages that join samples into batches (calibrate, benchmark).
-BATCH_AXES_PARAM = {"type": "object", "additionalProperties": {"type": ["integer", "null"], "minimum": 0},
-                    "description": "per input, the axis that holds the batch (e.g. {state: 1} for a recurrent state "
-                                   "[layers, batch, hidden]) or null for an input that is not batched (e.g. a sample rate); "
-                                   "default: axis 0, and 0-d (scalar) inputs are never batched"}
+BATCH_AXES_PARAM = {
+    "type": "object",
+    "additionalProperties": {"type": ["integer", "null"], "minimum": 0},
+    "description": "per input, the axis that holds the batch (e.g. {state: 1} for a recurrent state "
+    "[layers, batch, hidden]) or null for an input that is not batched (e.g. a sample rate); "
+    "default: axis 0, and 0-d (scalar) inputs are never batched",
+}
 
 
 def file_param(what: str) -> JsonObject:
@@ -82,7 +115,11 @@ class DatasetLoader:
     type: ClassVar[str]
     version: ClassVar[str] = "1"
     description: ClassVar[str] = ""
-    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     # Parameters naming files or folders: resolved against the recipe's folder (or an installed package,
     # with {package: ..., file: ...}) and hashed by content into the dataset's digest.
     file_params: ClassVar[tuple[str, ...]] = ()
@@ -131,12 +168,18 @@ class Dataset:
         """Where its samples come from, for the verdicts made on them: the loader's declared provenance, and the
         files it reads (its file parameters, resolved) by path."""
         paths = []
-        named = self.loader.data_params if self.loader.data_params is not None else self.loader.file_params
+        named = (
+            self.loader.data_params
+            if self.loader.data_params is not None
+            else self.loader.file_params
+        )
         for name in named:
             value = self.params.get(name)
             if isinstance(value, (str, Path)):
                 paths.append(str(value))
-        return DataSource(self.loader.data_provenance(self.params), self.loader.type, self.name, tuple(paths))
+        return DataSource(
+            self.loader.data_provenance(self.params), self.loader.type, self.name, tuple(paths)
+        )
 
     @property
     def batch_axes(self) -> dict[str, int | None]:
@@ -148,7 +191,7 @@ class Dataset:
         found = self.loader.labels(self.params)
         if found is None:
             return None
-        found = found[self.params.get("skip") or 0:]
+        found = found[self.params.get("skip") or 0 :]
         limits = [n for n in (limit, self.params.get("limit")) if n]
         return found[: min(limits)] if limits else found
 
@@ -167,16 +210,24 @@ class Dataset:
                 break
             except StageError as exc:
                 raise StageError(f"{where}: {exc}") from exc
-            except Exception as exc:  # the loader's (or a user function's) own failure: say whose it is
-                raise StageError(f"{where} failed reading sample {skipped + count}: {type(exc).__name__}: {exc}") from exc
-            if skipped < skip:  # `skip`: read past, unchecked (another dataset over the same source holds them)
+            except (
+                Exception
+            ) as exc:  # the loader's (or a user function's) own failure: say whose it is
+                raise StageError(
+                    f"{where} failed reading sample {skipped + count}: {type(exc).__name__}: {exc}"
+                ) from exc
+            if (
+                skipped < skip
+            ):  # `skip`: read past, unchecked (another dataset over the same source holds them)
                 skipped += 1
                 continue
             check_feed(feed, inputs, f"{where} sample {skipped + count}")
             count += 1
             yield feed
         if count == 0 and skip:
-            raise StageError(f"{where} gave no samples after `skip: {skip}` left out the first ones — lower `skip`")
+            raise StageError(
+                f"{where} gave no samples after `skip: {skip}` left out the first ones — lower `skip`"
+            )
         if count == 0:
             raise StageError(f"{where} gave no samples — check its files and parameters")
 
@@ -186,8 +237,10 @@ def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:
     import numpy as np
 
     if not isinstance(feed, dict) or not all(isinstance(v, np.ndarray) for v in feed.values()):
-        raise StageError(f"{where} is a {type(feed).__name__}, not a mapping of input names to numpy arrays"
-                         " — a feed is {input name: array with a leading batch axis}")
+        raise StageError(
+            f"{where} is a {type(feed).__name__}, not a mapping of input names to numpy arrays"
+            " — a feed is {input name: array with a leading batch axis}"
+        )
     wanted = {i.name: i for i in inputs}
     unknown = sorted(set(feed) - set(wanted))
     missing = sorted(set(wanted) - set(feed))
@@ -198,20 +251,28 @@ def check_feed(feed: Feed, inputs: list[ModelInput], where: str) -> None:
             parts.append(f"gives {', '.join(unknown)}, which the model does not take")
         if missing:
             parts.append(f"lacks {', '.join(missing)}")
-        raise StageError(f"{where} {' and '.join(parts)}; the model's inputs are {model_side}"
-                         " — rename the arrays or choose the dataset made for this model")
+        raise StageError(
+            f"{where} {' and '.join(parts)}; the model's inputs are {model_side}"
+            " — rename the arrays or choose the dataset made for this model"
+        )
     for name, array in feed.items():
         spec = wanted[name]
         if str(array.dtype) != spec.dtype or array.ndim != len(spec.shape):
-            raise StageError(f"{where}: input '{name}' is {array.dtype} with {array.ndim} dims {list(array.shape)},"
-                             f" the model wants {spec.describe()} — convert the data or fix the loader's parameters")
+            raise StageError(
+                f"{where}: input '{name}' is {array.dtype} with {array.ndim} dims {list(array.shape)},"
+                f" the model wants {spec.describe()} — convert the data or fix the loader's parameters"
+            )
         for axis, (got, want) in enumerate(zip(array.shape, spec.shape, strict=False)):
             if isinstance(want, int) and want > 0 and got != want:
-                raise StageError(f"{where}: input '{name}' has size {got} on axis {axis}, the model fixes it"
-                                 f" at {want} ({spec.describe()})")
+                raise StageError(
+                    f"{where}: input '{name}' has size {got} on axis {axis}, the model fixes it"
+                    f" at {want} ({spec.describe()})"
+                )
 
 
-def batched(feeds: Iterable[Feed], batch_size: int, axes: dict[str, int | None] | None = None) -> Iterator[Feed]:
+def batched(
+    feeds: Iterable[Feed], batch_size: int, axes: dict[str, int | None] | None = None
+) -> Iterator[Feed]:
     """Join consecutive feeds along each input's batch axis (`axes`: per input, None for one that is not
     batched; default axis 0, and a 0-d input is never batched). Samples in one batch must share shapes, and
     an input that is not batched the same value."""
@@ -223,16 +284,20 @@ def batched(feeds: Iterable[Feed], batch_size: int, axes: dict[str, int | None] 
             axis = (axes or {}).get(name, 0 if pending[0][name].ndim else None)
             if axis is None:
                 if any(not np.array_equal(f[name], pending[0][name]) for f in pending[1:]):
-                    raise StageError(f"input '{name}' is not batched but differs between samples — set batch_size: 1, "
-                                     f"or declare its batch axis (batch_axes: {{{name}: 0}})")
+                    raise StageError(
+                        f"input '{name}' is not batched but differs between samples — set batch_size: 1, "
+                        f"or declare its batch axis (batch_axes: {{{name}: 0}})"
+                    )
                 joined[name] = pending[0][name]
                 continue
             try:
                 joined[name] = np.concatenate([f[name] for f in pending], axis=axis)
             except ValueError as exc:  # numpy's AxisError is a ValueError too
-                raise StageError(f"samples of different shapes cannot share a batch (input '{name}', axis {axis}: {exc}) — "
-                                 "set batch_size: 1, make the samples one shape (e.g. the text loader's padding: "
-                                 "max_length), or declare the input's batch axis (batch_axes)") from exc
+                raise StageError(
+                    f"samples of different shapes cannot share a batch (input '{name}', axis {axis}: {exc}) — "
+                    "set batch_size: 1, make the samples one shape (e.g. the text loader's padding: "
+                    "max_length), or declare the input's batch axis (batch_axes)"
+                ) from exc
         return joined
 
     pending: list[Feed] = []

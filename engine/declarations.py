@@ -32,7 +32,9 @@ class Axis(str, Enum):
 class Measure:
     """A per-model metric a stage reports, as a reader of its results needs to know it."""
 
-    name: str  # the key in StageResult.metrics ({model: value}) and in its result rows, e.g. "p50_ms"
+    name: (
+        str  # the key in StageResult.metrics ({model: value}) and in its result rows, e.g. "p50_ms"
+    )
     better: Better
     unit: str = ""  # what the values are in: "ms", "x", "MB", "s", "/s"; "" for a ratio or a score
     plot: Axis | None = None  # drawn on the speed-against-accuracy chart, on this axis

@@ -34,7 +34,9 @@ class ReportSection(TypedDict, total=False):
     """A stage's section of the run report: {"tables": [...], "charts": [...]} (engine.publish.report)."""
 
     tables: list[Table]
-    charts: list[dict[str, Json]]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw
+    charts: list[
+        dict[str, Json]
+    ]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw
 
 
 class Placement(TypedDict):
@@ -90,11 +92,23 @@ class Latency:
     p99: float
 
     def to_json(self) -> dict[str, float]:
-        return {"mean": self.mean, "min": self.min, "max": self.max, "p50": self.p50, "p90": self.p90, "p95": self.p95,
-                "p99": self.p99}
+        return {
+            "mean": self.mean,
+            "min": self.min,
+            "max": self.max,
+            "p50": self.p50,
+            "p90": self.p90,
+            "p95": self.p95,
+            "p99": self.p99,
+        }
 
 
-BENCHMARK_CONFIG = ("intra_op_threads", "batch_size", "sequence_length", "io_binding")  # BenchmarkRow.config()
+BENCHMARK_CONFIG = (
+    "intra_op_threads",
+    "batch_size",
+    "sequence_length",
+    "io_binding",
+)  # BenchmarkRow.config()
 
 
 @dataclass(frozen=True)
@@ -121,16 +135,29 @@ class BenchmarkRow:
         return (self.intra_op_threads, self.batch_size, self.sequence_length, self.io_binding)
 
     def to_json(self) -> dict[str, Json]:
-        return {"model": self.model, "intra_op_threads": self.intra_op_threads, "batch_size": self.batch_size,
-                "providers_used": list(self.providers_used), "session_create_s": self.session_create_s,
-                "peak_rss_mb": self.peak_rss_mb, "size_mb": self.size_mb, "latencies_ms": list(self.latencies_ms),
-                "latency_ms": self.latency_ms.to_json(), "throughput_per_s": self.throughput_per_s, "runs": self.runs,
-                "sequence_length": self.sequence_length, "io_binding": self.io_binding, "speedup": self.speedup}
+        return {
+            "model": self.model,
+            "intra_op_threads": self.intra_op_threads,
+            "batch_size": self.batch_size,
+            "providers_used": list(self.providers_used),
+            "session_create_s": self.session_create_s,
+            "peak_rss_mb": self.peak_rss_mb,
+            "size_mb": self.size_mb,
+            "latencies_ms": list(self.latencies_ms),
+            "latency_ms": self.latency_ms.to_json(),
+            "throughput_per_s": self.throughput_per_s,
+            "runs": self.runs,
+            "sequence_length": self.sequence_length,
+            "io_binding": self.io_binding,
+            "speedup": self.speedup,
+        }
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> BenchmarkRow:
         latency = Latency(**row["latency_ms"])  # type: ignore[arg-type]  # the schema checked its numbers
-        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "latency_ms"}
+        known = {
+            k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "latency_ms"
+        }
         return cls(**known, latency_ms=latency)  # type: ignore[arg-type]
 
 
@@ -151,17 +178,37 @@ class BenchmarkResults:
 
     def row(self, model: str, like: BenchmarkRow | None = None) -> BenchmarkRow | None:
         """The row of `model` (under the configuration of `like`, when given)."""
-        return next((r for r in self.results if r.model == model and (like is None or r.config() == like.config())), None)
+        return next(
+            (
+                r
+                for r in self.results
+                if r.model == model and (like is None or r.config() == like.config())
+            ),
+            None,
+        )
 
     def to_json(self) -> dict[str, Json]:
-        return {"baseline": self.baseline, "note": self.note, "load": dict(self.load), "machine": self.machine,
-                "results": [r.to_json() for r in self.results], "profiles": dict(self.profiles), "report": dict(self.report)}
+        return {
+            "baseline": self.baseline,
+            "note": self.note,
+            "load": dict(self.load),
+            "machine": self.machine,
+            "results": [r.to_json() for r in self.results],
+            "profiles": dict(self.profiles),
+            "report": dict(self.report),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> BenchmarkResults:
-        return cls(data["baseline"], data.get("note", ""), data.get("load") or {}, data.get("machine") or {},  # type: ignore[arg-type]
-                   [BenchmarkRow.from_json(r) for r in data["results"]], data.get("profiles") or {},  # type: ignore[union-attr, arg-type]
-                   data.get("report") or {})  # type: ignore[arg-type]
+        return cls(
+            data["baseline"],
+            data.get("note", ""),
+            data.get("load") or {},
+            data.get("machine") or {},  # type: ignore[arg-type]
+            [BenchmarkRow.from_json(r) for r in data["results"]],
+            data.get("profiles") or {},  # type: ignore[union-attr, arg-type]
+            data.get("report") or {},
+        )  # type: ignore[arg-type]
 
 
 # -- accuracy -------------------------------------------------------------------------------------------
@@ -182,7 +229,9 @@ class AccuracyResults:
     the gates and their misses, and the data the verdict rests on."""
 
     samples: int
-    results: dict[str, dict[str, dict[str, Json]]]  # model -> output or metric group -> metric -> value
+    results: dict[
+        str, dict[str, dict[str, Json]]
+    ]  # model -> output or metric group -> metric -> value
     values: dict[str, dict[str, float]]
     counted_at: dict[str, dict[str, str]]
     better: dict[str, Better]
@@ -200,14 +249,23 @@ class AccuracyResults:
         found = self.values.get(name)
         if not found and self.reference is not None and self.reference.name == name:
             found = self.reference.values
-        return {m: v for m, v in (found or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {
+            m: v
+            for m, v in (found or {}).items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
 
     def to_json(self) -> dict[str, Json]:
         document: dict[str, Json] = {
-            "samples": self.samples, "results": self.results, "values": self.values,  # type: ignore[dict-item]
-            "counted_at": self.counted_at, "better": {m: b.value for m, b in self.better.items()},  # type: ignore[dict-item]
-            "reference_labelled": self.reference_labelled, "gates": self.gates.to_json(),  # type: ignore[dict-item]
-            "failures": list(self.failures)}
+            "samples": self.samples,
+            "results": self.results,
+            "values": self.values,  # type: ignore[dict-item]
+            "counted_at": self.counted_at,
+            "better": {m: b.value for m, b in self.better.items()},  # type: ignore[dict-item]
+            "reference_labelled": self.reference_labelled,
+            "gates": self.gates.to_json(),  # type: ignore[dict-item]
+            "failures": list(self.failures),
+        }
         if self.data is not None:
             document["data"] = self.data.to_json()
         document["report"] = dict(self.report)
@@ -218,13 +276,21 @@ class AccuracyResults:
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> AccuracyResults:
         reference = data.get("reference")
-        return cls(data.get("samples", 0), data["results"], data["values"], data.get("counted_at") or {},  # type: ignore[arg-type]
-                   {m: Better(b) for m, b in (data.get("better") or {}).items()},  # type: ignore[union-attr, arg-type]
-                   data.get("reference_labelled"), Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
-                   list(data.get("failures") or []), DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
-                   data.get("report") or {},  # type: ignore[arg-type]
-                   ReferenceValues(reference["name"], reference["values"])  # type: ignore[arg-type]
-                   if isinstance(reference, dict) else None)
+        return cls(
+            data.get("samples", 0),
+            data["results"],
+            data["values"],
+            data.get("counted_at") or {},  # type: ignore[arg-type]
+            {m: Better(b) for m, b in (data.get("better") or {}).items()},  # type: ignore[union-attr, arg-type]
+            data.get("reference_labelled"),
+            Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
+            list(data.get("failures") or []),
+            DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
+            data.get("report") or {},  # type: ignore[arg-type]
+            ReferenceValues(reference["name"], reference["values"])  # type: ignore[arg-type]
+            if isinstance(reference, dict)
+            else None,
+        )
 
 
 # -- selection ------------------------------------------------------------------------------------------
@@ -242,9 +308,16 @@ class SelectionCandidate:
     chosen: bool
 
     def to_json(self) -> dict[str, Json]:
-        return {"id": self.id, "model": self.model, "config": self.config, "values": self.values,  # type: ignore[dict-item]
-                "meets_constraints": self.meets_constraints, "misses": list(self.misses), "pareto": self.pareto,
-                "chosen": self.chosen}
+        return {
+            "id": self.id,
+            "model": self.model,
+            "config": self.config,
+            "values": self.values,  # type: ignore[dict-item]
+            "meets_constraints": self.meets_constraints,
+            "misses": list(self.misses),
+            "pareto": self.pareto,
+            "chosen": self.chosen,
+        }
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
@@ -274,25 +347,38 @@ class Selection:
         return next((c for c in self.candidates if c.model == model), None)
 
     def to_json(self) -> dict[str, Json]:
-        return {"objective": {self.goal: self.objective}, "constraints": self.constraints.to_json(),  # type: ignore[dict-item]
-                "data": self.data.to_json() if self.data is not None else None,  # type: ignore[dict-item]
-                "chosen": self.chosen, "candidates": [c.to_json() for c in self.candidates], "report": dict(self.report)}
+        return {
+            "objective": {self.goal: self.objective},
+            "constraints": self.constraints.to_json(),  # type: ignore[dict-item]
+            "data": self.data.to_json() if self.data is not None else None,  # type: ignore[dict-item]
+            "chosen": self.chosen,
+            "candidates": [c.to_json() for c in self.candidates],
+            "report": dict(self.report),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> Selection:
         ((goal, objective),) = (data.get("objective") or {"minimize": "p50_ms"}).items()  # type: ignore[union-attr]
-        return cls(goal, objective, Bounds.from_json(data.get("constraints") or {}),  # type: ignore[arg-type]
-                   DataSource.from_json(data.get("data")), data.get("chosen"),  # type: ignore[arg-type]
-                   [SelectionCandidate.from_json(c) for c in data["candidates"]],  # type: ignore[union-attr]
-                   data.get("report") or {})  # type: ignore[arg-type]
+        return cls(
+            goal,
+            objective,
+            Bounds.from_json(data.get("constraints") or {}),  # type: ignore[arg-type]
+            DataSource.from_json(data.get("data")),
+            data.get("chosen"),  # type: ignore[arg-type]
+            [SelectionCandidate.from_json(c) for c in data["candidates"]],  # type: ignore[union-attr]
+            data.get("report") or {},
+        )  # type: ignore[arg-type]
 
 
 # -- reading and writing --------------------------------------------------------------------------------
 
 Document = Union[BenchmarkResults, AccuracyResults, Selection]
 D = TypeVar("D", BenchmarkResults, AccuracyResults, Selection)
-WHAT = {"benchmark_results": "a benchmark stage's results", "accuracy_results": "a validate_accuracy stage's results",
-        "selection": "a select stage's selection"}
+WHAT = {
+    "benchmark_results": "a benchmark stage's results",
+    "accuracy_results": "a validate_accuracy stage's results",
+    "selection": "a select stage's selection",
+}
 
 
 def write(path: Path, document: Document) -> None:
@@ -300,7 +386,9 @@ def write(path: Path, document: Document) -> None:
     data = document.to_json()
     problem = _problem(document.SCHEMA, data)
     if problem:
-        raise ValueError(f"{type(document).__name__} does not match schemas/{document.SCHEMA}.schema.json: {problem}")
+        raise ValueError(
+            f"{type(document).__name__} does not match schemas/{document.SCHEMA}.schema.json: {problem}"
+        )
     path.write_text(json.dumps(data, indent=2, default=float), encoding="utf-8")
 
 
@@ -310,11 +398,15 @@ def read(path: Path | str, kind: type[D]) -> D:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise StageError(f"{path}: not a results document ({exc}) — give {WHAT[kind.SCHEMA]}") from None
+        raise StageError(
+            f"{path}: not a results document ({exc}) — give {WHAT[kind.SCHEMA]}"
+        ) from None
     problem = _problem(kind.SCHEMA, data)
     if problem:
-        raise StageError(f"{path}: not {WHAT[kind.SCHEMA]} ({problem}) — give {WHAT[kind.SCHEMA]}, re-run by "
-                         "`engine run` if it was written by an older version")
+        raise StageError(
+            f"{path}: not {WHAT[kind.SCHEMA]} ({problem}) — give {WHAT[kind.SCHEMA]}, re-run by "
+            "`engine run` if it was written by an older version"
+        )
     return kind.from_json(data)
 
 
@@ -328,7 +420,9 @@ def report_section(path: Path | str) -> ReportSection | None:
     return section if isinstance(section, dict) else None
 
 
-def with_speedups(rows: list[BenchmarkRow], baseline: str, speedup: Callable[[BenchmarkRow, BenchmarkRow], float]) -> list[BenchmarkRow]:
+def with_speedups(
+    rows: list[BenchmarkRow], baseline: str, speedup: Callable[[BenchmarkRow, BenchmarkRow], float]
+) -> list[BenchmarkRow]:
     """Each row with its speedup against the baseline's row of the same configuration."""
     bases = {r.config(): r for r in rows if r.model == baseline}
     return [replace(r, speedup=speedup(bases[r.config()], r)) for r in rows]
@@ -336,7 +430,11 @@ def with_speedups(rows: list[BenchmarkRow], baseline: str, speedup: Callable[[Be
 
 @lru_cache(maxsize=None)
 def schema(name: str) -> dict[str, Json]:
-    return json.loads(resources.files("ortflow.schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files("ortflow.schemas")
+        .joinpath(f"{name}.schema.json")
+        .read_text(encoding="utf-8")
+    )
 
 
 def _problem(name: str, data: object) -> str:

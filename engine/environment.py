@@ -45,7 +45,9 @@ TARGETS = {
     "arm64_dotprod": "aarch64: asimddp",
     "arm64_i8mm": "aarch64: asimddp,i8mm",
 }
-ISA_VARIABLE = "ORTFLOW_ISA"  # a named target or a feature list: what to report instead of this machine's
+ISA_VARIABLE = (
+    "ORTFLOW_ISA"  # a named target or a feature list: what to report instead of this machine's
+)
 
 
 def _cpu_flags() -> set[str]:
@@ -64,7 +66,13 @@ def _cpu_flags() -> set[str]:
 
 def _arch() -> str:
     machine = platform.machine().lower()
-    return "aarch64" if machine in ("arm64", "aarch64") else "x86_64" if machine in ("amd64", "x86_64") else machine
+    return (
+        "aarch64"
+        if machine in ("arm64", "aarch64")
+        else "x86_64"
+        if machine in ("amd64", "x86_64")
+        else machine
+    )
 
 
 def _isa() -> str:
@@ -72,7 +80,10 @@ def _isa() -> str:
     $ORTFLOW_ISA (a target name from TARGETS, or a comma list of features) stands in for this machine's."""
     forced = os.environ.get(ISA_VARIABLE, "").strip()
     if forced:
-        return TARGETS.get(forced) or f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in forced.split(','))}"
+        return (
+            TARGETS.get(forced)
+            or f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in forced.split(','))}"
+        )
     flags = _cpu_flags()
     return f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in flags) or 'baseline'}"
 
@@ -90,8 +101,13 @@ def _gpus() -> str:
     if not shutil.which("nvidia-smi"):
         return "none"
     try:
-        found = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=20, check=True).stdout.strip()
+        found = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "none"
     return "; ".join(line.strip() for line in found.splitlines()) or "none"

@@ -84,7 +84,9 @@ class GateFailed(StageError):
     """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash).
     `metrics` are kept in the run record like a StageResult's, so reports still show the numbers."""
 
-    def __init__(self, message: str, metrics: dict | None = None, data_source: DataSource | None = None):
+    def __init__(
+        self, message: str, metrics: dict | None = None, data_source: DataSource | None = None
+    ):
         super().__init__(message)
         self.metrics = metrics or {}
         self.data_source = data_source  # the data the failed verdict rests on (engine.provenance)
@@ -117,5 +119,7 @@ def no_space(exc: BaseException | None) -> OSError | None:
 
 
 def no_space_message(where: str) -> str:
-    return (f"no space left on the disk holding {where} — free space there (or point ORTFLOW_CACHE / --cache at a "
-            "bigger disk) and run again: finished stages are cached, and nothing partial was kept")
+    return (
+        f"no space left on the disk holding {where} — free space there (or point ORTFLOW_CACHE / --cache at a "
+        "bigger disk) and run again: finished stages are cached, and nothing partial was kept"
+    )

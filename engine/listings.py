@@ -18,9 +18,11 @@ from ortflow.engine.store.base import Store
 
 def plugins(found: Plugins) -> dict[str, list[JsonObject]]:
     """Every stage type and dataset loader, one entry each; a plugin that cannot be imported says why."""
-    return {"stages": [_summary(found.stages, name) for name in found.stages.names()],
-            "loaders": [_summary(found.datasets, name) for name in found.datasets.names()],
-            "metrics": [_summary(found.metrics, name) for name in found.metrics.names()]}
+    return {
+        "stages": [_summary(found.stages, name) for name in found.stages.names()],
+        "loaders": [_summary(found.datasets, name) for name in found.datasets.names()],
+        "metrics": [_summary(found.metrics, name) for name in found.metrics.names()],
+    }
 
 
 def _summary(registry: Registry, name: str) -> JsonObject:
@@ -42,10 +44,18 @@ def _summary(registry: Registry, name: str) -> JsonObject:
 def plugin(registry: Registry, name: str) -> JsonObject:
     """One plugin in full: its ports and its parameters (the JSON Schema `with:` is checked against)."""
     cls = registry.get(name)
-    detail: JsonObject = {"type": name, "version": getattr(cls, "version", None), "provided_by": registry.origin(name),
-                              "description": cls.description, "params_schema": cls.params_schema}
+    detail: JsonObject = {
+        "type": name,
+        "version": getattr(cls, "version", None),
+        "provided_by": registry.origin(name),
+        "description": cls.description,
+        "params_schema": cls.params_schema,
+    }
     if hasattr(cls, "names"):
-        detail["names"] = [{"name": n.name, "better": n.better.value, "description": n.description} for n in cls.names]
+        detail["names"] = [
+            {"name": n.name, "better": n.better.value, "description": n.description}
+            for n in cls.names
+        ]
     if hasattr(cls, "outputs"):
         detail["inputs"] = [_port(p) for p in cls.inputs]
         detail["outputs"] = [_port(p) for p in cls.outputs]
@@ -53,8 +63,13 @@ def plugin(registry: Registry, name: str) -> JsonObject:
 
 
 def _port(port: Any) -> JsonObject:
-    return {"name": port.name, "kind": port.kind.value, "description": port.description, "many": port.many,
-            "optional": port.optional}
+    return {
+        "name": port.name,
+        "kind": port.kind.value,
+        "description": port.description,
+        "many": port.many,
+        "optional": port.optional,
+    }
 
 
 def cached_runs(store: Store) -> list[JsonObject]:
@@ -65,16 +80,33 @@ def cached_runs(store: Store) -> list[JsonObject]:
             runs.append({"key": key, "unreadable": True})
             continue
         outputs = record.get("outputs", {})
-        runs.append({"key": key, "stage": record["stage"], "type": record["type"], "created": record["created"],
-                     "outputs": sorted(outputs), "bytes": sum(out["size"] for out in outputs.values())})
+        runs.append(
+            {
+                "key": key,
+                "stage": record["stage"],
+                "type": record["type"],
+                "created": record["created"],
+                "outputs": sorted(outputs),
+                "bytes": sum(out["size"] for out in outputs.values()),
+            }
+        )
     return runs
 
 
 def planned(items: list[Any]) -> list[JsonObject]:
     """`engine plan --json`: what a run would do with each stage (`action`: cached, run, skip or fail) and why;
     `against_lock` says how the stage differs from its lock-file entry ("" when they agree)."""
-    return [{"stage": p.name, "type": p.uses, "action": str(p.action), "reason": p.reason, "key": p.key,
-             "against_lock": p.against_lock} for p in items]
+    return [
+        {
+            "stage": p.name,
+            "type": p.uses,
+            "action": str(p.action),
+            "reason": p.reason,
+            "key": p.key,
+            "against_lock": p.against_lock,
+        }
+        for p in items
+    ]
 
 
 def statuses(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
@@ -84,4 +116,7 @@ def statuses(rows: list[tuple[str, str, str]]) -> list[dict[str, str]]:
 
 def differences(rows: list[tuple[str, str, str, str]]) -> list[dict[str, str]]:
     """`engine compare --json`: one row per changed `field` of a stage (`params.level`, `outputs.model`, ...)."""
-    return [{"stage": stage, "field": field, "before": before, "after": after} for stage, field, before, after in rows]
+    return [
+        {"stage": stage, "field": field, "before": before, "after": after}
+        for stage, field, before, after in rows
+    ]

@@ -46,7 +46,11 @@ class Metric:
     type: ClassVar[str]
     description: ClassVar[str] = ""
     names: ClassVar[tuple[MetricName, ...]] = ()
-    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
 
     def reads(self, params: Params) -> tuple[str, ...]:
         """The outputs it reads (each must exist in the reference); empty when it reads every output."""
@@ -56,8 +60,9 @@ class Metric:
         """Problems with a combination of parameters that a JSON Schema cannot express."""
         return []
 
-    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[Feed],
-                params: Params) -> dict[str, float]:
+    def compute(
+        self, reference: Outputs, candidate: Outputs, feeds: list[Feed], params: Params
+    ) -> dict[str, float]:
         """Every declared name's value for this candidate."""
         raise NotImplementedError
 
@@ -76,8 +81,12 @@ class KnownMetrics:
     inputs: dict[str, dict[str, Better] | None] = field(default_factory=dict)
 
 
-def bound_problems(minimum: Mapping[str, float], maximum: Mapping[str, float], names: dict[str, Better] | None,
-                   others: tuple[str, ...] = ()) -> list[str]:
+def bound_problems(
+    minimum: Mapping[str, float],
+    maximum: Mapping[str, float],
+    names: dict[str, Better] | None,
+    others: tuple[str, ...] = (),
+) -> list[str]:
     """What is wrong with the metric names of `min:`/`max:` bounds (and `others`, e.g. an objective) given the
     names available: an unknown name (with the closest known one), or a bound on the wrong side (`min:` on
     an error, which is better lower). Nothing when the names cannot be known before a run (None)."""
@@ -91,9 +100,15 @@ def bound_problems(minimum: Mapping[str, float], maximum: Mapping[str, float], n
         where = f"{side}: " if side else ""
         if metric not in names:
             close = difflib.get_close_matches(metric, list(names), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else f"known here: {', '.join(sorted(names))}"
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else f"known here: {', '.join(sorted(names))}"
+            )
             problems.append(f"{where}no metric '{metric}' — {hint}")
         elif side and names[metric] is not (Better.HIGHER if side == "min" else Better.LOWER):
             other = "max" if side == "min" else "min"
-            problems.append(f"{where}{metric} is better {names[metric].value}, so a bound on it belongs under `{other}:`")
+            problems.append(
+                f"{where}{metric} is better {names[metric].value}, so a bound on it belongs under `{other}:`"
+            )
     return problems

@@ -11,7 +11,9 @@ def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, A
     result = copy.deepcopy(params)
     for name, prop in schema.get("properties", {}).items():
         if name not in result and "default" in prop:
-            result[name] = copy.deepcopy(prop["default"])  # never share the schema's own list or dict
+            result[name] = copy.deepcopy(
+                prop["default"]
+            )  # never share the schema's own list or dict
         if isinstance(result.get(name), dict) and prop.get("type") == "object":
             result[name] = fill_defaults(result[name], prop)
     return result
@@ -21,8 +23,10 @@ def schema_problems(params: dict[str, Any], schema: dict[str, Any]) -> list[str]
     """Each way `params` breaks `schema`, as `where: what` (for parameters built by code, not a recipe)."""
     from jsonschema import Draft202012Validator
 
-    return [f"{'.'.join(map(str, e.absolute_path)) or 'parameters'}: {e.message}"
-            for e in Draft202012Validator(schema).iter_errors(params)]
+    return [
+        f"{'.'.join(map(str, e.absolute_path)) or 'parameters'}: {e.message}"
+        for e in Draft202012Validator(schema).iter_errors(params)
+    ]
 
 
 def params_problems(stage_cls: type, params: dict[str, Any]) -> list[str]:

@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_NO_SPACE, EXIT_OK, EXIT_STAGE_FAILED, Problem, RecipeError, StageError
+from ortflow.engine.errors import (
+    EXIT_GATE_FAILED,
+    EXIT_NO_SPACE,
+    EXIT_OK,
+    EXIT_STAGE_FAILED,
+    Problem,
+    RecipeError,
+    StageError,
+)
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.report import stage_folder, write_report
@@ -19,7 +27,15 @@ from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
-from ortflow.engine.run.jobs import LockedOutputs, job_for, locator, read_record, settled, tolerated, without
+from ortflow.engine.run.jobs import (
+    LockedOutputs,
+    job_for,
+    locator,
+    read_record,
+    settled,
+    tolerated,
+    without,
+)
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
 from ortflow.engine.store import atomic
@@ -47,9 +63,17 @@ class Workspace:
     remote: Remote | None = None
 
     @classmethod
-    def open(cls, recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
-             cache_dir: Path | None = None, out_dir: Path | None = None, remote: Remote | None = None,
-             say: Callable[[str], None] = lambda _m: None, warn: Callable[[str], None] = lambda _m: None) -> Workspace:
+    def open(
+        cls,
+        recipe_path: Path,
+        overrides: Sequence[str] = (),
+        params_file: Path | None = None,
+        cache_dir: Path | None = None,
+        out_dir: Path | None = None,
+        remote: Remote | None = None,
+        say: Callable[[str], None] = lambda _m: None,
+        warn: Callable[[str], None] = lambda _m: None,
+    ) -> Workspace:
         """Open the store (once; with `remote`, one that reads through to it, saying what it pulls with `say`
         and `warn`), then the recipe: from its validated snapshot when nothing it depends on changed, else
         parsed and validated once. A bad recipe creates no cache folder."""
@@ -59,7 +83,9 @@ class Workspace:
         store = _open_store(cache, remote, say, warn) if cache.is_dir() else None
         loaded = snapshot.load(store, key, plugins) if key and store is not None else None
         if loaded is None:
-            loaded = load(recipe_path, overrides, params_file, plugins)  # raises before the store is made
+            loaded = load(
+                recipe_path, overrides, params_file, plugins
+            )  # raises before the store is made
             store = store or _open_store(cache, remote, say, warn)
             if key:
                 snapshot.save(store, key, *loaded)
@@ -74,7 +100,9 @@ class Workspace:
             found[f"inputs.{name}"] = (input_digest(spec.path, self.store.hashes), spec.path)
         for name, dataset in sorted(self.recipe.datasets.items()):
             digest = content_digest(dataset.loader_cls, dataset.params, self.store.hashes)
-            handle = Dataset(name, dataset.loader_cls(), dict(dataset.params), digest, str(dataset.location))
+            handle = Dataset(
+                name, dataset.loader_cls(), dict(dataset.params), digest, str(dataset.location)
+            )
             found[f"datasets.{name}"] = (digest, handle)
         return found
 
@@ -83,7 +111,9 @@ class Workspace:
         return Lock.read(self.recipe.lock_path)
 
 
-def _open_store(cache: Path, remote: Remote | None, say: Callable[[str], None], warn: Callable[[str], None]) -> Store:
+def _open_store(
+    cache: Path, remote: Remote | None, say: Callable[[str], None], warn: Callable[[str], None]
+) -> Store:
     if remote is None:
         return open_store(cache)
     from ortflow.engine.store.shared import SharedStore
@@ -95,16 +125,24 @@ def default_cache(recipe_path: Path) -> Path:
     return Path(os.environ.get("ORTFLOW_CACHE") or Path(recipe_path).resolve().parent / ".ortflow")
 
 
-def load(recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
-         plugins: Plugins | None = None) -> tuple[Recipe, StageGraph]:
+def load(
+    recipe_path: Path,
+    overrides: Sequence[str] = (),
+    params_file: Path | None = None,
+    plugins: Plugins | None = None,
+) -> tuple[Recipe, StageGraph]:
     """Validate a recipe and build its DAG, parsing it once; every problem is reported at once as a RecipeError.
     The graph is built without networkx, which is asked only to say where the cycles are when there are any (from
     the recipe as parsed, not read again) and to render the DAG (`engine dag`)."""
     from ortflow.engine.recipe.graph import cycle_problems, stage_graph
-    from ortflow.engine.recipe.load import read_recipe  # here: a run whose recipe snapshot is valid skips it
+    from ortflow.engine.recipe.load import (
+        read_recipe,
+    )  # here: a run whose recipe snapshot is valid skips it
 
     with _no_cyclic_gc():
-        recipe, problems = read_recipe(Path(recipe_path), plugins or Plugins(), list(overrides), params_file)
+        recipe, problems = read_recipe(
+            Path(recipe_path), plugins or Plugins(), list(overrides), params_file
+        )
     graph = None if problems else StageGraph.from_recipe(recipe)
     if graph is None:
         raise RecipeError(problems + cycle_problems(stage_graph(recipe), recipe))
@@ -124,8 +162,13 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-def open_workspace(recipe_path: Path, overrides: Sequence[str] = (), params_file: Path | None = None,
-                   cache_dir: Path | None = None, out_dir: Path | None = None) -> Workspace:
+def open_workspace(
+    recipe_path: Path,
+    overrides: Sequence[str] = (),
+    params_file: Path | None = None,
+    cache_dir: Path | None = None,
+    out_dir: Path | None = None,
+) -> Workspace:
     """Workspace.open under its old name (bench scripts and plugins call it)."""
     return Workspace.open(recipe_path, overrides, params_file, cache_dir, out_dir)
 
@@ -136,11 +179,15 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
         return None
     from ortflow.engine.errors import suggest
 
-    targets = [i for t in targets for i in ws.recipe.matrices.get(t, [t])]  # a matrix stage: all its variants
+    targets = [
+        i for t in targets for i in ws.recipe.matrices.get(t, [t])
+    ]  # a matrix stage: all its variants
     unknown = [t for t in targets if t not in ws.recipe.stages]
     if unknown:
         names = [*ws.recipe.stages, *ws.recipe.matrices]
-        raise RecipeError([Problem(f"the recipe has no stage '{t}'", hint=suggest(t, names)) for t in unknown])
+        raise RecipeError(
+            [Problem(f"the recipe has no stage '{t}'", hint=suggest(t, names)) for t in unknown]
+        )
     chosen = set(targets)
     for target in targets:
         chosen |= ws.graph.ancestors(target)
@@ -180,7 +227,12 @@ def status(ws: Workspace) -> list[StageState]:
         elif in_lock:
             state, why = "locked, not in this cache", item.reason
         elif entry is None:
-            state, why = "not in lock", "built, not yet recorded (a run with --set?)" if item.action == PlanAction.CACHED else item.reason
+            state, why = (
+                "not in lock",
+                "built, not yet recorded (a run with --set?)"
+                if item.action == PlanAction.CACHED
+                else item.reason,
+            )
         else:
             state, why = "changed", item.against_lock or item.reason
         rows.append(StageState(item.name, state, why))
@@ -193,11 +245,19 @@ class RunSummary:
     report_path: Path
     exit_code: int
     warnings: list[str]
-    sections: list[JsonObject] = field(default_factory=list)  # the report's stage sections, for the console
+    sections: list[JsonObject] = field(
+        default_factory=list
+    )  # the report's stage sections, for the console
 
 
-def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[str] = (),
-        events: SchedulerEvents | None = None, executor: Executor | None = None) -> RunSummary:
+def run(
+    ws: Workspace,
+    jobs: int = 1,
+    keep_going: bool = False,
+    targets: list[str] = (),
+    events: SchedulerEvents | None = None,
+    executor: Executor | None = None,
+) -> RunSummary:
     chosen = select(ws, list(targets))
     lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
     with ws.store.in_use().held():
@@ -212,24 +272,42 @@ def run(ws: Workspace, jobs: int = 1, keep_going: bool = False, targets: list[st
         def on_finished(outcome: StageOutcome) -> None:
             _publish(ws, outcome)
             if lock_writer is not None and outcome.status == Status.RAN:
-                lock_writer.add({outcome.name: outcome})  # so a killed run's lock file still lists what it built
+                lock_writer.add(
+                    {outcome.name: outcome}
+                )  # so a killed run's lock file still lists what it built
             events.finished(outcome)
 
-        locked = LockedOutputs(ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values())
-        scheduler = Scheduler(ws.recipe, ws.graph, ws.store, executor, sources, keep_going,
-                              SchedulerEvents(events.started, on_finished, events.log), locked)
+        locked = LockedOutputs(
+            ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values()
+        )
+        scheduler = Scheduler(
+            ws.recipe,
+            ws.graph,
+            ws.store,
+            executor,
+            sources,
+            keep_going,
+            SchedulerEvents(events.started, on_finished, events.log),
+            locked,
+        )
         try:
             outcomes = scheduler.run(chosen)
         except BaseException:
-            executor.shutdown(cancel=True)  # do not wait for running stages: their work folders are discarded
+            executor.shutdown(
+                cancel=True
+            )  # do not wait for running stages: their work folders are discarded
             raise
         executor.shutdown()
     warnings = lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.add(outcomes, final=True)
     else:
-        warnings.append(f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides")
-    if not ws.recipe.overrides:  # a one-run `--set` narrowing a matrix does not drop the other variants
+        warnings.append(
+            f"{ws.recipe.lock_path.name} was not updated: the run used --set/--params overrides"
+        )
+    if (
+        not ws.recipe.overrides
+    ):  # a one-run `--set` narrowing a matrix does not drop the other variants
         _remove_stale_folders(ws)
     written = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, written.path, exit_code(outcomes), warnings, written.sections)
@@ -256,7 +334,9 @@ def _publish(ws: Workspace, outcome: StageOutcome) -> None:
     atomic.remove_stale_staging(folder)  # what a killed run was copying here
     for out in outputs:
         ws.store.materialize(out.digest, folder / out.filename)
-    (folder / STAGE_MARKER).write_text(outcome.name + "\n", encoding="utf-8")  # ours, to remove when stale
+    (folder / STAGE_MARKER).write_text(
+        outcome.name + "\n", encoding="utf-8"
+    )  # ours, to remove when stale
     keep = {out.filename for out in outputs}
     for entry in folder.iterdir():
         if entry.name not in keep and not entry.name.startswith("."):
@@ -281,19 +361,35 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
         produced[name] = found.record.digests if found.record is not None else None
         if found.record is None:
             continue
-        for upstream in ws.graph.predecessors[name]:  # a refused optional stage this one went on without
+        for upstream in ws.graph.predecessors[
+            name
+        ]:  # a refused optional stage this one went on without
             if outcomes[upstream].tolerated:
-                outcomes[upstream] = replace(outcomes[upstream], dropped_from=(*outcomes[upstream].dropped_from, name))
+                outcomes[upstream] = replace(
+                    outcomes[upstream], dropped_from=(*outcomes[upstream].dropped_from, name)
+                )
     if not outcomes:
-        raise RecipeError([Problem(f"nothing of {ws.recipe.name} is in the cache {ws.store.root}",
-                                   hint="run the recipe first (`engine run`)")])
+        raise RecipeError(
+            [
+                Problem(
+                    f"nothing of {ws.recipe.name} is in the cache {ws.store.root}",
+                    hint="run the recipe first (`engine run`)",
+                )
+            ]
+        )
     for outcome in outcomes.values():
         _publish(ws, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}
-    return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store).path, missing, exit_code(outcomes)
+    return (
+        write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store).path,
+        missing,
+        exit_code(outcomes),
+    )
 
 
-def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any) -> StageOutcome | None:
+def _cached_outcome(
+    ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any
+) -> StageOutcome | None:
     """The stage's outcome from its run record in the cache, its inputs located as a run would (without its
     refused optional upstream stages); skipped as a run skips it where it cannot do without one; None where an
     upstream stage is not there or the cache lacks it."""
@@ -301,14 +397,27 @@ def _cached_outcome(ws: Workspace, name: str, outcomes: dict[str, StageOutcome],
     if not all(p in outcomes for p in preds):
         return None
     spec = without(ws.recipe.stages[name], {p for p in preds if outcomes[p].tolerated})
-    blocked = next((p for p in preds if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)), None)
+    blocked = next(
+        (
+            p
+            for p in preds
+            if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)
+        ),
+        None,
+    )
     if blocked is not None:
-        return StageOutcome(name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}")
+        return StageOutcome(
+            name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}"
+        )
     try:
         job = job_for(spec, locate) if spec is not None else None
     except StageError:  # a key that cannot be computed: not in the cache either
         return None
-    record = read_record(ws.store, job.identity.key) if job is not None and not isinstance(job, Missing) else None
+    record = (
+        read_record(ws.store, job.identity.key)
+        if job is not None and not isinstance(job, Missing)
+        else None
+    )
     if record is None:
         return None
     return tolerated(settled(name, Status.CACHED, 0.0, record.key, record), ws.recipe.stages[name])

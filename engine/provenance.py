@@ -46,14 +46,23 @@ class DataSource:
         reused = f" ({REUSED})" if self.calibration_reused else ""
         if self.provenance is DataProvenance.RANDOM:
             return UNVERIFIED_RANDOM + reused
-        where = f"{self.loader} loader" + (f", {', '.join(_shown(p) for p in self.paths)}" if self.paths else "")
+        where = f"{self.loader} loader" + (
+            f", {', '.join(_shown(p) for p in self.paths)}" if self.paths else ""
+        )
         if self.provenance is DataProvenance.REAL:
             return f"real data: {where}{reused}"
         return f"unverified: data of unknown provenance ({where}){reused}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"provenance": self.provenance.value, "loader": self.loader, "dataset": self.dataset, "paths": list(self.paths),
-                "calibration_reused": self.calibration_reused, "verified": self.verified, "label": self.label()}
+        return {
+            "provenance": self.provenance.value,
+            "loader": self.loader,
+            "dataset": self.dataset,
+            "paths": list(self.paths),
+            "calibration_reused": self.calibration_reused,
+            "verified": self.verified,
+            "label": self.label(),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> DataSource | None:
@@ -65,7 +74,13 @@ class DataSource:
         except ValueError:
             provenance = DataProvenance.UNKNOWN
         paths = tuple(str(p) for p in data.get("paths") or () if isinstance(p, str))
-        return cls(provenance, data["loader"], str(data.get("dataset") or ""), paths, bool(data.get("calibration_reused")))
+        return cls(
+            provenance,
+            data["loader"],
+            str(data.get("dataset") or ""),
+            paths,
+            bool(data.get("calibration_reused")),
+        )
 
 
 def with_label(text: str, data_source: Any) -> str:

@@ -64,16 +64,24 @@ class Registry:
                     f" — check that entry point in {dist}'s pyproject.toml, or reinstall {dist}"
                 ) from exc
             if not (isinstance(plugin, type) and issubclass(plugin, base)):
-                raise OrtflowError(f"entry point '{name}' ({ep.value}) is not a subclass of {base.__module__}.{base.__name__}")
+                raise OrtflowError(
+                    f"entry point '{name}' ({ep.value}) is not a subclass of {base.__module__}.{base.__name__}"
+                )
             if getattr(plugin, "type", None) != name:
                 raise OrtflowError(
                     f"entry point '{name}' ({ep.value}) declares type '{getattr(plugin, 'type', None)}'"
                     " — the entry-point name and the class's `type` must match"
                 )
-            undeclared = [p for p in getattr(plugin, "declares", NOTHING).ports() if plugin.output_port(p) is None]
+            undeclared = [
+                p
+                for p in getattr(plugin, "declares", NOTHING).ports()
+                if plugin.output_port(p) is None
+            ]
             if undeclared:
-                raise OrtflowError(f"stage type '{name}' ({ep.value}) declares a choice in {', '.join(undeclared)}, which it has "
-                                   "no output port for — name its outputs in `declares` as in `outputs`")
+                raise OrtflowError(
+                    f"stage type '{name}' ({ep.value}) declares a choice in {', '.join(undeclared)}, which it has "
+                    "no output port for — name its outputs in `declares` as in `outputs`"
+                )
             self._loaded[name] = plugin
             _warn_engine_imports(name, plugin, ep)
         return self._loaded[name]
@@ -85,8 +93,12 @@ class Registry:
 
 
 # Where each internal module's public names went (the first prefix that matches); the rest are in ortflow.api.
-INSTEAD = (("ortflow.engine.ort.providers", "ortflow.api.providers"), ("ortflow.engine.ort", "ortflow.api.onnx"),
-           ("ortflow.engine.loaders", "ortflow.loaders"), ("ortflow.engine", "ortflow.api"))
+INSTEAD = (
+    ("ortflow.engine.ort.providers", "ortflow.api.providers"),
+    ("ortflow.engine.ort", "ortflow.api.onnx"),
+    ("ortflow.engine.loaders", "ortflow.loaders"),
+    ("ortflow.engine", "ortflow.api"),
+)
 _warned: set[str] = set()  # plugin modules already warned about, once per process
 
 
@@ -95,15 +107,23 @@ def engine_imports(source: str) -> list[tuple[int, str, str]]:
     plugin's source, function-level imports included."""
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("ortflow.engine"):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").startswith("ortflow.engine")
+        ):
             modules = [(node.module or "", ", ".join(a.name for a in node.names))]
         elif isinstance(node, ast.Import):
             modules = [(a.name, a.name) for a in node.names if a.name.startswith("ortflow.engine")]
         else:
             continue
         for module, names in modules:
-            instead = next(new for old, new in INSTEAD if module == old or module.startswith(old + "."))
-            found.append((node.lineno, f"{names} from {module}" if names != module else module, instead))
+            instead = next(
+                new for old, new in INSTEAD if module == old or module.startswith(old + ".")
+            )
+            found.append(
+                (node.lineno, f"{names} from {module}" if names != module else module, instead)
+            )
     return sorted(found)
 
 
@@ -123,11 +143,17 @@ def _warn_engine_imports(name: str, plugin: type, ep: EntryPoint) -> None:
         return
     where = module.__file__ or module.__name__
     dist = f" ({ep.dist.name})" if ep.dist is not None else ""
-    lines = "; ".join(f"{where}:{line}: {what} -> import it from {instead}" for line, what, instead in found)
-    message = (f"plugin '{name}' ({ep.value}{dist}) imports ortflow.engine, whose modules are internal and may move after "
-               f"this release: {lines}")
+    lines = "; ".join(
+        f"{where}:{line}: {what} -> import it from {instead}" for line, what, instead in found
+    )
+    message = (
+        f"plugin '{name}' ({ep.value}{dist}) imports ortflow.engine, whose modules are internal and may move after "
+        f"this release: {lines}"
+    )
     warnings.warn(message, DeprecationWarning, stacklevel=3)
-    logging.getLogger("ortflow").warning(message)  # the CLI prints it; DeprecationWarning alone is hidden there
+    logging.getLogger("ortflow").warning(
+        message
+    )  # the CLI prints it; DeprecationWarning alone is hidden there
 
 
 @lru_cache(maxsize=None)
@@ -147,7 +173,9 @@ def installed_metrics() -> Registry:
 def _plugin(group: str, what: str, name: str) -> Any:
     registry = installed(group)
     if name not in registry:
-        raise OrtflowError(f"{what} '{name}' is not installed (installed: {', '.join(registry.names())})")
+        raise OrtflowError(
+            f"{what} '{name}' is not installed (installed: {', '.join(registry.names())})"
+        )
     return registry.get(name)
 
 

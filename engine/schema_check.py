@@ -21,20 +21,41 @@ _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
 _ANNOTATIONS = {"$schema", "$id", "$defs", "title", "description", "x-expected"}
-_KEYWORDS = {"type", "const", "enum", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
-             "pattern", "items", "minItems", "minimum", "anyOf", "$ref"}
+_KEYWORDS = {
+    "type",
+    "const",
+    "enum",
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "pattern",
+    "items",
+    "minItems",
+    "minimum",
+    "anyOf",
+    "$ref",
+}
 
 
 @lru_cache(maxsize=None)
 def compiled(name: str) -> Check:
     """schemas/<name>.schema.json as a check, compiled once per process."""
-    text = resources.files("ortflow.schemas").joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
+    text = (
+        resources.files("ortflow.schemas")
+        .joinpath(f"{name}.schema.json")
+        .read_text(encoding="utf-8")
+    )
     schema = json.loads(text)
     return _compile(schema, schema.get("$defs", {}))
 
@@ -47,7 +68,9 @@ def problem(name: str, document: Any) -> str | None:
 def _compile(schema: dict[str, Any], defs: dict[str, Any]) -> Check:
     unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
     if unknown:
-        raise ValueError(f"JSON Schema keyword {sorted(unknown)[0]} is not compiled by engine.schema_check")
+        raise ValueError(
+            f"JSON Schema keyword {sorted(unknown)[0]} is not compiled by engine.schema_check"
+        )
     if "$ref" in schema:
         return _compile(defs[schema["$ref"].removeprefix("#/$defs/")], defs)
     checks = [_type(schema)] if "type" in schema else []
@@ -58,7 +81,9 @@ def _compile(schema: dict[str, Any], defs: dict[str, Any]) -> Check:
     if "minItems" in schema:
         checks.append(_count(list, schema["minItems"], None, "items"))
     if {"minProperties", "maxProperties"} & set(schema):
-        checks.append(_count(dict, schema.get("minProperties", 0), schema.get("maxProperties"), "keys"))
+        checks.append(
+            _count(dict, schema.get("minProperties", 0), schema.get("maxProperties"), "keys")
+        )
     if "pattern" in schema:
         checks.append(_pattern(schema["pattern"]))
     if "minimum" in schema:
@@ -87,7 +112,11 @@ def _type(schema: dict[str, Any]) -> Check:
     names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     tests = [_TYPES[name] for name in names]
     wanted = " or ".join(names)
-    return lambda value, where: None if any(test(value) for test in tests) else f"{where or 'the document'} must be {wanted}"
+    return lambda value, where: (
+        None
+        if any(test(value) for test in tests)
+        else f"{where or 'the document'} must be {wanted}"
+    )
 
 
 def _const(expected: Any) -> Check:
@@ -100,7 +129,9 @@ def _const(expected: Any) -> Check:
 
 def _enum(allowed: list[Any]) -> Check:
     def check(value: Any, where: str) -> str | None:
-        same = any(value == one and isinstance(value, bool) == isinstance(one, bool) for one in allowed)
+        same = any(
+            value == one and isinstance(value, bool) == isinstance(one, bool) for one in allowed
+        )
         return None if same else f"{where} must be one of {json.dumps(allowed)}"
 
     return check
@@ -108,8 +139,11 @@ def _enum(allowed: list[Any]) -> Check:
 
 def _count(kind: type, least: int, most: int | None, what: str) -> Check:
     """minItems (lists) or minProperties/maxProperties (objects)."""
+
     def check(value: Any, where: str) -> str | None:
-        if not isinstance(value, kind) or least <= len(value) <= (len(value) if most is None else most):
+        if not isinstance(value, kind) or least <= len(value) <= (
+            len(value) if most is None else most
+        ):
             return None
         bound = f"at least {least}" if len(value) < least else f"at most {most}"
         return f"{where or 'the document'} must have {bound} {what}"
@@ -119,22 +153,34 @@ def _count(kind: type, least: int, most: int | None, what: str) -> Check:
 
 def _pattern(text: str) -> Check:
     pattern = re.compile(text)
-    return lambda value, where: None if not isinstance(value, str) or pattern.search(value) else f"{where} does not match {text}"
+    return lambda value, where: (
+        None
+        if not isinstance(value, str) or pattern.search(value)
+        else f"{where} does not match {text}"
+    )
 
 
 def _minimum(bound: float) -> Check:
-    return lambda value, where: f"{where} is below {bound}" if _TYPES["number"](value) and value < bound else None
+    return lambda value, where: (
+        f"{where} is below {bound}" if _TYPES["number"](value) and value < bound else None
+    )
 
 
 def _any_of(options: list[Check]) -> Check:
-    return lambda value, where: None if any(option(value, where) is None for option in options) else f"{where} is none of what it may be"
+    return lambda value, where: (
+        None
+        if any(option(value, where) is None for option in options)
+        else f"{where} is none of what it may be"
+    )
 
 
 def _items(item: Check) -> Check:
     def check(value: Any, where: str) -> str | None:
         if not isinstance(value, list):
             return None
-        return next((found for i, one in enumerate(value) if (found := item(one, f"{where}[{i}]"))), None)
+        return next(
+            (found for i, one in enumerate(value) if (found := item(one, f"{where}[{i}]"))), None
+        )
 
     return check
 

@@ -55,7 +55,9 @@ class Artifact:
 # What StageContext.inputs holds per port: a file or folder, a list of them for a port that takes many (a
 # list even of one: `many` is normalised when the recipe is validated and when a step is built), or a Dataset.
 InputValue = Union[Path, "Dataset", list[Path]]
-Labels = Union[str, list[str]]  # an input's reference(s) as written, or its digest(s): one, or one per item
+Labels = Union[
+    str, list[str]
+]  # an input's reference(s) as written, or its digest(s): one, or one per item
 
 
 @dataclass
@@ -78,8 +80,13 @@ class Steps(Protocol):
 
     def stage_type(self, uses: str) -> type[Stage]: ...
 
-    def run(self, uses: str, params: Params, inputs: dict[str, Artifact | list[Artifact]],
-            labels: dict[str, Labels] | None = None) -> StepResult: ...
+    def run(
+        self,
+        uses: str,
+        params: Params,
+        inputs: dict[str, Artifact | list[Artifact]],
+        labels: dict[str, Labels] | None = None,
+    ) -> StepResult: ...
 
 
 @dataclass
@@ -93,12 +100,20 @@ class StageContext:
     inputs: dict[str, InputValue]
     output_dir: Path
     outputs: dict[str, Port]
-    scratch: Path  # a private folder for intermediate files, removed after the stage (never the outputs)
+    scratch: (
+        Path  # a private folder for intermediate files, removed after the stage (never the outputs)
+    )
     log: Callable[[str], None] = print
-    references: dict[str, Labels] = field(default_factory=dict)  # each input as written, e.g. "opt.model"
-    digests: dict[str, Labels] = field(default_factory=dict)  # each input's content digest (or list of them)
+    references: dict[str, Labels] = field(
+        default_factory=dict
+    )  # each input as written, e.g. "opt.model"
+    digests: dict[str, Labels] = field(
+        default_factory=dict
+    )  # each input's content digest (or list of them)
     steps: Steps | None = None  # run other stage types as cached sub-stages
-    env: dict[str, str] = field(default_factory=dict)  # the environment facts in its cache key (env_facts)
+    env: dict[str, str] = field(
+        default_factory=dict
+    )  # the environment facts in its cache key (env_facts)
     pinned: dict[str, tuple[float, ...]] = field(default_factory=dict)  # see pinned_values
     # per input port, the digests of the datasets its artifacts were made from upstream (not part of the key:
     # the artifacts' own digests are); validate_accuracy compares its data's digest with its candidates'
@@ -111,7 +126,9 @@ class StageContext:
         so a two-minute calibration is never silent and a two-second one stays quiet."""
         now = time.monotonic()
         finished = total is not None and done >= total
-        if now - self.started < PROGRESS_EVERY_S or (now - self._said < PROGRESS_EVERY_S and not finished):
+        if now - self.started < PROGRESS_EVERY_S or (
+            now - self._said < PROGRESS_EVERY_S and not finished
+        ):
             return
         self._said = now
         count = f"{done}/{total}" if total is not None else str(done)
@@ -128,7 +145,9 @@ class StageContext:
         value = self._one(port)
         if isinstance(value, (Path, str)):
             return Path(value)
-        raise TypeError(f"input '{port}' of {self.stage_name} is a dataset, not a file — use ctx.dataset('{port}')")
+        raise TypeError(
+            f"input '{port}' of {self.stage_name} is a dataset, not a file — use ctx.dataset('{port}')"
+        )
 
     def paths(self, port: str) -> tuple[Path, ...]:
         """The files or folders on a port that takes many (none for an optional one not given)."""
@@ -138,15 +157,20 @@ class StageContext:
         """The dataset on a port of kind dataset."""
         value = self._one(port)
         if isinstance(value, (Path, str)):
-            raise TypeError(f"input '{port}' of {self.stage_name} is a file, not a dataset — use ctx.path('{port}')")
+            raise TypeError(
+                f"input '{port}' of {self.stage_name} is a file, not a dataset — use ctx.path('{port}')"
+            )
         return value
 
     def artifact(self, port: str) -> Artifact:
         """The input on a port that takes one, as an Artifact (its digest and where to read it) to hand to a step."""
         value, digest = self.inputs[port], self.digests[port]
         if isinstance(value, list):  # the old shape: a list for a port that takes many
-            warnings.warn(f"ctx.artifact('{port}') on a port that takes many is deprecated — use ctx.artifacts('{port}')",
-                          DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                f"ctx.artifact('{port}') on a port that takes many is deprecated — use ctx.artifacts('{port}')",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             return [Artifact(d, v) for d, v in zip(digest, value)]  # type: ignore[return-value]
         return Artifact(str(digest), value)
 
@@ -156,13 +180,17 @@ class StageContext:
             return ()
         value, digest = self.inputs[port], self.digests[port]
         if not isinstance(value, list) or not isinstance(digest, list):
-            raise TypeError(f"input '{port}' of {self.stage_name} takes one reference — use ctx.artifact('{port}')")
+            raise TypeError(
+                f"input '{port}' of {self.stage_name} takes one reference — use ctx.artifact('{port}')"
+            )
         return tuple(Artifact(d, v) for d, v in zip(digest, value))
 
     def _one(self, port: str) -> Path | Dataset:
         value = self.inputs[port]
         if isinstance(value, list):
-            raise TypeError(f"input '{port}' of {self.stage_name} takes many references — use ctx.paths('{port}')")
+            raise TypeError(
+                f"input '{port}' of {self.stage_name} takes many references — use ctx.paths('{port}')"
+            )
         return value
 
     def label(self, port: str, index: int | None = None) -> str:
@@ -196,7 +224,11 @@ class StageContext:
         """Deprecated (one release): the old name of pinned_values."""
         import warnings
 
-        warnings.warn("StageContext.locked_values is deprecated: call ctx.pinned_values(port)", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "StageContext.locked_values is deprecated: call ctx.pinned_values(port)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.pinned_values(port)
 
     def output_path(self, name: str) -> Path:
@@ -227,11 +259,17 @@ class Stage:
     """
 
     type: ClassVar[str]
-    version: ClassVar[str] = "1"  # bump when the same params and inputs would produce different bytes
+    version: ClassVar[str] = (
+        "1"  # bump when the same params and inputs would produce different bytes
+    )
     description: ClassVar[str] = ""
     inputs: ClassVar[tuple[Port, ...]] = ()
     outputs: ClassVar[tuple[Port, ...]] = ()
-    params_schema: ClassVar[JsonObject] = {"type": "object", "properties": {}, "additionalProperties": False}
+    params_schema: ClassVar[JsonObject] = {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
     exclusive: ClassVar[bool] = False  # run alone (timing-sensitive work such as benchmarks)
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
     # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.

@@ -30,7 +30,11 @@ together: [recipes.md](recipes.md); loaders and metrics in use: [datasets.md](da
 [bench/README.md](../bench/README.md).
 """
 
-_GROUPS = (("stages", "Stage types", "stages"), ("loaders", "Dataset loaders", "datasets"), ("metrics", "Metrics", "metrics"))
+_GROUPS = (
+    ("stages", "Stage types", "stages"),
+    ("loaders", "Dataset loaders", "datasets"),
+    ("metrics", "Metrics", "metrics"),
+)
 
 
 def render(found: Plugins | None = None) -> str:
@@ -40,7 +44,11 @@ def render(found: Plugins | None = None) -> str:
     parts = [_HEADER]
     for group, title, registry_name in _GROUPS:
         entries = [e for e in listing[group] if _built_in(e)]
-        parts.append(f"\n## {title}\n\n" + ", ".join(f"[`{e['type']}`](#{e['type']})" for e in entries) + "\n")
+        parts.append(
+            f"\n## {title}\n\n"
+            + ", ".join(f"[`{e['type']}`](#{e['type']})" for e in entries)
+            + "\n"
+        )
         registry: Registry = getattr(found, registry_name)
         for entry in entries:
             parts.append(_plugin(listings.plugin(registry, entry["type"]), entry))
@@ -53,17 +61,27 @@ def _built_in(entry: dict[str, Any]) -> bool:
 
 def _plugin(detail: dict[str, Any], summary: dict[str, Any]) -> str:
     version = f" (version {detail['version']})" if detail.get("version") is not None else ""
-    lines = [f"\n### {detail['type']}\n", f"`{detail['type']}`{version}: {_text(detail['description'])}\n"]
+    lines = [
+        f"\n### {detail['type']}\n",
+        f"`{detail['type']}`{version}: {_text(detail['description'])}\n",
+    ]
     if detail.get("names"):
         lines.append("| reports | better | meaning |\n|---|---|---|")
-        lines += [f"| `{n['name']}` | {n['better']} | {_cell(n['description'])} |" for n in detail["names"]]
+        lines += [
+            f"| `{n['name']}` | {n['better']} | {_cell(n['description'])} |"
+            for n in detail["names"]
+        ]
         lines.append("")
     if "inputs" in detail:
         lines.append("| port | direction | kind | description |\n|---|---|---|---|")
         for direction in ("inputs", "outputs"):
             for port in detail[direction]:
-                flags = (" (list)" if port["many"] else "") + (" (optional)" if port["optional"] else "")
-                lines.append(f"| `{port['name']}`{flags} | {direction[:-1]} | {port['kind']} | {_cell(port['description'])} |")
+                flags = (" (list)" if port["many"] else "") + (
+                    " (optional)" if port["optional"] else ""
+                )
+                lines.append(
+                    f"| `{port['name']}`{flags} | {direction[:-1]} | {port['kind']} | {_cell(port['description'])} |"
+                )
         lines.append("")
     lines.append(_params(detail["params_schema"], set(summary.get("file_params", ()))))
     return "\n".join(lines)
@@ -77,8 +95,14 @@ def _params(schema: dict[str, Any], file_params: set[str]) -> str:
     rows = ["| parameter (`with:`) | type | default | description |", "|---|---|---|---|"]
     for name, prop in properties.items():
         kind = "path or `{package, file}`" if name in file_params else _kind(prop)
-        default = f"`{_json(prop['default'])}`" if "default" in prop else ("required" if name in required else "")
-        rows.append(f"| `{name}` | {kind} | {_cell(default)} | {_cell(prop.get('description', ''))} |")
+        default = (
+            f"`{_json(prop['default'])}`"
+            if "default" in prop
+            else ("required" if name in required else "")
+        )
+        rows.append(
+            f"| `{name}` | {kind} | {_cell(default)} | {_cell(prop.get('description', ''))} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -113,13 +137,19 @@ def main(argv: list[str]) -> int:
     check = "--check" in argv
     paths = [a for a in argv if a != "--check"]
     if len(paths) != 1:
-        print("usage: python -m ortflow.engine.stage_reference [--check] docs/stages.md", file=sys.stderr)
+        print(
+            "usage: python -m ortflow.engine.stage_reference [--check] docs/stages.md",
+            file=sys.stderr,
+        )
         return 2
     path, page = Path(paths[0]), render()
     if check:
         if path.is_file() and path.read_text(encoding="utf-8") == page:
             return 0
-        print(f"{path} is stale — run: python -m ortflow.engine.stage_reference {path}", file=sys.stderr)
+        print(
+            f"{path} is stale — run: python -m ortflow.engine.stage_reference {path}",
+            file=sys.stderr,
+        )
         return 1
     path.write_text(page, encoding="utf-8")
     return 0

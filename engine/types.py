@@ -113,9 +113,13 @@ class StageSpec:
     optional: bool = False
     template: str = ""  # the stage as written, when this is one instance of its matrix
     axes: dict[str, str] = field(default_factory=dict)  # the matrix values that name this instance
-    resources: dict[str, float] = field(default_factory=dict)  # what a worker must offer to run it (Dask)
+    resources: dict[str, float] = field(
+        default_factory=dict
+    )  # what a worker must offer to run it (Dask)
     workers: list[str] = field(default_factory=list)  # the workers allowed to run it (Dask)
-    target_cpu: str = "native"  # the recipe's `target: {cpu: ...}`: what the target_isa fact stands for
+    target_cpu: str = (
+        "native"  # the recipe's `target: {cpu: ...}`: what the target_isa fact stands for
+    )
 
     def refs(self) -> list[Ref]:
         return [ref for binding in self.inputs.values() for ref in binding.refs]
@@ -149,7 +153,9 @@ class Recipe:
     stages: dict[str, StageSpec]
     source: SourceMap
     overrides: list[str] = field(default_factory=list)
-    matrices: dict[str, list[str]] = field(default_factory=dict)  # matrix stage as written -> its instance ids
+    matrices: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # matrix stage as written -> its instance ids
     target_cpu: str = "native"  # `target: {cpu: ...}`: the instruction set the models are built for
 
     @property
@@ -199,12 +205,18 @@ class StageOutcome:
     status: Status
     seconds: float = 0.0
     key: str | None = None
-    record: RunRecord | None = None  # its run record (run or served from the cache); None if it failed or was skipped
+    record: RunRecord | None = (
+        None  # its run record (run or served from the cache); None if it failed or was skipped
+    )
     error: str | None = None
     traceback: str | None = None  # shown with --debug
-    printed: str = ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
+    printed: str = (
+        ""  # the tail of what a failed stage printed (library output), shown with -v and --debug
+    )
     out_of_space: bool = False  # the stage failed because a disk filled up (exit code 5, not 1)
-    unavailable: bool = False  # skipped by the stage itself: an execution provider it needs is missing here
+    unavailable: bool = (
+        False  # skipped by the stage itself: an execution provider it needs is missing here
+    )
     refused: bool = False  # failed by the stage's own verdict (a StageError: what is wrong and the fix), not a crash
     # An optional stage that said no by itself (engine.run.jobs.tolerated): shown with its reason, never served
     # downstream, and no failure of the run; `dropped_from`: the dependents that ran without it.

@@ -6,7 +6,16 @@ import logging
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.api import LIMIT_PARAM, SKIP_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError, file_param
+from ortflow.api import (
+    LIMIT_PARAM,
+    SKIP_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+    file_param,
+)
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
@@ -26,27 +35,69 @@ class ImagesLoader(DatasetLoader):
         "required": ["path"],
         "properties": {
             "path": file_param("the folder of images"),
-            "input": {"type": "string", "description": "the model input to fill (default: the model's only input)"},
-            "size": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2,
-                     "description": "[height, width]; default: the model's fixed sizes"},
-            "resize": {"enum": ["stretch", "crop", "letterbox"], "default": "stretch",
-                       "description": "stretch to size; or scale the shorter side then centre-crop; or fit and pad"},
-            "layout": {"enum": ["auto", "NCHW", "NHWC"], "default": "auto", "description": "auto: from the model's shape"},
+            "input": {
+                "type": "string",
+                "description": "the model input to fill (default: the model's only input)",
+            },
+            "size": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1},
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "[height, width]; default: the model's fixed sizes",
+            },
+            "resize": {
+                "enum": ["stretch", "crop", "letterbox"],
+                "default": "stretch",
+                "description": "stretch to size; or scale the shorter side then centre-crop; or fit and pad",
+            },
+            "layout": {
+                "enum": ["auto", "NCHW", "NHWC"],
+                "default": "auto",
+                "description": "auto: from the model's shape",
+            },
             "channels": {"enum": ["RGB", "BGR"], "default": "RGB", "description": "channel order"},
-            "scale": {"type": "number", "default": 0.00392156862745098, "description": "multiply pixel values (default 1/255)"},
-            "mean": {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3, "default": [0, 0, 0],
-                     "description": "per channel (in `channels` order), subtracted after `scale`: (x * scale - mean) / std; "
-                                    "ImageNet: [0.485, 0.456, 0.406]"},
-            "std": {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0}, "minItems": 3, "maxItems": 3,
-                    "default": [1, 1, 1], "description": "per channel, divides after the mean; ImageNet: [0.229, 0.224, 0.225]"},
-            "pad_value": {"type": "integer", "minimum": 0, "maximum": 255, "default": 114,
-                          "description": "letterbox: the grey level of the padding (YOLO: 114; some detectors pad with 0)"},
-            "pad_position": {"enum": ["centre", "bottom_right"], "default": "centre",
-                             "description": "letterbox: the image centred, or in the top-left corner with padding at the "
-                                            "bottom and right"},
-            "skip_unreadable": {"type": "boolean", "default": False,
-                                "description": "skip (and count, in a warning) files that are not readable images instead of "
-                                               "failing"},
+            "scale": {
+                "type": "number",
+                "default": 0.00392156862745098,
+                "description": "multiply pixel values (default 1/255)",
+            },
+            "mean": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 3,
+                "maxItems": 3,
+                "default": [0, 0, 0],
+                "description": "per channel (in `channels` order), subtracted after `scale`: (x * scale - mean) / std; "
+                "ImageNet: [0.485, 0.456, 0.406]",
+            },
+            "std": {
+                "type": "array",
+                "items": {"type": "number", "exclusiveMinimum": 0},
+                "minItems": 3,
+                "maxItems": 3,
+                "default": [1, 1, 1],
+                "description": "per channel, divides after the mean; ImageNet: [0.229, 0.224, 0.225]",
+            },
+            "pad_value": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 255,
+                "default": 114,
+                "description": "letterbox: the grey level of the padding (YOLO: 114; some detectors pad with 0)",
+            },
+            "pad_position": {
+                "enum": ["centre", "bottom_right"],
+                "default": "centre",
+                "description": "letterbox: the image centred, or in the top-left corner with padding at the "
+                "bottom and right",
+            },
+            "skip_unreadable": {
+                "type": "boolean",
+                "default": False,
+                "description": "skip (and count, in a warning) files that are not readable images instead of "
+                "failing",
+            },
             "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
         },
@@ -68,7 +119,9 @@ class ImagesLoader(DatasetLoader):
             raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
         mean = np.asarray(params["mean"], dtype=np.float32)
         std = np.asarray(params["std"], dtype=np.float32)
-        raw = np.issubdtype(np.dtype(spec.dtype), np.integer)  # an integer input takes the pixels as they are
+        raw = np.issubdtype(
+            np.dtype(spec.dtype), np.integer
+        )  # an integer input takes the pixels as they are
         skipped: list[str] = []
         for path in files:
             try:
@@ -85,21 +138,32 @@ class ImagesLoader(DatasetLoader):
                 array = array.transpose(2, 0, 1)
             yield {spec.name: np.ascontiguousarray(array[None]).astype(spec.dtype)}
         if skipped:
-            logging.getLogger("ortflow").warning("images: skipped %d unreadable file(s) of %d in %s: %s", len(skipped),
-                                                 len(files), params["path"], ", ".join(skipped[:5]))
+            logging.getLogger("ortflow").warning(
+                "images: skipped %d unreadable file(s) of %d in %s: %s",
+                len(skipped),
+                len(files),
+                params["path"],
+                ", ".join(skipped[:5]),
+            )
             if len(skipped) == len(files):
-                raise StageError(f"none of the {len(files)} files in {params['path']} is a readable image")
+                raise StageError(
+                    f"none of the {len(files)} files in {params['path']} is a readable image"
+                )
 
     @staticmethod
     def _input(params: dict[str, Any], inputs: list[ModelInput]) -> ModelInput:
         if "input" in params:
             found = [i for i in inputs if i.name == params["input"]]
             if not found:
-                raise StageError(f"the model has no input '{params['input']}' (it has {', '.join(i.name for i in inputs)})")
+                raise StageError(
+                    f"the model has no input '{params['input']}' (it has {', '.join(i.name for i in inputs)})"
+                )
             return found[0]
         if len(inputs) != 1:
-            raise StageError(f"the model has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}) — say which one"
-                             " takes the images with `input`, and feed the others with a `python` dataset")
+            raise StageError(
+                f"the model has {len(inputs)} inputs ({', '.join(i.name for i in inputs)}) — say which one"
+                " takes the images with `input`, and feed the others with a `python` dataset"
+            )
         return inputs[0]
 
     @staticmethod
@@ -112,7 +176,9 @@ class ImagesLoader(DatasetLoader):
             return "NCHW"
         if spec.shape[3] in (1, 3):
             return "NHWC"
-        raise StageError(f"cannot tell the layout of '{spec.name}' {spec.describe()} — set `layout: NCHW` or `NHWC`")
+        raise StageError(
+            f"cannot tell the layout of '{spec.name}' {spec.describe()} — set `layout: NCHW` or `NHWC`"
+        )
 
     @staticmethod
     def _size(params: dict[str, Any], spec: ModelInput, layout: str) -> tuple[int, int]:
@@ -121,7 +187,9 @@ class ImagesLoader(DatasetLoader):
         dims = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
         if all(isinstance(d, int) and d > 0 for d in dims):
             return dims[0], dims[1]  # type: ignore[return-value]
-        raise StageError(f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`")
+        raise StageError(
+            f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`"
+        )
 
     @staticmethod
     def _resized(path: Path, params: dict[str, Any], height: int, width: int) -> Any:
@@ -132,17 +200,28 @@ class ImagesLoader(DatasetLoader):
         try:
             image = Image.open(path).convert("RGB")
         except (OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise StageError(f"cannot read image {path.name}: {exc} — remove it, or set skip_unreadable: true") from exc
+            raise StageError(
+                f"cannot read image {path.name}: {exc} — remove it, or set skip_unreadable: true"
+            ) from exc
         if mode == "stretch":
             return np.asarray(image.resize((width, height), Image.BILINEAR))
         if mode == "crop":
             ratio = max(width / image.width, height / image.height)
-            image = image.resize((round(image.width * ratio), round(image.height * ratio)), Image.BILINEAR)
+            image = image.resize(
+                (round(image.width * ratio), round(image.height * ratio)), Image.BILINEAR
+            )
             left, top = (image.width - width) // 2, (image.height - height) // 2
             return np.asarray(image.crop((left, top, left + width, top + height)))
         ratio = min(width / image.width, height / image.height)
-        image = image.resize((max(1, round(image.width * ratio)), max(1, round(image.height * ratio))), Image.BILINEAR)
+        image = image.resize(
+            (max(1, round(image.width * ratio)), max(1, round(image.height * ratio))),
+            Image.BILINEAR,
+        )
         canvas = Image.new("RGB", (width, height), (params.get("pad_value", 114),) * 3)
-        corner = (0, 0) if params.get("pad_position") == "bottom_right" else ((width - image.width) // 2, (height - image.height) // 2)
+        corner = (
+            (0, 0)
+            if params.get("pad_position") == "bottom_right"
+            else ((width - image.width) // 2, (height - image.height) // 2)
+        )
         canvas.paste(image, corner)
         return np.asarray(canvas)

@@ -5,7 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.api import BATCH_AXES_PARAM, LIMIT_PARAM, SKIP_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError, file_param
+from ortflow.api import (
+    BATCH_AXES_PARAM,
+    LIMIT_PARAM,
+    SKIP_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+    file_param,
+)
 
 
 class NpyDirLoader(DatasetLoader):
@@ -33,11 +43,15 @@ class NpyDirLoader(DatasetLoader):
 
         root: Path = params["path"]
         if not root.is_dir():
-            raise StageError(f"{root} is not a folder — npy_dir wants <input name>/<sample>.npy under it")
+            raise StageError(
+                f"{root} is not a folder — npy_dir wants <input name>/<sample>.npy under it"
+            )
         files = {d.name: sorted(d.glob("*.npy")) for d in sorted(root.iterdir()) if d.is_dir()}
         counts = {name: len(found) for name, found in files.items()}
         if len(set(counts.values())) > 1:
-            raise StageError(f"{root}: the input folders hold different numbers of .npy files: {counts}")
+            raise StageError(
+                f"{root}: the input folders hold different numbers of .npy files: {counts}"
+            )
         ranks = {i.name: len(i.shape) for i in inputs}
         axes = params.get("batch_axes") or {}
         for index in range(min(counts.values(), default=0)):
@@ -45,5 +59,9 @@ class NpyDirLoader(DatasetLoader):
             for name, found in files.items():
                 array = np.load(found[index], allow_pickle=False)
                 axis = axes.get(name, 0)
-                feed[name] = np.expand_dims(array, axis) if axis is not None and array.ndim + 1 == ranks.get(name) else array
+                feed[name] = (
+                    np.expand_dims(array, axis)
+                    if axis is not None and array.ndim + 1 == ranks.get(name)
+                    else array
+                )
             yield feed

@@ -13,11 +13,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from ortflow.api import BATCH_AXES_PARAM, LIMIT_PARAM, SKIP_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError, file_param
+from ortflow.api import (
+    BATCH_AXES_PARAM,
+    LIMIT_PARAM,
+    SKIP_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+    file_param,
+)
 
-MAX_BYTES = 1 << 30  # per array, once read: far above a calibration or evaluation set, far below a machine's memory
+MAX_BYTES = (
+    1 << 30
+)  # per array, once read: far above a calibration or evaluation set, far below a machine's memory
 CHUNK = 16 << 20  # bytes decompressed per read
-ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip's first local file header, or an empty zip's directory
+ZIP_MAGIC = (
+    b"PK\x03\x04",
+    b"PK\x05\x06",
+)  # a zip's first local file header, or an empty zip's directory
 FIX = "save the arrays with numpy.savez(path, <input name>=array, ...)"
 _READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, zlib.error)  # a damaged or truncated zip
 
@@ -47,9 +62,11 @@ class _Member:
 class NpzLoader(DatasetLoader):
     type = "npz"
     provenance = DataProvenance.REAL
-    description = ("Arrays named after the model's inputs in one .npz file; sample i is row i of every array, laid out "
-                   "with its batch axis where batch_axes says (none for an input that is not batched, e.g. a sample rate "
-                   "stored as one value per sample).")
+    description = (
+        "Arrays named after the model's inputs in one .npz file; sample i is row i of every array, laid out "
+        "with its batch axis where batch_axes says (none for an input that is not batched, e.g. a sample rate "
+        "stored as one value per sample)."
+    )
     file_params = ("path",)
     params_schema = {
         "type": "object",
@@ -60,11 +77,17 @@ class NpzLoader(DatasetLoader):
             "skip": SKIP_PARAM,
             "limit": LIMIT_PARAM,
             "batch_axes": BATCH_AXES_PARAM,
-            "labels": {"type": "string", "description": "an array of ground-truth labels (not fed to the model)"},
+            "labels": {
+                "type": "string",
+                "description": "an array of ground-truth labels (not fed to the model)",
+            },
             # No schema `default`: defaults enter the dataset's digest, and a bound changes no data.
-            "max_bytes": {"type": "integer", "minimum": 1,
-                          "description": f"the most bytes one array may take once read (default {MAX_BYTES}, 1 GiB): "
-                                         "a small compressed file can declare a huge array"},
+            "max_bytes": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"the most bytes one array may take once read (default {MAX_BYTES}, 1 GiB): "
+                "a small compressed file can declare a huge array",
+            },
         },
     }
 
@@ -74,18 +97,28 @@ class NpzLoader(DatasetLoader):
             members = _members(archive, path.name)
             scalars = sorted(m.key for m in members if not m.shape)
             if scalars:
-                raise StageError(f"{path.name}: {', '.join(scalars)} hold single values; "
-                                 "each array needs samples along its first axis")
+                raise StageError(
+                    f"{path.name}: {', '.join(scalars)} hold single values; "
+                    "each array needs samples along its first axis"
+                )
             counts = {m.key: m.shape[0] for m in members}
             if len(set(counts.values())) > 1:
                 raise StageError(f"{path.name}: arrays have different sample counts {counts}")
-            arrays = {m.key: _read(archive, m, params, path.name) for m in members if m.key != params.get("labels")}
+            arrays = {
+                m.key: _read(archive, m, params, path.name)
+                for m in members
+                if m.key != params.get("labels")
+            }
         import numpy as np
 
         axes = params.get("batch_axes") or {}
         for i in range(min((len(a) for a in arrays.values()), default=0)):
-            yield {key: np.asarray(a[i]) if axes.get(key, 0) is None else np.expand_dims(a[i], axes.get(key, 0))
-                   for key, a in arrays.items()}
+            yield {
+                key: np.asarray(a[i])
+                if axes.get(key, 0) is None
+                else np.expand_dims(a[i], axes.get(key, 0))
+                for key, a in arrays.items()
+            }
 
     def labels(self, params: dict[str, Any]) -> Any:
         if not params.get("labels"):
@@ -94,7 +127,9 @@ class NpzLoader(DatasetLoader):
         with _open_npz(path) as archive:
             members = {m.key: m for m in _members(archive, path.name)}
             if params["labels"] not in members:
-                raise StageError(f"{path.name} has no array '{params['labels']}' (it has {', '.join(members)})")
+                raise StageError(
+                    f"{path.name} has no array '{params['labels']}' (it has {', '.join(members)})"
+                )
             return _read(archive, members[params["labels"]], params, path.name)
 
 
@@ -104,7 +139,9 @@ def _open_npz(path: Path) -> zipfile.ZipFile:
         with open(path, "rb") as handle:
             start = handle.read(8)
         if start[:4] not in ZIP_MAGIC:
-            raise StageError(f"{path.name} is not an .npz file (a zip of .npy arrays): {_what_it_is(start)} — {FIX}")
+            raise StageError(
+                f"{path.name} is not an .npz file (a zip of .npy arrays): {_what_it_is(start)} — {FIX}"
+            )
         return zipfile.ZipFile(path)
     except _READ_ERRORS as exc:
         raise StageError(f"cannot read {path.name} as an .npz of numeric arrays: {exc}") from exc
@@ -128,10 +165,14 @@ def _members(archive: zipfile.ZipFile, name: str) -> list[_Member]:
             with archive.open(info) as member:
                 shape, fortran, dtype = _header(member)
         except (*_READ_ERRORS, ValueError) as exc:  # ValueError: numpy's "not a .npy header"
-            raise StageError(f"{name}: '{info.filename}' is not a readable .npy array: {exc}") from exc
+            raise StageError(
+                f"{name}: '{info.filename}' is not a readable .npy array: {exc}"
+            ) from exc
         if dtype.hasobject:
-            raise StageError(f"{name}: '{info.filename}' holds Python objects ({dtype}), which the loader never "
-                             "unpickles — store numeric arrays")
+            raise StageError(
+                f"{name}: '{info.filename}' holds Python objects ({dtype}), which the loader never "
+                "unpickles — store numeric arrays"
+            )
         found.append(_Member(info.filename.removesuffix(".npy"), info, shape, fortran, dtype))
     return found
 
@@ -145,7 +186,9 @@ def _header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, Any]:
         return np.lib.format.read_array_header_1_0(member)
     if version == (2, 0):
         return np.lib.format.read_array_header_2_0(member)
-    raise ValueError(f".npy format version {version[0]}.{version[1]} (this loader reads 1.0 and 2.0)")
+    raise ValueError(
+        f".npy format version {version[0]}.{version[1]} (this loader reads 1.0 and 2.0)"
+    )
 
 
 def _read(archive: zipfile.ZipFile, member: _Member, params: dict[str, Any], name: str) -> Any:
@@ -157,16 +200,23 @@ def _read(archive: zipfile.ZipFile, member: _Member, params: dict[str, Any], nam
     rows = member.rows_to_read(limit + (params.get("skip") or 0) if limit else None)
     size, bound = member.bytes_for(rows), params.get("max_bytes", MAX_BYTES)
     if size > bound:
-        raise StageError(f"{name}: array '{member.key}' is {member.dtype} {list(member.shape)}, {_gib(size)} once "
-                         f"read, over the loader's bound of {_gib(bound)} (max_bytes) — read fewer samples "
-                         "with `limit:`, or raise max_bytes if this machine has the memory")
+        raise StageError(
+            f"{name}: array '{member.key}' is {member.dtype} {list(member.shape)}, {_gib(size)} once "
+            f"read, over the loader's bound of {_gib(bound)} (max_bytes) — read fewer samples "
+            "with `limit:`, or raise max_bytes if this machine has the memory"
+        )
     array = np.empty((rows, *member.shape[1:]), member.dtype, order="F" if member.fortran else "C")
     if size:
         try:
             with archive.open(member.info) as stream:
                 _header(stream)
                 # The array's own bytes, in the order the file stores them (column-major for a Fortran array).
-                _fill(stream, (array.T if member.fortran else array).reshape(-1).view(np.uint8), member, name)
+                _fill(
+                    stream,
+                    (array.T if member.fortran else array).reshape(-1).view(np.uint8),
+                    member,
+                    name,
+                )
         except _READ_ERRORS as exc:
             raise StageError(f"cannot read array '{member.key}' of {name}: {exc}") from exc
     return array
@@ -178,8 +228,10 @@ def _fill(stream: IO[bytes], flat: Any, member: _Member, name: str) -> None:
     while filled < flat.size:
         got = stream.readinto(memoryview(flat[filled : filled + CHUNK]))
         if not got:
-            raise StageError(f"{name}: array '{member.key}' is truncated: its header says "
-                             f"{member.dtype} {list(member.shape)}, the file holds less — {FIX}")
+            raise StageError(
+                f"{name}: array '{member.key}' is truncated: its header says "
+                f"{member.dtype} {list(member.shape)}, the file holds less — {FIX}"
+            )
         filled += got
 
 

@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.api import BATCH_AXES_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError, file_param
+from ortflow.api import (
+    BATCH_AXES_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+    file_param,
+)
 
 
 class PythonLoader(DatasetLoader):
@@ -26,13 +34,21 @@ class PythonLoader(DatasetLoader):
         "properties": {
             "path": file_param("the .py file"),
             "function": {"type": "string", "description": "name of the function in that file"},
-            "kwargs": {"type": "object", "default": {}, "description": "keyword arguments for the function"},
-            "data": file_param("a file or folder the function reads, hashed by content and passed as `data=`"),
+            "kwargs": {
+                "type": "object",
+                "default": {},
+                "description": "keyword arguments for the function",
+            },
+            "data": file_param(
+                "a file or folder the function reads, hashed by content and passed as `data=`"
+            ),
             "batch_axes": BATCH_AXES_PARAM,
-            "provenance": {"enum": [p.value for p in DataProvenance],
-                           "description": "what the function's samples are, said in every accuracy verdict on them: `real` "
-                                          "(the model's real inputs), `random` (synthetic); default `unknown`, "
-                                          "which verdicts call unverified"},
+            "provenance": {
+                "enum": [p.value for p in DataProvenance],
+                "description": "what the function's samples are, said in every accuracy verdict on them: `real` "
+                "(the model's real inputs), `random` (synthetic); default `unknown`, "
+                "which verdicts call unverified",
+            },
         },
     }
 
@@ -54,17 +70,25 @@ class PythonLoader(DatasetLoader):
             raise StageError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
         function = getattr(module, params["function"], None)
         if not callable(function):
-            names = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
-            raise StageError(f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})")
+            names = [
+                n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")
+            ]
+            raise StageError(
+                f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})"
+            )
         extra = {"data": params["data"]} if "data" in params else {}
         produced = function(inputs, **params["kwargs"], **extra)
         if produced is None or not hasattr(produced, "__iter__"):
-            raise StageError(f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
-                             " — return or yield {input name: numpy array} mappings")
+            raise StageError(
+                f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
+                " — return or yield {input name: numpy array} mappings"
+            )
         yield from produced
 
     def key_caveat(self, params: dict[str, Any]) -> str | None:
         if "data" in params:
             return None  # the user declared what the function reads
-        return (f"only {Path(params['path']).name} is in its cache key: a file {params['function']}() reads is not, so "
-                "editing it re-runs nothing (name the file or folder it reads as `data`)")
+        return (
+            f"only {Path(params['path']).name} is in its cache key: a file {params['function']}() reads is not, so "
+            "editing it re-runs nothing (name the file or folder it reads as `data`)"
+        )

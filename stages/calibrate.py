@@ -6,13 +6,31 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, batched, model_inputs
+from ortflow.api import (
+    ArtifactKind,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    batched,
+    model_inputs,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import calibration_passes, pre_processing
 from ortflow.stages.quantization.calibration_table import with_mask_tensors
 
-METHODS = {"minmax": "MinMax", "entropy": "Entropy", "percentile": "Percentile", "distribution": "Distribution"}
-DEFAULT_BINS = {"entropy": 128, "percentile": 2048, "distribution": 2048}  # ORT wants >= 512 for distribution
+METHODS = {
+    "minmax": "MinMax",
+    "entropy": "Entropy",
+    "percentile": "Percentile",
+    "distribution": "Distribution",
+}
+DEFAULT_BINS = {
+    "entropy": 128,
+    "percentile": 2048,
+    "distribution": 2048,
+}  # ORT wants >= 512 for distribution
 # Ranges that differ by less than this share of their tensor's span (max - min) are the same result: far
 # below what 8-bit quantization resolves (1/255), far above the last-bit differences between CPUs (~1e-7).
 TOLERANCE = 1e-4
@@ -32,32 +50,87 @@ class Calibrate(Stage):
         Port("data", ArtifactKind.DATASET, "representative inputs"),
     )
     outputs = (
-        Port("table", ArtifactKind.CALIBRATION_TABLE, "tensor ranges (onnxruntime.quantization JSON cache)",
-             filename="calibration.json"),
-        Port("metrics", ArtifactKind.METRICS, "samples used, tensors calibrated, masked tensors", filename="metrics.json"),
+        Port(
+            "table",
+            ArtifactKind.CALIBRATION_TABLE,
+            "tensor ranges (onnxruntime.quantization JSON cache)",
+            filename="calibration.json",
+        ),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "samples used, tensors calibrated, masked tensors",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "method": {"enum": list(METHODS), "default": "minmax", "description": "minmax, entropy, percentile or distribution"},
-            "percentile": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "default": 99.999,
-                           "description": "percentile method: the share of values the range covers"},
-            "num_bins": {"type": "integer", "minimum": 2, "description": "histogram bins (default: ORT's for the method)"},
-            "num_quantized_bins": {"type": "integer", "minimum": 2, "default": 128, "description": "entropy method: target bins"},
-            "symmetric": {"type": "boolean", "default": False, "description": "ranges symmetric around zero"},
-            "moving_average": {"type": "boolean", "default": False,
-                               "description": "minmax: average per-batch ranges instead of the extremes"},
-            "samples": {"type": "integer", "minimum": 1, "default": 200, "description": "at most this many samples"},
-            "batch_size": {"type": "integer", "minimum": 1, "default": 8, "description": "samples per inference; bounds memory"},
-            "op_types_to_calibrate": {"type": "array", "items": {"type": "string"}, "default": [],
-                                      "description": "only outputs of these op types (default: all float tensors)"},
-            "mask_threshold": {"type": "number", "exclusiveMinimum": 0, "default": 1e30,
-                               "description": "values with a magnitude at or above this are mask fills, not data"},
-            "max_memory_mb": {"type": "integer", "minimum": 1,
-                              "description": "bound on the tensor values held for one batch (the model's own memory comes on "
-                                             "top): tensors that do not fit together are read in several passes over the "
-                                             "data, the same table either way (default: one pass)"},
+            "method": {
+                "enum": list(METHODS),
+                "default": "minmax",
+                "description": "minmax, entropy, percentile or distribution",
+            },
+            "percentile": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 100,
+                "default": 99.999,
+                "description": "percentile method: the share of values the range covers",
+            },
+            "num_bins": {
+                "type": "integer",
+                "minimum": 2,
+                "description": "histogram bins (default: ORT's for the method)",
+            },
+            "num_quantized_bins": {
+                "type": "integer",
+                "minimum": 2,
+                "default": 128,
+                "description": "entropy method: target bins",
+            },
+            "symmetric": {
+                "type": "boolean",
+                "default": False,
+                "description": "ranges symmetric around zero",
+            },
+            "moving_average": {
+                "type": "boolean",
+                "default": False,
+                "description": "minmax: average per-batch ranges instead of the extremes",
+            },
+            "samples": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 200,
+                "description": "at most this many samples",
+            },
+            "batch_size": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 8,
+                "description": "samples per inference; bounds memory",
+            },
+            "op_types_to_calibrate": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "only outputs of these op types (default: all float tensors)",
+            },
+            "mask_threshold": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 1e30,
+                "description": "values with a magnitude at or above this are mask fills, not data",
+            },
+            "max_memory_mb": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "bound on the tensor values held for one batch (the model's own memory comes on "
+                "top): tensors that do not fit together are read in several passes over the "
+                "data, the same table either way (default: one pass)",
+            },
             "pre_process": pre_processing.PRE_PROCESS_PARAM,
         },
     }
@@ -68,11 +141,17 @@ class Calibrate(Stage):
         if params["moving_average"] and method != "minmax":
             problems.append("moving_average applies to method minmax only")
         if bins is not None and method == "minmax":
-            problems.append("num_bins applies to the histogram methods (entropy, percentile, distribution) only")
+            problems.append(
+                "num_bins applies to the histogram methods (entropy, percentile, distribution) only"
+            )
         if bins is not None and method == "distribution" and bins < 512:
-            problems.append(f"num_bins {bins} is too few for method distribution: ORT needs at least 512")
+            problems.append(
+                f"num_bins {bins} is too few for method distribution: ORT needs at least 512"
+            )
         if bins is not None and method == "entropy" and bins < params["num_quantized_bins"]:
-            problems.append(f"num_bins {bins} is below num_quantized_bins {params['num_quantized_bins']}")
+            problems.append(
+                f"num_bins {bins} is below num_quantized_bins {params['num_quantized_bins']}"
+            )
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
@@ -92,30 +171,53 @@ class Calibrate(Stage):
         held, samples = 0, 0
         for index, group in enumerate(passes):
             session = calibration_passes.session(
-                calibration_passes.pass_model(model, [value_infos[n] for n in group.tensors], f"calibration-pass-{index}.onnx"))
-            samples, peak = self._observe(ctx, model, session, collector, (lows, highs, masked), f" (pass {index + 1} of {len(passes)})"
-                                          if len(passes) > 1 else "")
+                calibration_passes.pass_model(
+                    model, [value_infos[n] for n in group.tensors], f"calibration-pass-{index}.onnx"
+                )
+            )
+            samples, peak = self._observe(
+                ctx,
+                model,
+                session,
+                collector,
+                (lows, highs, masked),
+                f" (pass {index + 1} of {len(passes)})" if len(passes) > 1 else "",
+            )
             held = max(held, peak)
             del session
         ranges = self._ranges(collector, lows, highs, params)
         if not ranges:
-            raise StageError("no tensor could be calibrated: the model has no float activations to quantize "
-                             f"(or every value was at or above mask_threshold {params['mask_threshold']:g})")
+            raise StageError(
+                "no tensor could be calibrated: the model has no float activations to quantize "
+                f"(or every value was at or above mask_threshold {params['mask_threshold']:g})"
+            )
         ranges = self._agree_with_lock(ctx, ranges)
-        self._write_table(ctx.output_path("table"), params["method"], ranges, masked, prepared.pre_processed)
-        result = self._result(ctx, ranges, masked, samples, {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)},
-                              prepared)
+        self._write_table(
+            ctx.output_path("table"), params["method"], ranges, masked, prepared.pre_processed
+        )
+        result = self._result(
+            ctx,
+            ranges,
+            masked,
+            samples,
+            {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)},
+            prepared,
+        )
         result.values = {"table": [value for name in sorted(ranges) for value in ranges[name]]}
         return result
 
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _schedule(ctx: StageContext, model: Path) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
+    def _schedule(
+        ctx: StageContext, model: Path
+    ) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
         """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
         without it)."""
         params = ctx.params
-        value_infos = calibration_passes.tensors_to_calibrate(model, params["op_types_to_calibrate"])
+        value_infos = calibration_passes.tensors_to_calibrate(
+            model, params["op_types_to_calibrate"]
+        )
         bound = params.get("max_memory_mb")
         if bound is None:
             return value_infos, calibration_passes.schedule(dict.fromkeys(value_infos, 0), 1, None)
@@ -124,9 +226,13 @@ class Calibrate(Stage):
         first = next(iter(dataset.feeds(inputs, limit=1)), None)
         if first is None:
             raise StageError(f"dataset '{dataset.name}' has no samples to calibrate on")
-        sizes = calibration_passes.bytes_per_sample(model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes))
+        sizes = calibration_passes.bytes_per_sample(
+            model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes)
+        )
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
-        return value_infos, calibration_passes.schedule(sizes, batch_size, bound * calibration_passes.MB)
+        return value_infos, calibration_passes.schedule(
+            sizes, batch_size, bound * calibration_passes.MB
+        )
 
     @staticmethod
     def _collector(params: dict[str, Any]) -> Any:
@@ -134,13 +240,28 @@ class Calibrate(Stage):
         from onnxruntime.quantization.calibrate import HistogramCollector
 
         method = params["method"]
-        return None if method == "minmax" else HistogramCollector(
-            method=method, symmetric=params["symmetric"], num_bins=params.get("num_bins") or DEFAULT_BINS[method],
-            num_quantized_bins=params["num_quantized_bins"], percentile=params["percentile"], scenario="same")
+        return (
+            None
+            if method == "minmax"
+            else HistogramCollector(
+                method=method,
+                symmetric=params["symmetric"],
+                num_bins=params.get("num_bins") or DEFAULT_BINS[method],
+                num_quantized_bins=params["num_quantized_bins"],
+                percentile=params["percentile"],
+                scenario="same",
+            )
+        )
 
     @staticmethod
-    def _observe(ctx: StageContext, model: Path, session: Any, collector: Any, found: tuple[dict, dict, dict],
-                 said: str) -> tuple[int, int]:
+    def _observe(
+        ctx: StageContext,
+        model: Path,
+        session: Any,
+        collector: Any,
+        found: tuple[dict, dict, dict],
+        said: str,
+    ) -> tuple[int, int]:
         """Run the model over the dataset batch by batch and feed each tensor's clean values (no NaN, no mask
         fill) to the collector, or, for minmax, record their per-batch extremes, into `found` (lows, highs,
         mask fills left out per tensor). Each tensor is reduced and dropped in turn, and a batch's values are
@@ -152,12 +273,16 @@ class Calibrate(Stage):
         inputs = model_inputs(model)
         dataset = ctx.dataset("data")
         batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
-        for batch in batched(dataset.feeds(inputs, limit=params["samples"]), batch_size, dataset.batch_axes):
+        for batch in batched(
+            dataset.feeds(inputs, limit=params["samples"]), batch_size, dataset.batch_axes
+        ):
             samples += _batch_length(batch, inputs, dataset.batch_axes)
             try:
                 outputs = dict(zip(names, session.run(names, batch)))
             except Exception as exc:
-                raise StageError(f"running the model on the dataset failed at sample {samples}: {exc}") from exc
+                raise StageError(
+                    f"running the model on the dataset failed at sample {samples}: {exc}"
+                ) from exc
             held = max(held, sum(v.nbytes for v in outputs.values()))
             ctx.progress(samples, None, f"samples calibrated (at most {params['samples']}){said}")
             for name in sorted(outputs):  # sorted: the table's bytes must not vary run to run
@@ -173,8 +298,12 @@ class Calibrate(Stage):
         return samples, held
 
     @staticmethod
-    def _ranges(collector: Any, lows: dict[str, list[float]], highs: dict[str, list[float]],
-                params: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    def _ranges(
+        collector: Any,
+        lows: dict[str, list[float]],
+        highs: dict[str, list[float]],
+        params: dict[str, Any],
+    ) -> dict[str, tuple[float, float]]:
         """Each tensor's (low, high): the histogram method's result, or for minmax the per-batch extremes
         reduced (the extremes, or their mean with moving_average), widened to symmetric if asked."""
         import numpy as np
@@ -183,10 +312,16 @@ class Calibrate(Stage):
             if not collector.histogram_dict:
                 return {}
             result = collector.compute_collection_result()
-            return {name: (float(np.asarray(v.range_value[0] if hasattr(v, "range_value") else v[0])),
-                           float(np.asarray(v.range_value[1] if hasattr(v, "range_value") else v[1])))
-                    for name, v in result.items()}
-        reduce_low, reduce_high = (np.mean, np.mean) if params["moving_average"] else (np.min, np.max)
+            return {
+                name: (
+                    float(np.asarray(v.range_value[0] if hasattr(v, "range_value") else v[0])),
+                    float(np.asarray(v.range_value[1] if hasattr(v, "range_value") else v[1])),
+                )
+                for name, v in result.items()
+            }
+        reduce_low, reduce_high = (
+            (np.mean, np.mean) if params["moving_average"] else (np.min, np.max)
+        )
         ranges = {}
         for name in lows:
             low, high = float(reduce_low(lows[name])), float(reduce_high(highs[name]))
@@ -197,7 +332,9 @@ class Calibrate(Stage):
         return ranges
 
     @staticmethod
-    def _agree_with_lock(ctx: StageContext, ranges: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    def _agree_with_lock(
+        ctx: StageContext, ranges: dict[str, tuple[float, float]]
+    ) -> dict[str, tuple[float, float]]:
         """The lock file's ranges for this very key when ours agree with them within TOLERANCE. Activations
         differ in their last bits from CPU to CPU (other kernels, other rounding): the same model and data
         are the same result, and keeping the recorded values keeps the table's bytes, every key downstream
@@ -210,35 +347,66 @@ class Calibrate(Stage):
         for index, name in enumerate(names):
             old = locked[2 * index], locked[2 * index + 1]
             span = max(ranges[name][1] - ranges[name][0], old[1] - old[0], 1e-12)
-            worst = max(worst, abs(ranges[name][0] - old[0]) / span, abs(ranges[name][1] - old[1]) / span)
+            worst = max(
+                worst, abs(ranges[name][0] - old[0]) / span, abs(ranges[name][1] - old[1]) / span
+            )
         if worst > TOLERANCE:
-            ctx.log(f"{ctx.stage_name}: ranges differ from the lock file's by up to {worst:.1e} of a tensor's span, "
-                    f"beyond the tolerance {TOLERANCE:g}: a different result")
+            ctx.log(
+                f"{ctx.stage_name}: ranges differ from the lock file's by up to {worst:.1e} of a tensor's span, "
+                f"beyond the tolerance {TOLERANCE:g}: a different result"
+            )
             return ranges
         if worst > 0:
-            ctx.log(f"{ctx.stage_name}: ranges within {worst:.1e} of the lock file's (tolerance {TOLERANCE:g} of each "
-                    "tensor's span; CPUs round differently): the lock file's values are kept")
+            ctx.log(
+                f"{ctx.stage_name}: ranges within {worst:.1e} of the lock file's (tolerance {TOLERANCE:g} of each "
+                "tensor's span; CPUs round differently): the lock file's values are kept"
+            )
         return {name: (locked[2 * i], locked[2 * i + 1]) for i, name in enumerate(names)}
 
     @staticmethod
-    def _write_table(path: Path, method: str, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
-                     pre_processed: bool) -> None:
+    def _write_table(
+        path: Path,
+        method: str,
+        ranges: dict[str, tuple[float, float]],
+        masked: dict[str, int],
+        pre_processed: bool,
+    ) -> None:
         """The table in ORT's calibration-cache JSON, plus the names of the mask tensors and whether the graph
         calibrated was the pre-processed one."""
         import numpy as np
-        from onnxruntime.quantization.calibrate import CalibrationCacheEncoder, CalibrationMethod, TensorData, TensorsData
+        from onnxruntime.quantization.calibrate import (
+            CalibrationCacheEncoder,
+            CalibrationMethod,
+            TensorData,
+            TensorsData,
+        )
 
         # Mask tensors stay out of the table: clamping their fills to a data range would let padding tokens
         # into attention. The table names them so quantize_static keeps their producers and consumers in float.
-        table = TensorsData(getattr(CalibrationMethod, METHODS[method]),
-                            {name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
-                             for name, (lo, hi) in sorted(ranges.items()) if name not in masked})
-        payload = with_mask_tensors({**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed)
-        path.write_text(json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8")
+        table = TensorsData(
+            getattr(CalibrationMethod, METHODS[method]),
+            {
+                name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
+                for name, (lo, hi) in sorted(ranges.items())
+                if name not in masked
+            },
+        )
+        payload = with_mask_tensors(
+            {**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed
+        )
+        path.write_text(
+            json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8"
+        )
 
     @staticmethod
-    def _result(ctx: StageContext, ranges: dict[str, tuple[float, float]], masked: dict[str, int],
-                samples: int, passes: dict[str, Any], prepared: pre_processing.Prepared) -> StageResult:
+    def _result(
+        ctx: StageContext,
+        ranges: dict[str, tuple[float, float]],
+        masked: dict[str, int],
+        samples: int,
+        passes: dict[str, Any],
+        prepared: pre_processing.Prepared,
+    ) -> StageResult:
         """Write the metrics (with the five widest ranges) and sum the calibration up."""
         method = ctx.params["method"]
         metrics = {
@@ -247,8 +415,12 @@ class Calibrate(Stage):
             "tensors": len(ranges) - len(masked),
             "masked_tensors": dict(sorted(masked.items())),
             **prepared.metrics(),
-            "widest": dict(sorted(((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
-                                  key=lambda item: item[1][0] - item[1][1])[:5]),
+            "widest": dict(
+                sorted(
+                    ((n, [round(lo, 4), round(hi, 4)]) for n, (lo, hi) in ranges.items()),
+                    key=lambda item: item[1][0] - item[1][1],
+                )[:5]
+            ),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
@@ -256,14 +428,24 @@ class Calibrate(Stage):
             summary += f"; mask fills left out of {len(masked)} tensors"
         bound = ctx.params.get("max_memory_mb")
         if bound is not None and passes["held_mb"] > bound:
-            summary += (f"; {passes['passes']} passes, one batch held {passes['held_mb']} MB, over max_memory_mb {bound} "
-                        "(a tensor larger than the bound, or samples larger than the first): lower batch_size")
+            summary += (
+                f"; {passes['passes']} passes, one batch held {passes['held_mb']} MB, over max_memory_mb {bound} "
+                "(a tensor larger than the bound, or samples larger than the first): lower batch_size"
+            )
         elif passes["passes"] > 1:
             summary += f"; {passes['passes']} passes within max_memory_mb {bound}"
         summary += f"; {prepared.summary()}" if prepared.summary() else ""
-        return StageResult(summary=summary, metrics={"samples": samples, "tensors": len(ranges) - len(masked),
-                                                     "masked": len(masked), "process_peak_rss_mb": _peak_rss_mb(),
-                                                     **passes, **prepared.metrics()})
+        return StageResult(
+            summary=summary,
+            metrics={
+                "samples": samples,
+                "tensors": len(ranges) - len(masked),
+                "masked": len(masked),
+                "process_peak_rss_mb": _peak_rss_mb(),
+                **passes,
+                **prepared.metrics(),
+            },
+        )
 
 
 def _without_fills(values: Any, threshold: float, name: str, masked: dict[str, int]) -> Any:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, model_inputs
+from ortflow.api import (
+    ArtifactKind,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    model_inputs,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization.fp16_range import out_of_range
 
@@ -20,24 +28,55 @@ class ConvertFloat16(Stage):
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "a float32 model"),
-        Port("data", ArtifactKind.DATASET, "samples to find the nodes whose values overflow float16", optional=True),
+        Port(
+            "data",
+            ArtifactKind.DATASET,
+            "samples to find the nodes whose values overflow float16",
+            optional=True,
+        ),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the float16 model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "sizes and ops kept in float32", filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "sizes and ops kept in float32",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "keep_io_types": {"type": "boolean", "default": True, "description": "keep float32 inputs and outputs"},
-            "op_block_list": {"type": "array", "items": {"type": "string"}, "default": [],
-                              "description": "op types to keep in float32 (added to ORT's default list)"},
-            "node_block_list": {"type": "array", "items": {"type": "string"}, "default": [],
-                                "description": "node names to keep in float32"},
-            "samples": {"type": "integer", "minimum": 1, "default": 8, "description": "with `data`: samples to run"},
-            "headroom": {"type": "number", "minimum": 1, "default": 2,
-                         "description": "with `data`: keep nodes whose values pass 65504 / headroom (values elsewhere may be larger)"},
+            "keep_io_types": {
+                "type": "boolean",
+                "default": True,
+                "description": "keep float32 inputs and outputs",
+            },
+            "op_block_list": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "op types to keep in float32 (added to ORT's default list)",
+            },
+            "node_block_list": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "node names to keep in float32",
+            },
+            "samples": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 8,
+                "description": "with `data`: samples to run",
+            },
+            "headroom": {
+                "type": "number",
+                "minimum": 1,
+                "default": 2,
+                "description": "with `data`: keep nodes whose values pass 65504 / headroom (values elsewhere may be larger)",
+            },
         },
     }
 
@@ -58,23 +97,36 @@ class ConvertFloat16(Stage):
             overflowing = out_of_range(source, feeds, params["headroom"])
         try:
             converted = convert_float_to_float16(
-                model, keep_io_types=params["keep_io_types"],
+                model,
+                keep_io_types=params["keep_io_types"],
                 op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(params["op_block_list"])),
                 node_block_list=sorted(set(params["node_block_list"]) | set(overflowing)) or None,
                 disable_shape_infer=True,  # done by _with_shapes, which works past 2 GB
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
-        onnx_model.sort_graph(converted.graph)  # the converter appends its input Casts after their consumers
+        onnx_model.sort_graph(
+            converted.graph
+        )  # the converter appends its input Casts after their consumers
         target = onnx_model.save(converted, ctx.output_path("model"))
         onnx_model.check(target)
-        metrics = {"bytes_before": onnx_model.total_size(source), "bytes_after": onnx_model.total_size(target),
-                   "keep_io_types": params["keep_io_types"], "kept_float32_for_range": overflowing}
+        metrics = {
+            "bytes_before": onnx_model.total_size(source),
+            "bytes_after": onnx_model.total_size(target),
+            "keep_io_types": params["keep_io_types"],
+            "kept_float32_for_range": overflowing,
+        }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        kept = f"; {len(overflowing)} nodes kept float32 (values up to {max(overflowing.values()):.3g})" if overflowing else ""
-        return StageResult(summary=f"float16: size x{ratio:.2f}{kept}", metrics={"size_ratio": round(ratio, 3),
-                                                                               "kept_float32_for_range": len(overflowing)})
+        kept = (
+            f"; {len(overflowing)} nodes kept float32 (values up to {max(overflowing.values()):.3g})"
+            if overflowing
+            else ""
+        )
+        return StageResult(
+            summary=f"float16: size x{ratio:.2f}{kept}",
+            metrics={"size_ratio": round(ratio, 3), "kept_float32_for_range": len(overflowing)},
+        )
 
 
 def _with_shapes(source: Any) -> Any:

@@ -10,7 +10,12 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.sources.torch_export import Exportable, from_function, from_hf_folder, missing_torch
+from ortflow.stages.sources.torch_export import (
+    Exportable,
+    from_function,
+    from_hf_folder,
+    missing_torch,
+)
 
 
 class Exporter(enum.Enum):
@@ -26,40 +31,96 @@ class Export(Stage):
         "no hub) or a Python file whose `function` returns (model, example inputs). Named dynamic axes, the opset "
         "and the exporter (torch.onnx's dynamo exporter, TorchScript as fallback) are parameters. The exported "
         "model is run in ONNX Runtime on the example inputs and compared with PyTorch's outputs: above "
-        "`tolerance` (max abs error) the stage fails. Needs `pip install \"ortflow[torch]\"`."
+        '`tolerance` (max abs error) the stage fails. Needs `pip install "ortflow[torch]"`.'
     )
-    inputs = (Port("source", ArtifactKind.FILE, "a Hugging Face model folder, or a .py file defining `function`"),)
+    inputs = (
+        Port(
+            "source",
+            ArtifactKind.FILE,
+            "a Hugging Face model folder, or a .py file defining `function`",
+        ),
+    )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the exported model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "exporter, opset, inputs, outputs, dynamic axes and the max abs error "
-             "against PyTorch per output", filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "exporter, opset, inputs, outputs, dynamic axes and the max abs error "
+            "against PyTorch per output",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "exporter": {"enum": [e.value for e in Exporter], "default": "dynamo",
-                         "description": "dynamo (torch.export + onnxscript) or torchscript (tracing)"},
-            "fallback": {"type": "boolean", "default": True,
-                         "description": "when the dynamo exporter fails, try the TorchScript one (the metrics say which made the model)"},
-            "opset": {"type": "integer", "minimum": 13, "maximum": 23, "default": 18, "description": "ONNX opset"},
-            "tolerance": {"type": "number", "exclusiveMinimum": 0, "default": 1e-3,
-                          "description": "largest max abs error against PyTorch's outputs on the examples"},
-            "outputs": {"type": "array", "items": {"type": "string"}, "minItems": 1, "default": ["last_hidden_state"],
-                        "description": "Hugging Face folder: the model output's fields to export, e.g. [last_hidden_state, pooler_output]"},
-            "texts": {"type": "array", "items": {"type": "string"}, "minItems": 2,
-                      "default": ["ortflow exports this sentence.", "A second, longer sentence, so that the batch needs padding."],
-                      "description": "Hugging Face folder: the example batch (two or more, so batch and sequence stay dynamic)"},
-            "function": {"type": "string", "default": "model",
-                         "description": "Python file: the function returning (model, example inputs: a dict of named tensors or a tuple)"},
-            "input_names": {"type": "array", "items": {"type": "string"}, "default": [],
-                            "description": "Python file: input names (default: the example dict's keys, else input_0, ...)"},
-            "output_names": {"type": "array", "items": {"type": "string"}, "default": [],
-                             "description": "Python file: output names (default: output, or output_0, ...)"},
-            "dynamic_axes": {"type": "object", "default": {},
-                             "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}},
-                             "description": "Python file: per input or output, {axis: name}, e.g. {x: {0: batch, 2: height}}; "
-                                            "default: axis 0 of each is 'batch'"},
+            "exporter": {
+                "enum": [e.value for e in Exporter],
+                "default": "dynamo",
+                "description": "dynamo (torch.export + onnxscript) or torchscript (tracing)",
+            },
+            "fallback": {
+                "type": "boolean",
+                "default": True,
+                "description": "when the dynamo exporter fails, try the TorchScript one (the metrics say which made the model)",
+            },
+            "opset": {
+                "type": "integer",
+                "minimum": 13,
+                "maximum": 23,
+                "default": 18,
+                "description": "ONNX opset",
+            },
+            "tolerance": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 1e-3,
+                "description": "largest max abs error against PyTorch's outputs on the examples",
+            },
+            "outputs": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "default": ["last_hidden_state"],
+                "description": "Hugging Face folder: the model output's fields to export, e.g. [last_hidden_state, pooler_output]",
+            },
+            "texts": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 2,
+                "default": [
+                    "ortflow exports this sentence.",
+                    "A second, longer sentence, so that the batch needs padding.",
+                ],
+                "description": "Hugging Face folder: the example batch (two or more, so batch and sequence stay dynamic)",
+            },
+            "function": {
+                "type": "string",
+                "default": "model",
+                "description": "Python file: the function returning (model, example inputs: a dict of named tensors or a tuple)",
+            },
+            "input_names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "Python file: input names (default: the example dict's keys, else input_0, ...)",
+            },
+            "output_names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "Python file: output names (default: output, or output_0, ...)",
+            },
+            "dynamic_axes": {
+                "type": "object",
+                "default": {},
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                },
+                "description": "Python file: per input or output, {axis: name}, e.g. {x: {0: batch, 2: height}}; "
+                "default: axis 0 of each is 'batch'",
+            },
         },
     }
 
@@ -76,41 +137,67 @@ class Export(Stage):
         if source.is_dir():
             exportable = from_hf_folder(source, params["texts"], params["outputs"])
         elif source.suffix == ".py":
-            exportable = from_function(source, params["function"], params["input_names"], params["output_names"],
-                                       params["dynamic_axes"])
+            exportable = from_function(
+                source,
+                params["function"],
+                params["input_names"],
+                params["output_names"],
+                params["dynamic_axes"],
+            )
         else:
-            raise StageError(f"{source.name}: give a Hugging Face model folder or a .py file defining `{params['function']}`")
+            raise StageError(
+                f"{source.name}: give a Hugging Face model folder or a .py file defining `{params['function']}`"
+            )
         target = ctx.output_path("model")
         used, fallback_reason = self._export(exportable, target, params, ctx)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         errors = _max_abs_errors(exportable, target)
         metrics = {
-            "exporter": used.value, "fallback_reason": fallback_reason, "opset": params["opset"],
-            "inputs": exportable.input_names, "outputs": exportable.output_names,
-            "dynamic_axes": {k: {str(a): n for a, n in v.items()} for k, v in exportable.dynamic_axes.items()},
-            "max_abs_error": errors, "tolerance": params["tolerance"], "ops": dict(sorted(onnx_model.op_counts(target).items())),
+            "exporter": used.value,
+            "fallback_reason": fallback_reason,
+            "opset": params["opset"],
+            "inputs": exportable.input_names,
+            "outputs": exportable.output_names,
+            "dynamic_axes": {
+                k: {str(a): n for a, n in v.items()} for k, v in exportable.dynamic_axes.items()
+            },
+            "max_abs_error": errors,
+            "tolerance": params["tolerance"],
+            "ops": dict(sorted(onnx_model.op_counts(target).items())),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         worst = max(errors.values())
-        summary = (f"{used.value} exporter, opset {params['opset']}: {len(exportable.input_names)} inputs, "
-                   f"outputs {', '.join(exportable.output_names)}; max abs error vs PyTorch {worst:.2e}")
+        summary = (
+            f"{used.value} exporter, opset {params['opset']}: {len(exportable.input_names)} inputs, "
+            f"outputs {', '.join(exportable.output_names)}; max abs error vs PyTorch {worst:.2e}"
+        )
         if worst > params["tolerance"]:
-            raise GateFailed(f"the exported model differs from PyTorch: max abs error {worst:.3g} > tolerance {params['tolerance']} "
-                             f"({', '.join(f'{k} {v:.3g}' for k, v in errors.items())}) — try exporter: "
-                             f"{'torchscript' if used == Exporter.DYNAMO else 'dynamo'}, another opset, or raise `tolerance`")
-        return StageResult(summary=summary, metrics={"max_abs_error": worst, "exporter": used.value})
+            raise GateFailed(
+                f"the exported model differs from PyTorch: max abs error {worst:.3g} > tolerance {params['tolerance']} "
+                f"({', '.join(f'{k} {v:.3g}' for k, v in errors.items())}) — try exporter: "
+                f"{'torchscript' if used == Exporter.DYNAMO else 'dynamo'}, another opset, or raise `tolerance`"
+            )
+        return StageResult(
+            summary=summary, metrics={"max_abs_error": worst, "exporter": used.value}
+        )
 
     @staticmethod
-    def _export(exportable: Exportable, target: Path, params: dict[str, Any], ctx: StageContext) -> tuple[Exporter, str | None]:
+    def _export(
+        exportable: Exportable, target: Path, params: dict[str, Any], ctx: StageContext
+    ) -> tuple[Exporter, str | None]:
         chosen = Exporter(params["exporter"])
         try:
             _torch_export(exportable, target, params["opset"], chosen)
         except Exception as exc:  # noqa: BLE001 - boundary: user code (the model's forward under torch.export); fall back or say why
             if chosen != Exporter.DYNAMO or not params["fallback"]:
-                raise StageError(f"torch.onnx.export ({chosen.value}) failed: {type(exc).__name__}: {str(exc)[:400]}") from exc
+                raise StageError(
+                    f"torch.onnx.export ({chosen.value}) failed: {type(exc).__name__}: {str(exc)[:400]}"
+                ) from exc
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-            ctx.log(f"{ctx.stage_name}: the dynamo exporter failed ({reason}); trying the TorchScript exporter")
+            ctx.log(
+                f"{ctx.stage_name}: the dynamo exporter failed ({reason}); trying the TorchScript exporter"
+            )
         else:
             return chosen, None
         target.unlink(missing_ok=True)
@@ -127,8 +214,10 @@ def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any], ...] | None
     if not all(name.isidentifier() for name in names):
         return None
     dims = {name: torch.export.Dim(name) for name in sorted(names)}
-    return tuple({axis: dims[name] for axis, name in exportable.dynamic_axes.get(n, {}).items()} or None
-                 for n in exportable.input_names)
+    return tuple(
+        {axis: dims[name] for axis, name in exportable.dynamic_axes.get(n, {}).items()} or None
+        for n in exportable.input_names
+    )
 
 
 def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Exporter) -> None:
@@ -138,9 +227,17 @@ def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Ex
     if exporter == Exporter.DYNAMO and (shapes := _dynamic_shapes(exportable)) is not None:
         axes = {"dynamic_shapes": shapes}  # names carry through to the outputs' axes
     with torch.no_grad():
-        torch.onnx.export(exportable.module, exportable.examples, str(target), input_names=exportable.input_names,
-                          output_names=exportable.output_names, opset_version=opset, dynamo=exporter == Exporter.DYNAMO,
-                          external_data=False, **axes)
+        torch.onnx.export(
+            exportable.module,
+            exportable.examples,
+            str(target),
+            input_names=exportable.input_names,
+            output_names=exportable.output_names,
+            opset_version=opset,
+            dynamo=exporter == Exporter.DYNAMO,
+            external_data=False,
+            **axes,
+        )
     if not target.is_file():
         raise StageError(f"torch.onnx.export ({exporter.value}) wrote no model to {target.name}")
 
@@ -156,7 +253,11 @@ def _max_abs_errors(exportable: Exportable, model: Path) -> dict[str, float]:
     expected = expected if isinstance(expected, (tuple, list)) else (expected,)
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     wanted = {i.name for i in session.get_inputs()}
-    feeds = {n: t.numpy() for n, t in zip(exportable.input_names, exportable.examples) if n in wanted}
+    feeds = {
+        n: t.numpy() for n, t in zip(exportable.input_names, exportable.examples) if n in wanted
+    }
     got = session.run(exportable.output_names, feeds)
-    return {name: float(np.max(np.abs(g - e.numpy()))) if g.size else 0.0
-            for name, g, e in zip(exportable.output_names, got, expected)}
+    return {
+        name: float(np.max(np.abs(g - e.numpy()))) if g.size else 0.0
+        for name, g, e in zip(exportable.output_names, got, expected)
+    }

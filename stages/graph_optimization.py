@@ -32,8 +32,12 @@ class GraphOptimization(Stage):
     inputs = (Port("model", ArtifactKind.ONNX_MODEL, "the ONNX model to optimize"),)
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the optimized model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "node counts by op type before and after, and sizes",
-             filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "node counts by op type before and after, and sizes",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
@@ -82,21 +86,33 @@ class GraphOptimization(Stage):
         # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
         # to the input's data file otherwise), and the model is gathered into one file afterwards.
         gather = not large and onnx_model.has_external_data(source)
-        target = ctx.scratch / "optimized" / "model.onnx" if gather else onnx_model.output_file(ctx.output_path("model"), large)
+        target = (
+            ctx.scratch / "optimized" / "model.onnx"
+            if gather
+            else onnx_model.output_file(ctx.output_path("model"), large)
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         params = ctx.params
         options = ort.SessionOptions()
-        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["level"]])
+        options.graph_optimization_level = getattr(
+            ort.GraphOptimizationLevel, LEVELS[params["level"]]
+        )
         options.optimized_model_filepath = str(target)
         if large or gather:
             onnx_model.write_initializers_beside(options, target)
-        options.log_severity_level = 3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
+        options.log_severity_level = (
+            3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
+        )
         for name, value in params["free_dimension_overrides"].items():
             options.add_free_dimension_override_by_name(name, value)
         providers.resolve(params["providers"]).require("optimizing for these providers")
         started = time.perf_counter()
-        session = onnx_model.load_for_ort(source, options, params["providers"],
-                                          disabled_optimizers=params["disabled_optimizers"] or None)
+        session = onnx_model.load_for_ort(
+            source,
+            options,
+            params["providers"],
+            disabled_optimizers=params["disabled_optimizers"] or None,
+        )
         seconds = time.perf_counter() - started
         used = session.get_providers()
         del session
@@ -119,6 +135,8 @@ class GraphOptimization(Stage):
         }  # no timings in the file: the same inputs must give the same bytes
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         note = "" if metrics["portable"] else " (tied to this CPU)"
-        summary = f"{params['level']}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
+        summary = (
+            f"{params['level']}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
+        )
         kept = {k: metrics[k] for k in ("nodes_before", "nodes_after", "portable")}
         return StageResult(summary=summary, metrics={**kept, "optimize_seconds": round(seconds, 3)})

@@ -25,16 +25,37 @@ class QuantizationDebug(Stage):
         Port("model", ArtifactKind.ONNX_MODEL, "the quantized model (QDQ, QOperator or dynamic)"),
         Port("data", ArtifactKind.DATASET, "samples to run both on"),
     )
-    outputs = (Port("report", ArtifactKind.METRICS, "nodes ranked by SQNR drop, outputs judged", filename="debug.json"),)
+    outputs = (
+        Port(
+            "report",
+            ArtifactKind.METRICS,
+            "nodes ranked by SQNR drop, outputs judged",
+            filename="debug.json",
+        ),
+    )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "samples": {"type": "integer", "minimum": 1, "default": 4,
-                        "description": "samples to run (every activation of each is kept in memory)"},
-            "top": {"type": "integer", "minimum": 1, "default": 20, "description": "nodes listed in the report"},
-            "min_cosine": {"type": "number", "minimum": -1, "maximum": 1, "default": 0.5,
-                           "description": "the agreement below which an output is called collapsed"},
+            "samples": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 4,
+                "description": "samples to run (every activation of each is kept in memory)",
+            },
+            "top": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 20,
+                "description": "nodes listed in the report",
+            },
+            "min_cosine": {
+                "type": "number",
+                "minimum": -1,
+                "maximum": 1,
+                "default": 0.5,
+                "description": "the agreement below which an output is called collapsed",
+            },
         },
     }
 
@@ -46,12 +67,20 @@ class QuantizationDebug(Stage):
         quantized = onnx_model.private_model(ctx.path("model"), ctx.scratch / "quantized")
         feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
         ranked = localization.rank_nodes(reference, quantized, feeds)
-        outputs = sanity.check_outputs(reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False)
-        report = {"samples": len(feeds), "nodes": [e.as_dict() for e in ranked[: ctx.params["top"]]],
-                  "nodes_compared": len(ranked), "outputs": outputs.metrics()["outputs"]}
+        outputs = sanity.check_outputs(
+            reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False
+        )
+        report = {
+            "samples": len(feeds),
+            "nodes": [e.as_dict() for e in ranked[: ctx.params["top"]]],
+            "nodes_compared": len(ranked),
+            "outputs": outputs.metrics()["outputs"],
+        }
         ctx.output_path("report").write_text(json.dumps(report, indent=2), encoding="utf-8")
         failures = outputs.failures
         summary = f"where error enters: {localization.culprits_text(ranked)}"
         summary += f"; collapsed: {'; '.join(failures[:2])}" if failures else ""
         worst = {f"sqnr_drop_db_{i + 1}": round(e.jump_db, 2) for i, e in enumerate(ranked[:3])}
-        return StageResult(summary=summary, metrics={"culprits": [e.node for e in ranked[:5]], **worst})
+        return StageResult(
+            summary=summary, metrics={"culprits": [e.node for e in ranked[:5]], **worst}
+        )

@@ -26,36 +26,67 @@ class QuantizeDynamic(Stage):
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),
-        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
+        Port(
+            "data",
+            ArtifactKind.DATASET,
+            "a few samples for the sanity check (default: random feeds)",
+            optional=True,
+        ),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "quantized op counts and sizes", filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "quantized op counts and sizes",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "weight_type": {"enum": ["QInt8", "QUInt8"], "default": "QInt8",
-                            "description": "weights; without VNNI, QUInt8 (u8 x u8) never saturates but runs slower "
-                                           "than QInt8 with 7-bit weights (reduce_range)"},
-            "per_channel": {"type": "boolean", "default": False,
-                            "description": "one scale per output channel (on MiniLM: cosine 0.976 -> 0.997 at the same speed)"},
+            "weight_type": {
+                "enum": ["QInt8", "QUInt8"],
+                "default": "QInt8",
+                "description": "weights; without VNNI, QUInt8 (u8 x u8) never saturates but runs slower "
+                "than QInt8 with 7-bit weights (reduce_range)",
+            },
+            "per_channel": {
+                "type": "boolean",
+                "default": False,
+                "description": "one scale per output channel (on MiniLM: cosine 0.976 -> 0.997 at the same speed)",
+            },
             "reduce_range": REDUCE_RANGE_PARAM,
-            "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
-                                     "description": "e.g. [MatMul, Attention] (default: every type ORT supports but Conv, "
-                                                    "whose dynamic ConvInteger runs slower than fp32 on CPUs: 2.7x on "
-                                                    "NudeNet's YOLOv8n here; name Conv to quantize it anyway)"},
-            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
-                                 "description": "node names to keep in float"},
-            "extra_options": {"type": "object", "default": {},
-                              "description": "ORT's extra_options, e.g. {MatMulConstBOnly: true}"},
+            "op_types_to_quantize": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "e.g. [MatMul, Attention] (default: every type ORT supports but Conv, "
+                "whose dynamic ConvInteger runs slower than fp32 on CPUs: 2.7x on "
+                "NudeNet's YOLOv8n here; name Conv to quantize it anyway)",
+            },
+            "nodes_to_exclude": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "node names to keep in float",
+            },
+            "extra_options": {
+                "type": "object",
+                "default": {},
+                "description": "ORT's extra_options, e.g. {MatMulConstBOnly: true}",
+            },
             **sanity.SANITY_PARAMS,
         },
     }
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "target_isa") if isa.needs_isa(params) else ("onnxruntime", "onnx")
+        return (
+            ("onnxruntime", "onnx", "target_isa")
+            if isa.needs_isa(params)
+            else ("onnxruntime", "onnx")
+        )
 
     def run(self, ctx: StageContext) -> StageResult:
         import onnx
@@ -65,7 +96,9 @@ class QuantizeDynamic(Stage):
         params = ctx.params
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        quantized_graph.check_excluded_nodes(onnx_model.load_graph(source), params["nodes_to_exclude"])
+        quantized_graph.check_excluded_nodes(
+            onnx_model.load_graph(source), params["nodes_to_exclude"]
+        )
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
         # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
@@ -73,15 +106,25 @@ class QuantizeDynamic(Stage):
         extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
         counts = onnx_model.op_counts(source)
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
-        reduce_range, why = isa.reduce_range(params, ctx.env, counts, s8_weights=params["weight_type"] == "QInt8")
-        op_types = params["op_types_to_quantize"] or sorted(set(IntegerOpsRegistry) - SLOW_WHEN_DYNAMIC)
+        reduce_range, why = isa.reduce_range(
+            params, ctx.env, counts, s8_weights=params["weight_type"] == "QInt8"
+        )
+        op_types = params["op_types_to_quantize"] or sorted(
+            set(IntegerOpsRegistry) - SLOW_WHEN_DYNAMIC
+        )
         left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
         try:
-            quantize_dynamic(str(source), str(target), op_types_to_quantize=op_types,
-                             per_channel=params["per_channel"], reduce_range=reduce_range,
-                             weight_type=getattr(QuantType, params["weight_type"]),
-                             nodes_to_exclude=params["nodes_to_exclude"] or None,
-                             use_external_data_format=large, extra_options=extra)
+            quantize_dynamic(
+                str(source),
+                str(target),
+                op_types_to_quantize=op_types,
+                per_channel=params["per_channel"],
+                reduce_range=reduce_range,
+                weight_type=getattr(QuantType, params["weight_type"]),
+                nodes_to_exclude=params["nodes_to_exclude"] or None,
+                use_external_data_format=large,
+                extra_options=extra,
+            )
         except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
             raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
         onnx_model.cap_ir_version(target)
@@ -92,12 +135,16 @@ class QuantizeDynamic(Stage):
         if not quantized["by_op_type"]:
             why_not = quantized_graph.nothing_quantized(source, op_types)
             if left:
-                why_not += (f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
-                            "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)")
+                why_not += (
+                    f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
+                    "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)"
+                )
             raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-            "quantized_nodes": quantized_graph.quantized_node_names(source, target, set(IntegerOpsRegistry)),
+            "quantized_nodes": quantized_graph.quantized_node_names(
+                source, target, set(IntegerOpsRegistry)
+            ),
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),
@@ -109,8 +156,23 @@ class QuantizeDynamic(Stage):
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        why += ("; " if why else "") + (f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
-                                        "name it in op_types_to_quantize to try)" if left else "")
-        summary = f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}" + (f"; {why}" if why else "") + f"; {checked}"
-        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     "reduce_range": reduce_range, **measured})
+        why += ("; " if why else "") + (
+            f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
+            "name it in op_types_to_quantize to try)"
+            if left
+            else ""
+        )
+        summary = (
+            f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}"
+            + (f"; {why}" if why else "")
+            + f"; {checked}"
+        )
+        return StageResult(
+            summary=summary,
+            metrics={
+                "quantized": metrics["quantized_by_op_type"],
+                "size_ratio": round(ratio, 3),
+                "reduce_range": reduce_range,
+                **measured,
+            },
+        )

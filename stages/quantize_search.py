@@ -43,9 +43,15 @@ from ortflow.stages.search.candidates import (
     shown_values,
 )
 
-FAMILIES = {"dynamic": "quantize_dynamic", "static": "quantize_static", "weights": "quantize_weights"}
+FAMILIES = {
+    "dynamic": "quantize_dynamic",
+    "static": "quantize_static",
+    "weights": "quantize_weights",
+}
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
-CULPRIT_PROBES = 6  # per repaired base, before the other bases get theirs: the culprit is usually among them
+CULPRIT_PROBES = (
+    6  # per repaired base, before the other bases get theirs: the culprit is usually among them
+)
 
 
 class QuantizeSearch(Stage):
@@ -63,86 +69,181 @@ class QuantizeSearch(Stage):
         "and timing is a cached step, so a re-run (after a crash, or with a tighter target) reuses them."
     )
     inputs = (
-        Port("reference", ArtifactKind.ONNX_MODEL, "the float model accuracy and speed are measured against"),
-        Port("models", ArtifactKind.ONNX_MODEL, "float models to quantize, e.g. the original and its fused graph",
-             many=True),
-        Port("data", ArtifactKind.DATASET, "held-out feeds for the accuracy checks and the timings"),
-        Port("calibrations", ArtifactKind.CALIBRATION_TABLE,
-             "calibrate tables for static candidates (each is tried with the models it fits)",
-             many=True, optional=True),
-        Port("metric", ArtifactKind.FILE, "a metric file for the accuracy checks, as validate_accuracy's `metric`",
-             optional=True),
+        Port(
+            "reference",
+            ArtifactKind.ONNX_MODEL,
+            "the float model accuracy and speed are measured against",
+        ),
+        Port(
+            "models",
+            ArtifactKind.ONNX_MODEL,
+            "float models to quantize, e.g. the original and its fused graph",
+            many=True,
+        ),
+        Port(
+            "data", ArtifactKind.DATASET, "held-out feeds for the accuracy checks and the timings"
+        ),
+        Port(
+            "calibrations",
+            ArtifactKind.CALIBRATION_TABLE,
+            "calibrate tables for static candidates (each is tried with the models it fits)",
+            many=True,
+            optional=True,
+        ),
+        Port(
+            "metric",
+            ArtifactKind.FILE,
+            "a metric file for the accuracy checks, as validate_accuracy's `metric`",
+            optional=True,
+        ),
     )
     outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the chosen model (absent when none meets the gates)",
-             filename="model.onnx", optional=True),
-        Port("search", ArtifactKind.METRICS, "every candidate tried, the node ranking, the Pareto front",
-             filename="search.json"),
+        Port(
+            "model",
+            ArtifactKind.ONNX_MODEL,
+            "the chosen model (absent when none meets the gates)",
+            filename="model.onnx",
+            optional=True,
+        ),
+        Port(
+            "search",
+            ArtifactKind.METRICS,
+            "every candidate tried, the node ranking, the Pareto front",
+            filename="search.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "accuracy": {"type": "object", "default": {},
-                         "description": "validate_accuracy parameters; its min/max gates are the target, "
-                                        "e.g. {outputs: [out], min: {cosine_mean: 0.99}}"},
-            "benchmark": {"type": "object", "default": {"runs": 200, "rounds": 4, "peak_memory": False},
-                          "description": "benchmark parameters for timing each candidate against the reference "
-                                         "(providers, threads, batch_size, sequence_length, runs, ...)"},
-            "families": {"type": "array", "items": {"enum": list(FAMILIES)}, "uniqueItems": True, "minItems": 1,
-                         "default": ["dynamic", "static"],
-                         "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations), "
-                                        "weights (quantize_weights)"},
-            "dynamic": {"type": "object",
-                        "default": {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"],
-                                    "reduce_range": [True, False]},
-                        "description": "quantize_dynamic parameters; a list of values is a choice to try each of. "
-                                       "Combinations the target's CPU cannot use are pruned (stages/quantization/isa.py)"},
-            "weights": {"type": "object", "default": {"bits": [8, 4]},
-                        "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
-                                       "the default families: it pays for large weights and single-row decoding)"},
-            "static": {"type": "object",
-                       "default": {"per_channel": [True, False], "activation_type": ["QUInt8", "QInt8"],
-                                   "weight_type": ["QInt8", "QUInt8"], "reduce_range": [True, False],
-                                   "op_types_to_quantize": [[], list(WEIGHTED_OPS)]},
-                       "description": "quantize_static parameters; a list of values is a choice to try each of (a list of "
-                                      "lists, between lists). By default: every op type ORT quantizes, or only those with "
-                                      "weights, which alone fixed a classifier whose LayerNorm is exported as primitive ops"},
-            "repair": {"type": "integer", "minimum": 0, "default": 2,
-                       "description": "how many of the fastest candidates that miss the gates get a per-node analysis"},
-            "max_excluded": {"type": "integer", "minimum": 1, "default": 8,
-                             "description": "at most this many nodes kept in float to meet the gates"},
-            "max_candidates": {"type": "integer", "minimum": 1, "default": 80,
-                               "description": "a budget: at most this many models built"},
-            "seconds": {"type": "number", "exclusiveMinimum": 0, "default": 1800,
-                        "description": "a budget: no new candidate is started after this many seconds"},
-            "tie": {"type": "number", "minimum": 0, "default": 0.03,
-                    "description": "speedups within this fraction of the best are a tie, won by the more accurate"},
+            "accuracy": {
+                "type": "object",
+                "default": {},
+                "description": "validate_accuracy parameters; its min/max gates are the target, "
+                "e.g. {outputs: [out], min: {cosine_mean: 0.99}}",
+            },
+            "benchmark": {
+                "type": "object",
+                "default": {"runs": 200, "rounds": 4, "peak_memory": False},
+                "description": "benchmark parameters for timing each candidate against the reference "
+                "(providers, threads, batch_size, sequence_length, runs, ...)",
+            },
+            "families": {
+                "type": "array",
+                "items": {"enum": list(FAMILIES)},
+                "uniqueItems": True,
+                "minItems": 1,
+                "default": ["dynamic", "static"],
+                "description": "dynamic (quantize_dynamic), static (quantize_static, needs calibrations), "
+                "weights (quantize_weights)",
+            },
+            "dynamic": {
+                "type": "object",
+                "default": {
+                    "per_channel": [True, False],
+                    "weight_type": ["QInt8", "QUInt8"],
+                    "reduce_range": [True, False],
+                },
+                "description": "quantize_dynamic parameters; a list of values is a choice to try each of. "
+                "Combinations the target's CPU cannot use are pruned (stages/quantization/isa.py)",
+            },
+            "weights": {
+                "type": "object",
+                "default": {"bits": [8, 4]},
+                "description": "quantize_weights parameters (weight-only MatMulNBits; family `weights`, not in "
+                "the default families: it pays for large weights and single-row decoding)",
+            },
+            "static": {
+                "type": "object",
+                "default": {
+                    "per_channel": [True, False],
+                    "activation_type": ["QUInt8", "QInt8"],
+                    "weight_type": ["QInt8", "QUInt8"],
+                    "reduce_range": [True, False],
+                    "op_types_to_quantize": [[], list(WEIGHTED_OPS)],
+                },
+                "description": "quantize_static parameters; a list of values is a choice to try each of (a list of "
+                "lists, between lists). By default: every op type ORT quantizes, or only those with "
+                "weights, which alone fixed a classifier whose LayerNorm is exported as primitive ops",
+            },
+            "repair": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 2,
+                "description": "how many of the fastest candidates that miss the gates get a per-node analysis",
+            },
+            "max_excluded": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 8,
+                "description": "at most this many nodes kept in float to meet the gates",
+            },
+            "max_candidates": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 80,
+                "description": "a budget: at most this many models built",
+            },
+            "seconds": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "default": 1800,
+                "description": "a budget: no new candidate is started after this many seconds",
+            },
+            "tie": {
+                "type": "number",
+                "minimum": 0,
+                "default": 0.03,
+                "description": "speedups within this fraction of the best are a tie, won by the more accurate",
+            },
         },
     }
 
     def check(self, params: dict[str, Any]) -> list[str]:
-        problems = [f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), params["accuracy"])]
+        problems = [
+            f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), params["accuracy"])
+        ]
         if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
-            problems.append("accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})")
-        problems += [f"benchmark: {p}" for p in _problems(stage_type("benchmark"), params["benchmark"])]
+            problems.append(
+                "accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})"
+            )
+        problems += [
+            f"benchmark: {p}" for p in _problems(stage_type("benchmark"), params["benchmark"])
+        ]
         for family in FAMILIES:
             stage_cls = stage_type(FAMILIES[family])
             if family in params["families"]:
                 for combination in search_space.grid(params[family], stage_cls.params_schema):
-                    if not search_space.unsupported(combination):  # pruned from the grid, not an error
+                    if not search_space.unsupported(
+                        combination
+                    ):  # pruned from the grid, not an error
                         problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
-    def metric_names(self, params: dict[str, Any], files: dict[str, Path]) -> dict[str, Better] | None:
+    def metric_names(
+        self, params: dict[str, Any], files: dict[str, Path]
+    ) -> dict[str, Better] | None:
         return stage_type("validate_accuracy")().metric_names(_accuracy(params), files)
 
     def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
         """Its accuracy target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
-        return [f"accuracy: {p}" for p in stage_type("validate_accuracy")().check_metrics(_accuracy(params), known)]
+        return [
+            f"accuracy: {p}"
+            for p in stage_type("validate_accuracy")().check_metrics(_accuracy(params), known)
+        ]
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy", "cpu", "isa", "target_isa", "gpu", "providers", "python")
+        return (
+            "onnxruntime",
+            "onnx",
+            "numpy",
+            "cpu",
+            "isa",
+            "target_isa",
+            "gpu",
+            "providers",
+            "python",
+        )
 
     def run(self, ctx: StageContext) -> StageResult:
         search = _Search(ctx)
@@ -163,13 +264,23 @@ class _Search:
         self.data = ctx.artifact("data")
         self.data_source = verdict_data(ctx, "data", ("calibrations", "models"))
         self.candidates: list[Candidate] = []
-        self.rankings: dict[str, list[tuple[str, float | None]]] = {}  # base id -> (node, margin when kept float)
-        self.culprits: dict[str, list[str]] = {}  # base id -> nodes where its error enters, worst first
-        self.queues: dict[str, list[str]] = {}  # per repaired base: the nodes not probed yet, likeliest first
+        self.rankings: dict[
+            str, list[tuple[str, float | None]]
+        ] = {}  # base id -> (node, margin when kept float)
+        self.culprits: dict[
+            str, list[str]
+        ] = {}  # base id -> nodes where its error enters, worst first
+        self.queues: dict[
+            str, list[str]
+        ] = {}  # per repaired base: the nodes not probed yet, likeliest first
         self.probes: dict[str, list[Candidate]] = {}  # per repaired base: its probes so far
-        self.tried: set[tuple[str, frozenset[str]]] = set()  # (base, node set) a repair candidate kept float
+        self.tried: set[tuple[str, frozenset[str]]] = (
+            set()
+        )  # (base, node set) a repair candidate kept float
         self.started = time.monotonic()
-        self.skipped: list[dict[str, Any]] = []  # grid combinations not built: pruned for the ISA, or dominated
+        self.skipped: list[
+            dict[str, Any]
+        ] = []  # grid combinations not built: pruned for the ISA, or dominated
         self.stopped = ""  # why the search ended early, if it did
         self.out_of_time = False  # a time-budget stop is no verdict: it must not be cached as one
 
@@ -182,13 +293,22 @@ class _Search:
             if self._dominated(candidate):
                 continue
             if self._build(candidate) and self._checked(candidate) is not None:
-                self._timed(candidate)  # misses too: the fastest misses are the ones worth repairing
-        failing = sorted((c for c in self.candidates if c.passed is False and c.speedup),
-                         key=lambda c: -(c.speedup or 0))
-        for limit in (CULPRIT_PROBES, None):  # the likeliest culprits of every base first, then the rest
+                self._timed(
+                    candidate
+                )  # misses too: the fastest misses are the ones worth repairing
+        failing = sorted(
+            (c for c in self.candidates if c.passed is False and c.speedup),
+            key=lambda c: -(c.speedup or 0),
+        )
+        for limit in (
+            CULPRIT_PROBES,
+            None,
+        ):  # the likeliest culprits of every base first, then the rest
             for base in failing[: self.params["repair"]]:
                 best = self.best()
-                if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (1 + self.params["tie"]):
+                if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (
+                    1 + self.params["tie"]
+                ):
                     break  # keeping nodes in float only slows a model down: it cannot beat the best any more
                 if self._repair(base, limit):
                     break
@@ -200,29 +320,47 @@ class _Search:
                 continue
             stage_cls = self.steps.stage_type(FAMILIES[family])
             varying = search_space.varying(self.params[family], stage_cls.params_schema)
-            tables: list[int | None] = list(range(len(self.tables))) if family == "static" else [None]
+            tables: list[int | None] = (
+                list(range(len(self.tables))) if family == "static" else [None]
+            )
             if family == "static" and not tables:
                 self.ctx.log("static candidates skipped: no calibration tables given")
                 continue
             grid = search_space.grid(self.params[family], stage_cls.params_schema)
             combinations, pruned = search_space.admitted(grid, self.ctx.env["target_isa"])
-            self.skipped += [{"family": family, "knobs": {k: c[k] for k in varying}, "why": why}
-                             for c, why in pruned]
+            self.skipped += [
+                {"family": family, "knobs": {k: c[k] for k in varying}, "why": why}
+                for c, why in pruned
+            ]
             starts = range(len(self.models))
-            ranked = [(search_space.rank(c, self.ctx.env["target_isa"]), start, table, c)
-                      for start, table, c in itertools.product(starts, tables, combinations)]
+            ranked = [
+                (search_space.rank(c, self.ctx.env["target_isa"]), start, table, c)
+                for start, table, c in itertools.product(starts, tables, combinations)
+            ]
             ranked.sort(key=lambda r: r[:3])  # likeliest first, over every model and table
-            found += [Candidate("", family, start, table, {k: c[k] for k in varying}, c)
-                      for _, start, table, c in ranked]
+            found += [
+                Candidate("", family, start, table, {k: c[k] for k in varying}, c)
+                for _, start, table, c in ranked
+            ]
         return found
 
     def _dominated(self, c: Candidate) -> bool:
         """Whether a passing candidate of the same model and family runs on a kernel as fast."""
         for other in self.candidates:
-            if (other.passed and other.family == c.family and other.start == c.start
-                    and search_space.dominated(c.params, other.params, self.ctx.env["target_isa"])):
-                self.skipped.append({"family": c.family, "model": self._model_name(c.start), "knobs": c.knobs,
-                                     "why": f"no faster than {other.id}, which meets the target"})
+            if (
+                other.passed
+                and other.family == c.family
+                and other.start == c.start
+                and search_space.dominated(c.params, other.params, self.ctx.env["target_isa"])
+            ):
+                self.skipped.append(
+                    {
+                        "family": c.family,
+                        "model": self._model_name(c.start),
+                        "knobs": c.knobs,
+                        "why": f"no faster than {other.id}, which meets the target",
+                    }
+                )
                 return True
         return False
 
@@ -239,7 +377,9 @@ class _Search:
             probe = self._derived(base, [node], "probe")
             if self._build(probe) and self._checked(probe):
                 self._timed(probe)
-                return True  # one node in float is enough; nothing excluding more nodes can be faster
+                return (
+                    True  # one node in float is enough; nothing excluding more nodes can be faster
+                )
             probes.append(probe)
         ranked = sorted((p for p in probes if p.score is not None), key=lambda p: -(p.score or 0))
         self.rankings[base.id] = [(p.excluded[0], p.score) for p in ranked]
@@ -265,7 +405,9 @@ class _Search:
             labels = {"reference": self._model_name(base.start), "model": base.id, "data": "data"}
             step = self.steps.run("quantization_debug", {"samples": 4, "top": 50}, inputs, labels)
             ranked = [n["node"] for n in step.document("report")["nodes"]]
-        except StageError as exc:  # a model the debug run cannot follow: probe in graph order, as before
+        except (
+            StageError
+        ) as exc:  # a model the debug run cannot follow: probe in graph order, as before
             self.ctx.log(f"{base.id}: no error ranking ({exc}); probing nodes in graph order")
             ranked = []
         # Any node the ranking names, not only those of the op types ORT quantizes itself: a Concat or a Sigmoid
@@ -276,11 +418,17 @@ class _Search:
 
     def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
         params = dict(base.params)
-        params["nodes_to_exclude"] = sorted(set(base.params.get("nodes_to_exclude", [])) | set(excluded))
-        return Candidate("", base.family, base.start, base.calibration, base.knobs, params, excluded, role)
+        params["nodes_to_exclude"] = sorted(
+            set(base.params.get("nodes_to_exclude", [])) | set(excluded)
+        )
+        return Candidate(
+            "", base.family, base.start, base.calibration, base.knobs, params, excluded, role
+        )
 
     def _over_budget(self) -> bool:
-        elapsed = time.monotonic() - self.started  # a candidate takes about the mean so far: none ends past it
+        elapsed = (
+            time.monotonic() - self.started
+        )  # a candidate takes about the mean so far: none ends past it
         if len(self.candidates) >= self.params["max_candidates"]:
             self.stopped = f"max_candidates ({self.params['max_candidates']}) reached"
         elif elapsed + elapsed / max(len(self.candidates), 1) > self.params["seconds"]:
@@ -299,7 +447,9 @@ class _Search:
             labels["calibration"] = self._table_name(c.calibration)
         try:
             step = self.steps.run(FAMILIES[c.family], c.params, inputs, labels)
-        except StageError as exc:  # e.g. a table calibrated on another graph: this pairing does not exist
+        except (
+            StageError
+        ) as exc:  # e.g. a table calibrated on another graph: this pairing does not exist
             c.note = str(exc).removeprefix(f"step {FAMILIES[c.family]} failed: ")
             self._say(c, f"not built: {c.note}")
             return False
@@ -318,10 +468,15 @@ class _Search:
             inputs["metric"] = self.ctx.artifact("metric")
         labels = {"reference": "reference", "candidates": [c.id]}
         step = self.steps.run("validate_accuracy", ungated, inputs, labels)
-        c.values, c.score, c.passed = judged(read_document(step.path("results"), AccuracyResults), accuracy)
+        c.values, c.score, c.passed = judged(
+            read_document(step.path("results"), AccuracyResults), accuracy
+        )
         if c.role != "probe" or c.passed:
-            self._say(c, ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
-                      + (" meets the target" if c.passed else " misses the target"))
+            self._say(
+                c,
+                ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
+                + (" meets the target" if c.passed else " misses the target"),
+            )
         return c.passed
 
     def _checked(self, c: Candidate) -> bool | None:
@@ -342,9 +497,12 @@ class _Search:
 
     def _time(self, c: Candidate) -> None:
         assert c.model is not None
-        step = self.steps.run("benchmark", self.params["benchmark"],
-                              {"models": [self.reference, c.model], "data": self.data},
-                              {"models": ["reference", c.id]})
+        step = self.steps.run(
+            "benchmark",
+            self.params["benchmark"],
+            {"models": [self.reference, c.model], "data": self.data},
+            {"models": ["reference", c.id]},
+        )
         rows = read_document(step.path("results"), BenchmarkResults).results
         row = next(r for r in rows[1:] if r.config()[:3] == rows[0].config()[:3])
         c.speedup, c.p50_ms = row.speedup, row.latency_ms.p50
@@ -372,10 +530,14 @@ class _Search:
             "chosen": chosen.id if chosen else None,
             "stopped_early": self.stopped or None,
             "not_built": self.skipped,
-            "candidates": [candidate_row(c, c in front, self._model_name(c.start), self._table_or_none(c))
-                           for c in self.candidates],
-            "node_ranking": {base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
-                             for base, ranked in self.rankings.items()},
+            "candidates": [
+                candidate_row(c, c in front, self._model_name(c.start), self._table_or_none(c))
+                for c in self.candidates
+            ],
+            "node_ranking": {
+                base: [{"node": n, "margin_when_kept_float": v} for n, v in ranked]
+                for base, ranked in self.rankings.items()
+            },
             "culprits": self.culprits,  # by quantization_debug: the order the probes went in
             "report": search_report(self.candidates, self.rankings, chosen, front, self._describe),
         }
@@ -393,28 +555,37 @@ class _Search:
             shutil.copyfile(chosen.model.path, self.ctx.output_path("model"))
         metrics.update({"chosen": chosen.id, "chosen_speedup": chosen.speedup})
         metrics.update({f"chosen_{k}": v for k, v in chosen.values.items()})
-        summary = (f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, "
-                   f"{chosen.speedup:.2f}x vs reference ({tried})")
+        summary = (
+            f"{chosen.id} {self._describe(chosen)}: {shown_values(chosen)}, "
+            f"{chosen.speedup:.2f}x vs reference ({tried})"
+        )
         return StageResult(summary=summary, metrics=metrics, data_source=self.data_source)
 
     def _none_chosen(self, tried: str, metrics: dict[str, Any]) -> None:
         """No candidate met the gates: say why (out of time, or the closest one) and what to change."""
         if self.out_of_time:
-            raise StageError(f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
-                             "run again to go on from the cached candidates, or raise `seconds`")
+            raise StageError(
+                f"no candidate met the gates before {self.stopped} ({len(self.candidates)} candidates) — "
+                "run again to go on from the cached candidates, or raise `seconds`"
+            )
         scored = [c for c in self.candidates if c.score is not None]
         closest = max(scored, key=lambda c: c.score or 0, default=None)
         hint = ""
         if closest:
             hint = f"; closest {closest.id} {self._describe(closest)}: {shown_values(closest)}"
-        raise GateFailed(f"no candidate met the gates ({tried}){hint} — widen the search (families, "
-                         "dynamic/static choices, max_excluded, repair) or relax the target",
-                         metrics=metrics, data_source=self.data_source)
+        raise GateFailed(
+            f"no candidate met the gates ({tried}){hint} — widen the search (families, "
+            "dynamic/static choices, max_excluded, repair) or relax the target",
+            metrics=metrics,
+            data_source=self.data_source,
+        )
 
     def _short(self, node: str) -> str:
         """A node name without the prefix all quantized nodes share (e.g. "/model/model.0/auto_model/")."""
         if not hasattr(self, "_prefix"):
-            names = {n for c in self.candidates for n in c.quantized_nodes if "/" in n}  # exporter paths
+            names = {
+                n for c in self.candidates for n in c.quantized_nodes if "/" in n
+            }  # exporter paths
             common = os.path.commonprefix(sorted(names)) if len(names) > 1 else ""
             self._prefix = common[: common.rfind("/") + 1]
         return node.removeprefix(self._prefix) or node

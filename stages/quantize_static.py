@@ -8,17 +8,38 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, suggest
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.quantization import calibration_table, isa, ort_failures, pre_processing, quantized_graph, sanity, traps
+from ortflow.stages.quantization import (
+    calibration_table,
+    isa,
+    ort_failures,
+    pre_processing,
+    quantized_graph,
+    sanity,
+    traps,
+)
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
 EXTRA_OPTIONS = [
-    "ActivationRestrictedAsymmetric", "ActivationSymmetric", "AddQDQPairToWeight", "DedicatedQDQPair",
-    "EnableSubgraph", "ForceQuantizeNoInputCheck", "MatMulConstBOnly", "MinimumRealRange",
-    "OpTypesToExcludeOutputQuantization", "QDQDisableWeightAdjustForInt32Bias", "QDQKeepRemovableActivations",
-    "QDQOpTypePerChannelSupportToAxis", "SmoothQuant", "SmoothQuantAlpha", "SmoothQuantFolding",
-    "TensorQuantOverrides", "UseQDQContribOps", "WeightSymmetric",
+    "ActivationRestrictedAsymmetric",
+    "ActivationSymmetric",
+    "AddQDQPairToWeight",
+    "DedicatedQDQPair",
+    "EnableSubgraph",
+    "ForceQuantizeNoInputCheck",
+    "MatMulConstBOnly",
+    "MinimumRealRange",
+    "OpTypesToExcludeOutputQuantization",
+    "QDQDisableWeightAdjustForInt32Bias",
+    "QDQKeepRemovableActivations",
+    "QDQOpTypePerChannelSupportToAxis",
+    "SmoothQuant",
+    "SmoothQuantAlpha",
+    "SmoothQuantFolding",
+    "TensorQuantOverrides",
+    "UseQDQContribOps",
+    "WeightSymmetric",
 ]
 MIN_COVERAGE = 0.5  # share of the model's float activations the table must describe
 
@@ -35,39 +56,89 @@ class QuantizeStatic(Stage):
         "since such a model is weight-only and usually slower than fp32."
     )
     inputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the fp32 model (the one the table was calibrated on)"),
+        Port(
+            "model", ArtifactKind.ONNX_MODEL, "the fp32 model (the one the table was calibrated on)"
+        ),
         Port("calibration", ArtifactKind.CALIBRATION_TABLE, "a calibrate stage's table"),
-        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
+        Port(
+            "data",
+            ArtifactKind.DATASET,
+            "a few samples for the sanity check (default: random feeds)",
+            optional=True,
+        ),
     )
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "quantized op counts, sizes, excluded nodes", filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "quantized op counts, sizes, excluded nodes",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "format": {"enum": ["QDQ", "QOperator"], "default": "QDQ", "description": "QDQ (ORT's recommendation) or QOperator"},
-            "activation_type": {"enum": QUANT_TYPES, "default": "QUInt8",
-                                "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs"},
+            "format": {
+                "enum": ["QDQ", "QOperator"],
+                "default": "QDQ",
+                "description": "QDQ (ORT's recommendation) or QOperator",
+            },
+            "activation_type": {
+                "enum": QUANT_TYPES,
+                "default": "QUInt8",
+                "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs",
+            },
             "weight_type": {"enum": QUANT_TYPES, "default": "QInt8", "description": "weights"},
-            "per_channel": {"type": "boolean", "default": False, "description": "one scale per output channel of each weight"},
+            "per_channel": {
+                "type": "boolean",
+                "default": False,
+                "description": "one scale per output channel of each weight",
+            },
             "reduce_range": REDUCE_RANGE_PARAM,
-            "op_types_to_quantize": {"type": "array", "items": {"type": "string"}, "default": [],
-                                     "description": "only these op types (default: every type ORT can quantize)"},
-            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
-                                 "description": "node names to keep in float"},
-            "keep_float_op_types": {"type": "array", "items": {"type": "string"}, "default": [],
-                                    "description": "keep every node of these types in float, e.g. [Softmax, LayerNormalization]"},
-            "keep_float_first": {"type": "integer", "minimum": 0, "default": 0,
-                                 "description": "keep the first N quantizable nodes (in graph order) in float"},
-            "keep_float_last": {"type": "integer", "minimum": 0, "default": 0,
-                                "description": "keep the last N quantizable nodes in float"},
+            "op_types_to_quantize": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "only these op types (default: every type ORT can quantize)",
+            },
+            "nodes_to_exclude": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "node names to keep in float",
+            },
+            "keep_float_op_types": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "keep every node of these types in float, e.g. [Softmax, LayerNormalization]",
+            },
+            "keep_float_first": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "keep the first N quantizable nodes (in graph order) in float",
+            },
+            "keep_float_last": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "keep the last N quantizable nodes in float",
+            },
             "pre_process": pre_processing.PRE_PROCESS_PARAM,
-            "allow_weight_only": {"type": "boolean", "default": False,
-                                  "description": "accept a result in which no activation was quantized"},
-            "extra_options": {"type": "object", "propertyNames": {"enum": EXTRA_OPTIONS}, "default": {},
-                              "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}"},
+            "allow_weight_only": {
+                "type": "boolean",
+                "default": False,
+                "description": "accept a result in which no activation was quantized",
+            },
+            "extra_options": {
+                "type": "object",
+                "propertyNames": {"enum": EXTRA_OPTIONS},
+                "default": {},
+                "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}",
+            },
             **traps.TRAP_PARAMS,
             **sanity.SANITY_PARAMS,
         },
@@ -76,34 +147,57 @@ class QuantizeStatic(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         problems = []
         if params["extra_options"].get("SmoothQuant"):
-            problems.append("SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
-                            " it is not supported here yet")
-        if params["format"] == "QOperator" and "16" in params["activation_type"] + params["weight_type"]:
+            problems.append(
+                "SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
+                " it is not supported here yet"
+            )
+        if (
+            params["format"] == "QOperator"
+            and "16" in params["activation_type"] + params["weight_type"]
+        ):
             problems.append("16-bit types need format QDQ")
         if params["activation_type"] == "QInt8" and params["weight_type"] == "QUInt8":
-            problems.append("ORT does not support int8 activations with uint8 weights — use QInt8 weights")
+            problems.append(
+                "ORT does not support int8 activations with uint8 weights — use QInt8 weights"
+            )
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
 
     def run(self, ctx: StageContext) -> StageResult:
-        reduce_range, why = isa.reduce_range(ctx.params, ctx.env, onnx_model.op_counts(onnx_model.model_file(ctx.path("model"))),
-                                             u8_activations=ctx.params["activation_type"] == "QUInt8")
+        reduce_range, why = isa.reduce_range(
+            ctx.params,
+            ctx.env,
+            onnx_model.op_counts(onnx_model.model_file(ctx.path("model"))),
+            u8_activations=ctx.params["activation_type"] == "QUInt8",
+        )
         params = {**ctx.params, "reduce_range": reduce_range}
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
-        table_path = ctx.scratch / "calibration.json"  # a private copy: ORT may rewrite its cache file
+        table_path = (
+            ctx.scratch / "calibration.json"
+        )  # a private copy: ORT may rewrite its cache file
         table, masks = self._read_table(ctx.path("calibration"), table_path)
         pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
-        model, excluded, around_masks, upgraded = self._prepare(model, params, set(table.data), set(masks),
-                                                                model.parent / "prepared.onnx")
-        found = traps.find_traps(list(onnx_model.load_graph(model).graph.node), traps.table_ranges(table),
-                                 params["mixed_range_ratio"]) if params["avoid_traps"] else traps.Traps()
+        model, excluded, around_masks, upgraded = self._prepare(
+            model, params, set(table.data), set(masks), model.parent / "prepared.onnx"
+        )
+        found = (
+            traps.find_traps(
+                list(onnx_model.load_graph(model).graph.node),
+                traps.table_ranges(table),
+                params["mixed_range_ratio"],
+            )
+            if params["avoid_traps"]
+            else traps.Traps()
+        )
         excluded = sorted(set(excluded) | found.nodes())
-        target = self._quantize(model, ctx.output_path("model"), params, table, table_path, excluded)
+        target = self._quantize(
+            model, ctx.output_path("model"), params, table, table_path, excluded
+        )
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
         reordered = onnx_model.resort_if_needed(target)
@@ -122,7 +216,9 @@ class QuantizeStatic(Stage):
             "QuantizeLinear": counts.get("QuantizeLinear", 0),
             "DequantizeLinear": counts.get("DequantizeLinear", 0),
             "nodes_kept_float": excluded,
-            "quantized_nodes": quantized_graph.quantized_node_names(model, target, _registry(params["format"])),
+            "quantized_nodes": quantized_graph.quantized_node_names(
+                model, target, _registry(params["format"])
+            ),
             "mask_nodes_kept_float": around_masks,
             "traps_kept_float": found.metrics(),
             "opset_upgraded_from": upgraded,
@@ -137,10 +233,22 @@ class QuantizeStatic(Stage):
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        summary += (f"; {why}" if why else "") + (f"; {_traps_text(found)}" if found.nodes() else "") + f"; {checked}"
+        summary += (
+            (f"; {why}" if why else "")
+            + (f"; {_traps_text(found)}" if found.nodes() else "")
+            + f"; {checked}"
+        )
         summary += f"; {prepared.summary()}" if prepared.summary() else ""
-        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     "reduce_range": reduce_range, **measured, **prepared.metrics()})
+        return StageResult(
+            summary=summary,
+            metrics={
+                "quantized": metrics["quantized_by_op_type"],
+                "size_ratio": round(ratio, 3),
+                "reduce_range": reduce_range,
+                **measured,
+                **prepared.metrics(),
+            },
+        )
 
     # -- the steps of run, in order ------------------------------------------------------------------
 
@@ -157,8 +265,13 @@ class QuantizeStatic(Stage):
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
 
     @staticmethod
-    def _prepare(model_path: Path, params: dict[str, Any], calibrated: set[str], masks: set[str],
-                 destination: Path) -> tuple[Path, list[str], list[str], int | None]:
+    def _prepare(
+        model_path: Path,
+        params: dict[str, Any],
+        calibrated: set[str],
+        masks: set[str],
+        destination: Path,
+    ) -> tuple[Path, list[str], list[str], int | None]:
         """Check the table and the node and op names against the model, name unnamed nodes (exclusion goes
         by name), move an opset-12 model to 13 for per-channel, and choose the nodes kept in float.
         Returns (model to quantize, nodes kept in float, of those the ones around masks, opset upgraded from)."""
@@ -178,8 +291,14 @@ class QuantizeStatic(Stage):
         return model_path, excluded, around_masks, upgraded
 
     @staticmethod
-    def _quantize(model: Path, output: Path, params: dict[str, Any], table: Any, table_path: Path,
-                  excluded: list[str]) -> Path:
+    def _quantize(
+        model: Path,
+        output: Path,
+        params: dict[str, Any],
+        table: Any,
+        table_path: Path,
+        excluded: list[str],
+    ) -> Path:
         """Run ORT's quantize_static with the table's ranges (no calibration data reader: nothing is
         re-calibrated). Returns the quantized model's file (a folder's file for a model over 2 GB)."""
         from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -189,15 +308,22 @@ class QuantizeStatic(Stage):
         target = onnx_model.output_file(output, large)
         try:
             quantize_static(
-                str(model), str(target), calibration_data_reader=None,
-                quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+                str(model),
+                str(target),
+                calibration_data_reader=None,
+                quant_format=QuantFormat.QDQ
+                if params["format"] == "QDQ"
+                else QuantFormat.QOperator,
                 op_types_to_quantize=params["op_types_to_quantize"] or None,
-                per_channel=params["per_channel"], reduce_range=params["reduce_range"],
+                per_channel=params["per_channel"],
+                reduce_range=params["reduce_range"],
                 activation_type=getattr(QuantType, params["activation_type"]),
                 weight_type=getattr(QuantType, params["weight_type"]),
                 nodes_to_exclude=excluded or None,
                 use_external_data_format=large,
-                calibrate_method=getattr(CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax),
+                calibrate_method=getattr(
+                    CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
+                ),
                 extra_options=dict(params["extra_options"]),
                 calibration_cache_path=str(table_path),
             )
@@ -210,7 +336,9 @@ def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, A
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
     if not quantized["by_op_type"]:
         asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
-        raise StageError(f"quantize_static quantized nothing: {quantized_graph.nothing_quantized(model, asked)}")
+        raise StageError(
+            f"quantize_static quantized nothing: {quantized_graph.nothing_quantized(model, asked)}"
+        )
     if not quantized["activations"] and not params["allow_weight_only"]:
         raise StageError(
             "no activation was quantized: the result is weight-only, and usually slower than fp32 "
@@ -240,8 +368,13 @@ def _check_names(model: Any, params: dict[str, Any]) -> None:
     for field in ("op_types_to_quantize", "keep_float_op_types"):
         for op_type in params[field]:
             if not _is_op_type(op_type):
-                hint = suggest(op_type, op_types) or "op types are ONNX names such as MatMul, Conv, Gather"
-                raise StageError(f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}")
+                hint = (
+                    suggest(op_type, op_types)
+                    or "op types are ONNX names such as MatMul, Conv, Gather"
+                )
+                raise StageError(
+                    f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}"
+                )
 
 
 def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> None:
@@ -253,9 +386,13 @@ def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> 
     floats = quantized_graph.float_tensors(model) - {t.name for t in model.graph.initializer}
     wanted = set(params["op_types_to_quantize"])
     if wanted and not wanted & op_types:
-        raise StageError(f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
-                         f"(its op types: {', '.join(sorted(op_types))})")
-    activations = {o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]} & floats
+        raise StageError(
+            f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
+            f"(its op types: {', '.join(sorted(op_types))})"
+        )
+    activations = {
+        o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]
+    } & floats
     covered = len(activations & described) / max(1, len(activations))
     if covered < MIN_COVERAGE:
         raise StageError(
@@ -276,28 +413,40 @@ def _per_channel_opset(model: Any, params: dict[str, Any]) -> tuple[Any, int | N
     try:
         return version_converter.convert_version(model, 13), opset
     except Exception as exc:
-        raise StageError(f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
-                         " — set per_channel: false") from exc
+        raise StageError(
+            f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
+            " — set per_channel: false"
+        ) from exc
 
 
-def _kept_float(nodes: list[Any], params: dict[str, Any], masks: set[str]) -> tuple[list[str], list[str]]:
+def _kept_float(
+    nodes: list[Any], params: dict[str, Any], masks: set[str]
+) -> tuple[list[str], list[str]]:
     """The nodes to keep in float: those named, those of the keep_float op types, the first and last N
     quantizable ones, and every node reading or writing a mask tensor (its fills have no range in the
     table). Returns (all of them, sorted; the ones around masks, sorted)."""
     around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
     kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
-    quantizable = [n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")]
+    quantizable = [
+        n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")
+    ]
     if params["keep_float_first"]:
         kept.update(quantizable[: params["keep_float_first"]])
     if params["keep_float_last"]:
-        kept.update(quantizable[-params["keep_float_last"]:])
+        kept.update(quantizable[-params["keep_float_last"] :])
     return sorted(set(params["nodes_to_exclude"]) | kept | around_masks), sorted(around_masks)
 
 
 def _traps_text(found: traps.Traps) -> str:
-    parts = [f"Concat {name} (ranges x{ratio:.0f} apart)" for name, ratio in sorted(found.mixed_concats.items())[:2]]
+    parts = [
+        f"Concat {name} (ranges x{ratio:.0f} apart)"
+        for name, ratio in sorted(found.mixed_concats.items())[:2]
+    ]
     kinds = sorted({label.split(" at ")[0] for label in found.decomposed})
-    parts += [f"{sum(1 for k in found.decomposed if k.startswith(kind))} {kind} as primitive ops" for kind in kinds]
+    parts += [
+        f"{sum(1 for k in found.decomposed if k.startswith(kind))} {kind} as primitive ops"
+        for kind in kinds
+    ]
     return "kept in float: " + ", ".join(parts)
 
 
@@ -310,6 +459,10 @@ def _registry(quant_format: str) -> set[str]:
 
 def _is_op_type(name: str) -> bool:
     import onnx
-    from onnxruntime.quantization.registry import IntegerOpsRegistry, QDQRegistry, QLinearOpsRegistry
+    from onnxruntime.quantization.registry import (
+        IntegerOpsRegistry,
+        QDQRegistry,
+        QLinearOpsRegistry,
+    )
 
     return onnx.defs.has(name) or name in {*IntegerOpsRegistry, *QDQRegistry, *QLinearOpsRegistry}

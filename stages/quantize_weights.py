@@ -30,33 +30,79 @@ class QuantizeWeights(Stage):
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model"),
-        Port("data", ArtifactKind.DATASET, "a few samples for the sanity check (default: random feeds)", optional=True),
+        Port(
+            "data",
+            ArtifactKind.DATASET,
+            "a few samples for the sanity check (default: random feeds)",
+            optional=True,
+        ),
     )
     outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the weight-only quantized model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "quantized op counts and sizes", filename="metrics.json"),
+        Port(
+            "model",
+            ArtifactKind.ONNX_MODEL,
+            "the weight-only quantized model",
+            filename="model.onnx",
+        ),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "quantized op counts and sizes",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "algorithm": {"enum": [a.value for a in Algorithm], "default": Algorithm.DEFAULT.value,
-                          "description": "default: ORT's block-wise round-to-nearest; rtn, k_quant: ORT's bundled "
-                                         "neural-compressor algorithms (4-bit)"},
-            "bits": {"enum": [4, 8], "default": 4, "description": "bits per weight (algorithm default only; rtn and k_quant: 4)"},
-            "block_size": {"enum": [16, 32, 64, 128, 256], "default": 32, "description": "weights per scale"},
-            "symmetric": {"type": "boolean", "default": True, "description": "no zero points (default) or asymmetric blocks"},
-            "accuracy_level": {"enum": [0, 1, 2, 3, 4], "default": 0,
-                               "description": "MatMulNBits' compute type: 0 unset (as the weights), 1 fp32, 2 fp16, 3 bf16, "
-                                              "4 int8 (activations quantized per block at run time: fastest on CPUs)"},
-            "op_types_to_quantize": {"type": "array", "items": {"enum": ["MatMul", "Gather"]}, "minItems": 1,
-                                     "uniqueItems": True, "default": ["MatMul"],
-                                     "description": "MatMul weights, and Gather for embedding tables (algorithm default)"},
-            "nodes_to_exclude": {"type": "array", "items": {"type": "string"}, "default": [],
-                                 "description": "node names to keep in float"},
-            "layers_at_8_bits": {"type": "integer", "minimum": 0, "default": 0,
-                                 "description": "with bits 4: this many MatMuls, those whose 4-bit error is largest (on their "
-                                                "outputs over the `data` samples, else on their weights), quantized to 8 bits"},
+            "algorithm": {
+                "enum": [a.value for a in Algorithm],
+                "default": Algorithm.DEFAULT.value,
+                "description": "default: ORT's block-wise round-to-nearest; rtn, k_quant: ORT's bundled "
+                "neural-compressor algorithms (4-bit)",
+            },
+            "bits": {
+                "enum": [4, 8],
+                "default": 4,
+                "description": "bits per weight (algorithm default only; rtn and k_quant: 4)",
+            },
+            "block_size": {
+                "enum": [16, 32, 64, 128, 256],
+                "default": 32,
+                "description": "weights per scale",
+            },
+            "symmetric": {
+                "type": "boolean",
+                "default": True,
+                "description": "no zero points (default) or asymmetric blocks",
+            },
+            "accuracy_level": {
+                "enum": [0, 1, 2, 3, 4],
+                "default": 0,
+                "description": "MatMulNBits' compute type: 0 unset (as the weights), 1 fp32, 2 fp16, 3 bf16, "
+                "4 int8 (activations quantized per block at run time: fastest on CPUs)",
+            },
+            "op_types_to_quantize": {
+                "type": "array",
+                "items": {"enum": ["MatMul", "Gather"]},
+                "minItems": 1,
+                "uniqueItems": True,
+                "default": ["MatMul"],
+                "description": "MatMul weights, and Gather for embedding tables (algorithm default)",
+            },
+            "nodes_to_exclude": {
+                "type": "array",
+                "items": {"type": "string"},
+                "default": [],
+                "description": "node names to keep in float",
+            },
+            "layers_at_8_bits": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "with bits 4: this many MatMuls, those whose 4-bit error is largest (on their "
+                "outputs over the `data` samples, else on their weights), quantized to 8 bits",
+            },
             **sanity.SANITY_PARAMS,
         },
     }
@@ -64,11 +110,19 @@ class QuantizeWeights(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         problems = []
         if params["algorithm"] != Algorithm.DEFAULT.value and params["bits"] != 4:
-            problems.append(f"algorithm {params['algorithm']} quantizes to 4 bits: set bits: 4, or algorithm: default")
+            problems.append(
+                f"algorithm {params['algorithm']} quantizes to 4 bits: set bits: 4, or algorithm: default"
+            )
         if params["layers_at_8_bits"] and params["bits"] != 4:
-            problems.append("layers_at_8_bits raises some MatMuls from 4 to 8 bits: set bits: 4, or layers_at_8_bits: 0")
-        if params["algorithm"] != Algorithm.DEFAULT.value and params["op_types_to_quantize"] != ["MatMul"]:
-            problems.append(f"algorithm {params['algorithm']} quantizes MatMul weights only: use algorithm: default for Gather")
+            problems.append(
+                "layers_at_8_bits raises some MatMuls from 4 to 8 bits: set bits: 4, or layers_at_8_bits: 0"
+            )
+        if params["algorithm"] != Algorithm.DEFAULT.value and params["op_types_to_quantize"] != [
+            "MatMul"
+        ]:
+            problems.append(
+                f"algorithm {params['algorithm']} quantizes MatMul weights only: use algorithm: default for Gather"
+            )
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
@@ -88,11 +142,17 @@ class QuantizeWeights(Stage):
             why_not = quantized_graph.nothing_quantized(source, params["op_types_to_quantize"])
             raise StageError(f"quantize_weights quantized nothing: {why_not}")
         metrics = {
-            "algorithm": params["algorithm"], "bits": params["bits"], "block_size": params["block_size"],
-            "quantized_by_op_type": {op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op},
+            "algorithm": params["algorithm"],
+            "bits": params["bits"],
+            "block_size": params["block_size"],
+            "quantized_by_op_type": {
+                op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op
+            },
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
             "nodes_at_8_bits": eight_bit,
-            "error_at_4_bits": dict(ranking),  # the ranking layers_at_8_bits took its layers from, largest first
+            "error_at_4_bits": dict(
+                ranking
+            ),  # the ranking layers_at_8_bits took its layers from, largest first
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
         }
@@ -100,12 +160,23 @@ class QuantizeWeights(Stage):
         measured: dict[str, Any] = {}
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        ops = ", ".join(f"{op.removeprefix('com.microsoft.')} {n}" for op, n in metrics["quantized_by_op_type"].items())
+        ops = ", ".join(
+            f"{op.removeprefix('com.microsoft.')} {n}"
+            for op, n in metrics["quantized_by_op_type"].items()
+        )
         mixed = f" ({len(eight_bit)} MatMuls at 8 bits)" if eight_bit else ""
-        summary = (f"{params['bits']}-bit {params['algorithm']}{mixed}, blocks of {params['block_size']}: {ops}; "
-                   f"size x{ratio:.2f}; {checked}")
-        return StageResult(summary=summary, metrics={"quantized": metrics["quantized_by_op_type"], "size_ratio": round(ratio, 3),
-                                                     **measured})
+        summary = (
+            f"{params['bits']}-bit {params['algorithm']}{mixed}, blocks of {params['block_size']}: {ops}; "
+            f"size x{ratio:.2f}; {checked}"
+        )
+        return StageResult(
+            summary=summary,
+            metrics={
+                "quantized": metrics["quantized_by_op_type"],
+                "size_ratio": round(ratio, 3),
+                **measured,
+            },
+        )
 
 
 def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, float]]:
@@ -114,7 +185,9 @@ def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, 
     params = ctx.params
     layers = weight_sensitivity.quantizable_matmuls(graph, params["nodes_to_exclude"])
     feeds = sanity.feeds_for(ctx, source, params["sanity_samples"])[0] if ctx.has("data") else None
-    return weight_sensitivity.ranked(source, layers, feeds, 4, params["block_size"], params["symmetric"])
+    return weight_sensitivity.ranked(
+        source, layers, feeds, 4, params["block_size"], params["symmetric"]
+    )
 
 
 def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list[str]) -> Any:
@@ -125,11 +198,22 @@ def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list
     model = onnx.load(str(source))
     if eight_bit:
         others = [n.name for n in model.graph.node if n.name not in set(eight_bit)]
-        model = _nbits_pass(model, {**params, "algorithm": Algorithm.DEFAULT.value, "bits": 8,
-                                    "nodes_to_exclude": sorted(set(params["nodes_to_exclude"]) | set(others))})
+        model = _nbits_pass(
+            model,
+            {
+                **params,
+                "algorithm": Algorithm.DEFAULT.value,
+                "bits": 8,
+                "nodes_to_exclude": sorted(set(params["nodes_to_exclude"]) | set(others)),
+            },
+        )
     model = _nbits_pass(model, params)
-    if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {o.domain for o in model.opset_import}:
-        model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # the rtn/k_quant path leaves it out
+    if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {
+        o.domain for o in model.opset_import
+    }:
+        model.opset_import.append(
+            onnx.helper.make_opsetid("com.microsoft", 1)
+        )  # the rtn/k_quant path leaves it out
     written = onnx_model.save(model, target)
     onnx_model.resort_if_needed(written)
     onnx_model.check(written)
@@ -145,16 +229,27 @@ def _nbits_pass(model: Any, params: dict[str, Any]) -> Any:
     algorithm = Algorithm(params["algorithm"])
     if algorithm is Algorithm.DEFAULT:
         config: Any = nbits.DefaultWeightOnlyQuantConfig(
-            block_size=params["block_size"], is_symmetric=params["symmetric"], accuracy_level=params["accuracy_level"] or None,
-            quant_format=QuantFormat.QOperator, op_types_to_quantize=op_types, bits=params["bits"])
+            block_size=params["block_size"],
+            is_symmetric=params["symmetric"],
+            accuracy_level=params["accuracy_level"] or None,
+            quant_format=QuantFormat.QOperator,
+            op_types_to_quantize=op_types,
+            bits=params["bits"],
+        )
     elif algorithm is Algorithm.RTN:
         config = nbits.RTNWeightOnlyQuantConfig(op_types_to_quantize=op_types)
     else:
         config = nbits.KQuantWeightOnlyQuantConfig(op_types_to_quantize=op_types)
     try:
         quantizer = nbits.MatMulNBitsQuantizer(
-            model, bits=params["bits"], block_size=params["block_size"], is_symmetric=params["symmetric"],
-            accuracy_level=params["accuracy_level"] or None, nodes_to_exclude=params["nodes_to_exclude"], algo_config=config)
+            model,
+            bits=params["bits"],
+            block_size=params["block_size"],
+            is_symmetric=params["symmetric"],
+            accuracy_level=params["accuracy_level"] or None,
+            nodes_to_exclude=params["nodes_to_exclude"],
+            algo_config=config,
+        )
         quantizer.process()
     except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
         raise ort_failures.quantizer_failed("quantize_weights", exc) from exc

@@ -29,46 +29,107 @@ class TensorrtEngine(Stage):
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the model (fp32, fp16, or QDQ for int8)"),
-        Port("calibration", ArtifactKind.CALIBRATION_TABLE, "a calibrate table for int8 on a float model",
-             optional=True),
+        Port(
+            "calibration",
+            ArtifactKind.CALIBRATION_TABLE,
+            "a calibrate table for int8 on a float model",
+            optional=True,
+        ),
     )
     outputs = (
-        Port("engines", ArtifactKind.DIRECTORY, "TensorRT's engine cache folder (engines, profiles, timing cache)",
-             filename="engines"),
-        Port("context_model", ArtifactKind.ONNX_MODEL, "ORT's EP-context model with the engine embedded",
-             filename="model_ctx.onnx", optional=True),
-        Port("metrics", ArtifactKind.METRICS, "build time, engines, node placement", filename="metrics.json"),
+        Port(
+            "engines",
+            ArtifactKind.DIRECTORY,
+            "TensorRT's engine cache folder (engines, profiles, timing cache)",
+            filename="engines",
+        ),
+        Port(
+            "context_model",
+            ArtifactKind.ONNX_MODEL,
+            "ORT's EP-context model with the engine embedded",
+            filename="model_ctx.onnx",
+            optional=True,
+        ),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "build time, engines, node placement",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "fp16": {"type": "boolean", "default": False, "description": "allow fp16 kernels (trt_fp16_enable)"},
-            "int8": {"type": "boolean", "default": False,
-                     "description": "allow int8 kernels (trt_int8_enable): needs a QDQ model or a calibration input"},
-            "workspace_mb": {"type": "integer", "minimum": 1, "description": "trt_max_workspace_size (default: TensorRT's)"},
-            "builder_optimization_level": {"type": "integer", "minimum": 0, "maximum": 5, "default": 3,
-                                           "description": "higher builds longer and may find faster kernels"},
-            "min_subgraph_size": {"type": "integer", "minimum": 1, "default": 1,
-                                  "description": "smallest subgraph handed to TensorRT"},
+            "fp16": {
+                "type": "boolean",
+                "default": False,
+                "description": "allow fp16 kernels (trt_fp16_enable)",
+            },
+            "int8": {
+                "type": "boolean",
+                "default": False,
+                "description": "allow int8 kernels (trt_int8_enable): needs a QDQ model or a calibration input",
+            },
+            "workspace_mb": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "trt_max_workspace_size (default: TensorRT's)",
+            },
+            "builder_optimization_level": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 5,
+                "default": 3,
+                "description": "higher builds longer and may find faster kernels",
+            },
+            "min_subgraph_size": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "smallest subgraph handed to TensorRT",
+            },
             "max_partition_iterations": {"type": "integer", "minimum": 1, "default": 1000},
-            "timing_cache": {"type": "boolean", "default": True, "description": "keep TensorRT's timing cache with the engines"},
-            "profiles": {"type": "object", "default": {},
-                         "additionalProperties": {"type": "object", "required": ["min", "opt", "max"],
-                                                  "additionalProperties": False,
-                                                  "properties": {"min": SHAPE, "opt": SHAPE, "max": SHAPE}},
-                         "description": "per dynamic input, its min/opt/max shape, e.g. {input_ids: {min: [1, 16], "
-                                        "opt: [1, 128], max: [8, 512]}}"},
-            "ep_context": {"type": "boolean", "default": True,
-                           "description": "also write ORT's EP-context model (engine embedded)"},
+            "timing_cache": {
+                "type": "boolean",
+                "default": True,
+                "description": "keep TensorRT's timing cache with the engines",
+            },
+            "profiles": {
+                "type": "object",
+                "default": {},
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["min", "opt", "max"],
+                    "additionalProperties": False,
+                    "properties": {"min": SHAPE, "opt": SHAPE, "max": SHAPE},
+                },
+                "description": "per dynamic input, its min/opt/max shape, e.g. {input_ids: {min: [1, 16], "
+                "opt: [1, 128], max: [8, 512]}}",
+            },
+            "ep_context": {
+                "type": "boolean",
+                "default": True,
+                "description": "also write ORT's EP-context model (engine embedded)",
+            },
             "device_id": {"type": "integer", "minimum": 0, "default": 0},
-            "fallback": {"type": "array", "items": {"enum": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
-                         "default": ["CUDAExecutionProvider", "CPUExecutionProvider"],
-                         "description": "providers for the nodes TensorRT does not take"},
-            "max_fallback_nodes": {"type": "integer", "minimum": 0,
-                                   "description": "fail when more nodes than this run outside TensorRT"},
-            "options": {"type": "object", "propertyNames": {"pattern": "^trt_"}, "default": {},
-                        "description": "any other TensorRT provider option, e.g. {trt_layer_norm_fp32_fallback: true}"},
+            "fallback": {
+                "type": "array",
+                "items": {"enum": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
+                "default": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+                "description": "providers for the nodes TensorRT does not take",
+            },
+            "max_fallback_nodes": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "fail when more nodes than this run outside TensorRT",
+            },
+            "options": {
+                "type": "object",
+                "propertyNames": {"pattern": "^trt_"},
+                "default": {},
+                "description": "any other TensorRT provider option, e.g. {trt_layer_norm_fp32_fallback: true}",
+            },
         },
     }
 
@@ -99,20 +160,30 @@ class TensorrtEngine(Stage):
         inputs = model_inputs(source)
         engines = ctx.output_path("engines")
         engines.mkdir()
-        options = self._provider_options(params, engines, ctx.path("calibration") if ctx.has("calibration") else None, source)
+        options = self._provider_options(
+            params, engines, ctx.path("calibration") if ctx.has("calibration") else None, source
+        )
         session_options = ort.SessionOptions()
         session_options.enable_profiling = True  # node placement comes from the profile
         session_options.profile_file_prefix = str(ctx.scratch / "placement")
         session_options.log_severity_level = 3
-        if params["ep_context"]:  # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
+        if params[
+            "ep_context"
+        ]:  # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
             session_options.add_session_config_entry("ep.context_enable", "1")
-            session_options.add_session_config_entry("ep.context_file_path", str(ctx.output_path("context_model")))
+            session_options.add_session_config_entry(
+                "ep.context_file_path", str(ctx.output_path("context_model"))
+            )
             session_options.add_session_config_entry("ep.context_embed_mode", "1")
         started = time.perf_counter()
-        session = onnx_model.load_for_ort(source, session_options, [(TRT, options), *params["fallback"]])
+        session = onnx_model.load_for_ort(
+            source, session_options, [(TRT, options), *params["fallback"]]
+        )
         if session.get_providers()[0] != TRT:
-            raise StageError(f"ONNX Runtime did not register TensorRT for {source.name} (it used "
-                             f"{', '.join(session.get_providers())}) — check the TensorRT libraries and the model")
+            raise StageError(
+                f"ONNX Runtime did not register TensorRT for {source.name} (it used "
+                f"{', '.join(session.get_providers())}) — check the TensorRT libraries and the model"
+            )
         shapes = _warmup_shapes(inputs, params["profiles"])
         for shape_set in shapes:
             session.run(None, {i.name: _feed(i, shape_set[i.name]) for i in inputs})
@@ -120,22 +191,39 @@ class TensorrtEngine(Stage):
         placement = summary(node_placement(Path(session.end_profiling())), TRT)
         built = sorted(p.name for p in engines.iterdir() if p.suffix == ".engine")
         if not built:
-            raise StageError("TensorRT built no engine: no part of the graph was assigned to it "
-                             f"(nodes by provider: {placement['nodes_by_provider']}) — check min_subgraph_size and the "
-                             "ops TensorRT supports")
-        metrics = {"build_seconds": round(seconds, 2), "engines": built, "warmup_shapes": shapes,
-                   "placement": placement, "options": {k: v for k, v in options.items() if "path" not in k}}
+            raise StageError(
+                "TensorRT built no engine: no part of the graph was assigned to it "
+                f"(nodes by provider: {placement['nodes_by_provider']}) — check min_subgraph_size and the "
+                "ops TensorRT supports"
+            )
+        metrics = {
+            "build_seconds": round(seconds, 2),
+            "engines": built,
+            "warmup_shapes": shapes,
+            "placement": placement,
+            "options": {k: v for k, v in options.items() if "path" not in k},
+        }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         limit = params.get("max_fallback_nodes")
         if limit is not None and placement["fallback_nodes"] > limit:
-            raise StageError(f"{placement['fallback_nodes']} nodes run outside TensorRT (max_fallback_nodes {limit}), e.g. "
-                             f"{', '.join(placement['fallback_examples'][:5])} — these ops fall back with copies around them")
-        return StageResult(summary=f"{len(built)} engine(s) in {seconds:.1f} s; {placement['fallback_nodes']} nodes "
-                                   f"outside TensorRT", metrics={"engines": len(built), "fallback_nodes": placement["fallback_nodes"],
-                                                                 "build_seconds": round(seconds, 2)})
+            raise StageError(
+                f"{placement['fallback_nodes']} nodes run outside TensorRT (max_fallback_nodes {limit}), e.g. "
+                f"{', '.join(placement['fallback_examples'][:5])} — these ops fall back with copies around them"
+            )
+        return StageResult(
+            summary=f"{len(built)} engine(s) in {seconds:.1f} s; {placement['fallback_nodes']} nodes "
+            f"outside TensorRT",
+            metrics={
+                "engines": len(built),
+                "fallback_nodes": placement["fallback_nodes"],
+                "build_seconds": round(seconds, 2),
+            },
+        )
 
     @staticmethod
-    def _provider_options(params: dict[str, Any], engines: Path, calibration: Path | None, source: Path) -> dict[str, Any]:
+    def _provider_options(
+        params: dict[str, Any], engines: Path, calibration: Path | None, source: Path
+    ) -> dict[str, Any]:
         options: dict[str, Any] = {
             "device_id": params["device_id"],
             "trt_fp16_enable": params["fp16"],
@@ -153,13 +241,17 @@ class TensorrtEngine(Stage):
         if params["profiles"]:
             for key in ("min", "opt", "max"):
                 options[f"trt_profile_{key}_shapes"] = ",".join(
-                    f"{name}:{'x'.join(map(str, p[key]))}" for name, p in sorted(params["profiles"].items()))
+                    f"{name}:{'x'.join(map(str, p[key]))}"
+                    for name, p in sorted(params["profiles"].items())
+                )
         if params["int8"]:
             if calibration is not None:
                 options.update(_trt_calibration(calibration, engines))
             elif not onnx_model.op_counts(source).get("QuantizeLinear"):
-                raise StageError("int8 needs a QDQ model (quantize_static) or a `calibration` input — TensorRT has no "
-                                 "ranges for this float model")
+                raise StageError(
+                    "int8 needs a QDQ model (quantize_static) or a `calibration` input — TensorRT has no "
+                    "ranges for this float model"
+                )
         options.update(params["options"])
         return options
 
@@ -178,18 +270,28 @@ def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:
     # the largest magnitude on both sides, or an asymmetric range like [-8, 1] would be clipped to +-1.
     symmetric = {}
     for name, data in table.data.items():
-        lowest, highest = (float(np.asarray(v).max()) for v in (np.abs(data.range_value[0]), np.abs(data.range_value[1])))
+        lowest, highest = (
+            float(np.asarray(v).max())
+            for v in (np.abs(data.range_value[0]), np.abs(data.range_value[1]))
+        )
         bound = np.float32(max(lowest, highest))
         symmetric[name] = TensorData(lowest=-bound, highest=bound)
     write_calibration_table(symmetric, dir=str(engines))
-    return {"trt_int8_calibration_table_name": "calibration.flatbuffers", "trt_int8_use_native_calibration_table": False}
+    return {
+        "trt_int8_calibration_table_name": "calibration.flatbuffers",
+        "trt_int8_use_native_calibration_table": False,
+    }
 
 
-def _warmup_shapes(inputs: list[Any], profiles: dict[str, dict[str, list[int]]]) -> list[dict[str, list[int]]]:
+def _warmup_shapes(
+    inputs: list[Any], profiles: dict[str, dict[str, list[int]]]
+) -> list[dict[str, list[int]]]:
     """One shape set per profile point (min, opt, max); inputs without a profile need static shapes."""
     unknown = sorted(set(profiles) - {i.name for i in inputs})
     if unknown:
-        raise StageError(f"profiles: the model has no input {', '.join(unknown)} (it has {', '.join(i.name for i in inputs)})")
+        raise StageError(
+            f"profiles: the model has no input {', '.join(unknown)} (it has {', '.join(i.name for i in inputs)})"
+        )
     sets = []
     for point in ("min", "opt", "max") if profiles else ("opt",):
         shape_set = {}
@@ -199,8 +301,10 @@ def _warmup_shapes(inputs: list[Any], profiles: dict[str, dict[str, list[int]]])
             elif all(isinstance(d, int) and d > 0 for d in spec.shape):
                 shape_set[spec.name] = list(spec.shape)
             else:
-                raise StageError(f"input '{spec.name}' has dynamic dimensions {spec.describe()}: give it a shape profile "
-                                 f"(profiles: {{{spec.name}: {{min: [...], opt: [...], max: [...]}}}})")
+                raise StageError(
+                    f"input '{spec.name}' has dynamic dimensions {spec.describe()}: give it a shape profile "
+                    f"(profiles: {{{spec.name}: {{min: [...], opt: [...], max: [...]}}}})"
+                )
         if shape_set not in sets:
             sets.append(shape_set)
     return sets

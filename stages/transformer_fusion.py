@@ -8,20 +8,57 @@ from typing import Any
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 
-MODEL_TYPES = ["bart", "bert", "bert_tf", "bert_keras", "clip", "conformer", "gpt2", "gpt2_tf", "gpt_neox", "mmdit",
-               "phi", "qwen3", "sam2", "swin", "tnlr", "t5", "unet", "vae", "vit"]
+MODEL_TYPES = [
+    "bart",
+    "bert",
+    "bert_tf",
+    "bert_keras",
+    "clip",
+    "conformer",
+    "gpt2",
+    "gpt2_tf",
+    "gpt_neox",
+    "mmdit",
+    "phi",
+    "qwen3",
+    "sam2",
+    "swin",
+    "tnlr",
+    "t5",
+    "unet",
+    "vae",
+    "vit",
+]
 # onnxruntime.transformers.fusion_options.AttentionMaskFormat, by readable names.
 MASK_FORMATS = {"mask_index_end": 0, "mask_index_end_start": 1, "raw": 2, "no_mask": 3}
 # Boolean FusionOptions fields a user may set; unset ones keep ORT's default for the model type.
 FUSION_SWITCHES = [
-    "enable_gelu", "enable_layer_norm", "enable_attention", "use_multi_head_attention",
-    "disable_multi_head_attention_bias", "enable_skip_layer_norm", "enable_embed_layer_norm",
-    "enable_bias_skip_layer_norm", "enable_bias_gelu", "enable_gelu_approximation", "enable_gemm_fast_gelu",
-    "enable_rotary_embeddings", "enable_qordered_matmul", "enable_shape_inference", "group_norm_channels_last",
+    "enable_gelu",
+    "enable_layer_norm",
+    "enable_attention",
+    "use_multi_head_attention",
+    "disable_multi_head_attention_bias",
+    "enable_skip_layer_norm",
+    "enable_embed_layer_norm",
+    "enable_bias_skip_layer_norm",
+    "enable_bias_gelu",
+    "enable_gelu_approximation",
+    "enable_gemm_fast_gelu",
+    "enable_rotary_embeddings",
+    "enable_qordered_matmul",
+    "enable_shape_inference",
+    "group_norm_channels_last",
 ]
 # Fusions that show the optimizer recognised the architecture; zero of all of them means it did not.
-CORE_FUSIONS = ("Attention", "MultiHeadAttention", "SkipLayerNormalization", "LayerNormalization",
-                "EmbedLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization")
+CORE_FUSIONS = (
+    "Attention",
+    "MultiHeadAttention",
+    "SkipLayerNormalization",
+    "LayerNormalization",
+    "EmbedLayerNormalization",
+    "SkipSimplifiedLayerNormalization",
+    "SimplifiedLayerNormalization",
+)
 
 
 class TransformerFusion(Stage):
@@ -35,22 +72,54 @@ class TransformerFusion(Stage):
     inputs = (Port("model", ArtifactKind.ONNX_MODEL, "an fp32 transformer model"),)
     outputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the fused model", filename="model.onnx"),
-        Port("metrics", ArtifactKind.METRICS, "fused operator counts and node counts", filename="metrics.json"),
+        Port(
+            "metrics",
+            ArtifactKind.METRICS,
+            "fused operator counts and node counts",
+            filename="metrics.json",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "model_type": {"enum": MODEL_TYPES, "default": "bert", "description": "architecture family"},
-            "num_heads": {"type": "integer", "minimum": 0, "default": 0, "description": "attention heads (0: detect)"},
-            "hidden_size": {"type": "integer", "minimum": 0, "default": 0, "description": "hidden size (0: detect)"},
+            "model_type": {
+                "enum": MODEL_TYPES,
+                "default": "bert",
+                "description": "architecture family",
+            },
+            "num_heads": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "attention heads (0: detect)",
+            },
+            "hidden_size": {
+                "type": "integer",
+                "minimum": 0,
+                "default": 0,
+                "description": "hidden size (0: detect)",
+            },
             "opt_level": {
-                "enum": [0, 1, 2, 99], "default": 0,
+                "enum": [0, 1, 2, 99],
+                "default": 0,
                 "description": "ORT optimization inside the optimizer; above 0 needs PyTorch installed (ORT imports it)",
             },
-            "use_gpu": {"type": "boolean", "default": False, "description": "fuse for the CUDA provider's kernels"},
-            "float16": {"type": "boolean", "default": False, "description": "convert the fused model to fp16 (for GPUs)"},
-            "keep_io_types": {"type": "boolean", "default": True, "description": "with float16: keep fp32 inputs and outputs"},
+            "use_gpu": {
+                "type": "boolean",
+                "default": False,
+                "description": "fuse for the CUDA provider's kernels",
+            },
+            "float16": {
+                "type": "boolean",
+                "default": False,
+                "description": "convert the fused model to fp16 (for GPUs)",
+            },
+            "keep_io_types": {
+                "type": "boolean",
+                "default": True,
+                "description": "with float16: keep fp32 inputs and outputs",
+            },
             "fusion": {
                 "type": "object",
                 "additionalProperties": False,
@@ -67,14 +136,18 @@ class TransformerFusion(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         heads, hidden = params["num_heads"], params["hidden_size"]
         if heads and hidden and hidden % heads:
-            return [f"hidden_size {hidden} is not divisible by num_heads {heads} — check the model's config"]
+            return [
+                f"hidden_size {hidden} is not divisible by num_heads {heads} — check the model's config"
+            ]
         if (heads == 0) != (hidden == 0):
             return ["give both num_heads and hidden_size, or neither (0: detect both)"]
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         # opt_level 99 lets ORT apply layout optimizations for this machine's CPU
-        return ("onnxruntime", "onnx", "cpu") if params["opt_level"] == 99 else ("onnxruntime", "onnx")
+        return (
+            ("onnxruntime", "onnx", "cpu") if params["opt_level"] == 99 else ("onnxruntime", "onnx")
+        )
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
@@ -82,23 +155,37 @@ class TransformerFusion(Stage):
             try:
                 import torch  # noqa: F401  (ORT's optimizer imports it for opt_level >= 1)
             except ImportError:
-                raise StageError("opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
-                                 "opt_level 0 and put a graph_optimization stage after this one") from None
+                raise StageError(
+                    "opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
+                    "opt_level 0 and put a graph_optimization stage after this one"
+                ) from None
         from onnxruntime.transformers import optimizer
         from onnxruntime.transformers.fusion_options import FusionOptions
 
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
-        onnx_model.load_for_ort(source)  # a clear error for a broken file before the optimizer's own
+        onnx_model.load_for_ort(
+            source
+        )  # a clear error for a broken file before the optimizer's own
         options = FusionOptions(params["model_type"])
         for name, value in params["fusion"].items():
-            setattr(options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value)
+            setattr(
+                options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value
+            )
         try:
-            fused = optimizer.optimize_model(str(source), model_type=params["model_type"], num_heads=params["num_heads"],
-                                             hidden_size=params["hidden_size"], optimization_options=options,
-                                             opt_level=params["opt_level"], use_gpu=params["use_gpu"])
+            fused = optimizer.optimize_model(
+                str(source),
+                model_type=params["model_type"],
+                num_heads=params["num_heads"],
+                hidden_size=params["hidden_size"],
+                optimization_options=options,
+                opt_level=params["opt_level"],
+                use_gpu=params["use_gpu"],
+            )
         except Exception as exc:
-            raise StageError(f"the transformer optimizer failed: {type(exc).__name__}: {exc}") from exc
+            raise StageError(
+                f"the transformer optimizer failed: {type(exc).__name__}: {exc}"
+            ) from exc
         stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
         if not any(stats.get(op) for op in CORE_FUSIONS):
             raise StageError(
@@ -113,7 +200,9 @@ class TransformerFusion(Stage):
         fused.save_model_to_file(str(target), use_external_data_format=large)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
-        complete = bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
+        complete = (
+            bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
+        )
         metrics = {
             "model_type": params["model_type"],
             "fused": dict(sorted(stats.items())),
@@ -126,4 +215,6 @@ class TransformerFusion(Stage):
         summary = ", ".join(f"{op} {n}" for op, n in sorted(stats.items()))
         if complete is False:
             summary += " (not fully optimized: some subgraphs were not recognised)"
-        return StageResult(summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete})
+        return StageResult(
+            summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete}
+        )

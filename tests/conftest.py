@@ -75,12 +75,22 @@ def cli(capsys: pytest.CaptureFixture[str]):
 def engine_process(*args: str, env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
     """The CLI in a child process (for kill and concurrency tests), with the test plugin importable."""
     full_env = dict(os.environ, **(env or {}))
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
-    return subprocess.Popen([sys.executable, "-m", "ortflow.engine.cli", *map(str, args)], env=full_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")])
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "ortflow.engine.cli", *map(str, args)],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
 
 
-def toy_model(path: Path, nodes: list, inputs: list, outputs: list, initializers: list = (), **save_options) -> Path:
+def toy_model(
+    path: Path, nodes: list, inputs: list, outputs: list, initializers: list = (), **save_options
+) -> Path:
     """A small hand-built graph for unit tests of the engine's own logic (never for speed or accuracy
     claims), saved with an IR version ONNX Runtime reads."""
     import onnx
@@ -97,7 +107,9 @@ def toy_model(path: Path, nodes: list, inputs: list, outputs: list, initializers
 def two_stage_recipe(project: Path, name: str = "twostep") -> Path:
     """Two concat stages in a chain, from a seed file: the smallest recipe that runs stages."""
     (project / "seed.txt").write_text("seed")
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: {name}
         inputs:
@@ -105,7 +117,8 @@ def two_stage_recipe(project: Path, name: str = "twostep") -> Path:
         stages:
           first: {{uses: concat, in: {{parts: inputs.seed}}, with: {{text: "+1"}}}}
           second: {{uses: concat, in: {{parts: [first.file]}}, with: {{text: "+2"}}}}
-    """)
+    """,
+    )
 
 
 def in_a_terminal(project: Path, *args: str, size: tuple[int, int] = (40, 100)) -> tuple[int, str]:
@@ -114,8 +127,15 @@ def in_a_terminal(project: Path, *args: str, size: tuple[int, int] = (40, 100)) 
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, TERM="xterm-256color")
     env.pop("COLUMNS", None)  # a terminal has its own width
-    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=env, encoding="utf-8",
-                          timeout=CEILING, dimensions=size)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "ortflow.engine.cli", *args],
+        cwd=str(project),
+        env=env,
+        encoding="utf-8",
+        timeout=CEILING,
+        dimensions=size,
+    )
     child.expect(pexpect.EOF)
     child.close()
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)

@@ -25,8 +25,14 @@ LIMIT_S = 300  # one script's quick mode; each takes well under a minute when it
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_quick_mode_runs(script, tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, str(BENCH / f"{script}.py"), "--quick"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=LIMIT_S)
+    done = subprocess.run(
+        [sys.executable, str(BENCH / f"{script}.py"), "--quick"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT_S,
+    )
     said = f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
     assert "Traceback (most recent call last)" not in done.stdout + done.stderr, said
     assert done.returncode == 0, f"bench/{script}.py --quick exited {done.returncode}\n{said}"
@@ -39,6 +45,8 @@ def test_every_bench_script_has_a_quick_mode():
     """A new script without --quick would rot unnoticed: the bench step would only fail on it at CI time."""
     for script in SCRIPTS:
         text = (BENCH / f"{script}.py").read_text()
-        assert "quick.add_flag(" in text or '"--quick" in argv' in text, f"bench/{script}.py has no --quick (bench/quick.py)"
+        assert "quick.add_flag(" in text or '"--quick" in argv' in text, (
+            f"bench/{script}.py has no --quick (bench/quick.py)"
+        )
     ci = (REPO / ".ci" / "run").read_text()
     assert "pytest -m bench" in ci

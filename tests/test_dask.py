@@ -76,8 +76,9 @@ STAGES = {
 def cluster():
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as local:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as local:
         yield local
 
 
@@ -116,20 +117,36 @@ def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster
     assert code == 0, failures(project) + err
     local = outputs(project)
     shared = project / "shared-cache"
-    code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address, "--cache", shared)
+    code, out, err = cli(
+        "run",
+        path,
+        "--executor",
+        "dask",
+        "--scheduler",
+        cluster.scheduler_address,
+        "--cache",
+        shared,
+    )
     assert code == 0, failures(project) + err
     assert outputs(project) == local  # every artifact byte-identical, built by the workers
     assert set(statuses(project).values()) == {"ran"}
-    workers = {json.loads(p.read_text())["ran_on"].get("worker") for p in (shared / "runs").glob("*/*.json")}
+    workers = {
+        json.loads(p.read_text())["ran_on"].get("worker")
+        for p in (shared / "runs").glob("*/*.json")
+    }
     assert workers and workers <= {"0", "1"}  # each record names the worker that built it
     # The keys match too: on the local cache, the cluster finds everything already built.
-    code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)
+    code, out, err = cli(
+        "run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address
+    )
     assert code == 0, failures(project) + err
     assert set(statuses(project).values()) == {"cached"}
 
 
 @pytest.mark.parametrize("pinned", [False, True], ids=["any-worker", "pinned-to-worker-1"])
-def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(project, cli, cluster, pinned):
+def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(
+    project, cli, cluster, pinned
+):
     from distributed import Client
 
     from ortflow.engine.store.artifacts import open_store
@@ -138,22 +155,33 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
     if pinned:  # the worker comes back under a new address: the stage must follow it there, not wait forever
         path.write_text(path.read_text() + '    workers: "1"\n')
     result: dict[str, object] = {}
-    runner = threading.Thread(target=lambda: result.update(run=cli(
-        "run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)))
+    runner = threading.Thread(
+        target=lambda: result.update(
+            run=cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)
+        )
+    )
     with Client(cluster.scheduler_address, set_as_default=False) as client:
         pids = client.run(os.getpid)
         runner.start()
         victim = None
         deadline = time.monotonic() + CEILING
         while victim is None and time.monotonic() < deadline and runner.is_alive():
-            busy = [w for w, keys in client.processing().items() if any(str(k).startswith("slow_calib-") for k in keys)]
-            if busy and building(project):  # its work folder exists: the build is under way, to be left half done
+            busy = [
+                w
+                for w, keys in client.processing().items()
+                if any(str(k).startswith("slow_calib-") for k in keys)
+            ]
+            if busy and building(
+                project
+            ):  # its work folder exists: the build is under way, to be left half done
                 victim = busy[0]
                 os.kill(pids[victim], signal.SIGKILL)
             time.sleep(0.05)
         assert victim is not None, "the stage never started on a worker"
         runner.join(timeout=CEILING)
-        client.wait_for_workers(2, timeout=CEILING)  # the nanny restarts the killed worker for the next tests
+        client.wait_for_workers(
+            2, timeout=CEILING
+        )  # the nanny restarts the killed worker for the next tests
     code, out, err = result["run"]  # type: ignore[misc]
     assert code == 0, failures(project) + err
     assert statuses(project) == {"slow_calib": "ran"}  # Dask ran it again on a live worker
@@ -172,15 +200,21 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
 def test_pinned_stages_run_on_their_worker_or_fail_at_once(project, cli, cluster):
     path = recipe(project, "pinned")
     started = time.monotonic()
-    code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address, "--keep-going")
+    code, out, err = cli(
+        "run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address, "--keep-going"
+    )
     assert code == 1, out + err
-    assert time.monotonic() - started < 60  # refused, not left waiting for a worker that never comes
+    assert (
+        time.monotonic() - started < 60
+    )  # refused, not left waiting for a worker that never comes
     assert "no worker offers the resources gpu=1" in out + err and "--resources" in out + err
     assert statuses(project) == {"needs_gpu": "failed", "pinned": "ran"}
     record = next(json.loads(p.read_text()) for p in (project / ".ortflow/runs").glob("*/*.json"))
     assert record["stage"] == "pinned" and record["ran_on"]["worker"] == "1"
     path.write_text(path.read_text().replace('workers: "1"', 'workers: "gpu-box"'))
-    code, out, err = cli("run", path, "pinned", "--executor", "dask", "--scheduler", cluster.scheduler_address)
+    code, out, err = cli(
+        "run", path, "pinned", "--executor", "dask", "--scheduler", cluster.scheduler_address
+    )
     assert code == 1 and "no worker of the cluster is gpu-box (workers: 0, 1)" in out + err
 
 
@@ -190,12 +224,16 @@ def test_a_stage_failing_on_a_worker_reports_the_same_error_as_locally(project, 
     assert code == 1
     local = json.loads((project / "out/remote/report.json").read_text())["stages"][0]["error"]
     assert "no_such_node" in local
-    code, out, err = cli("run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address)
+    code, out, err = cli(
+        "run", path, "--executor", "dask", "--scheduler", cluster.scheduler_address
+    )
     assert code == 1
     remote = json.loads((project / "out/remote/report.json").read_text())["stages"][0]
     assert remote["error"] == local and remote["status"] == "failed"
     assert "Traceback" not in out + err
-    assert not list((project / ".ortflow/runs").glob("*/*.json"))  # nothing cached for a failed stage
+    assert not list(
+        (project / ".ortflow/runs").glob("*/*.json")
+    )  # nothing cached for a failed stage
 
 
 def test_unreachable_scheduler_and_missing_options_are_one_line_errors(project, cli):
@@ -206,4 +244,8 @@ def test_unreachable_scheduler_and_missing_options_are_one_line_errors(project, 
     assert code == 2 and "object-store URLs (s3://) are not supported yet — mount the bucket" in err
     assert not (project / "s3:").exists()
     code, _, err = cli("run", path, "--executor", "dask", "--scheduler", "tcp://127.0.0.1:9")
-    assert code == 2 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err and len(err.strip().splitlines()) == 1
+    assert (
+        code == 2
+        and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
+        and len(err.strip().splitlines()) == 1
+    )

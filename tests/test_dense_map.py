@@ -21,9 +21,13 @@ def _map(marked: list[tuple[int, int]], value: float = 0.9, low: float = 0.1) ->
     return array
 
 
-def _compute(reference: list[np.ndarray], candidate: list[np.ndarray], **params) -> dict[str, float]:
+def _compute(
+    reference: list[np.ndarray], candidate: list[np.ndarray], **params
+) -> dict[str, float]:
     [entry] = configured({"dense_map": {"outputs": ["map"], **params}})
-    return entry.metric.compute({"map": reference}, {"map": candidate}, [{}] * len(reference), entry.params)
+    return entry.metric.compute(
+        {"map": reference}, {"map": candidate}, [{}] * len(reference), entry.params
+    )
 
 
 def test_iou_and_dice_per_sample_with_the_worst_and_the_mean():
@@ -32,14 +36,20 @@ def test_iou_and_dice_per_sample_with_the_worst_and_the_mean():
     reference = [_map(square), _map(square)]
     candidate = [_map(square), _map([(0, 0), (0, 1), (3, 3), (3, 2)])]
     values = _compute(reference, candidate)
-    assert values == pytest.approx({"iou_mean": (1 + 2 / 6) / 2, "iou_min": 2 / 6, "dice_mean": (1 + 0.5) / 2, "dice_min": 0.5})
+    assert values == pytest.approx(
+        {"iou_mean": (1 + 2 / 6) / 2, "iou_min": 2 / 6, "dice_mean": (1 + 0.5) / 2, "dice_min": 0.5}
+    )
 
 
 def test_a_feed_holding_a_batch_counts_each_sample_and_empty_maps_agree():
-    reference = [np.concatenate([_map([(2, 2)]), _map([])])]  # one feed of two samples; the second marks nothing
+    reference = [
+        np.concatenate([_map([(2, 2)]), _map([])])
+    ]  # one feed of two samples; the second marks nothing
     candidate = [np.concatenate([_map([]), _map([])])]
     values = _compute(reference, candidate)
-    assert values == pytest.approx({"iou_mean": 0.5, "iou_min": 0.0, "dice_mean": 0.5, "dice_min": 0.0})
+    assert values == pytest.approx(
+        {"iou_mean": 0.5, "iou_min": 0.0, "dice_mean": 0.5, "dice_min": 0.0}
+    )
 
 
 def test_the_threshold_is_auto_from_the_reference_range_or_as_set():
@@ -55,7 +65,9 @@ def test_the_threshold_is_auto_from_the_reference_range_or_as_set():
 
 def test_it_is_installed_and_refuses_what_is_not_a_map():
     assert metric_type("dense_map") is DenseMapAgreement
-    assert problems({"dense_map": {}}) == ["metrics: dense_map: parameters: 'outputs' is a required property"]
+    assert problems({"dense_map": {}}) == [
+        "metrics: dense_map: parameters: 'outputs' is a required property"
+    ]
     assert problems({"dense_map": {"outputs": ["m"], "threshold": "half"}})
     with pytest.raises(StageError, match="a dense map has a sample axis"):
         _compute([np.float32(0.5)], [np.float32(0.5)])

@@ -28,17 +28,27 @@ def test_the_readme_is_a_front_door():
 
 def test_the_readme_set_up_is_what_ci_runs():
     """The two set-up lines a newcomer pastes are the commands .ci/run executes, so CI proves they work."""
-    ci = {line.split("#")[0].strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()}
+    ci = {
+        line.split("#")[0].strip()
+        for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    }
     setup = README.read_text(encoding="utf-8").split("## Set up", 1)[1]
     block = setup.split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [part.strip() for line in block.splitlines() for part in line.split("&&")]
-    assert len(commands) == 4 and not [c for c in commands if c not in ci], f"README's set-up commands not in .ci/run: {commands}"
+    assert len(commands) == 4 and not [c for c in commands if c not in ci], (
+        f"README's set-up commands not in .ci/run: {commands}"
+    )
 
 
 def test_every_docs_page_is_linked_from_the_readme():
-    linked = {(README.parent / target.split("#")[0]).resolve() for target in LINK.findall(README.read_text(encoding="utf-8"))}
+    linked = {
+        (README.parent / target.split("#")[0]).resolve()
+        for target in LINK.findall(README.read_text(encoding="utf-8"))
+    }
     missing = [page.name for page in DOCS if page.resolve() not in linked]
-    assert DOCS and not missing, f"README.md links no docs page named {missing}: add each to 'Where to go next'"
+    assert DOCS and not missing, (
+        f"README.md links no docs page named {missing}: add each to 'Where to go next'"
+    )
 
 
 def anchors(page: Path) -> set[str]:
@@ -64,7 +74,9 @@ def test_links_resolve(page):
             if not linked.exists():
                 broken.append(f"{page.relative_to(ROOT)}:{number}: {target}")
             elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):
-                broken.append(f"{page.relative_to(ROOT)}:{number}: {target} (no such heading in {path or 'this page'})")
+                broken.append(
+                    f"{page.relative_to(ROOT)}:{number}: {target} (no such heading in {path or 'this page'})"
+                )
     assert not broken, "links to nothing:\n" + "\n".join(broken)
 
 
@@ -72,7 +84,8 @@ def test_the_stage_reference_is_what_the_code_generates():
     from ortflow.engine.stage_reference import render
 
     assert (ROOT / "docs" / "stages.md").read_text(encoding="utf-8") == render(), (
-        "docs/stages.md is stale — run: python -m ortflow.engine.stage_reference docs/stages.md")
+        "docs/stages.md is stale — run: python -m ortflow.engine.stage_reference docs/stages.md"
+    )
 
 
 def test_the_generator_rewrites_a_stale_page_and_check_says_so(tmp_path, capsys):
@@ -80,7 +93,10 @@ def test_the_generator_rewrites_a_stale_page_and_check_says_so(tmp_path, capsys)
 
     page = tmp_path / "stages.md"
     page.write_text("# an old reference\n")
-    assert main(["--check", str(page)]) == 1 and "is stale — run: python -m ortflow.engine.stage_reference" in capsys.readouterr().err
+    assert (
+        main(["--check", str(page)]) == 1
+        and "is stale — run: python -m ortflow.engine.stage_reference" in capsys.readouterr().err
+    )
     assert main([str(page)]) == 0 and main(["--check", str(page)]) == 0
 
 
@@ -123,10 +139,14 @@ def engine_invocations(command: str) -> list[list[str]]:
 
 def test_the_command_finder_sees_chained_and_continued_commands(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("```bash\npip install x && engine run r.yaml   # a comment\nengine plan r.yaml \\\n  --json | head\n```\n"
-                    "```yaml\nengine: not a command\n```\n")
+    page.write_text(
+        "```bash\npip install x && engine run r.yaml   # a comment\nengine plan r.yaml \\\n  --json | head\n```\n"
+        "```yaml\nengine: not a command\n```\n"
+    )
     assert [(n, engine_invocations(c)) for n, c in shell_commands(page)] == [
-        (2, [["run", "r.yaml"]]), (3, [["plan", "r.yaml", "--json"]])]
+        (2, [["run", "r.yaml"]]),
+        (3, [["plan", "r.yaml", "--json"]]),
+    ]
 
 
 @pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
@@ -150,5 +170,7 @@ def test_every_engine_command_in_the_docs_parses(page):
             except SystemExit as exit_:
                 if exit_.code:
                     message = stderr.getvalue().strip().splitlines()[-1:] or [""]
-                    bad.append(f"{page.relative_to(ROOT)}:{number}: engine {' '.join(words)} — {message[0]}")
+                    bad.append(
+                        f"{page.relative_to(ROOT)}:{number}: engine {' '.join(words)} — {message[0]}"
+                    )
     assert not bad, "commands the CLI no longer accepts:\n" + "\n".join(bad)

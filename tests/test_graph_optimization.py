@@ -61,14 +61,22 @@ def test_optimization_levels_on_the_real_model(project, cli):
         optimized = run_session(outputs / level / "model.onnx", feeds)
         np.testing.assert_allclose(optimized, reference, rtol=1e-3, atol=1e-4)
     fused = json.loads((outputs / "extended" / "metrics.json").read_text())["op_types_after"]
-    assert any(op.startswith("com.microsoft.") for op in fused)  # ORT's contrib fusions were applied
+    assert any(
+        op.startswith("com.microsoft.") for op in fused
+    )  # ORT's contrib fusions were applied
     entries = yaml.safe_load((project / "levels.yaml.lock").read_text())["stages"]
     # the 'all' level's model is this machine's (its key holds the CPU): locked by what it was made from
-    assert entries["all"]["host_specific"] is True and "cpu" not in entries["all"]["env"] and "key" not in entries["all"]
+    assert (
+        entries["all"]["host_specific"] is True
+        and "cpu" not in entries["all"]["env"]
+        and "key" not in entries["all"]
+    )
     assert "key" in entries["extended"] and "outputs" in entries["extended"]
 
 
-def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(tmp_path, cli, monkeypatch):
+def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(
+    tmp_path, cli, monkeypatch
+):
     recipe = tmp_path / "quickstart.yaml"
     shutil.copy(QUICKSTART, recipe)
     shutil.copy(QUICKSTART.with_name("quickstart.yaml.lock"), tmp_path)  # as committed
@@ -77,7 +85,9 @@ def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(tmp_pa
     code, out, err = cli("run", recipe)
     assert code == 0, err
     # a fresh clone's first run leaves the committed lock as it is (git status clean)
-    assert (tmp_path / "quickstart.yaml.lock").read_bytes() == QUICKSTART.with_name("quickstart.yaml.lock").read_bytes()
+    assert (tmp_path / "quickstart.yaml.lock").read_bytes() == QUICKSTART.with_name(
+        "quickstart.yaml.lock"
+    ).read_bytes()
     stages = len(yaml.safe_load(recipe.read_text())["stages"])
     assert out.count(" ran ") == stages
     code, out, _ = cli("run", recipe)
@@ -88,46 +98,68 @@ def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(tmp_pa
     code, out, err = cli("run", recipe, "--cache", tmp_path / "fresh-cache")
     assert code == 0 and out.count(" ran ") == stages and "not reproducible" not in err
     second = json.loads((outputs / "report.json").read_text())
-    digests = [{s["stage"]: {k: o["digest"] for k, o in s["outputs"].items()} for s in r["stages"] if s["type"] != "benchmark"}
-               for r in (first, second)]  # timings are measurements: every run takes new ones
+    digests = [
+        {
+            s["stage"]: {k: o["digest"] for k, o in s["outputs"].items()}
+            for s in r["stages"]
+            if s["type"] != "benchmark"
+        }
+        for r in (first, second)
+    ]  # timings are measurements: every run takes new ones
     assert digests[0] == digests[1]
 
 
 def test_corrupt_model_fails_cleanly_and_caches_nothing(project, cli):
     corrupt = project / "model.onnx"
     corrupt.write_bytes(minilm_model().read_bytes()[:5000])  # a truncated download
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: corrupt
         inputs:
           model: {path: model.onnx}
         stages:
           opt: {uses: graph_optimization, in: {model: inputs.model}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path)
     assert code == 1
-    assert "recipe.yaml:6:3: stage 'opt' (graph_optimization) failed: ONNX Runtime cannot load model.onnx" in err
+    assert (
+        "recipe.yaml:6:3: stage 'opt' (graph_optimization) failed: ONNX Runtime cannot load model.onnx"
+        in err
+    )
     assert "check that the file is a complete ONNX model" in err and "Traceback" not in err
-    assert list((project / ".ortflow/runs").iterdir()) == [] and list((project / ".ortflow/tmp").iterdir()) == []
+    assert (
+        list((project / ".ortflow/runs").iterdir()) == []
+        and list((project / ".ortflow/tmp").iterdir()) == []
+    )
 
 
 def test_unusable_provider_is_reported_not_silently_replaced(project, cli):
     shutil.copy(minilm_model(), project / "model.onnx")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: gpu
         inputs:
           model: {path: model.onnx}
         stages:
           opt: {uses: graph_optimization, in: {model: inputs.model}, with: {providers: [CUDAExecutionProvider, CPUExecutionProvider]}}
-    """)
-    usable = ort.InferenceSession(str(project / "model.onnx"), providers=["CUDAExecutionProvider", "CPUExecutionProvider"]).get_providers()
+    """,
+    )
+    usable = ort.InferenceSession(
+        str(project / "model.onnx"), providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
+    ).get_providers()
     if "CUDAExecutionProvider" in usable:
         pytest.skip("a usable CUDA device is present")
     code, _, err = cli("run", path)
     assert code == 1
-    assert ("stage 'opt' (graph_optimization) failed: optimizing for these providers needs CUDAExecutionProvider, "
-            "which ONNX Runtime cannot use here (CUDAExecutionProvider: ") in err
+    assert (
+        "stage 'opt' (graph_optimization) failed: optimizing for these providers needs CUDAExecutionProvider, "
+        "which ONNX Runtime cannot use here (CUDAExecutionProvider: "
+    ) in err
     assert "or mark the stage `optional: true`" in err
 
 
@@ -135,8 +167,18 @@ def test_dag_formats(project, cli):
     shutil.copy(QUICKSTART, project / "quickstart.yaml")
     shutil.copytree(QUICKSTART.parent / "data", project / "data")
     code, out, _ = cli("dag", "quickstart.yaml")
-    assert code == 0 and "int8 (quantize_static)" in out and "├── inputs.model" in out and "├── calib.table" in out and "└── datasets.calibration" in out
+    assert (
+        code == 0
+        and "int8 (quantize_static)" in out
+        and "├── inputs.model" in out
+        and "├── calib.table" in out
+        and "└── datasets.calibration" in out
+    )
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "mermaid")
-    assert out.startswith("flowchart LR") and "calib -->|calibration| int8" in out and 'datasets__calibration -->|data| calib' in out
+    assert (
+        out.startswith("flowchart LR")
+        and "calib -->|calibration| int8" in out
+        and "datasets__calibration -->|data| calib" in out
+    )
     code, out, _ = cli("dag", "quickstart.yaml", "--format", "dot")
     assert '"fused" -> "optimized" [label="model"];' in out

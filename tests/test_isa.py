@@ -25,7 +25,9 @@ def use_isa(monkeypatch, value: str | None) -> None:
 
 def isa_recipe(project: Path, target: str = "") -> Path:
     shutil.copy(DATA / "validation.npz", project / "validation.npz")
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: isa
         {target}
@@ -36,7 +38,8 @@ def isa_recipe(project: Path, target: str = "") -> Path:
         stages:
           dyn: {{uses: quantize_dynamic, in: {{model: inputs.model}}, with: {{per_channel: true}}}}
           acc: {{uses: validate_accuracy, in: {{reference: inputs.model, candidates: [dyn.model], data: datasets.val}}}}
-    """)
+    """,
+    )
 
 
 def planned(cli, path: Path) -> dict[str, dict]:
@@ -49,32 +52,46 @@ def dynamic_metrics(project: Path) -> dict:
     return json.loads((project / "out/isa/dyn/metrics.json").read_text())
 
 
-def test_keys_follow_the_instruction_set_and_the_safe_setting_follows_vnni(project, cli, monkeypatch):
+def test_keys_follow_the_instruction_set_and_the_safe_setting_follows_vnni(
+    project, cli, monkeypatch
+):
     path = isa_recipe(project)
     use_isa(monkeypatch, "avx2")
     code, out, err = cli("run", path)
     assert code == 0, err
-    assert dynamic_metrics(project)["reduce_range"] is True  # no VNNI: 7-bit weights, as ORT advises
+    assert (
+        dynamic_metrics(project)["reduce_range"] is True
+    )  # no VNNI: 7-bit weights, as ORT advises
     assert "7-bit weights for avx2 (no VNNI, per-channel, MatMul model)" in out
     on_avx2 = planned(cli, path)
     assert {p["action"] for p in on_avx2.values()} == {"cached"}
 
     use_isa(monkeypatch, "avx512_vnni")
     on_vnni = planned(cli, path)
-    assert on_vnni["dyn"]["action"] == "run" and "environment changed: target_isa" in on_vnni["dyn"]["reason"]
+    assert (
+        on_vnni["dyn"]["action"] == "run"
+        and "environment changed: target_isa" in on_vnni["dyn"]["reason"]
+    )
     assert cli("run", path)[0] == 0
     assert dynamic_metrics(project)["reduce_range"] is False
     on_vnni = planned(cli, path)
-    assert on_vnni["dyn"]["key"] != on_avx2["dyn"]["key"] and on_vnni["acc"]["key"] != on_avx2["acc"]["key"]
+    assert (
+        on_vnni["dyn"]["key"] != on_avx2["dyn"]["key"]
+        and on_vnni["acc"]["key"] != on_avx2["acc"]["key"]
+    )
     report = json.loads((project / "out/isa/report.json").read_text())
     assert report["environment"]["isa"] == "x86_64: avx2,avx512f,avx512_vnni"
 
     use_isa(monkeypatch, "avx2")  # back on the first kind of host: both results are in the cache
     again = planned(cli, path)
-    assert {n: (p["action"], p["key"]) for n, p in again.items()} == {n: (p["action"], p["key"]) for n, p in on_avx2.items()}
+    assert {n: (p["action"], p["key"]) for n, p in again.items()} == {
+        n: (p["action"], p["key"]) for n, p in on_avx2.items()
+    }
 
 
-def test_a_named_target_decides_the_model_and_the_host_keys_the_measurement(project, cli, monkeypatch):
+def test_a_named_target_decides_the_model_and_the_host_keys_the_measurement(
+    project, cli, monkeypatch
+):
     path = isa_recipe(project, target="target: {cpu: avx512_vnni}")
     use_isa(monkeypatch, "avx2")
     code, out, err = cli("run", path)
@@ -83,8 +100,12 @@ def test_a_named_target_decides_the_model_and_the_host_keys_the_measurement(proj
     built_here = planned(cli, path)
     use_isa(monkeypatch, "avx512_vnni")
     built_there = planned(cli, path)
-    assert built_there["dyn"]["key"] == built_here["dyn"]["key"]  # the same model whichever host builds it
-    assert built_there["acc"]["key"] != built_here["acc"]["key"]  # but its accuracy is measured per ISA
+    assert (
+        built_there["dyn"]["key"] == built_here["dyn"]["key"]
+    )  # the same model whichever host builds it
+    assert (
+        built_there["acc"]["key"] != built_here["acc"]["key"]
+    )  # but its accuracy is measured per ISA
 
 
 def test_the_isa_fact_names_this_machine(monkeypatch):
@@ -93,7 +114,12 @@ def test_the_isa_fact_names_this_machine(monkeypatch):
     use_isa(monkeypatch, None)
     arch, _, features = fact("isa").partition(": ")
     assert arch and features
-    flags = Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split() \
-        if Path("/proc/cpuinfo").exists() else []
+    flags = (
+        Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split()
+        if Path("/proc/cpuinfo").exists()
+        else []
+    )
     if flags and arch == "x86_64":
-        assert features.split(",") == [f for f in ISA_FEATURES if f in flags] or features == "baseline"
+        assert (
+            features.split(",") == [f for f in ISA_FEATURES if f in flags] or features == "baseline"
+        )

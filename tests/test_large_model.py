@@ -43,19 +43,40 @@ def model_over_2gb(folder: Path) -> Path:
             rows, cols = WIDTHS[i % 2], WIDTHS[(i + 1) % 2]
             weight = rng.random((rows, cols), dtype=np.float32)
             weight -= 0.5
-            weight *= np.float32(np.sqrt(12 / rows))  # unit variance in, unit variance out: no overflow
+            weight *= np.float32(
+                np.sqrt(12 / rows)
+            )  # unit variance in, unit variance out: no overflow
             raw = weight.tobytes()
             data.write(raw)
-            tensor = TensorProto(name=f"w{i}", data_type=TensorProto.FLOAT, dims=[rows, cols],
-                                 data_location=TensorProto.EXTERNAL)
-            for key, value in (("location", "big.onnx.data"), ("offset", str(offset)), ("length", str(len(raw)))):
+            tensor = TensorProto(
+                name=f"w{i}",
+                data_type=TensorProto.FLOAT,
+                dims=[rows, cols],
+                data_location=TensorProto.EXTERNAL,
+            )
+            for key, value in (
+                ("location", "big.onnx.data"),
+                ("offset", str(offset)),
+                ("length", str(len(raw))),
+            ):
                 tensor.external_data.add(key=key, value=value)
             offset += len(raw)
             weights.append(tensor)
-            nodes.append(helper.make_node("MatMul", [f"h{i}" if i else "x", f"w{i}"],
-                                          [f"h{i + 1}" if i < LAYERS - 1 else "y"], name=f"layer{i}"))
-    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", WIDTHS[0]])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", WIDTHS[0]])], weights)
+            nodes.append(
+                helper.make_node(
+                    "MatMul",
+                    [f"h{i}" if i else "x", f"w{i}"],
+                    [f"h{i + 1}" if i < LAYERS - 1 else "y"],
+                    name=f"layer{i}",
+                )
+            )
+    graph = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", WIDTHS[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", WIDTHS[0]])],
+        weights,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 10
     onnx.save_model(model, str(folder / "big.onnx"))
@@ -65,10 +86,18 @@ def model_over_2gb(folder: Path) -> Path:
 def engine(project: Path, *args: str) -> tuple[int, str, int]:
     """The CLI in a child process: (exit code, what it printed, the peak resident bytes of the largest process
     among it and its children)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")])),
+    )
     with open(project / "printed.txt", "w+", encoding="utf-8") as printed:
-        child = subprocess.Popen([sys.executable, "-m", "ortflow.engine.cli", *args], env=env, cwd=project,
-                                 stdout=printed, stderr=subprocess.STDOUT)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "ortflow.engine.cli", *args],
+            env=env,
+            cwd=project,
+            stdout=printed,
+            stderr=subprocess.STDOUT,
+        )
         _, status, usage = os.wait4(child.pid, 0)
         child.returncode = os.waitstatus_to_exitcode(status)
         printed.seek(0)
@@ -87,7 +116,9 @@ def test_a_model_over_2_gb_is_optimized_quantized_and_timed_as_one_artifact(proj
 def _over_2gb(project: Path) -> None:
     model = model_over_2gb(project / "model")
     assert (model.parent / "big.onnx.data").stat().st_size > 2**31
-    recipe = write(project / "recipe.yaml", """
+    recipe = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: big
         inputs:
@@ -103,19 +134,33 @@ def _over_2gb(project: Path) -> None:
                  with: {pre_process: false, op_types_to_quantize: [MatMul], sanity_samples: 2}}
           speed: {uses: benchmark, in: {models: [opt.model, int4.model], data: datasets.rows},
                   with: {warmup: 1, runs: 2, rounds: 2}}
-    """)
+    """,
+    )
     code, printed, peak = engine(project, "run", recipe)
     assert code == 0, printed
     assert peak < MEMORY_CEILING, f"peak resident memory {peak / 2**30:.2f} GiB"
     print(f"peak resident memory {peak / 2**30:.2f} GiB")
-    optimized = project / "out/big/opt/model.onnx"  # a folder: the model and the data it names, together
+    optimized = (
+        project / "out/big/opt/model.onnx"
+    )  # a folder: the model and the data it names, together
     assert sorted(p.name for p in optimized.iterdir()) == ["model.onnx", "model.onnx.data"]
-    assert (optimized / "model.onnx").stat().st_size < 1_000_000 < 2**31 < (optimized / "model.onnx.data").stat().st_size
-    quantized = project / "out/big/int4/model.onnx"  # 4-bit weights: one file again, under the limit
+    assert (
+        (optimized / "model.onnx").stat().st_size
+        < 1_000_000
+        < 2**31
+        < (optimized / "model.onnx.data").stat().st_size
+    )
+    quantized = (
+        project / "out/big/int4/model.onnx"
+    )  # 4-bit weights: one file again, under the limit
     assert quantized.is_file() and quantized.stat().st_size < 2**31
     assert "MatMulNBits 8" in printed and "speed" in printed
-    assert (project / "out/big/half/model.onnx").stat().st_size < 2**31  # ORT's converter refused the input once
-    assert "QDQ QUInt8/QInt8: MatMul 8" in printed  # static INT8 too, its graph prepared without the weights
+    assert (
+        project / "out/big/half/model.onnx"
+    ).stat().st_size < 2**31  # ORT's converter refused the input once
+    assert (
+        "QDQ QUInt8/QInt8: MatMul 8" in printed
+    )  # static INT8 too, its graph prepared without the weights
     lock = Lock.read(project / "recipe.yaml.lock").stages["opt"].outputs["model"]
     assert lock.digest == hash_tree(optimized)
     assert lock.size == sum(p.stat().st_size for p in optimized.iterdir())
@@ -124,7 +169,9 @@ def _over_2gb(project: Path) -> None:
     code, printed, _ = engine(project, "cache", "verify", recipe)
     assert code == 0, printed
     # One flipped byte in the data file is damage to the optimized model's object, found by verify.
-    data = project / ".ortflow/objects" / lock["digest"][:2] / lock["digest"][2:] / "model.onnx.data"
+    data = (
+        project / ".ortflow/objects" / lock["digest"][:2] / lock["digest"][2:] / "model.onnx.data"
+    )
     data.chmod(0o644)
     with open(data, "r+b") as handle:
         handle.seek(2**31)
@@ -144,8 +191,12 @@ def test_a_model_over_2_gb_held_in_memory_is_saved_with_external_data(tmp_path):
 
     from ortflow.engine.ort import onnx_model
 
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "held", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "held",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     for i in range(LAYERS):  # added in place: make_graph and make_model would each copy 2.2 GB
         tensor = model.graph.initializer.add(name=f"w{i}", data_type=TensorProto.FLOAT, dims=WIDTHS)

@@ -15,7 +15,9 @@ DATA = Path(__file__).parents[1] / "recipes" / "data" / "calibration.npz"
 
 
 def portable_recipe(project: Path) -> Path:
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: portable
         target: {{cpu: avx2}}
@@ -37,7 +39,8 @@ def portable_recipe(project: Path) -> Path:
             uses: validate_accuracy
             in: {{reference: inputs.model, candidates: [int8.model], data: datasets.sentences}}
             with: {{outputs: ["461"], min: {{cosine_mean: 0.5}}}}
-    """)
+    """,
+    )
 
 
 def table_digest(lock_text: str) -> str:
@@ -50,7 +53,9 @@ def fresh_run(cli, project: Path, recipe: Path, monkeypatch, isa: str) -> tuple[
 
     monkeypatch.setenv("ORTFLOW_ISA", isa)
     environment.fact.cache_clear()
-    monkeypatch.setenv("ORTFLOW_CACHE", str(project / f"cache-{isa}-{len(list(project.glob('cache-*')))}"))
+    monkeypatch.setenv(
+        "ORTFLOW_CACHE", str(project / f"cache-{isa}-{len(list(project.glob('cache-*')))}")
+    )
     return cli("run", recipe)
 
 
@@ -61,41 +66,61 @@ def test_a_lock_written_on_one_machine_holds_on_another(project, cli, monkeypatc
     assert code == 0, out + err
     written = lock.read_text()
     entries = yaml.safe_load(written)["stages"]
-    for name in ("speed", "accuracy"):  # made for this machine: recorded by what they were made from
+    for name in (
+        "speed",
+        "accuracy",
+    ):  # made for this machine: recorded by what they were made from
         assert entries[name]["host_specific"] is True and "key" not in entries[name], entries[name]
         assert not {"cpu", "isa"} & set(entries[name]["env"]) and "outputs" not in entries[name]
     assert "key" in entries["int8"] and entries["int8"]["env"]["target_isa"] == "x86_64: avx2"
 
-    code, out, err = fresh_run(cli, project, recipe, monkeypatch, "avx512_vnni")  # another CPU, nothing cached
+    code, out, err = fresh_run(
+        cli, project, recipe, monkeypatch, "avx512_vnni"
+    )  # another CPU, nothing cached
     assert code == 0, out + err
-    assert "ran" in out and lock.read_text() == written  # everything was measured again; the lock stands
+    assert (
+        "ran" in out and lock.read_text() == written
+    )  # everything was measured again; the lock stands
     code, out, _ = cli("status", recipe)
     assert code == 0 and "changed" not in out, out
-    assert cli("cache", "gc", recipe)[0] == 0  # keeps this machine's results for the host-specific entries
+    assert (
+        cli("cache", "gc", recipe)[0] == 0
+    )  # keeps this machine's results for the host-specific entries
     code, out, _ = cli("plan", recipe)
     assert "0 of 4 stages would run" in out, out
 
 
 def test_calibration_within_tolerance_of_the_lock_keeps_its_values_and_a_real_difference_shows(
-        project, cli, monkeypatch):
+    project, cli, monkeypatch
+):
     recipe = portable_recipe(project)
     lock = recipe.with_name("recipe.yaml.lock")
     assert fresh_run(cli, project, recipe, monkeypatch, "avx2")[0] == 0
     ours = lock.read_text()
     measured = unpack_floats(yaml.safe_load(ours)["stages"]["calib"]["outputs"]["table"]["values"])
 
-    def lock_with_values(scale: float) -> None:  # the lock as another CPU wrote it: every range scaled
+    def lock_with_values(
+        scale: float,
+    ) -> None:  # the lock as another CPU wrote it: every range scaled
         data = yaml.safe_load(lock.read_text())
-        data["stages"]["calib"]["outputs"]["table"]["values"] = pack_floats([v * scale for v in measured])
+        data["stages"]["calib"]["outputs"]["table"]["values"] = pack_floats(
+            [v * scale for v in measured]
+        )
         lock.write_text(yaml.safe_dump(data))
 
     # another CPU's ranges, 2e-6 apart: past float32's last bit, so its table has other bytes
     lock_with_values(1 + 2e-6)
     code, out, err = fresh_run(cli, project, recipe, monkeypatch, "avx2")
     assert code == 0, out + err
-    other_cpus = lock.read_text()  # now consistent: that CPU's values, table digest and downstream keys
-    assert table_digest(other_cpus) != table_digest(ours)  # other bytes, and so other keys downstream
-    code, out, err = fresh_run(cli, project, recipe, monkeypatch, "avx2")  # this CPU again, nothing cached
+    other_cpus = (
+        lock.read_text()
+    )  # now consistent: that CPU's values, table digest and downstream keys
+    assert table_digest(other_cpus) != table_digest(
+        ours
+    )  # other bytes, and so other keys downstream
+    code, out, err = fresh_run(
+        cli, project, recipe, monkeypatch, "avx2"
+    )  # this CPU again, nothing cached
     assert code == 0, out + err
     assert lock.read_text() == other_cpus, "a result within tolerance rewrote the lock file"
     assert "not reproducible" not in out + err
@@ -108,4 +133,9 @@ def test_calibration_within_tolerance_of_the_lock_keeps_its_values_and_a_real_di
     code, out, err = fresh_run(cli, project, recipe, monkeypatch, "avx2")
     assert code == 0, out + err
     assert "not reproducible" in out + err, out + err
-    assert unpack_floats(yaml.safe_load(lock.read_text())["stages"]["calib"]["outputs"]["table"]["values"]) == measured
+    assert (
+        unpack_floats(
+            yaml.safe_load(lock.read_text())["stages"]["calib"]["outputs"]["table"]["values"]
+        )
+        == measured
+    )

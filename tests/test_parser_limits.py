@@ -42,18 +42,29 @@ def nested(style: str, depth: int) -> str:
 
 
 def deep_recipe(project: Path, style: str, depth: int) -> Path:
-    return write(project / "recipe.yaml", "version: 1\nname: deep\nstages:\n  a:\n    uses: concat\n"
-                 f"    with:\n      text: {nested(style, depth)}\n")
+    return write(
+        project / "recipe.yaml",
+        "version: 1\nname: deep\nstages:\n  a:\n    uses: concat\n"
+        f"    with:\n      text: {nested(style, depth)}\n",
+    )
 
 
 # The 65th level, counting the recipe's own four (the document, stages, a, with): the 61st bracket, dash or key.
-@pytest.mark.parametrize("style, where", [("flow", "recipe.yaml:7:73:"), ("block", "recipe.yaml:8:127:"),
-                                          ("indented", "recipe.yaml:68:129:")])
+@pytest.mark.parametrize(
+    "style, where",
+    [
+        ("flow", "recipe.yaml:7:73:"),
+        ("block", "recipe.yaml:8:127:"),
+        ("indented", "recipe.yaml:68:129:"),
+    ],
+)
 def test_nesting_past_the_limit_is_refused_where_it_gets_too_deep(project, cli, style, where):
     code, _, err = cli("validate", deep_recipe(project, style, 100))
     assert code == 2
-    assert err.strip().splitlines() == [f"error: {where} the document nests more than 64 levels deep here — "
-                                        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names"]
+    assert err.strip().splitlines() == [
+        f"error: {where} the document nests more than 64 levels deep here — "
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names"
+    ]
 
 
 @pytest.mark.parametrize("style", ["flow", "block"])
@@ -68,31 +79,49 @@ def test_nesting_thirty_thousand_deep_is_an_error_not_a_crash(project, style):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and re.fullmatch(
         f"error: {where} the document nests more than 64 levels deep here — "
-        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names", lines[0]), err
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names",
+        lines[0],
+    ), err
 
 
 def test_aliases_nested_in_aliases_are_refused_past_the_depth_limit(project, cli):
     """Each alias adds the depth of what it names: 20 anchors of 10 levels each nest 200 deep."""
-    anchors = ["  l0: &l0 1"] + [f"  l{i}: &l{i} {'[' * 10}*l{i - 1}{']' * 10}" for i in range(1, 20)]
-    path = write(project / "recipe.yaml", "version: 1\nname: aliases\nx-anchors:\n" + "\n".join(anchors) + "\nstages: {}\n")
+    anchors = ["  l0: &l0 1"] + [
+        f"  l{i}: &l{i} {'[' * 10}*l{i - 1}{']' * 10}" for i in range(1, 20)
+    ]
+    path = write(
+        project / "recipe.yaml",
+        "version: 1\nname: aliases\nx-anchors:\n" + "\n".join(anchors) + "\nstages: {}\n",
+    )
     code, _, err = cli("validate", path)
     assert code == 2
-    assert "aliases inside aliases nest the document more than 64 levels deep here — use fewer levels of aliases" in err
+    assert (
+        "aliases inside aliases nest the document more than 64 levels deep here — use fewer levels of aliases"
+        in err
+    )
     assert "Traceback" not in err
 
 
 def test_too_many_values_without_aliases_does_not_blame_aliases(project, cli):
-    path = write(project / "recipe.yaml", "version: 1\nname: big\nstages: {}\nx: [" + "1," * 400_001 + "1]\n")
+    path = write(
+        project / "recipe.yaml", "version: 1\nname: big\nstages: {}\nx: [" + "1," * 400_001 + "1]\n"
+    )
     code, _, err = cli("validate", path)
     assert code == 2
-    assert "recipe.yaml:4:" in err and "the document holds over 200000 values — a recipe names its data files" in err
+    assert (
+        "recipe.yaml:4:" in err
+        and "the document holds over 200000 values — a recipe names its data files" in err
+    )
     assert "alias" not in err
 
 
 def test_alias_expansion_past_the_value_limit_names_anchors_and_aliases(project, cli):
     levels = ["  a0: &a0 [" + ", ".join(["x"] * 10) + "]"]
     levels += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
-    path = write(project / "recipe.yaml", "version: 1\nname: laughs\nx-bomb:\n" + "\n".join(levels) + "\nstages: {}\n")
+    path = write(
+        project / "recipe.yaml",
+        "version: 1\nname: laughs\nx-bomb:\n" + "\n".join(levels) + "\nstages: {}\n",
+    )
     code, _, err = cli("validate", path)
     assert code == 2
     assert "the document expands to over 200000 values — use fewer anchors and aliases" in err
@@ -100,31 +129,46 @@ def test_alias_expansion_past_the_value_limit_names_anchors_and_aliases(project,
 
 def test_oversize_recipe_is_refused_unread(project):
     """A 50 MB recipe used to be parsed for a minute and 1.6 GB before any check; now its size stops it."""
-    path = write(project / "recipe.yaml", "version: 1\nname: big\nstages: {}\nx: [" + "1," * (5 << 19) + "1]\n")
+    path = write(
+        project / "recipe.yaml",
+        "version: 1\nname: big\nstages: {}\nx: [" + "1," * (5 << 19) + "1]\n",
+    )
     started = time.monotonic()
     code, err = capped("validate", path)
     assert code == 2, err
-    assert err.strip().splitlines() == ["error: recipe.yaml: recipe.yaml is 5 MiB, more than the 4 MiB a recipe may be — "
-                                        "a recipe names its models and data files rather than holding their content: "
-                                        "move large values into files it names"]
-    assert time.monotonic() - started < 30  # parsing it would take a minute; refusing it is process start-up
+    assert err.strip().splitlines() == [
+        "error: recipe.yaml: recipe.yaml is 5 MiB, more than the 4 MiB a recipe may be — "
+        "a recipe names its models and data files rather than holding their content: "
+        "move large values into files it names"
+    ]
+    assert (
+        time.monotonic() - started < 30
+    )  # parsing it would take a minute; refusing it is process start-up
 
 
 def bomb_lock(path: Path, stage: str = "first") -> Path:
     """2 KB of YAML whose aliases expand to 10^9 strings in the stage's parameters."""
     levels = ["  a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
     levels += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
-    return write(path, "schema: 1\ninputs: {}\nbomb:\n" + "\n".join(levels) + f"\nstages:\n  {stage}:\n"
-                 "    type: concat\n    version: '1'\n    key: k\n    params: {text: *a8}\n")
+    return write(
+        path,
+        "schema: 1\ninputs: {}\nbomb:\n" + "\n".join(levels) + f"\nstages:\n  {stage}:\n"
+        "    type: concat\n    version: '1'\n    key: k\n    params: {text: *a8}\n",
+    )
 
 
 def test_alias_bomb_lock_file_fails_compare_fast(project):
-    good = write(project / "a.lock", "schema: 1\ninputs: {}\nstages:\n  first: {type: concat, version: '1', key: k, params: {text: x}}\n")
+    good = write(
+        project / "a.lock",
+        "schema: 1\ninputs: {}\nstages:\n  first: {type: concat, version: '1', key: k, params: {text: x}}\n",
+    )
     bad = bomb_lock(project / "b.lock")
     code, err = capped("compare", good, bad)
     assert code == 2, err
-    assert err.strip().splitlines() == [f"error: {bad}:4:7: the lock file holds an anchor (&a0), which `engine run` never "
-                                        "writes — restore it from git, or delete it and run again"]
+    assert err.strip().splitlines() == [
+        f"error: {bad}:4:7: the lock file holds an anchor (&a0), which `engine run` never "
+        "writes — restore it from git, or delete it and run again"
+    ]
 
 
 @pytest.mark.parametrize("command", ["run", "status"])
@@ -133,36 +177,59 @@ def test_alias_bomb_lock_file_stops_the_run_before_anything_runs(project, comman
     bomb_lock(project / "recipe.yaml.lock")
     code, err = capped(command, recipe)
     assert code == 2, err
-    assert "recipe.yaml.lock:4:7: the lock file holds an anchor (&a0)" in err and "restore it from git" in err
+    assert (
+        "recipe.yaml.lock:4:7: the lock file holds an anchor (&a0)" in err
+        and "restore it from git" in err
+    )
     assert not (project / "executions.log").exists()  # no stage started
 
 
 def test_lock_file_nested_thousands_deep_is_an_error_not_a_crash(project):
     recipe = two_stage_recipe(project)
-    write(project / "recipe.yaml.lock", "schema: 1\nstages: {first: {params: " + "[" * 30_000 + "]" * 30_000 + "}}\n")
+    write(
+        project / "recipe.yaml.lock",
+        "schema: 1\nstages: {first: {params: " + "[" * 30_000 + "]" * 30_000 + "}}\n",
+    )
     code, err = capped("status", recipe)
     assert code == 2, err
-    assert "recipe.yaml.lock:2:" in err and "nested more than 128 levels deep — restore it from git" in err
+    assert (
+        "recipe.yaml.lock:2:" in err
+        and "nested more than 128 levels deep — restore it from git" in err
+    )
 
 
 def npz_recipe(project: Path, datasets: str) -> Path:
     """An Identity model over `input_ids` int64 [batch, 4], and a stage that runs it over each dataset."""
     from onnx import TensorProto, helper
 
-    toy_model(project / "model.onnx", [helper.make_node("Identity", ["input_ids"], ["out"])],
-              [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", 4])],
-              [helper.make_tensor_value_info("out", TensorProto.INT64, ["batch", 4])])
+    toy_model(
+        project / "model.onnx",
+        [helper.make_node("Identity", ["input_ids"], ["out"])],
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", 4])],
+        [helper.make_tensor_value_info("out", TensorProto.INT64, ["batch", 4])],
+    )
     names = [line.split(":")[0].strip() for line in datasets.strip().splitlines()]
-    stages = "\n".join(f"  {n}_stats: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.{n}}}}}" for n in names)
-    return write(project / "recipe.yaml", "version: 1\nname: npz\ninputs:\n  model: model.onnx\ndatasets:\n"
-                 + "".join(f"  {line.strip()}\n" for line in datasets.strip().splitlines()) + "stages:\n" + stages + "\n")
+    stages = "\n".join(
+        f"  {n}_stats: {{uses: feed_stats, in: {{model: inputs.model, data: datasets.{n}}}}}"
+        for n in names
+    )
+    return write(
+        project / "recipe.yaml",
+        "version: 1\nname: npz\ninputs:\n  model: model.onnx\ndatasets:\n"
+        + "".join(f"  {line.strip()}\n" for line in datasets.strip().splitlines())
+        + "stages:\n"
+        + stages
+        + "\n",
+    )
 
 
 def huge_npz(path: Path, rows_stored: int) -> Path:
     """An .npz whose `input_ids` header declares 2^26 x 4 int64 (2 GiB) while the member holds only
     `rows_stored` rows: the header is all a loader may trust before it allocates."""
     with zipfile.ZipFile(path, "w") as archive, archive.open("input_ids.npy", "w") as member:
-        np.lib.format.write_array_header_1_0(member, {"descr": "<i8", "fortran_order": False, "shape": (1 << 26, 4)})
+        np.lib.format.write_array_header_1_0(
+            member, {"descr": "<i8", "fortran_order": False, "shape": (1 << 26, 4)}
+        )
         member.write(np.arange(rows_stored * 4, dtype="<i8").tobytes())
     return path
 
@@ -171,9 +238,13 @@ def test_npz_array_over_max_bytes_is_refused_before_it_is_allocated(project):
     huge_npz(project / "huge.npz", rows_stored=3)
     recipe = npz_recipe(project, "huge: {loader: npz, with: {path: huge.npz}}")
     code, err = capped("run", recipe)
-    assert code == 1, err  # the stage failed; a 2 GiB allocation would have failed differently under the cap
-    assert ("huge.npz: array 'input_ids' is int64 [67108864, 4], 2.00 GiB once read, over the loader's bound of "
-            "1.00 GiB (max_bytes) — read fewer samples with `limit:`, or raise max_bytes") in err
+    assert code == 1, (
+        err
+    )  # the stage failed; a 2 GiB allocation would have failed differently under the cap
+    assert (
+        "huge.npz: array 'input_ids' is int64 [67108864, 4], 2.00 GiB once read, over the loader's bound of "
+        "1.00 GiB (max_bytes) — read fewer samples with `limit:`, or raise max_bytes"
+    ) in err
 
 
 def test_npz_limit_reads_only_the_rows_it_needs(project, cli):
@@ -188,12 +259,21 @@ def test_npz_limit_reads_only_the_rows_it_needs(project, cli):
 def test_a_file_that_is_not_an_npz_is_named_as_such(project, cli):
     (project / "notes.npz").write_text("input_ids: 1 2 3 4\n")
     (project / "pickled.npz").write_bytes(pickle.dumps({"input_ids": [[1, 2, 3, 4]]}))
-    recipe = npz_recipe(project, """
+    recipe = npz_recipe(
+        project,
+        """
         text: {loader: npz, with: {path: notes.npz}}
         pickled: {loader: npz, with: {path: pickled.npz}}
-    """)
+    """,
+    )
     code, _, err = cli("run", recipe, "--keep-going")
     assert code == 1 and "Traceback" not in err and "allow_pickle" not in err
     fix = "save the arrays with numpy.savez(path, <input name>=array, ...)"
-    assert f"notes.npz is not an .npz file (a zip of .npy arrays): it starts with b'input_id' — {fix}" in err
-    assert f"pickled.npz is not an .npz file (a zip of .npy arrays): it looks like a Python pickle, which the loader never unpickles — {fix}" in err
+    assert (
+        f"notes.npz is not an .npz file (a zip of .npy arrays): it starts with b'input_id' — {fix}"
+        in err
+    )
+    assert (
+        f"pickled.npz is not an .npz file (a zip of .npy arrays): it looks like a Python pickle, which the loader never unpickles — {fix}"
+        in err
+    )

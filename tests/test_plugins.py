@@ -11,14 +11,23 @@ from ortflow.engine.registry import Registry
 def test_entry_point_discovery_lists_builtin_and_plugin_stages(cli):
     code, out, _ = cli("stages")
     assert code == 0
-    assert "graph_optimization" in out and "stages.graph_optimization:GraphOptimization (ortflow)" in out
+    assert (
+        "graph_optimization" in out
+        and "stages.graph_optimization:GraphOptimization (ortflow)" in out
+    )
     assert "concat" in out and "ortflow_testplugin:Concat (ortflow-testplugin)" in out
 
 
 def test_describe_a_stage_shows_its_parameters_from_the_schema(cli):
     code, out, _ = cli("stages", "graph_optimization")
     assert code == 0
-    for text in ("level", "'extended'", "disabled, basic, extended, layout, all", "free_dimension_overrides", "onnx_model"):
+    for text in (
+        "level",
+        "'extended'",
+        "disabled, basic, extended, layout, all",
+        "free_dimension_overrides",
+        "onnx_model",
+    ):
         assert text in out
     code, out, _ = cli("stages", "concat")
     assert code == 0 and "seconds to wait first" in out and "parts (list)" in out
@@ -26,42 +35,72 @@ def test_describe_a_stage_shows_its_parameters_from_the_schema(cli):
 
 def test_unknown_stage_type_in_describe(cli):
     code, _, err = cli("stages", "graph_optimisation")
-    assert code == 2 and "unknown stage type, dataset loader or metric 'graph_optimisation' — did you mean 'graph_optimization'?" in err
+    assert (
+        code == 2
+        and "unknown stage type, dataset loader or metric 'graph_optimisation' — did you mean 'graph_optimization'?"
+        in err
+    )
 
 
 def test_registry_rejects_entry_point_whose_name_differs_from_the_type():
     from importlib.metadata import EntryPoint
 
-    registry = Registry("ortflow.stages", {"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")})
+    registry = Registry(
+        "ortflow.stages",
+        {"wrong": EntryPoint("wrong", "ortflow_testplugin:Concat", "ortflow.stages")},
+    )
     with pytest.raises(OrtflowError, match="declares type 'concat'"):
         registry.get("wrong")
-    undeclared = Registry("ortflow.stages", {"undeclared": EntryPoint("undeclared", "ortflow_testplugin:Undeclared", "ortflow.stages")})
-    with pytest.raises(OrtflowError, match="declares a choice in best, which it has no output port for"):
+    undeclared = Registry(
+        "ortflow.stages",
+        {"undeclared": EntryPoint("undeclared", "ortflow_testplugin:Undeclared", "ortflow.stages")},
+    )
+    with pytest.raises(
+        OrtflowError, match="declares a choice in best, which it has no output port for"
+    ):
         undeclared.get("undeclared")
-    broken = Registry("ortflow.stages", {"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")})
+    broken = Registry(
+        "ortflow.stages", {"gone": EntryPoint("gone", "no_such_module_xyz:Stage", "ortflow.stages")}
+    )
     with pytest.raises(OrtflowError, match="cannot be imported from no_such_module_xyz:Stage"):
         broken.get("gone")
 
 
-def test_a_plugin_importing_engine_internals_loads_and_is_told_once_what_to_import_instead(caplog, monkeypatch):
+def test_a_plugin_importing_engine_internals_loads_and_is_told_once_what_to_import_instead(
+    caplog, monkeypatch
+):
     """Built-in stages now import only ortflow.api; a third-party plugin written against ortflow.engine.* keeps
     working for one release, and loading it warns once, naming the plugin, each import and its new home."""
     import logging
     from importlib.metadata import EntryPoint
 
-    monkeypatch.setattr(logging.getLogger("ortflow"), "handlers", [])  # an earlier test's CLI console is closed
+    monkeypatch.setattr(
+        logging.getLogger("ortflow"), "handlers", []
+    )  # an earlier test's CLI console is closed
 
-    registry = Registry("ortflow.stages", {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")})
+    registry = Registry(
+        "ortflow.stages",
+        {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")},
+    )
     with pytest.warns(DeprecationWarning) as caught:
         plugin = registry.get("legacy")
     assert plugin.type == "legacy"
     said = str(caught[0].message)
     assert "plugin 'legacy' (ortflow_legacyplugin:Legacy)" in said
-    assert "ortflow_legacyplugin.py:7: StageError from ortflow.engine.errors -> import it from ortflow.api" in said
-    assert ":8: ArtifactKind, Port, Stage, StageContext, StageResult from ortflow.engine.stage -> import it from ortflow.api" in said
+    assert (
+        "ortflow_legacyplugin.py:7: StageError from ortflow.engine.errors -> import it from ortflow.api"
+        in said
+    )
+    assert (
+        ":8: ArtifactKind, Port, Stage, StageContext, StageResult from ortflow.engine.stage -> import it from ortflow.api"
+        in said
+    )
     assert ":17: onnx_model from ortflow.engine.ort -> import it from ortflow.api.onnx" in said
     assert said in caplog.text  # the CLI prints the "ortflow" logger's warnings
-    again = Registry("ortflow.stages", {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")})
+    again = Registry(
+        "ortflow.stages",
+        {"legacy": EntryPoint("legacy", "ortflow_legacyplugin:Legacy", "ortflow.stages")},
+    )
     import warnings
 
     with warnings.catch_warnings():
@@ -76,8 +115,11 @@ def test_built_in_stages_and_loaders_import_only_ortflow_api():
     from ortflow.engine.registry import engine_imports
 
     root = Path(__file__).parent.parent
-    found = {str(p.relative_to(root)): engine_imports(p.read_text(encoding="utf-8"))
-             for folder in ("stages", "loaders") for p in (root / folder).rglob("*.py")}
+    found = {
+        str(p.relative_to(root)): engine_imports(p.read_text(encoding="utf-8"))
+        for folder in ("stages", "loaders")
+        for p in (root / folder).rglob("*.py")
+    }
     assert len(found) > 30 and not {p: f for p, f in found.items() if f}
 
 
@@ -86,8 +128,11 @@ def test_the_old_loader_modules_still_import_and_say_where_the_loaders_went():
     import sys
 
     sys.modules.pop("ortflow.engine.loaders.random", None)
-    with pytest.warns(DeprecationWarning, match=r"ortflow.engine.loaders.random moved to ortflow.loaders.random: "
-                                                r"`from ortflow.loaders.random import RandomLoader`"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"ortflow.engine.loaders.random moved to ortflow.loaders.random: "
+        r"`from ortflow.loaders.random import RandomLoader`",
+    ):
         old = importlib.import_module("ortflow.engine.loaders.random")
     from ortflow.loaders.random import RandomLoader
 

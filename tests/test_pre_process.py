@@ -12,8 +12,10 @@ import pytest
 from conftest import minilm_model, write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
-SKIPPED = ("pre-processing skipped (pre_process: auto): ORT's symbolic shape inference cannot type the outputs of this "
-           "model's If/Loop nodes")
+SKIPPED = (
+    "pre-processing skipped (pre_process: auto): ORT's symbolic shape inference cannot type the outputs of this "
+    "model's If/Loop nodes"
+)
 
 
 def _summaries(project: Path, name: str) -> dict[str, str]:
@@ -21,12 +23,16 @@ def _summaries(project: Path, name: str) -> dict[str, str]:
     return {stage["stage"]: stage["summary"] or stage["error"] or "" for stage in report["stages"]}
 
 
-def test_a_recipe_without_pre_process_on_silero_vad_runs_and_says_pre_processing_was_skipped(project, cli):
+def test_a_recipe_without_pre_process_on_silero_vad_runs_and_says_pre_processing_was_skipped(
+    project, cli
+):
     """Hand-written recipes, no pre_process key: both Silero VAD models fail ORT's shape inference on their If
     nodes. Calibration and quantization of the streaming export run to the end, and both stages made the same
     decision (their metrics, and the table, say which graph they worked on)."""
     shutil.copy(RECIPES / "data" / "audio" / "vad-calibration.npz", project / "chunks.npz")
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: vad
         inputs:
@@ -39,25 +45,33 @@ def test_a_recipe_without_pre_process_on_silero_vad_runs_and_says_pre_processing
           int8: {uses: quantize_static, in: {model: inputs.model, calibration: calib.table, data: datasets.chunks},
                  with: {per_channel: true, op_types_to_quantize: [Conv], keep_float_first: 1}}
           wrapped_calib: {uses: calibrate, in: {model: inputs.wrapped, data: datasets.chunks}}
-    """)
+    """,
+    )
     code, out, err = cli("run", project / "recipe.yaml")
     assert code == 0, out + err
     summaries = _summaries(project, "vad")
     for stage in ("calib", "int8", "wrapped_calib"):
         assert SKIPPED in summaries[stage], (stage, summaries[stage])
         metrics = json.loads((project / "out/vad" / stage / "metrics.json").read_text())
-        assert metrics["pre_process"] == "skipped" and "If/Loop" in metrics["pre_process_skipped_because"], stage
+        assert (
+            metrics["pre_process"] == "skipped"
+            and "If/Loop" in metrics["pre_process_skipped_because"]
+        ), stage
     table = json.loads((project / "out/vad/calib/calibration.json").read_text())
     assert table["ortflow"]["pre_processed"] is False
 
 
-def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_control_flow(project, cli):
+def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_control_flow(
+    project, cli
+):
     """rapidocr's text-orientation model has no If/Loop, yet ORT's symbolic shape inference fails an assertion on
     one of its Concat nodes: the model's own failure, the same on every run. A hand-written recipe without
     pre_process used to stop there; `auto` goes on and says why, and `true` still fails loudly with the fix."""
     lines = RECIPES / "data" / "images" / "lines" / "calibration"
     model = "{package: rapidocr-onnxruntime, file: rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx}"
-    write(project / "recipe.yaml", f"""
+    write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: cls
         inputs:
@@ -68,13 +82,16 @@ def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_cont
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}}}
           int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table}}}}
           strict: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}, with: {{pre_process: true}}}}
-    """)
+    """,
+    )
     code, out, err = cli("run", project / "recipe.yaml", "-k")
     assert code == 1, out + err
     summaries = _summaries(project, "cls")
     for stage in ("calib", "int8"):
-        assert "pre-processing skipped (pre_process: auto): ORT's symbolic shape inference fails an internal check" \
-            in summaries[stage], (stage, summaries[stage])
+        assert (
+            "pre-processing skipped (pre_process: auto): ORT's symbolic shape inference fails an internal check"
+            in summaries[stage]
+        ), (stage, summaries[stage])
     assert "failed an internal check (in _infer_Concat)" in summaries["strict"], summaries["strict"]
     assert "leave it out (auto, the default" in summaries["strict"], summaries["strict"]
 
@@ -83,7 +100,9 @@ def test_quantize_static_refuses_a_table_calibrated_on_the_other_graph(project, 
     """The table says which graph it describes: quantizing the other one (here: pre-processing on in calibrate,
     off in quantize_static) is refused with the fix, instead of quantizing with ranges of another graph."""
     shutil.copy(RECIPES / "data" / "calibration.npz", project / "calibration.npz")
-    write(project / "recipe.yaml", f"""
+    write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: mixed
         inputs:
@@ -94,10 +113,14 @@ def test_quantize_static_refuses_a_table_calibrated_on_the_other_graph(project, 
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.feeds}}}}
           int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table, data: datasets.feeds}},
                   with: {{pre_process: false, op_types_to_quantize: [MatMul]}}}}
-    """)
+    """,
+    )
     code, out, err = cli("run", project / "recipe.yaml")
     assert code == 1, out + err
-    assert json.loads((project / "out/mixed/calib/metrics.json").read_text())["pre_process"] == "applied"
+    assert (
+        json.loads((project / "out/mixed/calib/metrics.json").read_text())["pre_process"]
+        == "applied"
+    )
     line = next(line for line in err.splitlines() if "stage 'int8'" in line)
     assert "the calibration table was made on the graph after ORT's pre-processing" in line, line
     assert "the same pre_process" in line, line
@@ -114,7 +137,9 @@ def silero_failure() -> tuple[str, str]:
     from ortflow.engine.ort.pre_process import PreProcessFailed, PreProcessFailure
 
     # found through the distribution, not `import silero_vad`: that package imports PyTorch, which the data needs not
-    source = model_file(Path(distribution("silero-vad").locate_file("silero_vad/data/silero_vad_16k_op15.onnx")))
+    source = model_file(
+        Path(distribution("silero-vad").locate_file("silero_vad/data/silero_vad_16k_op15.onnx"))
+    )
     with tempfile.TemporaryDirectory() as scratch, pytest.raises(PreProcessFailed) as failed:
         pre_process.pre_processed(source, Path(scratch) / "pre.onnx")
     assert failed.value.failure is PreProcessFailure.CONTROL_FLOW
@@ -122,15 +147,22 @@ def silero_failure() -> tuple[str, str]:
     return printed.strip().splitlines()[-1], printed
 
 
-def test_only_a_logic_error_of_shape_inference_inside_an_if_counts_as_the_known_failure(silero_failure):
+def test_only_a_logic_error_of_shape_inference_inside_an_if_counts_as_the_known_failure(
+    silero_failure,
+):
     """Recognised precisely: the same traceback ending in a failure of the machine (memory), or without the If
     frames, is not the known failure, so `auto` does not go on after it."""
     from ortflow.engine.ort.pre_process import PreProcessFailure, classify
 
     said, printed = silero_failure
-    assert said.startswith("AssertionError") and classify(said, printed) is PreProcessFailure.CONTROL_FLOW
+    assert (
+        said.startswith("AssertionError")
+        and classify(said, printed) is PreProcessFailure.CONTROL_FLOW
+    )
     assert classify("MemoryError", printed.replace(said, "MemoryError")) is PreProcessFailure.OTHER
     without_if = "\n".join(line for line in printed.splitlines() if "_infer_If" not in line)
     assert classify(said, without_if) is PreProcessFailure.SHAPE_CHECK
     elsewhere = printed + '\n  File "/x/numpy/core/fromnumeric.py", line 1, in take\nAssertionError'
-    assert classify("AssertionError", elsewhere) is PreProcessFailure.OTHER  # raised outside shape inference
+    assert (
+        classify("AssertionError", elsewhere) is PreProcessFailure.OTHER
+    )  # raised outside shape inference

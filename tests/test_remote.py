@@ -110,7 +110,9 @@ def bucket(s3_server, monkeypatch) -> str:
 
 
 def client():
-    return boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"], region_name="us-east-1")
+    return boto3.client(
+        "s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"], region_name="us-east-1"
+    )
 
 
 def keys_in(bucket: str, prefix: str = "") -> list[str]:
@@ -140,15 +142,22 @@ def clone(built: Path, where: Path, with_cache: bool) -> Path:
     for name in ("shared.yaml", "shared.yaml.lock"):
         shutil.copyfile(built / name, where / name)
     if with_cache:
-        shutil.copytree(built / ".ortflow" / "objects", where / ".ortflow" / "objects", copy_function=os.link)
-        shutil.copytree(built / ".ortflow" / "runs", where / ".ortflow" / "runs", copy_function=os.link)
+        shutil.copytree(
+            built / ".ortflow" / "objects", where / ".ortflow" / "objects", copy_function=os.link
+        )
+        shutil.copytree(
+            built / ".ortflow" / "runs", where / ".ortflow" / "runs", copy_function=os.link
+        )
     return where / "shared.yaml"
 
 
 def outputs(project: Path) -> dict[str, bytes]:
     root = project / "out" / "shared"
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.parent != root}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.parent != root
+    }
 
 
 def statuses(project: Path) -> dict[str, str]:
@@ -170,7 +179,9 @@ def said(cli):
     assert not any(SECRET in text for text in printed)
 
 
-def test_push_then_pull_into_an_empty_cache_gives_identical_outputs_and_runs_nothing(built, bucket, said, tmp_path):
+def test_push_then_pull_into_an_empty_cache_gives_identical_outputs_and_runs_nothing(
+    built, bucket, said, tmp_path
+):
     remote = f"s3://{bucket}/team-cache"
     source = clone(built, tmp_path / "ci", with_cache=True)
     code, out, _ = said("cache", "push", source, "--remote", remote)
@@ -178,8 +189,15 @@ def test_push_then_pull_into_an_empty_cache_gives_identical_outputs_and_runs_not
     runs = keys_in(bucket, "team-cache/runs/")
     assert len(runs) == 2 and len(keys_in(bucket, "team-cache/objects/")) == 4
 
-    code, out, _ = said("cache", "push", source, "--remote", remote)  # everything is there: nothing moves
-    assert code == 0 and "pushed 0 objects (0.0 MB" in out and "0 run records" in out and "already there: 4 objects, 2 run records" in out
+    code, out, _ = said(
+        "cache", "push", source, "--remote", remote
+    )  # everything is there: nothing moves
+    assert (
+        code == 0
+        and "pushed 0 objects (0.0 MB" in out
+        and "0 run records" in out
+        and "already there: 4 objects, 2 run records" in out
+    )
 
     teammate = clone(built, tmp_path / "laptop", with_cache=False)
     code, out, _ = said("cache", "pull", teammate, "--remote", remote)
@@ -187,15 +205,21 @@ def test_push_then_pull_into_an_empty_cache_gives_identical_outputs_and_runs_not
     code, out, err = said("run", teammate)
     assert code == 0, err
     assert statuses(teammate.parent) == {"int8": "cached", "optimized": "cached"}
-    assert outputs(teammate.parent) == outputs(built) and len(outputs(built)) == 6  # model and metrics of each stage, and its marker
+    assert (
+        outputs(teammate.parent) == outputs(built) and len(outputs(built)) == 6
+    )  # model and metrics of each stage, and its marker
     code, out, _ = said("cache", "pull", teammate, "--remote", remote)
-    assert code == 0 and "pulled 0 objects" in out and "already there: 0 objects, 2 run records" in out
+    assert (
+        code == 0 and "pulled 0 objects" in out and "already there: 0 objects, 2 run records" in out
+    )
 
 
 def test_read_through_run_pulls_each_stage_instead_of_building_it(built, bucket, said, tmp_path):
     remote = f"s3://{bucket}/rt"
     source = clone(built, tmp_path / "ci", with_cache=True)
-    code, out, _ = said("run", source, "--remote", remote, "--push")  # cached here: --push uploads what the run used
+    code, out, _ = said(
+        "run", source, "--remote", remote, "--push"
+    )  # cached here: --push uploads what the run used
     assert code == 0 and "pushed 4 objects" in out
 
     fresh = clone(built, tmp_path / "deploy", with_cache=False)
@@ -211,7 +235,9 @@ def test_a_corrupted_remote_object_is_refused_and_reported(built, bucket, said, 
     said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)
     victim = keys_in(bucket, "c/objects/")[0]
     body = client().get_object(Bucket=bucket, Key=victim)["Body"].read()
-    client().put_object(Bucket=bucket, Key=victim, Body=bytes([body[0] ^ 1]) + body[1:])  # one flipped bit
+    client().put_object(
+        Bucket=bucket, Key=victim, Body=bytes([body[0] ^ 1]) + body[1:]
+    )  # one flipped bit
     digest = victim.split("/")[-2] + victim.split("/")[-1]
 
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
@@ -220,41 +246,59 @@ def test_a_corrupted_remote_object_is_refused_and_reported(built, bucket, said, 
     refused = [line for line in err.splitlines() if digest in line]
     assert len(refused) == 1 and "hashes to" in refused[0] and "damaged" in refused[0]
     cache = fresh.parent / ".ortflow"
-    assert not (cache / "objects" / digest[:2] / digest[2:]).exists()  # nothing of it entered the local store
+    assert not (
+        cache / "objects" / digest[:2] / digest[2:]
+    ).exists()  # nothing of it entered the local store
     stored = {p.parent.name + p.name for p in (cache / "objects").glob("*/*")}
     from ortflow.engine.store.hashing import hash_file
 
     assert all(hash_file(cache / "objects" / d[:2] / d[2:]) == d for d in stored)
 
     code, _, err = said("cache", "verify", fresh, "--remote", remote)
-    assert code == 1 and f"damaged object {digest}" in err and "damaged run" in err  # and the record naming it
+    assert (
+        code == 1 and f"damaged object {digest}" in err and "damaged run" in err
+    )  # and the record naming it
     code, out, _ = said("cache", "verify", fresh, "--remote", remote, "--remove")
     assert code == 0 and victim not in keys_in(bucket, "c/objects/")
     code, out, _ = said("cache", "verify", fresh, "--remote", remote)
     assert code == 0 and "intact" in out
 
 
-def test_a_pulled_record_passes_the_checks_a_local_one_does(built, bucket, said, tmp_path, monkeypatch):
+def test_a_pulled_record_passes_the_checks_a_local_one_does(
+    built, bucket, said, tmp_path, monkeypatch
+):
     remote = f"s3://{bucket}/signed"
-    said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)  # unsigned records
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "the-team-key")  # this machine trusts only signed records
+    said(
+        "cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote
+    )  # unsigned records
+    monkeypatch.setenv(
+        "ORTFLOW_SIGNING_KEY", "the-team-key"
+    )  # this machine trusts only signed records
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     code, _, err = said("cache", "pull", fresh, "--remote", remote)
     assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
-    assert not list((fresh.parent / ".ortflow" / "objects").glob("*/*"))  # nothing downloaded for a refused record
+    assert not list(
+        (fresh.parent / ".ortflow" / "objects").glob("*/*")
+    )  # nothing downloaded for a refused record
 
     monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
     record_key = keys_in(bucket, "signed/runs/")[0]
     record = json.loads(client().get_object(Bucket=bucket, Key=record_key)["Body"].read())
-    record["params"]["level"] = "all" if "level" in record["params"] else "x"  # what the key was computed from
+    record["params"]["level"] = (
+        "all" if "level" in record["params"] else "x"
+    )  # what the key was computed from
     client().put_object(Bucket=bucket, Key=record_key, Body=json.dumps(record).encode())
-    code, out, err = said("run", fresh, "--remote", remote)  # read-through refuses it and builds that stage here
+    code, out, err = said(
+        "run", fresh, "--remote", remote
+    )  # read-through refuses it and builds that stage here
     assert code == 0 and "changed after it was written" in err
     assert sorted(statuses(fresh.parent).values()) == ["cached", "ran"]
     assert outputs(fresh.parent) == outputs(built)
 
 
-def test_a_push_killed_midway_leaves_no_record_without_its_objects_and_resumes(built, bucket, s3_server, said, tmp_path):
+def test_a_push_killed_midway_leaves_no_record_without_its_objects_and_resumes(
+    built, bucket, s3_server, said, tmp_path
+):
     held = f"hold-{bucket}"  # the gate lets one object through, then holds the push
     client().create_bucket(Bucket=held)
     remote = f"s3://{held}/k"
@@ -263,7 +307,9 @@ def test_a_push_killed_midway_leaves_no_record_without_its_objects_and_resumes(b
     gate = s3_server[1]
     assert gate.holding.wait(CEILING)
     while not keys_in(held, "k/objects/"):
-        assert push.poll() is None and gate.holding.wait(0.05)  # the first upload is finishing: poll the bucket
+        assert push.poll() is None and gate.holding.wait(
+            0.05
+        )  # the first upload is finishing: poll the bucket
     push.send_signal(signal.SIGKILL)
     out, err = push.communicate()
     assert push.returncode == -signal.SIGKILL, (out, err)
@@ -271,22 +317,33 @@ def test_a_push_killed_midway_leaves_no_record_without_its_objects_and_resumes(b
     gate.open_and_drain()
     visible = keys_in(held, "k/")
     objects = [k for k in visible if "/objects/" in k]
-    assert objects and len(objects) == len(visible)  # no record is visible: records go up after all objects
+    assert objects and len(objects) == len(
+        visible
+    )  # no record is visible: records go up after all objects
     code, out, _ = said("cache", "verify", source, "--remote", remote)
     assert code == 0 and "intact" in out  # and what is visible is whole
 
-    code, out, _ = said("cache", "push", source, "--remote", remote)  # resumed: only what is missing goes up
+    code, out, _ = said(
+        "cache", "push", source, "--remote", remote
+    )  # resumed: only what is missing goes up
     assert code == 0 and f"pushed {4 - len(objects)} objects" in out and "2 run records" in out
     assert f"already there: {len(objects)} objects" in out
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     assert said("cache", "pull", fresh, "--remote", remote)[0] == 0
-    assert said("run", fresh)[0] == 0 and statuses(fresh.parent) == {"int8": "cached", "optimized": "cached"}
+    assert said("run", fresh)[0] == 0 and statuses(fresh.parent) == {
+        "int8": "cached",
+        "optimized": "cached",
+    }
 
 
 def test_two_machines_pushing_the_same_keys_at_once_corrupt_nothing(built, bucket, said, tmp_path):
     remote = f"s3://{bucket}/both"
-    pushes = [engine_process("cache", "push", clone(built, tmp_path / name, with_cache=True), "--remote", remote)
-              for name in ("ci-1", "ci-2")]
+    pushes = [
+        engine_process(
+            "cache", "push", clone(built, tmp_path / name, with_cache=True), "--remote", remote
+        )
+        for name in ("ci-1", "ci-2")
+    ]
     for push in pushes:
         out, err = push.communicate(timeout=CEILING)
         assert push.returncode == 0, err
@@ -298,7 +355,9 @@ def test_two_machines_pushing_the_same_keys_at_once_corrupt_nothing(built, bucke
     assert statuses(fresh.parent) == {"int8": "cached", "optimized": "cached"}
 
 
-def test_a_folder_remote_and_the_remote_from_the_environment_or_project_file(built, said, tmp_path, monkeypatch):
+def test_a_folder_remote_and_the_remote_from_the_environment_or_project_file(
+    built, said, tmp_path, monkeypatch
+):
     share = tmp_path / "share"
     monkeypatch.setenv("ORTFLOW_REMOTE", f"file://{share}")
     source = clone(built, tmp_path / "ci", with_cache=True)
@@ -308,20 +367,33 @@ def test_a_folder_remote_and_the_remote_from_the_environment_or_project_file(bui
     monkeypatch.delenv("ORTFLOW_REMOTE")
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     write(fresh.parent / "ortflow.yaml", f"remote: {{url: 'file://{share}'}}\n")
-    code, out, err = said("run", fresh)  # the project file names the remote: read-through without options
+    code, out, err = said(
+        "run", fresh
+    )  # the project file names the remote: read-through without options
     assert code == 0 and "pulled int8" in out, err
     assert outputs(fresh.parent) == outputs(built)
 
 
-def test_credentials_never_printed_and_never_accepted_from_the_project_file(built, bucket, said, tmp_path):
+def test_credentials_never_printed_and_never_accepted_from_the_project_file(
+    built, bucket, said, tmp_path
+):
     project = clone(built, tmp_path / "p", with_cache=True)
-    code, out, err = said("cache", "push", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@{bucket}/u")
+    code, out, err = said(
+        "cache", "push", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@{bucket}/u"
+    )
     assert code == 0 and f"s3://***@{bucket}/u" in out
-    code, out, err = said("cache", "push", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@no-such-bucket-{bucket}/u")
+    code, out, err = said(
+        "cache", "push", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@no-such-bucket-{bucket}/u"
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "***@" in err
-    code, out, err = said("run", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@{bucket}/v", "--push")
+    code, out, err = said(
+        "run", project, "--remote", f"s3://AKIATESTKEY:{SECRET}@{bucket}/v", "--push"
+    )
     assert code == 0 and "pushed 4 objects" in out
-    write(project.parent / "ortflow.yaml", f"remote: {{url: 's3://{bucket}/u', options: {{secret: '{SECRET}'}}}}\n")
+    write(
+        project.parent / "ortflow.yaml",
+        f"remote: {{url: 's3://{bucket}/u', options: {{secret: '{SECRET}'}}}}\n",
+    )
     code, _, err = said("cache", "pull", project)
     assert code == 2 and "remote.options.secret: credentials do not belong in a project file" in err
     for path in project.parent.rglob("*"):  # lock file, report.json, run records, the state table
@@ -336,22 +408,34 @@ def in_terminal(*args: str) -> tuple[int, str]:
     import pexpect
 
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    child = pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], env=dict(env, TERM="xterm-256color"),
-                          encoding="utf-8", timeout=CEILING, dimensions=(40, 160))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "ortflow.engine.cli", *args],
+        env=dict(env, TERM="xterm-256color"),
+        encoding="utf-8",
+        timeout=CEILING,
+        dimensions=(40, 160),
+    )
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus, child.before
 
 
-def test_progress_in_a_terminal_push_bars_and_read_through_above_the_spinner(built, bucket, tmp_path):
+def test_progress_in_a_terminal_push_bars_and_read_through_above_the_spinner(
+    built, bucket, tmp_path
+):
     project = clone(built, tmp_path / "tty", with_cache=True)
     code, screen = in_terminal("cache", "push", str(project), "--remote", f"s3://{bucket}/tty")
     assert code == 0, screen
-    assert "MB/s" in screen and "━" in screen and "pushed 4 objects" in screen  # rich's bar, bytes and rate
+    assert (
+        "MB/s" in screen and "━" in screen and "pushed 4 objects" in screen
+    )  # rich's bar, bytes and rate
     fresh = clone(built, tmp_path / "tty-run", with_cache=False)
     code, screen = in_terminal("run", str(fresh), "--remote", f"s3://{bucket}/tty")
     assert code == 0, screen
-    assert "pulled int8" in screen and "pulled optimized" in screen and "outputs and report" in screen
+    assert (
+        "pulled int8" in screen and "pulled optimized" in screen and "outputs and report" in screen
+    )
     assert SECRET not in screen
     assert outputs(fresh.parent) == outputs(built)
 
@@ -367,8 +451,17 @@ def folder_record(store, tmp_path: Path) -> tuple[str, str]:
     digest = store.add(folder)
     identity = {"type": "folder_maker", "version": "1", "params": {}, "inputs": {}, "env": {}}
     key = stage_key(*identity.values())
-    store.write_run(key, {**identity, "key": key, "stage": "maker",
-                          "outputs": {"engine": {"digest": digest, "kind": "directory", "filename": "engine", "size": 32}}})
+    store.write_run(
+        key,
+        {
+            **identity,
+            "key": key,
+            "stage": "maker",
+            "outputs": {
+                "engine": {"digest": digest, "kind": "directory", "filename": "engine", "size": 32}
+            },
+        },
+    )
     return key, digest
 
 
@@ -414,12 +507,20 @@ def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
     client_store = SharedStore(tmp_path / "client", Remote(url))
     digest = client_store.hashes.hash_path(model)
     job = StageJob(None, Identity("t", "1", {}, {"model": digest}, {}), {"model": model})
-    publish_inputs(client_store, job, set())  # what the Dask client does before submitting the stage
+    publish_inputs(
+        client_store, job, set()
+    )  # what the Dask client does before submitting the stage
     assert keys_in(bucket, "inputs/objects/") == [f"inputs/objects/{digest[:2]}/{digest[2:]}"]
 
     worker = SharedStore(tmp_path / "worker", Remote(url))
-    assert localized(worker, job).input_paths["model"] == model  # a worker that has the file uses it
-    elsewhere = StageJob(None, Identity("t", "1", {}, {"model": digest}, {}), {"model": tmp_path / "not-on-this-worker" / model.name})
+    assert (
+        localized(worker, job).input_paths["model"] == model
+    )  # a worker that has the file uses it
+    elsewhere = StageJob(
+        None,
+        Identity("t", "1", {}, {"model": digest}, {}),
+        {"model": tmp_path / "not-on-this-worker" / model.name},
+    )
     fetched = localized(worker, elsewhere).input_paths["model"]
     assert fetched == worker.object_path(digest) and hash_file(fetched) == digest
 
@@ -433,7 +534,9 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     key, _ = folder_record(source := ArtifactStore(tmp_path / "ci"), tmp_path)
     remote = Remote(f"s3://{bucket}/signed")
     assert push(source, remote, {key: "maker"}).records == 1
-    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")  # a machine without the key serves it unverified, and keeps it signed
+    monkeypatch.delenv(
+        "ORTFLOW_SIGNING_KEY"
+    )  # a machine without the key serves it unverified, and keeps it signed
     laptop = ArtifactStore(tmp_path / "laptop")
     assert pull(laptop, remote, {key: "maker"}).records == 1 and "signature" in laptop.read_run(key)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
@@ -454,9 +557,10 @@ def test_urls_are_redacted():
 # -- Dask without a shared disk: two worker processes, each with its own cache folder, only the remote in common;
 # the two stages are pinned to different workers, so the second one's input can only come through the remote.
 
-PINNED = RECIPE.replace("int8: {uses: quantize_dynamic, in: {model: inputs.model}}",
-                        "int8: {uses: quantize_dynamic, in: {model: inputs.model}, workers: '0'}").replace(
-    "with: {level: basic}}", "with: {level: basic}, workers: '1'}")
+PINNED = RECIPE.replace(
+    "int8: {uses: quantize_dynamic, in: {model: inputs.model}}",
+    "int8: {uses: quantize_dynamic, in: {model: inputs.model}, workers: '0'}",
+).replace("with: {level: basic}}", "with: {level: basic}, workers: '1'}")
 
 
 def worker_caches(cluster_client) -> dict[str, list[str]]:
@@ -469,7 +573,9 @@ def worker_caches(cluster_client) -> dict[str, list[str]]:
     return cluster_client.run(objects)
 
 
-def test_dask_workers_with_separate_caches_share_only_the_remote(built, bucket, said, tmp_path, monkeypatch):
+def test_dask_workers_with_separate_caches_share_only_the_remote(
+    built, bucket, said, tmp_path, monkeypatch
+):
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster
 
@@ -478,19 +584,43 @@ def test_dask_workers_with_separate_caches_share_only_the_remote(built, bucket, 
     recipe = write(project / "shared.yaml", PINNED)
     remote = f"s3://{bucket}/dask-{uuid.uuid4().hex[:6]}"
     monkeypatch.chdir(project)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                      worker_dashboard_address=None) as cluster, Client(cluster) as cluster_client:
-        code, out, err = said("run", recipe, "--executor", "dask", "--scheduler", cluster.scheduler_address,
-                              "--remote", remote)
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            worker_dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as cluster_client,
+    ):
+        code, out, err = said(
+            "run",
+            recipe,
+            "--executor",
+            "dask",
+            "--scheduler",
+            cluster.scheduler_address,
+            "--remote",
+            remote,
+        )
         assert code == 0, err
         assert statuses(project) == {"int8": "ran", "optimized": "ran"}
         caches = worker_caches(cluster_client)
     roots = {root for root, _ in caches.values()}
     assert len(roots) == 2  # two cache folders, nothing shared but the remote
-    report = {s["stage"]: s for s in json.loads((project / "out" / "shared" / "report.json").read_text())["stages"]}
+    report = {
+        s["stage"]: s
+        for s in json.loads((project / "out" / "shared" / "report.json").read_text())["stages"]
+    }
     assert {report[s]["ran_on"]["worker"] for s in ("int8", "optimized")} == {"0", "1"}
     int8_model = report["int8"]["outputs"]["model"]["digest"]
-    second = next(objects for address, (root, objects) in caches.items() if address == report["optimized"]["ran_on"]["address"])
+    second = next(
+        objects
+        for address, (root, objects) in caches.items()
+        if address == report["optimized"]["ran_on"]["address"]
+    )
     assert int8_model in second  # the upstream output, fetched by its hash from the remote
     assert len(keys_in(bucket, remote.split("/", 3)[3] + "/runs/")) == 2  # both workers published
     assert outputs(project) == outputs(built)  # the client materialized out/ from the remote
@@ -500,7 +630,9 @@ def test_dask_workers_with_separate_caches_share_only_the_remote(built, bucket, 
     assert code == 0 and statuses(laptop.parent) == {"int8": "cached", "optimized": "cached"}, err
 
 
-MEASURED = RECIPE.replace("name: shared\n", "name: shared\n    target: {cpu: avx2}\n") + """
+MEASURED = (
+    RECIPE.replace("name: shared\n", "name: shared\n    target: {cpu: avx2}\n")
+    + """
       speed:
         uses: benchmark
         in: {models: [inputs.model, int8.model], data: datasets.feeds}
@@ -508,9 +640,12 @@ MEASURED = RECIPE.replace("name: shared\n", "name: shared\n    target: {cpu: avx
     datasets:
       feeds: {loader: random, with: {samples: 2, shapes: {input_ids: [1, 16], attention_mask: [1, 16], token_type_ids: [1, 16]}}}
 """
+)
 
 
-def test_results_made_for_one_machine_travel_to_the_same_kind_only(bucket, said, tmp_path, monkeypatch):
+def test_results_made_for_one_machine_travel_to_the_same_kind_only(
+    bucket, said, tmp_path, monkeypatch
+):
     """A benchmark is host-specific: the lock records it without a key; push takes this machine's result,
     a pull on the same kind of machine serves it, and another kind is told it will measure for itself."""
     from ortflow.engine import environment

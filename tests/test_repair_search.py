@@ -23,13 +23,15 @@ def _search(project: Path) -> dict:
 
 def test_the_search_finds_the_detector_head_among_the_first_probes(project, cli):
     letterbox = "size: [320, 320], resize: letterbox, pad_value: 0, pad_position: bottom_right"
-    recipe = write(project / "recipe.yaml", f"""
+    recipe = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: repair
         inputs:
           model: {{package: nudenet, file: nudenet/320n.onnx}}
         datasets:
-          photos: {{loader: images, with: {{path: {PHOTOS / 'calibration'}, {letterbox}}}}}
+          photos: {{loader: images, with: {{path: {PHOTOS / "calibration"}, {letterbox}}}}}
           people: {{loader: images, with: {{path: {PEOPLE}, {letterbox}}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.photos}}, with: {{pre_process: false}}}}
@@ -41,30 +43,41 @@ def test_the_search_finds_the_detector_head_among_the_first_probes(project, cli)
               static: {{avoid_traps: false, pre_process: false, per_channel: true}}
               accuracy: {{outputs: [output0], metrics: {{detection: {{output: output0}}}}, min: {{det_f1: 0.8}}}}
               benchmark: {{runs: 20, rounds: 2, peak_memory: false}}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe)
     assert code == 0, out + err
     search = _search(project)
     rows = {c["id"]: c for c in search["candidates"]}
     chosen = rows[search["chosen"]]
     assert chosen["kept_float"] == ["/model.22/Concat_25"] and chosen["speedup"] > 1.0, chosen
-    assert all(not c["meets_target"] for c in search["candidates"] if c["role"] == "grid")  # naive QDQ: boxes lost
-    probes = [c for c in search["candidates"] if c["role"] == "probe" and c["knobs"] == chosen["knobs"]]
+    assert all(
+        not c["meets_target"] for c in search["candidates"] if c["role"] == "grid"
+    )  # naive QDQ: boxes lost
+    probes = [
+        c for c in search["candidates"] if c["role"] == "probe" and c["knobs"] == chosen["knobs"]
+    ]
     assert probes.index(chosen) < 5, [p["kept_float"] for p in probes]
     # Independently: the detections on photos the search never saw, decoded by the tests' own code.
-    found, total = _module("yolo_detections").recall(_model(), project / "out/repair/search/model.onnx", PHOTOS / "held-out")
+    found, total = _module("yolo_detections").recall(
+        _model(), project / "out/repair/search/model.onnx", PHOTOS / "held-out"
+    )
     assert total >= 3 and found >= total - 1, (found, total)
 
 
-def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per_channel_failures(project, cli):
+def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per_channel_failures(
+    project, cli
+):
     features = RECIPES / "data" / "magika_bytes.py"
-    recipe = write(project / "recipe.yaml", f"""
+    recipe = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: repair
         inputs:
           model: {{package: magika, file: magika/models/standard_v3_3/model.onnx}}
         datasets:
-          files: {{loader: python, with: {{path: {features}, function: feeds, data: {FILES / 'calibration'}}}}}
+          files: {{loader: python, with: {{path: {features}, function: feeds, data: {FILES / "calibration"}}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.files}}}}
           search:
@@ -80,25 +93,38 @@ def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per
             uses: quantize_static
             in: {{model: inputs.model, calibration: calib.table}}
             with: {{avoid_traps: false, per_channel: true, extra_options: {{QDQDisableWeightAdjustForInt32Bias: true}}}}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe)
     assert code == 0, out + err
     search = _search(project)
     rows = {c["id"]: c for c in search["candidates"]}
     chosen = rows[search["chosen"]]
-    assert chosen["knobs"]["op_types_to_quantize"] == ["Conv", "Gemm", "MatMul"] and chosen["speedup"] > 1.0, chosen
+    assert (
+        chosen["knobs"]["op_types_to_quantize"] == ["Conv", "Gemm", "MatMul"]
+        and chosen["speedup"] > 1.0
+    ), chosen
     assert len(search["candidates"]) == 4  # the grid: two op-type choices x per-channel or not
     # Per-channel weights trip ORT's int32-bias adjustment on this model; the note names the setting that
     # avoids it, and that setting builds the model (stage `fixed`).
     failed = [c for c in search["candidates"] if c["knobs"]["per_channel"]]
-    assert failed and all("QDQDisableWeightAdjustForInt32Bias: true" in c["note"] for c in failed), failed
+    assert failed and all(
+        "QDQDisableWeightAdjustForInt32Bias: true" in c["note"] for c in failed
+    ), failed
     # Independently: the file types of held-out files, from the tests' own feature code and ORT sessions.
     module = _module("magika_bytes", RECIPES / "data")
-    theirs = ort.InferenceSession(str(project / "out/repair/search/model.onnx"), providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(
+        str(project / "out/repair/search/model.onnx"), providers=["CPUExecutionProvider"]
+    )
     ours = ort.InferenceSession(str(_magika()), providers=["CPUExecutionProvider"])
-    files = [f for f in sorted((FILES / "held-out").iterdir()) if f.is_file() and f.stat().st_size >= 8]
-    same = [np.argmax(ours.run(None, {"bytes": module.features(f)})[0]) == np.argmax(theirs.run(None, {"bytes": module.features(f)})[0])
-            for f in files]
+    files = [
+        f for f in sorted((FILES / "held-out").iterdir()) if f.is_file() and f.stat().st_size >= 8
+    ]
+    same = [
+        np.argmax(ours.run(None, {"bytes": module.features(f)})[0])
+        == np.argmax(theirs.run(None, {"bytes": module.features(f)})[0])
+        for f in files
+    ]
     assert len(same) >= 40 and np.mean(same) >= 0.95, (sum(same), len(same))
 
 

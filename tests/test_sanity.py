@@ -14,22 +14,38 @@ def _detector_head(path: Path, anchors: int = 100) -> Path:
     """A detector's output head in miniature (a toy graph for the engine's own logic): one Conv, boxes scaled
     to pixels, class scores through a Sigmoid, both joined by one Concat, as YOLO-style exports do."""
     rng = np.random.default_rng(0)
-    constants = {"w": rng.standard_normal((8, 8, 1)).astype(np.float32), "s0": np.array([0], np.int64),
-                 "s4": np.array([4], np.int64), "s8": np.array([8], np.int64), "axis": np.array([1], np.int64), "pixels": np.array(100.0, np.float32)}
-    nodes = [helper.make_node("Conv", ["feat", "w"], ["h"], name="head_conv"),
-             helper.make_node("Slice", ["h", "s0", "s4", "axis"], ["box_raw"], name="box_slice"),
-             helper.make_node("Slice", ["h", "s4", "s8", "axis"], ["cls_raw"], name="cls_slice"),
-             helper.make_node("Mul", ["box_raw", "pixels"], ["boxes"], name="box_scale"),
-             helper.make_node("Sigmoid", ["cls_raw"], ["scores"], name="cls_sigmoid"),
-             helper.make_node("Concat", ["boxes", "scores"], ["out"], axis=1, name="head_concat")]
-    return toy_model(path, nodes, [helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, 8, anchors])],
-                     [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8, anchors])],
-                     [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    constants = {
+        "w": rng.standard_normal((8, 8, 1)).astype(np.float32),
+        "s0": np.array([0], np.int64),
+        "s4": np.array([4], np.int64),
+        "s8": np.array([8], np.int64),
+        "axis": np.array([1], np.int64),
+        "pixels": np.array(100.0, np.float32),
+    }
+    nodes = [
+        helper.make_node("Conv", ["feat", "w"], ["h"], name="head_conv"),
+        helper.make_node("Slice", ["h", "s0", "s4", "axis"], ["box_raw"], name="box_slice"),
+        helper.make_node("Slice", ["h", "s4", "s8", "axis"], ["cls_raw"], name="cls_slice"),
+        helper.make_node("Mul", ["box_raw", "pixels"], ["boxes"], name="box_scale"),
+        helper.make_node("Sigmoid", ["cls_raw"], ["scores"], name="cls_sigmoid"),
+        helper.make_node("Concat", ["boxes", "scores"], ["out"], axis=1, name="head_concat"),
+    ]
+    return toy_model(
+        path,
+        nodes,
+        [helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, 8, anchors])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8, anchors])],
+        [numpy_helper.from_array(v, k) for k, v in constants.items()],
+    )
 
 
-def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_float_fixes_it(project, cli):
+def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_float_fixes_it(
+    project, cli
+):
     _detector_head(project / "head.onnx")
-    recipe = write(project / "recipe.yaml", """
+    recipe = write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: head
         inputs:
@@ -51,26 +67,44 @@ def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_flo
             uses: quantize_static
             in: {model: inputs.model, calibration: table.table}
             with: {sanity_check: false, avoid_traps: false}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe, "-k")
     assert code == 3, (out, err)
     line = next(x for x in err.splitlines() if "stage 'naive'" in x)
     assert "4 of 8 channels along axis 1 (4-7) lost their signal" in line
-    assert "Where the error enters: head_concat (Concat" in line  # the culprit first, by its nodes_to_exclude name
-    measured = {s["stage"]: s["metrics"] for s in json.loads((project / "out/head/report.json").read_text())["stages"]}
-    fixed = measured["fixed"]  # the sanity numbers are this machine's: in the run record, not metrics.json
-    assert fixed["sanity"]["outputs"]["out"]["problems"] == [] and fixed["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
+    assert (
+        "Where the error enters: head_concat (Concat" in line
+    )  # the culprit first, by its nodes_to_exclude name
+    measured = {
+        s["stage"]: s["metrics"]
+        for s in json.loads((project / "out/head/report.json").read_text())["stages"]
+    }
+    fixed = measured[
+        "fixed"
+    ]  # the sanity numbers are this machine's: in the run record, not metrics.json
+    assert (
+        fixed["sanity"]["outputs"]["out"]["problems"] == []
+        and fixed["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
+    )
     assert fixed["sanity"]["synthetic_inputs"] is False
-    default = json.loads((project / "out/head/default/metrics.json").read_text())  # the trap, seen before quantizing
+    default = json.loads(
+        (project / "out/head/default/metrics.json").read_text()
+    )  # the trap, seen before quantizing
     assert list(default["traps_kept_float"]["mixed_range_concats"]) == ["head_concat"]
     assert default["traps_kept_float"]["mixed_range_concats"]["head_concat"] > 50
-    assert measured["default"]["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99 and "sanity" not in default
+    assert (
+        measured["default"]["sanity"]["outputs"]["out"]["cosine_mean"] > 0.99
+        and "sanity" not in default
+    )
     assert "sanity" not in measured["kept"]  # turned off: the broken model is the user's call
 
 
 def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
     data = Path(__file__).parent.parent / "recipes" / "data" / "calibration.npz"
-    recipe = write(project / "recipe.yaml", f"""
+    recipe = write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: debug
         inputs:
@@ -82,14 +116,20 @@ def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
           int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table, data: datasets.calib}}}}
           debug: {{uses: quantization_debug, in: {{reference: inputs.model, model: int8.model, data: datasets.calib}},
                   with: {{samples: 2, top: 5}}}}
-    """)
+    """,
+    )
     code, out, err = cli("run", recipe)
     assert code == 0, (out, err)
-    sanity = next(s["metrics"]["sanity"] for s in json.loads((project / "out/debug/report.json").read_text())["stages"]
-                  if s["stage"] == "int8")
+    sanity = next(
+        s["metrics"]["sanity"]
+        for s in json.loads((project / "out/debug/report.json").read_text())["stages"]
+        if s["stage"] == "int8"
+    )
     assert sanity["samples"] == 8 and not sanity["synthetic_inputs"]
     assert all(not o["problems"] for o in sanity["outputs"].values())
-    assert 0.5 < sanity["outputs"]["461"]["cosine_mean"] < 0.999  # the embeddings: measured, not assumed
+    assert (
+        0.5 < sanity["outputs"]["461"]["cosine_mean"] < 0.999
+    )  # the embeddings: measured, not assumed
     report = json.loads((project / "out/debug/debug/debug.json").read_text())
     import onnx
 
@@ -106,15 +146,36 @@ def test_layernorm_and_softmax_exported_as_primitive_ops_are_found_and_nothing_e
     from ortflow.stages.quantization.traps import find_traps
 
     make = helper.make_node
-    nodes = [make("MatMul", ["x", "w1"], ["h"], name="mm1"), make("Add", ["h", "x"], ["r"], name="residual"),
-             make("ReduceMean", ["r"], ["mean"], name="mean"), make("Mul", ["r", "r"], ["sq"], name="square"),
-             make("ReduceMean", ["sq"], ["mean_sq"], name="mean_sq"), make("Mul", ["mean", "mean"], ["mean2"], name="mean2"),
-             make("Sub", ["mean_sq", "mean2"], ["var"], name="var"), make("Add", ["var", "eps"], ["var_eps"], name="eps"),
-             make("Sqrt", ["var_eps"], ["std"], name="std"), make("Sub", ["r", "mean"], ["centred"], name="centre"),
-             make("Div", ["centred", "std"], ["normed"], name="normed"), make("MatMul", ["normed", "w2"], ["logits"], name="mm2"),
-             make("Exp", ["logits"], ["e"], name="exp"), make("ReduceSum", ["e"], ["total"], name="total"),
-             make("Div", ["e", "total"], ["probs"], name="probs")]
+    nodes = [
+        make("MatMul", ["x", "w1"], ["h"], name="mm1"),
+        make("Add", ["h", "x"], ["r"], name="residual"),
+        make("ReduceMean", ["r"], ["mean"], name="mean"),
+        make("Mul", ["r", "r"], ["sq"], name="square"),
+        make("ReduceMean", ["sq"], ["mean_sq"], name="mean_sq"),
+        make("Mul", ["mean", "mean"], ["mean2"], name="mean2"),
+        make("Sub", ["mean_sq", "mean2"], ["var"], name="var"),
+        make("Add", ["var", "eps"], ["var_eps"], name="eps"),
+        make("Sqrt", ["var_eps"], ["std"], name="std"),
+        make("Sub", ["r", "mean"], ["centred"], name="centre"),
+        make("Div", ["centred", "std"], ["normed"], name="normed"),
+        make("MatMul", ["normed", "w2"], ["logits"], name="mm2"),
+        make("Exp", ["logits"], ["e"], name="exp"),
+        make("ReduceSum", ["e"], ["total"], name="total"),
+        make("Div", ["e", "total"], ["probs"], name="probs"),
+    ]
     found = find_traps(nodes, {}, 50)
-    assert found.decomposed == {"LayerNorm at std": ["centre", "eps", "mean", "mean2", "mean_sq", "normed", "square", "std", "var"],
-                                "Softmax at total": ["exp", "probs", "total"]}
+    assert found.decomposed == {
+        "LayerNorm at std": [
+            "centre",
+            "eps",
+            "mean",
+            "mean2",
+            "mean_sq",
+            "normed",
+            "square",
+            "std",
+            "var",
+        ],
+        "Softmax at total": ["exp", "probs", "total"],
+    }
     assert not {"mm1", "residual", "mm2"} & found.nodes()

@@ -10,7 +10,9 @@ from conftest import executions, write
 
 def chain_recipe(project: Path, extra: str = "") -> Path:
     (project / "seed.txt").write_text("seed;")
-    return write(project / "recipe.yaml", """
+    return write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: chain
         inputs:
@@ -19,7 +21,9 @@ def chain_recipe(project: Path, extra: str = "") -> Path:
           a: {uses: concat, in: {parts: inputs.seed}, with: {text: "a;"}}
           b: {uses: concat, in: {parts: [a.file]}, with: {text: "b;"}}
           c: {uses: concat, in: {parts: [inputs.seed, b.file]}, with: {text: "c;"}}
-    """ + extra)
+    """
+        + extra,
+    )
 
 
 def test_runs_in_dependency_order_and_second_run_executes_nothing(project, cli):
@@ -37,34 +41,43 @@ def test_runs_in_dependency_order_and_second_run_executes_nothing(project, cli):
 
 
 def test_independent_stages_run_in_parallel(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: par
         stages:
           left: {uses: concat, with: {sleep: 0.8, text: L}}
           right: {uses: concat, with: {sleep: 0.8, text: R}}
           join: {uses: concat, in: {parts: [left.file, right.file]}}
-    """)
+    """,
+    )
     code, _, _ = cli("run", "recipe.yaml", "--jobs", "2")
     assert code == 0
     times: dict[str, dict[str, float]] = {}
     for line in (project / "executions.log").read_text().splitlines():
         name, event, stamp = line.split()
         times.setdefault(name, {})[event] = float(stamp)
-    assert times["left"]["start"] < times["right"]["end"] and times["right"]["start"] < times["left"]["end"]
+    assert (
+        times["left"]["start"] < times["right"]["end"]
+        and times["right"]["start"] < times["left"]["end"]
+    )
     assert times["join"]["start"] >= max(times["left"]["end"], times["right"]["end"])
     assert (project / "out/par/join/joined.txt").read_text() == "LR"
 
 
 def test_exclusive_stage_runs_alone_even_with_free_slots(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: solo
         stages:
           a: {uses: concat, with: {sleep: 0.3, text: a}}
           bench: {uses: solo, with: {sleep: 0.3, text: b}}
           c: {uses: concat, with: {sleep: 0.3, text: c}}
-    """)
+    """,
+    )
     assert cli("run", "recipe.yaml", "--jobs", "3")[0] == 0
     spans: dict[str, list[float]] = {}
     for line in (project / "executions.log").read_text().splitlines():
@@ -77,20 +90,25 @@ def test_exclusive_stage_runs_alone_even_with_free_slots(project, cli):
 
 
 def test_one_job_runs_one_stage_at_a_time(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: serial
         stages:
           left: {uses: concat, with: {sleep: 0.2, text: L}}
           right: {uses: concat, with: {sleep: 0.2, text: R}}
-    """)
+    """,
+    )
     assert cli("run", "recipe.yaml")[0] == 0
     events = [line.split()[:2] for line in (project / "executions.log").read_text().splitlines()]
     assert [e[1] for e in events] == ["start", "end", "start", "end"]
 
 
 def test_failure_skips_dependents_and_keep_going_finishes_other_branches(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: fail
         stages:
@@ -98,10 +116,14 @@ def test_failure_skips_dependents_and_keep_going_finishes_other_branches(project
           after_bad: {uses: concat, in: {parts: [bad.file]}}
           good: {uses: concat, with: {text: ok}}
           after_good: {uses: concat, in: {parts: [good.file]}}
-    """)
+    """,
+    )
     code, out, err = cli("run", "recipe.yaml")
     assert code == 1
-    assert "error: recipe.yaml:4:3: stage 'bad' (explode) failed: the input is unusable — give it a better one" in err
+    assert (
+        "error: recipe.yaml:4:3: stage 'bad' (explode) failed: the input is unusable — give it a better one"
+        in err
+    )
     report = json.loads((project / "out/fail/report.json").read_text())
     status = {s["stage"]: s["status"] for s in report["stages"]}
     assert status["bad"] == "failed" and status["after_bad"] == "skipped"
@@ -111,7 +133,12 @@ def test_failure_skips_dependents_and_keep_going_finishes_other_branches(project
     assert code == 1
     report = json.loads((project / "out/fail/report.json").read_text())
     status = {s["stage"]: s["status"] for s in report["stages"]}
-    assert status == {"bad": "failed", "after_bad": "skipped", "good": status["good"], "after_good": "ran"}
+    assert status == {
+        "bad": "failed",
+        "after_bad": "skipped",
+        "good": status["good"],
+        "after_good": "ran",
+    }
     assert status["good"] in ("ran", "cached")
     # The failed stage wrote a partial file; nothing of it reached the store or the outputs.
     assert not (project / "out/fail/bad").exists()
@@ -119,12 +146,15 @@ def test_failure_skips_dependents_and_keep_going_finishes_other_branches(project
 
 
 def test_crash_shows_one_line_and_traceback_only_with_debug(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: crash
         stages:
           boom: {uses: explode, with: {how: crash}}
-    """)
+    """,
+    )
     code, _, err = cli("run", "recipe.yaml")
     assert code == 1
     assert "stage 'boom' (explode) failed: ZeroDivisionError: division by zero" in err
@@ -135,13 +165,16 @@ def test_crash_shows_one_line_and_traceback_only_with_debug(project, cli):
 
 
 def test_gate_failure_has_its_own_exit_code(project, cli):
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: gate
         stages:
           check: {uses: explode, with: {how: gate}}
           deploy: {uses: concat, in: {parts: [check.file]}}
-    """)
+    """,
+    )
     code, _, err = cli("run", "recipe.yaml")
     assert code == 3
     assert "stage 'check' (explode) gate failed: cosine 0.91 < min 0.99" in err

@@ -36,13 +36,20 @@ SEARCH = """
 
 def search_recipe(project: Path, dynamic: str, target: float, max_excluded: int = 3) -> Path:
     shutil.copy(DATA / "sentences.txt", project / "dev.txt")
-    return write(project / "recipe.yaml", SEARCH.format(tokenizer=TOKENIZER, dynamic=dynamic, target=target,
-                                                        max_excluded=max_excluded))
+    return write(
+        project / "recipe.yaml",
+        SEARCH.format(
+            tokenizer=TOKENIZER, dynamic=dynamic, target=target, max_excluded=max_excluded
+        ),
+    )
 
 
 def step_records(project: Path) -> dict[str, str]:
     """Run records in the cache: key -> stage name (steps are named <parent>.<type>)."""
-    return {p.stem: json.loads(p.read_text())["stage"] for p in (project / ".ortflow" / "runs").glob("*/*.json")}
+    return {
+        p.stem: json.loads(p.read_text())["stage"]
+        for p in (project / ".ortflow" / "runs").glob("*/*.json")
+    }
 
 
 def heldout_cosine(model: Path) -> float:
@@ -61,19 +68,27 @@ def test_search_picks_a_model_that_meets_the_target_and_reruns_from_the_cache(pr
     # Per-tensor dynamic misses 0.99 on this model: the search must not have picked it unrepaired. Per-channel
     # scales are tried first, and once they meet the target per-tensor (the same kernel) is not even built.
     assert chosen["knobs"] == {"per_channel": True}
-    assert {"family": "dynamic", "model": "model", "knobs": {"per_channel": False},
-            "why": f"no faster than {chosen['id']}, which meets the target"} in document["not_built"]
+    assert {
+        "family": "dynamic",
+        "model": "model",
+        "knobs": {"per_channel": False},
+        "why": f"no faster than {chosen['id']}, which meets the target",
+    } in document["not_built"]
     assert heldout_cosine(project / "out/search/search/model.onnx") >= 0.99  # on text it never saw
 
     records = step_records(project)
-    assert {"search.quantize_dynamic", "search.validate_accuracy", "search.benchmark"} <= set(records.values())
+    assert {"search.quantize_dynamic", "search.validate_accuracy", "search.benchmark"} <= set(
+        records.values()
+    )
     code, out, _ = cli("run", recipe)
     assert code == 0 and "cached" in out
     # A new target re-runs only the search's own decision: every build, check and timing is reused.
     code, out, err = cli("run", recipe, "--set", "search.with.accuracy.min.cosine_mean=0.98")
     assert code == 0, out + err
     added = set(step_records(project)) - set(records)
-    assert [records_name for key, records_name in step_records(project).items() if key in added] == ["search"]
+    assert [
+        records_name for key, records_name in step_records(project).items() if key in added
+    ] == ["search"]
     # gc keeps what the locked search used: its steps are referenced from its run record.
     code, out, err = cli("cache", "gc", recipe)
     assert code == 0, out + err
@@ -108,10 +123,13 @@ def test_an_unreachable_target_fails_with_the_closest_candidate(project, cli):
     assert json.loads((project / "out/search/search/search.json").read_text())["chosen"] is None
 
 
-@pytest.mark.parametrize("space, message", [
-    ("{per_chanel: true}", "per_chanel"),
-    ("{weight_type: [QInt8, QInt4]}", "QInt4"),
-])
+@pytest.mark.parametrize(
+    "space, message",
+    [
+        ("{per_chanel: true}", "per_chanel"),
+        ("{weight_type: [QInt8, QInt4]}", "QInt4"),
+    ],
+)
 def test_bad_search_spaces_are_refused_before_anything_runs(project, cli, space, message):
     recipe = search_recipe(project, space, 0.99)
     code, out, err = cli("validate", recipe)
@@ -137,8 +155,13 @@ def test_search_axes_are_pruned_and_ordered_by_the_instruction_set(project, cli,
     built, skipped = built_and_skipped(project)
     assert built[0] == {"per_channel": True, "weight_type": "QInt8", "reduce_range": True}
     assert {"per_channel": True, "weight_type": "QUInt8", "reduce_range": True} not in built
-    assert sum("7-bit uint8 weights" in s["why"] for s in skipped) == 2 and len(built) + len(skipped) == 8
-    assert any(s["knobs"]["weight_type"] == "QUInt8" and "no faster than c01" in s["why"] for s in skipped)
+    assert (
+        sum("7-bit uint8 weights" in s["why"] for s in skipped) == 2
+        and len(built) + len(skipped) == 8
+    )
+    assert any(
+        s["knobs"]["weight_type"] == "QUInt8" and "no faster than c01" in s["why"] for s in skipped
+    )
 
     write(recipe, recipe.read_text().replace("cosine_mean: 0.99", "cosine_mean: 0.97"))
     use_isa(monkeypatch, "avx512_vnni")
@@ -148,8 +171,17 @@ def test_search_axes_are_pruned_and_ordered_by_the_instruction_set(project, cli,
     assert built == [{"per_channel": True, "weight_type": "QInt8", "reduce_range": False}]
     why = [s["why"] for s in skipped]
     assert sum("VNNI multiplies u8 x s8 only" in w for w in why) == 2
-    assert sum("7-bit weights on avx2,avx512f,avx512_vnni: its int8 products do not saturate" in w for w in why) == 2
-    assert sum("7-bit uint8 weights" in w for w in why) == 2 and sum("no faster than c01" in w for w in why) == 1
+    assert (
+        sum(
+            "7-bit weights on avx2,avx512f,avx512_vnni: its int8 products do not saturate" in w
+            for w in why
+        )
+        == 2
+    )
+    assert (
+        sum("7-bit uint8 weights" in w for w in why) == 2
+        and sum("no faster than c01" in w for w in why) == 1
+    )
 
 
 def test_a_changed_quantizer_makes_the_search_a_new_result(project, cli, monkeypatch):

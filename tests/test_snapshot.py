@@ -10,14 +10,17 @@ from ortflow_testplugin import Concat
 
 def recipe(project: Path) -> Path:
     (project / "seed.txt").write_text("seed")
-    return write(project / "recipe.yaml", """
+    return write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: snap
         inputs:
           seed: {path: seed.txt}
         stages:
           a: {uses: concat, in: {parts: inputs.seed}, with: {text: "+a"}}
-    """)
+    """,
+    )
 
 
 def test_cached_rerun_uses_the_snapshot_and_an_edit_is_validated_again(project, cli):
@@ -25,10 +28,14 @@ def test_cached_rerun_uses_the_snapshot_and_an_edit_is_validated_again(project, 
     assert cli("run", path)[0] == 0
     assert len(list((project / ".ortflow/recipes").glob("*.json"))) == 1
     assert cli("run", path)[0] == 0
-    assert len(list((project / ".ortflow/recipes").glob("*.json"))) == 1  # the same snapshot served it
-    path.write_text(path.read_text().replace('text: "+a"', 'text: 5'))
+    assert (
+        len(list((project / ".ortflow/recipes").glob("*.json"))) == 1
+    )  # the same snapshot served it
+    path.write_text(path.read_text().replace('text: "+a"', "text: 5"))
     code, _, err = cli("run", path)
-    assert code == 2 and "recipe.yaml:6:60: stage 'a' (concat): 'text' must be a string, got 5" in err
+    assert (
+        code == 2 and "recipe.yaml:6:60: stage 'a' (concat): 'text' must be a string, got 5" in err
+    )
 
 
 def test_changed_stage_contract_forces_validation(project, cli, monkeypatch):

@@ -13,17 +13,28 @@ from conftest import minilm_model, write
 from ortflow.engine import environment
 from ortflow.engine.ort.providers import resolve
 
-TRT_USABLE = "TensorrtExecutionProvider" in resolve(
-    ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]).usable
-needs_tensorrt = pytest.mark.skipif(not TRT_USABLE, reason="no usable TensorRT provider (no NVIDIA GPU, driver or "
-                                                           "TensorRT libraries on this machine)")
-PROFILES = ("profiles: {input_ids: {min: [1, 16], opt: [1, 128], max: [2, 128]}, "
-            "attention_mask: {min: [1, 16], opt: [1, 128], max: [2, 128]}}")
+TRT_USABLE = (
+    "TensorrtExecutionProvider"
+    in resolve(
+        ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"]
+    ).usable
+)
+needs_tensorrt = pytest.mark.skipif(
+    not TRT_USABLE,
+    reason="no usable TensorRT provider (no NVIDIA GPU, driver or "
+    "TensorRT libraries on this machine)",
+)
+PROFILES = (
+    "profiles: {input_ids: {min: [1, 16], opt: [1, 128], max: [2, 128]}, "
+    "attention_mask: {min: [1, 16], opt: [1, 128], max: [2, 128]}}"
+)
 
 
 def trt_recipe(project, optional: bool, extra: str = ""):
     shutil.copy(minilm_model(), project / "model.onnx")
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: trt
         inputs:
@@ -46,14 +57,18 @@ def trt_recipe(project, optional: bool, extra: str = ""):
             uses: benchmark
             in: {{models: [inputs.model], data: datasets.feeds}}
             with: {{runs: 4, rounds: 2, warmup: 1, profile: true, io_binding: [false, true], peak_memory: false}}
-    """)
+    """,
+    )
 
 
 @pytest.mark.skipif(TRT_USABLE, reason="TensorRT is usable here: nothing is missing to report")
 def test_required_tensorrt_stage_fails_with_what_is_missing(project, cli):
     code, out, err = cli("run", trt_recipe(project, optional=False))
     assert code == 1
-    assert "stage 'engine' (tensorrt_engine) failed: building TensorRT engines needs TensorrtExecutionProvider" in err
+    assert (
+        "stage 'engine' (tensorrt_engine) failed: building TensorRT engines needs TensorrtExecutionProvider"
+        in err
+    )
     assert "nvidia-smi is missing" in err or "libnvinfer" in err or "did not load" in err
 
 
@@ -88,31 +103,74 @@ def test_engines_are_keyed_to_the_gpu_tensorrt_and_cuda(project, cli, monkeypatc
         finally:
             environment.fact.cache_clear()
 
-    h100 = engine_key(gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54", tensorrt="tensorrt 10.4.0", cuda="cuda runtime 12.4")
-    assert engine_key(gpu="NVIDIA A100-SXM4-40GB, 8.0, 550.54", tensorrt="tensorrt 10.4.0", cuda="cuda runtime 12.4") != h100
-    assert engine_key(gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54", tensorrt="tensorrt 10.5.0", cuda="cuda runtime 12.4") != h100
-    assert engine_key(gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54", tensorrt="tensorrt 10.4.0", cuda="cuda runtime 12.6") != h100
-    assert engine_key(gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54", tensorrt="tensorrt 10.4.0", cuda="cuda runtime 12.4") == h100
+    h100 = engine_key(
+        gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54",
+        tensorrt="tensorrt 10.4.0",
+        cuda="cuda runtime 12.4",
+    )
+    assert (
+        engine_key(
+            gpu="NVIDIA A100-SXM4-40GB, 8.0, 550.54",
+            tensorrt="tensorrt 10.4.0",
+            cuda="cuda runtime 12.4",
+        )
+        != h100
+    )
+    assert (
+        engine_key(
+            gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54",
+            tensorrt="tensorrt 10.5.0",
+            cuda="cuda runtime 12.4",
+        )
+        != h100
+    )
+    assert (
+        engine_key(
+            gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54",
+            tensorrt="tensorrt 10.4.0",
+            cuda="cuda runtime 12.6",
+        )
+        != h100
+    )
+    assert (
+        engine_key(
+            gpu="NVIDIA H100 80GB HBM3, 9.0, 550.54",
+            tensorrt="tensorrt 10.4.0",
+            cuda="cuda runtime 12.4",
+        )
+        == h100
+    )
 
 
-@pytest.mark.parametrize("profile, message", [
-    ("{min: [1, 16], opt: [1, 128], max: [1, 64]}", "min <= opt <= max"),
-    ("{min: [1], opt: [1, 128], max: [1, 128]}", "same rank"),
-])
+@pytest.mark.parametrize(
+    "profile, message",
+    [
+        ("{min: [1, 16], opt: [1, 128], max: [1, 64]}", "min <= opt <= max"),
+        ("{min: [1], opt: [1, 128], max: [1, 128]}", "same rank"),
+    ],
+)
 def test_bad_shape_profiles_are_refused_before_anything_runs(project, cli, profile, message):
     recipe = trt_recipe(project, optional=False)
-    write(recipe, recipe.read_text().replace("input_ids: {min: [1, 16], opt: [1, 128], max: [2, 128]}",
-                                             f"input_ids: {profile}"))
+    write(
+        recipe,
+        recipe.read_text().replace(
+            "input_ids: {min: [1, 16], opt: [1, 128], max: [2, 128]}", f"input_ids: {profile}"
+        ),
+    )
     code, _, err = cli("validate", recipe)
     assert code == 2 and message in err and "profiles.input_ids" in err
 
 
 @needs_tensorrt
 def test_engine_builds_and_loads_from_its_ep_context_model(project, cli):
-    code, out, err = cli("run", trt_recipe(project, optional=False, extra=", max_fallback_nodes: 20"))
+    code, out, err = cli(
+        "run", trt_recipe(project, optional=False, extra=", max_fallback_nodes: 20")
+    )
     assert code == 0, out + err
     metrics = json.loads((project / "out/trt/engine/metrics.json").read_text())
-    assert metrics["engines"] and metrics["placement"]["nodes_by_provider"].get("TensorrtExecutionProvider")
+    assert metrics["engines"] and metrics["placement"]["nodes_by_provider"].get(
+        "TensorrtExecutionProvider"
+    )
     assert (project / "out/trt/engine/model_ctx.onnx").exists()
     timed = json.loads((project / "out/trt/timed/benchmark.json").read_text())
     assert timed["results"][0]["providers_used"][0] == "TensorrtExecutionProvider"
@@ -121,14 +179,26 @@ def test_engine_builds_and_loads_from_its_ep_context_model(project, cli):
 def test_calibration_table_is_converted_to_symmetric_tensorrt_bounds(tmp_path):
     """TensorRT reads one bound per tensor: an asymmetric range must keep its larger magnitude, not be clipped."""
     import numpy as np
-    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData, save_tensors_data
+    from onnxruntime.quantization.calibrate import (
+        CalibrationMethod,
+        TensorData,
+        TensorsData,
+        save_tensors_data,
+    )
 
     from ortflow.stages.tensorrt_engine import _trt_calibration
 
     table = tmp_path / "table.json"
-    save_tensors_data(TensorsData(CalibrationMethod.MinMax, {
-        "skewed": TensorData(lowest=np.float32(-8.0), highest=np.float32(1.0)),
-        "negative": TensorData(lowest=np.float32(-8.0), highest=np.float32(-0.5))}), str(table))
+    save_tensors_data(
+        TensorsData(
+            CalibrationMethod.MinMax,
+            {
+                "skewed": TensorData(lowest=np.float32(-8.0), highest=np.float32(1.0)),
+                "negative": TensorData(lowest=np.float32(-8.0), highest=np.float32(-0.5)),
+            },
+        ),
+        str(table),
+    )
     options = _trt_calibration(table, tmp_path)
     assert options["trt_int8_calibration_table_name"] == "calibration.flatbuffers"
     assert (tmp_path / "calibration.flatbuffers").stat().st_size > 0

@@ -24,9 +24,18 @@ def spawn(project: Path, *args: str, env: dict[str, str] | None = None) -> pexpe
     full_env = dict(os.environ, **(env or {}))
     full_env.pop("COLUMNS", None)  # a terminal has its own width
     full_env["TERM"] = "xterm-256color"
-    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")]))
-    return pexpect.spawn(sys.executable, ["-m", "ortflow.engine.cli", *args], cwd=str(project), env=full_env,
-                         encoding="utf-8", timeout=CEILING, dimensions=(40, 160))
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(PLUGINS), full_env.get("PYTHONPATH")])
+    )
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "ortflow.engine.cli", *args],
+        cwd=str(project),
+        env=full_env,
+        encoding="utf-8",
+        timeout=CEILING,
+        dimensions=(40, 160),
+    )
 
 
 def finish(child: pexpect.spawn) -> tuple[int, str]:
@@ -37,9 +46,13 @@ def finish(child: pexpect.spawn) -> tuple[int, str]:
     return code, ANSI.sub("", child.before)
 
 
-def chain(project: Path, second: str = 'uses: concat, in: {parts: [first.file]}, with: {text: "+2"}') -> Path:
+def chain(
+    project: Path, second: str = 'uses: concat, in: {parts: [first.file]}, with: {text: "+2"}'
+) -> Path:
     (project / "seed.txt").write_text("seed")
-    return write(project / "recipe.yaml", f"""
+    return write(
+        project / "recipe.yaml",
+        f"""
         version: 1
         name: tty
         inputs:
@@ -48,7 +61,8 @@ def chain(project: Path, second: str = 'uses: concat, in: {parts: [first.file]},
           first: {{uses: concat, in: {{parts: inputs.seed}}, with: {{text: "+1", sleep: 0.5}}}}
           second: {{{second}}}
           side: {{uses: concat, in: {{parts: inputs.seed}}, with: {{text: "+s"}}}}
-    """)
+    """,
+    )
 
 
 def test_a_run_that_executes_stages_returns_with_its_table(project):
@@ -110,7 +124,9 @@ def test_console_text_prints_as_written(project, cli):
     folder = project / "a:100:b [bold]x"
     folder.mkdir()
     lines = ["version: 1", "name: verbatim", "stages:"] + [f"# {n}" for n in range(4, 100)]
-    (folder / "recipe.yaml").write_text("\n".join(lines + ['  x: {uses: "[bold]nosuch:100:"}']) + "\n")
+    (folder / "recipe.yaml").write_text(
+        "\n".join(lines + ['  x: {uses: "[bold]nosuch:100:"}']) + "\n"
+    )
     expected = "recipe.yaml:100:13: stage 'x': unknown stage type '[bold]nosuch:100:'"
     code, out, err = cli("validate", folder / "recipe.yaml")
     assert code == 2 and f"a:100:b [bold]x/{expected}" in err and "\U0001f4af" not in err, err
@@ -122,7 +138,9 @@ def test_matrix_ids_print_as_written_in_a_terminal(project):
     """A matrix id is `stage[axis=value]`, which rich reads as a style tag wherever a str goes through
     markup (the spinner's text once did): the id and a value holding `[bold]` and `:100:` print verbatim."""
     (project / "seed.txt").write_text("seed")
-    write(project / "recipe.yaml", """
+    write(
+        project / "recipe.yaml",
+        """
         version: 1
         name: tty
         inputs:
@@ -133,6 +151,9 @@ def test_matrix_ids_print_as_written_in_a_terminal(project):
             in: {parts: inputs.seed}
             with: {sleep: 0.6}
             matrix: {text: ["[bold]:100:"]}
-    """)
+    """,
+    )
     code, screen = finish(spawn(project, "run", "recipe.yaml"))
-    assert code == 0 and 'first[text="[bold]:100:"]' in screen and "\U0001f4af" not in screen, screen
+    assert code == 0 and 'first[text="[bold]:100:"]' in screen and "\U0001f4af" not in screen, (
+        screen
+    )

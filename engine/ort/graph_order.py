@@ -47,8 +47,10 @@ def sort_graph(graph: Any) -> bool:
     import heapq
 
     produced_by = {out: i for i, node in enumerate(graph.node) for out in node.output if out}
-    waiting_on = [{produced_by[n] for n in _needs(node) if n in produced_by and produced_by[n] != i}
-                  for i, node in enumerate(graph.node)]
+    waiting_on = [
+        {produced_by[n] for n in _needs(node) if n in produced_by and produced_by[n] != i}
+        for i, node in enumerate(graph.node)
+    ]
     readers: dict[int, list[int]] = {}
     for i, producers in enumerate(waiting_on):
         for producer in producers:

@@ -12,9 +12,22 @@ from pathlib import Path
 from ortflow.engine.ort.onnx_model import external_data_files, load_graph, total_size
 
 Dim = int | str | None  # a fixed size, a symbolic name, or unknown
-QUANTIZED_OPS = ("DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger", "QLinearConv",
-                 "QLinearMatMul", "MatMulNBits", "QAttention", "DynamicQuantizeMatMul", "QGemm")
-MIN_WEIGHT = 64  # values: an int8 table of a few entries (a lookup, a shape) is not a quantized weight
+QUANTIZED_OPS = (
+    "DequantizeLinear",
+    "QuantizeLinear",
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "ConvInteger",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulNBits",
+    "QAttention",
+    "DynamicQuantizeMatMul",
+    "QGemm",
+)
+MIN_WEIGHT = (
+    64  # values: an int8 table of a few entries (a lookup, a shape) is not a quantized weight
+)
 _INTEGER_WEIGHT_TYPES = {2, 3, 21, 22}  # TensorProto UINT8, INT8, UINT4, INT4
 
 
@@ -43,7 +56,9 @@ class TensorFact:
         return self.dtype.startswith(("int", "uint"))
 
     def symbolic_axes(self) -> list[int]:
-        return [axis for axis, dim in enumerate(self.shape) if not (isinstance(dim, int) and dim > 0)]
+        return [
+            axis for axis, dim in enumerate(self.shape) if not (isinstance(dim, int) and dim > 0)
+        ]
 
     def describe(self) -> str:
         dims = ", ".join("?" if d is None or d == 0 else str(d) for d in self.shape)
@@ -56,7 +71,9 @@ class BranchFact:
     weights inside its branches are out of their reach until the model is specialized on what decides it."""
 
     node: str  # the node's name (its first output's where it has none)
-    deciding_inputs: tuple[str, ...]  # the graph inputs its condition is computed from (empty: from constants only)
+    deciding_inputs: tuple[
+        str, ...
+    ]  # the graph inputs its condition is computed from (empty: from constants only)
     condition: str  # e.g. "sr == 16000" where it is one input compared with a constant, else "a value computed from ..."
     nodes_inside: int  # nodes in its branches, nested subgraphs included
     weights_inside: int  # weight elements (initializers and Constant tensors) in its branches
@@ -74,7 +91,9 @@ class ModelFacts:
     producer: str = ""
     node_total: int = 0  # every node, those inside If/Loop/Scan subgraphs too
     weight_total: int = 0  # elements of every initializer and Constant tensor, subgraphs too
-    weights_by_op: Counter = field(default_factory=Counter)  # weight elements each op type consumes (through Cast, Transpose, ...)
+    weights_by_op: Counter = field(
+        default_factory=Counter
+    )  # weight elements each op type consumes (through Cast, Transpose, ...)
     branches: tuple[BranchFact, ...] = ()  # top-level If nodes
     integer_weights: int = 0  # initializers of 8 bits or fewer holding at least MIN_WEIGHT values: weights quantized already
 
@@ -85,11 +104,17 @@ class ModelFacts:
 
     @property
     def branch_node_share(self) -> float:
-        return sum(b.nodes_inside for b in self.branches) / self.node_total if self.node_total else 0.0
+        return (
+            sum(b.nodes_inside for b in self.branches) / self.node_total if self.node_total else 0.0
+        )
 
     @property
     def branch_weight_share(self) -> float:
-        return sum(b.weights_inside for b in self.branches) / self.weight_total if self.weight_total else 0.0
+        return (
+            sum(b.weights_inside for b in self.branches) / self.weight_total
+            if self.weight_total
+            else 0.0
+        )
 
     @property
     def already_quantized(self) -> bool:
@@ -113,13 +138,25 @@ def _tensor(value: object) -> TensorFact:
     from onnx import helper
 
     tensor = value.type.tensor_type  # type: ignore[attr-defined]
-    dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type).name if tensor.elem_type else "float32"
-    shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim)
+    dtype = (
+        helper.tensor_dtype_to_np_dtype(tensor.elem_type).name if tensor.elem_type else "float32"
+    )
+    shape = tuple(
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+    )
     return TensorFact(value.name, dtype, shape)  # type: ignore[attr-defined]
 
 
 # Ops a weight passes through on its way to the op that uses it (a transposed, cast or dequantized weight).
-_WEIGHT_PATH = {"Cast", "Transpose", "DequantizeLinear", "Identity", "Reshape", "Unsqueeze", "Squeeze"}
+_WEIGHT_PATH = {
+    "Cast",
+    "Transpose",
+    "DequantizeLinear",
+    "Identity",
+    "Reshape",
+    "Unsqueeze",
+    "Squeeze",
+}
 
 
 @dataclass
@@ -129,8 +166,12 @@ class _Tally:
 
     ops: Counter = field(default_factory=Counter)
     nodes: int = 0
-    sizes: dict[str, int] = field(default_factory=dict)  # weight -> elements (those defined in the walked graphs)
-    consumers: dict[str, str] = field(default_factory=dict)  # weight -> the op type that first consumes it
+    sizes: dict[str, int] = field(
+        default_factory=dict
+    )  # weight -> elements (those defined in the walked graphs)
+    consumers: dict[str, str] = field(
+        default_factory=dict
+    )  # weight -> the op type that first consumes it
 
     @property
     def weights(self) -> int:
@@ -183,13 +224,21 @@ def _walk(graph: object, outer: dict[str, str], tally: _Tally) -> None:
             _walk(sub, carries, tally)
 
 
-_COMPARISONS = {"Equal": "==", "Greater": ">", "Less": "<", "GreaterOrEqual": ">=", "LessOrEqual": "<="}
+_COMPARISONS = {
+    "Equal": "==",
+    "Greater": ">",
+    "Less": "<",
+    "GreaterOrEqual": ">=",
+    "LessOrEqual": "<=",
+}
 _NEGATED = {"==": "!=", ">": "<=", "<": ">=", ">=": "<", "<=": ">"}
 _MIRRORED = {"==": "==", ">": "<", "<": ">", ">=": "<=", "<=": ">="}
 _PASS = {"Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"}
 
 
-def _scalar(name: str, producers: dict[str, object], initializers: dict[str, object]) -> object | None:
+def _scalar(
+    name: str, producers: dict[str, object], initializers: dict[str, object]
+) -> object | None:
     """The value of a one-element constant (a Constant node's or an initializer's), else None."""
     from onnx import numpy_helper
 
@@ -208,7 +257,9 @@ def _through(name: str, producers: dict[str, object]) -> str:
     return name
 
 
-def _condition(name: str, producers: dict, initializers: dict, inputs: set[str], negate: bool = False) -> str | None:
+def _condition(
+    name: str, producers: dict, initializers: dict, inputs: set[str], negate: bool = False
+) -> str | None:
     """A comparison of one graph input with a constant, as text ("sr == 16000"), else None."""
     node = producers.get(_through(name, producers))
     if node is not None and node.op_type == "Not":
@@ -251,12 +302,24 @@ def _branches(graph: object, inputs: set[str], sizes: dict[str, int]) -> tuple[B
         inside = _Tally()
         for sub in _subgraphs(node):
             _walk(sub, outer, inside)
-        used = set(inside.sizes) | set(inside.consumers)  # weights defined in the branches, or used there
+        used = set(inside.sizes) | set(
+            inside.consumers
+        )  # weights defined in the branches, or used there
         deciding = _deciding_inputs(node.input[0], producers, inputs)
         condition = _condition(node.input[0], producers, initializers, inputs) or (
-            f"a value computed from {', '.join(deciding)}" if deciding else "a value computed from constants")
-        facts.append(BranchFact(node.name or node.output[0], deciding, condition, inside.nodes,
-                                sum(sizes.get(w, inside.sizes.get(w, 0)) for w in used)))
+            f"a value computed from {', '.join(deciding)}"
+            if deciding
+            else "a value computed from constants"
+        )
+        facts.append(
+            BranchFact(
+                node.name or node.output[0],
+                deciding,
+                condition,
+                inside.nodes,
+                sum(sizes.get(w, inside.sizes.get(w, 0)) for w in used),
+            )
+        )
     return tuple(facts)
 
 
@@ -269,13 +332,28 @@ def read_model_facts(path: Path) -> ModelFacts:
     outputs = tuple(_tensor(v) for v in model.graph.output)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
     producer = f"{model.producer_name} {model.producer_version}".strip()
-    integer_weights = sum(1 for t in model.graph.initializer if t.data_type in _INTEGER_WEIGHT_TYPES and _values(t) >= MIN_WEIGHT)
+    integer_weights = sum(
+        1
+        for t in model.graph.initializer
+        if t.data_type in _INTEGER_WEIGHT_TYPES and _values(t) >= MIN_WEIGHT
+    )
     tally = _Tally()
     _walk(model.graph, {}, tally)
-    return ModelFacts(path=path, inputs=inputs, outputs=outputs, op_counts=tally.ops, opset=opset,
-                      size_bytes=total_size(path), external_data=tuple(external_data_files(path)), producer=producer,
-                      node_total=tally.nodes, weight_total=tally.weights, weights_by_op=tally.weights_by_op(tally.sizes),
-                      branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes), integer_weights=integer_weights)
+    return ModelFacts(
+        path=path,
+        inputs=inputs,
+        outputs=outputs,
+        op_counts=tally.ops,
+        opset=opset,
+        size_bytes=total_size(path),
+        external_data=tuple(external_data_files(path)),
+        producer=producer,
+        node_total=tally.nodes,
+        weight_total=tally.weights,
+        weights_by_op=tally.weights_by_op(tally.sizes),
+        branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes),
+        integer_weights=integer_weights,
+    )
 
 
 def _values(tensor: object) -> int:

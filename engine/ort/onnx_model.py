@@ -36,9 +36,12 @@ def max_ir_version() -> int:
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
     for version in range(onnx.IR_VERSION, 6, -1):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
         model.ir_version = version
@@ -71,16 +74,24 @@ def private_model(artifact: Path | str, folder: Path) -> Path:
     artifact, target = Path(artifact), Path(folder) / "input"
     if artifact.is_dir():
         external_data_files(model_file(artifact))  # refuses data named outside the folder
-        base, files = artifact, [p.relative_to(artifact) for p in artifact.rglob("*") if p.is_file()]
+        base, files = (
+            artifact,
+            [p.relative_to(artifact) for p in artifact.rglob("*") if p.is_file()],
+        )
     else:  # a single file, with any external data it names beside it
-        base, files = artifact.parent, [Path(artifact.name), *map(Path, external_data_files(artifact))]
+        base, files = (
+            artifact.parent,
+            [Path(artifact.name), *map(Path, external_data_files(artifact))],
+        )
     for name in files:
         if not (base / name).is_file():
             continue  # a missing external-data file: loading the model says so, with the fix
         dest = target / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.suffix != ".onnx" and name != Path(artifact.name):
-            shutil.copyfile(base / name, dest)  # external data: onnx refuses a linked file ("hardlink attack")
+            shutil.copyfile(
+                base / name, dest
+            )  # external data: onnx refuses a linked file ("hardlink attack")
             continue
         try:
             os.link(base / name, dest)
@@ -108,8 +119,10 @@ def load_graph(path: Path, external_data: bool = False) -> Any:
     try:
         return onnx.load(str(path), load_external_data=external_data)
     except DecodeError as exc:
-        raise NotAnOnnxModel(f"{Path(path).name} is not an ONNX model: its bytes do not parse as one "
-                             f"({first_line(exc)}) — {NOT_A_MODEL_HINT}") from exc
+        raise NotAnOnnxModel(
+            f"{Path(path).name} is not an ONNX model: its bytes do not parse as one "
+            f"({first_line(exc)}) — {NOT_A_MODEL_HINT}"
+        ) from exc
 
 
 def external_data_files(path: Path) -> list[str]:
@@ -133,7 +146,12 @@ def check_data_location(model: Path, location: str) -> None:
     path, no `..`, no symbolic link leading out of it) other than the model file itself."""
     folder = model.parent.resolve()
     why = ""
-    if not location or "\\" in location or os.path.isabs(location) or re.match(r"^[A-Za-z]:", location):
+    if (
+        not location
+        or "\\" in location
+        or os.path.isabs(location)
+        or re.match(r"^[A-Za-z]:", location)
+    ):
         why = "an absolute or empty path"
     elif ".." in Path(location).parts:
         why = "a path climbing out of the model's folder"
@@ -147,7 +165,8 @@ def check_data_location(model: Path, location: str) -> None:
         raise ExternalDataOutside(
             f"{model.name} names external data at '{location}', {why}; a model's data files must lie inside "
             f"its own folder ({folder}) — re-save the model with onnx.save_model(..., save_as_external_data=True)"
-            " beside the .onnx file, or do not use a model from an untrusted source")
+            " beside the .onnx file, or do not use a model from an untrusted source"
+        )
 
 
 def has_external_data(path: Path) -> bool:
@@ -166,7 +185,9 @@ def total_size(path: Path) -> int:
         external = external_data_files(path)
     except NotAnOnnxModel:
         external = []  # the load that follows reports it with the fix
-    return path.stat().st_size + sum((path.parent / f).stat().st_size for f in external if (path.parent / f).exists())
+    return path.stat().st_size + sum(
+        (path.parent / f).stat().st_size for f in external if (path.parent / f).exists()
+    )
 
 
 def output_file(output: Path, large: bool) -> Path:
@@ -183,8 +204,12 @@ def write_initializers_beside(options: Any, target: Path) -> None:
     1 KB or more to its own `<target>.data` beside it. Needed for a model over 2 GB, and for any model read with
     external data: ORT saves an initializer it read from a data file as a reference to that file (its name,
     relative to the new model), not as bytes, so the written model would name a file that is not beside it."""
-    options.add_session_config_entry("session.optimized_model_external_initializers_file_name", f"{target.name}.data")
-    options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", f"{target.name}.data"
+    )
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+    )
 
 
 def gathered(written: Path, output: Path) -> Path:
@@ -203,11 +228,19 @@ def save(model: Any, output: Path) -> Path:
         from onnx import numpy_helper
 
         for tensor in model.graph.initializer:
-            if not tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
+            if (
+                not tensor.HasField("raw_data")
+                and tensor.data_location != onnx.TensorProto.EXTERNAL
+            ):
                 tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor), tensor.name))
     path = output_file(output, large)
-    onnx.save_model(model, str(path), save_as_external_data=large, all_tensors_to_one_file=True,
-                    location=f"{path.name}.data" if large else None)
+    onnx.save_model(
+        model,
+        str(path),
+        save_as_external_data=large,
+        all_tensors_to_one_file=True,
+        location=f"{path.name}.data" if large else None,
+    )
     return path
 
 
@@ -220,8 +253,14 @@ def serialized_size(model: Any) -> int:
 
     held = 0  # the weights held in the message, from their shapes: counting costs nothing
     for tensor in model.graph.initializer:
-        if tensor.data_location != onnx.TensorProto.EXTERNAL and tensor.data_type != onnx.TensorProto.STRING:
-            held += int(np.prod(tensor.dims, dtype=np.int64)) * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+        if (
+            tensor.data_location != onnx.TensorProto.EXTERNAL
+            and tensor.data_type != onnx.TensorProto.STRING
+        ):
+            held += (
+                int(np.prod(tensor.dims, dtype=np.int64))
+                * onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+            )
     if held > TWO_GB:
         return held  # ByteSize would encode up to 2 GB before it gave up
     try:
@@ -248,17 +287,25 @@ def check(path: Path, providers: list[str] | None = None) -> None:
     try:
         onnx.checker.check_model(str(path))
     except Exception as exc:
-        raise StageError(f"the written model {path.name} fails onnx.checker: {first_line(exc)}") from exc
+        raise StageError(
+            f"the written model {path.name} fails onnx.checker: {first_line(exc)}"
+        ) from exc
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
     try:
-        ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"])
+        ort.InferenceSession(
+            str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"]
+        )
     except Exception as exc:
-        raise StageError(f"the written model {path.name} does not load into ONNX Runtime: {first_line(exc)}") from exc
+        raise StageError(
+            f"the written model {path.name} does not load into ONNX Runtime: {first_line(exc)}"
+        ) from exc
 
 
-def load_for_ort(path: Path, options: Any = None, providers: list[Any] | None = None, **session_args: Any) -> Any:
+def load_for_ort(
+    path: Path, options: Any = None, providers: list[Any] | None = None, **session_args: Any
+) -> Any:
     """An ORT session (default: CPU, ORT's default optimizations), raising StageError for unloadable files."""
     import onnxruntime as ort
 
@@ -266,11 +313,17 @@ def load_for_ort(path: Path, options: Any = None, providers: list[Any] | None = 
         options = ort.SessionOptions()
         options.log_severity_level = 3
     try:
-        return ort.InferenceSession(str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"],
-                                    **session_args)
+        return ort.InferenceSession(
+            str(path),
+            sess_options=options,
+            providers=providers or ["CPUExecutionProvider"],
+            **session_args,
+        )
     except Exception as exc:  # ORT raises its own exception types for every load failure
-        raise StageError(f"ONNX Runtime cannot load {path.name}: {first_line(exc)} — check that the file is a "
-                         "complete ONNX model (re-export or re-download it)") from exc
+        raise StageError(
+            f"ONNX Runtime cannot load {path.name}: {first_line(exc)} — check that the file is a "
+            "complete ONNX model (re-export or re-download it)"
+        ) from exc
 
 
 def op_counts(path: Path) -> Counter[str]:
@@ -282,7 +335,9 @@ def op_counts(path: Path) -> Counter[str]:
 
     def visit(graph: Any) -> None:
         for node in graph.node:
-            counts[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
+            counts[
+                node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            ] += 1
             for attribute in node.attribute:
                 if attribute.type == onnx.AttributeProto.GRAPH:
                     visit(attribute.g)

@@ -48,7 +48,10 @@ QUANTIZE_BEFORE_OPTIMIZING = (
 CONTROL_FLOW_CAUSE = "ORT's symbolic shape inference cannot type the outputs of this model's If/Loop nodes (control flow)"
 SHAPE_CHECK_CAUSE = "ORT's symbolic shape inference fails an internal check on this model"
 # The failures that are the model's own, and what `pre_process: auto` says when it goes on without pre-processing.
-MODEL_CAUSES = {PreProcessFailure.CONTROL_FLOW: CONTROL_FLOW_CAUSE, PreProcessFailure.SHAPE_CHECK: SHAPE_CHECK_CAUSE}
+MODEL_CAUSES = {
+    PreProcessFailure.CONTROL_FLOW: CONTROL_FLOW_CAUSE,
+    PreProcessFailure.SHAPE_CHECK: SHAPE_CHECK_CAUSE,
+}
 
 # quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
 _PRE_PROCESS = (
@@ -61,7 +64,14 @@ _SHAPE_INFERENCE = "symbolic_shape_infer.py"
 _CONTROL_FLOW_FRAMES = ("_infer_If", "_infer_Loop", "_infer_Scan")
 # The errors of shape inference's own logic (a type it does not expect), as opposed to the machine's (memory,
 # disk, a signal): the same model raises them again on every run.
-_LOGIC_ERRORS = ("AssertionError", "KeyError", "IndexError", "TypeError", "AttributeError", "ValueError")
+_LOGIC_ERRORS = (
+    "AssertionError",
+    "KeyError",
+    "IndexError",
+    "TypeError",
+    "AttributeError",
+    "ValueError",
+)
 
 
 def pre_processed(source: Path, destination: Path) -> Path:
@@ -76,14 +86,20 @@ def pre_processed(source: Path, destination: Path) -> Path:
     import sys
 
     large = "1" if onnx_model.total_size(source) > onnx_model.TWO_GB else ""
-    done = subprocess.run([sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
-                          cwd=destination.parent, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
+        cwd=destination.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
         said = lines[-1] if lines else f"exit status {done.returncode}"
         failure = classify(said, done.stderr)
-        raise PreProcessFailed(f"quant_pre_process failed: {said} — {_hint(failure, done.stderr)}", failure) \
-            from ChildFailure(done.stderr.strip())
+        raise PreProcessFailed(
+            f"quant_pre_process failed: {said} — {_hint(failure, done.stderr)}", failure
+        ) from ChildFailure(done.stderr.strip())
     return destination
 
 
@@ -98,8 +114,14 @@ def classify(said: str, printed: str) -> PreProcessFailure:
         return PreProcessFailure.DISK_FULL
     if "Incomplete symbolic shape inference" in said:
         return PreProcessFailure.INCOMPLETE_SHAPES
-    if raised_by_shape_inference and error in _LOGIC_ERRORS and any(
-            file == _SHAPE_INFERENCE and function in _CONTROL_FLOW_FRAMES for file, function in frames):
+    if (
+        raised_by_shape_inference
+        and error in _LOGIC_ERRORS
+        and any(
+            file == _SHAPE_INFERENCE and function in _CONTROL_FLOW_FRAMES
+            for file, function in frames
+        )
+    ):
         return PreProcessFailure.CONTROL_FLOW
     if error == "AssertionError" and raised_by_shape_inference:
         return PreProcessFailure.SHAPE_CHECK
@@ -113,10 +135,18 @@ def _hint(failure: PreProcessFailure, printed: str) -> str:
     if failure is PreProcessFailure.INCOMPLETE_SHAPES:
         return f"ORT's symbolic shape inference cannot follow this graph. If {QUANTIZE_BEFORE_OPTIMIZING}"
     if failure is PreProcessFailure.CONTROL_FLOW:
-        return (f"{CONTROL_FLOW_CAUSE}: set pre_process: false on calibrate and quantize_static (ortflow then quantizes "
-                "the graph as it is), or leave it out (auto, the default, goes on without pre-processing and says so)")
+        return (
+            f"{CONTROL_FLOW_CAUSE}: set pre_process: false on calibrate and quantize_static (ortflow then quantizes "
+            "the graph as it is), or leave it out (auto, the default, goes on without pre-processing and says so)"
+        )
     if failure is PreProcessFailure.SHAPE_CHECK:
-        where = [line.strip().rsplit(" in ", 1)[-1] for line in printed.splitlines() if _SHAPE_INFERENCE in line]
-        return (f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}, "
-                "or leave it out (auto, the default, goes on without pre-processing and says so)")
+        where = [
+            line.strip().rsplit(" in ", 1)[-1]
+            for line in printed.splitlines()
+            if _SHAPE_INFERENCE in line
+        ]
+        return (
+            f"ORT's symbolic shape inference failed an internal check (in {where[-1] if where else 'it'}): {skip}, "
+            "or leave it out (auto, the default, goes on without pre-processing and says so)"
+        )
     return f"{skip}; --debug shows ORT's traceback"

@@ -27,14 +27,18 @@ INSTALL = {
 class ProviderCheck:
     requested: tuple[str, ...]
     usable: tuple[str, ...]
-    missing: dict[str, str] = field(default_factory=dict)  # provider -> what is missing and how to install it
+    missing: dict[str, str] = field(
+        default_factory=dict
+    )  # provider -> what is missing and how to install it
 
     def require(self, what: str) -> None:
         if self.missing:
             details = "; ".join(f"{name}: {reason}" for name, reason in self.missing.items())
-            raise ProviderUnavailable(f"{what} needs {', '.join(self.missing)}, which ONNX Runtime cannot use here "
-                                      f"({details}) — install it, remove it from `providers`, or mark the stage "
-                                      "`optional: true`")
+            raise ProviderUnavailable(
+                f"{what} needs {', '.join(self.missing)}, which ONNX Runtime cannot use here "
+                f"({details}) — install it, remove it from `providers`, or mark the stage "
+                "`optional: true`"
+            )
 
 
 def names(providers: list[Any]) -> tuple[str, ...]:
@@ -54,25 +58,39 @@ def _resolve(requested: tuple[str, ...]) -> ProviderCheck:
 
     unknown = [p for p in requested if p not in ort.get_all_providers()]
     if unknown:
-        raise StageError(f"unknown execution provider {', '.join(unknown)} — known: {', '.join(ort.get_all_providers())}")
+        raise StageError(
+            f"unknown execution provider {', '.join(unknown)} — known: {', '.join(ort.get_all_providers())}"
+        )
     built_in = set(ort.get_available_providers())
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "probe",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     options = ort.SessionOptions()
     options.log_severity_level = 4  # the failed loads are reported below, with the fix
-    ort.set_default_logger_severity(4)  # provider libraries that fail to load log through the default logger
+    ort.set_default_logger_severity(
+        4
+    )  # provider libraries that fail to load log through the default logger
     said = ""
     try:
-        usable = tuple(ort.InferenceSession(model.SerializeToString(), options, providers=list(requested)).get_providers())
+        usable = tuple(
+            ort.InferenceSession(
+                model.SerializeToString(), options, providers=list(requested)
+            ).get_providers()
+        )
     except ort_errors() as exc:  # e.g. a provider library that cannot load
         usable, said = ("CPUExecutionProvider",), first_line(exc)
     finally:
         ort.set_default_logger_severity(2)  # ORT's default: warnings
-    missing = {p: _why(p, p in built_in) + (f" (ONNX Runtime said: {said})" if said else "")
-               for p in requested if p not in usable}
+    missing = {
+        p: _why(p, p in built_in) + (f" (ONNX Runtime said: {said})" if said else "")
+        for p in requested
+        if p not in usable
+    }
     return ProviderCheck(requested, usable, missing)
 
 
@@ -82,8 +100,12 @@ def resolve(providers: list[Any]) -> ProviderCheck:
 
 def _why(provider: str, built_in: bool) -> str:
     if not built_in:
-        return "this onnxruntime build does not include it (install the onnxruntime package that does)"
-    if provider in ("CUDAExecutionProvider", "TensorrtExecutionProvider") and not shutil.which("nvidia-smi"):
+        return (
+            "this onnxruntime build does not include it (install the onnxruntime package that does)"
+        )
+    if provider in ("CUDAExecutionProvider", "TensorrtExecutionProvider") and not shutil.which(
+        "nvidia-smi"
+    ):
         return "no NVIDIA driver or GPU found (nvidia-smi is missing)"
     if provider == "TensorrtExecutionProvider" and not ctypes.util.find_library("nvinfer"):
         return f"libnvinfer not found: install {INSTALL[provider]}"

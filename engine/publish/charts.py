@@ -21,7 +21,12 @@ def axis(title: str, unit: str) -> JsonObject:
     """An axis titled with its unit, the unit on each tick too."""
     text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
     suffix = {"x": "x", "ms": " ms", "MB": " MB"}.get(unit, "")
-    return {"title": {"text": html.escape(text)}, "ticksuffix": suffix, "automargin": True, "zeroline": False}
+    return {
+        "title": {"text": html.escape(text)},
+        "ticksuffix": suffix,
+        "automargin": True,
+        "zeroline": False,
+    }
 
 
 def distribution_figure(series: dict[str, list[float]], value_title: str, unit: str) -> JsonObject:
@@ -29,16 +34,33 @@ def distribution_figure(series: dict[str, list[float]], value_title: str, unit: 
     series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
     type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms)."""
     names = unique_names(list(series))
-    data = [{"type": "box", "x": values, "name": name, "orientation": "h", "boxpoints": False,
-             "marker": {"color": PALETTE[i % len(PALETTE)]},
-             "hovertemplate": f"<b>{name}</b><br>median %{{median:.3f}} {unit}<extra></extra>"}
-            for i, (name, values) in enumerate(zip(names, series.values())) if values]
-    layout = {"xaxis": axis(value_title, unit), "yaxis": {"automargin": True, "autorange": "reversed"},
-              "showlegend": False, "height": 120 + 34 * len(data), "margin": {"t": 20, "r": 20}, "font": FONT}
+    data = [
+        {
+            "type": "box",
+            "x": values,
+            "name": name,
+            "orientation": "h",
+            "boxpoints": False,
+            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "hovertemplate": f"<b>{name}</b><br>median %{{median:.3f}} {unit}<extra></extra>",
+        }
+        for i, (name, values) in enumerate(zip(names, series.values()))
+        if values
+    ]
+    layout = {
+        "xaxis": axis(value_title, unit),
+        "yaxis": {"automargin": True, "autorange": "reversed"},
+        "showlegend": False,
+        "height": 120 + 34 * len(data),
+        "margin": {"t": 20, "r": 20},
+        "font": FONT,
+    }
     return {"data": data, "layout": layout}
 
 
-def scatter_figure(points: list[JsonObject], x_label: str, y_label: str, x_unit: str = "", y_unit: str = "") -> JsonObject:
+def scatter_figure(
+    points: list[JsonObject], x_label: str, y_label: str, x_unit: str = "", y_unit: str = ""
+) -> JsonObject:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
     margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
@@ -47,28 +69,68 @@ def scatter_figure(points: list[JsonObject], x_label: str, y_label: str, x_unit:
     data: list[JsonObject] = []
     front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
     if len(front) > 1:
-        data.append({"type": "scatter", "mode": "lines", "x": [p["x"] for p in front], "y": [p["y"] for p in front],
-                     "name": "Pareto front", "line": {"dash": "dot", "color": "#5f6368"}, "hoverinfo": "skip"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [p["x"] for p in front],
+                "y": [p["y"] for p in front],
+                "name": "Pareto front",
+                "line": {"dash": "dot", "color": "#5f6368"},
+                "hoverinfo": "skip",
+            }
+        )
     for i, (name, point) in enumerate(zip(names, points)):
         chosen = bool(point.get("chosen"))
-        data.append({"type": "scatter", "mode": "markers", "x": [point["x"]], "y": [point["y"]],
-                     "name": name + (" (chosen)" if chosen else ""),
-                     "marker": {"size": 16 if chosen else 11, "color": PALETTE[i % len(PALETTE)], "opacity": 0.85,
-                                "symbol": SYMBOLS[i // len(PALETTE) % len(SYMBOLS)],  # color and shape: 48 distinct
-                                "line": {"width": 3 if chosen else 0, "color": "#202124"}},
-                     "hovertemplate": f"<b>{name}</b><br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
-                                      f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "x": [point["x"]],
+                "y": [point["y"]],
+                "name": name + (" (chosen)" if chosen else ""),
+                "marker": {
+                    "size": 16 if chosen else 11,
+                    "color": PALETTE[i % len(PALETTE)],
+                    "opacity": 0.85,
+                    "symbol": SYMBOLS[
+                        i // len(PALETTE) % len(SYMBOLS)
+                    ],  # color and shape: 48 distinct
+                    "line": {"width": 3 if chosen else 0, "color": "#202124"},
+                },
+                "hovertemplate": f"<b>{name}</b><br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
+                f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>",
+            }
+        )
     # Beside the plot, a legend of a few short names; below it, many or long ones (a sweep's 24 variant ids),
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
-    legend = {"orientation": "v", "x": 1.02, "y": 1} if beside else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
-    layout: JsonObject = {"xaxis": axis(x_label, x_unit), "yaxis": axis(y_label, y_unit), "font": FONT,
-                              "height": 460 if beside else 460 + 24 * len(points), "margin": {"t": 20, "r": 20},
-                              "legend": {**legend, "font": {"size": 12}}}
+    legend = (
+        {"orientation": "v", "x": 1.02, "y": 1}
+        if beside
+        else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
+    )
+    layout: JsonObject = {
+        "xaxis": axis(x_label, x_unit),
+        "yaxis": axis(y_label, y_unit),
+        "font": FONT,
+        "height": 460 if beside else 460 + 24 * len(points),
+        "margin": {"t": 20, "r": 20},
+        "legend": {**legend, "font": {"size": 12}},
+    }
     ys = [p["y"] for p in points]
     if ys and min(ys) < 0 < max(ys):
-        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 0, "y1": 0,
-                             "line": {"color": "#d93025", "dash": "dash", "width": 1}}]
+        layout["shapes"] = [
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": 0,
+                "y1": 0,
+                "line": {"color": "#d93025", "dash": "dash", "width": 1},
+            }
+        ]
     return {"data": data, "layout": layout}
 
 
@@ -86,14 +148,18 @@ def figure_html(figure: JsonObject, index: int) -> str:
     """A div and the script that draws the figure into it (needs plotly_script() once on the page)."""
     spec = json.dumps(figure, default=str)  # NaN stays NaN, which is JavaScript
     spec = spec.replace("</", "<\\/")  # no name can close the script element early
-    return (f"<div id='chart{index}' class='chart'></div><script>(function () {{ var f = {spec}; "
-            f"Plotly.newPlot('chart{index}', f.data, f.layout, {{displaylogo: false, responsive: true}}); }})();</script>")
+    return (
+        f"<div id='chart{index}' class='chart'></div><script>(function () {{ var f = {spec}; "
+        f"Plotly.newPlot('chart{index}', f.data, f.layout, {{displaylogo: false, responsive: true}}); }})();</script>"
+    )
 
 
 @lru_cache(maxsize=1)
 def plotly_script() -> str:
     """plotly.js itself, inlined, so report.html needs no network (read from the plotly package's data)."""
-    source = (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    source = (resources.files("plotly") / "package_data" / "plotly.min.js").read_text(
+        encoding="utf-8"
+    )
     return "<script>" + source.replace("</script", "<\\/script") + "</script>"
 
 

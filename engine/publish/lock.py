@@ -17,7 +17,14 @@ import yaml
 
 from ortflow.engine.builds import LockEntry
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.publish.lockfile import FIX, HEADER, LOCK_SCHEMA, PlainDumper, load_lock_yaml, read_bounded_text
+from ortflow.engine.publish.lockfile import (
+    FIX,
+    HEADER,
+    LOCK_SCHEMA,
+    PlainDumper,
+    load_lock_yaml,
+    read_bounded_text,
+)
 from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
@@ -27,7 +34,9 @@ from ortflow.engine.types import Recipe, StageOutcome
 
 @lru_cache(maxsize=1)
 def lock_schema() -> dict[str, Any]:
-    return json.loads(resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8"))
+    return json.loads(
+        resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8")
+    )
 
 
 def _problems(path: Path, data: Any) -> list[Problem]:
@@ -39,8 +48,12 @@ def _problems(path: Path, data: Any) -> list[Problem]:
     from ortflow.engine.recipe.yamlsource import parse_yaml
 
     _, source = parse_yaml(read_bounded_text(path), str(path))
-    found = validate(data, lock_schema(), source) or [Problem("not an ortflow lock file", Location(str(path)))]
-    return [replace(problem, hint=FIX) for problem in found]  # a machine-written file: restored, not edited
+    found = validate(data, lock_schema(), source) or [
+        Problem("not an ortflow lock file", Location(str(path)))
+    ]
+    return [
+        replace(problem, hint=FIX) for problem in found
+    ]  # a machine-written file: restored, not edited
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,7 +75,13 @@ class Lock:
         except FileNotFoundError:
             return cls(path)
         if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
-            raise RecipeError([Problem(f"not an ortflow lock file (schema {LOCK_SCHEMA})", Location(str(path)), FIX)])
+            raise RecipeError(
+                [
+                    Problem(
+                        f"not an ortflow lock file (schema {LOCK_SCHEMA})", Location(str(path)), FIX
+                    )
+                ]
+            )
         problems = _problems(path, data)
         if problems:
             raise RecipeError(problems)
@@ -80,8 +99,14 @@ class Lock:
         return found
 
     def text(self) -> str:
-        return HEADER + yaml.dump(self.to_json(), Dumper=PlainDumper, sort_keys=True, default_flow_style=False,
-                                  allow_unicode=True, width=120)
+        return HEADER + yaml.dump(
+            self.to_json(),
+            Dumper=PlainDumper,
+            sort_keys=True,
+            default_flow_style=False,
+            allow_unicode=True,
+            width=120,
+        )
 
     def write(self) -> None:
         """Atomically, and not at all when the file already holds these bytes."""
@@ -94,15 +119,27 @@ class Lock:
         atomic.remove_stale_staging(self.path.parent)
         atomic.write_text(self.path, text)
 
-    def merged(self, recipe: Recipe, outcomes: Mapping[str, StageOutcome], source_digests: Mapping[str, str]) -> Lock:
+    def merged(
+        self,
+        recipe: Recipe,
+        outcomes: Mapping[str, StageOutcome],
+        source_digests: Mapping[str, str],
+    ) -> Lock:
         """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go."""
         stages = {name: entry for name, entry in self.stages.items() if name in recipe.stages}
         for name, outcome in outcomes.items():
             if outcome.succeeded and outcome.record is not None:
-                stages[name] = LockEntry.of(outcome.record, recipe.stages[name].stage_cls.deterministic)
-        inputs = {name: {"path": spec.declared, "digest": source_digests[f"inputs.{name}"]} for name, spec in recipe.inputs.items()}
-        datasets = {name: {"loader": spec.loader, "digest": source_digests[f"datasets.{name}"]}
-                    for name, spec in recipe.datasets.items()}
+                stages[name] = LockEntry.of(
+                    outcome.record, recipe.stages[name].stage_cls.deterministic
+                )
+        inputs = {
+            name: {"path": spec.declared, "digest": source_digests[f"inputs.{name}"]}
+            for name, spec in recipe.inputs.items()
+        }
+        datasets = {
+            name: {"loader": spec.loader, "digest": source_digests[f"datasets.{name}"]}
+            for name, spec in recipe.datasets.items()
+        }
         return Lock(self.path, stages, recipe.name, inputs, datasets)
 
     def drift(self, outcomes: Mapping[str, StageOutcome], recipe: Recipe) -> list[str]:
@@ -110,13 +147,24 @@ class Lock:
         found = []
         for name, outcome in sorted(outcomes.items()):
             entry = self.stages.get(name)
-            if not recipe.stages[name].stage_cls.deterministic or outcome.record is None or entry is None or entry.key != outcome.key:
+            if (
+                not recipe.stages[name].stage_cls.deterministic
+                or outcome.record is None
+                or entry is None
+                or entry.key != outcome.key
+            ):
                 continue
             locked = entry.digests
-            changed = sorted(port for port, out in outcome.record.outputs.items() if locked.get(port) not in (None, out.digest))
+            changed = sorted(
+                port
+                for port, out in outcome.record.outputs.items()
+                if locked.get(port) not in (None, out.digest)
+            )
             if changed:
-                found.append(f"stage '{name}' was rebuilt from the same inputs and parameters as the lock file records, "
-                             f"but its output {', '.join(changed)} has different bytes: the stage is not reproducible")
+                found.append(
+                    f"stage '{name}' was rebuilt from the same inputs and parameters as the lock file records, "
+                    f"but its output {', '.join(changed)} has different bytes: the stage is not reproducible"
+                )
         return found
 
     def referenced(self) -> tuple[set[str], set[str], list[LockEntry]]:
@@ -139,7 +187,11 @@ class Lock:
         """{cache key: {output: packed float values}} where the lock records values with an output."""
         found = {}
         for entry in self.stages.values():
-            values = {port: out.values for port, out in (entry.outputs or {}).items() if out.values is not None}
+            values = {
+                port: out.values
+                for port, out in (entry.outputs or {}).items()
+                if out.values is not None
+            }
             if entry.key is not None and values:
                 found[entry.key] = values
         return found
@@ -155,7 +207,9 @@ class LockWriter:
         self.recipe = recipe
         self.source_digests = source_digests
         self.store = store
-        self.guard_name = f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one mutex per lock file
+        self.guard_name = (
+            f"lockfile-{hash_bytes(str(recipe.lock_path).encode())}"  # one mutex per lock file
+        )
         self.unwritten: dict[str, StageOutcome] = {}
         self.last_write = 0.0
 
@@ -166,7 +220,9 @@ class LockWriter:
         if not final and time.monotonic() - self.last_write < self.EVERY_S:
             return
         with self.store.key_mutex(self.guard_name):
-            Lock.read(self.recipe.lock_path).merged(self.recipe, self.unwritten, self.source_digests).write()
+            Lock.read(self.recipe.lock_path).merged(
+                self.recipe, self.unwritten, self.source_digests
+            ).write()
         self.unwritten = {}
         self.last_write = time.monotonic()
 
@@ -176,7 +232,9 @@ def read_locks(paths: Iterable[Path], required: bool = True) -> list[Lock]:
     locks = []
     for path in paths:
         if required and not Path(path).exists():
-            raise OrtflowError(f"{path}: no lock file — run the recipe first, or leave it out of the list")
+            raise OrtflowError(
+                f"{path}: no lock file — run the recipe first, or leave it out of the list"
+            )
         locks.append(Lock.read(path))
     return locks
 
@@ -193,7 +251,9 @@ def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = Fals
         digests |= more_digests
         host_specific += more_entries
 
-    def kept(key: str, record: Mapping[str, Any]) -> bool:  # this machine's result for a host-specific lock entry
+    def kept(
+        key: str, record: Mapping[str, Any]
+    ) -> bool:  # this machine's result for a host-specific lock entry
         return any(entry.matches(key, record) for entry in host_specific)
 
     return store.gc(keys, digests, dry_run=dry_run, keep=kept)

@@ -13,10 +13,14 @@ from ortflow.engine.errors import Location, Problem, RecipeError
 from ortflow.engine.recipe.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
 
 LOCK_SCHEMA = 1
-HEADER = "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
+HEADER = (
+    "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
+)
 
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 1,000-stage lock loads in milliseconds
+_Loader = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)  # libyaml: a 1,000-stage lock loads in milliseconds
 # A lock file holds a few hundred bytes per stage (a 1,000-stage lock is 0.8 MB) and nests as deep as the
 # recipe's parameters do, plus its own three levels.
 MAX_LOCK_BYTES = 64 << 20
@@ -38,8 +42,15 @@ def read_bounded_text(path: Path, what: str = "a lock file", fix: str = FIX) -> 
         data = handle.read(MAX_LOCK_BYTES + 1) if size <= MAX_LOCK_BYTES else b""
     if size > MAX_LOCK_BYTES or len(data) > MAX_LOCK_BYTES:
         how_big = byte_size(size) if size > MAX_LOCK_BYTES else f"over {byte_size(MAX_LOCK_BYTES)}"
-        raise RecipeError([Problem(f"{path} is {how_big}, more than the {byte_size(MAX_LOCK_BYTES)} {what} may be",
-                                   Location(str(path)), fix)])
+        raise RecipeError(
+            [
+                Problem(
+                    f"{path} is {how_big}, more than the {byte_size(MAX_LOCK_BYTES)} {what} may be",
+                    Location(str(path)),
+                    fix,
+                )
+            ]
+        )
     try:
         return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError:
@@ -57,8 +68,11 @@ def load_lock_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = Location(str(path), mark.line + 1, mark.column + 1) if mark else Location(str(path))
-        what = f"the lock file holds values nested more than {MAX_LOCK_DEPTH} levels deep" if too_deep_for_libyaml(exc) \
+        what = (
+            f"the lock file holds values nested more than {MAX_LOCK_DEPTH} levels deep"
+            if too_deep_for_libyaml(exc)
             else "the lock file is not valid YAML"
+        )
         raise RecipeError([Problem(what, where, FIX)]) from None
 
 
@@ -67,8 +81,12 @@ class _LockBuilder:
 
     def __init__(self, name: str):
         self.name = name
-        self.stack: list[tuple[Any, list[Any] | None]] = []  # open collections; a mapping's pending key
-        self.scalars: dict[tuple[Any, ...], Any] = {}  # a lock repeats digests and names: construct each once
+        self.stack: list[
+            tuple[Any, list[Any] | None]
+        ] = []  # open collections; a mapping's pending key
+        self.scalars: dict[
+            tuple[Any, ...], Any
+        ] = {}  # a lock repeats digests and names: construct each once
         self.documents = 0
 
     def build(self, text: str) -> Any:
@@ -85,7 +103,9 @@ class _LockBuilder:
                 elif kind in (yaml.MappingEndEvent, yaml.SequenceEndEvent):
                     value = self.stack.pop()[0]
                 elif kind is yaml.AliasEvent:
-                    raise self._refuse(event, f"an alias (*{event.anchor}), which `engine run` never writes")
+                    raise self._refuse(
+                        event, f"an alias (*{event.anchor}), which `engine run` never writes"
+                    )
                 else:
                     self._other(event)
                     continue
@@ -99,7 +119,9 @@ class _LockBuilder:
 
     def _open(self, event: yaml.CollectionStartEvent) -> None:
         if event.anchor is not None:
-            raise self._refuse(event, f"an anchor (&{event.anchor}), which `engine run` never writes")
+            raise self._refuse(
+                event, f"an anchor (&{event.anchor}), which `engine run` never writes"
+            )
         if event.tag is not None:
             raise self._refuse(event, f"a tag ({event.tag}), which `engine run` never writes")
         if len(self.stack) >= MAX_LOCK_DEPTH:
@@ -115,10 +137,16 @@ class _LockBuilder:
 
     def _scalar(self, loader: Any, event: yaml.ScalarEvent) -> Any:
         if event.anchor is not None:
-            raise self._refuse(event, f"an anchor (&{event.anchor}), which `engine run` never writes")
+            raise self._refuse(
+                event, f"an anchor (&{event.anchor}), which `engine run` never writes"
+            )
         key = (event.tag, event.value, event.implicit)
         if key not in self.scalars:
-            tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit) if event.tag in (None, "!") else event.tag
+            tag = (
+                loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if event.tag in (None, "!")
+                else event.tag
+            )
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
             self.scalars[key] = loader.construct_object(node)  # raises for tags safe_load refuses
         return self.scalars[key]
@@ -137,5 +165,3 @@ class _LockBuilder:
     def _refuse(self, event: yaml.Event, what: str) -> RecipeError:
         where = Location(self.name, event.start_mark.line + 1, event.start_mark.column + 1)
         return RecipeError([Problem(f"the lock file holds {what}", where, FIX)])
-
-

@@ -51,44 +51,71 @@ class WrittenReport:
     sections: list[JsonObject]
 
 
-def write_report(recipe: Recipe, out_dir: Path, outcomes: dict[str, StageOutcome], source_digests: dict[str, str],
-                 store: Objects) -> WrittenReport:
+def write_report(
+    recipe: Recipe,
+    out_dir: Path,
+    outcomes: dict[str, StageOutcome],
+    source_digests: dict[str, str],
+    store: Objects,
+) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
     stages = []
     for name, outcome in outcomes.items():
         record = outcome.record
-        stages.append({
-            "stage": name,
-            "folder": stage_slug(name),  # under out/<recipe>/
-            "type": recipe.stages[name].uses,
-            "status": outcome.status.value,
-            "seconds": round(outcome.seconds, 3),
-            "build_seconds": record.seconds if record is not None else None,
-            "key": outcome.key,
-            **({"matrix": {"stage": recipe.stages[name].template, "axes": recipe.stages[name].axes}}
-               if recipe.stages[name].template else {}),
-            "ran_on": record.ran_on if record is not None else None,  # the machine that built or measured it
-            "summary": record.summary if record is not None else "",
-            "metrics": record.metrics if record is not None else {},
-            # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
-            # calibration_reused, verified, label), where the stage declared one
-            "data_source": record.data_source if record is not None else None,
-            "outputs": {
-                port: {"digest": out.digest, "path": str(stage_folder(out_dir, name) / out.filename), "size": out.size}
-                for port, out in (record.outputs if record is not None else {}).items()
-            },
-            "error": outcome.error,
-            # an optional stage's own refusal, which fails nothing: the dependents that went on without it
-            **({"tolerated": True, "dropped_from": list(outcome.dropped_from)} if outcome.tolerated else {}),
-        })
+        stages.append(
+            {
+                "stage": name,
+                "folder": stage_slug(name),  # under out/<recipe>/
+                "type": recipe.stages[name].uses,
+                "status": outcome.status.value,
+                "seconds": round(outcome.seconds, 3),
+                "build_seconds": record.seconds if record is not None else None,
+                "key": outcome.key,
+                **(
+                    {
+                        "matrix": {
+                            "stage": recipe.stages[name].template,
+                            "axes": recipe.stages[name].axes,
+                        }
+                    }
+                    if recipe.stages[name].template
+                    else {}
+                ),
+                "ran_on": record.ran_on
+                if record is not None
+                else None,  # the machine that built or measured it
+                "summary": record.summary if record is not None else "",
+                "metrics": record.metrics if record is not None else {},
+                # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
+                # calibration_reused, verified, label), where the stage declared one
+                "data_source": record.data_source if record is not None else None,
+                "outputs": {
+                    port: {
+                        "digest": out.digest,
+                        "path": str(stage_folder(out_dir, name) / out.filename),
+                        "size": out.size,
+                    }
+                    for port, out in (record.outputs if record is not None else {}).items()
+                },
+                "error": outcome.error,
+                # an optional stage's own refusal, which fails nothing: the dependents that went on without it
+                **(
+                    {"tolerated": True, "dropped_from": list(outcome.dropped_from)}
+                    if outcome.tolerated
+                    else {}
+                ),
+            }
+        )
     report = {
         "recipe": recipe.name,
         "recipe_path": str(recipe.path),
         "overrides": recipe.overrides,
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "sources": source_digests,
-        "environment": {**facts(("onnxruntime", "onnx", "python", "platform", "cpu", "isa")),
-                        "target_isa": target_isa(recipe.target_cpu)},
+        "environment": {
+            **facts(("onnxruntime", "onnx", "python", "platform", "cpu", "isa")),
+            "target_isa": target_isa(recipe.target_cpu),
+        },
         "stages": stages,
     }
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
@@ -112,6 +139,7 @@ def render(report: JsonObject, out_dir: Path) -> None:
 def _declared(declared: list[Declares]) -> JsonObject:
     """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
     speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
+
     def axis(measure: Measure) -> dict[str, str]:
         return {"metric": measure.name, "title": measure.axis_title, "unit": measure.unit}
 
@@ -120,15 +148,21 @@ def _declared(declared: list[Declares]) -> JsonObject:
     return {"units": units(declared), **trade_off}
 
 
-def _sections(outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]) -> list[JsonObject]:
+def _sections(
+    outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]
+) -> list[JsonObject]:
     """Each metrics output's report section (engine.documents.report_section), in the order the stages ran, with
     what its stage type declares about it."""
     sections: list[JsonObject] = []
     for name, outcome in outcomes.items():
         for out in (outcome.record.outputs if outcome.record is not None else {}).values():
-            section = report_section(store.object_path(out.digest)) if out.kind == "metrics" else None
+            section = (
+                report_section(store.object_path(out.digest)) if out.kind == "metrics" else None
+            )
             if section is not None:
-                sections.append({"stage": name, **_annotated(_well_formed(section), declared[name])})
+                sections.append(
+                    {"stage": name, **_annotated(_well_formed(section), declared[name])}
+                )
     return sections
 
 
@@ -148,21 +182,49 @@ def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
 
 def _well_formed(section: ReportSection) -> JsonObject:
     """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
-    tables = [t for t in section.get("tables") or [] if isinstance(t, dict) and isinstance(t.get("title"), str)
-              and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
-              and all(isinstance(r, list) for r in t["rows"])]
-    charts = [c for c in section.get("charts") or [] if isinstance(c, dict) and isinstance(c.get("title"), str)
-              and (_distribution(c) or _scatter(c))]
+    tables = [
+        t
+        for t in section.get("tables") or []
+        if isinstance(t, dict)
+        and isinstance(t.get("title"), str)
+        and isinstance(t.get("columns"), list)
+        and isinstance(t.get("rows"), list)
+        and all(isinstance(r, list) for r in t["rows"])
+    ]
+    charts = [
+        c
+        for c in section.get("charts") or []
+        if isinstance(c, dict)
+        and isinstance(c.get("title"), str)
+        and (_distribution(c) or _scatter(c))
+    ]
     return {"tables": tables, "charts": charts}
 
 
 def _distribution(chart: JsonObject) -> bool:
-    return chart.get("kind") == "distribution" and isinstance(chart.get("series"), dict) and all(
-        isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in chart["series"].values())
+    return (
+        chart.get("kind") == "distribution"
+        and isinstance(chart.get("series"), dict)
+        and all(
+            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+            for v in chart["series"].values()
+        )
+    )
 
 
 def _scatter(chart: JsonObject) -> bool:
     points = chart.get("points")
-    return chart.get("kind") == "scatter" and isinstance(points, list) and bool(points) and all(
-        isinstance(p, dict) and isinstance(p.get("label"), str)
-        and all(isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool) for k in ("x", "y")) for p in points)
+    return (
+        chart.get("kind") == "scatter"
+        and isinstance(points, list)
+        and bool(points)
+        and all(
+            isinstance(p, dict)
+            and isinstance(p.get("label"), str)
+            and all(
+                isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool)
+                for k in ("x", "y")
+            )
+            for p in points
+        )
+    )

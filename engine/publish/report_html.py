@@ -15,13 +15,25 @@ from ortflow.engine.types import dropped_text
 
 def markdown_report(report: JsonObject) -> str:
     env = report["environment"]
-    lines = [f"# {report['recipe']}", "", f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
-             f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.", ""]
+    lines = [
+        f"# {report['recipe']}",
+        "",
+        f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
+        f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.",
+        "",
+    ]
     if report.get("overrides"):
-        lines += [f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.", ""]
-    lines += _md_table(["stage", "type", "status", "seconds", "result"],
-                       [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
-                        for s in report["stages"]])
+        lines += [
+            f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.",
+            "",
+        ]
+    lines += _md_table(
+        ["stage", "type", "status", "seconds", "result"],
+        [
+            [s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
+            for s in report["stages"]
+        ],
+    )
     for section in report.get("sections", []):
         for table in section.get("tables", []):
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
@@ -30,21 +42,32 @@ def markdown_report(report: JsonObject) -> str:
     if points:
         x, y = report["trade_off"]["x"], report["trade_off"]["y"]
         lines += ["", "## Speed and accuracy", ""]
-        lines += _md_table(["model", x["metric"], y["metric"]], [[m, _with_unit(a, x["unit"]), _with_unit(b, y["unit"])]
-                                                               for m, a, b in points])
+        lines += _md_table(
+            ["model", x["metric"], y["metric"]],
+            [[m, _with_unit(a, x["unit"]), _with_unit(b, y["unit"])] for m, a, b in points],
+        )
     return "\n".join(lines) + "\n"
 
 
 def html_report(report: JsonObject) -> str:
-    parts = [f"<h1>{_e(report['recipe'])}</h1>",
-             f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
-             f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
-             f"built for {_e(report['environment'].get('target_isa', '?'))}.</p>",
-             (f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
-              if report.get("overrides") else ""),
-             _html_table(["stage", "type", "status", "seconds", "result"],
-                         [[s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
-                          for s in report["stages"]])]
+    parts = [
+        f"<h1>{_e(report['recipe'])}</h1>",
+        f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
+        f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
+        f"built for {_e(report['environment'].get('target_isa', '?'))}.</p>",
+        (
+            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
+            if report.get("overrides")
+            else ""
+        ),
+        _html_table(
+            ["stage", "type", "status", "seconds", "result"],
+            [
+                [s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
+                for s in report["stages"]
+            ],
+        ),
+    ]
     figures = []
     for section in report.get("sections", []):
         for table in section.get("tables", []):
@@ -53,35 +76,53 @@ def html_report(report: JsonObject) -> str:
         for chart in section.get("charts", []):
             figure = _figure(chart, report.get("units") or {})
             if figure is not None:
-                parts.append(f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>")
+                parts.append(
+                    f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>"
+                )
                 parts.append(charts.figure_html(figure, len(figures)))
                 figures.append(figure)
     points = trade_off(report)
     if points:
         x, y = report["trade_off"]["x"], report["trade_off"]["y"]
         parts.append("<h2>Speed and accuracy</h2>")
-        figure = charts.scatter_figure([{"label": m, "x": a, "y": b} for m, a, b in points], x["title"], y["title"],
-                                       x["unit"], y["unit"])
+        figure = charts.scatter_figure(
+            [{"label": m, "x": a, "y": b} for m, a, b in points],
+            x["title"],
+            y["title"],
+            x["unit"],
+            y["unit"],
+        )
         parts.append(charts.figure_html(figure, len(figures)))
         figures.append(figure)
     if figures:
         parts.insert(0, charts.plotly_script())
-    style = ("body{font:14px system-ui,sans-serif;margin:2em;color:#202124}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left}th{background:#f1f3f4}"
-             "small{color:#5f6368;font-weight:normal}.chart{max-width:1100px;border:1px solid #dadce0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(report['recipe'])} report</title>"
-            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n")
+    style = (
+        "body{font:14px system-ui,sans-serif;margin:2em;color:#202124}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left}th{background:#f1f3f4}"
+        "small{color:#5f6368;font-weight:normal}.chart{max-width:1100px;border:1px solid #dadce0}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(report['recipe'])} report</title>"
+        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
 
 
 def _figure(chart: JsonObject, units: dict[str, str]) -> JsonObject | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
-        return charts.distribution_figure(chart["series"], chart.get("x_label", "value"), chart.get("x_unit", ""))
+        return charts.distribution_figure(
+            chart["series"], chart.get("x_label", "value"), chart.get("x_unit", "")
+        )
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = chart.get("x_label", ""), chart.get("y_label", "")
-        return charts.scatter_figure(chart["points"], x_label, y_label, chart.get("x_unit", unit_of(x_label, units)),
-                                     chart.get("y_unit", unit_of(y_label, units)))
+        return charts.scatter_figure(
+            chart["points"],
+            x_label,
+            y_label,
+            chart.get("x_unit", unit_of(x_label, units)),
+            chart.get("y_unit", unit_of(y_label, units)),
+        )
     return None
 
 
@@ -110,7 +151,10 @@ def _with_unit(value: float, unit: str) -> str:
 
 def _result(stage: JsonObject) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
-    return dropped_text(stage.get("dropped_from") or (), with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")))
+    return dropped_text(
+        stage.get("dropped_from") or (),
+        with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")),
+    )
 
 
 def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
@@ -118,7 +162,8 @@ def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
-        "| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in rows
+    ]
 
 
 def _html_table(columns: list[str], rows: list[list[Any]]) -> str:

@@ -34,7 +34,9 @@ class StageGraph:
         cycle_problems then say where)."""
         preds: dict[str, set[str]] = {name: set() for name in recipe.stages}
         for name, spec in recipe.stages.items():
-            preds[name].update(r.source for r in spec.refs() if not r.is_source and r.source in recipe.stages)
+            preds[name].update(
+                r.source for r in spec.refs() if not r.is_source and r.source in recipe.stages
+            )
             preds[name].update(a for a in spec.after if a in recipe.stages)
         consumers: dict[str, list[str]] = {name: [] for name in preds}
         for name, found in preds.items():
@@ -57,7 +59,10 @@ class StageGraph:
 
     @classmethod
     def from_networkx(cls, graph: "nx.DiGraph") -> "StageGraph":
-        return cls(tuple(execution_order(graph)), {n: tuple(sorted(graph.predecessors(n))) for n in graph.nodes})
+        return cls(
+            tuple(execution_order(graph)),
+            {n: tuple(sorted(graph.predecessors(n))) for n in graph.nodes},
+        )
 
     def ancestors(self, name: str) -> set[str]:
         found: set[str] = set()
@@ -92,8 +97,13 @@ def cycle_problems(graph: "nx.DiGraph", recipe: Recipe) -> list[Problem]:
     for cycle in _cycles(graph):
         path = " -> ".join([*cycle, cycle[0]])
         first = recipe.stages[cycle[0]]
-        problems.append(Problem(f"cycle between stages: {path}", first.location,
-                                "remove one of these references or `after:` entries"))
+        problems.append(
+            Problem(
+                f"cycle between stages: {path}",
+                first.location,
+                "remove one of these references or `after:` entries",
+            )
+        )
     return problems
 
 
@@ -129,10 +139,14 @@ def render_text(graph: "nx.DiGraph", recipe: Recipe) -> str:
 
 
 def render_mermaid(graph: "nx.DiGraph", recipe: Recipe) -> str:
-    def node(text: str) -> str:  # Mermaid ids are plain words; a matrix instance id has brackets, commas and =
+    def node(
+        text: str,
+    ) -> str:  # Mermaid ids are plain words; a matrix instance id has brackets, commas and =
         dotted = text.replace(".", "__")
         safe = re.sub(r"[^A-Za-z0-9_]", "_", dotted)
-        return safe if safe == dotted else f"{safe}_{hash_bytes(text.encode())[:12]}"  # distinct ids stay distinct
+        return (
+            safe if safe == dotted else f"{safe}_{hash_bytes(text.encode())[:12]}"
+        )  # distinct ids stay distinct
 
     def text(value: str) -> str:  # inside a quoted Mermaid label
         return value.replace('"', "#quot;")

@@ -25,7 +25,8 @@ from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
 MATRIX_REFERENCE = re.compile(
-    r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$")
+    r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"
+)
 
 
 @dataclass
@@ -40,67 +41,110 @@ class Instance:
 @dataclass
 class Expansion:
     stages: JsonObject  # the `stages:` mapping with every matrix expanded and references rewritten
-    instances: dict[str, list[Instance] | None]  # template -> its instances (one, named as written, without a
+    instances: dict[
+        str, list[Instance] | None
+    ]  # template -> its instances (one, named as written, without a
     # matrix; None where the expansion failed)
     problems: list[Problem]
 
     @property
     def matrices(self) -> dict[str, list[str]]:
         """Template -> instance ids, for the stages that expanded (targets and plans name them by template)."""
-        return {t: [i.id for i in found] for t, found in self.instances.items() if found and found[0].id != t}
+        return {
+            t: [i.id for i in found]
+            for t, found in self.instances.items()
+            if found and found[0].id != t
+        }
 
 
-def expand(raw: JsonObject, ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int) -> Expansion:
+def expand(
+    raw: JsonObject, ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int
+) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
     problems: list[Problem] = []
     instances: dict[str, list[Instance] | None] = {}
     out: JsonObject = {}
     pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
-    out.update({name: spec for name, spec in raw.items() if not isinstance(spec, dict)})  # the schema reports them
+    out.update(
+        {name: spec for name, spec in raw.items() if not isinstance(spec, dict)}
+    )  # the schema reports them
     total = sum(1 for spec in raw.values() if isinstance(spec, dict))
     positions = _positions_by_stage(source)
     for name in _expansion_order(raw, pending):
         spec = raw[name]
         combos = combinations(name, spec, source, problems, max_stages)
         fanned = _fan_out(name, spec, ports.get(name, {}), instances, source, problems)
-        clash = sorted({k for inherited, _ in fanned for k in inherited} & {k for combo in combos for k in combo.values})
+        clash = sorted(
+            {k for inherited, _ in fanned for k in inherited}
+            & {k for combo in combos for k in combo.values}
+        )
         if clash:
-            problems.append(Problem(f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
-                                    "out over", source.locate(("stages", name, "matrix", clash[0]), key=True),
-                                    "drop the axis here, or select one upstream variant"))
+            problems.append(
+                Problem(
+                    f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
+                    "out over",
+                    source.locate(("stages", name, "matrix", clash[0]), key=True),
+                    "drop the axis here, or select one upstream variant",
+                )
+            )
             fanned = fanned[:1]
         if not fanned:
-            problems.append(Problem(f"stage '{name}': the variants of the matrix stages it fans out over never agree on "
-                                    "the axes they share, so it would have no instance", source.locate(("stages", name, "in")),
-                                    "fan out over one of them, or select matching variants"))
+            problems.append(
+                Problem(
+                    f"stage '{name}': the variants of the matrix stages it fans out over never agree on "
+                    "the axes they share, so it would have no instance",
+                    source.locate(("stages", name, "in")),
+                    "fan out over one of them, or select matching variants",
+                )
+            )
         made: list[Instance] = []
         # an instance has no `matrix:`: copying the matrix's own positions into every instance would be quadratic
-        written = [(rest, where) for rest, where in positions.get(name, []) if rest[:1] != ("matrix",)]
+        written = [
+            (rest, where) for rest, where in positions.get(name, []) if rest[:1] != ("matrix",)
+        ]
         for inherited, rewritten in fanned:
             for combo in combos:
                 axes = {**inherited, **{k: label(v) for k, v in combo.values.items()}}
                 made.append(Instance(_instance_id(name, axes), name, axes))
                 if made[-1].id in out and made[-1].id != name:
-                    problems.append(Problem(f"stage '{name}': two combinations are both named {made[-1].id} (values that "
-                                            "read the same, such as 1 and \"1\")", source.locate(("stages", name, "matrix"),
-                                                                                                  key=True),
-                                            "make the values distinct"))
+                    problems.append(
+                        Problem(
+                            f"stage '{name}': two combinations are both named {made[-1].id} (values that "
+                            'read the same, such as 1 and "1")',
+                            source.locate(("stages", name, "matrix"), key=True),
+                            "make the values distinct",
+                        )
+                    )
                     made.pop()
                     continue
                 out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
                 if made[-1].id != name:
                     _alias_positions(source, written, made[-1].id, combo.origin)
-        instances[name] = made if fanned else None  # None: reported; its consumers say nothing more about it
+        instances[name] = (
+            made if fanned else None
+        )  # None: reported; its consumers say nothing more about it
         total += len(made) - 1
         if total > max_stages and len(made) > 1:
-            problems.append(Problem(f"stage '{name}' expands to {len(made)} stages, the recipe to {total} so far, over the "
-                                    f"limit of {max_stages}", source.locate(("stages", name, "matrix"), key=True),
-                                    "narrow the matrix or add `exclude:` entries, or raise `max_stages:` in the recipe"))
+            problems.append(
+                Problem(
+                    f"stage '{name}' expands to {len(made)} stages, the recipe to {total} so far, over the "
+                    f"limit of {max_stages}",
+                    source.locate(("stages", name, "matrix"), key=True),
+                    "narrow the matrix or add `exclude:` entries, or raise `max_stages:` in the recipe",
+                )
+            )
             return Expansion({}, instances, problems)
     for spec in out.values():  # `after: [int8]` waits for every variant of int8
         if isinstance(spec, dict) and isinstance(spec.get("after"), list):
-            spec["after"] = [x for a in spec["after"] for x in (
-                [i.id for i in instances[a] or []] if isinstance(a, str) and a in instances and a not in out else [a])]
+            spec["after"] = [
+                x
+                for a in spec["after"]
+                for x in (
+                    [i.id for i in instances[a] or []]
+                    if isinstance(a, str) and a in instances and a not in out
+                    else [a]
+                )
+            ]
     return Expansion(out, instances, problems)
 
 
@@ -137,7 +181,9 @@ def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
                 heapq.heappush(ready, index[consumer])
 
 
-def _positions_by_stage(source: SourceMap) -> dict[str, list[tuple[PathKey, tuple[int, int] | str]]]:
+def _positions_by_stage(
+    source: SourceMap,
+) -> dict[str, list[tuple[PathKey, tuple[int, int] | str]]]:
     """Where everything under each `stages.<name>` was written (file positions, then --set/--params origins),
     by stage, in one pass (an instance id is never a stage name, so aliases added later never belong here)."""
     found: dict[str, list[tuple[PathKey, tuple[int, int] | str]]] = {}
@@ -158,45 +204,74 @@ def _upstreams(spec: JsonObject) -> set[str]:
     return found
 
 
-def _fan_out(name: str, spec: JsonObject, ports: dict[str, bool], instances: dict[str, list[Instance]],
-             source: SourceMap, problems: list[Problem]) -> list[tuple[dict[str, str], JsonObject]]:
+def _fan_out(
+    name: str,
+    spec: JsonObject,
+    ports: dict[str, bool],
+    instances: dict[str, list[Instance]],
+    source: SourceMap,
+    problems: list[Problem],
+) -> list[tuple[dict[str, str], JsonObject]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
     given = spec.get("in") if isinstance(spec.get("in"), dict) else None
     if given is None:
         return [({}, spec.get("in"))]
     fixed: JsonObject = {}
-    choices: list[list[tuple[str, Instance | None, str]]] = []  # per fanning port: (port, instance, reference)
+    choices: list[
+        list[tuple[str, Instance | None, str]]
+    ] = []  # per fanning port: (port, instance, reference)
     for port, value in given.items():
         many = ports.get(port, isinstance(value, list))
         texts = value if isinstance(value, list) else [value]
         resolved: list[Any] = []
         for i, text in enumerate(texts):
-            where = ("stages", name, "in", port, i) if isinstance(value, list) else ("stages", name, "in", port)
+            where = (
+                ("stages", name, "in", port, i)
+                if isinstance(value, list)
+                else ("stages", name, "in", port)
+            )
             found = _resolve(text, instances, source.locate(where), name, problems)
             if found is False:
-                resolved.append("")  # reported; an empty text is skipped by the later reference checks
+                resolved.append(
+                    ""
+                )  # reported; an empty text is skipped by the later reference checks
                 continue
             if found is None:
-                resolved.append(text)  # a source, a malformed text or an unknown stage: later checks report it
-            elif many or not found[1] or isinstance(value, list):  # a list on a one-reference port: reported later
+                resolved.append(
+                    text
+                )  # a source, a malformed text or an unknown stage: later checks report it
+            elif (
+                many or not found[1] or isinstance(value, list)
+            ):  # a list on a one-reference port: reported later
                 resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
             else:
                 choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
                 resolved = None  # type: ignore[assignment]
                 break
         if resolved is not None:
-            fixed[port] = resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
+            fixed[port] = (
+                resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
+            )
     variants = []
     for picked in itertools.product(*choices):
         axes: dict[str, str] = {}
-        if any(axes.setdefault(k, v) != v for _, inst, _ in picked for k, v in (inst.axes if inst else {}).items()):
+        if any(
+            axes.setdefault(k, v) != v
+            for _, inst, _ in picked
+            for k, v in (inst.axes if inst else {}).items()
+        ):
             continue  # two upstream variants that disagree on an axis they share
         variants.append((axes, {**fixed, **{port: ref for port, _, ref in picked}}))
     return variants
 
 
-def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, owner: str,
-             problems: list[Problem]) -> tuple[str, bool, list[Instance]] | None | bool:
+def _resolve(
+    text: Any,
+    instances: dict[str, list[Instance]],
+    where: Location,
+    owner: str,
+    problems: list[Problem],
+) -> tuple[str, bool, list[Instance]] | None | bool:
     """(output, fans out, instances) for a reference to a stage; False for one it reported as wrong; None for
     anything else (a source, a malformed reference, an unknown stage: checked later)."""
     match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
@@ -209,20 +284,36 @@ def _resolve(text: Any, instances: dict[str, list[Instance]], where: Location, o
     if match["select"] is not None:
         wanted = _selector(match["select"])
         if wanted is None:
-            problems.append(Problem(f"stage '{owner}': cannot read the selector in '{text}'", where,
-                                    "write it as stage[axis=value,...].output"))
+            problems.append(
+                Problem(
+                    f"stage '{owner}': cannot read the selector in '{text}'",
+                    where,
+                    "write it as stage[axis=value,...].output",
+                )
+            )
             return False
         found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
         if not found:
-            problems.append(Problem(f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]", where,
-                                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]])))
+            problems.append(
+                Problem(
+                    f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]",
+                    where,
+                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]]),
+                )
+            )
             return False
     if match["all"]:
         return match["output"], True, found
     if expanded and len(found) != 1:
-        problems.append(Problem(f"stage '{owner}': '{text}' names {len(found)} variants of the matrix stage "
-                                f"'{match['stage']}'", where, f"take all with {match['stage']}.{match['output']}[*], or one:"
-                                f" {found[0].id}.{match['output']}"))
+        problems.append(
+            Problem(
+                f"stage '{owner}': '{text}' names {len(found)} variants of the matrix stage "
+                f"'{match['stage']}'",
+                where,
+                f"take all with {match['stage']}.{match['output']}[*], or one:"
+                f" {found[0].id}.{match['output']}",
+            )
+        )
         return False
     return match["output"], False, found
 
@@ -279,8 +370,12 @@ def _instance_spec(spec: JsonObject, combo: JsonObject, rewritten_in: Any) -> Js
     return instance
 
 
-def _alias_positions(source: SourceMap, written: list[tuple[PathKey, tuple[int, int] | str]], instance_id: str,
-                     origin: dict[str, PathKey]) -> None:
+def _alias_positions(
+    source: SourceMap,
+    written: list[tuple[PathKey, tuple[int, int] | str]],
+    instance_id: str,
+    origin: dict[str, PathKey],
+) -> None:
     """Errors about an instance point into the stage as written; a parameter set by the matrix, at the axis
     value, include entry or override that set it."""
     for rest, where in written:

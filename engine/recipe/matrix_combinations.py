@@ -47,7 +47,9 @@ class Combination:
     origin: dict[str, PathKey]  # where each value is written: an axis, or an include entry
 
 
-def combinations(name: str, spec: JsonObject, source: SourceMap, problems: list[Problem], limit: int) -> list[Combination]:
+def combinations(
+    name: str, spec: JsonObject, source: SourceMap, problems: list[Problem], limit: int
+) -> list[Combination]:
     """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
     `include` (each value remembers where it is written, for error messages)."""
     matrix = spec.get("matrix")
@@ -57,50 +59,96 @@ def combinations(name: str, spec: JsonObject, source: SourceMap, problems: list[
     axes = {k: v for k, v in matrix.items() if k not in RESERVED and isinstance(v, list) and v}
     size = math.prod(len(v) for v in axes.values()) if axes else 0
     if size > 100 * limit:  # do not enumerate a product that is refused anyway
-        problems.append(Problem(f"stage '{name}': its matrix has {size} combinations, over the limit of {limit} stages",
-                                source.locate(where, key=True), "narrow the matrix, or raise `max_stages:` in the recipe"))
+        problems.append(
+            Problem(
+                f"stage '{name}': its matrix has {size} combinations, over the limit of {limit} stages",
+                source.locate(where, key=True),
+                "narrow the matrix, or raise `max_stages:` in the recipe",
+            )
+        )
         return [Combination({}, {})]
-    combos = [Combination({k: v for k, (_, v) in zip(axes, picked)}, {k: where + (k, i) for k, (i, _) in zip(axes, picked)})
-              for picked in itertools.product(*(list(enumerate(v)) for v in axes.values()))] if axes else []
+    combos = (
+        [
+            Combination(
+                {k: v for k, (_, v) in zip(axes, picked)},
+                {k: where + (k, i) for k, (i, _) in zip(axes, picked)},
+            )
+            for picked in itertools.product(*(list(enumerate(v)) for v in axes.values()))
+        ]
+        if axes
+        else []
+    )
     combos = _excluded(name, matrix, axes, combos, where, source, problems)
     _check_with_overlap(name, spec, axes, source, problems)
     combos = _included(matrix, axes, combos, where)
     if not combos:
-        what = "exclude removes every combination of its matrix" if axes else "its matrix has no combinations"
-        problems.append(Problem(f"stage '{name}': {what}", source.locate(where, key=True),
-                                "remove an exclude entry" if axes else "give an axis (a parameter and a list of values)"))
+        what = (
+            "exclude removes every combination of its matrix"
+            if axes
+            else "its matrix has no combinations"
+        )
+        problems.append(
+            Problem(
+                f"stage '{name}': {what}",
+                source.locate(where, key=True),
+                "remove an exclude entry"
+                if axes
+                else "give an axis (a parameter and a list of values)",
+            )
+        )
         return [Combination({}, {})]
     return _unique_axes_first(axes, combos)
 
 
-def _excluded(name: str, matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey,
-              source: SourceMap, problems: list[Problem]) -> list[Combination]:
+def _excluded(
+    name: str,
+    matrix: JsonObject,
+    axes: dict[str, list],
+    combos: list[Combination],
+    where: PathKey,
+    source: SourceMap,
+    problems: list[Problem],
+) -> list[Combination]:
     for i, entry in enumerate(matrix.get("exclude") or []):
         if not isinstance(entry, dict):
             continue
         unknown = [k for k in entry if k not in axes]
         if unknown:
-            problems.append(Problem(f"stage '{name}': exclude entry names '{unknown[0]}', which is not a matrix axis",
-                                    source.locate(where + ("exclude", i)), suggest(unknown[0], list(axes)) or
-                                    f"its axes: {', '.join(axes) or 'none'}"))
+            problems.append(
+                Problem(
+                    f"stage '{name}': exclude entry names '{unknown[0]}', which is not a matrix axis",
+                    source.locate(where + ("exclude", i)),
+                    suggest(unknown[0], list(axes)) or f"its axes: {', '.join(axes) or 'none'}",
+                )
+            )
             continue
         combos = [c for c in combos if not _matches(c.values, entry)]
     return combos
 
 
-def _check_with_overlap(name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap,
-                        problems: list[Problem]) -> None:
+def _check_with_overlap(
+    name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap, problems: list[Problem]
+) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
     written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
     for axis in axes:
         top = axis.split(".")[0]
-        if top in written and (top == axis or not isinstance(written[top], dict) or _nested(written, axis) is not None):
-            problems.append(Problem(f"stage '{name}': '{axis}' is both in `with:` and a matrix axis; the matrix values "
-                                    "replace it", source.locate(("stages", name, "with", top), key=True),
-                                    f"remove '{axis}' from `with:` (or from the matrix)"))
+        if top in written and (
+            top == axis or not isinstance(written[top], dict) or _nested(written, axis) is not None
+        ):
+            problems.append(
+                Problem(
+                    f"stage '{name}': '{axis}' is both in `with:` and a matrix axis; the matrix values "
+                    "replace it",
+                    source.locate(("stages", name, "with", top), key=True),
+                    f"remove '{axis}' from `with:` (or from the matrix)",
+                )
+            )
 
 
-def _included(matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey) -> list[Combination]:
+def _included(
+    matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey
+) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
     extended (as in GitHub Actions), never an earlier include's."""
@@ -123,7 +171,9 @@ def _included(matrix: JsonObject, axes: dict[str, list], combos: list[Combinatio
 
 def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list[Combination]:
     """Each distinct combination once, its values ordered axes first (the order ids show them in)."""
-    rank = {k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))}
+    rank = {
+        k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))
+    }
     seen: set[str] = set()
     unique = []
     for combo in combos:

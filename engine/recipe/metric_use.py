@@ -14,8 +14,9 @@ from ortflow.engine.stage import ArtifactKind
 from ortflow.engine.types import StageSpec
 
 
-def metric_problems(stages: dict[str, StageSpec], input_paths: dict[str, Path], valid: set[str],
-                    source: SourceMap) -> list[Problem]:
+def metric_problems(
+    stages: dict[str, StageSpec], input_paths: dict[str, Path], valid: set[str], source: SourceMap
+) -> list[Problem]:
     """Problems with the metric names of the stages whose parameters are valid (`valid`)."""
     provided: dict[str, dict[str, Better] | None] = {}
     for name in valid:
@@ -26,8 +27,12 @@ def metric_problems(stages: dict[str, StageSpec], input_paths: dict[str, Path], 
         spec = stages[name]
         known = KnownMetrics(own=provided[name], inputs=_upstream(spec, provided))
         for message in spec.stage_cls().check_metrics(spec.params, known):
-            problems.append(Problem(f"stage '{name}' ({spec.stage_cls.type}): {message}",
-                                    source.locate(("stages", name, "with"))))
+            problems.append(
+                Problem(
+                    f"stage '{name}' ({spec.stage_cls.type}): {message}",
+                    source.locate(("stages", name, "with")),
+                )
+            )
     return problems
 
 
@@ -35,12 +40,18 @@ def _files(spec: StageSpec, input_paths: dict[str, Path]) -> dict[str, Path]:
     """Its single-reference ports bound to a file of the recipe (`inputs.<name>`)."""
     files = {}
     for port, binding in spec.inputs.items():
-        if not binding.many and binding.refs[0].source == "inputs" and binding.refs[0].name in input_paths:
+        if (
+            not binding.many
+            and binding.refs[0].source == "inputs"
+            and binding.refs[0].name in input_paths
+        ):
             files[port] = input_paths[binding.refs[0].name]
     return files
 
 
-def _upstream(spec: StageSpec, provided: dict[str, dict[str, Better] | None]) -> dict[str, dict[str, Better] | None]:
+def _upstream(
+    spec: StageSpec, provided: dict[str, dict[str, Better] | None]
+) -> dict[str, dict[str, Better] | None]:
     """For each of its metrics ports fed by one stage, what that stage's results carry."""
     found: dict[str, dict[str, Better] | None] = {}
     for port, binding in spec.inputs.items():

@@ -12,7 +12,9 @@ from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml, parse_yaml
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 
 
-def apply_overrides(data: JsonObject, source: SourceMap, overrides: list[str], params_file: Path | None) -> list[Problem]:
+def apply_overrides(
+    data: JsonObject, source: SourceMap, overrides: list[str], params_file: Path | None
+) -> list[Problem]:
     """Set each override in `data`, recording its origin in `source` so errors name the override."""
     assignments = _read_params_file(params_file) if params_file else []
     assignments += [_parse_set(text) for text in overrides]
@@ -22,10 +24,11 @@ def apply_overrides(data: JsonObject, source: SourceMap, overrides: list[str], p
     return problems
 
 
-
 def _parse_set(text: str) -> tuple[str, Any, str]:
     if "=" not in text:
-        raise RecipeError([Problem(f"--set {text}: expected KEY=VALUE, e.g. --set opt.with.level=all")])
+        raise RecipeError(
+            [Problem(f"--set {text}: expected KEY=VALUE, e.g. --set opt.with.level=all")]
+        )
     dotted, raw = text.split("=", 1)
     value, _ = parse_yaml(raw, f"--set {dotted}") if raw.strip() else ("", None)
     return dotted.strip(), value, f"--set {dotted.strip()}"
@@ -34,19 +37,33 @@ def _parse_set(text: str) -> tuple[str, Any, str]:
 def _read_params_file(path: Path) -> list[tuple[str, Any, str]]:
     data, source = load_yaml(Path(path))
     if not isinstance(data, dict):
-        raise RecipeError([Problem("a params file must map dotted keys to values", Location(str(path)),
-                                   "e.g. `opt.with.level: all`")])
+        raise RecipeError(
+            [
+                Problem(
+                    "a params file must map dotted keys to values",
+                    Location(str(path)),
+                    "e.g. `opt.with.level: all`",
+                )
+            ]
+        )
     return [(str(k), v, str(source.locate((k,), key=True))) for k, v in data.items()]
 
 
-def _apply_override(data: JsonObject, source: SourceMap, dotted: str, value: Any, origin: str) -> list[Problem]:
+def _apply_override(
+    data: JsonObject, source: SourceMap, dotted: str, value: Any, origin: str
+) -> list[Problem]:
     parts = [p for p in dotted.split(".")]
     if not all(parts):
-        return [Problem(f"{origin}: '{dotted}' is not a dotted key", hint="e.g. opt.with.level=all")]
+        return [
+            Problem(f"{origin}: '{dotted}' is not a dotted key", hint="e.g. opt.with.level=all")
+        ]
     if parts[0] not in TOP_LEVEL_KEYS:
         parts = ["stages", *parts]  # `opt.with.level` is short for `stages.opt.with.level`
     if parts[0] == "stages" and len(parts) > 4 and parts[2] == "matrix":
-        parts = [*parts[:3], ".".join(parts[3:])]  # a matrix axis may itself be dotted: `extra_options.X`
+        parts = [
+            *parts[:3],
+            ".".join(parts[3:]),
+        ]  # a matrix axis may itself be dotted: `extra_options.X`
     if parts[0] == "inputs" and len(parts) == 3 and parts[2] in ("path", "package", "file"):
         inputs = data.setdefault("inputs", {}) if isinstance(data.get("inputs", {}), dict) else {}
         entry = inputs.get(parts[1])
@@ -59,11 +76,20 @@ def _apply_override(data: JsonObject, source: SourceMap, dotted: str, value: Any
     if parts[0] == "stages" and len(parts) > 2:
         stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
         if parts[1] not in stages:
-            return [Problem(f"{origin}: the recipe has no stage '{parts[1]}'", hint=suggest(parts[1], list(stages)))]
+            return [
+                Problem(
+                    f"{origin}: the recipe has no stage '{parts[1]}'",
+                    hint=suggest(parts[1], list(stages)),
+                )
+            ]
     node: Any = data
     for depth, part in enumerate(parts[:-1]):
         if not isinstance(node, dict):
-            return [Problem(f"{origin}: '{'.'.join(parts[:depth])}' is not a mapping, cannot set '{part}' in it")]
+            return [
+                Problem(
+                    f"{origin}: '{'.'.join(parts[:depth])}' is not a mapping, cannot set '{part}' in it"
+                )
+            ]
         node = node.setdefault(part, {})
     if not isinstance(node, dict):
         return [Problem(f"{origin}: '{'.'.join(parts[:-1])}' is not a mapping")]

@@ -12,7 +12,11 @@ from ortflow.engine.json_types import JsonObject
 
 
 def recipe_schema_text() -> str:
-    return resources.files("ortflow.schemas").joinpath("recipe.schema.json").read_text(encoding="utf-8")
+    return (
+        resources.files("ortflow.schemas")
+        .joinpath("recipe.schema.json")
+        .read_text(encoding="utf-8")
+    )
 
 
 @lru_cache(maxsize=1)

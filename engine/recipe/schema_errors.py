@@ -39,7 +39,9 @@ def validate(
     """All problems of `instance` against `schema`; `base` is where `instance` sits in the document."""
     validator = _validator(schema)
     problems: list[Problem] = []
-    for error in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+    for error in sorted(
+        validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))
+    ):
         problems.extend(_describe(error, source, base, subject))
     return problems
 
@@ -48,7 +50,10 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
     path = base + tuple(error.absolute_path)
     relative = tuple(error.absolute_path)
     if not base and len(relative) >= 2 and relative[0] == "stages" and not subject:
-        subject, relative = f"stage '{relative[1]}'", relative[2:]  # name the stage, then the key inside it
+        subject, relative = (
+            f"stage '{relative[1]}'",
+            relative[2:],
+        )  # name the stage, then the key inside it
     key = ".".join(str(p) for p in relative)
     prefix = f"{subject}: " if subject else ""
     what = f"{prefix}'{key}'" if key else (subject or "the document")
@@ -59,20 +64,42 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
 
         allowed = sorted(schema.get("properties", {}))
         patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
-        extra = {n for n in set(error.instance) - set(allowed) if not any(p.search(str(n)) for p in patterns)}
+        extra = {
+            n
+            for n in set(error.instance) - set(allowed)
+            if not any(p.search(str(n)) for p in patterns)
+        }
         for name in sorted(extra, key=str):
-            hint = suggest(str(name), allowed) or (f"allowed: {', '.join(allowed)}" if allowed else None)
-            yield Problem(f"{prefix}unknown key '{_join(key, name)}'", source.locate(path + (name,), key=True), hint)
+            hint = suggest(str(name), allowed) or (
+                f"allowed: {', '.join(allowed)}" if allowed else None
+            )
+            yield Problem(
+                f"{prefix}unknown key '{_join(key, name)}'",
+                source.locate(path + (name,), key=True),
+                hint,
+            )
         return
     if kind == "required":
         missing = [n for n in error.validator_value if n not in error.instance]
         for name in missing:
-            yield Problem(f"{what}: missing required key '{name}'", source.locate(path), _expected(schema, name))
+            yield Problem(
+                f"{what}: missing required key '{name}'",
+                source.locate(path),
+                _expected(schema, name),
+            )
         return
     if kind == "type":
-        expected = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        expected = (
+            error.validator_value
+            if isinstance(error.validator_value, list)
+            else [error.validator_value]
+        )
         names = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
-        yield Problem(f"{what} must be {names}, got {_show(error.instance)}", source.locate(path), _hint(schema))
+        yield Problem(
+            f"{what} must be {names}, got {_show(error.instance)}",
+            source.locate(path),
+            _hint(schema),
+        )
         return
     if kind == "enum":
         choices = [str(c) for c in error.validator_value]
@@ -80,14 +107,22 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
         yield Problem(f"{what}: {_show(error.instance)} is not allowed", source.locate(path), hint)
         return
     if kind in ("oneOf", "anyOf") and "x-expected" in schema:
-        yield Problem(f"{what} must be {schema['x-expected']}, got {_show(error.instance)}", source.locate(path))
+        yield Problem(
+            f"{what} must be {schema['x-expected']}, got {_show(error.instance)}",
+            source.locate(path),
+        )
         return
     if kind == "pattern":
-        yield Problem(f"{what}: {_show(error.instance)} is not valid", source.locate(path), _hint(schema))
+        yield Problem(
+            f"{what}: {_show(error.instance)} is not valid", source.locate(path), _hint(schema)
+        )
         return
     if kind == "propertyNames" or (kind == "not" and isinstance(error.instance, str)):
-        yield Problem(f"{what}: the name {_show(error.instance)} is not allowed", source.locate(path),
-                      "names are letters, digits, _ and -, and 'inputs' and 'datasets' are reserved")
+        yield Problem(
+            f"{what}: the name {_show(error.instance)} is not allowed",
+            source.locate(path),
+            "names are letters, digits, _ and -, and 'inputs' and 'datasets' are reserved",
+        )
         return
     yield Problem(f"{what}: {error.message}", source.locate(path), _hint(schema))
 

@@ -36,7 +36,9 @@ FOLDER = "recipes"
 
 def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
     try:
-        for path in filter(None, (recipe_path, params_file)):  # read below, and only if small regular files
+        for path in filter(
+            None, (recipe_path, params_file)
+        ):  # read below, and only if small regular files
             info = os.stat(path)
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
                 return None  # the full load refuses it with the reason
@@ -56,13 +58,18 @@ def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | No
 
 def contract(plugin: type) -> str:
     """What validation relied on from a stage type or dataset loader."""
-    ports = [[p.name, p.kind.value, p.many, p.optional] for p in (*getattr(plugin, "inputs", ()), *getattr(plugin, "outputs", ()))]
+    ports = [
+        [p.name, p.kind.value, p.many, p.optional]
+        for p in (*getattr(plugin, "inputs", ()), *getattr(plugin, "outputs", ()))
+    ]
     files = list(getattr(plugin, "file_params", ()))
     return hash_bytes(canonical_json([plugin.version, ports, files, plugin.params_schema]).encode())
 
 
 def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
-    contracts = {cls: contract(cls) for cls in {spec.stage_cls for spec in recipe.stages.values()}}  # once per type
+    contracts = {
+        cls: contract(cls) for cls in {spec.stage_cls for spec in recipe.stages.values()}
+    }  # once per type
     data = {
         "name": recipe.name,
         "target_cpu": recipe.target_cpu,
@@ -84,7 +91,9 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
                 "uses": spec.uses,
                 "contract": contracts[spec.stage_cls],
                 "params": spec.params,
-                "inputs": {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()},
+                "inputs": {
+                    port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()
+                },
                 "after": spec.after,
                 "location": [spec.location.file, spec.location.line, spec.location.col],
                 "optional": spec.optional,
@@ -104,17 +113,23 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     if secret is None:
         return  # unsigned snapshots would be trusted code from the cache: keep none
     text = json.dumps(data)
-    atomic.write_text(store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}")
+    atomic.write_text(
+        store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}"
+    )
 
 
 def _signed(key: str, text: str) -> bytes:
-    return f"{key}\n{text}".encode("utf-8")  # the key too: a valid snapshot cannot be moved to another key
+    return f"{key}\n{text}".encode(
+        "utf-8"
+    )  # the key too: a valid snapshot cannot be moved to another key
 
 
 def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
     secret = local_key()
     try:
-        signature, _, text = (store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8").partition("\n")
+        signature, _, text = (
+            (store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8").partition("\n")
+        )
         if secret is None or not signature_ok(secret, _signed(key, text), signature):
             return None  # not written by this user (or altered since): validate the recipe itself
         data = json.loads(text)
@@ -130,10 +145,14 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
         loader_cls = plugins.datasets.get(item["loader"])
         if contract(loader_cls) != item["contract"]:
             return None
-        params = {k: Path(v) if k in loader_cls.file_params else v for k, v in item["params"].items()}
+        params = {
+            k: Path(v) if k in loader_cls.file_params else v for k, v in item["params"].items()
+        }
         if not all(params[k].exists() for k in loader_cls.file_params if k in params):
             return None
-        datasets[name] = DatasetSpec(name, item["loader"], loader_cls, params, Location(*item["location"]))
+        datasets[name] = DatasetSpec(
+            name, item["loader"], loader_cls, params, Location(*item["location"])
+        )
     stages: dict[str, StageSpec] = {}
     contracts: dict[type, str] = {}
     for name, item in data["stages"].items():
@@ -144,13 +163,38 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
             contracts[stage_cls] = contract(stage_cls)
         if contracts[stage_cls] != item["contract"]:
             return None
-        refs = {port: Binding(tuple(_ref(t) for t in v), True) if isinstance(v, list) else Binding.one(_ref(v))
-                for port, v in item["inputs"].items()}
-        stages[name] = StageSpec(name, item["uses"], stage_cls, item["params"], refs, item["after"],
-                                 Location(*item["location"]), item["optional"], item["template"], item["axes"],
-                                 item["resources"], item["workers"], item["target_cpu"])
-    recipe = Recipe(Path(data["path"]), data["name"], inputs, datasets, stages, SourceMap(data["file"]), data["overrides"],
-                    data["matrices"], data["target_cpu"])
+        refs = {
+            port: Binding(tuple(_ref(t) for t in v), True)
+            if isinstance(v, list)
+            else Binding.one(_ref(v))
+            for port, v in item["inputs"].items()
+        }
+        stages[name] = StageSpec(
+            name,
+            item["uses"],
+            stage_cls,
+            item["params"],
+            refs,
+            item["after"],
+            Location(*item["location"]),
+            item["optional"],
+            item["template"],
+            item["axes"],
+            item["resources"],
+            item["workers"],
+            item["target_cpu"],
+        )
+    recipe = Recipe(
+        Path(data["path"]),
+        data["name"],
+        inputs,
+        datasets,
+        stages,
+        SourceMap(data["file"]),
+        data["overrides"],
+        data["matrices"],
+        data["target_cpu"],
+    )
     graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
     return recipe, graph
 

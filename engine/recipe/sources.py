@@ -17,12 +17,16 @@ from ortflow.engine.registry import Registry
 from ortflow.engine.types import DatasetSpec, InputSpec
 
 
-def resolve_inputs(raw: JsonObject, base: Path, source: SourceMap, problems: list[Problem]) -> dict[str, InputSpec]:
+def resolve_inputs(
+    raw: JsonObject, base: Path, source: SourceMap, problems: list[Problem]
+) -> dict[str, InputSpec]:
     inputs: dict[str, InputSpec] = {}
     for name, spec in raw.items():
         if not isinstance(spec, (str, dict)):
             continue  # the recipe schema reports it
-        found = resolve_file(spec, base, source, ("inputs", name), f"input '{name}'", problems, report_shape=False)
+        found = resolve_file(
+            spec, base, source, ("inputs", name), f"input '{name}'", problems, report_shape=False
+        )
         if found is not None:
             inputs[name] = InputSpec(name, found, _declared(spec))
     return inputs
@@ -37,8 +41,14 @@ def resolve_datasets(
             continue  # the recipe schema reports it
         where = ("datasets", name)
         if spec["loader"] not in loaders:
-            problems.append(Problem(f"dataset '{name}': unknown loader '{spec['loader']}'", source.locate(where + ("loader",)),
-                                    suggest(spec["loader"], loaders.names()) or f"loaders: {', '.join(loaders.names())}"))
+            problems.append(
+                Problem(
+                    f"dataset '{name}': unknown loader '{spec['loader']}'",
+                    source.locate(where + ("loader",)),
+                    suggest(spec["loader"], loaders.names())
+                    or f"loaders: {', '.join(loaders.names())}",
+                )
+            )
             continue
         try:
             loader_cls = loaders.get(spec["loader"])
@@ -48,19 +58,40 @@ def resolve_datasets(
         params = dict(spec.get("with") or {}) if isinstance(spec.get("with"), dict) else {}
         subject = f"dataset '{name}' ({loader_cls.type})"
         before = len(problems)
-        problems.extend(validate(params, loader_cls.params_schema, source, where + ("with",), subject))
+        problems.extend(
+            validate(params, loader_cls.params_schema, source, where + ("with",), subject)
+        )
         for param in loader_cls.file_params:
             if param in params:
-                found = resolve_file(params[param], base, source, where + ("with", param), f"{subject}: '{param}'", problems)
+                found = resolve_file(
+                    params[param],
+                    base,
+                    source,
+                    where + ("with", param),
+                    f"{subject}: '{param}'",
+                    problems,
+                )
                 params[param] = found
         if len(problems) == before:
-            datasets[name] = DatasetSpec(name, loader_cls.type, loader_cls, fill_defaults(params, loader_cls.params_schema),
-                                         source.locate(where, key=True))
+            datasets[name] = DatasetSpec(
+                name,
+                loader_cls.type,
+                loader_cls,
+                fill_defaults(params, loader_cls.params_schema),
+                source.locate(where, key=True),
+            )
     return datasets
 
 
-def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subject: str,
-                 problems: list[Problem], report_shape: bool = True) -> Path | None:
+def resolve_file(
+    value: Any,
+    base: Path,
+    source: SourceMap,
+    where: tuple,
+    subject: str,
+    problems: list[Problem],
+    report_shape: bool = True,
+) -> Path | None:
     """A path relative to the recipe's folder (`x` or {path: x}) or {package: dist, file: path-in-it}."""
     if isinstance(value, str):
         value = {"path": value}
@@ -69,24 +100,46 @@ def resolve_file(value: Any, base: Path, source: SourceMap, where: tuple, subjec
         field = where + ("path",)
     if not isinstance(value, dict):
         if report_shape:
-            problems.append(Problem(f"{subject}: expected a path or {{package: DIST, file: PATH}}", source.locate(where)))
+            problems.append(
+                Problem(
+                    f"{subject}: expected a path or {{package: DIST, file: PATH}}",
+                    source.locate(where),
+                )
+            )
         return None
     if isinstance(value.get("path"), str) and value["path"]:
-        resolved = Path(os.path.abspath(base / value["path"]))  # symlinks stay: re-followed on every run
+        resolved = Path(
+            os.path.abspath(base / value["path"])
+        )  # symlinks stay: re-followed on every run
         if not resolved.exists():
-            problems.append(Problem(f"{subject}: file not found: {value['path']} (looked in {base.resolve()})",
-                                    source.locate(field), "fix the path; it is relative to the recipe's folder"))
+            problems.append(
+                Problem(
+                    f"{subject}: file not found: {value['path']} (looked in {base.resolve()})",
+                    source.locate(field),
+                    "fix the path; it is relative to the recipe's folder",
+                )
+            )
             return None
         special = special_file(resolved)
         if special:  # reading a device or a FIFO never ends (/dev/zero) or blocks for ever
-            problems.append(Problem(f"{subject}: {value['path']} is a {special}, not a regular file or folder",
-                                    source.locate(field), "name a regular file (or a folder where one is expected)"))
+            problems.append(
+                Problem(
+                    f"{subject}: {value['path']} is a {special}, not a regular file or folder",
+                    source.locate(field),
+                    "name a regular file (or a folder where one is expected)",
+                )
+            )
             return None
         return resolved
     if isinstance(value.get("package"), str) and isinstance(value.get("file"), str):
         return _package_file(value["package"], value["file"], source.locate(where), problems)
     if report_shape and "path" not in value and not {"package", "file"} <= set(value):
-        problems.append(Problem(f"{subject}: expected {{path: FILE}} or {{package: DIST, file: PATH}}", source.locate(where)))
+        problems.append(
+            Problem(
+                f"{subject}: expected {{path: FILE}} or {{package: DIST, file: PATH}}",
+                source.locate(where),
+            )
+        )
     return None  # other shapes are reported by the recipe schema
 
 
@@ -95,8 +148,12 @@ def special_file(path: Path) -> str | None:
     mode = path.stat().st_mode
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
-    kinds = {stat.S_ISFIFO: "FIFO (named pipe)", stat.S_ISCHR: "character device", stat.S_ISBLK: "block device",
-             stat.S_ISSOCK: "socket"}
+    kinds = {
+        stat.S_ISFIFO: "FIFO (named pipe)",
+        stat.S_ISCHR: "character device",
+        stat.S_ISBLK: "block device",
+        stat.S_ISSOCK: "socket",
+    }
     return next((name for test, name in kinds.items() if test(mode)), "special file")
 
 
@@ -115,8 +172,13 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
         from importlib.metadata import distributions
 
         installed = {d.metadata["Name"].lower() for d in distributions() if d.metadata["Name"]}
-        problems.append(Problem(f"package '{package}' is not installed", where,
-                                suggest(package.lower(), installed) or f"pip install {package}"))
+        problems.append(
+            Problem(
+                f"package '{package}' is not installed",
+                where,
+                suggest(package.lower(), installed) or f"pip install {package}",
+            )
+        )
         return None
     files = [str(f) for f in dist.files or []]
     wanted = file.strip("/")
@@ -129,9 +191,16 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
                 folders.add(name[: start + len(wanted)])
         matches = sorted(folders)
     if len(matches) != 1:
-        data_files = [f for f in files if not f.endswith((".py", ".pyc")) and ".dist-info/" not in f]
+        data_files = [
+            f for f in files if not f.endswith((".py", ".pyc")) and ".dist-info/" not in f
+        ]
         reason = "is ambiguous" if matches else "is not in it"
-        problems.append(Problem(f"package '{package}': file '{file}' {reason}", where,
-                                f"files in the package: {', '.join(data_files[:5]) or 'none'}"))
+        problems.append(
+            Problem(
+                f"package '{package}': file '{file}' {reason}",
+                where,
+                f"files in the package: {', '.join(data_files[:5]) or 'none'}",
+            )
+        )
         return None
     return Path(dist.locate_file(matches[0])).resolve()

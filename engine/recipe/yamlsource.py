@@ -76,11 +76,20 @@ def _read_bounded(path: Path, name: str) -> str:
     if size <= MAX_BYTES and len(data) <= MAX_BYTES:
         # As Path.read_text reads it: universal newlines, so positions and values match on every platform.
         return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
-    codecs.getincrementaldecoder("utf-8")().decode(data)  # a binary file (a model) gets its own message
+    codecs.getincrementaldecoder("utf-8")().decode(
+        data
+    )  # a binary file (a model) gets its own message
     how_big = f"is {byte_size(size)}" if size > MAX_BYTES else f"holds over {byte_size(MAX_BYTES)}"
-    raise RecipeError([Problem(f"{name} {how_big}, more than the {byte_size(MAX_BYTES)} a recipe may be",
-                               Location(name), "a recipe names its models and data files rather than holding "
-                               "their content: move large values into files it names")])
+    raise RecipeError(
+        [
+            Problem(
+                f"{name} {how_big}, more than the {byte_size(MAX_BYTES)} a recipe may be",
+                Location(name),
+                "a recipe names its models and data files rather than holding "
+                "their content: move large values into files it names",
+            )
+        ]
+    )
 
 
 def byte_size(count: int) -> str:
@@ -94,25 +103,36 @@ def byte_size(count: int) -> str:
 def _not_a_recipe(path: Path, name: str) -> Problem:
     """A binary file where a recipe was expected: most often a model given to `engine run` directly."""
     if path.suffix.lower() in (".onnx", ".ort", ".pb", ".pt", ".pth", ".safetensors"):
-        return Problem(f"{name} is a model, not a recipe: `engine run` takes a recipe YAML that names the model",
-                       Location(name), "copy recipes/quickstart.yaml, point `inputs.model` at your model "
-                       f"(model: {path}), and run that recipe")
-    return Problem(f"{name} is not a text file: `engine` commands take a recipe YAML file", Location(name),
-                   "see recipes/quickstart.yaml for the form of a recipe")
+        return Problem(
+            f"{name} is a model, not a recipe: `engine run` takes a recipe YAML that names the model",
+            Location(name),
+            "copy recipes/quickstart.yaml, point `inputs.model` at your model "
+            f"(model: {path}), and run that recipe",
+        )
+    return Problem(
+        f"{name} is not a text file: `engine` commands take a recipe YAML file",
+        Location(name),
+        "see recipes/quickstart.yaml for the form of a recipe",
+    )
 
 
 def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:
     loader = _Loader(text)
     try:
-        aliased = _check_shape(text, name)  # before composing: libyaml's composer recurses on the C stack
+        aliased = _check_shape(
+            text, name
+        )  # before composing: libyaml's composer recurses on the C stack
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = Location(name, mark.line + 1, mark.column + 1) if mark else Location(name)
         problem = " ".join(filter(None, [exc.context, exc.problem])) or "invalid YAML"
         line = text.splitlines()[mark.line] if mark and mark.line < len(text.splitlines()) else ""
-        hint = "quote references with brackets inside [...] or {...}, e.g. \"int8.model[*]\"" \
-            if "[*]" in line or "]." in line else "fix the YAML syntax"
+        hint = (
+            'quote references with brackets inside [...] or {...}, e.g. "int8.model[*]"'
+            if "[*]" in line or "]." in line
+            else "fix the YAML syntax"
+        )
         raise RecipeError([Problem(f"invalid YAML: {problem}", where, hint)]) from None
     except yaml.YAMLError as exc:
         raise RecipeError([Problem(f"invalid YAML: {exc}", Location(name))]) from None
@@ -144,7 +164,9 @@ def _check_shape(text: str, name: str) -> bool:
     try:
         for event in _events(loader, name):
             kind = type(event)
-            if kind is yaml.ScalarEvent:  # the most common event first: this loop is most of the cost
+            if (
+                kind is yaml.ScalarEvent
+            ):  # the most common event first: this loop is most of the cost
                 values += 1
             elif kind in _OPENS:
                 depth, values = depth + 1, values + 1
@@ -164,7 +186,9 @@ def _check_shape(text: str, name: str) -> bool:
 def too_deep_for_libyaml(exc: yaml.YAMLError) -> bool:
     """libyaml 0.2.6 (PyYAML 6.0.4) stops at 1,000 flow levels in its scanner, which reads a run of opening
     brackets ahead of the events: such a document never reaches an event-based depth check."""
-    return isinstance(exc, yaml.MarkedYAMLError) and "maximum nesting depth" in str(exc.problem or "")
+    return isinstance(exc, yaml.MarkedYAMLError) and "maximum nesting depth" in str(
+        exc.problem or ""
+    )
 
 
 def _events(loader: Any, name: str) -> Any:
@@ -174,7 +198,9 @@ def _events(loader: Any, name: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         if not too_deep_for_libyaml(exc) or exc.problem_mark is None:
             raise
-        raise RecipeError([_too_deep(Location(name, exc.problem_mark.line + 1, exc.problem_mark.column + 1))]) from None
+        raise RecipeError(
+            [_too_deep(Location(name, exc.problem_mark.line + 1, exc.problem_mark.column + 1))]
+        ) from None
 
 
 def _event_location(name: str, event: yaml.Event) -> Location:
@@ -183,17 +209,30 @@ def _event_location(name: str, event: yaml.Event) -> Location:
 
 def _too_deep(where: Location, aliased: bool = False) -> Problem:
     if aliased:
-        return Problem(f"aliases inside aliases nest the document more than {MAX_DEPTH} levels deep here", where,
-                       "use fewer levels of aliases")
-    return Problem(f"the document nests more than {MAX_DEPTH} levels deep here", where,
-                   "a recipe nests a few levels: flatten this value, or move it into a file the recipe names")
+        return Problem(
+            f"aliases inside aliases nest the document more than {MAX_DEPTH} levels deep here",
+            where,
+            "use fewer levels of aliases",
+        )
+    return Problem(
+        f"the document nests more than {MAX_DEPTH} levels deep here",
+        where,
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names",
+    )
 
 
 def _too_many(where: Location, aliased: bool) -> Problem:
     if aliased:
-        return Problem(f"the document expands to over {MAX_NODES} values", where, "use fewer anchors and aliases")
-    return Problem(f"the document holds over {MAX_NODES} values", where,
-                   "a recipe names its data files rather than holding the data: move long lists into files")
+        return Problem(
+            f"the document expands to over {MAX_NODES} values",
+            where,
+            "use fewer anchors and aliases",
+        )
+    return Problem(
+        f"the document holds over {MAX_NODES} values",
+        where,
+        "a recipe names its data files rather than holding the data: move long lists into files",
+    )
 
 
 class _Converter:
@@ -205,7 +244,9 @@ class _Converter:
         self.aliased = aliased  # whether "too many values" comes from aliases repeating values
         self.problems: list[Problem] = []
         self.loader = _Loader("")
-        self.active: set[int] = set()  # the nodes being converted: the path from the root, by identity
+        self.active: set[int] = (
+            set()
+        )  # the nodes being converted: the path from the root, by identity
         self.count = 0
         self.too_deep = False
 
@@ -216,8 +257,13 @@ class _Converter:
                 self.problems.append(_too_many(self._loc(node), self.aliased))
             return None
         if id(node) in self.active:
-            self.problems.append(Problem("an alias refers to a value that contains it", self._loc(node),
-                                         "remove the recursive alias"))
+            self.problems.append(
+                Problem(
+                    "an alias refers to a value that contains it",
+                    self._loc(node),
+                    "remove the recursive alias",
+                )
+            )
             return None
         # aliases inside aliases nest deeper than the text does; a scalar is no level (as in _check_shape), so a
         # document exactly MAX_DEPTH deep, which _check_shape lets through, is read
@@ -226,7 +272,9 @@ class _Converter:
                 self.too_deep = True
                 self.problems.append(_too_deep(self._loc(node), aliased=True))
             return None
-        self.source.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        self.source.positions.setdefault(
+            path, (node.start_mark.line + 1, node.start_mark.column + 1)
+        )
         self.active.add(id(node))
         try:
             if isinstance(node, yaml.MappingNode):
@@ -242,7 +290,9 @@ class _Converter:
         merged: JsonObject = {}
         for key_node, value_node in node.value:
             if key_node.tag == MERGE_TAG:
-                sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                sources = (
+                    value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                )
                 for item in sources:
                     value = self.convert(item, path)
                     if isinstance(value, dict):
@@ -252,39 +302,69 @@ class _Converter:
                 continue
             key = self._scalar(key_node)
             if not isinstance(key, str):
-                self.problems.append(Problem(f"key {key!r} is not a string", self._loc(key_node),
-                                             "quote it: YAML reads on/off/yes/no/true/false and numbers as other types"))
+                self.problems.append(
+                    Problem(
+                        f"key {key!r} is not a string",
+                        self._loc(key_node),
+                        "quote it: YAML reads on/off/yes/no/true/false and numbers as other types",
+                    )
+                )
                 continue
             if key in result:
                 first = self.source.locate(path + (key,), key=True)
-                self.problems.append(Problem(f"duplicate key '{key}' (first at line {first.line})", self._loc(key_node),
-                                             "remove one of them; YAML would silently keep only the last"))
+                self.problems.append(
+                    Problem(
+                        f"duplicate key '{key}' (first at line {first.line})",
+                        self._loc(key_node),
+                        "remove one of them; YAML would silently keep only the last",
+                    )
+                )
                 continue
-            self.source.positions[path + (key, KEY)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            self.source.positions[path + (key, KEY)] = (
+                key_node.start_mark.line + 1,
+                key_node.start_mark.column + 1,
+            )
             result[key] = self.convert(value_node, path + (key,))
         return {**merged, **result}
 
     def _scalar(self, node: yaml.Node) -> Any:
         if not isinstance(node, yaml.ScalarNode):
-            self.problems.append(Problem("a mapping or list cannot be used as a key", self._loc(node)))
+            self.problems.append(
+                Problem("a mapping or list cannot be used as a key", self._loc(node))
+            )
             return None
         try:
             value = self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError) as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            self.problems.append(Problem(f"cannot read this value: {problem}", self._loc(node),
-                                         "remove the tag or quote the value"))
+            self.problems.append(
+                Problem(
+                    f"cannot read this value: {problem}",
+                    self._loc(node),
+                    "remove the tag or quote the value",
+                )
+            )
             return None
         if value is None or isinstance(value, (str, bool, int)):
             return value
         if isinstance(value, float):
             if value != value or value in (float("inf"), float("-inf")):
-                self.problems.append(Problem(f"{node.value!r} is not a finite number", self._loc(node),
-                                             "quote it if you meant text"))
+                self.problems.append(
+                    Problem(
+                        f"{node.value!r} is not a finite number",
+                        self._loc(node),
+                        "quote it if you meant text",
+                    )
+                )
                 return None
             return value
-        self.problems.append(Problem(f"{node.value!r} reads as a {type(value).__name__}, which a recipe cannot hold",
-                                     self._loc(node), f'quote it: "{node.value}"'))
+        self.problems.append(
+            Problem(
+                f"{node.value!r} reads as a {type(value).__name__}, which a recipe cannot hold",
+                self._loc(node),
+                f'quote it: "{node.value}"',
+            )
+        )
         return None
 
     def _loc(self, node: yaml.Node) -> Location:

@@ -52,7 +52,9 @@ def captured_output() -> Iterator[io.StringIO]:
     _install()
     buffer = io.StringIO()
     thread = threading.get_ident()
-    outer = _sinks.get(thread)  # a stage running steps (engine.run.steps) captures inside its own capture
+    outer = _sinks.get(
+        thread
+    )  # a stage running steps (engine.run.steps) captures inside its own capture
     _sinks[thread] = buffer
     try:
         yield buffer

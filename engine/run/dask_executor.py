@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from ortflow.engine.store.base import Store
     from ortflow.engine.types import StageJob
 
-PINNED_WORKER_GRACE_S = 60.0  # how long a stage pinned to a worker that left waits for it to come back
+PINNED_WORKER_GRACE_S = (
+    60.0  # how long a stage pinned to a worker that left waits for it to come back
+)
 INSTALL = "pip install 'ortflow[dask]' (or dask[distributed]) on the client and every worker"
 
 
@@ -40,25 +42,35 @@ class DaskExecutor:
         try:
             from distributed import Client
 
-            logging.getLogger("distributed").setLevel(logging.WARNING)  # its INFO lines would bury the run's
+            logging.getLogger("distributed").setLevel(
+                logging.WARNING
+            )  # its INFO lines would bury the run's
         except ImportError:
             raise OrtflowError(f"--executor dask needs Dask distributed — {INSTALL}") from None
         try:
             self.client = Client(scheduler, timeout=timeout_s, set_as_default=False)
         except (OSError, TimeoutError) as exc:
-            raise OrtflowError(f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
-                               f"`dask scheduler` and workers with `dask worker {scheduler}`, or check --scheduler") from None
+            raise OrtflowError(
+                f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
+                f"`dask scheduler` and workers with `dask worker {scheduler}`, or check --scheduler"
+            ) from None
         self.jobs = jobs
         self._topic = f"ortflow-stage-log-{uuid.uuid4().hex}"  # this run's log lines only, on a shared cluster
         self._subscribed = False
         self._lock = threading.Lock()
         self._tasks: dict[str, Any] = {}  # Dask futures in flight by key, to cancel on Ctrl-C
-        self._pinned: dict[str, _Submission] = {}  # tasks restricted to named workers, watched for worker restarts
-        self._replaced: set[str] = set()  # keys of pinned tasks submitted again elsewhere: their end means nothing
+        self._pinned: dict[
+            str, _Submission
+        ] = {}  # tasks restricted to named workers, watched for worker restarts
+        self._replaced: set[str] = (
+            set()
+        )  # keys of pinned tasks submitted again elsewhere: their end means nothing
         self._watcher: threading.Thread | None = None
         self._closed = threading.Event()
         self._slots = (0, 0.0)
-        self._published: set[str] = set()  # recipe input files already on the remote (engine.run.remote_worker)
+        self._published: set[str] = (
+            set()
+        )  # recipe input files already on the remote (engine.run.remote_worker)
 
     @property
     def slots(self) -> int:
@@ -69,15 +81,23 @@ class DaskExecutor:
             self._slots = (count, time.monotonic())
         return max(1, min(count, self.jobs) if self.jobs else count)
 
-    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
+    def run_stage(
+        self, store: Store, job: "StageJob", log: Callable[[str], None]
+    ) -> "Future[StageOutcome]":
         result: Future = Future()
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
-        remote = getattr(store, "remote", None)  # with a remote, workers need no shared disk (engine.run.remote_worker)
+        remote = getattr(
+            store, "remote", None
+        )  # with a remote, workers need no shared disk (engine.run.remote_worker)
         if remote is not None:
             self._publish_inputs(store, job, log)
-        self._submit(_Submission(str(store.root), job, result, (remote.url, remote.options) if remote else None))
+        self._submit(
+            _Submission(
+                str(store.root), job, result, (remote.url, remote.options) if remote else None
+            )
+        )
         return result
 
     def _publish_inputs(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> None:
@@ -86,7 +106,9 @@ class DaskExecutor:
         try:
             publish_inputs(store, job, self._published)
         except Exception as exc:  # noqa: BLE001 - boundary: remote store; workers that have the files still run it
-            log(f"warning: could not upload the inputs of {job.spec.name} to {store.remote.shown}: {store.remote.failure(exc)}")
+            log(
+                f"warning: could not upload the inputs of {job.spec.name} to {store.remote.shown}: {store.remote.failure(exc)}"
+            )
 
     def _submit(self, item: "_Submission") -> None:
         spec = item.job.spec
@@ -94,16 +116,27 @@ class DaskExecutor:
         if problem:
             item.result.set_result(StageOutcome(spec.name, Status.FAILED, error=problem))
             return
-        task = self.client.submit(run_on_worker, item.store_root, item.job, self._topic, item.remote, pure=False,
-                                  key=f"{spec.name}-{uuid.uuid4().hex}", resources=spec.resources or None,
-                                  workers=addresses, allow_other_workers=False)
+        task = self.client.submit(
+            run_on_worker,
+            item.store_root,
+            item.job,
+            self._topic,
+            item.remote,
+            pure=False,
+            key=f"{spec.name}-{uuid.uuid4().hex}",
+            resources=spec.resources or None,
+            workers=addresses,
+            allow_other_workers=False,
+        )
         item.task, item.addresses = task, set(addresses or ())
         with self._lock:
             self._tasks[task.key] = task
             if addresses:
                 self._pinned[task.key] = item
 
-        def settle(done: Any) -> None:  # called on a Dask thread once the task finished, failed or was lost
+        def settle(
+            done: Any,
+        ) -> None:  # called on a Dask thread once the task finished, failed or was lost
             if done.key in self._replaced:
                 return
             try:
@@ -121,7 +154,9 @@ class DaskExecutor:
 
         task.add_done_callback(settle)
         if addresses and self._watcher is None:
-            self._watcher = threading.Thread(target=self._watch_pinned, name="ortflow-dask-pins", daemon=True)
+            self._watcher = threading.Thread(
+                target=self._watch_pinned, name="ortflow-dask-pins", daemon=True
+            )
             self._watcher.start()
 
     def _watch_pinned(self) -> None:
@@ -137,7 +172,9 @@ class DaskExecutor:
                     return
                 if str(exc) != said:  # say each new problem once, not every second
                     said = str(exc)
-                    logging.getLogger("ortflow.dask").warning("watching pinned stages: %s: %s", type(exc).__name__, exc)
+                    logging.getLogger("ortflow.dask").warning(
+                        "watching pinned stages: %s: %s", type(exc).__name__, exc
+                    )
 
     def _check_pinned(self) -> None:
         with self._lock:
@@ -160,11 +197,19 @@ class DaskExecutor:
             self.client.cancel([item.task], force=True)
             if back is None or item.restarts >= 3:
                 names = " or ".join(item.job.spec.workers)
-                why = (f"did not come back within {PINNED_WORKER_GRACE_S:.0f} s" if back is None
-                       else f"restarted {item.restarts + 1} times while running it")
-                failed = StageOutcome(item.job.spec.name, Status.FAILED, error=(
-                    f"the worker it is pinned to ({names}) left the cluster and {why} — nothing of it was kept; "
-                    "check that worker, then run again"))
+                why = (
+                    f"did not come back within {PINNED_WORKER_GRACE_S:.0f} s"
+                    if back is None
+                    else f"restarted {item.restarts + 1} times while running it"
+                )
+                failed = StageOutcome(
+                    item.job.spec.name,
+                    Status.FAILED,
+                    error=(
+                        f"the worker it is pinned to ({names}) left the cluster and {why} — nothing of it was kept; "
+                        "check that worker, then run again"
+                    ),
+                )
                 with self._lock:
                     if not item.result.done():
                         item.result.set_result(failed)
@@ -174,25 +219,41 @@ class DaskExecutor:
             self._submit(item)
 
     def _workers(self) -> dict[str, dict[str, Any]]:
-        return self.client.scheduler_info(n_workers=-1)["workers"]  # every worker, not the first few
+        return self.client.scheduler_info(n_workers=-1)[
+            "workers"
+        ]  # every worker, not the first few
 
-    def _placement(self, resources: dict[str, float], workers: list[str]) -> tuple[list[str] | None, str | None]:
+    def _placement(
+        self, resources: dict[str, float], workers: list[str]
+    ) -> tuple[list[str] | None, str | None]:
         """The addresses of the workers a stage may run on (None: any), or why none can: a task no worker can
         take would wait forever."""
         if not resources and not workers:
             return None, None
         info = self._workers()
         wanted = set(workers)
-        allowed = [a for a, w in info.items() if not wanted or {a, str(w.get("name")), w.get("host")} & wanted]
+        allowed = [
+            a
+            for a, w in info.items()
+            if not wanted or {a, str(w.get("name")), w.get("host")} & wanted
+        ]
         if not allowed:
             names = sorted(str(w.get("name")) for w in info.values())
-            return None, (f"no worker of the cluster is {' or '.join(workers)} (workers: {', '.join(names) or 'none'}) — "
-                          "fix `workers:` in the recipe or start that worker (`dask worker <scheduler> --name NAME`)")
-        fit = [a for a in allowed if all(info[a].get("resources", {}).get(r, 0) >= n for r, n in resources.items())]
+            return None, (
+                f"no worker of the cluster is {' or '.join(workers)} (workers: {', '.join(names) or 'none'}) — "
+                "fix `workers:` in the recipe or start that worker (`dask worker <scheduler> --name NAME`)"
+            )
+        fit = [
+            a
+            for a in allowed
+            if all(info[a].get("resources", {}).get(r, 0) >= n for r, n in resources.items())
+        ]
         if not fit:
             offer = " ".join(f"{r}={n:g}" for r, n in resources.items())
-            return None, (f"no worker{' named ' + ' or '.join(workers) if workers else ''} offers the resources {offer} "
-                          f"— start one with `dask worker <scheduler> --resources \"{offer}\"`, or drop `resources:`")
+            return None, (
+                f"no worker{' named ' + ' or '.join(workers) if workers else ''} offers the resources {offer} "
+                f'— start one with `dask worker <scheduler> --resources "{offer}"`, or drop `resources:`'
+            )
         return (fit if workers else None), None
 
     def shutdown(self, cancel: bool = False) -> None:
@@ -215,15 +276,18 @@ class _Submission:
     store_root: str
     job: "StageJob"
     result: Future
-    remote: tuple[str, dict[str, Any]] | None = None  # the remote's URL and options, when there is one
+    remote: tuple[str, dict[str, Any]] | None = (
+        None  # the remote's URL and options, when there is one
+    )
     task: Any = None
     addresses: set[str] = field(default_factory=set)
     restarts: int = 0
     gone_since: float | None = None
 
 
-def run_on_worker(store_root: str, job: "StageJob", topic: str,
-                  remote: tuple[str, dict[str, Any]] | None = None) -> "StageOutcome":
+def run_on_worker(
+    store_root: str, job: "StageJob", topic: str, remote: tuple[str, dict[str, Any]] | None = None
+) -> "StageOutcome":
     """The task: run the stage with this worker's store handle, streaming its log lines to the client. With a
     remote, the store is the worker's own cache and objects move through the remote."""
     from distributed import get_worker
@@ -237,7 +301,9 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str,
     worker = get_worker()
     ran_on = {"host": socket.gethostname(), "worker": str(worker.name), "address": worker.address}
     try:
-        job = on_this_machine(job)  # the worker's own environment facts (its CPU, its libraries) make the key
+        job = on_this_machine(
+            job
+        )  # the worker's own environment facts (its CPU, its libraries) make the key
     except StageError as exc:
         return StageOutcome(job.spec.name, Status.FAILED, error=str(exc))
     store: Any = None
@@ -248,7 +314,9 @@ def run_on_worker(store_root: str, job: "StageJob", topic: str,
         try:
             job = localized(store, job)
         except StoreError as exc:
-            return StageOutcome(job.spec.name, Status.FAILED, error=f"on worker {worker.name}: {exc}")
+            return StageOutcome(
+                job.spec.name, Status.FAILED, error=f"on worker {worker.name}: {exc}"
+            )
     problem = _inputs_missing(job, worker.name, ran_on["host"])
     if problem:
         return StageOutcome(job.spec.name, Status.FAILED, error=problem)
@@ -267,9 +335,11 @@ def _inputs_missing(job: "StageJob", worker: str, host: str) -> str | None:
     for port, value in job.input_paths.items():
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, Path) and not item.exists():
-                return (f"input '{port}' ({item}) does not exist on worker {worker} ({host}) — the recipe's files "
-                        "must be on every worker at the same path, and so must the cache unless a remote is given "
-                        "(--remote)")
+                return (
+                    f"input '{port}' ({item}) does not exist on worker {worker} ({host}) — the recipe's files "
+                    "must be on every worker at the same path, and so must the cache unless a remote is given "
+                    "(--remote)"
+                )
     return None
 
 
@@ -282,7 +352,11 @@ def _undo_malloc_trim_threshold() -> None:
     mmap: measured here, that makes an entropy calibration of MiniLM 2.1x slower (14.4 s vs 6.9 s) and the
     quantize stages 1.4x. Setting both thresholds back to generous fixed values restores local speed."""
     global _MALLOC_TUNED
-    if _MALLOC_TUNED or not os.environ.get("MALLOC_TRIM_THRESHOLD_") or not sys.platform.startswith("linux"):
+    if (
+        _MALLOC_TUNED
+        or not os.environ.get("MALLOC_TRIM_THRESHOLD_")
+        or not sys.platform.startswith("linux")
+    ):
         return
     _MALLOC_TUNED = True
     try:
@@ -296,9 +370,13 @@ def _undo_malloc_trim_threshold() -> None:
 def _task_error(exc: BaseException) -> str:
     name = type(exc).__name__
     if name == "KilledWorker":
-        return ("every worker that ran it died (killed, or out of memory) — nothing of it was kept in the cache; "
-                "check the workers' memory and logs, then run again")
+        return (
+            "every worker that ran it died (killed, or out of memory) — nothing of it was kept in the cache; "
+            "check the workers' memory and logs, then run again"
+        )
     if isinstance(exc, CancelledError):
         return "cancelled (the Dask scheduler or client went away) — run again"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"the Dask task failed: {name}: {text}" + (" — is ortflow installed on the workers?" if "No module" in text else "")
+    return f"the Dask task failed: {name}: {text}" + (
+        " — is ortflow installed on the workers?" if "No module" in text else ""
+    )

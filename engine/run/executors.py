@@ -17,7 +17,9 @@ class Executor(Protocol):
     # where stages run elsewhere: the key is then computed, and the cache read, where the stage would run.
     local_cache_lookup: bool
 
-    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]": ...
+    def run_stage(
+        self, store: Store, job: "StageJob", log: Callable[[str], None]
+    ) -> "Future[StageOutcome]": ...
 
     def shutdown(self, cancel: bool = False) -> None: ...
 
@@ -39,8 +41,12 @@ class LocalExecutor:
                 importlib.import_module(module)
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="stage")
 
-    def run_stage(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> "Future[StageOutcome]":
-        from ortflow.engine.run.runner import execute  # here, not at the top: a fully cached run never needs it
+    def run_stage(
+        self, store: Store, job: "StageJob", log: Callable[[str], None]
+    ) -> "Future[StageOutcome]":
+        from ortflow.engine.run.runner import (
+            execute,
+        )  # here, not at the top: a fully cached run never needs it
 
         return self._pool.submit(execute, store, job, log)
 

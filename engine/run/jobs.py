@@ -19,8 +19,11 @@ Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where o
 Locate = Callable[[Ref], "Located | None"]
 
 
-def locator(sources: Mapping[str, Located], produced: Mapping[str, Mapping[str, str] | None],
-            object_path: Callable[[str], Path] | None = None) -> Locate:
+def locator(
+    sources: Mapping[str, Located],
+    produced: Mapping[str, Mapping[str, str] | None],
+    object_path: Callable[[str], Path] | None = None,
+) -> Locate:
     """Resolves a reference from the recipe's sources or from what an upstream stage produced ({stage: {port:
     digest}}, from its run record or lock-file entry); None for an output the upstream did not produce."""
 
@@ -59,9 +62,16 @@ def tolerated(outcome: StageOutcome, spec: StageSpec) -> StageOutcome:
     handle this graph, a written model that does not load), or an execution provider it needs is missing here.
     Such a stage is shown with its reason and never served downstream, but it is not the run's failure. A crash
     (an exception that is not the stage's verdict) and a full disk still fail the run."""
-    own = (outcome.status is Status.GATE_FAILED or (outcome.status is Status.SKIPPED and outcome.unavailable)
-           or (outcome.status is Status.FAILED and outcome.refused))
-    return replace(outcome, tolerated=True) if spec.optional and own and not outcome.tolerated else outcome
+    own = (
+        outcome.status is Status.GATE_FAILED
+        or (outcome.status is Status.SKIPPED and outcome.unavailable)
+        or (outcome.status is Status.FAILED and outcome.refused)
+    )
+    return (
+        replace(outcome, tolerated=True)
+        if spec.optional and own and not outcome.tolerated
+        else outcome
+    )
 
 
 def without(spec: StageSpec, dropped: Collection[str]) -> StageSpec | None:
@@ -86,7 +96,9 @@ def without(spec: StageSpec, dropped: Collection[str]) -> StageSpec | None:
     return replace(spec, inputs=inputs)
 
 
-def datasets_upstream(stages: Mapping[str, StageSpec], order: Iterable[str]) -> dict[str, frozenset[str]]:
+def datasets_upstream(
+    stages: Mapping[str, StageSpec], order: Iterable[str]
+) -> dict[str, frozenset[str]]:
     """Per stage, the datasets (by name) it or any stage upstream of it read: what its outputs were made from.
     One pass in topological order, so a chain thousands of stages long costs no recursion."""
     used: dict[str, frozenset[str]] = {}
@@ -101,12 +113,16 @@ def datasets_upstream(stages: Mapping[str, StageSpec], order: Iterable[str]) -> 
     return used
 
 
-def made_from(spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: Mapping[str, Located]) -> dict[str, tuple[str, ...]]:
+def made_from(
+    spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: Mapping[str, Located]
+) -> dict[str, tuple[str, ...]]:
     """Per input port of `spec`, the digests of the datasets its upstream artifacts were made from (none for a
     port bound to the recipe's own inputs or datasets)."""
     found = {}
     for port, binding in spec.inputs.items():
-        names = {n for ref in binding.refs if not ref.is_source for n in upstream.get(ref.source, ())}
+        names = {
+            n for ref in binding.refs if not ref.is_source for n in upstream.get(ref.source, ())
+        }
         digests = sorted({sources[f"datasets.{n}"][0] for n in names if f"datasets.{n}" in sources})
         if digests:
             found[port] = tuple(digests)
@@ -118,7 +134,9 @@ def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:
     try:
         env = facts(tuple(spec.stage_cls().env_facts(spec.params)))
     except KeyError as exc:
-        raise StageError(f"stage type {spec.uses} declares {exc.args[0]} — fix the stage's env_facts") from None
+        raise StageError(
+            f"stage type {spec.uses} declares {exc.args[0]} — fix the stage's env_facts"
+        ) from None
     if "target_isa" in env:
         env["target_isa"] = target_isa(spec.target_cpu)
     env.update(_step_versions(spec.stage_cls.step_types))
@@ -135,13 +153,18 @@ def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
     """`step:<type>` -> the installed version of each stage type a composite stage runs as steps: a search
     whose quantizer changed is a new result, not one to serve from the cache."""
     stages = installed_stages()
-    return {f"step:{name}": str(stages.get(name).version) if name in stages else "not installed" for name in step_types}
+    return {
+        f"step:{name}": str(stages.get(name).version) if name in stages else "not installed"
+        for name in step_types
+    }
 
 
 def settled(name: str, status: Status, seconds: float, key: str, record: RunRecord) -> StageOutcome:
     """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
     if record.gate_failed:
-        return StageOutcome(name, Status.GATE_FAILED, seconds, key, record, error=record.gate_failed)
+        return StageOutcome(
+            name, Status.GATE_FAILED, seconds, key, record, error=record.gate_failed
+        )
     return StageOutcome(name, status, seconds, key, record)
 
 
@@ -164,7 +187,9 @@ class LockedOutputs:
 
     file: str = ""
     by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    pinned_by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # {key: {port: packed floats}}
+    pinned_by_key: Mapping[str, Mapping[str, str]] = field(
+        default_factory=dict
+    )  # {key: {port: packed floats}}
 
     def for_job(self, job: StageJob) -> StageJob:
         """The job with the float values the lock records for its key (StageContext.pinned_values)."""
@@ -176,16 +201,27 @@ class LockedOutputs:
 
 def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:
     """Why a cached record must not be served for this stage, or None."""
-    outputs = {port: out.kind for port, out in outcome.record.outputs.items()} if outcome.record is not None else {}
+    outputs = (
+        {port: out.kind for port, out in outcome.record.outputs.items()}
+        if outcome.record is not None
+        else {}
+    )
     ports = {p.name: (p.kind.value, p.optional) for p in spec.stage_cls.outputs}
     problem = kinds_problem(outputs, ports)
     if problem:
-        return (f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
-                "— run `engine cache verify --remove` and run again")
-    differs = lock_disagreement(outcome.record.digests if outcome.record is not None else {}, dict(locked.by_key.get(outcome.key) or {}))
+        return (
+            f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
+            "— run `engine cache verify --remove` and run again"
+        )
+    differs = lock_disagreement(
+        outcome.record.digests if outcome.record is not None else {},
+        dict(locked.by_key.get(outcome.key) or {}),
+    )
     if differs is None:
         return None
     port, served, digest = differs
-    return (f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
-            f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
-            "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git")
+    return (
+        f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
+        f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
+        "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git"
+    )

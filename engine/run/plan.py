@@ -40,21 +40,36 @@ def make_plan(
 ) -> list[PlannedStage]:
     """Keys are known wherever upstream outputs are: from the cache, or else from the lock file (so a fresh
     clone with an empty cache still sees which stages match the lock)."""
-    known: dict[str, dict[str, str]] = {}  # stage -> {port: digest} (from a run record or lock entry)
-    refused: set[str] = set()  # optional stages whose cached verdict refused their output: dropped downstream
+    known: dict[
+        str, dict[str, str]
+    ] = {}  # stage -> {port: digest} (from a run record or lock entry)
+    refused: set[str] = (
+        set()
+    )  # optional stages whose cached verdict refused their output: dropped downstream
     locate = locator({ref: (digest, None) for ref, digest in source_digests.items()}, known)
     planned: list[PlannedStage] = []
     for name in graph.order:
         spec = recipe.stages[name]
         waiting = sorted(p for p in graph.predecessors[name] if p not in known and p not in refused)
         if waiting:
-            planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None))
+            planned.append(
+                PlannedStage(
+                    name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None
+                )
+            )
             continue
         dropped = [p for p in graph.predecessors[name] if p in refused]
         spec = without(spec, dropped)
         if spec is None:
-            planned.append(PlannedStage(name, recipe.stages[name].uses, PlanAction.SKIP,
-                                        f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it", None))
+            planned.append(
+                PlannedStage(
+                    name,
+                    recipe.stages[name].uses,
+                    PlanAction.SKIP,
+                    f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it",
+                    None,
+                )
+            )
             continue
         try:
             job = job_for(spec, locate)
@@ -62,26 +77,50 @@ def make_plan(
             planned.append(PlannedStage(name, spec.uses, PlanAction.FAIL, str(exc), None))
             continue
         if isinstance(job, Missing):
-            planned.append(PlannedStage(name, spec.uses, PlanAction.SKIP, f"'{job.ref}' is an optional output not produced", None))
+            planned.append(
+                PlannedStage(
+                    name,
+                    spec.uses,
+                    PlanAction.SKIP,
+                    f"'{job.ref}' is an optional output not produced",
+                    None,
+                )
+            )
             continue
         key = job.identity.key
         entry = lock.stages.get(name)
-        versus_lock = "" if entry is not None and entry.matches(key, job.identity.to_json()) else _why(entry, job.identity)
+        versus_lock = (
+            ""
+            if entry is not None and entry.matches(key, job.identity.to_json())
+            else _why(entry, job.identity)
+        )
         record = store.read_run(key)
         if record is not None and record.get("gate_failed") and spec.optional:
             refused.add(name)  # as a run settles it: its verdict is served, its output never is
-            planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date (refused by its gate: dropped downstream)",
-                                        key, versus_lock))
+            planned.append(
+                PlannedStage(
+                    name,
+                    spec.uses,
+                    PlanAction.CACHED,
+                    "up to date (refused by its gate: dropped downstream)",
+                    key,
+                    versus_lock,
+                )
+            )
             continue
         if record is not None:
             known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
-            planned.append(PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock))
+            planned.append(
+                PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock)
+            )
             continue
         if entry is not None and entry.key == key:
             known[name] = entry.digests
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
         if store.has_run(key):
-            reason = "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
+            reason = (
+                "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
+            )
         planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock))
     return planned
 
@@ -95,8 +134,11 @@ def _why(entry: LockEntry | None, identity: Identity) -> str:
         return f"stage type changed: {entry.type} -> {identity.type}"
     if str(entry.version) != str(identity.version):
         return f"stage version changed: {entry.version} -> {identity.version}"
-    for what, old, new in (("params", entry.params, identity.params), ("input", entry.inputs, identity.inputs),
-                           ("environment", entry.env, env)):
+    for what, old, new in (
+        ("params", entry.params, identity.params),
+        ("input", entry.inputs, identity.inputs),
+        ("environment", entry.env, env),
+    ):
         changed = _diff(old, new)
         if changed:
             return f"{what} changed: " + ", ".join(changed)

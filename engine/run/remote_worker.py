@@ -17,7 +17,9 @@ from ortflow.engine.store.shared import SharedStore
 from ortflow.engine.store.transfer import Tally, publish_run
 from ortflow.engine.types import StageJob, StageOutcome, Status
 
-_OPEN: dict[tuple[str, str], SharedStore] = {}  # one store (and one fsspec client) per worker process
+_OPEN: dict[
+    tuple[str, str], SharedStore
+] = {}  # one store (and one fsspec client) per worker process
 _LOCK = threading.Lock()
 
 
@@ -39,7 +41,9 @@ def localized(store: SharedStore, job: StageJob) -> StageJob:
     for port, value in job.input_paths.items():
         digests = job.input_digests[port]
         if isinstance(value, list):
-            paths[port] = [_local(store, item, digest) for item, digest in zip(value, digests, strict=False)]
+            paths[port] = [
+                _local(store, item, digest) for item, digest in zip(value, digests, strict=False)
+            ]
         else:
             paths[port] = _local(store, value, digests)
     return replace(job, input_paths=paths)
@@ -69,8 +73,14 @@ def publish_inputs(store: Any, job: StageJob, published_digests: set[str]) -> No
         digests = job.input_digests[port]
         pairs = zip(value, digests, strict=False) if isinstance(value, list) else [(value, digests)]
         for item, digest in pairs:
-            if not isinstance(item, Path) or not isinstance(digest, str) or digest in published_digests \
-                    or store.holds(item) or not item.is_file() or store.hashes.hash_path(item) != digest:
+            if (
+                not isinstance(item, Path)
+                or not isinstance(digest, str)
+                or digest in published_digests
+                or store.holds(item)
+                or not item.is_file()
+                or store.hashes.hash_path(item) != digest
+            ):
                 continue  # a dataset, an object (published by the worker that built it), or a model with external data
             if remote.size(remote.object_name(digest)) is None:
                 remote.upload([(item, remote.object_name(digest))], lambda _n: None)
@@ -86,6 +96,11 @@ def published(store: SharedStore, outcome: StageOutcome) -> StageOutcome:
     try:
         publish_run(store, store.remote, outcome.key, tally)
     except Exception as exc:  # noqa: BLE001 - boundary: remote store; the client hears why, in one line
-        return StageOutcome(outcome.name, Status.FAILED, outcome.seconds, outcome.key,
-                            error=f"built, but not published: {store.remote.failure(exc)}")
+        return StageOutcome(
+            outcome.name,
+            Status.FAILED,
+            outcome.seconds,
+            outcome.key,
+            error=f"built, but not published: {store.remote.failure(exc)}",
+        )
     return outcome

@@ -15,7 +15,14 @@ from typing import Callable
 
 from ortflow.engine.builds import RunOutput, RunRecord
 from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import LOW_SPACE, GateFailed, ProviderUnavailable, StageError, no_space, no_space_message
+from ortflow.engine.errors import (
+    LOW_SPACE,
+    GateFailed,
+    ProviderUnavailable,
+    StageError,
+    no_space,
+    no_space_message,
+)
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import read_record, settled
 from ortflow.engine.run.steps import StepRunner
@@ -28,8 +35,12 @@ from ortflow.engine.types import StageJob, StageOutcome, Status, pack_floats, un
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 
 
-def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m: None,
-            ran_on: dict[str, str] | None = None) -> StageOutcome:
+def execute(
+    store: Store,
+    job: StageJob,
+    log: Callable[[str], None] = lambda _m: None,
+    ran_on: dict[str, str] | None = None,
+) -> StageOutcome:
     """`ran_on`: the machine's identity for the run record (by default its host name; a Dask worker adds its own)."""
     spec = job.spec
     started = time.perf_counter()
@@ -44,30 +55,80 @@ def execute(store: Store, job: StageJob, log: Callable[[str], None] = lambda _m:
     except ProviderUnavailable as exc:
         status = Status.SKIPPED if spec.optional else Status.FAILED
         message = f"optional stage skipped: {exc}" if spec.optional else str(exc)
-        return StageOutcome(spec.name, status, time.perf_counter() - started, key, error=message, unavailable=spec.optional)
-    except StageError as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
+        return StageOutcome(
+            spec.name,
+            status,
+            time.perf_counter() - started,
+            key,
+            error=message,
+            unavailable=spec.optional,
+        )
+    except (
+        StageError
+    ) as exc:  # the stage's own one-line verdict; a library error it wraps keeps its traceback
         details = traceback.format_exc() if exc.__cause__ is not None else None
-        failed = _failure(store, spec.name, time.perf_counter() - started, key, exc, _readable(str(exc), exc), details)
-        return replace(failed, refused=not failed.out_of_space)  # a full disk is the machine's, not the stage's verdict
+        failed = _failure(
+            store,
+            spec.name,
+            time.perf_counter() - started,
+            key,
+            exc,
+            _readable(str(exc), exc),
+            details,
+        )
+        return replace(
+            failed, refused=not failed.out_of_space
+        )  # a full disk is the machine's, not the stage's verdict
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
-        message = _readable(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}", exc)
-        return _failure(store, spec.name, time.perf_counter() - started, key, exc, message, traceback.format_exc())
+        message = _readable(
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
+            exc,
+        )
+        return _failure(
+            store,
+            spec.name,
+            time.perf_counter() - started,
+            key,
+            exc,
+            message,
+            traceback.format_exc(),
+        )
 
 
-def _failure(store: Store, name: str, seconds: float, key: str, exc: BaseException, message: str,
-             details: str | None) -> StageOutcome:
+def _failure(
+    store: Store,
+    name: str,
+    seconds: float,
+    key: str,
+    exc: BaseException,
+    message: str,
+    details: str | None,
+) -> StageOutcome:
     """A failed stage's outcome. A full disk is said as such, whether the error says it (ENOSPC) or only shows
     its effect (a truncated model that no longer parses), judged by the space left when the stage failed."""
     free = getattr(exc, "free_bytes", None)
     if no_space(exc) is not None:
         message, full = no_space_message(f"the cache ({store.root})"), True
     elif free is not None and free < LOW_SPACE:
-        message, full = (f"{message} — the disk holding the cache ({store.root}) had {free / 1e6:.1f} MB free when the "
-                         "stage failed, the likely cause: free space there and run again"), True
+        message, full = (
+            (
+                f"{message} — the disk holding the cache ({store.root}) had {free / 1e6:.1f} MB free when the "
+                "stage failed, the likely cause: free space there and run again"
+            ),
+            True,
+        )
     else:
         full = False
-    return StageOutcome(name, Status.FAILED, seconds, key, error=message, traceback=details,
-                        printed=getattr(exc, "stage_log", ""), out_of_space=full)
+    return StageOutcome(
+        name,
+        Status.FAILED,
+        seconds,
+        key,
+        error=message,
+        traceback=details,
+        printed=getattr(exc, "stage_log", ""),
+        out_of_space=full,
+    )
 
 
 def _free_bytes(folder: Path) -> int | None:
@@ -88,7 +149,9 @@ def _readable(message: str, exc: BaseException) -> str:
     return message.replace(str(workdir), "(the stage's work folder)")
 
 
-def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict[str, str]) -> RunRecord:
+def _build(
+    store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict[str, str]
+) -> RunRecord:
     spec, identity = job.spec, job.identity
     with store.workdir(spec.name) as workdir:
         out_dir, scratch = workdir / "out", workdir / "scratch"
@@ -97,15 +160,35 @@ def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict
         ports = {p.name: p for p in spec.stage_cls.outputs}
         references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
         steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
-        ctx = StageContext(spec.name, copy.deepcopy(spec.params), dict(job.input_paths), out_dir, ports, scratch,
-                           log, references, dict(job.input_digests), steps, dict(identity.env), _pinned(job), made_from=dict(job.made_from))
+        ctx = StageContext(
+            spec.name,
+            copy.deepcopy(spec.params),
+            dict(job.input_paths),
+            out_dir,
+            ports,
+            scratch,
+            log,
+            references,
+            dict(job.input_digests),
+            steps,
+            dict(identity.env),
+            _pinned(job),
+            made_from=dict(job.made_from),
+        )
         started = time.perf_counter()
-        with captured_output() as printed:  # library chatter goes to the run record, not the terminal
+        with (
+            captured_output() as printed
+        ):  # library chatter goes to the run record, not the terminal
             gate_failed = None
             try:
                 result = spec.stage_cls().run(ctx) or StageResult()
-            except GateFailed as exc:  # the stage ran and measured: keep what it wrote, with the verdict
-                result, gate_failed = StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source), str(exc)
+            except (
+                GateFailed
+            ) as exc:  # the stage ran and measured: keep what it wrote, with the verdict
+                result, gate_failed = (
+                    StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source),
+                    str(exc),
+                )
             except BaseException as exc:
                 exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
                 exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
@@ -119,15 +202,33 @@ def _build(store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict
             if not path.exists():
                 if port.optional:
                     continue
-                raise StageError(f"stage type {spec.uses} did not write its output '{name}' ({path.name})"
-                                 " — this is a bug in the stage")
+                raise StageError(
+                    f"stage type {spec.uses} did not write its output '{name}' ({path.name})"
+                    " — this is a bug in the stage"
+                )
             values = pack_floats(result.values[name]) if name in result.values else None
-            outputs[name] = RunOutput(store.add(path), port.kind.value, path.name, tree_size(path), values)
+            outputs[name] = RunOutput(
+                store.add(path), port.kind.value, path.name, tree_size(path), values
+            )
         record = RunRecord(
-            identity.key, spec.name, spec.uses, identity.version, identity.params, identity.inputs, identity.env, outputs,
-            ran_on, result.summary, result.metrics, result.data_source.to_json() if result.data_source is not None else None,
-            round(seconds, 3), printed.getvalue()[-LOG_TAIL:], gate_failed, tuple(sorted(set(steps.keys))),
-            datetime.now(timezone.utc).isoformat(timespec="seconds"))
+            identity.key,
+            spec.name,
+            spec.uses,
+            identity.version,
+            identity.params,
+            identity.inputs,
+            identity.env,
+            outputs,
+            ran_on,
+            result.summary,
+            result.metrics,
+            result.data_source.to_json() if result.data_source is not None else None,
+            round(seconds, 3),
+            printed.getvalue()[-LOG_TAIL:],
+            gate_failed,
+            tuple(sorted(set(steps.keys))),
+            datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
         store.write_run(identity.key, record.to_json())
         return record
 
@@ -149,7 +250,9 @@ def _check_sources_unchanged(store: Store, job: StageJob) -> None:
     for port, value in job.input_paths.items():
         values = value if isinstance(value, list) else [value]
         digests = job.input_digests[port]
-        for item, digest in zip(values, digests if isinstance(digests, list) else [digests], strict=False):
+        for item, digest in zip(
+            values, digests if isinstance(digests, list) else [digests], strict=False
+        ):
             if isinstance(item, Dataset):
                 current = content_digest(type(item.loader), item.params, store.hashes)
             elif store.holds(Path(item)):
@@ -157,5 +260,7 @@ def _check_sources_unchanged(store: Store, job: StageJob) -> None:
             else:
                 current = input_digest(Path(item), store.hashes)
             if current != digest:
-                raise StageError(f"input '{port}' ({item}) changed while the stage ran, so its result was not kept"
-                                 " — run again once the file stops changing")
+                raise StageError(
+                    f"input '{port}' ({item}) changed while the stage ran, so its result was not kept"
+                    " — run again once the file stops changing"
+                )

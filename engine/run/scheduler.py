@@ -61,12 +61,23 @@ class Scheduler:
                 state.running.pop(future)
                 outcome = future.result()
                 self._settle(state, outcome)
-                excused = state.outcomes[outcome.name].tolerated  # an optional stage's refusal: dropped, not a failure
-                if outcome.status != Status.SKIPPED and not outcome.succeeded and not excused and not self.keep_going:
-                    state.stopping = True  # an optional stage skipped (no GPU, say) is not a failure
+                excused = state.outcomes[
+                    outcome.name
+                ].tolerated  # an optional stage's refusal: dropped, not a failure
+                if (
+                    outcome.status != Status.SKIPPED
+                    and not outcome.succeeded
+                    and not excused
+                    and not self.keep_going
+                ):
+                    state.stopping = (
+                        True  # an optional stage skipped (no GPU, say) is not a failure
+                    )
         for name in state.order:
             if name not in state.outcomes:
-                state.outcomes[name] = StageOutcome(name, Status.NOT_RUN, error="stopped after a failure (use --keep-going)")
+                state.outcomes[name] = StageOutcome(
+                    name, Status.NOT_RUN, error="stopped after a failure (use --keep-going)"
+                )
                 self.events.finished(state.outcomes[name])
         return {name: state.outcomes[name] for name in state.order}
 
@@ -92,13 +103,23 @@ class Scheduler:
             outcome = self._trusted(pending.pop())
             outcome = self._dropping(state, tolerated(outcome, self.recipe.stages[outcome.name]))
             state.outcomes[outcome.name] = outcome
-            state.produced[outcome.name] = outcome.record.digests if outcome.record is not None else None
+            state.produced[outcome.name] = (
+                outcome.record.digests if outcome.record is not None else None
+            )
             self.events.finished(outcome)
             for child in state.dependents[outcome.name]:
                 if child in state.outcomes:
                     continue
-                if not outcome.succeeded and child not in outcome.dropped_from:  # decided even while stopping
-                    pending.append(StageOutcome(child, Status.SKIPPED, error=f"upstream '{outcome.name}' {outcome.status}"))
+                if (
+                    not outcome.succeeded and child not in outcome.dropped_from
+                ):  # decided even while stopping
+                    pending.append(
+                        StageOutcome(
+                            child,
+                            Status.SKIPPED,
+                            error=f"upstream '{outcome.name}' {outcome.status}",
+                        )
+                    )
                     state.outcomes[child] = pending[-1]
                     continue
                 if not outcome.succeeded:
@@ -113,15 +134,24 @@ class Scheduler:
         """A tolerated refusal with the dependents that can go on without it (decided before it is shown)."""
         if not outcome.tolerated:
             return outcome
-        dropped_from = tuple(child for child in state.dependents[outcome.name] if child not in state.outcomes and without(
-            self.recipe.stages[child], state.dropped.get(child, set()) | {outcome.name}) is not None)
+        dropped_from = tuple(
+            child
+            for child in state.dependents[outcome.name]
+            if child not in state.outcomes
+            and without(self.recipe.stages[child], state.dropped.get(child, set()) | {outcome.name})
+            is not None
+        )
         return replace(outcome, dropped_from=dropped_from)
 
     def _trusted(self, outcome: StageOutcome) -> StageOutcome:
         """A result served from the cache (here or by a worker) that contradicts its stage type or the lock
         file fails the stage: nothing downstream consumes it and the lock keeps its entry."""
-        served = outcome.status is Status.CACHED or (outcome.status is Status.GATE_FAILED and outcome.seconds == 0.0)
-        if not served or outcome.record is None:  # (a cached gate verdict is settled with 0 seconds)
+        served = outcome.status is Status.CACHED or (
+            outcome.status is Status.GATE_FAILED and outcome.seconds == 0.0
+        )
+        if (
+            not served or outcome.record is None
+        ):  # (a cached gate verdict is settled with 0 seconds)
             return outcome
         problem = served_problem(outcome, self.recipe.stages[outcome.name], self.locked)
         return StageOutcome(outcome.name, Status.FAILED, error=problem) if problem else outcome
@@ -150,14 +180,19 @@ class Scheduler:
     def _job(self, name: str, state: _RunState) -> StageJob | StageOutcome:
         spec = without(self.recipe.stages[name], state.dropped.get(name, ()))
         if spec is None:  # not reached: _settle skips a stage that cannot do without a dropped one
-            return StageOutcome(name, Status.SKIPPED, error="an upstream optional stage was refused")
+            return StageOutcome(
+                name, Status.SKIPPED, error="an upstream optional stage was refused"
+            )
         try:
             job = job_for(spec, locator(self.sources, state.produced, self.store.object_path))
         except StageError as exc:  # a key that cannot be computed (a plugin naming an environment fact that does not exist)
             return StageOutcome(name, Status.FAILED, error=str(exc))
         if isinstance(job, Missing):
-            return StageOutcome(name, Status.SKIPPED,
-                                error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'")
+            return StageOutcome(
+                name,
+                Status.SKIPPED,
+                error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'",
+            )
         if self._upstream is None:
             self._upstream = datasets_upstream(self.recipe.stages, self.graph.order)
         job = replace(job, made_from=made_from(job.spec, self._upstream, self.sources))
@@ -178,8 +213,12 @@ class _RunState:
             for pred in preds:
                 self.dependents[pred].append(name)
         self.outcomes: dict[str, StageOutcome] = {}
-        self.produced: dict[str, dict[str, str] | None] = {}  # each settled stage's {output: digest}, for locating inputs
-        self.dropped: dict[str, set[str]] = {}  # stage -> its optional upstream stages that refused: left out of its inputs
+        self.produced: dict[
+            str, dict[str, str] | None
+        ] = {}  # each settled stage's {output: digest}, for locating inputs
+        self.dropped: dict[
+            str, set[str]
+        ] = {}  # stage -> its optional upstream stages that refused: left out of its inputs
         self.runnable: dict[str, StageJob] = {}
         self.running: dict[Future, str] = {}
         self.stopping = False

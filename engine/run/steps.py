@@ -27,29 +27,50 @@ class StepRunner:
     parent: str  # the running stage's name, for work folders and messages
     execute: Execute  # the runner's own (handed in, so this module never imports the runner)
     log: Callable[[str], None] = lambda _m: None
-    keys: list[str] = field(default_factory=list)  # every step's key, recorded in the parent's run record
+    keys: list[str] = field(
+        default_factory=list
+    )  # every step's key, recorded in the parent's run record
     registry: Registry = field(default_factory=installed_stages)
 
     def stage_type(self, uses: str) -> type[Stage]:
         if uses not in self.registry:
-            raise StageError(f"step type '{uses}' is not installed (installed: {', '.join(self.registry.names())})")
+            raise StageError(
+                f"step type '{uses}' is not installed (installed: {', '.join(self.registry.names())})"
+            )
         return self.registry.get(uses)
 
-    def run(self, uses: str, params: dict[str, Any], inputs: dict[str, Artifact | list[Artifact]],
-            labels: dict[str, str | list[str]] | None = None) -> StepResult:
+    def run(
+        self,
+        uses: str,
+        params: dict[str, Any],
+        inputs: dict[str, Artifact | list[Artifact]],
+        labels: dict[str, str | list[str]] | None = None,
+    ) -> StepResult:
         """Run stage type `uses` (or serve it from the cache). `labels` name the inputs in its outputs, the
         way `<stage>.<port>` references name them in a recipe; they are not part of the key."""
         stage_cls = self.stage_type(uses)
         problems = params_problems(stage_cls, params)
         if problems:
-            raise StageError(f"{self.parent}: step {uses} has bad parameters: {'; '.join(problems)}")
+            raise StageError(
+                f"{self.parent}: step {uses} has bad parameters: {'; '.join(problems)}"
+            )
         params = fill_defaults(params, stage_cls.params_schema)
         inputs = {port: _shaped(stage_cls, port, value) for port, value in inputs.items()}
-        refs = {port: _refs(port, value, (labels or {}).get(port)) for port, value in inputs.items()}
+        refs = {
+            port: _refs(port, value, (labels or {}).get(port)) for port, value in inputs.items()
+        }
         # optional: a missing provider comes back as SKIPPED, re-raised below so the parent skips (or fails) alike
-        spec = StageSpec(f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True)
-        digests = {port: [a.digest for a in v] if isinstance(v, list) else v.digest for port, v in inputs.items()}
-        paths = {port: [a.path for a in v] if isinstance(v, list) else v.path for port, v in inputs.items()}
+        spec = StageSpec(
+            f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True
+        )
+        digests = {
+            port: [a.digest for a in v] if isinstance(v, list) else v.digest
+            for port, v in inputs.items()
+        }
+        paths = {
+            port: [a.path for a in v] if isinstance(v, list) else v.path
+            for port, v in inputs.items()
+        }
         outcome = self.execute(StageJob(spec, identify(spec, digests), paths), self.log)
         if outcome.key:
             self.keys.append(outcome.key)
@@ -60,20 +81,29 @@ class StepRunner:
             error.stage_log = "\n".join(filter(None, [outcome.traceback, outcome.printed]))  # type: ignore[attr-defined]
             raise error
         produced = outcome.record.digests if outcome.record is not None else {}
-        outputs = {port: Artifact(digest, self.store.object_path(digest)) for port, digest in produced.items()}
+        outputs = {
+            port: Artifact(digest, self.store.object_path(digest))
+            for port, digest in produced.items()
+        }
         return StepResult(outputs)
 
 
-def _shaped(stage_cls: type[Stage], name: str, value: Artifact | list[Artifact]) -> Artifact | list[Artifact]:
+def _shaped(
+    stage_cls: type[Stage], name: str, value: Artifact | list[Artifact]
+) -> Artifact | list[Artifact]:
     """A step's input as a recipe stage receives it: a list on a port that takes many (even of one), else one
     Artifact, so a stage never has to accept both shapes."""
     port = stage_cls.input_port(name)
     if port is None:
-        raise StageError(f"step {stage_cls.type} has no input '{name}' (its inputs: {', '.join(p.name for p in stage_cls.inputs)})")
+        raise StageError(
+            f"step {stage_cls.type} has no input '{name}' (its inputs: {', '.join(p.name for p in stage_cls.inputs)})"
+        )
     if port.many:
         return value if isinstance(value, list) else [value]
     if isinstance(value, list):
-        raise StageError(f"step {stage_cls.type}: input '{name}' takes one Artifact, got a list of {len(value)}")
+        raise StageError(
+            f"step {stage_cls.type}: input '{name}' takes one Artifact, got a list of {len(value)}"
+        )
     return value
 
 

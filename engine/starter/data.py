@@ -24,18 +24,26 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
 AUDIO_CHUNK = 512  # samples: 32 ms at 16 kHz, the chunk streaming speech models take
 RANDOM_SAMPLES = 16
-MAX_FEED_ELEMENTS = 1 << 24  # values in one input of one random sample (64 MiB of float32): init's cap on its guesses
-MAX_FIXED_ELEMENTS = 1 << 28  # values an input's fixed dims may declare (1 GiB of float32, the npz loader's bound)
+MAX_FEED_ELEMENTS = (
+    1 << 24
+)  # values in one input of one random sample (64 MiB of float32): init's cap on its guesses
+MAX_FIXED_ELEMENTS = (
+    1 << 28
+)  # values an input's fixed dims may declare (1 GiB of float32, the npz loader's bound)
 
 
 class _NoAliases(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:  # a list used twice is written twice, not as &id001 / *id001
+    def ignore_aliases(
+        self, data: Any
+    ) -> bool:  # a list used twice is written twice, not as &id001 / *id001
         return True
 
 
 def flow(value: Any) -> str:
     """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
-    text = yaml.dump(value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False)
+    text = yaml.dump(
+        value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False
+    )
     return text.strip().removesuffix("\n...").strip()
 
 
@@ -52,10 +60,18 @@ class DatasetChoice:
     loader: str
     params: JsonObject
     comments: list[str] = field(default_factory=list)
-    held_out_params: JsonObject | None = None  # random data: another seed; user data: the same source
-    guesses: dict[str, SizeGuess] = field(default_factory=dict)  # random data: the sizes init chose for open dims
-    remarks: list[str] = field(default_factory=list)  # what init also says in its output (caps, the trial's choice)
-    held_out_comments: list[str] = field(default_factory=list)  # user data: how the held-out set was cut from it
+    held_out_params: JsonObject | None = (
+        None  # random data: another seed; user data: the same source
+    )
+    guesses: dict[str, SizeGuess] = field(
+        default_factory=dict
+    )  # random data: the sizes init chose for open dims
+    remarks: list[str] = field(
+        default_factory=list
+    )  # what init also says in its output (caps, the trial's choice)
+    held_out_comments: list[str] = field(
+        default_factory=list
+    )  # user data: how the held-out set was cut from it
 
     def split(self, data: Path) -> DatasetChoice:
         """Calibration takes the first samples of the user's data, the accuracy check the last (engine.starter.split)."""
@@ -63,9 +79,12 @@ class DatasetChoice:
         note = cut.note(data.name)
         if not cut.held_out:
             return replace(self, held_out_comments=[note], remarks=[*self.remarks, note])
-        return replace(self, params={**self.params, "limit": cut.calibration},
-                       held_out_params={**(self.held_out_params or self.params), "skip": cut.calibration},
-                       held_out_comments=[note])
+        return replace(
+            self,
+            params={**self.params, "limit": cut.calibration},
+            held_out_params={**(self.held_out_params or self.params), "skip": cut.calibration},
+            held_out_comments=[note],
+        )
 
 
 def relative(path: Path, folder: Path) -> str:
@@ -86,7 +105,14 @@ def package_file(path: Path) -> dict[str, str] | None:
     from importlib.metadata import distributions
 
     path = path.resolve()
-    roots = {Path(p).resolve() for p in (*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])}
+    roots = {
+        Path(p).resolve()
+        for p in (
+            *site.getsitepackages(),
+            sysconfig.get_paths()["purelib"],
+            sysconfig.get_paths()["platlib"],
+        )
+    }
     inside = [path.relative_to(root).as_posix() for root in roots if path.is_relative_to(root)]
     if not inside:
         return None
@@ -103,8 +129,10 @@ def detect_kind(data: Path) -> DataKind:
         return DataKind.TEXT
     if data.is_file() and data.suffix.lower() == ".npz":
         return DataKind.NPZ
-    raise OrtflowError(f"--data {data}: not a folder of images, a .txt/.jsonl text file or an .npz — give one of those, "
-                       "or leave --data out for random data and replace the dataset in the recipe")
+    raise OrtflowError(
+        f"--data {data}: not a folder of images, a .txt/.jsonl text file or an .npz — give one of those, "
+        "or leave --data out for random data and replace the dataset in the recipe"
+    )
 
 
 def image_axes(info: InputInfo) -> tuple[int, int]:
@@ -123,7 +151,11 @@ def image_size(roles: ModelRoles, info: InputInfo, folder: Path | None = None) -
     fixed = _fixed_sides(info)
     if fixed[0] and fixed[1]:
         return int(fixed[0]), int(fixed[1])
-    named = [int(n) for n in re.findall(r"(?<!\d)(\d{3,4})(?!\d)", roles.facts.path.stem) if 96 <= int(n) <= 2048 and int(n) % 32 == 0]
+    named = [
+        int(n)
+        for n in re.findall(r"(?<!\d)(\d{3,4})(?!\d)", roles.facts.path.stem)
+        if 96 <= int(n) <= 2048 and int(n) % 32 == 0
+    ]
     if named:
         guess = (named[0], named[0])
     elif folder is not None and (seen := _median_size(folder)):
@@ -136,7 +168,10 @@ def image_size(roles: ModelRoles, info: InputInfo, folder: Path | None = None) -
 
 def _fixed_sides(info: InputInfo) -> list[int | None]:
     shape = info.fact.shape
-    return [int(shape[a]) if isinstance(shape[a], int) and shape[a] > 0 else None for a in image_axes(info)]
+    return [
+        int(shape[a]) if isinstance(shape[a], int) and shape[a] > 0 else None
+        for a in image_axes(info)
+    ]
 
 
 def _median_size(folder: Path) -> tuple[int, int] | None:
@@ -155,7 +190,9 @@ def _median_size(folder: Path) -> tuple[int, int] | None:
         return None
     height, width = (sorted(side)[len(side) // 2] for side in zip(*sizes))
     shrink = min(1.0, MAX_SIDE / max(height, width))
-    return tuple(max(STRIDE, -(-round(side * shrink) // STRIDE) * STRIDE) for side in (height, width))  # type: ignore[return-value]
+    return tuple(
+        max(STRIDE, -(-round(side * shrink) // STRIDE) * STRIDE) for side in (height, width)
+    )  # type: ignore[return-value]
 
 
 def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
@@ -174,8 +211,11 @@ def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
 def _value_range(info: InputInfo) -> list[int | float] | None:
     name = info.fact.name.lower()
     ranges: dict[InputRole, list[int | float]] = {
-        InputRole.TOKEN_IDS: [0, 1000], InputRole.ATTENTION_MASK: [1, 2], InputRole.TOKEN_TYPES: [0, 1],
-        InputRole.IMAGE: [0, 1], InputRole.STATE: [0, 0.001],
+        InputRole.TOKEN_IDS: [0, 1000],
+        InputRole.ATTENTION_MASK: [1, 2],
+        InputRole.TOKEN_TYPES: [0, 1],
+        InputRole.IMAGE: [0, 1],
+        InputRole.STATE: [0, 0.001],
     }
     if info.role in ranges:
         return ranges[info.role]
@@ -208,7 +248,9 @@ def size_guesses(roles: ModelRoles) -> dict[str, SizeGuess]:
                 guesses[key].axes.append((info.fact.name, axis))
                 guesses[key].size = size
             else:
-                guesses[key] = SizeGuess(key, size, [(info.fact.name, axis)], isinstance(dim, str) and bool(dim))
+                guesses[key] = SizeGuess(
+                    key, size, [(info.fact.name, axis)], isinstance(dim, str) and bool(dim)
+                )
     return guesses
 
 
@@ -225,21 +267,27 @@ def cap_sizes(roles: ModelRoles, guesses: dict[str, SizeGuess]) -> list[str]:
     for info in roles.inputs:
         fixed = math.prod(d for d in info.fact.shape if isinstance(d, int) and d > 0)
         if fixed > MAX_FIXED_ELEMENTS:
-            raise OrtflowError(f"input {info.fact.describe()} declares {fixed:,} values a sample, over init's cap of "
-                               f"{MAX_FIXED_ELEMENTS:,} values an input (no feed was allocated) — re-export the model "
-                               "with a smaller (or symbolic) size, or write the recipe by hand with a `python` dataset")
+            raise OrtflowError(
+                f"input {info.fact.describe()} declares {fixed:,} values a sample, over init's cap of "
+                f"{MAX_FIXED_ELEMENTS:,} values an input (no feed was allocated) — re-export the model "
+                "with a smaller (or symbolic) size, or write the recipe by hand with a `python` dataset"
+            )
         before = resolved_shape(info, guesses)
         mine = [g for g in guesses.values() if any(name == info.fact.name for name, _ in g.axes)]
         while mine and math.prod(resolved_shape(info, guesses)) > MAX_FEED_ELEMENTS:
             largest = max(mine, key=lambda g: g.size)
             largest.size = max(1, largest.size // 2)
         if resolved_shape(info, guesses) != before:
-            remarks.append(f"{info.fact.name}: {before} would be {math.prod(before):,} values; capped at "
-                           f"{resolved_shape(info, guesses)} (init's cap: {MAX_FEED_ELEMENTS:,} values an input)")
+            remarks.append(
+                f"{info.fact.name}: {before} would be {math.prod(before):,} values; capped at "
+                f"{resolved_shape(info, guesses)} (init's cap: {MAX_FEED_ELEMENTS:,} values an input)"
+            )
     return remarks
 
 
-def random_choice(roles: ModelRoles, sizes: dict[str, int] | None = None, preprocessing: Any = None) -> DatasetChoice:
+def random_choice(
+    roles: ModelRoles, sizes: dict[str, int] | None = None, preprocessing: Any = None
+) -> DatasetChoice:
     """Seeded random feeds; `sizes` replaces init's guesses for some open dims (by SizeGuess key), and
     `preprocessing` (engine.starter.preprocess) sets the value range of an image input."""
     guesses = size_guesses(roles)
@@ -254,24 +302,49 @@ def random_choice(roles: ModelRoles, sizes: dict[str, int] | None = None, prepro
     for info in roles.inputs:
         shape = resolved_shape(info, guesses)
         open_axes = info.fact.symbolic_axes()
-        unnamed = [a for a in open_axes if not (isinstance(info.fact.shape[a], str) and info.fact.shape[a])]
+        unnamed = [
+            a for a in open_axes if not (isinstance(info.fact.shape[a], str) and info.fact.shape[a])
+        ]
         if any(a != 0 or shape[a] != 1 for a in unnamed):
             shapes[info.fact.name] = shape
         else:
             dims.update({str(info.fact.shape[a]): shape[a] for a in open_axes if a not in unnamed})
-        value_range = _value_range(info) if preprocessing is None or info.role != InputRole.IMAGE else preprocessing.value_range()
+        value_range = (
+            _value_range(info)
+            if preprocessing is None or info.role != InputRole.IMAGE
+            else preprocessing.value_range()
+        )
         if value_range is not None:
             ranges[info.fact.name] = value_range
         if info.batch_axis != 0:
             batch_axes[info.fact.name] = info.batch_axis
-        chosen = [f"{info.fact.shape[a] or f'axis {a}'} = {shape[a]}" for a in open_axes if a != info.batch_axis]
+        chosen = [
+            f"{info.fact.shape[a] or f'axis {a}'} = {shape[a]}"
+            for a in open_axes
+            if a != info.batch_axis
+        ]
         sized = f"; sized {', '.join(chosen)} (set what your model takes)" if chosen else ""
-        comments.append(f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized)
+        comments.append(
+            f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized
+        )
     params: JsonObject = {"samples": RANDOM_SAMPLES, "seed": 0}
-    for key, value in (("dims", dims), ("shapes", shapes), ("ranges", ranges), ("batch_axes", batch_axes)):
+    for key, value in (
+        ("dims", dims),
+        ("shapes", shapes),
+        ("ranges", ranges),
+        ("batch_axes", batch_axes),
+    ):
         if value:
             params[key] = value
-    return DatasetChoice(DataKind.RANDOM, "random", params, comments + remarks, {**params, "seed": 1}, guesses, list(remarks))
+    return DatasetChoice(
+        DataKind.RANDOM,
+        "random",
+        params,
+        comments + remarks,
+        {**params, "seed": 1},
+        guesses,
+        list(remarks),
+    )
 
 
 def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
@@ -284,13 +357,20 @@ def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
     return f", values in [{value_range[0]}, {value_range[1]})"
 
 
-def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path | None,
-                preprocessing: Preprocessing | None = None) -> DatasetChoice:
+def user_choice(
+    roles: ModelRoles,
+    data: Path,
+    recipe_dir: Path,
+    tokenizer: Path | None,
+    preprocessing: Preprocessing | None = None,
+) -> DatasetChoice:
     kind = detect_kind(data)
     where = relative(data, recipe_dir)
     if preprocessing is not None and kind != DataKind.IMAGES:
-        raise OrtflowError(f"--data {data}: --preprocess/--mean/--std set how image pixels are scaled, and this is not a "
-                           "folder of images — leave them out, or give a folder of images")
+        raise OrtflowError(
+            f"--data {data}: --preprocess/--mean/--std set how image pixels are scaled, and this is not a "
+            "folder of images — leave them out, or give a folder of images"
+        )
     if kind == DataKind.IMAGES:
         return _images_choice(roles, data, where, preprocessing).split(data)
     if kind == DataKind.TEXT:
@@ -299,42 +379,67 @@ def user_choice(roles: ModelRoles, data: Path, recipe_dir: Path, tokenizer: Path
     batch_axes = {i.fact.name: i.batch_axis for i in roles.inputs if i.batch_axis != 0}
     if batch_axes:
         params["batch_axes"] = batch_axes
-    return DatasetChoice(kind, "npz", params, [f"{data.name}: one array per model input, samples along the first axis"],
-                         dict(params)).split(data)
+    return DatasetChoice(
+        kind,
+        "npz",
+        params,
+        [f"{data.name}: one array per model input, samples along the first axis"],
+        dict(params),
+    ).split(data)
 
 
-def _images_choice(roles: ModelRoles, data: Path, where: str, preprocessing: Preprocessing | None) -> DatasetChoice:
+def _images_choice(
+    roles: ModelRoles, data: Path, where: str, preprocessing: Preprocessing | None
+) -> DatasetChoice:
     images = roles.inputs_with(InputRole.IMAGE)
     if len(images) != 1 or len(roles.inputs) != 1:
-        raise OrtflowError(f"--data {data}: a folder of images, but the model's inputs are not one image "
-                           f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
+        raise OrtflowError(
+            f"--data {data}: a folder of images, but the model's inputs are not one image "
+            f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs"
+        )
     height, width = image_size(roles, images[0], data)
     chosen = preprocessing or Preprocessing()
     params: JsonObject = {"path": where, "size": [height, width], **chosen.params()}
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
     notes = [f"{data.name}: images, resized to {height} x {width}, RGB", assumed]
     if (height, width) == _median_size(data) and None in _fixed_sides(images[0]):
-        notes.append(f"the model leaves the size open: this is these images' median size, rounded up to a multiple of {STRIDE}; "
-                     "set size: to the one it is used at")
+        notes.append(
+            f"the model leaves the size open: this is these images' median size, rounded up to a multiple of {STRIDE}; "
+            "set size: to the one it is used at"
+        )
     if roles.kind == ModelKind.DETECTOR:
         params.update(resize="letterbox")
-        notes.append("letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
-                     "right: pad_value: 0, pad_position: bottom_right)")
+        notes.append(
+            "letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
+            "right: pad_value: 0, pad_position: bottom_right)"
+        )
     notes.append("match your model's own preprocessing: mean/std, channels: BGR, layout")
     return DatasetChoice(DataKind.IMAGES, "images", params, notes, dict(params), remarks=[assumed])
 
 
-def _text_choice(roles: ModelRoles, data: Path, where: str, recipe_dir: Path, tokenizer: Path | None) -> DatasetChoice:
+def _text_choice(
+    roles: ModelRoles, data: Path, where: str, recipe_dir: Path, tokenizer: Path | None
+) -> DatasetChoice:
     token_roles = {InputRole.TOKEN_IDS, InputRole.ATTENTION_MASK, InputRole.TOKEN_TYPES}
     if not roles.inputs or any(i.role not in token_roles for i in roles.inputs):
-        raise OrtflowError(f"--data {data}: a text file, but the model does not take only token inputs "
-                           f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs")
+        raise OrtflowError(
+            f"--data {data}: a text file, but the model does not take only token inputs "
+            f"({', '.join(i.fact.describe() for i in roles.inputs)}) — give an .npz of its inputs"
+        )
     tokenizer = tokenizer or find_tokenizer(roles.facts.path)
     if tokenizer is None:
-        raise OrtflowError(f"--data {data}: text needs the model's tokenizer.json, and none lies beside the model — "
-                           "pass --tokenizer PATH/tokenizer.json")
-    params = {"path": where, "tokenizer": relative(tokenizer, recipe_dir), "max_length": SEQUENCE_LENGTH}
-    notes = [f"{data.name}: one text a line, tokenized with {tokenizer.name}, padded to {SEQUENCE_LENGTH} tokens"]
+        raise OrtflowError(
+            f"--data {data}: text needs the model's tokenizer.json, and none lies beside the model — "
+            "pass --tokenizer PATH/tokenizer.json"
+        )
+    params = {
+        "path": where,
+        "tokenizer": relative(tokenizer, recipe_dir),
+        "max_length": SEQUENCE_LENGTH,
+    }
+    notes = [
+        f"{data.name}: one text a line, tokenized with {tokenizer.name}, padded to {SEQUENCE_LENGTH} tokens"
+    ]
     return DatasetChoice(DataKind.TEXT, "text", params, notes, dict(params))
 
 

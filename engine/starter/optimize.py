@@ -38,8 +38,10 @@ def prepare(options: InitOptions) -> InitResult:
     try:
         result = init_recipe(InitOptions(**{**options.__dict__, "output": scratch, "force": True}))
         if scratch.read_bytes() != before:
-            raise OrtflowError(f"{recipe} exists and differs from what `engine init` writes for these arguments (edited?) — "
-                               f"run it with `engine run {recipe}`, pass --save-recipe ANOTHER.yaml, or --force to overwrite it")
+            raise OrtflowError(
+                f"{recipe} exists and differs from what `engine init` writes for these arguments (edited?) — "
+                f"run it with `engine run {recipe}`, pass --save-recipe ANOTHER.yaml, or --force to overwrite it"
+            )
     finally:
         scratch.unlink(missing_ok=True)
     return InitResult(recipe, result.roles, result.proposal, result.data)
@@ -65,8 +67,10 @@ def data_note(source: DataSource | None, model: Path, output: Path) -> str | Non
     calibration used), else None."""
     if source is not None and source.verified:
         if source.calibration_reused:
-            return (f"{REUSED}: the accuracy check ran on the samples calibration saw, which flatters the model — edit "
-                    "the recipe's held_out dataset to samples calibration did not see and `engine run` it")
+            return (
+                f"{REUSED}: the accuracy check ran on the samples calibration saw, which flatters the model — edit "
+                "the recipe's held_out dataset to samples calibration did not see and `engine run` it"
+            )
         return None
     said = source.label() if source is not None else UNVERIFIED_RANDOM
     return f"{said}: the accuracy above says nothing about the model's real inputs — {real_data_hint(model, output)}"
@@ -79,8 +83,10 @@ def require_real(choice: Choice | None, model: Path, output: Path) -> None:
     if choice is not None and source is not None and source.verified:
         return
     said = source.label() if source is not None else "random feeds (no --data)"
-    raise Unverified(f"--require-real-data: the accuracy check would rest on {said}, so nothing is copied to {output} — "
-                     + real_data_hint(model, output))
+    raise Unverified(
+        f"--require-real-data: the accuracy check would rest on {said}, so nothing is copied to {output} — "
+        + real_data_hint(model, output)
+    )
 
 
 class NothingChosen(OrtflowError):
@@ -100,14 +106,24 @@ class Choice:
     value: float
     threshold: float
     data: DataSource | None = None  # what the accuracy behind the choice was measured on
-    others: tuple[str, ...] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
+    others: tuple[
+        str, ...
+    ] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
     """A candidate as the closing line names it: its speed and its accuracy against the constraint."""
     value = _candidate_metric(candidate, metric)
-    verdict = "" if candidate.meets_constraints else f" < {threshold}" if value < threshold else " (missed a constraint)"
-    return f"'{candidate.id}' {candidate.values.get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
+    verdict = (
+        ""
+        if candidate.meets_constraints
+        else f" < {threshold}"
+        if value < threshold
+        else " (missed a constraint)"
+    )
+    return (
+        f"'{candidate.id}' {candidate.values.get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
+    )
 
 
 def _candidate_metric(candidate: SelectionCandidate, metric: str) -> float:
@@ -126,13 +142,19 @@ def choice_files(stage_cls: type[Stage], outcome: StageOutcome, out_dir: Path) -
     """The files of `outcome`'s declared choice (Stage.declares.choice), as its run published them."""
     declared = stage_cls.declares.choice
     if declared is None:
-        raise OrtflowError(f"stage '{outcome.name}' ({stage_cls.type}) declares no choice, so there is no chosen model to "
-                           "copy — give the stage type `declares = Declares(choice=Choice(model=..., document=...))`")
+        raise OrtflowError(
+            f"stage '{outcome.name}' ({stage_cls.type}) declares no choice, so there is no chosen model to "
+            "copy — give the stage type `declares = Declares(choice=Choice(model=..., document=...))`"
+        )
     published = (outcome.record or {}).get("outputs") or {}
 
     def path(port: str) -> Path:
         spec = stage_cls.output_port(port)
-        filename = published[port]["filename"] if port in published else (spec.filename if spec and spec.filename else port)
+        filename = (
+            published[port]["filename"]
+            if port in published
+            else (spec.filename if spec and spec.filename else port)
+        )
         return stage_folder(out_dir, outcome.name) / filename
 
     return ChoiceFiles(path(declared.document), path(declared.model))
@@ -150,22 +172,43 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     if faster and not any(c.meets_constraints for c in faster):
         closest = max(faster, key=lambda c: _candidate_metric(c, metric))
         value = _candidate_metric(closest, metric)
-        fix = "lower --min-accuracy" if data is not None and data.verified else "lower --min-accuracy, or give real data with --data"
-        raise NothingQualified(f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest.id}' "
-                               f"({closest.values.get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
-                               f"{fix} (every candidate: {files.document})")
+        fix = (
+            "lower --min-accuracy"
+            if data is not None and data.verified
+            else "lower --min-accuracy, or give real data with --data"
+        )
+        raise NothingQualified(
+            f"no model faster than the original met {metric} >= {threshold}: the closest, '{closest.id}' "
+            f"({closest.values.get('speedup', 0):.2f}x), scored {value:.4f}, {threshold - value:.4f} short{on} — "
+            f"{fix} (every candidate: {files.document})"
+        )
     chosen = selection.chosen_candidate()
     assert chosen is not None  # select fails its gate (exit 3) when it chooses none
-    others = tuple(_measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original)
-    return Choice(chosen.id, files.model, float(chosen.values.get("speedup", 1.0)),
-                  float(chosen.values["p50_ms"]), float(original.values["p50_ms"]), metric,
-                  _candidate_metric(chosen, metric), threshold, data, others)
+    others = tuple(
+        _measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original
+    )
+    return Choice(
+        chosen.id,
+        files.model,
+        float(chosen.values.get("speedup", 1.0)),
+        float(chosen.values["p50_ms"]),
+        float(original.values["p50_ms"]),
+        metric,
+        _candidate_metric(chosen, metric),
+        threshold,
+        data,
+        others,
+    )
 
 
 def refusals(outcomes: Mapping[str, StageOutcome]) -> list[str]:
     """The candidates the run dropped from `pick` (optional stages that refused their model), each with the
     refusal the run recorded: its cause and the change that fixes it."""
-    return [f"'{o.name}': {o.error}" for o in outcomes.values() if o.tolerated and PICK in o.dropped_from]
+    return [
+        f"'{o.name}': {o.error}"
+        for o in outcomes.values()
+        if o.tolerated and PICK in o.dropped_from
+    ]
 
 
 def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
@@ -174,9 +217,11 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
     on = f" ({choice.data.label()})" if choice.data is not None else ""
     dropped = f"refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""
     if choice.chosen != "model":
-        return (f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
-                f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
-                + (f"; {dropped}" if dropped else ""))
+        return (
+            f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
+            f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
+            + (f"; {dropped}" if dropped else "")
+        )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""
     if not refused:
         return f"{output}: the original model — no optimized candidate was faster{measured}{on}"
@@ -187,8 +232,10 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
 def deliver(choice: Choice, output: Path) -> None:
     """Copy the chosen model to `output`, atomically: OUT never holds half a model."""
     if not choice.model.is_file():
-        raise OrtflowError(f"{choice.model.parent}: the chosen model keeps its weights in external data files — "
-                           "copy that folder as a whole")
+        raise OrtflowError(
+            f"{choice.model.parent}: the chosen model keeps its weights in external data files — "
+            "copy that folder as a whole"
+        )
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(f".{output.name}.partial")
     shutil.copyfile(choice.model, partial)

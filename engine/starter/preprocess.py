@@ -16,15 +16,52 @@ from ortflow.engine.errors import OrtflowError
 
 # mean and std on pixels scaled to [0, 1] (x / 255), per RGB channel: the images loader's `mean` and `std`
 PRESETS: dict[str, tuple[tuple[float, ...], tuple[float, ...], str]] = {
-    "zero-one": ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0), "pixels in [0, 1], no mean/std"),  # YOLO detectors, many exports
-    "minus-one-one": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5), "pixels in [-1, 1], (x - 0.5) / 0.5"),  # Inception, PaddleOCR
-    "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225), "ImageNet's mean/std"),  # torchvision, timm
-    "clip": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711), "CLIP's mean/std"),
+    "zero-one": (
+        (0.0, 0.0, 0.0),
+        (1.0, 1.0, 1.0),
+        "pixels in [0, 1], no mean/std",
+    ),  # YOLO detectors, many exports
+    "minus-one-one": (
+        (0.5, 0.5, 0.5),
+        (0.5, 0.5, 0.5),
+        "pixels in [-1, 1], (x - 0.5) / 0.5",
+    ),  # Inception, PaddleOCR
+    "imagenet": (
+        (0.485, 0.456, 0.406),
+        (0.229, 0.224, 0.225),
+        "ImageNet's mean/std",
+    ),  # torchvision, timm
+    "clip": (
+        (0.48145466, 0.4578275, 0.40821073),
+        (0.26862954, 0.26130258, 0.27577711),
+        "CLIP's mean/std",
+    ),
 }
 PRESET_HELP = "; ".join(f"{name}: {why}" for name, (_, _, why) in PRESETS.items())
 NORMALISING = {"Sub", "Div", "Mul", "Add", "BatchNormalization"}
-WEIGHTED = {"Conv", "ConvTranspose", "MatMul", "Gemm", "ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"}
-PASS_THROUGH = {"Transpose", "Cast", "Identity", "Reshape", "Squeeze", "Unsqueeze", "Resize", "Pad", "Slice", "Split", "Flatten"}
+WEIGHTED = {
+    "Conv",
+    "ConvTranspose",
+    "MatMul",
+    "Gemm",
+    "ConvInteger",
+    "MatMulInteger",
+    "QLinearConv",
+    "QLinearMatMul",
+}
+PASS_THROUGH = {
+    "Transpose",
+    "Cast",
+    "Identity",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Resize",
+    "Pad",
+    "Slice",
+    "Split",
+    "Flatten",
+}
 
 
 @dataclass(frozen=True)
@@ -54,19 +91,27 @@ class Preprocessing:
         return [round(low, 4), round(high, 4)]
 
 
-def from_flags(preset: str | None, mean: list[float] | None, std: list[float] | None) -> Preprocessing | None:
+def from_flags(
+    preset: str | None, mean: list[float] | None, std: list[float] | None
+) -> Preprocessing | None:
     """--preprocess NAME, then --mean/--std (three values, one a channel, or one for all three) over it."""
     if preset is None and mean is None and std is None:
         return None
     if preset is not None and preset not in PRESETS:
-        raise OrtflowError(f"--preprocess {preset}: not a preset — choose one of {', '.join(PRESETS)}, or give --mean/--std")
+        raise OrtflowError(
+            f"--preprocess {preset}: not a preset — choose one of {', '.join(PRESETS)}, or give --mean/--std"
+        )
     base = PRESETS[preset or "zero-one"]
 
-    def three(flag: str, values: list[float] | None, default: tuple[float, ...]) -> tuple[float, ...]:
+    def three(
+        flag: str, values: list[float] | None, default: tuple[float, ...]
+    ) -> tuple[float, ...]:
         if values is None:
             return default
         if len(values) not in (1, 3):
-            raise OrtflowError(f"{flag}: give three values (R G B) or one for all channels, not {len(values)}")
+            raise OrtflowError(
+                f"{flag}: give three values (R G B) or one for all channels, not {len(values)}"
+            )
         if flag == "--std" and any(v <= 0 for v in values):
             raise OrtflowError(f"--std {' '.join(map(str, values))}: every std must be above 0")
         return tuple(float(v) for v in (values * 3 if len(values) == 1 else values))
@@ -123,8 +168,12 @@ def assumed_note(first: FirstNodes, chosen: Preprocessing) -> str:
     if chosen.given:
         return f"preprocessing: {chosen.describe()}, as given"
     if first.normalises:
-        return (f"preprocessing: pixels in [0, 1]; the model normalises them itself (its first op on the image is "
-                f"{first.said}), so no mean/std is applied")
-    return (f"preprocessing assumed: {chosen.describe()} — the model's first op on the image is {first.said}, not a "
-            "normalisation; if it was trained on other pixels, say so with --preprocess "
-            f"{'|'.join(PRESETS)} or --mean R G B --std R G B")
+        return (
+            f"preprocessing: pixels in [0, 1]; the model normalises them itself (its first op on the image is "
+            f"{first.said}), so no mean/std is applied"
+        )
+    return (
+        f"preprocessing assumed: {chosen.describe()} — the model's first op on the image is {first.said}, not a "
+        "normalisation; if it was trained on other pixels, say so with --preprocess "
+        f"{'|'.join(PRESETS)} or --mean R G B --std R G B"
+    )

@@ -55,46 +55,99 @@ def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
 
 def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None) -> MetricChoice:
     """A task metric from what the outputs mean; cosine where no task metric fits."""
-    def chosen(validate: JsonObject, name: str, threshold: float, comments: list[str]) -> MetricChoice:
-        return MetricChoice(validate, name, threshold if min_accuracy is None else min_accuracy, comments)
+
+    def chosen(
+        validate: JsonObject, name: str, threshold: float, comments: list[str]
+    ) -> MetricChoice:
+        return MetricChoice(
+            validate, name, threshold if min_accuracy is None else min_accuracy, comments
+        )
 
     detections = roles.outputs_with(OutputMeaning.DETECTIONS)
     if detections and real_data:
         out = detections[0].fact.name
-        return chosen({"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}}, "det_f1", 0.8,
-                      [f"'{out}' looks like a YOLO head [batch, 4 + classes, anchors]: accuracy is whether the quantized",
-                       "model finds the float model's boxes (det_f1; det_map50 is reported too)"])
+        return chosen(
+            {"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}},
+            "det_f1",
+            0.8,
+            [
+                f"'{out}' looks like a YOLO head [batch, 4 + classes, anchors]: accuracy is whether the quantized",
+                "model finds the float model's boxes (det_f1; det_map50 is reported too)",
+            ],
+        )
     if detections:
         out = detections[0].fact.name
-        return chosen({"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}}, "cosine_mean", 0.99,
-                      [f"'{out}' looks like a YOLO head; random images give no boxes to compare, so the gate is the",
-                       "output's cosine. With real images (engine init --data FOLDER) the gate is det_f1 >= 0.8"])
+        return chosen(
+            {"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}},
+            "cosine_mean",
+            0.99,
+            [
+                f"'{out}' looks like a YOLO head; random images give no boxes to compare, so the gate is the",
+                "output's cosine. With real images (engine init --data FOLDER) the gate is det_f1 >= 0.8",
+            ],
+        )
     if roles.kind == ModelKind.TRANSFORMER:
         outs = _gated_outputs(roles, OutputMeaning.EMBEDDING, OutputMeaning.TOKEN_EMBEDDINGS)
-        return chosen({"outputs": outs}, "cosine_mean", 0.99,
-                      [f"{', '.join(outs)}: the embedding; accuracy is its mean cosine with the float model's"])
+        return chosen(
+            {"outputs": outs},
+            "cosine_mean",
+            0.99,
+            [
+                f"{', '.join(outs)}: the embedding; accuracy is its mean cosine with the float model's"
+            ],
+        )
     scores = roles.outputs_with(OutputMeaning.CLASS_SCORES)
     if scores:
         outs = [o.fact.name for o in scores]
-        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}}, "samples_unchanged", 0.9,
-                      [f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"
-                       + (" at every position (a recognised text unchanged)" if any(o.fact.rank == 3 for o in scores) else "")])
+        return chosen(
+            {"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}},
+            "samples_unchanged",
+            0.9,
+            [
+                f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"
+                + (
+                    " at every position (a recognised text unchanged)"
+                    if any(o.fact.rank == 3 for o in scores)
+                    else ""
+                )
+            ],
+        )
     probability = roles.outputs_with(OutputMeaning.PROBABILITY)
     if probability:
         outs = [o.fact.name for o in probability]
-        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}}, "label_agreement", 0.97,
-                      [f"{', '.join(outs)}: one probability a sample; accuracy is the share of decisions at 0.5 unchanged"])
+        return chosen(
+            {"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}},
+            "label_agreement",
+            0.97,
+            [
+                f"{', '.join(outs)}: one probability a sample; accuracy is the share of decisions at 0.5 unchanged"
+            ],
+        )
     labels = roles.outputs_with(OutputMeaning.LABELS)
-    if labels and all(o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE) for o in roles.outputs):
+    if labels and all(
+        o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE) for o in roles.outputs
+    ):
         outs = [o.fact.name for o in labels]
-        return chosen({"outputs": outs, "metrics": {"exact": {"outputs": outs}}}, "samples_unchanged", 0.9,
-                      [f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"])
+        return chosen(
+            {"outputs": outs, "metrics": {"exact": {"outputs": outs}}},
+            "samples_unchanged",
+            0.9,
+            [
+                f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"
+            ],
+        )
     maps = roles.outputs_with(OutputMeaning.MAP)
     if maps:
         return chosen(*_dense_map_metric([o.fact.name for o in maps], real_data))
     outs = _gated_outputs(roles, OutputMeaning.MAP, OutputMeaning.EMBEDDING, OutputMeaning.OTHER)
-    return chosen({"outputs": outs}, "cosine_mean", 0.99,
-                  [f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"])
+    return chosen(
+        {"outputs": outs},
+        "cosine_mean",
+        0.99,
+        [
+            f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"
+        ],
+    )
 
 
 DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
@@ -104,15 +157,32 @@ def _dense_map_metric(outs: list[str], real_data: bool) -> tuple[JsonObject, str
     """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
     those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
     validate = {"outputs": outs, "metrics": {"dense_map": {"outputs": outs}}}
-    what = [f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
-            "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",
-            "set `threshold:` to the one your application uses)"]
+    what = [
+        f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
+        "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",
+        "set `threshold:` to the one your application uses)",
+    ]
     if not real_data:
-        return validate, "cosine_mean", 0.99, [*what, "random images mark no real regions, so the gate is the map's cosine; with",
-                                               f"real images (engine init --data FOLDER) it is iou_mean >= {DENSE_MAP_GATE}"]
-    return validate, "iou_mean", DENSE_MAP_GATE, [
-        *what, f"gate: iou_mean >= {DENSE_MAP_GATE}, the mean sample's regions; iou_min (the worst sample) is reported, not",
-        "gated: a sample that marks few pixels swings its IoU on a handful of them"]
+        return (
+            validate,
+            "cosine_mean",
+            0.99,
+            [
+                *what,
+                "random images mark no real regions, so the gate is the map's cosine; with",
+                f"real images (engine init --data FOLDER) it is iou_mean >= {DENSE_MAP_GATE}",
+            ],
+        )
+    return (
+        validate,
+        "iou_mean",
+        DENSE_MAP_GATE,
+        [
+            *what,
+            f"gate: iou_mean >= {DENSE_MAP_GATE}, the mean sample's regions; iou_min (the worst sample) is reported, not",
+            "gated: a sample that marks few pixels swings its IoU on a handful of them",
+        ],
+    )
 
 
 def network_in_branches(facts: ModelFacts) -> BranchFact | None:
@@ -128,20 +198,27 @@ def branch_note(facts: ModelFacts) -> list[str]:
     branch = network_in_branches(facts)
     if branch is None:
         return []
-    where = (f"The network sits inside an `If` ({branch.node}) on `{branch.condition}` (its then-branch when true, else-branch "
-             f"otherwise): {branch.nodes_inside} of {facts.node_total} nodes and {facts.branch_weight_share:.0%} of the weights "
-             "are in its branches, where calibration and quantization (which see the top-level graph) do not reach, so INT8 "
-             "here changes little.")
+    where = (
+        f"The network sits inside an `If` ({branch.node}) on `{branch.condition}` (its then-branch when true, else-branch "
+        f"otherwise): {branch.nodes_inside} of {facts.node_total} nodes and {facts.branch_weight_share:.0%} of the weights "
+        "are in its branches, where calibration and quantization (which see the top-level graph) do not reach, so INT8 "
+        "here changes little."
+    )
     if not branch.deciding_inputs:
         return [where]
     inputs = ", ".join(f"`{i}`" for i in branch.deciding_inputs)
-    return [where, f"Specializing on {inputs} (fixing it to the value you use and keeping that branch) would let quantization reach "
-                   "the network: a `specialize` stage is on the roadmap, not built yet; until then, use a model file exported for "
-                   "that one value if there is one."]
+    return [
+        where,
+        f"Specializing on {inputs} (fixing it to the value you use and keeping that branch) would let quantization reach "
+        "the network: a `specialize` stage is on the roadmap, not built yet; until then, use a model file exported for "
+        "that one value if there is one.",
+    ]
 
 
-SANITY_NOTE = ["no `data:` input: on random feeds the sanity check would only report; with real samples",
-               "(data: datasets.calibration) it refuses a model whose outputs collapsed"]
+SANITY_NOTE = [
+    "no `data:` input: on random feeds the sanity check would only report; with real samples",
+    "(data: datasets.calibration) it refuses a model whose outputs collapsed",
+]
 
 
 def _sanity(inputs: JsonObject, real_data: bool) -> JsonObject:
@@ -152,14 +229,36 @@ def _sanity(inputs: JsonObject, real_data: bool) -> JsonObject:
 def _transformer_stages(real_data: bool) -> tuple[list[StageDraft], list[str]]:
     note = [] if real_data else SANITY_NOTE
     return [
-        StageDraft("fused", "transformer_fusion", {"model": "inputs.model"}, {"model_type": "bert"},
-                   ["ORT's transformer fusions (Attention, SkipLayerNorm, Gelu); heads and hidden size are detected.",
-                    "Not a candidate itself: ORT's session applies the same fusions when it loads the original"]),
-        StageDraft("int8", "quantize_dynamic", _sanity({"model": "inputs.model"}, real_data), {"per_channel": True},
-                   ["dynamic INT8 of the MatMuls: no calibration needed; per-channel weight scales keep accuracy,",
-                    "and reduce_range: auto picks 7-bit weights on CPUs without VNNI, where 8-bit ones saturate", *note]),
-        StageDraft("int8_fused", "quantize_dynamic", _sanity({"model": "fused.model"}, real_data), {"per_channel": True},
-                   ["the same on the fused graph (QAttention): faster on some CPUs, slower on others, so both are measured"]),
+        StageDraft(
+            "fused",
+            "transformer_fusion",
+            {"model": "inputs.model"},
+            {"model_type": "bert"},
+            [
+                "ORT's transformer fusions (Attention, SkipLayerNorm, Gelu); heads and hidden size are detected.",
+                "Not a candidate itself: ORT's session applies the same fusions when it loads the original",
+            ],
+        ),
+        StageDraft(
+            "int8",
+            "quantize_dynamic",
+            _sanity({"model": "inputs.model"}, real_data),
+            {"per_channel": True},
+            [
+                "dynamic INT8 of the MatMuls: no calibration needed; per-channel weight scales keep accuracy,",
+                "and reduce_range: auto picks 7-bit weights on CPUs without VNNI, where 8-bit ones saturate",
+                *note,
+            ],
+        ),
+        StageDraft(
+            "int8_fused",
+            "quantize_dynamic",
+            _sanity({"model": "fused.model"}, real_data),
+            {"per_channel": True},
+            [
+                "the same on the fused graph (QAttention): faster on some CPUs, slower on others, so both are measured"
+            ],
+        ),
     ], ["inputs.model", "int8.model", "int8_fused.model"]
 
 
@@ -168,34 +267,72 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
     source = "inputs.model"
     control_flow = roles.facts.has_ops("If", "Loop", "Scan")
     if control_flow:
-        stages.append(StageDraft("folded", "graph_optimization", {"model": "inputs.model"}, {"level": "basic"},
-                                 ["constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
-                                  "handle the folded graph better"]))
+        stages.append(
+            StageDraft(
+                "folded",
+                "graph_optimization",
+                {"model": "inputs.model"},
+                {"level": "basic"},
+                [
+                    "constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
+                    "handle the folded graph better",
+                ],
+            )
+        )
         source = "folded.model"
-    stages.append(StageDraft("calib", "calibrate", {"model": source, "data": "datasets.calibration"}, {},
-                             ["activation ranges (minmax) from the calibration data"]
-                             + (["pre_process: auto (the default) goes on without ORT's pre-processing, and says so, where its",
-                                 "shape inference cannot type If outputs"] if control_flow else [])))
+    stages.append(
+        StageDraft(
+            "calib",
+            "calibrate",
+            {"model": source, "data": "datasets.calibration"},
+            {},
+            ["activation ranges (minmax) from the calibration data"]
+            + (
+                [
+                    "pre_process: auto (the default) goes on without ORT's pre-processing, and says so, where its",
+                    "shape inference cannot type If outputs",
+                ]
+                if control_flow
+                else []
+            ),
+        )
+    )
     convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
     if roles.kind == ModelKind.STREAMING:
-        settings = {"per_channel": True, "op_types_to_quantize": ["Conv", "MatMul", "Gemm"], "keep_float_first": 1}
-        why = ["only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
-               "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
-               "outputs one 8-bit scale serves badly"]
+        settings = {
+            "per_channel": True,
+            "op_types_to_quantize": ["Conv", "MatMul", "Gemm"],
+            "keep_float_first": 1,
+        }
+        why = [
+            "only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
+            "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
+            "outputs one 8-bit scale serves badly",
+        ]
     elif convs >= matmuls:
         settings: JsonObject = {"per_channel": True}
         why = ["per-channel weight scales: one per filter, as convolutions need"]
     else:
         settings = {"per_channel": False}
-        why = ["per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
-               "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)"]
-    stages.append(StageDraft("int8", "quantize_static", _sanity({"model": source, "calibration": "calib.table"}, real_data),
-                             settings,
-                             [f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
-                              *why,
-                              "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
-                              "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
-                              *([] if real_data else SANITY_NOTE)]))
+        why = [
+            "per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
+            "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)",
+        ]
+    stages.append(
+        StageDraft(
+            "int8",
+            "quantize_static",
+            _sanity({"model": source, "calibration": "calib.table"}, real_data),
+            settings,
+            [
+                f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
+                *why,
+                "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
+                "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
+                *([] if real_data else SANITY_NOTE),
+            ],
+        )
+    )
     if roles.facts.weight_share("MatMul", "Gemm") >= MATMUL_HEAVY:
         stages.append(_dynamic_stage(roles, real_data))
         return stages, ["inputs.model", "int8.model", "int8_dynamic.model"]
@@ -206,47 +343,91 @@ def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
     """Dynamic INT8 beside static where MatMul/Gemm hold most weights (a ViT): activations quantized per call, no
     calibration, often faster and closer on attention blocks; select measures both."""
     share = roles.facts.weight_share("MatMul", "Gemm")
-    return StageDraft("int8_dynamic", "quantize_dynamic", _sanity({"model": "inputs.model"}, real_data),
-                      {"per_channel": True, "op_types_to_quantize": ["MatMul", "Gemm"]},
-                      [f"dynamic INT8 of the MatMul/Gemm weights ({share:.0%} of the model's): no calibration, and activation",
-                       "scales taken per call; Conv stays float (ORT runs ConvInteger slowly on CPUs). A candidate beside the",
-                       "static one: `pick` measures which is faster and holds accuracy"])
+    return StageDraft(
+        "int8_dynamic",
+        "quantize_dynamic",
+        _sanity({"model": "inputs.model"}, real_data),
+        {"per_channel": True, "op_types_to_quantize": ["MatMul", "Gemm"]},
+        [
+            f"dynamic INT8 of the MatMul/Gemm weights ({share:.0%} of the model's): no calibration, and activation",
+            "scales taken per call; Conv stays float (ORT runs ConvInteger slowly on CPUs). A candidate beside the",
+            "static one: `pick` measures which is faster and holds accuracy",
+        ],
+    )
 
 
 def _branched_stages() -> tuple[list[StageDraft], list[str]]:
     """A network inside an If: ORT's quantizers see the top-level graph only (and take the branches' Constant
     weights for activations), so an INT8 stage would have nothing to quantize and fail. The folded graph is the
     one candidate, so the recipe runs and measures, until a `specialize` stage can take the branch out."""
-    return [StageDraft("folded", "graph_optimization", {"model": "inputs.model"}, {"level": "basic"},
-                       ["constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
-                        "the top-level graph and the network sits inside an If (see the top); specialize it first (on the roadmap)"])], \
-        ["inputs.model", "folded.model"]
+    return [
+        StageDraft(
+            "folded",
+            "graph_optimization",
+            {"model": "inputs.model"},
+            {"level": "basic"},
+            [
+                "constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
+                "the top-level graph and the network sits inside an If (see the top); specialize it first (on the roadmap)",
+            ],
+        )
+    ], ["inputs.model", "folded.model"]
 
 
 def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:
     if target == Target.CUDA:
-        return [StageDraft("fp16", "convert_float16", {"model": "inputs.model", "data": "datasets.calibration"}, {"keep_io_types": True},
-                           ["fp16 for the CUDA provider; given data, nodes whose values overflow fp16 stay in float32"])], \
-            ["inputs.model", "fp16.model"]
-    return [StageDraft("trt_fp16", "tensorrt_engine", {"model": "inputs.model"}, {"fp16": True},
-                       ["TensorRT fp16 engines, built through ORT's TensorRT provider (skipped without a usable GPU)"],
-                       optional=True)], ["inputs.model"]
+        return [
+            StageDraft(
+                "fp16",
+                "convert_float16",
+                {"model": "inputs.model", "data": "datasets.calibration"},
+                {"keep_io_types": True},
+                [
+                    "fp16 for the CUDA provider; given data, nodes whose values overflow fp16 stay in float32"
+                ],
+            )
+        ], ["inputs.model", "fp16.model"]
+    return [
+        StageDraft(
+            "trt_fp16",
+            "tensorrt_engine",
+            {"model": "inputs.model"},
+            {"fp16": True},
+            [
+                "TensorRT fp16 engines, built through ORT's TensorRT provider (skipped without a usable GPU)"
+            ],
+            optional=True,
+        )
+    ], ["inputs.model"]
 
 
 def _quantized_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
     """A model quantized already: INT8 again finds nothing to quantize (its weights feed Cast/Dequantize nodes, not
     MatMuls directly), so the candidate is ORT's graph optimizer on it."""
     facts = roles.facts
-    what = (f"{facts.integer_weights} weights of 8 bits or fewer" if facts.integer_weights
-            else "quantized ops (" + ", ".join(op for op in QUANTIZED_OPS if facts.has_ops(op)) + ")")
-    return [StageDraft("optimized", "graph_optimization", {"model": "inputs.model"}, {"level": "extended"},
-                       [f"the model is quantized already ({what}): INT8 again would quantize nothing,",
-                        "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is"])], \
-        ["inputs.model", "optimized.model"]
+    what = (
+        f"{facts.integer_weights} weights of 8 bits or fewer"
+        if facts.integer_weights
+        else "quantized ops (" + ", ".join(op for op in QUANTIZED_OPS if facts.has_ops(op)) + ")"
+    )
+    return [
+        StageDraft(
+            "optimized",
+            "graph_optimization",
+            {"model": "inputs.model"},
+            {"level": "extended"},
+            [
+                f"the model is quantized already ({what}): INT8 again would quantize nothing,",
+                "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is",
+            ],
+        )
+    ], ["inputs.model", "optimized.model"]
 
 
-DROPPED_NOTE = ["optional: a candidate that fails its sanity check on your data is dropped from the choice, not the end",
-                "of the run (the run table says why; `pick` chooses among the rest)"]
+DROPPED_NOTE = [
+    "optional: a candidate that fails its sanity check on your data is dropped from the choice, not the end",
+    "of the run (the run table says why; `pick` chooses among the rest)",
+]
 
 
 def _candidates_optional(stages: list[StageDraft], candidates: list[str]) -> None:
@@ -258,7 +439,9 @@ def _candidates_optional(stages: list[StageDraft], candidates: list[str]) -> Non
             stage.comments += DROPPED_NOTE
 
 
-def propose_stages(roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None) -> Proposal:
+def propose_stages(
+    roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None
+) -> Proposal:
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
     elif network_in_branches(roles.facts):

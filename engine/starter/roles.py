@@ -90,7 +90,9 @@ _STATE_NAME = re.compile(r"(^|_)(state|h|c|hidden|cell|past|h0|c0)(_|$|\d)|state
 _MASK_NAME = re.compile(r"mask", re.IGNORECASE)
 _SCORES_NAME = re.compile(r"logit|score|prob|class|cls|label|pred", re.IGNORECASE)
 _EMBEDDING_NAME = re.compile(r"embed|pool|sentence|feature|hidden|vector|encod", re.IGNORECASE)
-MATMUL_HEAVY = 0.5  # the share of the weights MatMul/Gemm must hold for dynamic INT8 to be worth a candidate
+MATMUL_HEAVY = (
+    0.5  # the share of the weights MatMul/Gemm must hold for dynamic INT8 to be worth a candidate
+)
 
 
 def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
@@ -103,11 +105,20 @@ def _input_role(fact: TensorFact, batch_dim: str | int | None) -> InputRole:
         return InputRole.TOKEN_TYPES
     if fact.is_integer and fact.rank == 2 and ("ids" in name or "token" in name):
         return InputRole.TOKEN_IDS
-    if fact.is_float and _STATE_NAME.search(name) and fact.rank == 3 and _leading_axis_fixed(fact, batch_dim):
+    if (
+        fact.is_float
+        and _STATE_NAME.search(name)
+        and fact.rank == 3
+        and _leading_axis_fixed(fact, batch_dim)
+    ):
         return InputRole.STATE
     if fact.is_float and fact.rank == 4 and (fact.shape[1] in (1, 3) or fact.shape[3] in (1, 3)):
         return InputRole.IMAGE
-    if fact.is_float and fact.rank == 2 and ("input" in name or "audio" in name or "wav" in name or "signal" in name):
+    if (
+        fact.is_float
+        and fact.rank == 2
+        and ("input" in name or "audio" in name or "wav" in name or "signal" in name)
+    ):
         return InputRole.AUDIO
     return InputRole.FEATURES
 
@@ -123,20 +134,31 @@ def _batch_axis(fact: TensorFact, batch_dim: str | int | None, role: InputRole) 
         return None
     if isinstance(batch_dim, str) and batch_dim in fact.shape:
         return fact.shape.index(batch_dim)
-    if role == InputRole.STATE and fact.symbolic_axes():  # [layers, ?, hidden]: the unnamed axis is the batch
+    if (
+        role == InputRole.STATE and fact.symbolic_axes()
+    ):  # [layers, ?, hidden]: the unnamed axis is the batch
         return fact.symbolic_axes()[0]
     return 0
 
 
-def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts) -> tuple[OutputMeaning, str]:
+def _output_meaning(
+    fact: TensorFact, roles: list[InputRole], facts: ModelFacts
+) -> tuple[OutputMeaning, str]:
     name = fact.name.lower()
     if fact.is_integer:
         return OutputMeaning.LABELS, ""
-    if InputRole.STATE in roles and ("state" in name or (name.endswith(("n", "_out")) and fact.rank == 3)):
+    if InputRole.STATE in roles and (
+        "state" in name or (name.endswith(("n", "_out")) and fact.rank == 3)
+    ):
         return OutputMeaning.STATE, ""
     if _is_detection_head(fact):
         return OutputMeaning.DETECTIONS, "one small fixed axis beside a long one, as a YOLO head"
-    if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1 and _SCORES_NAME.search(name):
+    if (
+        fact.rank == 2
+        and isinstance(fact.shape[1], int)
+        and fact.shape[1] > 1
+        and _SCORES_NAME.search(name)
+    ):
         return OutputMeaning.CLASS_SCORES, f"named '{fact.name}', {fact.shape[1]} values a sample"
     if InputRole.TOKEN_IDS in roles:
         return (OutputMeaning.TOKEN_EMBEDDINGS if fact.rank == 3 else OutputMeaning.EMBEDDING), ""
@@ -145,19 +167,43 @@ def _output_meaning(fact: TensorFact, roles: list[InputRole], facts: ModelFacts)
     if fact.rank == 2 and isinstance(fact.shape[1], int) and fact.shape[1] > 1:
         if _EMBEDDING_NAME.search(name):
             return OutputMeaning.EMBEDDING, f"named '{fact.name}'"
-        if facts.has_ops("Softmax", "Exp", "Sigmoid", "ArgMax"):  # a head that turns scores into probabilities
-            return OutputMeaning.CLASS_SCORES, "the graph turns scores into probabilities (Softmax, Sigmoid or ArgMax)"
-        return OutputMeaning.EMBEDDING, "neither a class-score name nor a Softmax/Sigmoid/ArgMax in the graph"
+        if facts.has_ops(
+            "Softmax", "Exp", "Sigmoid", "ArgMax"
+        ):  # a head that turns scores into probabilities
+            return (
+                OutputMeaning.CLASS_SCORES,
+                "the graph turns scores into probabilities (Softmax, Sigmoid or ArgMax)",
+            )
+        return (
+            OutputMeaning.EMBEDDING,
+            "neither a class-score name nor a Softmax/Sigmoid/ArgMax in the graph",
+        )
     return _by_rank(fact, name, facts)
 
 
 def _by_rank(fact: TensorFact, name: str, facts: ModelFacts) -> tuple[OutputMeaning, str]:
     """Outputs that are neither [batch, N] nor a detection head: one value a sample, a sequence of scores, a map."""
-    if fact.rank == 1 and ("prob" in name or facts.has_ops("Sigmoid")):  # one value a sample: no cosine to take
-        return OutputMeaning.PROBABILITY, f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability"
-    if fact.rank == 3 and isinstance(fact.shape[2], int) and fact.shape[2] > 1 and facts.has_ops("Softmax", "LogSoftmax"):
-        return OutputMeaning.CLASS_SCORES, f"a sequence of {fact.shape[2]} class scores a position after a Softmax (a recogniser)"
-    if fact.rank == 4 and 1 not in (fact.shape[2], fact.shape[3]):  # [N, C, 1, 1], [N, 1, 1, 96]: pooled values, no map
+    if fact.rank == 1 and (
+        "prob" in name or facts.has_ops("Sigmoid")
+    ):  # one value a sample: no cosine to take
+        return (
+            OutputMeaning.PROBABILITY,
+            f"one value a sample, {'named' if 'prob' in name else 'after a Sigmoid'} as a probability",
+        )
+    if (
+        fact.rank == 3
+        and isinstance(fact.shape[2], int)
+        and fact.shape[2] > 1
+        and facts.has_ops("Softmax", "LogSoftmax")
+    ):
+        return (
+            OutputMeaning.CLASS_SCORES,
+            f"a sequence of {fact.shape[2]} class scores a position after a Softmax (a recogniser)",
+        )
+    if fact.rank == 4 and 1 not in (
+        fact.shape[2],
+        fact.shape[3],
+    ):  # [N, C, 1, 1], [N, 1, 1, 96]: pooled values, no map
         return OutputMeaning.MAP, ""
     return OutputMeaning.OTHER, ""
 
@@ -174,8 +220,10 @@ def _is_detection_head(fact: TensorFact) -> bool:
 
 
 def _weights(facts: ModelFacts) -> str:
-    return (f"MatMul/Gemm hold {facts.weight_share('MatMul', 'Gemm'):.0%} of its weights, "
-            f"Conv {facts.weight_share('Conv', 'ConvTranspose'):.0%}")
+    return (
+        f"MatMul/Gemm hold {facts.weight_share('MatMul', 'Gemm'):.0%} of its weights, "
+        f"Conv {facts.weight_share('Conv', 'ConvTranspose'):.0%}"
+    )
 
 
 def _image_kind(facts: ModelFacts, image: InputInfo) -> tuple[ModelKind, str] | None:
@@ -191,21 +239,36 @@ def _image_kind(facts: ModelFacts, image: InputInfo) -> tuple[ModelKind, str] | 
     return None
 
 
-def _kind(facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo]) -> tuple[ModelKind, str]:
+def _kind(
+    facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo]
+) -> tuple[ModelKind, str]:
     roles = {i.role for i in inputs}
     if InputRole.TOKEN_IDS in roles and facts.has_ops("MatMul", "Attention", "Gemm"):
-        return ModelKind.TRANSFORMER, f"it takes token ids and has {facts.count('MatMul', 'Attention', 'Gemm')} MatMul/Gemm/Attention"
+        return (
+            ModelKind.TRANSFORMER,
+            f"it takes token ids and has {facts.count('MatMul', 'Attention', 'Gemm')} MatMul/Gemm/Attention",
+        )
     states = [i.fact.name for i in inputs if i.role == InputRole.STATE]
     if states:
-        return ModelKind.STREAMING, f"input '{states[0]}' looks like a recurrent state (a state name, rank 3, batch not first)"
+        return (
+            ModelKind.STREAMING,
+            f"input '{states[0]}' looks like a recurrent state (a state name, rank 3, batch not first)",
+        )
     detections = [o.fact.name for o in outputs if o.meaning == OutputMeaning.DETECTIONS]
     if detections:
-        return ModelKind.DETECTOR, f"output '{detections[0]}' is shaped like a YOLO head [batch, 4 + classes, anchors]"
+        return (
+            ModelKind.DETECTOR,
+            f"output '{detections[0]}' is shaped like a YOLO head [batch, 4 + classes, anchors]",
+        )
     image = next((i for i in inputs if i.role == InputRole.IMAGE), None)
     found = _image_kind(facts, image) if image is not None else None
     if found is not None:
         return found
-    labelled = [o.fact.name for o in outputs if o.meaning in (OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS)]
+    labelled = [
+        o.fact.name
+        for o in outputs
+        if o.meaning in (OutputMeaning.CLASS_SCORES, OutputMeaning.LABELS)
+    ]
     if labelled:
         return ModelKind.CLASSIFIER, f"output '{labelled[0]}' holds class scores or labels"
     return ModelKind.OTHER, "nothing in its inputs, outputs or ops matched a kind init knows"
@@ -213,7 +276,11 @@ def _kind(facts: ModelFacts, inputs: list[InputInfo], outputs: list[OutputInfo])
 
 def read_roles(facts: ModelFacts) -> ModelRoles:
     first = next((f for f in facts.inputs if not f.is_scalar), None)
-    batch_dim = first.shape[0] if first is not None and first.shape and isinstance(first.shape[0], str) else None
+    batch_dim = (
+        first.shape[0]
+        if first is not None and first.shape and isinstance(first.shape[0], str)
+        else None
+    )
     inputs = []
     for fact in facts.inputs:
         role = _input_role(fact, batch_dim)

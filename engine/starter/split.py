@@ -10,9 +10,21 @@ from pathlib import Path
 
 from ortflow.engine.errors import OrtflowError
 
-HELD_OUT_MOST = 16  # samples the accuracy check uses (validate_accuracy's `samples` in init's recipes)
-HELD_OUT_LEAST = 4  # below this many held-out samples a split says too little: the data is shared, and said so
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")  # the images loader's
+HELD_OUT_MOST = (
+    16  # samples the accuracy check uses (validate_accuracy's `samples` in init's recipes)
+)
+HELD_OUT_LEAST = (
+    4  # below this many held-out samples a split says too little: the data is shared, and said so
+)
+IMAGE_EXTENSIONS = (
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".bmp",
+    ".webp",
+    ".tif",
+    ".tiff",
+)  # the images loader's
 
 
 @dataclass(frozen=True)
@@ -25,10 +37,14 @@ class Split:
 
     def note(self, source: str) -> str:
         if not self.held_out:
-            return (f"{source} holds {self.total} samples, too few to split: the accuracy check reuses the calibration "
-                    f"samples (its verdict says so); give at least {2 * HELD_OUT_LEAST} for a held-out check")
-        return (f"the first {self.calibration} of {source}'s {self.total} samples calibrate (limit), the last "
-                f"{self.held_out} check accuracy (skip): a verdict on samples the quantizer never saw")
+            return (
+                f"{source} holds {self.total} samples, too few to split: the accuracy check reuses the calibration "
+                f"samples (its verdict says so); give at least {2 * HELD_OUT_LEAST} for a held-out check"
+            )
+        return (
+            f"the first {self.calibration} of {source}'s {self.total} samples calibrate (limit), the last "
+            f"{self.held_out} check accuracy (skip): a verdict on samples the quantizer never saw"
+        )
 
 
 def split(total: int) -> Split:
@@ -58,5 +74,7 @@ def _npz_rows(path: Path) -> int:
             read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             shape = read(member)[0]
     except (OSError, zipfile.BadZipFile, IndexError, ValueError) as exc:
-        raise OrtflowError(f"--data {path}: not a readable .npz of arrays ({exc}) — give an .npz saved by numpy.savez") from exc
+        raise OrtflowError(
+            f"--data {path}: not a readable .npz of arrays ({exc}) — give an .npz saved by numpy.savez"
+        ) from exc
     return int(shape[0]) if shape else 1

@@ -19,15 +19,26 @@ from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
 from ortflow.engine.params import fill_defaults, schema_problems
 from ortflow.engine.registry import DATASETS, installed
-from ortflow.engine.starter.data import DataKind, DatasetChoice, SizeGuess, flow, image_axes, resolved_shape
+from ortflow.engine.starter.data import (
+    DataKind,
+    DatasetChoice,
+    SizeGuess,
+    flow,
+    image_axes,
+    resolved_shape,
+)
 from ortflow.engine.starter.roles import InputRole, ModelRoles
 
-MAX_TRIALS = 12  # runs after the first: a model whose single run is slow is fine, a loop over it is not
+MAX_TRIALS = (
+    12  # runs after the first: a model whose single run is slow is fine, a loop over it is not
+)
 IMAGE_SIDES = (48, 32, 64, 224)  # tried for an open image axis before 1
 TIME_BUDGET_S = 60.0  # seconds of further tries once the proposed feeds failed
 
 
-_SOURCE_PREFIX = re.compile(r"^\S+\.(?:h|cc|cpp):\d+ (?:[\w:~]+(?:\([^)]*\))? )?")  # ORT's `file.h:91 Class::fn(args) `
+_SOURCE_PREFIX = re.compile(
+    r"^\S+\.(?:h|cc|cpp):\d+ (?:[\w:~]+(?:\([^)]*\))? )?"
+)  # ORT's `file.h:91 Class::fn(args) `
 
 
 def _innermost(message: str) -> str:
@@ -54,11 +65,15 @@ class Trial:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self.model, self.folder = model, folder
         try:
-            self.session = ort.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+            self.session = ort.InferenceSession(
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
+            )
         except ort_errors() as exc:
-            raise OrtflowError(f"{model.name}: ONNX Runtime (CPU) cannot load the model, so init cannot check the recipe it "
-                               f"would write: {_innermost(first_line(exc))} — check the file (re-export it), or write the "
-                               "recipe by hand") from exc
+            raise OrtflowError(
+                f"{model.name}: ONNX Runtime (CPU) cannot load the model, so init cannot check the recipe it "
+                f"would write: {_innermost(first_line(exc))} — check the file (re-export it), or write the "
+                "recipe by hand"
+            ) from exc
         self.inputs = model_inputs(model)
 
     def dataset(self, choice: DatasetChoice) -> Dataset:
@@ -67,12 +82,22 @@ class Trial:
         loader_cls = installed(DATASETS).get(choice.loader)
         params = yaml.safe_load(flow(choice.params))
         problems = schema_problems(params, loader_cls.params_schema)
-        if problems:  # init built parameters its own loader refuses: a bug, said with what was wrong
-            raise OrtflowError(f"engine init wrote {choice.loader} parameters the loader refuses: {'; '.join(problems)}")
+        if (
+            problems
+        ):  # init built parameters its own loader refuses: a bug, said with what was wrong
+            raise OrtflowError(
+                f"engine init wrote {choice.loader} parameters the loader refuses: {'; '.join(problems)}"
+            )
         for name in loader_cls.file_params:
             if isinstance(params.get(name), str):
                 params[name] = self.folder / params[name]
-        return Dataset("calibration", loader_cls(), fill_defaults(params, loader_cls.params_schema), "", "engine init's trial run")
+        return Dataset(
+            "calibration",
+            loader_cls(),
+            fill_defaults(params, loader_cls.params_schema),
+            "",
+            "engine init's trial run",
+        )
 
     def run(self, choice: DatasetChoice) -> Attempt:
         try:
@@ -87,14 +112,24 @@ class Trial:
         return Attempt(shapes, None)
 
 
-def _alternatives(roles: ModelRoles, guesses: dict[str, SizeGuess], guess: SizeGuess) -> list[tuple[int, str]]:
+def _alternatives(
+    roles: ModelRoles, guesses: dict[str, SizeGuess], guess: SizeGuess
+) -> list[tuple[int, str]]:
     """Other sizes worth a try for one guess, each with why: 1; the same axis's size in another input; the
     batch another input declares or was given."""
     found: list[tuple[int, str]] = []
     mine = {name for name, _ in guess.axes}
-    spatial = {(i.fact.name, axis) for i in roles.inputs if i.role == InputRole.IMAGE for axis in image_axes(i)}
+    spatial = {
+        (i.fact.name, axis)
+        for i in roles.inputs
+        if i.role == InputRole.IMAGE
+        for axis in image_axes(i)
+    }
     if spatial & set(guess.axes):
-        found += [(side, "a common image side (text-line recognizers take 48 or 32 high)") for side in IMAGE_SIDES]
+        found += [
+            (side, "a common image side (text-line recognizers take 48 or 32 high)")
+            for side in IMAGE_SIDES
+        ]
     found.append((1, "the smallest size"))
     for name, axis in guess.axes:
         for info in roles.inputs:
@@ -114,8 +149,12 @@ def _alternatives(roles: ModelRoles, guesses: dict[str, SizeGuess], guess: SizeG
     return unique
 
 
-def seen_running(roles: ModelRoles, choice: DatasetChoice, folder: Path,
-                 rebuild: Callable[[dict[str, int]], DatasetChoice]) -> DatasetChoice:
+def seen_running(
+    roles: ModelRoles,
+    choice: DatasetChoice,
+    folder: Path,
+    rebuild: Callable[[dict[str, int]], DatasetChoice],
+) -> DatasetChoice:
     """`choice` once the float model has run on its first feed, or a random choice with other sizes that
     ran (`rebuild` makes one from {guess key: size}); OrtflowError when nothing ran."""
     trial = Trial(roles.facts.path, folder)
@@ -123,9 +162,11 @@ def seen_running(roles: ModelRoles, choice: DatasetChoice, folder: Path,
     if first.error is None:
         return choice
     if choice.kind != DataKind.RANDOM:
-        raise OrtflowError(f"{roles.facts.path.name} does not run on the first sample of --data ({_shapes(first.shapes)}): "
-                           f"{first.error} — give data shaped as the model takes it (its inputs: "
-                           f"{', '.join(i.fact.describe() for i in roles.inputs)})")
+        raise OrtflowError(
+            f"{roles.facts.path.name} does not run on the first sample of --data ({_shapes(first.shapes)}): "
+            f"{first.error} — give data shaped as the model takes it (its inputs: "
+            f"{', '.join(i.fact.describe() for i in roles.inputs)})"
+        )
     attempts, started = [first], time.monotonic()
     batch_axes = {(i.fact.name, i.batch_axis) for i in roles.inputs}
     for key, guess in choice.guesses.items():
@@ -142,11 +183,17 @@ def seen_running(roles: ModelRoles, choice: DatasetChoice, folder: Path,
     raise _refuse(roles, attempts)
 
 
-def _ran(candidate: DatasetChoice, guess: SizeGuess, size: int, why: str, first: Attempt) -> DatasetChoice:
+def _ran(
+    candidate: DatasetChoice, guess: SizeGuess, size: int, why: str, first: Attempt
+) -> DatasetChoice:
     where = guess.key if guess.named else guess.key.replace(" axis ", "'s axis ")
-    note = (f"{where} = {size} ({why}): the first guess, {guess.size}, failed in ONNX Runtime ({first.error}); "
-            f"with {size} the float model ran")
-    return replace(candidate, comments=[*candidate.comments, note], remarks=[*candidate.remarks, note])
+    note = (
+        f"{where} = {size} ({why}): the first guess, {guess.size}, failed in ONNX Runtime ({first.error}); "
+        f"with {size} the float model ran"
+    )
+    return replace(
+        candidate, comments=[*candidate.comments, note], remarks=[*candidate.remarks, note]
+    )
 
 
 def _shapes(shapes: dict[str, Any]) -> str:
@@ -161,7 +208,11 @@ def _refuse(roles: ModelRoles, attempts: list[Attempt]) -> OrtflowError:
             shape = attempt.shapes.get(info.fact.name)
             if shape is not None and shape not in tried.setdefault(info.fact.name, []):
                 tried[info.fact.name].append(shape)
-    said = "; ".join(f"{name} {' / '.join(map(str, shapes))}" for name, shapes in tried.items()) or _shapes(attempts[0].shapes)
-    return OrtflowError(f"{roles.facts.path.name} runs on none of the random feeds init can shape (tried {said}): "
-                       f"{attempts[0].error} — give real feeds with --data FILE.npz (one array per input: "
-                       f"{', '.join(i.fact.describe() for i in roles.inputs)})")
+    said = "; ".join(
+        f"{name} {' / '.join(map(str, shapes))}" for name, shapes in tried.items()
+    ) or _shapes(attempts[0].shapes)
+    return OrtflowError(
+        f"{roles.facts.path.name} runs on none of the random feeds init can shape (tried {said}): "
+        f"{attempts[0].error} — give real feeds with --data FILE.npz (one array per input: "
+        f"{', '.join(i.fact.describe() for i in roles.inputs)})"
+    )

@@ -33,7 +33,9 @@ from ortflow.engine.store.atomic import ProcessMutex, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
 
-READ_ONLY = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH  # objects and records are never changed in place
+READ_ONLY = (
+    stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+)  # objects and records are never changed in place
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,9 @@ class ArtifactStore:
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
-        return self.adopt(path, hash_tree(path) if path.is_dir() else hash_file(path), trusted=False)
+        return self.adopt(
+            path, hash_tree(path) if path.is_dir() else hash_file(path), trusted=False
+        )
 
     def adopt(self, path: Path, digest: str, trusted: bool = True) -> str:
         """add() for a file or folder whose digest the caller has just computed from its bytes (a download
@@ -174,7 +178,9 @@ class ArtifactStore:
     @contextmanager
     def workdir(self, label: str) -> Iterator[Path]:
         """A private folder under tmp/, held by a mutex while in use and removed afterwards."""
-        label = re.sub(r"[^A-Za-z0-9_.=,\[\]-]", "_", label)[:100]  # a matrix value may hold any character
+        label = re.sub(r"[^A-Za-z0-9_.=,\[\]-]", "_", label)[
+            :100
+        ]  # a matrix value may hold any character
         while True:
             name = f"{label}-{uuid.uuid4().hex[:16]}"
             mutex = ProcessMutex(self.tmp / f"{name}.lock")
@@ -184,7 +190,9 @@ class ArtifactStore:
             mutex.release()
         path = self.tmp / name
         try:
-            path.mkdir(mode=0o700)  # a running stage's files: nobody else may change them before they are hashed
+            path.mkdir(
+                mode=0o700
+            )  # a running stage's files: nobody else may change them before they are hashed
             yield path
         finally:
             _remove(path)
@@ -205,7 +213,9 @@ class ArtifactStore:
                     removed += 1
             finally:
                 mutex.release()
-        for entry in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
+        for (
+            entry
+        ) in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
             if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
                 _remove(entry)
         atomic.remove_stale_staging(self.tmp)
@@ -229,29 +239,48 @@ class ArtifactStore:
                 damage.append(Damage("object", digest, f"content hashes to {actual}"))
         broken = {d.name for d in damage}
         for key, record in self.iter_runs():
-            problem = record_problem(key, record, lambda d: d not in broken and self.object_path(d).exists())
-            differs = lock_disagreement(output_digests(record), locked[key][1]) if problem is None and key in (locked or {}) else None
+            problem = record_problem(
+                key, record, lambda d: d not in broken and self.object_path(d).exists()
+            )
+            differs = (
+                lock_disagreement(output_digests(record), locked[key][1])
+                if problem is None and key in (locked or {})
+                else None
+            )
             if differs:
-                problem = f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock " \
-                          f"file records {differs[2]}"
+                problem = (
+                    f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock "
+                    f"file records {differs[2]}"
+                )
             if problem:
                 damage.append(Damage("run", key, problem))
         return damage
 
     def remove_damaged(self, damage: list[Damage]) -> None:
         for item in damage:
-            _remove(self.object_path(item.name) if item.what == "object" else self.run_path(item.name))
+            _remove(
+                self.object_path(item.name) if item.what == "object" else self.run_path(item.name)
+            )
 
-    def gc(self, keep_keys: set[str], keep_digests: set[str], dry_run: bool = False,
-           keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False) -> Collected:
+    def gc(
+        self,
+        keep_keys: set[str],
+        keep_digests: set[str],
+        dry_run: bool = False,
+        keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False,
+    ) -> Collected:
         """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
         references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
         exclusive = ProcessMutex(self.root / "store.lock")
         if not exclusive.acquire(blocking=False):
-            raise StoreError(f"{self.root} is in use by a running `engine run` — run gc when it has finished")
+            raise StoreError(
+                f"{self.root} is in use by a running `engine run` — run gc when it has finished"
+            )
         try:
             records = dict(self.iter_runs())
-            wanted = set(keep_keys) | {key for key, record in records.items() if record is not None and keep(key, record)}
+            wanted = set(keep_keys) | {
+                key for key, record in records.items() if record is not None and keep(key, record)
+            }
             collected = self._collectable(wanted, keep_digests, records)
             if not dry_run:
                 self._remove_collected(collected)
@@ -259,8 +288,9 @@ class ArtifactStore:
         finally:
             exclusive.release()
 
-    def _collectable(self, keep_keys: set[str], keep_digests: set[str],
-                     records: dict[str, JsonObject | None]) -> Collected:
+    def _collectable(
+        self, keep_keys: set[str], keep_digests: set[str], records: dict[str, JsonObject | None]
+    ) -> Collected:
         live = set(keep_digests)
         keep = set(keep_keys)
         pending = [k for k in keep_keys if records.get(k)]
@@ -275,7 +305,11 @@ class ArtifactStore:
                 live.update(out["digest"] for out in record.get("outputs", {}).values())
             else:
                 runs[key] = (record or {}).get("stage", "?")
-        objects = {digest: tree_size(self.object_path(digest)) for digest in self.iter_objects() if digest not in live}
+        objects = {
+            digest: tree_size(self.object_path(digest))
+            for digest in self.iter_objects()
+            if digest not in live
+        }
         return Collected(runs, objects)
 
     def _remove_collected(self, collected: Collected) -> None:
@@ -284,7 +318,10 @@ class ArtifactStore:
         for digest in collected.objects:
             _remove(self.object_path(digest))
         self.remove_stale_tmp()
-        for disposable in (self.root / "recipes", self.mutexes):  # no key mutex is held: no run is active
+        for disposable in (
+            self.root / "recipes",
+            self.mutexes,
+        ):  # no key mutex is held: no run is active
             shutil.rmtree(disposable, ignore_errors=True)
             store_folder(disposable)
 
@@ -292,19 +329,27 @@ class ArtifactStore:
         return tree_size(self.objects)
 
 
-def open_store(root: Path | str, make: Callable[[Path], ArtifactStore] = ArtifactStore) -> ArtifactStore:
+def open_store(
+    root: Path | str, make: Callable[[Path], ArtifactStore] = ArtifactStore
+) -> ArtifactStore:
     """The store at `root` (a folder, or a file: URL); `make` builds it (a SharedStore that reads through to a remote)."""
     text = str(root)
     if text.startswith("file:"):
         root = Path(re.sub(r"^file:/*", "/", text))
-    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:/", text):  # s3://b/x (or s3:/b/x, once argparse made it a Path)
-        raise StoreError(f"the cache must be a folder; object-store URLs ({text.split(':')[0]}://) are not supported "
-                         "yet — mount the bucket (s3fs, gcsfuse) and give the mounted path")
+    elif re.match(
+        r"^[A-Za-z][A-Za-z0-9+.-]+:/", text
+    ):  # s3://b/x (or s3:/b/x, once argparse made it a Path)
+        raise StoreError(
+            f"the cache must be a folder; object-store URLs ({text.split(':')[0]}://) are not supported "
+            "yet — mount the bucket (s3fs, gcsfuse) and give the mounted path"
+        )
     root = Path(root)
     try:
         return make(root)
     except OSError as exc:
-        raise StoreError(f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder") from None
+        raise StoreError(
+            f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder"
+        ) from None
 
 
 def _link_or_copy(source: Path | str, dest: Path | str) -> None:

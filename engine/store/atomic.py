@@ -24,7 +24,9 @@ STAGING_SUFFIX = ".ortflow-tmp"
 def staging_path(dest: Path) -> Path:
     """A hidden sibling of `dest` (same file system, so the final rename is atomic), named after this host and
     process so that a later run can tell a killed writer's leftover from a live writer's file."""
-    return dest.with_name(f".{dest.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}{STAGING_SUFFIX}")
+    return dest.with_name(
+        f".{dest.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}{STAGING_SUFFIX}"
+    )
 
 
 _HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]

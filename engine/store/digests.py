@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from ortflow.engine.environment import facts
 from ortflow.engine.errors import OrtflowError
-from ortflow.engine.ort.onnx_model import ExternalDataOutside, NotAnOnnxModel, check_data_location, external_data_files
+from ortflow.engine.ort.onnx_model import (
+    ExternalDataOutside,
+    NotAnOnnxModel,
+    check_data_location,
+    external_data_files,
+)
 from ortflow.engine.store.hashing import HashCache, hash_bytes
 from ortflow.engine.store.keys import canonical_json
 
@@ -28,32 +33,46 @@ def input_digest(path: Path, hashes: HashCache) -> str:
             return "[]"
         try:
             return json.dumps(external_data_files(path))
-        except NotAnOnnxModel:  # decided by the bytes alone, so safe to remember: the stage reading it says so
+        except (
+            NotAnOnnxModel
+        ):  # decided by the bytes alone, so safe to remember: the stage reading it says so
             return "[]"
 
     try:
         external = json.loads(hashes.derived(f"onnx-external-data:{digest}", locations))
-        for name in external:  # again on every call: a symbolic link beside the model may have changed
+        for (
+            name
+        ) in external:  # again on every call: a symbolic link beside the model may have changed
             check_data_location(path, name)
-    except ExternalDataOutside as exc:  # where a model enters ortflow: nothing outside its folder is read
+    except (
+        ExternalDataOutside
+    ) as exc:  # where a model enters ortflow: nothing outside its folder is read
         raise OrtflowError(f"input model {path}: {exc}") from None
     if not external:
         return digest
     missing = [name for name in external if not (path.parent / name).exists()]
     if missing:  # ORT would only say "External data path validation failed" once a stage loads it
-        raise OrtflowError(f"input model {path}: its weights are stored in {', '.join(missing)}, which is not in "
-                           f"{path.parent} — put the data file(s) beside the model, or re-save it as one file")
+        raise OrtflowError(
+            f"input model {path}: its weights are stored in {', '.join(missing)}, which is not in "
+            f"{path.parent} — put the data file(s) beside the model, or re-save it as one file"
+        )
     parts = {name: hashes.hash_path(path.parent / name) for name in external}
     return hash_bytes(canonical_json({"model": digest, "external_data": parts}).encode())
 
 
-def content_digest(loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: HashCache) -> str:
+def content_digest(
+    loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: HashCache
+) -> str:
     """A dataset's identity: loader type and version, parameters, its files by content (never by path),
     and the library versions it declares (a new tokenizer release may tokenize differently)."""
     files = set(loader_cls.file_params)
     hashed = {k: hashes.hash_path(v) if k in files else v for k, v in params.items()}
-    identity = {"loader": loader_cls.type, "version": loader_cls.version, "params": hashed,
-                "env": facts(tuple(loader_cls().env_facts()))}
+    identity = {
+        "loader": loader_cls.type,
+        "version": loader_cls.version,
+        "params": hashed,
+        "env": facts(tuple(loader_cls().env_facts())),
+    }
     return hash_bytes(canonical_json(identity).encode())
 
 

@@ -64,8 +64,10 @@ class HashCache:
         conn = sqlite3.connect(self._db_path, timeout=60, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
-                         " ctime_ns INTEGER, size INTEGER, digest TEXT)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, mtime_ns INTEGER,"
+                " ctime_ns INTEGER, size INTEGER, digest TEXT)"
+            )
             conn.execute("CREATE TABLE IF NOT EXISTS derived (key TEXT PRIMARY KEY, value TEXT)")
         except sqlite3.DatabaseError:
             conn.close()
@@ -74,8 +76,11 @@ class HashCache:
 
     def _rebuild(self, exc: sqlite3.DatabaseError) -> None:
         """The table only remembers hashes, so a damaged one is started afresh (everything is re-hashed once)."""
-        logging.getLogger("ortflow").warning("%s was damaged (%s); it only remembers file hashes, so it was "
-                                             "started afresh", self._db_path, exc)
+        logging.getLogger("ortflow").warning(
+            "%s was damaged (%s); it only remembers file hashes, so it was started afresh",
+            self._db_path,
+            exc,
+        )
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self._db_path}{suffix}").unlink(missing_ok=True)
 
@@ -84,7 +89,9 @@ class HashCache:
             return self._conn().execute(sql, args)
         except sqlite3.OperationalError:
             raise  # busy or locked: the timeout already waited, and the file is not damaged
-        except sqlite3.DatabaseError as exc:  # damaged after it was opened ("malformed", "not a database")
+        except (
+            sqlite3.DatabaseError
+        ) as exc:  # damaged after it was opened ("malformed", "not a database")
             from filelock import FileLock
 
             self._local.conn.close()
@@ -111,18 +118,35 @@ class HashCache:
     def remember(self, path: Path, digest: str) -> None:
         """Record the digest of a file the caller has just hashed from its bytes (a download, checked)."""
         st = Path(path).stat()
-        self._execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                      (str(Path(path).resolve()), st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest))
+        self._execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                str(Path(path).resolve()),
+                st.st_ino,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_size,
+                digest,
+            ),
+        )
 
     def _hash_file(self, path: Path) -> str:
         st = path.stat()
-        if not stat.S_ISREG(st.st_mode):  # a device or FIFO swapped in after validation: reading never ends
-            raise OrtflowError(f"{path} is not a regular file (a device, FIFO or socket) — name a regular file")
+        if not stat.S_ISREG(
+            st.st_mode
+        ):  # a device or FIFO swapped in after validation: reading never ends
+            raise OrtflowError(
+                f"{path} is not a regular file (a device, FIFO or socket) — name a regular file"
+            )
         key = str(path.resolve())
-        row = self._execute("SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)).fetchone()
+        row = self._execute(
+            "SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)
+        ).fetchone()
         if row and tuple(row[:4]) == (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size):
             return row[4]
         digest = hash_file(path)
-        self._execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                      (key, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest))
+        self._execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            (key, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, digest),
+        )
         return digest

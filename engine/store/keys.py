@@ -11,7 +11,11 @@ __all__ = ["IDENTITY", "canonical_json", "portable_env", "stage_key"]
 
 
 def stage_key(
-    stage_type: str, stage_version: str, params: dict[str, Any], inputs: dict[str, Any], env: dict[str, str]
+    stage_type: str,
+    stage_version: str,
+    params: dict[str, Any],
+    inputs: dict[str, Any],
+    env: dict[str, str],
 ) -> str:
     """`inputs` maps each input name to a digest (or a list of digests); paths never enter the key."""
     return Identity(stage_type, stage_version, params, inputs, env).key

@@ -34,8 +34,14 @@ def record_problem(key: str, record: Any, object_intact: Callable[[str], bool]) 
     except (TypeError, ValueError):
         recomputed = None
     if recomputed != key:
-        return "its type, version, parameters, inputs or environment were changed after it was written"
-    problem = _signature_problem(record) or _outputs_problem(record.get("outputs")) or _schema_problem(record)
+        return (
+            "its type, version, parameters, inputs or environment were changed after it was written"
+        )
+    problem = (
+        _signature_problem(record)
+        or _outputs_problem(record.get("outputs"))
+        or _schema_problem(record)
+    )
     if problem:
         return problem
     for name, out in sorted(record["outputs"].items()):
@@ -74,7 +80,12 @@ def _outputs_problem(outputs: Any) -> str | None:
         if not isinstance(out, dict) or not DIGEST.match(str(out.get("digest", ""))):
             return f"output '{name}' does not name an object by its sha256"
         filename = out.get("filename")
-        if not isinstance(filename, str) or filename in ("", ".", "..") or "/" in filename or "\\" in filename:
+        if (
+            not isinstance(filename, str)
+            or filename in ("", ".", "..")
+            or "/" in filename
+            or "\\" in filename
+        ):
             return f"output '{name}' has the file name {filename!r}, which is not a plain file name"
     return None
 
@@ -85,12 +96,18 @@ def kinds_problem(outputs: dict[str, str], ports: dict[str, tuple[str, bool]]) -
         if name not in ports:
             return f"it names an output '{name}' that the stage type does not have"
         if kind != ports[name][0]:
-            return f"its output '{name}' is a {kind}, where the stage type writes a {ports[name][0]}"
-    missing = [name for name, (_, optional) in ports.items() if not optional and name not in outputs]
+            return (
+                f"its output '{name}' is a {kind}, where the stage type writes a {ports[name][0]}"
+            )
+    missing = [
+        name for name, (_, optional) in ports.items() if not optional and name not in outputs
+    ]
     return f"it lacks the output {', '.join(missing)}" if missing else None
 
 
-def lock_disagreement(served_digests: dict[str, str], locked: dict[str, str]) -> tuple[str, str, str] | None:
+def lock_disagreement(
+    served_digests: dict[str, str], locked: dict[str, str]
+) -> tuple[str, str, str] | None:
     """The first output whose object differs from what a lock file records for the same key:
     (port, the record's digest, the lock's digest)."""
     for port, digest in sorted(locked.items()):

@@ -27,9 +27,13 @@ from ortflow.engine.json_types import Json
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 
-INSTALL = {"s3": 's3fs: pip install "ortflow[s3]"', "gs": 'gcsfs: pip install "ortflow[gcs]"',
-           "gcs": 'gcsfs: pip install "ortflow[gcs]"', "az": 'adlfs: pip install "ortflow[azure]"',
-           "abfs": 'adlfs: pip install "ortflow[azure]"'}
+INSTALL = {
+    "s3": 's3fs: pip install "ortflow[s3]"',
+    "gs": 'gcsfs: pip install "ortflow[gcs]"',
+    "gcs": 'gcsfs: pip install "ortflow[gcs]"',
+    "az": 'adlfs: pip install "ortflow[azure]"',
+    "abfs": 'adlfs: pip install "ortflow[azure]"',
+}
 SECRET_WORDS = ("secret", "token", "password", "passwd", "key", "signature", "credential", "sig")
 Progress = Callable[[int], None]  # called with the bytes just transferred
 STREAMS = 10  # downloads at once (s3fs's own batch size for get is 10 per call too)
@@ -45,8 +49,10 @@ def redact(url: str) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(f"{k}=***" if any(w in k.lower() for w in SECRET_WORDS) else f"{k}={v}"
-                     for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+    query = "&".join(
+        f"{k}=***" if any(w in k.lower() for w in SECRET_WORDS) else f"{k}={v}"
+        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    )
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
@@ -75,8 +81,10 @@ class Remote:
     def failure(self, exc: BaseException) -> str:
         """A one-line error for a transfer that failed, without the URL's secrets."""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return (f"remote {self.shown}: {type(exc).__name__}: {_clean(text, self.url)} — check the URL, the bucket, the "
-                "endpoint (AWS_ENDPOINT_URL_S3 for an S3-compatible store) and the credentials")
+        return (
+            f"remote {self.shown}: {type(exc).__name__}: {_clean(text, self.url)} — check the URL, the bucket, the "
+            "endpoint (AWS_ENDPOINT_URL_S3 for an S3-compatible store) and the credentials"
+        )
 
     # -- names -------------------------------------------------------------------------------
 
@@ -151,7 +159,12 @@ class Remote:
             for name, value in values.items():
                 self.write_json(name, value)
         elif values:
-            self.fs.pipe({name: json.dumps(v, indent=2, sort_keys=True).encode("utf-8") for name, v in values.items()})
+            self.fs.pipe(
+                {
+                    name: json.dumps(v, indent=2, sort_keys=True).encode("utf-8")
+                    for name, v in values.items()
+                }
+            )
 
     def hash_of(self, name: str) -> str:
         """The sha256 of a remote file, streamed (nothing is kept)."""
@@ -173,13 +186,22 @@ class Remote:
 
             return sync(self.fs.loop, self._streamed, pairs, progress)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rehash") as hashing:
-            hashed: dict[Path, Future[str]] = {}  # each file hashed as soon as it lands, while others arrive
+            hashed: dict[
+                Path, Future[str]
+            ] = {}  # each file hashed as soon as it lands, while others arrive
 
             def landed(path: Path) -> None:
                 hashed.setdefault(path, hashing.submit(hash_file, path))
 
-            self.fs.get([r for r, _ in pairs], [str(p) for _, p in pairs], callback=_byte_counter(progress, landed))
-            return {path: hashed[path].result() if path in hashed else hash_file(path) for _, path in pairs}
+            self.fs.get(
+                [r for r, _ in pairs],
+                [str(p) for _, p in pairs],
+                callback=_byte_counter(progress, landed),
+            )
+            return {
+                path: hashed[path].result() if path in hashed else hash_file(path)
+                for _, path in pairs
+            }
 
     async def _streamed(self, pairs: list[tuple[str, Path]], progress: Progress) -> dict[Path, str]:
         """Concurrent streamed GETs, each hashed and written chunk by chunk (no second read of the file)."""
@@ -209,11 +231,15 @@ class Remote:
         if not pairs:
             return
         if self.atomic_put:
-            self.fs.put([str(p) for p, _ in pairs], [r for _, r in pairs], callback=_byte_counter(progress))
+            self.fs.put(
+                [str(p) for p, _ in pairs], [r for _, r in pairs], callback=_byte_counter(progress)
+            )
             return
         for path, name in pairs:
             staging = self._staging()
-            self.fs.put_file(str(path), staging, callback=_byte_counter(progress).branched(str(path), staging))
+            self.fs.put_file(
+                str(path), staging, callback=_byte_counter(progress).branched(str(path), staging)
+            )
             self._commit(staging, name)
 
     def write_json(self, name: str, value: Any) -> None:
@@ -241,10 +267,14 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
     try:
         import fsspec
     except ImportError:
-        raise StoreError(f'remotes need fsspec: pip install "ortflow[s3]" (remote {redact(url)})') from None
+        raise StoreError(
+            f'remotes need fsspec: pip install "ortflow[s3]" (remote {redact(url)})'
+        ) from None
     parts = urllib.parse.urlsplit(url)
     protocol = parts.scheme or "file"
-    if "@" in parts.netloc and protocol == "s3":  # s3://KEY:SECRET@bucket: discouraged, accepted, never shown
+    if (
+        "@" in parts.netloc and protocol == "s3"
+    ):  # s3://KEY:SECRET@bucket: discouraged, accepted, never shown
         user, host = parts.netloc.rsplit("@", 1)
         key, _, secret = user.partition(":")
         options.setdefault("key", urllib.parse.unquote(key))
@@ -256,8 +286,10 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
         need = INSTALL.get(protocol, f"the fsspec implementation of {protocol}://")
         raise StoreError(f"remote {redact(url)} needs {need}") from None
     except ValueError as exc:
-        raise StoreError(f"remote {redact(url)}: {_clean(str(exc), url)} — give a URL such as s3://bucket/prefix "
-                         "or file:///mnt/share/ortflow") from None
+        raise StoreError(
+            f"remote {redact(url)}: {_clean(str(exc), url)} — give a URL such as s3://bucket/prefix "
+            "or file:///mnt/share/ortflow"
+        ) from None
     local = "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,))
     if local:  # staging files of a killed push are removed once they are older than any write takes
         (Path(root) / "tmp").mkdir(parents=True, exist_ok=True)
@@ -281,7 +313,9 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
             super().__init__()
             self.destination = destination
 
-        def close(self) -> None:  # fsspec closes a file's callback once the file is written and closed
+        def close(
+            self,
+        ) -> None:  # fsspec closes a file's callback once the file is written and closed
             if self.destination:
                 landed(Path(self.destination))
 
@@ -303,4 +337,3 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
             pass  # the parent counts files; bytes come from the children
 
     return Parent()
-

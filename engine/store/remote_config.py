@@ -23,8 +23,10 @@ from ortflow.engine.store.remote import SECRET_WORDS, Remote, redact
 
 CONFIG_NAME = "ortflow.yaml"
 REMOTE_ENV = "ORTFLOW_REMOTE"
-CHAIN = ("use the library's standard chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE and "
-         "~/.aws/credentials (S3), gcloud auth (GCS), azure-identity (Azure)")
+CHAIN = (
+    "use the library's standard chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE and "
+    "~/.aws/credentials (S3), gcloud auth (GCS), azure-identity (Azure)"
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,10 @@ def remote_setting(cli_url: str | None, near: Path | None) -> RemoteSetting | No
 def required_remote(cli_url: str | None, near: Path | None) -> Remote:
     setting = remote_setting(cli_url, near)
     if setting is None:
-        raise StoreError(f"no remote: pass --remote URL (s3://bucket/prefix, file:///mnt/share), set ${REMOTE_ENV}, "
-                         f"or write `remote: URL` in {CONFIG_NAME} beside the recipe")
+        raise StoreError(
+            f"no remote: pass --remote URL (s3://bucket/prefix, file:///mnt/share), set ${REMOTE_ENV}, "
+            f"or write `remote: URL` in {CONFIG_NAME} beside the recipe"
+        )
     return setting.open()
 
 
@@ -69,20 +73,30 @@ def read_config(path: Path) -> RemoteSetting | None:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise StoreError(f"{path}: cannot be read as YAML ({type(exc).__name__}) — fix it or remove it") from None
+        raise StoreError(
+            f"{path}: cannot be read as YAML ({type(exc).__name__}) — fix it or remove it"
+        ) from None
     entry = data.get("remote") if isinstance(data, dict) else None
     if entry is None:
         return None
     if isinstance(entry, str):
         entry = {"url": entry}
-    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str) or not isinstance(entry.get("options", {}), dict):
-        raise StoreError(f"{path}: `remote` must be a URL, or a mapping with `url` and optional `options` — "
-                         "e.g. remote: {url: s3://bucket/prefix}")
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("url"), str)
+        or not isinstance(entry.get("options", {}), dict)
+    ):
+        raise StoreError(
+            f"{path}: `remote` must be a URL, or a mapping with `url` and optional `options` — "
+            "e.g. remote: {url: s3://bucket/prefix}"
+        )
     options = dict(entry.get("options") or {})
     secret = sorted(k for k in options if any(word in str(k).lower() for word in SECRET_WORDS))
     if secret or "@" in urllib.parse.urlsplit(entry["url"]).netloc:
         where = f"remote.options.{secret[0]}" if secret else "remote.url"
-        raise StoreError(f"{path}: {where}: credentials do not belong in a project file (it is committed) — {CHAIN}")
+        raise StoreError(
+            f"{path}: {where}: credentials do not belong in a project file (it is committed) — {CHAIN}"
+        )
     return RemoteSetting(entry["url"], str(path), options)
 
 

@@ -11,7 +11,9 @@ from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.transfer import manifest_problem
 
 
-def verify_remote(remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
+def verify_remote(
+    remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None
+) -> list[Damage]:
     listing = remote.listing()
     damage: list[Damage] = []
     for digest in sorted(listing.objects):
@@ -24,7 +26,9 @@ def verify_remote(remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] 
         problem = manifest_problem(digest, manifest)
         lacking = [] if problem else sorted(set(manifest.values()) - good)
         if problem or lacking:
-            damage.append(Damage("folder", digest, problem or f"its file {lacking[0]} is missing or damaged"))
+            damage.append(
+                Damage("folder", digest, problem or f"its file {lacking[0]} is missing or damaged")
+            )
         else:
             good.add(digest)
     for key in sorted(listing.runs):
@@ -34,14 +38,18 @@ def verify_remote(remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] 
     return damage
 
 
-def _run_problem(remote: Remote, key: str, good: set[str], locked: dict[str, tuple[str, dict[str, str]]]) -> str | None:
+def _run_problem(
+    remote: Remote, key: str, good: set[str], locked: dict[str, tuple[str, dict[str, str]]]
+) -> str | None:
     record: Any = remote.read_json(remote.run_name(key))
     problem = record_problem(key, record, good.__contains__)
     if problem is None and key in locked:
         differs = lock_disagreement(output_digests(record), locked[key][1])
         if differs:
-            return (f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock file "
-                    f"records {differs[2]}")
+            return (
+                f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock file "
+                f"records {differs[2]}"
+            )
     return problem
 
 

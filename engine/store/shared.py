@@ -16,11 +16,19 @@ from ortflow.engine.store.transfer import NoMeter, Tally, fetch_objects, fetch_r
 
 
 class SharedStore(ArtifactStore):
-    def __init__(self, root: Path, remote: Remote, say: Callable[[str], None] = lambda _m: None,
-                 warn: Callable[[str], None] = lambda _m: None):
+    def __init__(
+        self,
+        root: Path,
+        remote: Remote,
+        say: Callable[[str], None] = lambda _m: None,
+        warn: Callable[[str], None] = lambda _m: None,
+    ):
         super().__init__(root)
         self.remote = remote
-        self.say, self.warn = say, warn  # a line per stage pulled, or per problem (printed above the run's spinner)
+        self.say, self.warn = (
+            say,
+            warn,
+        )  # a line per stage pulled, or per problem (printed above the run's spinner)
         self._asked: set[str] = set()  # keys looked up remotely in this run: one request per key
         self._lock = threading.Lock()
 
@@ -35,13 +43,17 @@ class SharedStore(ArtifactStore):
         try:
             record, tally = fetch_run(self, self.remote, key, key[:12])
         except Exception as exc:  # noqa: BLE001 - boundary: remote store; unreachable or refusing, the stage builds here
-            self.warn(f"remote {self.remote.shown}: looking up {key[:12]} failed "
-                     f"({type(exc).__name__}: {_redacted(str(exc), self.remote)}); building it here")
+            self.warn(
+                f"remote {self.remote.shown}: looking up {key[:12]} failed "
+                f"({type(exc).__name__}: {_redacted(str(exc), self.remote)}); building it here"
+            )
             return None
         for problem in tally.problems:
             self.warn(f"{problem}; building it here")
         if record is not None:
-            self.say(f"pulled {record.get('stage', key[:12])} ({tally.bytes / 1e6:.1f} MB) from {self.remote.shown}")
+            self.say(
+                f"pulled {record.get('stage', key[:12])} ({tally.bytes / 1e6:.1f} MB) from {self.remote.shown}"
+            )
         return record
 
     def materialize(self, digest: str, dest: Path) -> None:
@@ -54,8 +66,11 @@ class SharedStore(ArtifactStore):
         tally = Tally()
         fetch_objects(self, self.remote, {digest}, NoMeter(), tally)
         if tally.problems or not self.object_intact(digest):
-            raise StoreError(tally.problems[0] if tally.problems else f"object {digest} is neither in {self.root} "
-                             f"nor on {self.remote.shown}")
+            raise StoreError(
+                tally.problems[0]
+                if tally.problems
+                else f"object {digest} is neither in {self.root} nor on {self.remote.shown}"
+            )
 
 
 def _redacted(text: str, remote: Remote) -> str:

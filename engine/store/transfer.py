@@ -45,21 +45,27 @@ class Tally:
     records: int = 0
     skipped_objects: int = 0
     skipped_records: int = 0
-    missing: list[str] = field(default_factory=list)  # stages whose record the source side does not hold
+    missing: list[str] = field(
+        default_factory=list
+    )  # stages whose record the source side does not hold
     problems: list[str] = field(default_factory=list)  # one line each: what was refused, and why
 
 
 # -- push ------------------------------------------------------------------------------------------
 
 
-def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None) -> Tally:
+def push(
+    store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
+) -> Tally:
     """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there."""
     meter = meter or NoMeter()
     tally = Tally()
     listing = remote.listing()
     records: dict[str, JsonObject] = {}
     for key, stage in sorted(keys.items()):
-        record = ArtifactStore.read_run(store, key)  # this cache's own record: never a read-through download
+        record = ArtifactStore.read_run(
+            store, key
+        )  # this cache's own record: never a read-through download
         if record is None:
             if key not in listing.runs:
                 tally.missing.append(stage)
@@ -67,7 +73,9 @@ def push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
         records[key] = record
     digests = {out["digest"] for record in records.values() for out in record["outputs"].values()}
     upload_objects(store, remote, digests, listing, meter, tally)
-    fresh = {remote.run_name(key): record for key, record in records.items() if key not in listing.runs}
+    fresh = {
+        remote.run_name(key): record for key, record in records.items() if key not in listing.runs
+    }
     remote.write_many(fresh)  # last: every object these records name is there now
     tally.records += len(fresh)
     tally.skipped_records += len(records) - len(fresh)
@@ -108,8 +116,14 @@ def _probe(store: ArtifactStore, remote: Remote, digests: set[str]) -> Listing:
     return found
 
 
-def upload_objects(store: ArtifactStore, remote: Remote, digests: set[str], listing: Listing, meter: Meter,
-                   tally: Tally) -> None:
+def upload_objects(
+    store: ArtifactStore,
+    remote: Remote,
+    digests: set[str],
+    listing: Listing,
+    meter: Meter,
+    tally: Tally,
+) -> None:
     """Files first (a folder object's files are objects of their own), then folder manifests."""
     files: dict[str, Path] = {}
     trees: dict[str, dict[str, str]] = {}
@@ -119,8 +133,11 @@ def upload_objects(store: ArtifactStore, remote: Remote, digests: set[str], list
             if digest in listing.trees:
                 tally.skipped_objects += 1
                 continue
-            trees[digest] = {f.relative_to(path).as_posix(): store.hashes.hash_path(f)
-                             for f in sorted(path.rglob("*")) if f.is_file()}
+            trees[digest] = {
+                f.relative_to(path).as_posix(): store.hashes.hash_path(f)
+                for f in sorted(path.rglob("*"))
+                if f.is_file()
+            }
             files.update({member: path / rel for rel, member in trees[digest].items()})
         else:
             files[digest] = path
@@ -141,7 +158,9 @@ def upload_objects(store: ArtifactStore, remote: Remote, digests: set[str], list
 # -- pull ------------------------------------------------------------------------------------------
 
 
-def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None) -> Tally:
+def pull(
+    store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
+) -> Tally:
     """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed."""
     meter = meter or NoMeter()
     tally = Tally()
@@ -149,7 +168,9 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     wanted: dict[str, JsonObject] = {}
     remote_keys = []
     for key, stage in sorted(keys.items()):
-        if ArtifactStore.read_run(store, key) is not None:  # this cache's own record (no read-through)
+        if (
+            ArtifactStore.read_run(store, key) is not None
+        ):  # this cache's own record (no read-through)
             tally.skipped_records += 1
         elif key not in listing.runs:
             tally.missing.append(stage)
@@ -157,7 +178,9 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
             remote_keys.append(key)
     fetched = remote.read_many([remote.run_name(key) for key in remote_keys])
     for key in remote_keys:
-        record = _checked_record(remote, key, keys[key], listing.holds, tally, fetched[remote.run_name(key)])
+        record = _checked_record(
+            remote, key, keys[key], listing.holds, tally, fetched[remote.run_name(key)]
+        )
         if record is not None:
             wanted[key] = record
     digests = {out["digest"] for record in wanted.values() for out in record["outputs"].values()}
@@ -169,13 +192,17 @@ def pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Mete
     return tally
 
 
-def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tuple[JsonObject | None, Tally]:
+def fetch_run(
+    store: ArtifactStore, remote: Remote, key: str, stage: str
+) -> tuple[JsonObject | None, Tally]:
     """Read-through: one key's record and objects, without listing the whole remote."""
     tally = Tally()
     record = _checked_record(remote, key, stage, lambda _digest: True, tally)
     if record is None:
         return None, tally
-    fetch_objects(store, remote, {out["digest"] for out in record["outputs"].values()}, NoMeter(), tally)
+    fetch_objects(
+        store, remote, {out["digest"] for out in record["outputs"].values()}, NoMeter(), tally
+    )
     if tally.problems:
         return None, tally
     store.write_run(key, record, as_is=True)
@@ -183,8 +210,14 @@ def fetch_run(store: ArtifactStore, remote: Remote, key: str, stage: str) -> tup
     return store.read_run(key), tally
 
 
-def _checked_record(remote: Remote, key: str, stage: str, holds: Callable[[str], bool], tally: Tally,
-                    record: Any = None) -> JsonObject | None:
+def _checked_record(
+    remote: Remote,
+    key: str,
+    stage: str,
+    holds: Callable[[str], bool],
+    tally: Tally,
+    record: Any = None,
+) -> JsonObject | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
     record = record if record is not None else remote.read_json(remote.run_name(key))
@@ -198,8 +231,14 @@ def _checked_record(remote: Remote, key: str, stage: str, holds: Callable[[str],
     return record
 
 
-def fetch_objects(store: ArtifactStore, remote: Remote, digests: set[str], meter: Meter, tally: Tally,
-                  listing: Listing | None = None) -> None:
+def fetch_objects(
+    store: ArtifactStore,
+    remote: Remote,
+    digests: set[str],
+    meter: Meter,
+    tally: Tally,
+    listing: Listing | None = None,
+) -> None:
     """Download what the local store lacks; each file is re-hashed and refused when it is not what its name says."""
     need = sorted(d for d in digests if not store.object_intact(d))
     tally.skipped_objects += len(digests) - len(need)
@@ -210,15 +249,23 @@ def fetch_objects(store: ArtifactStore, remote: Remote, digests: set[str], meter
         for digest, manifest in list(trees.items()):
             for member in manifest.values():
                 if member not in sizes:
-                    size = listing.objects.get(member) if listing else remote.size(remote.object_name(member))
+                    size = (
+                        listing.objects.get(member)
+                        if listing
+                        else remote.size(remote.object_name(member))
+                    )
                     if size is None:
-                        tally.problems.append(f"{remote.shown}: folder object {digest} lacks its file {member}; {DAMAGED}")
+                        tally.problems.append(
+                            f"{remote.shown}: folder object {digest} lacks its file {member}; {DAMAGED}"
+                        )
                         trees.pop(digest)
                         break
                     sizes[member] = size
         good = _download(store, remote, sizes, work, meter, tally)
         for digest, plain in good.items():
-            if digest in need and digest not in trees:  # a file a folder also holds is copied, not moved
+            if (
+                digest in need and digest not in trees
+            ):  # a file a folder also holds is copied, not moved
                 store.adopt(_copy(plain, work) if _also_in_tree(digest, trees) else plain, digest)
                 tally.objects += 1
         for digest, manifest in trees.items():
@@ -231,8 +278,9 @@ def fetch_objects(store: ArtifactStore, remote: Remote, digests: set[str], meter
                 tally.objects += 1
 
 
-def _locate(remote: Remote, need: list[str], listing: Listing | None,
-            tally: Tally) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
+def _locate(
+    remote: Remote, need: list[str], listing: Listing | None, tally: Tally
+) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
     """({file object: bytes}, {folder object: manifest}) for the digests needed."""
     sizes: dict[str, int] = {}
     trees: dict[str, dict[str, str]] = {}
@@ -253,7 +301,9 @@ def _locate(remote: Remote, need: list[str], listing: Listing | None,
 def manifest_problem(digest: str, manifest: Any) -> str | None:
     if manifest is None:
         return "is not on the remote"
-    if not isinstance(manifest, dict) or not all(isinstance(v, str) and DIGEST.match(v) for v in manifest.values()):
+    if not isinstance(manifest, dict) or not all(
+        isinstance(v, str) and DIGEST.match(v) for v in manifest.values()
+    ):
         return f"has an unreadable folder manifest; {DAMAGED}"
     for rel in manifest:
         parts = PurePosixPath(rel).parts
@@ -264,8 +314,14 @@ def manifest_problem(digest: str, manifest: Any) -> str | None:
     return None
 
 
-def _download(store: ArtifactStore, remote: Remote, sizes: dict[str, int], work: Path, meter: Meter,
-              tally: Tally) -> dict[str, Path]:
+def _download(
+    store: ArtifactStore,
+    remote: Remote,
+    sizes: dict[str, int],
+    work: Path,
+    meter: Meter,
+    tally: Tally,
+) -> dict[str, Path]:
     """Download the file objects into `work`; {digest: path} of those whose bytes hash to their name."""
     meter.start("pull", sum(sizes.values()))
     counted = _Counted(meter)
@@ -273,8 +329,10 @@ def _download(store: ArtifactStore, remote: Remote, sizes: dict[str, int], work:
     try:
         hashed = remote.download(pairs, counted)
     except FileNotFoundError as exc:  # removed between the listing and the download (a remote gc)
-        tally.problems.append(f"{remote.shown}: an object went missing during the download "
-                              f"({exc.args[0] if exc.args else exc})")
+        tally.problems.append(
+            f"{remote.shown}: an object went missing during the download "
+            f"({exc.args[0] if exc.args else exc})"
+        )
         return {}
     actuals = {path.name: digest for path, digest in hashed.items()}
     counted.top_up(sum(sizes.values()))
@@ -315,4 +373,3 @@ class _Counted:
         if total > self.seen:
             self.meter.advance(total - self.seen)
             self.seen = total
-

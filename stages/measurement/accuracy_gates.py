@@ -11,11 +11,17 @@ from typing import Any
 
 from ortflow.api import AccuracyResults, Better, DataSource, StageContext, StageError
 
-Counted = dict[str, tuple[float, str]]  # metric -> (value it counts at, the output or metric group it came from)
+Counted = dict[
+    str, tuple[float, str]
+]  # metric -> (value it counts at, the output or metric group it came from)
 
 
-def counted_values(per_entry: dict[str, dict[str, Any]], groups: set[str], gate_outputs: list[str],
-                   better: dict[str, Better]) -> Counted:
+def counted_values(
+    per_entry: dict[str, dict[str, Any]],
+    groups: set[str],
+    gate_outputs: list[str],
+    better: dict[str, Better],
+) -> Counted:
     """Each metric's worst value for one model: over its gated outputs (all compared outputs when
     `gate_outputs` is empty) and its metric groups (task metrics, labels, a metric file). NaN or inf wins:
     a broken output must not hide behind a good one."""
@@ -26,7 +32,9 @@ def counted_values(per_entry: dict[str, dict[str, Any]], groups: set[str], gate_
         for metric, value in metrics.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
-            if metric not in counted or _worse(value, counted[metric][0], better.get(metric, Better.HIGHER)):
+            if metric not in counted or _worse(
+                value, counted[metric][0], better.get(metric, Better.HIGHER)
+            ):
                 counted[metric] = (float(value), entry)
     return counted
 
@@ -42,8 +50,16 @@ def _worse(value: float, than: float, direction: Better) -> bool:
 def margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
     """The smallest margin over the gates, relative to each bound: >= 0 when all are met; None when no
     gated metric was measured."""
-    margins = [(values[m] - b) / (abs(b) or 1) for m, b in (accuracy.get("min") or {}).items() if m in values]
-    margins += [(b - values[m]) / (abs(b) or 1) for m, b in (accuracy.get("max") or {}).items() if m in values]
+    margins = [
+        (values[m] - b) / (abs(b) or 1)
+        for m, b in (accuracy.get("min") or {}).items()
+        if m in values
+    ]
+    margins += [
+        (b - values[m]) / (abs(b) or 1)
+        for m, b in (accuracy.get("max") or {}).items()
+        if m in values
+    ]
     return round(min(margins), 6) if margins else None
 
 
@@ -58,18 +74,26 @@ def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[s
                     continue
                 value, where = values[metric]
                 if not math.isfinite(value):
-                    failures.append(f"{name} {where}: {metric} is {value} (the model produced NaN or inf)")
+                    failures.append(
+                        f"{name} {where}: {metric} is {value} (the model produced NaN or inf)"
+                    )
                 elif (value < bound) if label == "min" else (value > bound):
                     failures.append(f"{name} {where}: {metric} {value:.6g} {sign} {label} {bound}")
-    unmeasured = sorted(m for m in {*params["min"], *params["max"]} if not any(m in v for v in counted.values()))
+    unmeasured = sorted(
+        m for m in {*params["min"], *params["max"]} if not any(m in v for v in counted.values())
+    )
     if unmeasured and counted:
-        raise StageError(f"no gated output yields {', '.join(unmeasured)} (cosine needs float outputs with more than one "
-                         "value per sample, agreement a last axis of 2 or more, accuracy and f1_macro a label_output, "
-                         "label_agreement integer outputs or `metrics: {exact: ...}`) — gate other metrics or outputs")
+        raise StageError(
+            f"no gated output yields {', '.join(unmeasured)} (cosine needs float outputs with more than one "
+            "value per sample, agreement a last axis of 2 or more, accuracy and f1_macro a label_output, "
+            "label_agreement integer outputs or `metrics: {exact: ...}`) — gate other metrics or outputs"
+        )
     return failures
 
 
-def judged(document: AccuracyResults, accuracy: dict[str, Any]) -> tuple[dict[str, float], float | None, bool]:
+def judged(
+    document: AccuracyResults, accuracy: dict[str, Any]
+) -> tuple[dict[str, float], float | None, bool]:
     """One model's gated values, margin and verdict from a validate_accuracy results document that checked it
     alone, on the values it recorded (6 significant digits)."""
     ((label, values),) = document.values.items()  # its label may be another search's

@@ -40,12 +40,19 @@ class LoadWatch:
     def finish(self) -> dict[str, Any]:
         wall, ticks = time.monotonic() - self.started, _cpu_ticks()
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        found: dict[str, Any] = {"cpus": self.cpus, "load_1min": load, "others_percent": None, "steal_percent": None}
+        found: dict[str, Any] = {
+            "cpus": self.cpus,
+            "load_1min": load,
+            "others_percent": None,
+            "steal_percent": None,
+        }
         if ticks and self.ticks and ticks[2] > self.ticks[2] and wall > 0:
             hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
             others_s = (ticks[0] - self.ticks[0]) / hz - (_own_cpu_s() - self.own)
             found["others_percent"] = round(max(0.0, 100 * others_s / (wall * self.cpus)), 1)
-            found["steal_percent"] = round(100 * (ticks[1] - self.ticks[1]) / (ticks[2] - self.ticks[2]), 1)
+            found["steal_percent"] = round(
+                100 * (ticks[1] - self.ticks[1]) / (ticks[2] - self.ticks[2]), 1
+            )
         return found
 
     @staticmethod

@@ -20,7 +20,9 @@ def node_placement(profile: Path) -> dict[str, str]:
             if not args.get("provider"):
                 continue
             name = event["name"].removesuffix("_kernel_time")
-            if not name:  # unnamed nodes must not collapse into one entry; the profile repeats per run
+            if (
+                not name
+            ):  # unnamed nodes must not collapse into one entry; the profile repeats per run
                 unnamed += 1
                 name = f"<unnamed {args.get('op_name', '?')} #{unnamed}>"
             placed[name] = args["provider"]
@@ -31,5 +33,9 @@ def summary(placed: dict[str, str], requested: str) -> dict[str, Any]:
     """Node counts per provider, and the nodes not on `requested` (the first provider asked for). A
     TensorRT engine shows up as one node per fused subgraph (`TensorrtExecutionProvider_TRTKernel_...`)."""
     elsewhere = sorted(node for node, provider in placed.items() if provider != requested)
-    return {"requested": requested, "nodes_by_provider": dict(sorted(Counter(placed.values()).items())),
-            "fallback_nodes": len(elsewhere), "fallback_examples": elsewhere[:20]}
+    return {
+        "requested": requested,
+        "nodes_by_provider": dict(sorted(Counter(placed.values()).items())),
+        "fallback_nodes": len(elsewhere),
+        "fallback_examples": elsewhere[:20],
+    }

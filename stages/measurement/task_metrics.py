@@ -19,7 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Better, Metric, OrtflowError, Outputs, StageError, fill_defaults, installed_metrics, metric_type, params_problems
+from ortflow.api import (
+    Better,
+    Metric,
+    OrtflowError,
+    Outputs,
+    StageError,
+    fill_defaults,
+    installed_metrics,
+    metric_type,
+    params_problems,
+)
 
 FILE_GROUP = "python"  # where a metric file's values are kept in the results
 
@@ -38,14 +48,19 @@ def problems(metrics: dict[str, Any]) -> list[str]:
     registry = installed_metrics()
     for name, params in metrics.items():
         if name not in registry:
-            found.append(f"metrics: unknown metric '{name}' (installed: {', '.join(registry.names())})")
+            found.append(
+                f"metrics: unknown metric '{name}' (installed: {', '.join(registry.names())})"
+            )
             continue
         try:
             cls = metric_type(name)
         except OrtflowError as exc:  # a broken plugin: say which metric
             found.append(f"metrics: {name}: {exc}")
             continue
-        found += [f"metrics: {name}: {p}" for p in params_problems(cls, params if isinstance(params, dict) else {})]
+        found += [
+            f"metrics: {name}: {p}"
+            for p in params_problems(cls, params if isinstance(params, dict) else {})
+        ]
     return found
 
 
@@ -73,21 +88,33 @@ def declared(path: Path) -> dict[str, Better]:
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as exc:
         raise StageError(f"the metric file {path.name} cannot be read as Python: {exc}") from None
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "METRICS" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "METRICS" for t in node.targets
+        ):
             try:
                 value = ast.literal_eval(node.value)
             except ValueError:
                 value = None
-            if isinstance(value, dict) and value and all(isinstance(k, str) and v in ("higher", "lower") for k, v in value.items()):
+            if (
+                isinstance(value, dict)
+                and value
+                and all(isinstance(k, str) and v in ("higher", "lower") for k, v in value.items())
+            ):
                 return {k: Better(v) for k, v in value.items()}
-    raise StageError(f"the metric file {path.name} declares no METRICS — add e.g. METRICS = {{\"det_f1\": \"higher\"}} "
-                     "(a literal naming every value the function returns and which way is better)")
+    raise StageError(
+        f'the metric file {path.name} declares no METRICS — add e.g. METRICS = {{"det_f1": "higher"}} '
+        "(a literal naming every value the function returns and which way is better)"
+    )
 
 
-def run_file(path: Path, function_name: str, reference: Outputs, candidate: Outputs, feeds: list[dict]) -> dict[str, float]:
+def run_file(
+    path: Path, function_name: str, reference: Outputs, candidate: Outputs, feeds: list[dict]
+) -> dict[str, float]:
     """The metric file's function on one candidate; its values must be exactly the declared names."""
     names = declared(path)
-    module_spec = importlib.util.spec_from_file_location(f"ortflow_metric_{abs(hash(str(path)))}", path)
+    module_spec = importlib.util.spec_from_file_location(
+        f"ortflow_metric_{abs(hash(str(path)))}", path
+    )
     if module_spec is None or module_spec.loader is None:
         raise StageError(f"the metric input {path.name} is not a Python file")
     module = importlib.util.module_from_spec(module_spec)
@@ -99,15 +126,21 @@ def run_file(path: Path, function_name: str, reference: Outputs, candidate: Outp
     if not isinstance(values, dict):
         raise StageError(f"{function_name}() must return a mapping of metric names to numbers")
     if set(values) != set(names):
-        raise StageError(f"{function_name}() returned {sorted(values)} but METRICS declares {sorted(names)} — make them the same")
+        raise StageError(
+            f"{function_name}() returned {sorted(values)} but METRICS declares {sorted(names)} — make them the same"
+        )
     return {str(k): float(v) for k, v in values.items()}
 
 
-def run_configured(entry: Configured, reference: Outputs, candidate: Outputs, feeds: list[dict]) -> dict[str, float]:
+def run_configured(
+    entry: Configured, reference: Outputs, candidate: Outputs, feeds: list[dict]
+) -> dict[str, float]:
     missing = [o for o in entry.metric.reads(entry.params) if o not in reference]
     if missing:
-        raise StageError(f"metrics: {entry.metric.type} reads output {', '.join(missing)}, which the reference does not "
-                         f"have (it has {', '.join(reference)})")
+        raise StageError(
+            f"metrics: {entry.metric.type} reads output {', '.join(missing)}, which the reference does not "
+            f"have (it has {', '.join(reference)})"
+        )
     values = entry.metric.compute(reference, candidate, feeds, entry.params)
     return {k: float(v) for k, v in values.items()}
 
@@ -119,5 +152,9 @@ def _user_code(function_name: str, call: Any, *args: Any) -> Any:
         return call(*args)
     except StageError:
         raise
-    except Exception as exc:  # user code: any failure becomes the stage's error, naming the function
-        raise StageError(f"the metric function {function_name}() failed: {type(exc).__name__}: {exc}") from exc
+    except (
+        Exception
+    ) as exc:  # user code: any failure becomes the stage's error, naming the function
+        raise StageError(
+            f"the metric function {function_name}() failed: {type(exc).__name__}: {exc}"
+        ) from exc

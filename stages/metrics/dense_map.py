@@ -19,12 +19,18 @@ from ortflow.api import Better, Metric, MetricName, Outputs, StageError
 
 class DenseMapAgreement(Metric):
     type = "dense_map"
-    description = ("Regions of dense maps (probability maps, masks) against the reference's: both maps thresholded, "
-                   "IoU and Dice of the marked pixels per sample, mean and worst sample.")
+    description = (
+        "Regions of dense maps (probability maps, masks) against the reference's: both maps thresholded, "
+        "IoU and Dice of the marked pixels per sample, mean and worst sample."
+    )
     names = (
         MetricName("iou_mean", Better.HIGHER, "mean over samples of the IoU of the marked pixels"),
         MetricName("iou_min", Better.HIGHER, "the worst sample's IoU"),
-        MetricName("dice_mean", Better.HIGHER, "mean over samples of the Dice coefficient of the marked pixels"),
+        MetricName(
+            "dice_mean",
+            Better.HIGHER,
+            "mean over samples of the Dice coefficient of the marked pixels",
+        ),
         MetricName("dice_min", Better.HIGHER, "the worst sample's Dice coefficient"),
     )
     params_schema = {
@@ -32,19 +38,31 @@ class DenseMapAgreement(Metric):
         "additionalProperties": False,
         "required": ["outputs"],
         "properties": {
-            "outputs": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                        "description": "the map outputs, samples along the first axis (e.g. [batch, 1, H, W])"},
-            "threshold": {"anyOf": [{"type": "number"}, {"const": "auto"}], "default": "auto",
-                          "description": "a pixel is marked where its value > threshold; auto: 0.5 for outputs in [0, 1], "
-                                         "else 0 (logits)"},
+            "outputs": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "the map outputs, samples along the first axis (e.g. [batch, 1, H, W])",
+            },
+            "threshold": {
+                "anyOf": [{"type": "number"}, {"const": "auto"}],
+                "default": "auto",
+                "description": "a pixel is marked where its value > threshold; auto: 0.5 for outputs in [0, 1], "
+                "else 0 (logits)",
+            },
         },
     }
 
     def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
         return tuple(params["outputs"])
 
-    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[dict[str, Any]],
-                params: dict[str, Any]) -> dict[str, float]:
+    def compute(
+        self,
+        reference: Outputs,
+        candidate: Outputs,
+        feeds: list[dict[str, Any]],
+        params: dict[str, Any],
+    ) -> dict[str, float]:
         import numpy as np
 
         thresholds = {o: _threshold(reference[o], params["threshold"]) for o in params["outputs"]}
@@ -54,16 +72,22 @@ class DenseMapAgreement(Metric):
             ref = _marked(reference, i, thresholds)
             cand = _marked(candidate, i, thresholds)
             if ref.shape != cand.shape:
-                raise StageError(f"dense_map: the candidate's maps are shaped {cand.shape}, the reference's {ref.shape} "
-                                 f"(feed {i}) — compare outputs of the same size")
+                raise StageError(
+                    f"dense_map: the candidate's maps are shaped {cand.shape}, the reference's {ref.shape} "
+                    f"(feed {i}) — compare outputs of the same size"
+                )
             for r, c in zip(ref, cand):
                 iou, dice = overlap(r, c)
                 ious.append(iou)
                 dices.append(dice)
         if not ious:
             return {"iou_mean": 1.0, "iou_min": 1.0, "dice_mean": 1.0, "dice_min": 1.0}
-        return {"iou_mean": float(np.mean(ious)), "iou_min": float(np.min(ious)),
-                "dice_mean": float(np.mean(dices)), "dice_min": float(np.min(dices))}
+        return {
+            "iou_mean": float(np.mean(ious)),
+            "iou_min": float(np.min(ious)),
+            "dice_mean": float(np.mean(dices)),
+            "dice_min": float(np.min(dices)),
+        }
 
 
 def overlap(reference: Any, candidate: Any) -> tuple[float, float]:
@@ -95,7 +119,9 @@ def _marked(outputs: Outputs, index: int, thresholds: dict[str, float]) -> Any:
     for output, threshold in thresholds.items():
         array = np.asarray(outputs[output][index])
         if array.ndim < 2:
-            raise StageError(f"dense_map: output '{output}' has shape {array.shape}; a dense map has a sample axis "
-                             "and at least one spatial axis (e.g. [batch, 1, H, W])")
+            raise StageError(
+                f"dense_map: output '{output}' has shape {array.shape}; a dense map has a sample axis "
+                "and at least one spatial axis (e.g. [batch, 1, H, W])"
+            )
         rows.append((array > threshold).reshape(array.shape[0], -1))
     return np.concatenate(rows, axis=1)

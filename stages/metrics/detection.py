@@ -25,45 +25,108 @@ class Detections:
 
 class DetectionAgreement(Metric):
     type = "detection"
-    description = ("Detections of the candidate against the reference's (same decoding, score threshold and NMS): "
-                   "precision, recall, F1 and mAP@0.5, matched by class at an IoU threshold.")
+    description = (
+        "Detections of the candidate against the reference's (same decoding, score threshold and NMS): "
+        "precision, recall, F1 and mAP@0.5, matched by class at an IoU threshold."
+    )
     names = (
-        MetricName("det_precision", Better.HIGHER, "share of the candidate's detections the reference also made"),
-        MetricName("det_recall", Better.HIGHER, "share of the reference's detections the candidate also made"),
+        MetricName(
+            "det_precision",
+            Better.HIGHER,
+            "share of the candidate's detections the reference also made",
+        ),
+        MetricName(
+            "det_recall",
+            Better.HIGHER,
+            "share of the reference's detections the candidate also made",
+        ),
         MetricName("det_f1", Better.HIGHER, "harmonic mean of det_precision and det_recall"),
-        MetricName("det_map50", Better.HIGHER, "mean average precision at IoU 0.5, the reference's detections as truth"),
+        MetricName(
+            "det_map50",
+            Better.HIGHER,
+            "mean average precision at IoU 0.5, the reference's detections as truth",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "output": {"type": "string", "description": "a YOLO-style output: [batch, 4 + classes, anchors] (layout)"},
-            "layout": {"enum": ["channels_first", "anchors_first"], "default": "channels_first",
-                       "description": "channels_first: [batch, 4 + classes, anchors] (YOLOv8); anchors_first: transposed"},
-            "objectness": {"type": "boolean", "default": False,
-                           "description": "a score at index 4 before the class scores (YOLOv5, v7): class score x objectness"},
-            "boxes": {"type": "string", "description": "instead of `output`: an output of boxes [batch, n, 4]"},
-            "scores": {"type": "string", "description": "with `boxes`: scores [batch, n, classes] or [batch, n]"},
-            "box_format": {"enum": ["cxcywh", "xyxy"], "default": "cxcywh",
-                           "description": "centre and size (YOLO heads) or corners"},
-            "score_threshold": {"type": "number", "minimum": 0, "default": 0.25, "description": "detections below it are dropped"},
-            "nms_iou": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.45, "description": "per-class NMS overlap"},
-            "match_iou": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5, "description": "IoU that counts as found"},
+            "output": {
+                "type": "string",
+                "description": "a YOLO-style output: [batch, 4 + classes, anchors] (layout)",
+            },
+            "layout": {
+                "enum": ["channels_first", "anchors_first"],
+                "default": "channels_first",
+                "description": "channels_first: [batch, 4 + classes, anchors] (YOLOv8); anchors_first: transposed",
+            },
+            "objectness": {
+                "type": "boolean",
+                "default": False,
+                "description": "a score at index 4 before the class scores (YOLOv5, v7): class score x objectness",
+            },
+            "boxes": {
+                "type": "string",
+                "description": "instead of `output`: an output of boxes [batch, n, 4]",
+            },
+            "scores": {
+                "type": "string",
+                "description": "with `boxes`: scores [batch, n, classes] or [batch, n]",
+            },
+            "box_format": {
+                "enum": ["cxcywh", "xyxy"],
+                "default": "cxcywh",
+                "description": "centre and size (YOLO heads) or corners",
+            },
+            "score_threshold": {
+                "type": "number",
+                "minimum": 0,
+                "default": 0.25,
+                "description": "detections below it are dropped",
+            },
+            "nms_iou": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 0.45,
+                "description": "per-class NMS overlap",
+            },
+            "match_iou": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "default": 0.5,
+                "description": "IoU that counts as found",
+            },
         },
     }
 
     def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return (params["output"],) if params.get("output") else (params.get("boxes", ""), params.get("scores", ""))
+        return (
+            (params["output"],)
+            if params.get("output")
+            else (params.get("boxes", ""), params.get("scores", ""))
+        )
 
     def check(self, params: dict[str, Any]) -> list[str]:
         if bool(params.get("output")) == bool(params.get("boxes") or params.get("scores")):
             return ["give either `output` (a YOLO-style head) or both `boxes` and `scores`"]
-        if params.get("boxes") and not params.get("scores") or params.get("scores") and not params.get("boxes"):
+        if (
+            params.get("boxes")
+            and not params.get("scores")
+            or params.get("scores")
+            and not params.get("boxes")
+        ):
             return ["`boxes` and `scores` go together"]
         return []
 
-    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[dict[str, Any]],
-                params: dict[str, Any]) -> dict[str, float]:
+    def compute(
+        self,
+        reference: Outputs,
+        candidate: Outputs,
+        feeds: list[dict[str, Any]],
+        params: dict[str, Any],
+    ) -> dict[str, float]:
         import numpy as np
 
         truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, params)]
@@ -75,8 +138,12 @@ class DetectionAgreement(Metric):
         precision = tp / predicted if predicted else 1.0
         recall = tp / expected if expected else 1.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        return {"det_precision": precision, "det_recall": recall, "det_f1": f1,
-                "det_map50": _mean_average_precision(truth, found, matches, np)}
+        return {
+            "det_precision": precision,
+            "det_recall": recall,
+            "det_f1": f1,
+            "det_map50": _mean_average_precision(truth, found, matches, np),
+        }
 
 
 def _decoded(outputs: Outputs, index: int, params: dict[str, Any]) -> list[Detections]:
@@ -86,8 +153,10 @@ def _decoded(outputs: Outputs, index: int, params: dict[str, Any]) -> list[Detec
     if params.get("output"):
         head = np.asarray(outputs[params["output"]][index], dtype=np.float64)
         if head.ndim != 3:
-            raise StageError(f"detection: output '{params['output']}' has shape {head.shape}; a YOLO-style head is "
-                             "[batch, 4 + classes, anchors] — set layout, or give boxes and scores")
+            raise StageError(
+                f"detection: output '{params['output']}' has shape {head.shape}; a YOLO-style head is "
+                "[batch, 4 + classes, anchors] — set layout, or give boxes and scores"
+            )
         rows = head.transpose(0, 2, 1) if params["layout"] == "channels_first" else head
         boxes, scores = rows[..., :4], rows[..., 4:]
         if params["objectness"]:
@@ -97,10 +166,14 @@ def _decoded(outputs: Outputs, index: int, params: dict[str, Any]) -> list[Detec
         scores = np.asarray(outputs[params["scores"]][index], dtype=np.float64)
         scores = scores[..., None] if scores.ndim == 2 else scores
         if boxes.ndim != 3 or boxes.shape[-1] != 4 or scores.shape[:2] != boxes.shape[:2]:
-            raise StageError(f"detection: boxes {boxes.shape} and scores {scores.shape} do not fit "
-                             "([batch, n, 4] and [batch, n, classes])")
+            raise StageError(
+                f"detection: boxes {boxes.shape} and scores {scores.shape} do not fit "
+                "([batch, n, 4] and [batch, n, classes])"
+            )
     if scores.shape[-1] == 0:
-        raise StageError("detection: the output has no class scores after the 4 box values — check layout")
+        raise StageError(
+            "detection: the output has no class scores after the 4 box values — check layout"
+        )
     return [_image(b, s, params) for b, s in zip(boxes, scores)]
 
 
@@ -111,7 +184,9 @@ def _image(boxes: Any, scores: Any, params: dict[str, Any]) -> Detections:
     keep = best >= params["score_threshold"]
     boxes, classes, best = boxes[keep], classes[keep], best[keep]
     if params["box_format"] == "cxcywh":
-        boxes = np.concatenate([boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], axis=1)
+        boxes = np.concatenate(
+            [boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], axis=1
+        )
     kept: list[int] = []
     for label in np.unique(classes):
         members = np.flatnonzero(classes == label)
@@ -152,7 +227,9 @@ def _match(truth: Detections, found: Detections, threshold: float) -> Any:
     return hits
 
 
-def _mean_average_precision(truth: list[Detections], found: list[Detections], matches: list[Any], np: Any) -> float:
+def _mean_average_precision(
+    truth: list[Detections], found: list[Detections], matches: list[Any], np: Any
+) -> float:
     labels = np.unique(np.concatenate([t.classes for t in truth])) if truth else np.array([])
     if labels.size == 0:
         return 1.0 if not any(len(f.scores) for f in found) else 0.0

@@ -13,23 +13,41 @@ from ortflow.api import Better, Metric, MetricName, Outputs, StageError
 
 class ExactAgreement(Metric):
     type = "exact"
-    description = ("Exact agreement of labels with the reference's: per label and per sample. Integer outputs are "
-                   "labels already; class scores become labels with `argmax_axis`, probabilities with `threshold`.")
+    description = (
+        "Exact agreement of labels with the reference's: per label and per sample. Integer outputs are "
+        "labels already; class scores become labels with `argmax_axis`, probabilities with `threshold`."
+    )
     names = (
         MetricName("label_agreement", Better.HIGHER, "share of labels equal to the reference's"),
-        MetricName("samples_unchanged", Better.HIGHER, "share of samples whose labels all equal the reference's"),
+        MetricName(
+            "samples_unchanged",
+            Better.HIGHER,
+            "share of samples whose labels all equal the reference's",
+        ),
     )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
         "required": ["outputs"],
         "properties": {
-            "outputs": {"type": "array", "items": {"type": "string"}, "minItems": 1,
-                        "description": "the outputs holding labels (or scores to turn into labels)"},
-            "argmax_axis": {"type": "integer", "description": "take labels as the argmax over this axis (e.g. -1 for logits)"},
-            "threshold": {"type": "number", "description": "take labels as value > threshold (a probability of a yes/no)"},
-            "mask_input": {"type": "string",
-                           "description": "an input marking the real positions (e.g. attention_mask): others are not counted"},
+            "outputs": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": 1,
+                "description": "the outputs holding labels (or scores to turn into labels)",
+            },
+            "argmax_axis": {
+                "type": "integer",
+                "description": "take labels as the argmax over this axis (e.g. -1 for logits)",
+            },
+            "threshold": {
+                "type": "number",
+                "description": "take labels as value > threshold (a probability of a yes/no)",
+            },
+            "mask_input": {
+                "type": "string",
+                "description": "an input marking the real positions (e.g. attention_mask): others are not counted",
+            },
         },
     }
 
@@ -41,8 +59,13 @@ class ExactAgreement(Metric):
             return ["set one of argmax_axis and threshold, not both"]
         return []
 
-    def compute(self, reference: Outputs, candidate: Outputs, feeds: list[dict[str, Any]],
-                params: dict[str, Any]) -> dict[str, float]:
+    def compute(
+        self,
+        reference: Outputs,
+        candidate: Outputs,
+        feeds: list[dict[str, Any]],
+        params: dict[str, Any],
+    ) -> dict[str, float]:
         import numpy as np
 
         equal = counted = 0
@@ -50,16 +73,24 @@ class ExactAgreement(Metric):
         for i, feed in enumerate(feeds):
             same_sample = None
             for output in params["outputs"]:
-                ref, cand = (_labels(values[output][i], output, params) for values in (reference, candidate))
+                ref, cand = (
+                    _labels(values[output][i], output, params) for values in (reference, candidate)
+                )
                 keep = _mask(feed, params, ref.shape)
                 agree = (ref == cand) | ~keep
                 equal += int(np.sum((ref == cand) & keep))
                 counted += int(np.sum(keep))
-                rows = agree.reshape(agree.shape[0], -1).all(axis=1) if agree.ndim else agree.reshape(1)
+                rows = (
+                    agree.reshape(agree.shape[0], -1).all(axis=1)
+                    if agree.ndim
+                    else agree.reshape(1)
+                )
                 same_sample = rows if same_sample is None else same_sample & rows
             unchanged.extend(bool(x) for x in same_sample)
-        return {"label_agreement": equal / counted if counted else 1.0,
-                "samples_unchanged": float(np.mean(unchanged)) if unchanged else 1.0}
+        return {
+            "label_agreement": equal / counted if counted else 1.0,
+            "samples_unchanged": float(np.mean(unchanged)) if unchanged else 1.0,
+        }
 
 
 def _labels(array: Any, output: str, params: dict[str, Any]) -> Any:
@@ -68,13 +99,17 @@ def _labels(array: Any, output: str, params: dict[str, Any]) -> Any:
     array = np.asarray(array)
     if "argmax_axis" in params:
         if array.ndim == 0:
-            raise StageError(f"exact: output '{output}' is a single number; argmax_axis needs an axis of class scores")
+            raise StageError(
+                f"exact: output '{output}' is a single number; argmax_axis needs an axis of class scores"
+            )
         return np.argmax(array, axis=params["argmax_axis"])
     if "threshold" in params:
         return array > params["threshold"]
     if array.dtype.kind == "f":
-        raise StageError(f"exact: output '{output}' holds floating-point scores, not labels — set argmax_axis "
-                         "(class scores) or threshold (a probability)")
+        raise StageError(
+            f"exact: output '{output}' holds floating-point scores, not labels — set argmax_axis "
+            "(class scores) or threshold (a probability)"
+        )
     return array
 
 
@@ -85,8 +120,12 @@ def _mask(feed: dict[str, Any], params: dict[str, Any], shape: tuple[int, ...]) 
     if not name:
         return np.ones(shape, dtype=bool)
     if name not in feed:
-        raise StageError(f"exact: mask_input '{name}' is not an input of the model (feeds have {', '.join(feed)})")
+        raise StageError(
+            f"exact: mask_input '{name}' is not an input of the model (feeds have {', '.join(feed)})"
+        )
     mask = np.asarray(feed[name]).astype(bool)
     if mask.shape != shape:
-        raise StageError(f"exact: mask_input '{name}' has shape {mask.shape}, the labels {shape} — they must match")
+        raise StageError(
+            f"exact: mask_input '{name}' has shape {mask.shape}, the labels {shape} — they must match"
+        )
     return mask

@@ -40,7 +40,9 @@ def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, Any]:
     onnx.shape_inference.infer_shapes_path(str(model), str(inferred))
     graph = onnx_model.load_graph(inferred)
     inferred.unlink()
-    rule = SimpleNamespace(op_types_to_calibrate=op_types or None)  # all the rule reads of a calibrator
+    rule = SimpleNamespace(
+        op_types_to_calibrate=op_types or None
+    )  # all the rule reads of a calibrator
     chosen, value_infos = CalibraterBase.select_tensors_to_calibrate(rule, graph)
     order = [name for node in graph.graph.node for name in (*node.input, *node.output)]
     return {name: value_infos[name] for name in dict.fromkeys(order) if name in chosen}
@@ -49,7 +51,9 @@ def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, Any]:
 def pass_model(model: Path, outputs: list[Any], name: str) -> Path:
     """The model with exactly `outputs` (value infos) as its graph outputs, saved beside `model` so the
     external-data files it names still resolve."""
-    graph_model = onnx_model.load_graph(model)  # without its external data: the copy names the same files
+    graph_model = onnx_model.load_graph(
+        model
+    )  # without its external data: the copy names the same files
     del graph_model.graph.output[:]
     graph_model.graph.output.extend(outputs)
     path = model.parent / name
@@ -68,7 +72,9 @@ def session(path: Path) -> Any:
     return onnx_model.load_for_ort(path, options)
 
 
-def bytes_per_sample(model: Path, tensors: dict[str, Any], sample: dict[str, Any], samples: int) -> dict[str, int]:
+def bytes_per_sample(
+    model: Path, tensors: dict[str, Any], sample: dict[str, Any], samples: int
+) -> dict[str, int]:
     """Each tensor's bytes for one sample, measured by running `sample` (holding `samples` samples) once with
     every tensor an output: one sample's values, a batch-size share of an unbounded batch."""
     probe = session(pass_model(model, list(tensors.values()), "calibration-probe.onnx"))

@@ -12,7 +12,9 @@ from typing import Any
 MASK_KEY = "ortflow"
 
 
-def with_mask_tensors(table: dict[str, Any], masked: list[str], pre_processed: bool) -> dict[str, Any]:
+def with_mask_tensors(
+    table: dict[str, Any], masked: list[str], pre_processed: bool
+) -> dict[str, Any]:
     return {**table, MASK_KEY: {"mask_tensors": sorted(masked), "pre_processed": pre_processed}}
 
 

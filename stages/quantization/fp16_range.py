@@ -19,10 +19,17 @@ def out_of_range(model: Path, feeds: Sequence[dict[str, Any]], headroom: float) 
     import numpy as np
     import onnx
 
-    producer = {out: node.name for node in onnx.load(str(model), load_external_data=False).graph.node for out in node.output}
+    producer = {
+        out: node.name
+        for node in onnx.load(str(model), load_external_data=False).graph.node
+        for out in node.output
+    }
     found: dict[str, float] = {}
     for tensor, values in activations(model, feeds).items():
-        peaks = [np.abs(v[np.isfinite(v) & (np.abs(v) < MASK_FILL)]).max(initial=0.0) for v in map(np.asarray, values)]
+        peaks = [
+            np.abs(v[np.isfinite(v) & (np.abs(v) < MASK_FILL)]).max(initial=0.0)
+            for v in map(np.asarray, values)
+        ]
         peak = float(max(peaks, default=0.0))
         node = producer.get(tensor)
         if node and peak > FP16_MAX / headroom:

@@ -28,7 +28,7 @@ REDUCE_RANGE_PARAM = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "7-bit weights; auto: on for per-channel scales on a MatMul-heavy model for an x86 target "
-                   "without VNNI (u8 x s8 saturation), off otherwise",
+    "without VNNI (u8 x s8 saturation), off otherwise",
 }
 VNNI = ("avx512_vnni", "avx_vnni", "amx_int8")
 
@@ -36,7 +36,9 @@ VNNI = ("avx512_vnni", "avx_vnni", "amx_int8")
 def saturates(isa: str) -> bool:
     """The isa fact (`x86_64: avx2,...`) names an x86 CPU without VNNI."""
     arch, _, features = isa.partition(":")
-    return arch.strip() == "x86_64" and not any(f in features.split(",") for f in (v.strip() for v in VNNI))
+    return arch.strip() == "x86_64" and not any(
+        f in features.split(",") for f in (v.strip() for v in VNNI)
+    )
 
 
 def needs_isa(params: dict[str, Any]) -> bool:
@@ -44,8 +46,13 @@ def needs_isa(params: dict[str, Any]) -> bool:
     return params.get("reduce_range") == "auto"
 
 
-def reduce_range(params: dict[str, Any], env: dict[str, str], op_counts: Counter[str],
-                 u8_activations: bool = True, s8_weights: bool = True) -> tuple[bool, str]:
+def reduce_range(
+    params: dict[str, Any],
+    env: dict[str, str],
+    op_counts: Counter[str],
+    u8_activations: bool = True,
+    s8_weights: bool = True,
+) -> tuple[bool, str]:
     """The reduce_range to use, and, when `auto` turned it on, why (for the stage's summary). `op_counts`:
     the float model's nodes by op type."""
     if params["reduce_range"] != "auto":
@@ -53,8 +60,17 @@ def reduce_range(params: dict[str, Any], env: dict[str, str], op_counts: Counter
     isa = env["target_isa"]
     matmuls = op_counts.get("MatMul", 0) + op_counts.get("Gemm", 0)
     convs = op_counts.get("Conv", 0) + op_counts.get("ConvTranspose", 0)
-    if u8_activations and s8_weights and saturates(isa) and params["per_channel"] and matmuls > convs:
-        return True, f"7-bit weights for {isa.split(': ', 1)[-1]} (no VNNI, per-channel, MatMul model)"
+    if (
+        u8_activations
+        and s8_weights
+        and saturates(isa)
+        and params["per_channel"]
+        and matmuls > convs
+    ):
+        return (
+            True,
+            f"7-bit weights for {isa.split(': ', 1)[-1]} (no VNNI, per-channel, MatMul model)",
+        )
     return False, ""
 
 
@@ -77,14 +93,22 @@ def kernel_rank(params: dict[str, Any], isa: str) -> int:
     if not isa.startswith("x86_64"):
         return 0
     # signed activations are the slowest: 1.7-3x slower than fp32 on the AVX2 host (README, the sweep's table)
-    return int(params.get("weight_type") == "QUInt8") + 2 * int(params.get("activation_type") == "QInt8")
+    return int(params.get("weight_type") == "QUInt8") + 2 * int(
+        params.get("activation_type") == "QInt8"
+    )
 
 
 def accuracy_rank(params: dict[str, Any], isa: str) -> int:
     """How likely a combination keeps accuracy on `isa` (0: likeliest): per-channel scales first; without VNNI,
     full-range int8 weights saturate (u8 x s8), so they come after 7-bit or uint8 weights."""
-    saturating = saturates(isa) and params.get("weight_type", "QInt8") == "QInt8" and params.get("reduce_range") is not True
-    return int(params.get("per_channel") is False) * 2 + int(saturating and params.get("activation_type") != "QInt8")
+    saturating = (
+        saturates(isa)
+        and params.get("weight_type", "QInt8") == "QInt8"
+        and params.get("reduce_range") is not True
+    )
+    return int(params.get("per_channel") is False) * 2 + int(
+        saturating and params.get("activation_type") != "QInt8"
+    )
 
 
 def vnni(isa: str) -> bool:

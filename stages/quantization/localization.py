@@ -37,11 +37,19 @@ class NodeError:
         return min(self.input_db, HARMLESS_DB) - min(self.output_db, HARMLESS_DB)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"node": self.node, "op_type": self.op_type, "sqnr_db": round(self.output_db, 2),
-                "input_sqnr_db": round(self.input_db, 2), "jump_db": round(self.jump_db, 2), "tensor": self.tensor}
+        return {
+            "node": self.node,
+            "op_type": self.op_type,
+            "sqnr_db": round(self.output_db, 2),
+            "input_sqnr_db": round(self.input_db, 2),
+            "jump_db": round(self.jump_db, 2),
+            "tensor": self.tensor,
+        }
 
 
-def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any]]) -> list[NodeError]:
+def rank_nodes(
+    float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any]]
+) -> list[NodeError]:
     """The float model's nodes, worst jump in SQNR first. `float_model` must be the graph the quantizer was
     given (its node and tensor names are the quantized model's)."""
     import onnx
@@ -50,7 +58,9 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
     quant_acts = activations(quantized, feeds)
     graph = onnx.load(str(float_model), load_external_data=False).graph
     initializers = {t.name for t in graph.initializer}
-    for name in {i.name for i in graph.input} - initializers:  # a quantized input is read after its QDQ
+    for name in {
+        i.name for i in graph.input
+    } - initializers:  # a quantized input is read after its QDQ
         float_acts[name] = [feed[name] for feed in feeds if name in feed]
     scores = {}
     for name, values in float_acts.items():
@@ -69,7 +79,11 @@ def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any
         if read and not inputs:
             continue  # no input matched (renamed by an optimization): where its error came from is unknown
         worst_out = min(outputs, key=scores.__getitem__)
-        ranked.append(NodeError(node.name, node.op_type, scores[worst_out], min(inputs, default=EXACT_DB), worst_out))
+        ranked.append(
+            NodeError(
+                node.name, node.op_type, scores[worst_out], min(inputs, default=EXACT_DB), worst_out
+            )
+        )
     return _with_scale_owners(sorted(ranked, key=lambda e: (-e.jump_db, e.output_db)), graph.node)
 
 
@@ -103,18 +117,25 @@ def activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[
         typed = onnx.shape_inference.infer_shapes(graph_model).graph
     except (onnx.shape_inference.InferenceError, ValueError):  # declared types are still known
         typed = graph_model.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in [*typed.value_info, *typed.input, *typed.output]}
+    types = {
+        v.name: v.type.tensor_type.elem_type
+        for v in [*typed.value_info, *typed.input, *typed.output]
+    }
     floats = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
     present = {o.name for o in graph_model.graph.output}
     for node in graph_model.graph.node:
         for name in node.output:
             if name and name not in present and types.get(name) in floats:
-                graph_model.graph.output.append(onnx.helper.make_tensor_value_info(name, types[name], None))
+                graph_model.graph.output.append(
+                    onnx.helper.make_tensor_value_info(name, types[name], None)
+                )
                 present.add(name)
     path = model.with_name(f"{model.stem}.all-tensors.onnx")
     onnx.save_model(graph_model, str(path))
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )  # keep every tensor
     options.log_severity_level = 3
     try:
         session = load_for_ort(path, options)
@@ -142,7 +163,13 @@ def channel_sqnr(floats: Sequence[Any], quants: Sequence[Any]) -> float:
     for axis in sorted({2, f.ndim - 1}):  # [samples, *shape]: axis 2 is the tensor's axis 1
         if 2 <= axis < f.ndim and f.shape[axis] >= 2:
             ff, qq = np.moveaxis(f, axis, 0), np.moveaxis(q, axis, 0)
-            found.append(float(np.quantile([_sqnr(a, b) for a, b in zip(ff, qq, strict=True)], CHANNEL_QUANTILE)))
+            found.append(
+                float(
+                    np.quantile(
+                        [_sqnr(a, b) for a, b in zip(ff, qq, strict=True)], CHANNEL_QUANTILE
+                    )
+                )
+            )
     return min(found)
 
 
@@ -158,4 +185,7 @@ def _sqnr(f: Any, q: Any) -> float:
 
 
 def culprits_text(ranked: list[NodeError], top: int = 3) -> str:
-    return "; ".join(f"{e.node} ({e.op_type}: SQNR {e.input_db:.0f} -> {e.output_db:.0f} dB)" for e in ranked[:top])
+    return "; ".join(
+        f"{e.node} ({e.op_type}: SQNR {e.input_db:.0f} -> {e.output_db:.0f} dB)"
+        for e in ranked[:top]
+    )

@@ -9,21 +9,31 @@ from ortflow.api.onnx import QUANTIZE_BEFORE_OPTIMIZING, first_line
 
 FOLD_FIRST = "fold constants first (a graph_optimization stage at level basic before quantizing)"
 KNOWN = (
-    ("Quantization parameters are not specified",
-     "the calibration table lacks that tensor: calibrate the same model you quantize, with the same pre_process"),
+    (
+        "Quantization parameters are not specified",
+        "the calibration table lacks that tensor: calibrate the same model you quantize, with the same pre_process",
+    ),
     ("reorder_token", QUANTIZE_BEFORE_OPTIMIZING),
-    ("truth value of an array",
-     "ORT's per-channel int32-bias adjustment met a bias that is not one value per output channel (e.g. a [1, N] "
-     "Gemm bias): set extra_options: {QDQDisableWeightAdjustForInt32Bias: true}, or per_channel: false"),
-    ("DequantizeLinear_Output to be an initializer",
-     "this model is already quantized (its weights come out of DequantizeLinear nodes): quantize the float model it "
-     "was made from"),
-    ("to be an initializer",
-     f"ORT's quantizer needs that input to be a constant (an initializer), and here it is computed: {FOLD_FIRST}, "
-     "or keep the node in float (nodes_to_exclude)"),
-    ("Unable to find data type for weight_name",
-     "ORT cannot tell a weight's type on this graph: run shape inference first (pre_process: true), or "
-     f"{FOLD_FIRST}"),
+    (
+        "truth value of an array",
+        "ORT's per-channel int32-bias adjustment met a bias that is not one value per output channel (e.g. a [1, N] "
+        "Gemm bias): set extra_options: {QDQDisableWeightAdjustForInt32Bias: true}, or per_channel: false",
+    ),
+    (
+        "DequantizeLinear_Output to be an initializer",
+        "this model is already quantized (its weights come out of DequantizeLinear nodes): quantize the float model it "
+        "was made from",
+    ),
+    (
+        "to be an initializer",
+        f"ORT's quantizer needs that input to be a constant (an initializer), and here it is computed: {FOLD_FIRST}, "
+        "or keep the node in float (nodes_to_exclude)",
+    ),
+    (
+        "Unable to find data type for weight_name",
+        "ORT cannot tell a weight's type on this graph: run shape inference first (pre_process: true), or "
+        f"{FOLD_FIRST}",
+    ),
 )
 
 
@@ -32,4 +42,6 @@ def quantizer_failed(tool: str, exc: BaseException) -> StageError:
     text = str(exc)
     hint = next((fix for pattern, fix in KNOWN if pattern in text), "")
     said = f"{type(exc).__name__}: {first_line(exc)}"
-    return StageError(f"{tool} failed: {said}" + (f" — {hint}" if hint else " — --debug shows ORT's traceback"))
+    return StageError(
+        f"{tool} failed: {said}" + (f" — {hint}" if hint else " — --debug shows ORT's traceback")
+    )

@@ -21,8 +21,8 @@ PRE_PROCESS_PARAM = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "run ORT's quant_pre_process first (symbolic shape inference, ORT optimization); auto: run it, and "
-                   "where ORT's symbolic shape inference cannot follow the model (If/Loop outputs, a failed internal "
-                   "check) go on without it and say so; give calibrate and quantize_static the same value",
+    "where ORT's symbolic shape inference cannot follow the model (If/Loop outputs, a failed internal "
+    "check) go on without it and say so; give calibrate and quantize_static the same value",
 }
 
 
@@ -49,7 +49,10 @@ class Prepared:
         return f"pre-processing skipped (pre_process: auto): {self.cause}" if self.cause else ""
 
     def metrics(self) -> dict[str, str]:
-        return {"pre_process": self.state.value, **({"pre_process_skipped_because": self.cause} if self.cause else {})}
+        return {
+            "pre_process": self.state.value,
+            **({"pre_process_skipped_because": self.cause} if self.cause else {}),
+        }
 
 
 def prepare(source: Path, scratch: Path, setting: bool | str) -> Prepared:
@@ -57,7 +60,9 @@ def prepare(source: Path, scratch: Path, setting: bool | str) -> Prepared:
     if setting is False:
         return Prepared(source, PreProcessing.OFF)
     try:
-        return Prepared(onnx_model.pre_processed(source, scratch / "pre.onnx"), PreProcessing.APPLIED)
+        return Prepared(
+            onnx_model.pre_processed(source, scratch / "pre.onnx"), PreProcessing.APPLIED
+        )
     except onnx_model.PreProcessFailed as failed:
         cause = onnx_model.MODEL_CAUSES.get(failed.failure)
         if setting is True or cause is None:
@@ -70,6 +75,8 @@ def check_same_graph(table_pre_processed: bool | None, prepared: Prepared) -> No
     if table_pre_processed is None or table_pre_processed == prepared.pre_processed:
         return
     made, here = ("after", "without") if table_pre_processed else ("without", "after")
-    raise StageError(f"the calibration table was made on the graph {made} ORT's pre-processing, and quantize_static "
-                     f"works on it {here} (pre_process {prepared.state}) — give calibrate and quantize_static the same "
-                     "model and the same pre_process (auto on both decides the same way)")
+    raise StageError(
+        f"the calibration table was made on the graph {made} ORT's pre-processing, and quantize_static "
+        f"works on it {here} (pre_process {prepared.state}) — give calibrate and quantize_static the same "
+        "model and the same pre_process (auto on both decides the same way)"
+    )

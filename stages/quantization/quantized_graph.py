@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Any, Collection
 
 # Ops ORT runs as integer kernels when all their float inputs are dequantized (QDQ), whatever follows them.
-INTEGER_COMPUTE_OPS = {"MatMul", "Gemm", "Conv", "ConvTranspose", "Gather", "GatherElements", "Attention",
-                       "EmbedLayerNormalization"}
+INTEGER_COMPUTE_OPS = {
+    "MatMul",
+    "Gemm",
+    "Conv",
+    "ConvTranspose",
+    "Gather",
+    "GatherElements",
+    "Attention",
+    "EmbedLayerNormalization",
+}
 
 
 def float_tensors(model: Any) -> set[str]:
@@ -19,10 +27,17 @@ def float_tensors(model: Any) -> set[str]:
 
     try:
         typed = onnx.shape_inference.infer_shapes(model).graph
-    except (onnx.shape_inference.InferenceError, ValueError):  # best effort: declared types are still known
+    except (
+        onnx.shape_inference.InferenceError,
+        ValueError,
+    ):  # best effort: declared types are still known
         typed = model.graph
     kinds = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
-    found = {v.name for v in [*typed.value_info, *typed.input, *typed.output] if v.type.tensor_type.elem_type in kinds}
+    found = {
+        v.name
+        for v in [*typed.value_info, *typed.input, *typed.output]
+        if v.type.tensor_type.elem_type in kinds
+    }
     return found | {t.name for t in model.graph.initializer if t.data_type in kinds}
 
 
@@ -36,13 +51,20 @@ def quantized_ops(path: Path) -> dict[str, Any]:
     floats = float_tensors(model)
     initializers = {t.name for t in model.graph.initializer}
     dequantized = {n.output[0] for n in model.graph.node if n.op_type == "DequantizeLinear"}
-    quantized_inputs = {i for n in model.graph.node if n.op_type == "QuantizeLinear" for i in n.input[:1]}
+    quantized_inputs = {
+        i for n in model.graph.node if n.op_type == "QuantizeLinear" for i in n.input[:1]
+    }
     by_op_type: Counter[str] = Counter()
     for node in model.graph.node:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"):
             continue
-        if node.op_type.startswith("QLinear") or node.op_type.endswith("Integer") or node.domain == "com.microsoft" \
-                and node.op_type in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm"):
+        if (
+            node.op_type.startswith("QLinear")
+            or node.op_type.endswith("Integer")
+            or node.domain == "com.microsoft"
+            and node.op_type
+            in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm")
+        ):
             by_op_type[node.op_type] += 1
             continue
         float_inputs = [i for i in node.input if i and (i in floats or i in dequantized)]
@@ -53,8 +75,12 @@ def quantized_ops(path: Path) -> dict[str, Any]:
         outputs_quantized = all(o in quantized_inputs for o in node.output if o in floats)
         if node.op_type in INTEGER_COMPUTE_OPS or outputs_quantized:
             by_op_type[node.op_type] += 1
-    activations = sum(1 for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
-                      and n.input[0] not in initializers)
+    activations = sum(
+        1
+        for n in model.graph.node
+        if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
+        and n.input[0] not in initializers
+    )
     return {"by_op_type": by_op_type, "activations": activations}
 
 
@@ -87,17 +113,27 @@ def nothing_quantized(model: Path, asked: list[str]) -> str:
 
     counts = op_counts(model)
     in_main = {n.op_type for n in onnx.load(str(model), load_external_data=False).graph.node}
-    top = ", ".join(f"{op} {n}" for op, n in counts.most_common(12) if op not in ("Constant", "Identity"))
-    wanted = ", ".join(asked) if len(asked) <= 8 else f"{len(asked)} op types ({', '.join(asked[:8])}, ...)"
+    top = ", ".join(
+        f"{op} {n}" for op, n in counts.most_common(12) if op not in ("Constant", "Identity")
+    )
+    wanted = (
+        ", ".join(asked)
+        if len(asked) <= 8
+        else f"{len(asked)} op types ({', '.join(asked[:8])}, ...)"
+    )
     present = sorted(set(asked) & set(counts))
     nested = [op for op in present if op not in in_main]
     if nested:
-        because = (f"its {', '.join(nested)} are inside If/Loop subgraphs, which ORT's quantizers do not enter "
-                   "(re-export without control flow, e.g. for one fixed sample rate)")
+        because = (
+            f"its {', '.join(nested)} are inside If/Loop subgraphs, which ORT's quantizers do not enter "
+            "(re-export without control flow, e.g. for one fixed sample rate)"
+        )
     elif present:
-        because = (f"the model has {', '.join(present)}, yet ORT quantized none: a weight computed by nodes instead of "
-                   "stored as an initializer needs folding first (graph_optimization, level basic), and ops without "
-                   "weights (Relu, Add, ...) are quantized only between quantized neighbours")
+        because = (
+            f"the model has {', '.join(present)}, yet ORT quantized none: a weight computed by nodes instead of "
+            "stored as an initializer needs folding first (graph_optimization, level basic), and ops without "
+            "weights (Relu, Add, ...) are quantized only between quantized neighbours"
+        )
     else:
         because = "the model has none of them"
     return f"asked for {wanted}; {because}. Its op types: {top} — set op_types_to_quantize to ones it has"
@@ -111,5 +147,10 @@ def check_excluded_nodes(model: Any, excluded: list[str]) -> None:
     names = {n.name for n in model.graph.node if n.name}
     unknown = sorted(set(excluded) - names)
     if unknown:
-        hint = suggest(unknown[0], names) or "node names are in the model (and in a quantize stage's metrics)"
-        raise StageError(f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}")
+        hint = (
+            suggest(unknown[0], names)
+            or "node names are in the model (and in a quantize stage's metrics)"
+        )
+        raise StageError(
+            f"nodes_to_exclude: the model has no node named {', '.join(unknown)} — {hint}"
+        )

@@ -13,19 +13,34 @@ from pathlib import Path
 from typing import Any
 
 SANITY_PARAMS = {
-    "sanity_check": {"type": "boolean", "default": True,
-                     "description": "compare outputs with the float model on a few samples (the `data` input, else "
-                                    "random feeds) and fail when one collapsed: NaN, all zeros, constant, or far off"},
-    "sanity_samples": {"type": "integer", "minimum": 1, "default": 8, "description": "samples the check runs"},
-    "sanity_min_cosine": {"type": "number", "minimum": -1, "maximum": 1, "default": 0.5,
-                          "description": "the loose agreement every output must keep (mean cosine per sample)"},
+    "sanity_check": {
+        "type": "boolean",
+        "default": True,
+        "description": "compare outputs with the float model on a few samples (the `data` input, else "
+        "random feeds) and fail when one collapsed: NaN, all zeros, constant, or far off",
+    },
+    "sanity_samples": {
+        "type": "integer",
+        "minimum": 1,
+        "default": 8,
+        "description": "samples the check runs",
+    },
+    "sanity_min_cosine": {
+        "type": "number",
+        "minimum": -1,
+        "maximum": 1,
+        "default": 0.5,
+        "description": "the loose agreement every output must keep (mean cosine per sample)",
+    },
 }
 COLLAPSE = 1e-3  # a channel whose spread fell below this share of its float spread has collapsed
 LOST = 0.9  # a channel whose error is this large a share of its values has lost its signal
 DEAD_SHARE = 0.05  # constant channels count when at least this share of an axis is constant
 MIN_DECISIONS = 0.5  # a probability output must keep at least this share of the float model's non-default choices
 LOST_SHARE = 0.2  # channels that lost their signal count when at least this share of an axis did
-SYMBOLIC_SIZE = 64  # random feeds: the size of an unnamed symbolic axis (a 16-pixel image breaks detectors)
+SYMBOLIC_SIZE = (
+    64  # random feeds: the size of an unnamed symbolic axis (a 16-pixel image breaks detectors)
+)
 
 
 @dataclass
@@ -47,17 +62,31 @@ class SanityReport:
         return [f"output '{o.name}': {p}" for o in self.outputs for p in o.problems]
 
     def metrics(self) -> dict[str, Any]:
-        return {"samples": self.samples, "synthetic_inputs": self.synthetic,
-                "outputs": {o.name: {"cosine_mean": round(o.cosine, 5), "relative_error": round(o.relative_error, 5),
-                                     "problems": o.problems} for o in self.outputs}}
+        return {
+            "samples": self.samples,
+            "synthetic_inputs": self.synthetic,
+            "outputs": {
+                o.name: {
+                    "cosine_mean": round(o.cosine, 5),
+                    "relative_error": round(o.relative_error, 5),
+                    "problems": o.problems,
+                }
+                for o in self.outputs
+            },
+        }
 
 
 class FeedsDoNotFit(Exception):
     """The float model itself cannot run the feeds (random ones whose sizes the model does not accept)."""
 
 
-def check_outputs(float_model: Path, quantized: Path, feeds: list[dict[str, Any]], min_cosine: float,
-                  synthetic: bool) -> SanityReport:
+def check_outputs(
+    float_model: Path,
+    quantized: Path,
+    feeds: list[dict[str, Any]],
+    min_cosine: float,
+    synthetic: bool,
+) -> SanityReport:
     """Run both models on the same feeds and judge every output."""
     import numpy as np
 
@@ -70,8 +99,12 @@ def check_outputs(float_model: Path, quantized: Path, feeds: list[dict[str, Any]
     except ort_errors() as exc:
         raise FeedsDoNotFit(str(exc).strip().splitlines()[0][:200]) from exc
     theirs = [candidate.run(names, feed) for feed in feeds]
-    judged = [_judge(name, [np.asarray(o[i]) for o in ours], [np.asarray(t[i]) for t in theirs], min_cosine)
-              for i, name in enumerate(names)]
+    judged = [
+        _judge(
+            name, [np.asarray(o[i]) for o in ours], [np.asarray(t[i]) for t in theirs], min_cosine
+        )
+        for i, name in enumerate(names)
+    ]
     return SanityReport(len(feeds), synthetic, judged)
 
 
@@ -79,7 +112,9 @@ def _judge(name: str, floats: list[Any], quants: list[Any], min_cosine: float) -
     import numpy as np
 
     if not floats or floats[0].dtype.kind not in "fc":
-        return OutputCheck(name, 1.0, 0.0)  # labels, counts, masks: judged by the task metric, not here
+        return OutputCheck(
+            name, 1.0, 0.0
+        )  # labels, counts, masks: judged by the task metric, not here
     f = np.stack([a.astype(np.float64) for a in floats])
     q = np.stack([a.astype(np.float64) for a in quants])
     problems = []
@@ -116,7 +151,9 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
     rounded to 0 or to one step of a scale set by pixel coordinates)."""
     import numpy as np
 
-    for axis in sorted({2, f.ndim - 1}):  # f is [samples, *output shape]: axis 2 is the output's axis 1
+    for axis in sorted(
+        {2, f.ndim - 1}
+    ):  # f is [samples, *output shape]: axis 2 is the output's axis 1
         if axis >= f.ndim or f.shape[axis] < 2:
             continue
         moved_f = np.moveaxis(f, axis, 0).reshape(f.shape[axis], -1)
@@ -128,19 +165,27 @@ def _collapsed_channels(f: Any, q: Any) -> list[str]:
         # peak, and score-like ones (within [0, 1]) that reach 0.05 somewhere: class scores beside pixel
         # coordinates (0.5 beside 640) count, the probabilities of characters no sample comes near do not.
         highest, lowest = moved_f.max(axis=1), moved_f.min(axis=1)
-        meaningful = (np.abs(moved_f).max(axis=1) >= 1e-2 * peak) | ((lowest >= 0) & (highest <= 1) & (highest >= 0.05))
-        error = np.linalg.norm(moved_q - moved_f, axis=1) / np.maximum(np.linalg.norm(moved_f, axis=1), 1e-30)
+        meaningful = (np.abs(moved_f).max(axis=1) >= 1e-2 * peak) | (
+            (lowest >= 0) & (highest <= 1) & (highest >= 0.05)
+        )
+        error = np.linalg.norm(moved_q - moved_f, axis=1) / np.maximum(
+            np.linalg.norm(moved_f, axis=1), 1e-30
+        )
         varying &= meaningful
         constant, lost = varying & (spread_q <= COLLAPSE * spread_f), varying & (error >= LOST)
         # a whole slice, not one edge pixel of a map; and lost signal only in a large share of the channels
         # (an embedding keeps its meaning with a few noisy dimensions: the cosine floor judges those)
         bad = constant | lost
-        if constant.sum() >= max(1, DEAD_SHARE * len(bad)) or lost.sum() >= max(1, LOST_SHARE * len(bad)):
+        if constant.sum() >= max(1, DEAD_SHARE * len(bad)) or lost.sum() >= max(
+            1, LOST_SHARE * len(bad)
+        ):
             dead = np.flatnonzero(bad)
-            return [f"{len(dead)} of {len(bad)} channels along axis {axis - 1} ({_ranges(dead)}) lost their signal "
-                    f"(constant, or an error as large as their values: median {float(np.median(error[dead])):.2f} of "
-                    "their size): one scale cannot serve values of such different ranges (e.g. box coordinates and "
-                    "class scores joined in one tensor)"]
+            return [
+                f"{len(dead)} of {len(bad)} channels along axis {axis - 1} ({_ranges(dead)}) lost their signal "
+                f"(constant, or an error as large as their values: median {float(np.median(error[dead])):.2f} of "
+                "their size): one scale cannot serve values of such different ranges (e.g. box coordinates and "
+                "class scores joined in one tensor)"
+            ]
     return []
 
 
@@ -155,12 +200,16 @@ def _decisions_lost(f: Any, q: Any) -> list[str]:
         return []
     chosen_f, chosen_q = f.argmax(axis=-1).ravel(), q.argmax(axis=-1).ravel()
     common = np.bincount(chosen_f).argmax()
-    decided = chosen_f != common if (chosen_f != common).sum() >= 4 else np.ones_like(chosen_f, bool)
+    decided = (
+        chosen_f != common if (chosen_f != common).sum() >= 4 else np.ones_like(chosen_f, bool)
+    )
     agreement = float((chosen_f[decided] == chosen_q[decided]).mean())
     if agreement >= MIN_DECISIONS:
         return []
-    return [f"its top class agrees with the float model's at only {agreement:.0%} of the {int(decided.sum())} positions "
-            "where the float model picks something other than its most common answer"]
+    return [
+        f"its top class agrees with the float model's at only {agreement:.0%} of the {int(decided.sum())} positions "
+        "where the float model picks something other than its most common answer"
+    ]
 
 
 def _ranges(indices: Any) -> str:
@@ -208,11 +257,15 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
         return "sanity check off"
     try:
         feeds, synthetic = feeds_for(ctx, float_model, params["sanity_samples"])
-    except StageError as exc:  # random feeds need every symbolic axis named: say so rather than guess
+    except (
+        StageError
+    ) as exc:  # random feeds need every symbolic axis named: say so rather than guess
         metrics["sanity"] = {"skipped": str(exc)}
         return "sanity check skipped (give it `data`)"
     try:
-        report = check_outputs(float_model, quantized, feeds, params["sanity_min_cosine"], synthetic)
+        report = check_outputs(
+            float_model, quantized, feeds, params["sanity_min_cosine"], synthetic
+        )
     except FeedsDoNotFit as exc:
         if not synthetic:
             raise StageError(f"the float model cannot run the `data` samples: {exc}") from exc
@@ -224,20 +277,27 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
         # random feeds are off the model's distribution (a detector sees no object in noise, and rounding its
         # near-zero scores to 0 is harmless there): say what they showed, do not fail on them
         metrics["sanity"]["advisory"] = True
-        return f"sanity on random feeds flagged {failures[0]} (give the stage `data` for a real check)"
+        return (
+            f"sanity on random feeds flagged {failures[0]} (give the stage `data` for a real check)"
+        )
     if failures:
         from ortflow.stages.quantization.localization import culprits_text, rank_nodes
 
         ranked = rank_nodes(float_model, quantized, feeds[:4])
         metrics["sanity"]["culprits"] = [e.as_dict() for e in ranked[:10]]
     if failures:
-        source = "random feeds (give the stage `data` for a real check)" if synthetic else f"{report.samples} samples"
+        source = (
+            "random feeds (give the stage `data` for a real check)"
+            if synthetic
+            else f"{report.samples} samples"
+        )
         raise GateFailed(
             f"the quantized model is broken on {source}: {'; '.join(failures[:3])}. Where the error enters: "
             f"{culprits_text(ranked)} — keep those nodes in float (nodes_to_exclude), "
             f"{'' if params.get('per_channel', True) else 'try per_channel: true (one weight scale per channel), '}"
             "or quantize fewer op types (op_types_to_quantize: [MatMul, Gemm, Conv]); sanity_check: false keeps the "
             "model anyway",
-            {"sanity": metrics["sanity"]})
+            {"sanity": metrics["sanity"]},
+        )
     worst = min((o.cosine for o in report.outputs), default=1.0)
     return f"sanity: worst output cosine {worst:.3f} on {report.samples} {'random ' if synthetic else ''}samples"

@@ -16,32 +16,64 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TRAP_PARAMS = {
-    "avoid_traps": {"type": "boolean", "default": True,
-                    "description": "keep in float what one 8-bit scale cannot serve: a Concat joining ranges that differ "
-                                   "by more than mixed_range_ratio, and LayerNorm/Softmax exported as primitive ops"},
-    "mixed_range_ratio": {"type": "number", "minimum": 1, "default": 50,
-                          "description": "a Concat whose inputs' calibrated ranges differ by more than this is kept in float"},
+    "avoid_traps": {
+        "type": "boolean",
+        "default": True,
+        "description": "keep in float what one 8-bit scale cannot serve: a Concat joining ranges that differ "
+        "by more than mixed_range_ratio, and LayerNorm/Softmax exported as primitive ops",
+    },
+    "mixed_range_ratio": {
+        "type": "number",
+        "minimum": 1,
+        "default": 50,
+        "description": "a Concat whose inputs' calibrated ranges differ by more than this is kept in float",
+    },
 }
 # what LayerNorm is spelled with, by PyTorch (ReduceMean, Pow, Div) and by jax2tf/tf2onnx (ReduceSum times 1/n,
 # Max against 0, Reshape/Expand to broadcast, Sqrt then Reciprocal then Mul)
-NORM_OPS = {"ReduceMean", "ReduceSum", "Sub", "Pow", "Mul", "Add", "Sqrt", "Div", "Reciprocal", "Max", "Reshape",
-            "Expand"}
+NORM_OPS = {
+    "ReduceMean",
+    "ReduceSum",
+    "Sub",
+    "Pow",
+    "Mul",
+    "Add",
+    "Sqrt",
+    "Div",
+    "Reciprocal",
+    "Max",
+    "Reshape",
+    "Expand",
+}
 SOFTMAX_OPS = {"Exp", "ReduceSum", "Div", "Reshape", "Expand"}
-LOGIT_OPS = {"Sub", "ReduceMax", "Max", "Reshape", "Expand", "Add"}  # between the logits and their Exp
+LOGIT_OPS = {
+    "Sub",
+    "ReduceMax",
+    "Max",
+    "Reshape",
+    "Expand",
+    "Add",
+}  # between the logits and their Exp
 DEPTH = 14  # a decomposed normalisation is a dozen ops deep at most
 
 
 @dataclass
 class Traps:
-    mixed_concats: dict[str, float] = field(default_factory=dict)  # node -> ratio of its inputs' ranges
-    decomposed: dict[str, list[str]] = field(default_factory=dict)  # "LayerNorm at <Sqrt>" -> its nodes
+    mixed_concats: dict[str, float] = field(
+        default_factory=dict
+    )  # node -> ratio of its inputs' ranges
+    decomposed: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # "LayerNorm at <Sqrt>" -> its nodes
 
     def nodes(self) -> set[str]:
         return set(self.mixed_concats) | {n for group in self.decomposed.values() for n in group}
 
     def metrics(self) -> dict[str, Any]:
-        return {"mixed_range_concats": {k: round(v, 1) for k, v in sorted(self.mixed_concats.items())},
-                "decomposed_ops": self.decomposed}
+        return {
+            "mixed_range_concats": {k: round(v, 1) for k, v in sorted(self.mixed_concats.items())},
+            "decomposed_ops": self.decomposed,
+        }
 
 
 def find_traps(nodes: list[Any], ranges: dict[str, tuple[float, float]], ratio: float) -> Traps:
@@ -58,16 +90,32 @@ def find_traps(nodes: list[Any], ranges: dict[str, tuple[float, float]], ratio: 
             if len(widths) >= 2 and min(widths) > 0 and max(widths) / min(widths) > ratio:
                 traps.mixed_concats[node.name] = max(widths) / min(widths)
         elif node.op_type == "Sqrt":  # the denominator of a LayerNorm: start where it divides
-            group = sorted({n for end in _appliers(node, readers) for n in _region(end, producers, NORM_OPS,
-                                                                                    ("ReduceMean", "ReduceSum"))})
+            group = sorted(
+                {
+                    n
+                    for end in _appliers(node, readers)
+                    for n in _region(end, producers, NORM_OPS, ("ReduceMean", "ReduceSum"))
+                }
+            )
             if group:
                 traps.decomposed[f"LayerNorm at {node.name}"] = group
-        elif node.op_type == "ReduceSum" and any(n.op_type == "Exp" for i in node.input if (n := producers.get(i))):
+        elif node.op_type == "ReduceSum" and any(
+            n.op_type == "Exp" for i in node.input if (n := producers.get(i))
+        ):
             divs = [n for n in _appliers(node, readers) if n.op_type == "Div"]
             group = {n for div in divs for n in _region(div, producers, SOFTMAX_OPS, ("Exp",))}
             if group:  # and its input: logits rounded to 8 bits move every probability (exp amplifies the step)
-                exps = [producers[i] for i in node.input if i in producers and producers[i].op_type == "Exp"]
-                group |= {n.name for e in exps for n in _walk_back(e, producers, LOGIT_OPS, set()) if n is not e}
+                exps = [
+                    producers[i]
+                    for i in node.input
+                    if i in producers and producers[i].op_type == "Exp"
+                ]
+                group |= {
+                    n.name
+                    for e in exps
+                    for n in _walk_back(e, producers, LOGIT_OPS, set())
+                    if n is not e
+                }
                 traps.decomposed[f"Softmax at {node.name}"] = sorted(group)
     return traps
 
@@ -86,7 +134,9 @@ def _appliers(start: Any, readers: dict[str, list[Any]]) -> list[Any]:
     return found or [start]
 
 
-def _region(end: Any, producers: dict[str, Any], allowed: set[str], anchor: tuple[str, ...]) -> list[str]:
+def _region(
+    end: Any, producers: dict[str, Any], allowed: set[str], anchor: tuple[str, ...]
+) -> list[str]:
     """The nodes of the decomposed op ending at `end`: walking back through `allowed` ops, but not past the
     input of an `anchor` op (the tensor being normalised, whose producer belongs to the layer before).
     Empty when no anchor op is found."""
@@ -96,7 +146,11 @@ def _region(end: Any, producers: dict[str, Any], allowed: set[str], anchor: tupl
         return []
     # E[x^2] averages x*x: its anchor reads a square of x, which is inside; x itself is where to stop
     inside = {id(n) for n in first}
-    stop = {t for t in stop if not (t in producers and id(producers[t]) in inside and set(producers[t].input) & stop)}
+    stop = {
+        t
+        for t in stop
+        if not (t in producers and id(producers[t]) in inside and set(producers[t].input) & stop)
+    }
     return sorted(n.name for n in _walk_back(end, producers, allowed, stop))
 
 
@@ -108,7 +162,12 @@ def _walk_back(end: Any, producers: dict[str, Any], allowed: set[str], stop: set
             continue
         for tensor in node.input:
             parent = producers.get(tensor)
-            if tensor in stop or parent is None or parent.op_type not in allowed or id(parent) in found:
+            if (
+                tensor in stop
+                or parent is None
+                or parent.op_type not in allowed
+                or id(parent) in found
+            ):
                 continue
             found[id(parent)] = parent
             frontier.append((parent, depth + 1))
@@ -121,7 +180,11 @@ def table_ranges(table: Any) -> dict[str, tuple[float, float]]:
     for name, data in table.data.items():
         try:
             low, high = data.range_value
-        except (AttributeError, TypeError, ValueError):  # a table of another method: no range, no check
+        except (
+            AttributeError,
+            TypeError,
+            ValueError,
+        ):  # a table of another method: no range, no check
             continue
         found[name] = (float(low), float(high))
     return found

@@ -17,10 +17,17 @@ def quantizable_matmuls(model: Any, excluded: Iterable[str]) -> dict[str, tuple[
     initializer (what MatMulNBits takes), in graph order, less `excluded`."""
     from onnx import TensorProto
 
-    weights = {t.name for t in model.graph.initializer if len(t.dims) == 2 and t.data_type == TensorProto.FLOAT}
+    weights = {
+        t.name
+        for t in model.graph.initializer
+        if len(t.dims) == 2 and t.data_type == TensorProto.FLOAT
+    }
     skip = set(excluded)
-    return {n.name: (n.input[0], n.input[1]) for n in model.graph.node
-            if n.op_type == "MatMul" and n.name and n.name not in skip and n.input[1] in weights}
+    return {
+        n.name: (n.input[0], n.input[1])
+        for n in model.graph.node
+        if n.op_type == "MatMul" and n.name and n.name not in skip and n.input[1] in weights
+    }
 
 
 def round_to_nearest(weight: Any, bits: int, block_size: int, symmetric: bool) -> Any:
@@ -45,8 +52,14 @@ def round_to_nearest(weight: Any, bits: int, block_size: int, symmetric: bool) -
     return restored.reshape(padded, cols)[:rows]
 
 
-def ranked(model_path: Path, layers: dict[str, tuple[str, str]], feeds: list[dict[str, Any]] | None, bits: int,
-           block_size: int, symmetric: bool) -> list[tuple[str, float]]:
+def ranked(
+    model_path: Path,
+    layers: dict[str, tuple[str, str]],
+    feeds: list[dict[str, Any]] | None,
+    bits: int,
+    block_size: int,
+    symmetric: bool,
+) -> list[tuple[str, float]]:
     """(node, relative error at `bits`), largest first."""
     import numpy as np
     from onnx import numpy_helper
@@ -74,7 +87,9 @@ def _layer_inputs(model_path: Path, names: set[str], feeds: list[dict[str, Any]]
 
     graph_inputs = {i.name for i in onnx_model.load_graph(model_path).graph.input}
     outputs = [helper.make_empty_tensor_value_info(n) for n in sorted(names - graph_inputs)]
-    session = calibration_passes.session(calibration_passes.pass_model(model_path, outputs, "sensitivity.onnx"))
+    session = calibration_passes.session(
+        calibration_passes.pass_model(model_path, outputs, "sensitivity.onnx")
+    )
     wanted = [o.name for o in session.get_outputs()]
     found: dict[str, list[Any]] = {n: [] for n in names}
     for feed in feeds:

@@ -19,10 +19,14 @@ class Candidate:
     knobs: dict[str, Any]  # the searched parameters' values
     params: dict[str, Any]  # the quantize step's parameters, exclusions included
     excluded: list[str] = field(default_factory=list)  # nodes the search kept in float
-    role: str = "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
+    role: str = (
+        "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
+    )
     model: Artifact | None = None
     quantized_nodes: list[str] = field(default_factory=list)
-    values: dict[str, float] = field(default_factory=dict)  # each gated metric, worst over the gated outputs
+    values: dict[str, float] = field(
+        default_factory=dict
+    )  # each gated metric, worst over the gated outputs
     score: float | None = None  # the smallest relative margin over the gates: >= 0 meets them all
     passed: bool | None = None
     speedup: float | None = None
@@ -30,25 +34,76 @@ class Candidate:
     note: str = ""
 
 
-def search_report(candidates: list[Any], rankings: dict[str, list[tuple[str, float | None]]], chosen: Any,
-                  front: list[Any], describe: Callable[..., str]) -> dict[str, Any]:
+def search_report(
+    candidates: list[Any],
+    rankings: dict[str, list[tuple[str, float | None]]],
+    chosen: Any,
+    front: list[Any],
+    describe: Callable[..., str],
+) -> dict[str, Any]:
     metrics = sorted({k for c in candidates for k in c.values})
-    shown = [c for c in candidates if c.role != "probe" or c.speedup]  # probes: in the node rankings
-    rows = [[c.id + (" (chosen)" if c is chosen else ""), c.role, describe(c, names=False),
-             ", ".join(c.excluded), *[c.values.get(m, "") for m in metrics],
-             {True: "yes", False: "no", None: ""}[c.passed], f"{c.speedup:.2f}x" if c.speedup else "",
-             "yes" if c in front else "", c.note] for c in shown]
-    tables = [{"title": "Candidates (probes keeping one node float are in the node rankings)", "rows": rows,
-               "columns": ["id", "role", "settings", "kept float", *metrics, "meets target", "speedup", "Pareto", "note"]}]
+    shown = [
+        c for c in candidates if c.role != "probe" or c.speedup
+    ]  # probes: in the node rankings
+    rows = [
+        [
+            c.id + (" (chosen)" if c is chosen else ""),
+            c.role,
+            describe(c, names=False),
+            ", ".join(c.excluded),
+            *[c.values.get(m, "") for m in metrics],
+            {True: "yes", False: "no", None: ""}[c.passed],
+            f"{c.speedup:.2f}x" if c.speedup else "",
+            "yes" if c in front else "",
+            c.note,
+        ]
+        for c in shown
+    ]
+    tables = [
+        {
+            "title": "Candidates (probes keeping one node float are in the node rankings)",
+            "rows": rows,
+            "columns": [
+                "id",
+                "role",
+                "settings",
+                "kept float",
+                *metrics,
+                "meets target",
+                "speedup",
+                "Pareto",
+                "note",
+            ],
+        }
+    ]
     for base, ranked in rankings.items():
-        tables.append({"title": f"Nodes by harm when quantized, from {base}",
-                       "columns": ["node", "accuracy margin when it alone is kept float"],
-                       "rows": [[n, v] for n, v in ranked]})  # exact names: what nodes_to_exclude takes
-    points = [{"label": f"{c.id} {describe(c)}", "x": c.speedup, "y": c.score, "front": c in front,
-               "chosen": c is chosen} for c in candidates if c.speedup and c.score is not None]
-    chart = {"kind": "scatter", "title": "Candidates: speed against accuracy margin", "points": points,
-             "x_label": "speedup vs reference (p50)", "y_label": "accuracy margin over the gates (>= 0 meets them)",
-             "x_unit": "x", "y_unit": ""}
+        tables.append(
+            {
+                "title": f"Nodes by harm when quantized, from {base}",
+                "columns": ["node", "accuracy margin when it alone is kept float"],
+                "rows": [[n, v] for n, v in ranked],
+            }
+        )  # exact names: what nodes_to_exclude takes
+    points = [
+        {
+            "label": f"{c.id} {describe(c)}",
+            "x": c.speedup,
+            "y": c.score,
+            "front": c in front,
+            "chosen": c is chosen,
+        }
+        for c in candidates
+        if c.speedup and c.score is not None
+    ]
+    chart = {
+        "kind": "scatter",
+        "title": "Candidates: speed against accuracy margin",
+        "points": points,
+        "x_label": "speedup vs reference (p50)",
+        "y_label": "accuracy margin over the gates (>= 0 meets them)",
+        "x_unit": "x",
+        "y_unit": "",
+    }
     return {"tables": tables, "charts": [chart]}
 
 
@@ -64,7 +119,19 @@ def shown_values(c: Candidate) -> str:
 
 def candidate_row(c: Candidate, on_front: bool, model: str, table: str | None) -> dict[str, Any]:
     """One candidate in search.json: `model` and `table` name its float model and calibration table."""
-    return {"id": c.id, "role": c.role, "family": c.family, "model": model, "calibration": table,
-            "knobs": c.knobs, "kept_float": c.excluded, "quantized_nodes": len(c.quantized_nodes),
-            "values": c.values, "meets_target": c.passed, "speedup": c.speedup, "p50_ms": c.p50_ms,
-            "pareto": on_front, "note": c.note}
+    return {
+        "id": c.id,
+        "role": c.role,
+        "family": c.family,
+        "model": model,
+        "calibration": table,
+        "knobs": c.knobs,
+        "kept_float": c.excluded,
+        "quantized_nodes": len(c.quantized_nodes),
+        "values": c.values,
+        "meets_target": c.passed,
+        "speedup": c.speedup,
+        "p50_ms": c.p50_ms,
+        "pareto": on_front,
+        "note": c.note,
+    }

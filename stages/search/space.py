@@ -34,7 +34,9 @@ def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
 Params = dict[str, Any]  # one combination of a stage type's parameters
 
 
-def admitted(combinations: list[Params], isa_fact: str) -> tuple[list[Params], list[tuple[Params, str]]]:
+def admitted(
+    combinations: list[Params], isa_fact: str
+) -> tuple[list[Params], list[tuple[Params, str]]]:
     """The combinations worth building for a target with instruction set `isa_fact`, likeliest to meet an
     accuracy target on the fastest kernel first (so a budget that runs out cuts the least promising), and
     those pruned, each with why."""
@@ -50,13 +52,17 @@ def rank(params: dict[str, Any], isa_fact: str) -> tuple[int, int]:
 
 # Knobs that change accuracy but not the kernel a model runs on: a combination that differs from a passing one
 # only in these (and does not run on a faster kernel) cannot be faster, only less accurate.
-SPEED_NEUTRAL = frozenset({"per_channel", "reduce_range", "weight_type", "activation_type", "calibrate_method"})
+SPEED_NEUTRAL = frozenset(
+    {"per_channel", "reduce_range", "weight_type", "activation_type", "calibrate_method"}
+)
 
 
 def dominated(params: dict[str, Any], passed: dict[str, Any], isa_fact: str) -> bool:
     """Whether `params` cannot beat the passing combination `passed`: the same except for speed-neutral
     knobs and the kernel's expected speed, and no faster a kernel."""
-    same = all(params.get(k) == passed.get(k) for k in set(params) | set(passed) if k not in SPEED_NEUTRAL)
+    same = all(
+        params.get(k) == passed.get(k) for k in set(params) | set(passed) if k not in SPEED_NEUTRAL
+    )
     return same and isa.kernel_rank(params, isa_fact) >= isa.kernel_rank(passed, isa_fact)
 
 

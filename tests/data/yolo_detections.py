@@ -15,7 +15,9 @@ def letterboxed(path: Path, size: int = 320) -> np.ndarray:
 
     image = Image.open(path).convert("RGB")
     scale = size / max(image.size)
-    image = image.resize((max(1, round(image.size[0] * scale)), max(1, round(image.size[1] * scale))), Image.BILINEAR)
+    image = image.resize(
+        (max(1, round(image.size[0] * scale)), max(1, round(image.size[1] * scale))), Image.BILINEAR
+    )
     canvas = Image.new("RGB", (size, size))
     canvas.paste(image, ((size - image.size[0]) // 2, (size - image.size[1]) // 2))
     return (np.asarray(canvas, np.float32) / 255).transpose(2, 0, 1)[None]
@@ -39,7 +41,11 @@ def detections(output: np.ndarray, threshold: float = 0.2) -> list[tuple[int, np
     while order:
         first = order.pop(0)
         kept.append((int(classes[first]), corners[first]))
-        order = [i for i in order if classes[i] != classes[first] or iou(corners[first], corners[i]) < 0.45]
+        order = [
+            i
+            for i in order
+            if classes[i] != classes[first] or iou(corners[first], corners[i]) < 0.45
+        ]
     return kept
 
 
@@ -52,5 +58,7 @@ def recall(reference: Path, candidate: Path, folder: Path) -> tuple[int, int]:
         feed = {"images": letterboxed(photo)}
         expected, got = detections(ours.run(None, feed)[0]), detections(theirs.run(None, feed)[0])
         total += len(expected)
-        found += sum(any(c == d and iou(box, other) > 0.5 for d, other in got) for c, box in expected)
+        found += sum(
+            any(c == d and iou(box, other) > 0.5 for d, other in got) for c, box in expected
+        )
     return found, total

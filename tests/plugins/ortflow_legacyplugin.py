@@ -10,7 +10,9 @@ from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageR
 
 class Legacy(Stage):
     type = "legacy"
-    description = "Writes a text: a stage as plugins were written before ortflow.api covered everything."
+    description = (
+        "Writes a text: a stage as plugins were written before ortflow.api covered everything."
+    )
     outputs = (Port("file", ArtifactKind.FILE, "the text", filename="legacy.txt"),)
 
     def run(self, ctx: StageContext) -> StageResult:

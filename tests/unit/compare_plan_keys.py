@@ -17,8 +17,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plan(recipe: Path, cache: Path) -> list[dict]:
     env = {**os.environ, "ORTFLOW_CACHE": str(cache)}
-    done = subprocess.run([sys.executable, "-m", "ortflow.engine.cli", "plan", str(recipe), "--json"], env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "plan", str(recipe), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return json.loads(done.stdout) if done.stdout.strip() else []
 
 
@@ -31,11 +36,15 @@ def main(baseline: Path) -> int:
         old = {row["name"]: row["key"] for row in before}
         new = {row["name"]: row["key"] for row in after}
         bad = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
-        rows = sum(1 for a, b in zip(before, after, strict=False) if a != b) + abs(len(before) - len(after))
+        rows = sum(1 for a, b in zip(before, after, strict=False) if a != b) + abs(
+            len(before) - len(after)
+        )
         bad += [f"{rows} rows differ in action/reason/against_lock"] if rows else []
         compared += sum(1 for key in old.values() if key)
         differ += len(bad)
-        print(f"{recipe.stem}: {len(old)} stages, {sum(1 for k in old.values() if k)} keys, {len(bad)} differ {bad[:3]}")
+        print(
+            f"{recipe.stem}: {len(old)} stages, {sum(1 for k in old.values() if k)} keys, {len(bad)} differ {bad[:3]}"
+        )
     print(f"total: {compared} keys compared, {differ} differ")
     return 1 if differ else 0
 

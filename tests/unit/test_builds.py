@@ -9,16 +9,39 @@ from ortflow.engine import builds
 from ortflow.engine.builds import Identity, LockEntry, RunOutput, RunRecord
 
 D1, D2, D3 = "1" * 64, "2" * 64, "3" * 64
-IDENTITY = {"type": "concat", "version": "2", "params": {"text": "+x", "n": [1, 2.5]}, "inputs": {"parts": [D1, D2]},
-            "env": {"onnxruntime": "onnxruntime 1.2", "cpu": "Xeon"}}
+IDENTITY = {
+    "type": "concat",
+    "version": "2",
+    "params": {"text": "+x", "n": [1, 2.5]},
+    "inputs": {"parts": [D1, D2]},
+    "env": {"onnxruntime": "onnxruntime 1.2", "cpu": "Xeon"},
+}
 
 
 def record_json(**changes) -> dict:
     """A run record as engine.run.runner writes it."""
-    found = {"key": Identity.from_json(IDENTITY).key, "stage": "s", **IDENTITY, "ran_on": {"host": "h"},
-             "outputs": {"file": {"digest": D3, "kind": "file", "filename": "joined.txt", "size": 12, "values": "AAAA"}},
-             "summary": "ok", "metrics": {"speedup": 1.5}, "seconds": 0.25, "log": "", "gate_failed": None, "steps": [],
-             "created": "2026-11-26T00:00:00+00:00"}
+    found = {
+        "key": Identity.from_json(IDENTITY).key,
+        "stage": "s",
+        **IDENTITY,
+        "ran_on": {"host": "h"},
+        "outputs": {
+            "file": {
+                "digest": D3,
+                "kind": "file",
+                "filename": "joined.txt",
+                "size": 12,
+                "values": "AAAA",
+            }
+        },
+        "summary": "ok",
+        "metrics": {"speedup": 1.5},
+        "seconds": 0.25,
+        "log": "",
+        "gate_failed": None,
+        "steps": [],
+        "created": "2026-11-26T00:00:00+00:00",
+    }
     return {**found, **changes}
 
 
@@ -45,8 +68,11 @@ def test_an_identity_never_changes_after_it_is_made():
 
 
 def test_a_run_record_round_trips_to_the_same_json():
-    for data in (record_json(), record_json(data_source={"provenance": "real"}, signature="abc"),
-                 record_json(gate_failed="too slow", steps=["a" * 64])):
+    for data in (
+        record_json(),
+        record_json(data_source={"provenance": "real"}, signature="abc"),
+        record_json(gate_failed="too slow", steps=["a" * 64]),
+    ):
         record = RunRecord.from_json(data)
         assert record.to_json() == data
         assert record.identity.key == data["key"] and record.digests == {"file": D3}
@@ -55,25 +81,39 @@ def test_a_run_record_round_trips_to_the_same_json():
 def test_a_record_an_older_version_wrote_reads_with_defaults():
     old = {k: v for k, v in record_json().items() if k not in ("ran_on", "steps", "log", "stage")}
     record = RunRecord.from_json(old)
-    assert record.steps == () and record.ran_on == {} and record.outputs["file"] == RunOutput(D3, "file", "joined.txt", 12, "AAAA")
+    assert (
+        record.steps == ()
+        and record.ran_on == {}
+        and record.outputs["file"] == RunOutput(D3, "file", "joined.txt", 12, "AAAA")
+    )
 
 
 def test_a_lock_entry_records_the_key_and_outputs_of_a_portable_build():
     record = RunRecord.from_json(record_json(env={"onnxruntime": "onnxruntime 1.2"}))
     record = RunRecord.from_json({**record.to_json(), "key": record.identity.key})
     entry = LockEntry.of(record)
-    assert entry.to_json() == {**{k: record.to_json()[k] for k in builds.IDENTITY}, "key": record.key,
-                               "outputs": {"file": {"digest": D3, "size": 12, "values": "AAAA"}}}
+    assert entry.to_json() == {
+        **{k: record.to_json()[k] for k in builds.IDENTITY},
+        "key": record.key,
+        "outputs": {"file": {"digest": D3, "size": 12, "values": "AAAA"}},
+    }
     assert LockEntry.of(record, deterministic=False).to_json()["measurement"] is True
     assert "outputs" not in LockEntry.of(record, deterministic=False).to_json()
-    assert entry.matches(record.key, record.to_json()) and not entry.matches("0" * 64, record.to_json())
+    assert entry.matches(record.key, record.to_json()) and not entry.matches(
+        "0" * 64, record.to_json()
+    )
 
 
 def test_a_lock_entry_for_a_host_specific_build_records_what_it_was_made_from_but_no_key():
     record = RunRecord.from_json(record_json())
     entry = LockEntry.of(record, deterministic=False)
     data = entry.to_json()
-    assert data["host_specific"] is True and data["measurement"] is True and "key" not in data and "outputs" not in data
+    assert (
+        data["host_specific"] is True
+        and data["measurement"] is True
+        and "key" not in data
+        and "outputs" not in data
+    )
     assert data["env"] == {"onnxruntime": "onnxruntime 1.2"}  # the host facts (cpu) are left out
     other_machine = {**record.to_json(), "env": {**record.env, "cpu": "EPYC"}}
     assert entry.matches("any key", other_machine)

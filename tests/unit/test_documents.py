@@ -27,27 +27,93 @@ from ortflow.engine.metric import Better
 from ortflow.engine.provenance import DataProvenance, DataSource
 
 # As benchmark v1 wrote a row (key order included), before BenchmarkRow existed.
-ROW = {"model": "int8", "intra_op_threads": 0, "batch_size": 1, "providers_used": ["CPUExecutionProvider"],
-       "session_create_s": 0.031, "peak_rss_mb": None, "size_mb": 5.6, "latencies_ms": [1.5, 1.25],
-       "latency_ms": {"mean": 1.375, "min": 1.25, "max": 1.5, "p50": 1.375, "p90": 1.475, "p95": 1.487, "p99": 1.497},
-       "throughput_per_s": 727.27, "runs": 2, "sequence_length": None, "io_binding": False, "speedup": 1.6}
-BENCHMARK = {"baseline": "model", "note": "", "load": {"cpus": 2, "load_1min": 1.5, "others_percent": None, "steal_percent": None},
-             "machine": {"cpu": "x", "isa": "avx2"}, "results": [{**ROW, "model": "model", "speedup": 1.0}, ROW],
-             "profiles": {}, "report": {"tables": [{"title": "Latency", "columns": ["model"], "rows": [["int8"]]}], "charts": []}}
-DATA = {"provenance": "random", "loader": "random", "dataset": "feeds", "paths": [], "calibration_reused": False,
-        "verified": False, "label": "unverified: random feeds"}
-ACCURACY = {"samples": 8, "results": {"int8": {"out": {"cosine_mean": 0.99, "max_abs": 0.1}}},
-            "values": {"int8": {"cosine_mean": 0.99, "max_abs": 0.1}}, "counted_at": {"int8": {"cosine_mean": "out", "max_abs": "out"}},
-            "better": {"cosine_mean": "higher", "max_abs": "lower"}, "reference_labelled": None,
-            "gates": {"min": {"cosine_mean": 0.98}, "max": {}}, "failures": [], "data": DATA, "report": {"tables": []},
-            "reference": {"name": "model", "values": {"cosine_mean": 1.0, "max_abs": 0.0}}}
-SELECTION = {"objective": {"minimize": "p50_ms"}, "constraints": {"min": {"cosine_mean": 0.98}, "max": {}}, "data": DATA,
-             "chosen": "int8", "candidates": [
-                 {"id": "model", "model": "model", "config": {}, "values": {"p50_ms": 2.2, "cosine_mean": 1.0},
-                  "meets_constraints": True, "misses": [], "pareto": False, "chosen": False},
-                 {"id": "int8", "model": "int8", "config": {}, "values": {"p50_ms": 1.375, "cosine_mean": 0.99},
-                  "meets_constraints": True, "misses": [], "pareto": True, "chosen": True}],
-             "report": {"tables": [], "charts": []}}
+ROW = {
+    "model": "int8",
+    "intra_op_threads": 0,
+    "batch_size": 1,
+    "providers_used": ["CPUExecutionProvider"],
+    "session_create_s": 0.031,
+    "peak_rss_mb": None,
+    "size_mb": 5.6,
+    "latencies_ms": [1.5, 1.25],
+    "latency_ms": {
+        "mean": 1.375,
+        "min": 1.25,
+        "max": 1.5,
+        "p50": 1.375,
+        "p90": 1.475,
+        "p95": 1.487,
+        "p99": 1.497,
+    },
+    "throughput_per_s": 727.27,
+    "runs": 2,
+    "sequence_length": None,
+    "io_binding": False,
+    "speedup": 1.6,
+}
+BENCHMARK = {
+    "baseline": "model",
+    "note": "",
+    "load": {"cpus": 2, "load_1min": 1.5, "others_percent": None, "steal_percent": None},
+    "machine": {"cpu": "x", "isa": "avx2"},
+    "results": [{**ROW, "model": "model", "speedup": 1.0}, ROW],
+    "profiles": {},
+    "report": {
+        "tables": [{"title": "Latency", "columns": ["model"], "rows": [["int8"]]}],
+        "charts": [],
+    },
+}
+DATA = {
+    "provenance": "random",
+    "loader": "random",
+    "dataset": "feeds",
+    "paths": [],
+    "calibration_reused": False,
+    "verified": False,
+    "label": "unverified: random feeds",
+}
+ACCURACY = {
+    "samples": 8,
+    "results": {"int8": {"out": {"cosine_mean": 0.99, "max_abs": 0.1}}},
+    "values": {"int8": {"cosine_mean": 0.99, "max_abs": 0.1}},
+    "counted_at": {"int8": {"cosine_mean": "out", "max_abs": "out"}},
+    "better": {"cosine_mean": "higher", "max_abs": "lower"},
+    "reference_labelled": None,
+    "gates": {"min": {"cosine_mean": 0.98}, "max": {}},
+    "failures": [],
+    "data": DATA,
+    "report": {"tables": []},
+    "reference": {"name": "model", "values": {"cosine_mean": 1.0, "max_abs": 0.0}},
+}
+SELECTION = {
+    "objective": {"minimize": "p50_ms"},
+    "constraints": {"min": {"cosine_mean": 0.98}, "max": {}},
+    "data": DATA,
+    "chosen": "int8",
+    "candidates": [
+        {
+            "id": "model",
+            "model": "model",
+            "config": {},
+            "values": {"p50_ms": 2.2, "cosine_mean": 1.0},
+            "meets_constraints": True,
+            "misses": [],
+            "pareto": False,
+            "chosen": False,
+        },
+        {
+            "id": "int8",
+            "model": "int8",
+            "config": {},
+            "values": {"p50_ms": 1.375, "cosine_mean": 0.99},
+            "meets_constraints": True,
+            "misses": [],
+            "pareto": True,
+            "chosen": True,
+        },
+    ],
+    "report": {"tables": [], "charts": []},
+}
 KINDS = [(BENCHMARK, BenchmarkResults), (ACCURACY, AccuracyResults), (SELECTION, Selection)]
 
 
@@ -63,39 +129,101 @@ def test_documents_round_trip_to_the_same_bytes(tmp_path: Path, document, kind):
 def test_documents_read_typed():
     benchmark = BenchmarkResults.from_json(BENCHMARK)
     assert benchmark.row("int8") == benchmark.results[1]
-    assert benchmark.results[1].latency_ms.p50 == 1.375 and benchmark.results[1].config() == (0, 1, None, False)
+    assert benchmark.results[1].latency_ms.p50 == 1.375 and benchmark.results[1].config() == (
+        0,
+        1,
+        None,
+        False,
+    )
     accuracy = AccuracyResults.from_json(ACCURACY)
     assert accuracy.better == {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER}
-    assert accuracy.model_values("model") == {"cosine_mean": 1.0, "max_abs": 0.0}  # the reference against itself
+    assert accuracy.model_values("model") == {
+        "cosine_mean": 1.0,
+        "max_abs": 0.0,
+    }  # the reference against itself
     assert accuracy.data is not None and accuracy.data.provenance is DataProvenance.RANDOM
     selection = Selection.from_json(SELECTION)
-    assert (selection.goal, selection.objective, selection.constraints) == ("minimize", "p50_ms", Bounds({"cosine_mean": 0.98}, {}))
+    assert (selection.goal, selection.objective, selection.constraints) == (
+        "minimize",
+        "p50_ms",
+        Bounds({"cosine_mean": 0.98}, {}),
+    )
     assert selection.chosen_candidate() == selection.candidates[1]
 
 
 def test_writers_build_the_documents_the_stages_wrote(tmp_path: Path):
     """Built from the dataclasses as the stages build them, each is the JSON written before, key for key."""
     latency = Latency(**ROW["latency_ms"])
-    rows = [BenchmarkRow("model", 0, 1, ["CPUExecutionProvider"], 0.031, None, 5.6, [2.0, 2.4], latency, 727.27, 2),
-            BenchmarkRow("int8", 0, 1, ["CPUExecutionProvider"], 0.031, None, 5.6, [1.5, 1.25], latency, 727.27, 2)]
-    rows = with_speedups(rows, "model", lambda base, row: round(base.latencies_ms[0] / row.latencies_ms[0], 3))
+    rows = [
+        BenchmarkRow(
+            "model",
+            0,
+            1,
+            ["CPUExecutionProvider"],
+            0.031,
+            None,
+            5.6,
+            [2.0, 2.4],
+            latency,
+            727.27,
+            2,
+        ),
+        BenchmarkRow(
+            "int8",
+            0,
+            1,
+            ["CPUExecutionProvider"],
+            0.031,
+            None,
+            5.6,
+            [1.5, 1.25],
+            latency,
+            727.27,
+            2,
+        ),
+    ]
+    rows = with_speedups(
+        rows, "model", lambda base, row: round(base.latencies_ms[0] / row.latencies_ms[0], 3)
+    )
     assert [r.speedup for r in rows] == [1.0, 1.333]
     source = DataSource(DataProvenance.RANDOM, "random", "feeds")
-    accuracy = AccuracyResults(8, ACCURACY["results"], ACCURACY["values"], ACCURACY["counted_at"],
-                               {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER}, None, Bounds({"cosine_mean": 0.98}),
-                               [], source, {"tables": []}, ReferenceValues("model", {"cosine_mean": 1.0, "max_abs": 0.0}))
+    accuracy = AccuracyResults(
+        8,
+        ACCURACY["results"],
+        ACCURACY["values"],
+        ACCURACY["counted_at"],
+        {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER},
+        None,
+        Bounds({"cosine_mean": 0.98}),
+        [],
+        source,
+        {"tables": []},
+        ReferenceValues("model", {"cosine_mean": 1.0, "max_abs": 0.0}),
+    )
     assert json.dumps(accuracy.to_json()) == json.dumps(ACCURACY)
-    selection = Selection("minimize", "p50_ms", Bounds({"cosine_mean": 0.98}), source, "int8",
-                          [SelectionCandidate(**c) for c in SELECTION["candidates"]], {"tables": [], "charts": []})
+    selection = Selection(
+        "minimize",
+        "p50_ms",
+        Bounds({"cosine_mean": 0.98}),
+        source,
+        "int8",
+        [SelectionCandidate(**c) for c in SELECTION["candidates"]],
+        {"tables": [], "charts": []},
+    )
     assert json.dumps(selection.to_json()) == json.dumps(SELECTION)
 
 
-@pytest.mark.parametrize(("document", "kind", "broken"), [
-    (BENCHMARK, BenchmarkResults, {"results": [{**ROW, "latency_ms": {"p50": 1.0}}]}),
-    (ACCURACY, AccuracyResults, {"values": None}),
-    (SELECTION, Selection, {"candidates": [{"id": "x"}]}),
-])
-def test_a_file_that_is_not_the_document_is_refused_naming_it(tmp_path: Path, document, kind, broken):
+@pytest.mark.parametrize(
+    ("document", "kind", "broken"),
+    [
+        (BENCHMARK, BenchmarkResults, {"results": [{**ROW, "latency_ms": {"p50": 1.0}}]}),
+        (ACCURACY, AccuracyResults, {"values": None}),
+        (SELECTION, Selection, {"candidates": [{"id": "x"}]}),
+    ],
+)
+def test_a_file_that_is_not_the_document_is_refused_naming_it(
+    tmp_path: Path, document, kind, broken
+):
     path = tmp_path / "doc.json"
     path.write_text(json.dumps({**document, **broken}), encoding="utf-8")
     with pytest.raises(StageError, match=rf"{path}: not a .* — give a"):

@@ -79,14 +79,17 @@ def test_a_bad_recipe_is_parsed_once_reported_whole_and_creates_no_cache(project
     reads = []
     real = load.read_recipe
     monkeypatch.setattr(load, "read_recipe", lambda *args: reads.append(args) or real(*args))
-    recipe = write(project / "bad.yaml", """
+    recipe = write(
+        project / "bad.yaml",
+        """
         version: 1
         name: bad
         stages:
           a: {uses: concat, in: {parts: [b.file]}}
           b: {uses: concat, in: {parts: [a.file]}}
           c: {uses: no_such_stage}
-    """)
+    """,
+    )
     with pytest.raises(RecipeError) as caught:
         Workspace.open(recipe)
     assert len(reads) == 1
@@ -104,5 +107,7 @@ def test_each_job_key_is_computed_once_per_run(project, counted):
     counted.clear()
     summary = pipeline.run(Workspace.open(ws.recipe.path))
     assert [o.status.value for o in summary.outcomes.values()] == ["cached"] * 3
-    assert counted["key"] == 6  # one per job, and one per cached record to check it holds what its key claims
+    assert (
+        counted["key"] == 6
+    )  # one per job, and one per cached record to check it holds what its key claims
     assert all(o.record.key == o.key for o in summary.outcomes.values())

@@ -17,10 +17,28 @@ from ortflow.engine.publish.lockfile import load_lock_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 D = "ab" * 32
-RECORD = {"key": D, "stage": "s", "type": "concat", "version": "1", "params": {"text": "+x"}, "inputs": {"parts": [D], "one": D},
-          "env": {"onnxruntime": "1.2"}, "ran_on": {"host": "h"}, "summary": "", "metrics": {"x": 1.5}, "data_source": None,
-          "seconds": 0.5, "log": "", "gate_failed": None, "steps": [D], "created": "", "signature": "sig",
-          "outputs": {"file": {"digest": D, "kind": "file", "filename": "a.txt", "size": 3, "values": "AAAA"}}}
+RECORD = {
+    "key": D,
+    "stage": "s",
+    "type": "concat",
+    "version": "1",
+    "params": {"text": "+x"},
+    "inputs": {"parts": [D], "one": D},
+    "env": {"onnxruntime": "1.2"},
+    "ran_on": {"host": "h"},
+    "summary": "",
+    "metrics": {"x": 1.5},
+    "data_source": None,
+    "seconds": 0.5,
+    "log": "",
+    "gate_failed": None,
+    "steps": [D],
+    "created": "",
+    "signature": "sig",
+    "outputs": {
+        "file": {"digest": D, "kind": "file", "filename": "a.txt", "size": 3, "values": "AAAA"}
+    },
+}
 VALUES = [None, True, 1, 2.0, -1, "x", D, "../a", [], [D], {}, {"k": "v"}]
 
 
@@ -29,8 +47,16 @@ def damaged(document: Any, path: tuple = ()) -> Iterator[Any]:
     node = document
     for part in path:
         node = node[part]
-    children = list(node.items()) if isinstance(node, dict) else list(enumerate(node)) if isinstance(node, list) else []
-    for name, child in children[:6]:  # the first few of each collection: enough shapes, few thousand documents
+    children = (
+        list(node.items())
+        if isinstance(node, dict)
+        else list(enumerate(node))
+        if isinstance(node, list)
+        else []
+    )
+    for name, child in children[
+        :6
+    ]:  # the first few of each collection: enough shapes, few thousand documents
         for value in VALUES:
             copied = copy.deepcopy(document)
             _at(copied, path)[name] = value
@@ -79,7 +105,11 @@ def test_a_keyword_it_does_not_compile_is_refused():
 def test_result_documents_and_their_damages(name):
     from .test_documents import ACCURACY, BENCHMARK, SELECTION
 
-    document = {"benchmark_results": BENCHMARK, "accuracy_results": ACCURACY, "selection": SELECTION}[name]
+    document = {
+        "benchmark_results": BENCHMARK,
+        "accuracy_results": ACCURACY,
+        "selection": SELECTION,
+    }[name]
     agree(name, document)
     for damage in damaged(document):
         agree(name, damage)

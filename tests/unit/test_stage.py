@@ -17,19 +17,30 @@ class _Loader:
 
 def _context(tmp_path: Path) -> StageContext:
     data = _Loader()
-    return StageContext("s", {}, {"model": tmp_path / "m.onnx", "models": [tmp_path / "a.onnx"], "data": data},  # type: ignore[dict-item]
-                        tmp_path, {}, tmp_path, digests={"model": "d0", "models": ["d1"], "data": "d2"})
+    return StageContext(
+        "s",
+        {},
+        {"model": tmp_path / "m.onnx", "models": [tmp_path / "a.onnx"], "data": data},  # type: ignore[dict-item]
+        tmp_path,
+        {},
+        tmp_path,
+        digests={"model": "d0", "models": ["d1"], "data": "d2"},
+    )
 
 
 def test_typed_accessors_say_what_a_port_holds(tmp_path: Path):
     ctx = _context(tmp_path)
     assert ctx.path("model") == tmp_path / "m.onnx"
-    assert ctx.paths("models") == (tmp_path / "a.onnx",)  # a port that takes many: a tuple, even of one
+    assert ctx.paths("models") == (
+        tmp_path / "a.onnx",
+    )  # a port that takes many: a tuple, even of one
     assert ctx.artifact("model") == Artifact("d0", tmp_path / "m.onnx")
     assert ctx.artifacts("models") == (Artifact("d1", tmp_path / "a.onnx"),)
     assert isinstance(ctx.dataset("data"), _Loader)
     assert ctx.has("data") and not ctx.has("metric")
-    assert ctx.paths("calibrations") == () and ctx.artifacts("calibrations") == ()  # an optional one not given
+    assert (
+        ctx.paths("calibrations") == () and ctx.artifacts("calibrations") == ()
+    )  # an optional one not given
 
 
 def test_asking_for_the_wrong_shape_names_the_accessor_to_use(tmp_path: Path):
@@ -51,7 +62,10 @@ def test_the_old_list_shape_of_artifact_still_works_for_a_release(tmp_path: Path
 
 class _Compare(Stage):
     type = "compare_stub"
-    inputs = (Port("models", ArtifactKind.ONNX_MODEL, "", many=True), Port("data", ArtifactKind.DATASET, ""))
+    inputs = (
+        Port("models", ArtifactKind.ONNX_MODEL, "", many=True),
+        Port("data", ArtifactKind.DATASET, ""),
+    )
 
 
 def test_a_step_input_on_a_many_port_is_a_list_even_of_one():

@@ -51,8 +51,17 @@ class Concat(Stage):
         "additionalProperties": False,
         "properties": {
             "text": {"type": "string", "default": "", "description": "appended after the inputs"},
-            "sleep": {"type": "number", "minimum": 0, "default": 0, "description": "seconds to wait first"},
-            "stamp": {"type": "boolean", "default": False, "description": "append the time: not reproducible"},
+            "sleep": {
+                "type": "number",
+                "minimum": 0,
+                "default": 0,
+                "description": "seconds to wait first",
+            },
+            "stamp": {
+                "type": "boolean",
+                "default": False,
+                "description": "append the time: not reproducible",
+            },
         },
     }
 
@@ -75,11 +84,15 @@ class FeedStats(Stage):
         Port("model", ArtifactKind.ONNX_MODEL, "an ONNX model"),
         Port("data", ArtifactKind.DATASET, "feeds for it"),
     )
-    outputs = (Port("stats", ArtifactKind.METRICS, "feed count and output sum", filename="stats.json"),)
+    outputs = (
+        Port("stats", ArtifactKind.METRICS, "feed count and output sum", filename="stats.json"),
+    )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"limit": {"type": "integer", "minimum": 1, "description": "at most this many feeds"}},
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "description": "at most this many feeds"}
+        },
     }
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -141,16 +154,26 @@ class Append(Stage):
 
     type = "append"
     inputs = (Port("file", ArtifactKind.FILE, "one file"),)
-    outputs = (Port("file", ArtifactKind.FILE, "the input with the text appended", filename="appended.txt"),)
+    outputs = (
+        Port(
+            "file", ArtifactKind.FILE, "the input with the text appended", filename="appended.txt"
+        ),
+    )
     params_schema = {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"text": {"type": "string", "default": ""}, "count": {"type": "integer", "default": 1}},
+        "properties": {
+            "text": {"type": "string", "default": ""},
+            "count": {"type": "integer", "default": 1},
+        },
     }
 
     def run(self, ctx: StageContext) -> StageResult:
         _log(ctx, "start")
-        ctx.output_path("file").write_bytes(Path(ctx.inputs["file"]).read_bytes() + ctx.params["text"].encode() * ctx.params["count"])
+        ctx.output_path("file").write_bytes(
+            Path(ctx.inputs["file"]).read_bytes()
+            + ctx.params["text"].encode() * ctx.params["count"]
+        )
         return StageResult()
 
 
@@ -176,9 +199,17 @@ class WorstSampleError(Metric):
     """A third-party metric: the largest mean absolute error of any one sample over the outputs it reads."""
 
     type = "worst_sample_error"
-    names = (MetricName("worst_sample_error", Better.LOWER, "the largest per-sample mean absolute error"),)
-    params_schema = {"type": "object", "additionalProperties": False, "required": ["output"],
-                     "properties": {"output": {"type": "string"}}}
+    names = (
+        MetricName(
+            "worst_sample_error", Better.LOWER, "the largest per-sample mean absolute error"
+        ),
+    )
+    params_schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["output"],
+        "properties": {"output": {"type": "string"}},
+    }
 
     def reads(self, params):
         return (params["output"],)
@@ -187,4 +218,8 @@ class WorstSampleError(Metric):
         import numpy as np
 
         pairs = zip(reference[params["output"]], candidate[params["output"]])
-        return {"worst_sample_error": max(float(np.mean(np.abs(r.astype(float) - c.astype(float)))) for r, c in pairs)}
+        return {
+            "worst_sample_error": max(
+                float(np.mean(np.abs(r.astype(float) - c.astype(float)))) for r, c in pairs
+            )
+        }

@@ -23,7 +23,9 @@ def graph_recipe(stages: dict[str, tuple[list[str], list[str]]]) -> Recipe:
     specs = {}
     for line, (name, (refs, after)) in enumerate(stages.items(), start=1):
         ports = {"in": Binding(tuple(Ref(*ref.split(".")) for ref in refs), True)} if refs else {}
-        specs[name] = StageSpec(name, "toy", object, {}, ports, list(after), Location(NAME, line, 3))
+        specs[name] = StageSpec(
+            name, "toy", object, {}, ports, list(after), Location(NAME, line, 3)
+        )
     return Recipe(Path(NAME), "toy", {}, {}, specs, SourceMap(NAME))
 
 

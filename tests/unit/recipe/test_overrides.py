@@ -31,16 +31,24 @@ def applied(*sets: str, params_file=None):
 
 
 def test_a_stage_key_is_short_for_stages_and_values_read_as_yaml():
-    data, source, problems = applied("opt.with.level=all", "stages.opt.with.threads=2", "opt.with.flags=[a, b]")
+    data, source, problems = applied(
+        "opt.with.level=all", "stages.opt.with.threads=2", "opt.with.flags=[a, b]"
+    )
     assert not problems
     assert data["stages"]["opt"]["with"] == {"level": "all", "threads": 2, "flags": ["a", "b"]}
     assert str(source.locate(("stages", "opt", "with", "level"))) == "--set opt.with.level"
-    assert str(source.locate(("stages", "opt", "with", "threads"))) == "--set stages.opt.with.threads"
+    assert (
+        str(source.locate(("stages", "opt", "with", "threads"))) == "--set stages.opt.with.threads"
+    )
 
 
 def test_an_empty_value_is_the_empty_string_and_only_the_first_equals_splits():
     data, _, problems = applied("opt.with.note=", "opt.with.expr=a=b")
-    assert not problems and data["stages"]["opt"]["with"]["note"] == "" and data["stages"]["opt"]["with"]["expr"] == "a=b"
+    assert (
+        not problems
+        and data["stages"]["opt"]["with"]["note"] == ""
+        and data["stages"]["opt"]["with"]["expr"] == "a=b"
+    )
 
 
 def test_a_dotted_matrix_axis_stays_one_key():
@@ -50,7 +58,9 @@ def test_a_dotted_matrix_axis_stays_one_key():
 
 
 def test_switching_an_input_between_a_path_and_a_package_file_replaces_it_whole():
-    data, source, problems = applied("inputs.model.package=some-wheel", "inputs.model.file=m/model.onnx")
+    data, source, problems = applied(
+        "inputs.model.package=some-wheel", "inputs.model.file=m/model.onnx"
+    )
     assert not problems
     assert data["inputs"]["model"] == {"package": "some-wheel", "file": "m/model.onnx"}
     assert str(source.locate(("inputs", "model"))) == "--set inputs.model.file"
@@ -67,7 +77,9 @@ def test_an_unknown_stage_is_a_problem_naming_the_override_with_a_suggestion():
 
 def test_setting_inside_a_value_that_is_not_a_mapping_is_a_problem():
     _, _, problems = applied("opt.with.level.deeper=1")
-    assert [p.message for p in problems] == ["--set opt.with.level.deeper: 'stages.opt.with.level' is not a mapping"]
+    assert [p.message for p in problems] == [
+        "--set opt.with.level.deeper: 'stages.opt.with.level' is not a mapping"
+    ]
     _, _, problems = applied("name.x=1")
     assert [p.message for p in problems] == ["--set name.x: 'name' is not a mapping"]
 
@@ -84,7 +96,10 @@ def test_a_params_file_applies_before_set_and_names_its_own_line(tmp_path):
     params.write_text("opt.with.level: extended\nopt.with.threads: 4\n")
     data, source, problems = applied("opt.with.level=all", params_file=params)
     assert not problems
-    assert data["stages"]["opt"]["with"] == {"level": "all", "threads": 4}  # --set wins: it is applied last
+    assert data["stages"]["opt"]["with"] == {
+        "level": "all",
+        "threads": 4,
+    }  # --set wins: it is applied last
     assert str(source.locate(("stages", "opt", "with", "threads"))) == f"{params}:2:1"
 
 

@@ -27,7 +27,8 @@ def test_nesting_up_to_the_limit_is_read_and_one_level_more_is_refused_where_it_
         expected = [expected]
     assert data["x"] == expected
     assert problems("x: " + "[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH + "\n") == [
-        f"{NAME}:1:{3 + MAX_DEPTH}: the document nests more than {MAX_DEPTH} levels deep here"]
+        f"{NAME}:1:{3 + MAX_DEPTH}: the document nests more than {MAX_DEPTH} levels deep here"
+    ]
 
 
 def chain(levels: int) -> str:
@@ -45,13 +46,17 @@ def test_aliases_may_nest_to_the_limit_and_one_level_more_is_refused_naming_them
         innermost = innermost[0]
     assert innermost == [1]
     [message] = problems(chain(MAX_DEPTH + 1))
-    assert message.endswith(f"aliases inside aliases nest the document more than {MAX_DEPTH} levels deep here")
+    assert message.endswith(
+        f"aliases inside aliases nest the document more than {MAX_DEPTH} levels deep here"
+    )
 
 
 def test_values_up_to_the_limit_are_read_and_one_more_is_refused(monkeypatch):
     """At a limit of 100 (the real one, MAX_NODES, takes seconds to reach; tests/test_parser_limits.py does)."""
     monkeypatch.setattr(yamlsource, "MAX_NODES", 100)
-    fits = 100 - 2  # the document's mapping and the list count (keys do not): 2 values, then the items
+    fits = (
+        100 - 2
+    )  # the document's mapping and the list count (keys do not): 2 values, then the items
     data, _ = parse_yaml("x: [" + "1," * (fits - 1) + "1]\n", NAME)
     assert len(data["x"]) == fits
     [message] = problems("x: [" + "1," * fits + "1]\n")
@@ -67,16 +72,25 @@ def test_duplicate_keys_are_refused_at_the_second_naming_the_first():
 
 
 def test_keys_must_be_strings_and_values_json_like():
-    assert problems("on: 1\n1: 2\n") == [f"{NAME}:1:1: key True is not a string", f"{NAME}:2:1: key 1 is not a string"]
+    assert problems("on: 1\n1: 2\n") == [
+        f"{NAME}:1:1: key True is not a string",
+        f"{NAME}:2:1: key 1 is not a string",
+    ]
     assert problems("a: .nan\nb: -.inf\nc: 2026-11-26\n") == [
-        f"{NAME}:1:4: '.nan' is not a finite number", f"{NAME}:2:4: '-.inf' is not a finite number",
-        f"{NAME}:3:4: '2026-11-26' reads as a date, which a recipe cannot hold"]
-    assert problems("a: !!binary aGk=\n") == [f"{NAME}:1:4: 'aGk=' reads as a bytes, which a recipe cannot hold"]
+        f"{NAME}:1:4: '.nan' is not a finite number",
+        f"{NAME}:2:4: '-.inf' is not a finite number",
+        f"{NAME}:3:4: '2026-11-26' reads as a date, which a recipe cannot hold",
+    ]
+    assert problems("a: !!binary aGk=\n") == [
+        f"{NAME}:1:4: 'aGk=' reads as a bytes, which a recipe cannot hold"
+    ]
 
 
 def test_an_alias_inside_what_it_names_is_refused():
     text = "a: &loop [1, *loop]\n"
-    assert problems(text) == [f"{at(text, '&loop')}: an alias refers to a value that contains it"]  # at the anchor
+    assert problems(text) == [
+        f"{at(text, '&loop')}: an alias refers to a value that contains it"
+    ]  # at the anchor
 
 
 def test_merge_keys_fill_in_what_the_mapping_does_not_set_itself():
@@ -85,14 +99,18 @@ def test_merge_keys_fill_in_what_the_mapping_does_not_set_itself():
     data, _ = parse_yaml("a: &a {x: 1}\nb: &b {x: 2, y: 2}\nc: {<<: [*a, *b]}\n", NAME)
     assert data["c"] == {"x": 1, "y": 2}  # the first mapping listed wins, as YAML's merge says
     text = "a: &a [1]\nc: {<<: *a}\n"
-    assert problems(text) == [f"{at(text, '1]')}: '<<' merges only mappings"]  # a list merges each item: the 1
+    assert problems(text) == [
+        f"{at(text, '1]')}: '<<' merges only mappings"
+    ]  # a list merges each item: the 1
 
 
 def test_syntax_errors_name_the_place_and_suggest_quoting_a_bracketed_reference():
     with pytest.raises(RecipeError) as caught:
         parse_yaml("stages:\n  a: {in: {models: [int8.model[*]]}}\n", NAME)
     [problem] = caught.value.problems
-    assert str(problem.location) == f"{NAME}:2:33" and problem.message.startswith("invalid YAML: while scanning an alias")
+    assert str(problem.location) == f"{NAME}:2:33" and problem.message.startswith(
+        "invalid YAML: while scanning an alias"
+    )
     assert problem.hint.startswith("quote references with brackets")
     with pytest.raises(RecipeError) as caught:
         parse_yaml("a: {b: 1\n", NAME)
@@ -109,8 +127,12 @@ def test_positions_name_a_value_its_key_or_the_nearest_written_ancestor():
     _, source = parsed(text)
     assert str(source.locate(("stages", "opt", "with", "level"))) == at(text, "all")
     assert str(source.locate(("stages", "opt", "with", "level"), key=True)) == at(text, "level")
-    assert str(source.locate(("stages", "opt", "with", "threads"))) == at(text, "{level")  # not written: its mapping
-    assert str(source.locate(("stages", "nothing", "here"))) == at(text, "opt:")  # `stages:`'s mapping starts there
+    assert str(source.locate(("stages", "opt", "with", "threads"))) == at(
+        text, "{level"
+    )  # not written: its mapping
+    assert str(source.locate(("stages", "nothing", "here"))) == at(
+        text, "opt:"
+    )  # `stages:`'s mapping starts there
 
 
 def test_origins_outside_the_file_win_over_positions():
@@ -132,4 +154,10 @@ def test_a_model_given_as_a_recipe_is_named_as_such(tmp_path):
 
 
 def test_byte_sizes_read_as_ls_h_shows_them():
-    assert [byte_size(n) for n in (5, 1 << 10, 1536, 4 << 20, 5 << 30)] == ["5 bytes", "1 KiB", "1.5 KiB", "4 MiB", "5 GiB"]
+    assert [byte_size(n) for n in (5, 1 << 10, 1536, 4 << 20, 5 << 30)] == [
+        "5 bytes",
+        "1 KiB",
+        "1.5 KiB",
+        "4 MiB",
+        "5 GiB",
+    ]

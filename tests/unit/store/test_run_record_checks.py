@@ -3,17 +3,39 @@
 from __future__ import annotations
 
 from ortflow.engine.builds import Identity
-from ortflow.engine.store.records import kinds_problem, lock_disagreement, output_digests, record_problem
+from ortflow.engine.store.records import (
+    kinds_problem,
+    lock_disagreement,
+    output_digests,
+    record_problem,
+)
 
 D1, D2 = "1" * 64, "2" * 64
-IDENTITY = {"type": "concat", "version": "1", "params": {"text": "+x"}, "inputs": {"parts": [D1]}, "env": {}}
+IDENTITY = {
+    "type": "concat",
+    "version": "1",
+    "params": {"text": "+x"},
+    "inputs": {"parts": [D1]},
+    "env": {},
+}
 KEY = Identity.from_json(IDENTITY).key
 
 
 def record(**changes) -> dict:
-    found = {"key": KEY, "stage": "s", **IDENTITY, "ran_on": {}, "summary": "", "metrics": {}, "seconds": 0.1, "log": "",
-             "gate_failed": None, "steps": [], "created": "", "outputs": {"file": {"digest": D2, "kind": "file",
-                                                                                  "filename": "a.txt", "size": 3}}}
+    found = {
+        "key": KEY,
+        "stage": "s",
+        **IDENTITY,
+        "ran_on": {},
+        "summary": "",
+        "metrics": {},
+        "seconds": 0.1,
+        "log": "",
+        "gate_failed": None,
+        "steps": [],
+        "created": "",
+        "outputs": {"file": {"digest": D2, "kind": "file", "filename": "a.txt", "size": 3}},
+    }
     return {**found, **changes}
 
 
@@ -27,12 +49,16 @@ def test_a_good_record_is_served():
 
 def test_a_record_under_another_key_or_changed_after_it_was_written_is_refused():
     assert "another key" in record_problem("0" * 64, record(), intact)
-    assert "changed after it was written" in record_problem(KEY, record(params={"text": "+y"}), intact)
+    assert "changed after it was written" in record_problem(
+        KEY, record(params={"text": "+y"}), intact
+    )
     assert "lacks what its key" in record_problem(KEY, {"key": KEY}, intact)
 
 
 def test_outputs_must_name_objects_and_plain_file_names():
-    bad_name = record(outputs={"file": {"digest": D2, "kind": "file", "filename": "../x", "size": 1}})
+    bad_name = record(
+        outputs={"file": {"digest": D2, "kind": "file", "filename": "../x", "size": 1}}
+    )
     assert "not a plain file name" in record_problem(KEY, bad_name, intact)
     assert "missing or damaged" in record_problem(KEY, record(), lambda digest: False)
 
