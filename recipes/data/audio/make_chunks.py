@@ -30,19 +30,13 @@ def streamed(samples: np.ndarray, session: ort.InferenceSession) -> dict[str, np
     context = np.zeros(CONTEXT, np.float32)
     inputs, states = [], []
     for start in range(0, len(samples) - CHUNK + 1, CHUNK):
-        window = np.concatenate([context, samples[start : start + CHUNK]])[None]
+        window = np.concatenate([context, samples[start:start + CHUNK]])[None]
         inputs.append(window[0])
         states.append(state[:, 0])
-        _, state = session.run(
-            None, {"input": window, "state": state, "sr": np.array(RATE, np.int64)}
-        )
+        _, state = session.run(None, {"input": window, "state": state, "sr": np.array(RATE, np.int64)})
         context = window[0, -CONTEXT:]
     count = len(inputs)
-    return {
-        "input": np.stack(inputs),
-        "state": np.stack(states),
-        "sr": np.full(count, RATE, np.int64),
-    }
+    return {"input": np.stack(inputs), "state": np.stack(states), "sr": np.full(count, RATE, np.int64)}
 
 
 def main() -> None:
@@ -54,9 +48,7 @@ def main() -> None:
     noisy = clean + noise * np.sqrt(np.mean(clean**2) / 10 / np.mean(noise**2))
     np.savez(HERE / "vad-calibration.npz", **streamed(clean[:half], session))
     held = [streamed(clean[half:], session), streamed(noisy, session)]
-    np.savez(
-        HERE / "vad-held-out.npz", **{k: np.concatenate([h[k] for h in held]) for k in held[0]}
-    )
+    np.savez(HERE / "vad-held-out.npz", **{k: np.concatenate([h[k] for h in held]) for k in held[0]})
 
 
 if __name__ == "__main__":
