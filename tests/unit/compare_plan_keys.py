@@ -27,18 +27,25 @@ def plan(recipe: Path, cache: Path) -> list[dict]:
     return json.loads(done.stdout) if done.stdout.strip() else []
 
 
+def _stage(row: dict) -> str:
+    return row.get("stage") or row["name"]  # `plan --json` said `name` before one --json vocabulary
+
+
+def _verdict(row: dict) -> tuple:
+    return (_stage(row), row["action"], row.get("reason", ""), row["against_lock"], row["key"])
+
+
 def main(baseline: Path) -> int:
     differ = compared = 0
     for recipe in sorted((ROOT / "recipes").glob("*.yaml")):
         before = json.loads((baseline / f"{recipe.stem}.json").read_text())
         with tempfile.TemporaryDirectory() as cache:
             after = plan(recipe, Path(cache))
-        old = {row["name"]: row["key"] for row in before}
-        new = {row["name"]: row["key"] for row in after}
+        old = {_stage(row): row["key"] for row in before}
+        new = {_stage(row): row["key"] for row in after}
         bad = sorted(name for name in old.keys() | new.keys() if old.get(name) != new.get(name))
-        rows = sum(1 for a, b in zip(before, after, strict=False) if a != b) + abs(
-            len(before) - len(after)
-        )
+        rows = sum(1 for a, b in zip(before, after, strict=False) if _verdict(a) != _verdict(b))
+        rows += abs(len(before) - len(after))
         bad += [f"{rows} rows differ in action/reason/against_lock"] if rows else []
         compared += sum(1 for key in old.values() if key)
         differ += len(bad)
