@@ -146,12 +146,12 @@ def choice_files(stage_cls: type[Stage], outcome: StageOutcome, out_dir: Path) -
             f"stage '{outcome.name}' ({stage_cls.type}) declares no choice, so there is no chosen model to "
             "copy — give the stage type `declares = Declares(choice=Choice(model=..., document=...))`"
         )
-    published = (outcome.record or {}).get("outputs") or {}
+    published = outcome.record.outputs if outcome.record is not None else {}
 
     def path(port: str) -> Path:
         spec = stage_cls.output_port(port)
         filename = (
-            published[port]["filename"]
+            published[port].filename
             if port in published
             else (spec.filename if spec and spec.filename else port)
         )
