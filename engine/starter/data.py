@@ -29,9 +29,11 @@ from ortflow.engine.starter.sizes import (
     resolved_shape,
     size_guesses,
 )
-from ortflow.engine.starter.sizes import MAX_FEED_ELEMENTS as MAX_FEED_ELEMENTS  # re-exported
-from ortflow.engine.starter.sizes import MAX_FIXED_ELEMENTS as MAX_FIXED_ELEMENTS  # re-exported
-from ortflow.engine.starter.sizes import image_axes as image_axes  # re-exported
+
+# names of engine.starter.sizes imported from here too (`X as X`: re-exported)
+from ortflow.engine.starter.sizes import MAX_FEED_ELEMENTS as MAX_FEED_ELEMENTS
+from ortflow.engine.starter.sizes import MAX_FIXED_ELEMENTS as MAX_FIXED_ELEMENTS
+from ortflow.engine.starter.sizes import image_axes as image_axes
 from ortflow.engine.starter.split import count_samples, split
 
 RANDOM_SAMPLES = 16
