@@ -1,4 +1,5 @@
-"""Everything the CLI prints: tables, progress and one-line errors (rich, imported only here)."""
+"""Everything the CLI prints: tables, progress and one-line errors (rich, imported only here and in the
+tables this prints, engine.console_tables)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,9 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, NoReturn
 
-from ortflow.engine.provenance import with_label
-from ortflow.engine.run.plan import PlanAction
+from ortflow.engine import console_tables as tables
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status, dropped_text
-
-PLAN_STYLE = {
-    PlanAction.CACHED: "cyan",
-    PlanAction.RUN: "green",
-    PlanAction.SKIP: "yellow",
-    PlanAction.FAIL: "red",
-}
-STATUS_STYLE = {
-    Status.RAN: "green",
-    Status.CACHED: "cyan",
-    Status.FAILED: "bold red",
-    Status.GATE_FAILED: "bold yellow",
-    Status.SKIPPED: "yellow",
-    Status.NOT_RUN: "dim",
-}
 
 
 class _WarningHandler(logging.Handler):
@@ -136,8 +121,18 @@ class Output:
         return transfer_meter(self.console, self.quiet)
 
     def run_table(self, recipe: Any, summary: Any) -> None:
-        from rich.table import Table
+        self._run_messages(recipe, summary)
+        if self.quiet:
+            return
+        self.console.print(tables.run_table(recipe.name, list(summary.outcomes.values())))
+        self.report_sections(summary.sections)
+        self.console.print(
+            f"outputs and report: {_relative(summary.report_path.parent)}", markup=False
+        )
 
+    def _run_messages(self, recipe: Any, summary: Any) -> None:
+        """On stderr, even when quiet: each failed stage (with what to run for its details), each optional
+        stage's refusal (said, but not the run's failure) and the run's warnings."""
         for outcome in summary.outcomes.values():
             spec = recipe.stages[outcome.name]
             if (
@@ -156,37 +151,6 @@ class Output:
                 self._failure_details(outcome)
         for warning in summary.warnings:
             self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
-        if self.quiet:
-            return
-        table = Table(title=_escape(recipe.name), title_justify="left")
-        for column in ("stage", "status", "seconds", "result"):
-            # a matrix variant's id is whole or wrapped, never cut: cut ids read the same
-            table.add_column(
-                column,
-                justify="right" if column == "seconds" else "left",
-                overflow="fold" if column == "stage" else "ellipsis",
-                no_wrap=column in ("status", "seconds"),
-            )
-        for outcome in summary.outcomes.values():
-            record = outcome.record
-            summary_text, data_source = (
-                (record.summary, record.data_source) if record is not None else ("", None)
-            )
-            result = dropped_text(
-                outcome.dropped_from, with_label(summary_text or outcome.error or "", data_source)
-            )
-            style = STATUS_STYLE.get(outcome.status, "")
-            table.add_row(
-                _escape(outcome.name),
-                f"[{style}]{outcome.status}[/]",
-                f"{outcome.seconds:.2f}",
-                _escape(result),
-            )
-        self.console.print(table)
-        self.report_sections(summary.sections)
-        self.console.print(
-            f"outputs and report: {_relative(summary.report_path.parent)}", markup=False
-        )
 
     def _failure_details(self, outcome: Any) -> None:
         if self.debug and outcome.traceback:
@@ -202,150 +166,34 @@ class Output:
             self.error("run with --debug for the traceback")
 
     def report_sections(self, sections: list[Any]) -> None:
-        """The tables stages added to the report (benchmark results, accuracy), as the run ends; those their stage
-        type declares too long for a terminal (report.json marks them `terminal: false`) stay in the report files."""
-        from rich.table import Table
-
-        for section in sections:
-            for spec in section.get("tables", []):
-                if spec.get("terminal") is False:
-                    continue  # its stage type keeps it in the report files (Stage.declares: too long for a terminal)
-                columns, rows, same = _varying_columns(spec["columns"], spec["rows"])
-                title = f"{spec['title']} ({section['stage']})" + (
-                    f"; every row: {same}" if same else ""
-                )
-                table = Table(title=_escape(title), title_justify="left")
-                for column in columns:  # folded, never cut: two variant ids must not print alike
-                    table.add_column(_escape(str(column)), overflow="fold")
-                for row in rows:
-                    table.add_row(*(_escape(_cell(v)) for v in row))
-                self.console.print(table)
+        """The tables stages added to the report (engine.console_tables.section_tables)."""
+        for table in tables.section_tables(sections):
+            self.console.print(table)
 
     def plan_table(self, planned: list[Any], matrices: dict[str, list[str]] | None = None) -> None:
-        from rich.table import Table
-
-        table = Table()
-        for column in ("stage", "type", "action", "reason", "key"):
-            table.add_column(column, overflow="fold")
-        for item in planned:
-            style = PLAN_STYLE[item.action]
-            table.add_row(
-                _escape(item.name),
-                _escape(item.uses),
-                f"[{style}]{item.action}[/]",
-                _escape(item.reason),
-                self._key(item.key),
-            )
-        self.console.print(table)
-        would_run = sum(1 for p in planned if p.action == PlanAction.RUN)
-        shown = {p.name for p in planned}
-        expanded = [
-            f"{t} x{n}"
-            for t, ids in sorted((matrices or {}).items())
-            if (n := len(shown & set(ids)))
-        ]
-        size = f" (matrix stages: {', '.join(expanded)})" if expanded else ""
-        self.console.print(f"{would_run} of {len(planned)} stages would run{size}", markup=False)
+        self.console.print(tables.plan_table(planned, self._key))
+        self.console.print(tables.plan_summary(planned, matrices), markup=False)
 
     def compare_table(self, rows: list[tuple[str, str, str, str]]) -> None:
-        from rich.table import Table
-
-        table = Table()
-        for column in ("stage", "field", "before", "after"):
-            table.add_column(column)
-        for row in rows:
-            table.add_row(*(_escape(str(v)) for v in row))
-        self.console.print(table if rows else "no differences")
+        self.console.print(tables.compare_table(rows) if rows else "no differences")
 
     def status_table(self, rows: list[tuple[str, str, str]]) -> None:
-        from rich.table import Table
-
-        table = Table()
-        for column in ("stage", "state", "reason"):
-            table.add_column(column)
-        for name, state, why in rows:
-            style = "cyan" if state == "up to date" else "yellow"
-            table.add_row(_escape(name), f"[{style}]{state}[/]", _escape(why))
-        self.console.print(table)
+        self.console.print(tables.status_table(rows))
 
     def stage_list(self, plugins: Any) -> None:
-        from rich.table import Table
-
         from ortflow.engine import listings
 
         found = listings.plugins(plugins)
-        table = Table(title="stage types (`uses:`)", title_justify="left")
-        for column in ("type", "version", "inputs", "outputs", "provided by"):
-            table.add_column(column)
-        for item in found["stages"]:
-            if "error" in item:
-                table.add_row(
-                    _escape(item["type"]),
-                    "?",
-                    "[red]cannot be imported[/]",
-                    "",
-                    _escape(item["error"]),
-                )
-                continue
-            # a plugin's names and ports are its author's text: printed as written, never read as markup
-            table.add_row(
-                *(
-                    _escape(str(v))
-                    for v in (
-                        item["type"],
-                        item["version"],
-                        ", ".join(item["inputs"]),
-                        ", ".join(item["outputs"]),
-                        item["provided_by"],
-                    )
-                )
-            )
-        self.console.print(table)
-        loaders = Table(
-            title="dataset loaders (`datasets: {name: {loader: ...}}`)", title_justify="left"
-        )
-        for column in ("loader", "version", "reads files from", "provided by"):
-            loaders.add_column(column)
-        for item in found["loaders"]:
-            if "error" in item:
-                loaders.add_row(
-                    _escape(item["type"]), "?", "[red]cannot be imported[/]", _escape(item["error"])
-                )
-                continue
-            loaders.add_row(
-                *(
-                    _escape(str(v))
-                    for v in (
-                        item["type"],
-                        item["version"],
-                        ", ".join(item["file_params"]) or "-",
-                        item["provided_by"],
-                    )
-                )
-            )
-        self.console.print(loaders)
-        metrics = Table(
-            title="metrics (validate_accuracy's `metrics: {name: {...}}`)", title_justify="left"
-        )
-        for column in ("metric", "reports (better)", "provided by"):
-            metrics.add_column(column)
-        for item in found["metrics"]:
-            names = item.get("names") or {}
-            metrics.add_row(
-                _escape(item["type"]),
-                _escape(item.get("error") or ", ".join(f"{n} ({b})" for n, b in names.items())),
-                _escape(item["provided_by"]),
-            )
-        self.console.print(metrics)
+        self.console.print(tables.stage_types_table(found["stages"]))
+        self.console.print(tables.loaders_table(found["loaders"]))
+        self.console.print(tables.metrics_table(found["metrics"]))
         self.console.print("`engine stages <name>` describes one", markup=False)
 
     def plugin_detail(self, registry: Any, name: str) -> None:
-        from rich.table import Table
-
         cls = registry.get(name)
         version = f" (version {cls.version})" if hasattr(cls, "version") else ""
         self.console.print(
-            f"[bold]{_escape(name)}[/]{version} from {_escape(registry.origin(name))}"
+            f"[bold]{tables.escape(name)}[/]{version} from {tables.escape(registry.origin(name))}"
         )
         self.console.print(cls.description, markup=False)
         for metric in getattr(cls, "names", ()):
@@ -354,44 +202,9 @@ class Output:
                 markup=False,
             )
         if hasattr(cls, "outputs"):
-            ports = Table(title="inputs and outputs", title_justify="left")
-            for column in ("", "name", "kind", "description"):
-                ports.add_column(column)
-            for direction, items in (("in", cls.inputs), ("out", cls.outputs)):
-                for port in items:
-                    flags = (" (list)" if port.many else "") + (
-                        " (optional)" if port.optional else ""
-                    )
-                    ports.add_row(
-                        direction,
-                        _escape(port.name + flags),
-                        port.kind.value,
-                        _escape(port.description),
-                    )
-            self.console.print(ports)
+            self.console.print(tables.ports_table(cls))
         self._declared(getattr(cls, "declares", None))
-        params = Table(title="parameters (`with:`)", title_justify="left")
-        for column in ("name", "type", "default", "description"):
-            params.add_column(column)
-        required = set(cls.params_schema.get("required", []))
-        for pname, prop in cls.params_schema.get("properties", {}).items():
-            kind = prop.get("type") or (
-                "one of " + ", ".join(map(str, prop["enum"])) if "enum" in prop else "any"
-            )
-            if pname in getattr(cls, "file_params", ()):
-                kind = "path or {package, file}"
-            default = (
-                repr(prop["default"])
-                if "default" in prop
-                else ("(required)" if pname in required else "(optional)")
-            )
-            params.add_row(
-                _escape(pname),
-                _escape(str(kind)),
-                _escape(default),
-                _escape(prop.get("description", "")),
-            )
-        self.console.print(params)
+        self.console.print(tables.params_table(cls))
 
     def _declared(self, declares: Any) -> None:
         """What a stage type declares about its results (engine.declarations): its measures, its choice."""
@@ -408,27 +221,10 @@ class Output:
             )
 
     def cache_list(self, store: Any) -> None:
-        from rich.table import Table
-
         from ortflow.engine import listings
 
-        table = Table(title=_escape(str(store.root)), title_justify="left")
-        for column in ("key", "stage", "type", "created", "outputs", "MB"):
-            table.add_column(column)
         runs = listings.cached_runs(store)
-        for run in runs:
-            if run.get("unreadable"):
-                table.add_row(run["key"], "?", "?", "unreadable", "", "")
-                continue
-            table.add_row(
-                run["key"],
-                _escape(run["stage"]),
-                _escape(run["type"]),
-                run["created"],
-                _escape(", ".join(run["outputs"])),
-                f"{run['bytes'] / 1e6:.1f}",
-            )
-        self.console.print(table)
+        self.console.print(tables.cache_table(str(store.root), runs))
         self.console.print(
             f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False
         )
@@ -447,28 +243,6 @@ class Output:
         return key if self.verbose else key[:12]
 
 
-def _varying_columns(
-    columns: list[Any], rows: list[list[Any]]
-) -> tuple[list[Any], list[list[Any]], str]:
-    """A terminal is narrow: a column with one value in every row (threads, batch, providers, ...) moves into
-    the title as `name value`, so the columns that tell the rows apart keep their width. The report files
-    keep every column. The first column (what each row is) always stays."""
-    if len(rows) < 2:
-        return columns, rows, ""
-    constant = [i for i in range(1, len(columns)) if len({_cell(row[i]) for row in rows}) == 1]
-    if not constant:
-        return columns, rows, ""
-    keep = [i for i in range(len(columns)) if i not in constant]
-    same = ", ".join(
-        f"{columns[i]} {_cell(rows[0][i])}" for i in constant if _cell(rows[0][i]) != ""
-    )  # empty: dropped
-    return [columns[i] for i in keep], [[row[i] for i in keep] for row in rows], same
-
-
-def _cell(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
 def _relative(path: Any) -> str:
     from pathlib import Path
 
@@ -476,12 +250,6 @@ def _relative(path: Any) -> str:
         return str(Path(path).relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 class _Board:

@@ -66,42 +66,60 @@ def scatter_figure(
     margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
     from a metric's name."""
     names = unique_names([str(p["label"]) for p in points])
-    data: list[JsonObject] = []
+    data: list[JsonObject] = _front_line(points)
+    hover = (
+        f"<br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
+        f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"
+    )
+    data.extend(
+        _point_trace(i, name, point, hover) for i, (name, point) in enumerate(zip(names, points))
+    )
+    layout = _scatter_layout(points, names, axis(x_label, x_unit), axis(y_label, y_unit))
+    return {"data": data, "layout": layout}
+
+
+def _front_line(points: list[JsonObject]) -> list[JsonObject]:
+    """The Pareto front as one dotted line through its points, left to right; none for a front of one."""
     front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
-    if len(front) > 1:
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "x": [p["x"] for p in front],
-                "y": [p["y"] for p in front],
-                "name": "Pareto front",
-                "line": {"dash": "dot", "color": "#5f6368"},
-                "hoverinfo": "skip",
-            }
-        )
-    for i, (name, point) in enumerate(zip(names, points)):
-        chosen = bool(point.get("chosen"))
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers",
-                "x": [point["x"]],
-                "y": [point["y"]],
-                "name": name + (" (chosen)" if chosen else ""),
-                "marker": {
-                    "size": 16 if chosen else 11,
-                    "color": PALETTE[i % len(PALETTE)],
-                    "opacity": 0.85,
-                    "symbol": SYMBOLS[
-                        i // len(PALETTE) % len(SYMBOLS)
-                    ],  # color and shape: 48 distinct
-                    "line": {"width": 3 if chosen else 0, "color": "#202124"},
-                },
-                "hovertemplate": f"<b>{name}</b><br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
-                f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>",
-            }
-        )
+    if len(front) <= 1:
+        return []
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [p["x"] for p in front],
+            "y": [p["y"] for p in front],
+            "name": "Pareto front",
+            "line": {"dash": "dot", "color": "#5f6368"},
+            "hoverinfo": "skip",
+        }
+    ]
+
+
+def _point_trace(index: int, name: str, point: JsonObject, hover: str) -> JsonObject:
+    """One point as its own trace: its color and shape from its index, larger and ringed when chosen;
+    `hover` is the axes' part of its hover text."""
+    chosen = bool(point.get("chosen"))
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "x": [point["x"]],
+        "y": [point["y"]],
+        "name": name + (" (chosen)" if chosen else ""),
+        "marker": {
+            "size": 16 if chosen else 11,
+            "color": PALETTE[index % len(PALETTE)],
+            "opacity": 0.85,
+            "symbol": SYMBOLS[index // len(PALETTE) % len(SYMBOLS)],  # color and shape: 48 distinct
+            "line": {"width": 3 if chosen else 0, "color": "#202124"},
+        },
+        "hovertemplate": f"<b>{name}</b>{hover}",
+    }
+
+
+def _scatter_layout(
+    points: list[JsonObject], names: list[str], x_axis: JsonObject, y_axis: JsonObject
+) -> JsonObject:
     # Beside the plot, a legend of a few short names; below it, many or long ones (a sweep's 24 variant ids),
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
@@ -111,8 +129,8 @@ def scatter_figure(
         else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
     )
     layout: JsonObject = {
-        "xaxis": axis(x_label, x_unit),
-        "yaxis": axis(y_label, y_unit),
+        "xaxis": x_axis,
+        "yaxis": y_axis,
         "font": FONT,
         "height": 460 if beside else 460 + 24 * len(points),
         "margin": {"t": 20, "r": 20},
@@ -120,18 +138,21 @@ def scatter_figure(
     }
     ys = [p["y"] for p in points]
     if ys and min(ys) < 0 < max(ys):
-        layout["shapes"] = [
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": 0,
-                "y1": 0,
-                "line": {"color": "#d93025", "dash": "dash", "width": 1},
-            }
-        ]
-    return {"data": data, "layout": layout}
+        layout["shapes"] = [_zero_line()]
+    return layout
+
+
+def _zero_line() -> JsonObject:
+    """A dashed line at y = 0 across the plot, where a margin's values cross zero."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": 0,
+        "y1": 0,
+        "line": {"color": "#d93025", "dash": "dash", "width": 1},
+    }
 
 
 def unique_names(names: list[str]) -> list[str]:

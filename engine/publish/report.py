@@ -59,53 +59,7 @@ def write_report(
     store: Objects,
 ) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
-    stages = []
-    for name, outcome in outcomes.items():
-        record = outcome.record
-        stages.append(
-            {
-                "stage": name,
-                "folder": stage_slug(name),  # under out/<recipe>/
-                "type": recipe.stages[name].uses,
-                "status": outcome.status.value,
-                "seconds": round(outcome.seconds, 3),
-                "build_seconds": record.seconds if record is not None else None,
-                "key": outcome.key,
-                **(
-                    {
-                        "matrix": {
-                            "stage": recipe.stages[name].template,
-                            "axes": recipe.stages[name].axes,
-                        }
-                    }
-                    if recipe.stages[name].template
-                    else {}
-                ),
-                "ran_on": record.ran_on
-                if record is not None
-                else None,  # the machine that built or measured it
-                "summary": record.summary if record is not None else "",
-                "metrics": record.metrics if record is not None else {},
-                # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
-                # calibration_reused, verified, label), where the stage declared one
-                "data_source": record.data_source if record is not None else None,
-                "outputs": {
-                    port: {
-                        "digest": out.digest,
-                        "path": str(stage_folder(out_dir, name) / out.filename),
-                        "size": out.size,
-                    }
-                    for port, out in (record.outputs if record is not None else {}).items()
-                },
-                "error": outcome.error,
-                # an optional stage's own refusal, which fails nothing: the dependents that went on without it
-                **(
-                    {"tolerated": True, "dropped_from": list(outcome.dropped_from)}
-                    if outcome.tolerated
-                    else {}
-                ),
-            }
-        )
+    stages = [_stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()]
     report = {
         "recipe": recipe.name,
         "recipe_path": str(recipe.path),
@@ -126,6 +80,53 @@ def write_report(
     atomic.write_text(path, json.dumps(report, indent=2))
     render(report, out_dir)
     return WrittenReport(path, report["sections"])
+
+
+def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> JsonObject:
+    """One stage's entry in report.json's `stages`: how it ended, what it was built from and where its
+    outputs were published. A stage that did not finish (no run record) has empty fields, not missing ones."""
+    record = outcome.record
+    return {
+        "stage": name,
+        "folder": stage_slug(name),  # under out/<recipe>/
+        "type": recipe.stages[name].uses,
+        "status": outcome.status.value,
+        "seconds": round(outcome.seconds, 3),
+        "build_seconds": record.seconds if record is not None else None,
+        "key": outcome.key,
+        **(
+            {
+                "matrix": {
+                    "stage": recipe.stages[name].template,
+                    "axes": recipe.stages[name].axes,
+                }
+            }
+            if recipe.stages[name].template
+            else {}
+        ),
+        # the machine that built or measured it
+        "ran_on": record.ran_on if record is not None else None,
+        "summary": record.summary if record is not None else "",
+        "metrics": record.metrics if record is not None else {},
+        # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
+        # calibration_reused, verified, label), where the stage declared one
+        "data_source": record.data_source if record is not None else None,
+        "outputs": {
+            port: {
+                "digest": out.digest,
+                "path": str(stage_folder(out_dir, name) / out.filename),
+                "size": out.size,
+            }
+            for port, out in (record.outputs if record is not None else {}).items()
+        },
+        "error": outcome.error,
+        # an optional stage's own refusal, which fails nothing: the dependents that went on without it
+        **(
+            {"tolerated": True, "dropped_from": list(outcome.dropped_from)}
+            if outcome.tolerated
+            else {}
+        ),
+    }
 
 
 def render(report: JsonObject, out_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """What `engine init` proposes for a model and a target (a `Proposal`): which stages to write, and which accuracy
 metric gates the choice. Not a plan: a plan is what `engine plan` says a run of a written recipe would do.
-Each draft carries the comment that explains it; engine.starter.write turns drafts into recipe text."""
+Each draft carries the comment that explains it; engine.starter.write turns drafts into recipe text. The metric
+is chosen in engine.starter.metric_choice (MetricChoice and choose_metric are imported from here too)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
-from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, OutputMeaning, article
+from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
+from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
 
 
 class Target(enum.Enum):
@@ -29,160 +31,10 @@ class StageDraft:
 
 
 @dataclass
-class MetricChoice:
-    """How accuracy is judged: validate_accuracy's parameters and the constraint select applies."""
-
-    validate: JsonObject
-    name: str
-    threshold: float
-    comments: list[str]
-
-
-@dataclass
 class Proposal:
     stages: list[StageDraft]
     candidates: list[str]  # model references select chooses among, the original first
     metric: MetricChoice
-
-
-def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
-    for meaning in meanings:
-        found = [o.fact.name for o in roles.outputs_with(meaning)]
-        if found:
-            return found
-    return [o.fact.name for o in roles.outputs if o.meaning != OutputMeaning.STATE]
-
-
-def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None) -> MetricChoice:
-    """A task metric from what the outputs mean; cosine where no task metric fits."""
-
-    def chosen(
-        validate: JsonObject, name: str, threshold: float, comments: list[str]
-    ) -> MetricChoice:
-        return MetricChoice(
-            validate, name, threshold if min_accuracy is None else min_accuracy, comments
-        )
-
-    detections = roles.outputs_with(OutputMeaning.DETECTIONS)
-    if detections and real_data:
-        out = detections[0].fact.name
-        return chosen(
-            {"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}},
-            "det_f1",
-            0.8,
-            [
-                f"'{out}' looks like a YOLO head [batch, 4 + classes, anchors]: accuracy is whether the quantized",
-                "model finds the float model's boxes (det_f1; det_map50 is reported too)",
-            ],
-        )
-    if detections:
-        out = detections[0].fact.name
-        return chosen(
-            {"outputs": [out], "metrics": {"detection": {"output": out, "score_threshold": 0.25}}},
-            "cosine_mean",
-            0.99,
-            [
-                f"'{out}' looks like a YOLO head; random images give no boxes to compare, so the gate is the",
-                "output's cosine. With real images (engine init --data FOLDER) the gate is det_f1 >= 0.8",
-            ],
-        )
-    if roles.kind == ModelKind.TRANSFORMER:
-        outs = _gated_outputs(roles, OutputMeaning.EMBEDDING, OutputMeaning.TOKEN_EMBEDDINGS)
-        return chosen(
-            {"outputs": outs},
-            "cosine_mean",
-            0.99,
-            [
-                f"{', '.join(outs)}: the embedding; accuracy is its mean cosine with the float model's"
-            ],
-        )
-    scores = roles.outputs_with(OutputMeaning.CLASS_SCORES)
-    if scores:
-        outs = [o.fact.name for o in scores]
-        return chosen(
-            {"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}},
-            "samples_unchanged",
-            0.9,
-            [
-                f"{', '.join(outs)}: class scores; accuracy is the share of samples whose top class is unchanged"
-                + (
-                    " at every position (a recognised text unchanged)"
-                    if any(o.fact.rank == 3 for o in scores)
-                    else ""
-                )
-            ],
-        )
-    probability = roles.outputs_with(OutputMeaning.PROBABILITY)
-    if probability:
-        outs = [o.fact.name for o in probability]
-        return chosen(
-            {"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}},
-            "label_agreement",
-            0.97,
-            [
-                f"{', '.join(outs)}: one probability a sample; accuracy is the share of decisions at 0.5 unchanged"
-            ],
-        )
-    labels = roles.outputs_with(OutputMeaning.LABELS)
-    if labels and all(
-        o.meaning in (OutputMeaning.LABELS, OutputMeaning.STATE) for o in roles.outputs
-    ):
-        outs = [o.fact.name for o in labels]
-        return chosen(
-            {"outputs": outs, "metrics": {"exact": {"outputs": outs}}},
-            "samples_unchanged",
-            0.9,
-            [
-                f"{', '.join(outs)}: integer labels; accuracy is the share of samples whose labels are unchanged"
-            ],
-        )
-    maps = roles.outputs_with(OutputMeaning.MAP)
-    if maps:
-        return chosen(*_dense_map_metric([o.fact.name for o in maps], real_data))
-    outs = _gated_outputs(roles, OutputMeaning.MAP, OutputMeaning.EMBEDDING, OutputMeaning.OTHER)
-    return chosen(
-        {"outputs": outs},
-        "cosine_mean",
-        0.99,
-        [
-            f"{', '.join(outs)}: no task metric fits these outputs, so accuracy is their mean cosine with the float model's"
-        ],
-    )
-
-
-DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
-
-
-def _dense_map_metric(outs: list[str], real_data: bool) -> tuple[JsonObject, str, float, list[str]]:
-    """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
-    those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
-    validate = {"outputs": outs, "metrics": {"dense_map": {"outputs": outs}}}
-    what = [
-        f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
-        "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",
-        "set `threshold:` to the one your application uses)",
-    ]
-    if not real_data:
-        return (
-            validate,
-            "cosine_mean",
-            0.99,
-            [
-                *what,
-                "random images mark no real regions, so the gate is the map's cosine; with",
-                f"real images (engine init --data FOLDER) it is iou_mean >= {DENSE_MAP_GATE}",
-            ],
-        )
-    return (
-        validate,
-        "iou_mean",
-        DENSE_MAP_GATE,
-        [
-            *what,
-            f"gate: iou_mean >= {DENSE_MAP_GATE}, the mean sample's regions; iou_min (the worst sample) is reported, not",
-            "gated: a sample that marks few pixels swings its IoU on a handful of them",
-        ],
-    )
 
 
 def network_in_branches(facts: ModelFacts) -> BranchFact | None:
@@ -263,80 +115,89 @@ def _transformer_stages(real_data: bool) -> tuple[list[StageDraft], list[str]]:
 
 
 def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft], list[str]]:
-    stages: list[StageDraft] = []
-    source = "inputs.model"
+    """Static INT8 from a calibration table, on the folded graph where the model has control flow; dynamic
+    INT8 beside it where MatMul/Gemm hold most weights."""
     control_flow = roles.facts.has_ops("If", "Loop", "Scan")
-    if control_flow:
-        stages.append(
-            StageDraft(
-                "folded",
-                "graph_optimization",
-                {"model": "inputs.model"},
-                {"level": "basic"},
-                [
-                    "constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
-                    "handle the folded graph better",
-                ],
-            )
-        )
-        source = "folded.model"
-    stages.append(
-        StageDraft(
-            "calib",
-            "calibrate",
-            {"model": source, "data": "datasets.calibration"},
-            {},
-            ["activation ranges (minmax) from the calibration data"]
-            + (
-                [
-                    "pre_process: auto (the default) goes on without ORT's pre-processing, and says so, where its",
-                    "shape inference cannot type If outputs",
-                ]
-                if control_flow
-                else []
-            ),
-        )
-    )
-    convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
-    if roles.kind == ModelKind.STREAMING:
-        settings = {
-            "per_channel": True,
-            "op_types_to_quantize": ["Conv", "MatMul", "Gemm"],
-            "keep_float_first": 1,
-        }
-        why = [
-            "only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
-            "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
-            "outputs one 8-bit scale serves badly",
-        ]
-    elif convs >= matmuls:
-        settings: JsonObject = {"per_channel": True}
-        why = ["per-channel weight scales: one per filter, as convolutions need"]
-    else:
-        settings = {"per_channel": False}
-        why = [
-            "per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
-            "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)",
-        ]
-    stages.append(
-        StageDraft(
-            "int8",
-            "quantize_static",
-            _sanity({"model": source, "calibration": "calib.table"}, real_data),
-            settings,
-            [
-                f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
-                *why,
-                "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
-                "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
-                *([] if real_data else SANITY_NOTE),
-            ],
-        )
-    )
+    stages = [_folding_stage()] if control_flow else []
+    source = "folded.model" if control_flow else "inputs.model"
+    stages.append(_calibration_stage(source, control_flow))
+    stages.append(_static_int8_stage(roles, source, real_data))
     if roles.facts.weight_share("MatMul", "Gemm") >= MATMUL_HEAVY:
         stages.append(_dynamic_stage(roles, real_data))
         return stages, ["inputs.model", "int8.model", "int8_dynamic.model"]
     return stages, ["inputs.model", "int8.model"]
+
+
+def _folding_stage() -> StageDraft:
+    return StageDraft(
+        "folded",
+        "graph_optimization",
+        {"model": "inputs.model"},
+        {"level": "basic"},
+        [
+            "constant folding first: the model has If/Loop nodes, and ORT's quantization tools",
+            "handle the folded graph better",
+        ],
+    )
+
+
+def _calibration_stage(source: str, control_flow: bool) -> StageDraft:
+    return StageDraft(
+        "calib",
+        "calibrate",
+        {"model": source, "data": "datasets.calibration"},
+        {},
+        ["activation ranges (minmax) from the calibration data"]
+        + (
+            [
+                "pre_process: auto (the default) goes on without ORT's pre-processing, and says so, where its",
+                "shape inference cannot type If outputs",
+            ]
+            if control_flow
+            else []
+        ),
+    )
+
+
+def _static_int8_stage(roles: ModelRoles, source: str, real_data: bool) -> StageDraft:
+    convs, matmuls = roles.facts.count("Conv", "ConvTranspose"), roles.facts.count("MatMul", "Gemm")
+    settings, why = _static_settings(roles.kind, convs, matmuls)
+    return StageDraft(
+        "int8",
+        "quantize_static",
+        _sanity({"model": source, "calibration": "calib.table"}, real_data),
+        settings,
+        [
+            f"static INT8 (QDQ) for {article(roles.kind.value)} ({convs} Conv, {matmuls} MatMul/Gemm), from the table;",
+            *why,
+            "avoid_traps (on by default) keeps in float what one 8-bit scale cannot serve",
+            "(a detector's box-and-score Concat, LayerNorms and softmax exported as primitive ops)",
+            *([] if real_data else SANITY_NOTE),
+        ],
+    )
+
+
+def _static_settings(kind: ModelKind, convs: int, matmuls: int) -> tuple[JsonObject, list[str]]:
+    """quantize_static's parameters for the kind of model, and why: a streaming model quantizes only its
+    weighted ops; convolutions take per-channel scales; Gemm-heavy models per-tensor ones."""
+    if kind == ModelKind.STREAMING:
+        return {
+            "per_channel": True,
+            "op_types_to_quantize": ["Conv", "MatMul", "Gemm"],
+            "keep_float_first": 1,
+        }, [
+            "only the weighted ops, so the recurrent state's path stays float (a state that drifts spoils every",
+            "later chunk), and the first one kept float: often a fixed front end (an STFT as a Conv) whose",
+            "outputs one 8-bit scale serves badly",
+        ]
+    if convs >= matmuls:
+        return {"per_channel": True}, [
+            "per-channel weight scales: one per filter, as convolutions need"
+        ]
+    return {"per_channel": False}, [
+        "per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
+        "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)",
+    ]
 
 
 def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
