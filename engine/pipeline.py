@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
@@ -18,37 +17,27 @@ from ortflow.engine.errors import (
     EXIT_STAGE_FAILED,
     Problem,
     RecipeError,
-    StageError,
 )
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
-from ortflow.engine.publish.report import stage_folder, write_report
+from ortflow.engine.publish.out_folder import STAGE_MARKER as STAGE_MARKER  # its former home
+from ortflow.engine.publish.out_folder import publish_stage, remove_stale_folders
+from ortflow.engine.publish.report import write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
-from ortflow.engine.run.jobs import (
-    LockedOutputs,
-    job_for,
-    locator,
-    read_record,
-    settled,
-    tolerated,
-    without,
-)
+from ortflow.engine.run.jobs import LockedOutputs
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
+from ortflow.engine.run.replay import replay
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
-from ortflow.engine.store import atomic
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
-from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
+from ortflow.engine.types import Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
     from ortflow.engine.store.remote import Remote
-
-
-STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
 
 
 @dataclass(frozen=True)
@@ -267,37 +256,55 @@ def run(
         # With overrides the recipe file no longer says what was built, so its lock file is left alone.
         lock_writer = LockWriter(ws.recipe, ws.store, digests) if not ws.recipe.overrides else None
         executor = executor or LocalExecutor(jobs)
-        events = events or SchedulerEvents()
-
-        def on_finished(outcome: StageOutcome) -> None:
-            _publish(ws, outcome)
-            if lock_writer is not None and outcome.status == Status.RAN:
-                lock_writer.add(
-                    {outcome.name: outcome}
-                )  # so a killed run's lock file still lists what it built
-            events.finished(outcome)
-
+        events = _publishing(ws, lock_writer, events or SchedulerEvents())
         locked = LockedOutputs(
             ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values()
         )
         scheduler = Scheduler(
-            ws.recipe,
-            ws.graph,
-            ws.store,
-            executor,
-            sources,
-            keep_going,
-            SchedulerEvents(events.started, on_finished, events.log),
-            locked,
+            ws.recipe, ws.graph, ws.store, executor, sources, keep_going, events, locked
         )
-        try:
-            outcomes = scheduler.run(chosen)
-        except BaseException:
-            executor.shutdown(
-                cancel=True
-            )  # do not wait for running stages: their work folders are discarded
-            raise
-        executor.shutdown()
+        outcomes = _schedule(scheduler, executor, chosen)
+    return _conclude(ws, lock, lock_writer, outcomes, digests)
+
+
+def _publishing(
+    ws: Workspace, lock_writer: LockWriter | None, events: SchedulerEvents
+) -> SchedulerEvents:
+    """The caller's events, each finished stage first published to out/ and (where it ran) added to the lock
+    file as it finishes, so a killed run's lock file still lists what it built."""
+
+    def on_finished(outcome: StageOutcome) -> None:
+        publish_stage(ws.store, ws.out_dir, outcome)
+        if lock_writer is not None and outcome.status == Status.RAN:
+            lock_writer.add({outcome.name: outcome})
+        events.finished(outcome)
+
+    return SchedulerEvents(events.started, on_finished, events.log)
+
+
+def _schedule(
+    scheduler: Scheduler, executor: Executor, chosen: set[str] | None
+) -> dict[str, StageOutcome]:
+    try:
+        outcomes = scheduler.run(chosen)
+    except BaseException:
+        executor.shutdown(
+            cancel=True
+        )  # do not wait for running stages: their work folders are discarded
+        raise
+    executor.shutdown()
+    return outcomes
+
+
+def _conclude(
+    ws: Workspace,
+    lock: Lock,
+    lock_writer: LockWriter | None,
+    outcomes: dict[str, StageOutcome],
+    digests: dict[str, str],
+) -> RunSummary:
+    """After the run: the lock file's drift warnings, the lock file written (not with overrides), stale out/
+    folders removed and the report written."""
     warnings = lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.add(outcomes, final=True)
@@ -308,66 +315,17 @@ def run(
     if (
         not ws.recipe.overrides
     ):  # a one-run `--set` narrowing a matrix does not drop the other variants
-        _remove_stale_folders(ws)
+        remove_stale_folders(ws.out_dir, ws.recipe.stages)
     written = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
     return RunSummary(outcomes, written.path, exit_code(outcomes), warnings, written.sections)
-
-
-def _remove_stale_folders(ws: Workspace) -> None:
-    """A stage taken out of the recipe (or a value out of a matrix) leaves no output folder behind to be
-    mistaken for a current one. Only folders ortflow published (they hold its marker) are removed."""
-    if not ws.out_dir.is_dir():
-        return
-    current = {stage_folder(ws.out_dir, name).name for name in ws.recipe.stages}
-    for entry in ws.out_dir.iterdir():
-        if entry.is_dir() and entry.name not in current and (entry / STAGE_MARKER).is_file():
-            shutil.rmtree(entry)
-
-
-def _publish(ws: Workspace, outcome: StageOutcome) -> None:
-    """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
-    folder = stage_folder(ws.out_dir, outcome.name)
-    if outcome.record is None:  # failed or skipped: nothing of this run to show
-        shutil.rmtree(folder, ignore_errors=True)
-        return
-    outputs = outcome.record.outputs.values()
-    atomic.remove_stale_staging(folder)  # what a killed run was copying here
-    for out in outputs:
-        ws.store.materialize(out.digest, folder / out.filename)
-    (folder / STAGE_MARKER).write_text(
-        outcome.name + "\n", encoding="utf-8"
-    )  # ours, to remove when stale
-    keep = {out.filename for out in outputs}
-    for entry in folder.iterdir():
-        if entry.name not in keep and not entry.name.startswith("."):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
 
 def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     """Write the outputs and report.json/.md/.html again from what the cache holds for the recipe as it is
     now, running nothing. Returns the report's path, the stages the cache could not supply, and the exit
     code the run would have had."""
-    outcomes: dict[str, StageOutcome] = {}
-    produced: dict[str, dict[str, str] | None] = {}
-    missing = []
     sources = ws.sources()
-    locate = locator(sources, produced, ws.store.object_path)
-    for name in ws.graph.order:
-        found = _cached_outcome(ws, name, outcomes, locate)
-        if found is None:
-            missing.append(name)
-            continue
-        outcomes[name] = found
-        produced[name] = found.record.digests if found.record is not None else None
-        if found.record is None:
-            continue
-        for upstream in ws.graph.predecessors[
-            name
-        ]:  # a refused optional stage this one went on without
-            if outcomes[upstream].tolerated:
-                outcomes[upstream] = replace(
-                    outcomes[upstream], dropped_from=(*outcomes[upstream].dropped_from, name)
-                )
+    outcomes, missing = replay(ws.recipe, ws.graph, ws.store, sources)
     if not outcomes:
         raise RecipeError(
             [
@@ -378,49 +336,13 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
             ]
         )
     for outcome in outcomes.values():
-        _publish(ws, outcome)
+        publish_stage(ws.store, ws.out_dir, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}
     return (
         write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store).path,
         missing,
         exit_code(outcomes),
     )
-
-
-def _cached_outcome(
-    ws: Workspace, name: str, outcomes: dict[str, StageOutcome], locate: Any
-) -> StageOutcome | None:
-    """The stage's outcome from its run record in the cache, its inputs located as a run would (without its
-    refused optional upstream stages); skipped as a run skips it where it cannot do without one; None where an
-    upstream stage is not there or the cache lacks it."""
-    preds = ws.graph.predecessors[name]
-    if not all(p in outcomes for p in preds):
-        return None
-    spec = without(ws.recipe.stages[name], {p for p in preds if outcomes[p].tolerated})
-    blocked = next(
-        (
-            p
-            for p in preds
-            if outcomes[p].status is Status.SKIPPED or (spec is None and outcomes[p].tolerated)
-        ),
-        None,
-    )
-    if blocked is not None:
-        return StageOutcome(
-            name, Status.SKIPPED, error=f"upstream '{blocked}' {outcomes[blocked].status}"
-        )
-    try:
-        job = job_for(spec, locate) if spec is not None else None
-    except StageError:  # a key that cannot be computed: not in the cache either
-        return None
-    record = (
-        read_record(ws.store, job.identity.key)
-        if job is not None and not isinstance(job, Missing)
-        else None
-    )
-    if record is None:
-        return None
-    return tolerated(settled(name, Status.CACHED, 0.0, record.key, record), ws.recipe.stages[name])
 
 
 def exit_code(outcomes: dict[str, StageOutcome]) -> int:

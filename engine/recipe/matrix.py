@@ -10,32 +10,21 @@ out over several matrix stages gets the combinations that agree on the axes they
 from __future__ import annotations
 
 import heapq
-import itertools
 import json
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
 
-import yaml
-
-from ortflow.engine.errors import Location, Problem
+from ortflow.engine.errors import Problem
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.matrix_combinations import combinations, label
+from ortflow.engine.recipe.matrix_combinations import Combination, combinations, label
+from ortflow.engine.recipe.matrix_references import Instance, fan_out, upstreams
+from ortflow.engine.recipe.matrix_references import selector as _selector  # noqa: F401 (tests read it here)
+from ortflow.engine.recipe.matrix_references import (  # noqa: F401 (tests read it here)
+    split_top_level as _split_top_level,
+)
 from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
-MATRIX_REFERENCE = re.compile(
-    r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"
-)
-
-
-@dataclass
-class Instance:
-    """One stage instance: its id and the axis values that tell it from its siblings."""
-
-    id: str
-    template: str
-    axes: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -61,71 +50,28 @@ def expand(
     raw: JsonObject, ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int
 ) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
-    problems: list[Problem] = []
-    instances: dict[str, list[Instance] | None] = {}
-    out: JsonObject = {}
     pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
-    out.update(
-        {name: spec for name, spec in raw.items() if not isinstance(spec, dict)}
-    )  # the schema reports them
-    total = sum(1 for spec in raw.values() if isinstance(spec, dict))
+    # the schema reports the stages that are not mappings
+    work = _Expanding(
+        source, [], {}, {name: spec for name, spec in raw.items() if not isinstance(spec, dict)}
+    )
+    total = len(pending)
     positions = _positions_by_stage(source)
     for name in _expansion_order(raw, pending):
         spec = raw[name]
-        combos = combinations(name, spec, source, problems, max_stages)
-        fanned = _fan_out(name, spec, ports.get(name, {}), instances, source, problems)
-        clash = sorted(
-            {k for inherited, _ in fanned for k in inherited}
-            & {k for combo in combos for k in combo.values}
-        )
-        if clash:
-            problems.append(
-                Problem(
-                    f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
-                    "out over",
-                    source.locate(("stages", name, "matrix", clash[0]), key=True),
-                    "drop the axis here, or select one upstream variant",
-                )
-            )
-            fanned = fanned[:1]
-        if not fanned:
-            problems.append(
-                Problem(
-                    f"stage '{name}': the variants of the matrix stages it fans out over never agree on "
-                    "the axes they share, so it would have no instance",
-                    source.locate(("stages", name, "in")),
-                    "fan out over one of them, or select matching variants",
-                )
-            )
-        made: list[Instance] = []
+        combos = combinations(name, spec, source, work.problems, max_stages)
+        fanned = work.fan_out(name, spec, ports.get(name, {}), combos)
         # an instance has no `matrix:`: copying the matrix's own positions into every instance would be quadratic
         written = [
             (rest, where) for rest, where in positions.get(name, []) if rest[:1] != ("matrix",)
         ]
-        for inherited, rewritten in fanned:
-            for combo in combos:
-                axes = {**inherited, **{k: label(v) for k, v in combo.values.items()}}
-                made.append(Instance(_instance_id(name, axes), name, axes))
-                if made[-1].id in out and made[-1].id != name:
-                    problems.append(
-                        Problem(
-                            f"stage '{name}': two combinations are both named {made[-1].id} (values that "
-                            'read the same, such as 1 and "1")',
-                            source.locate(("stages", name, "matrix"), key=True),
-                            "make the values distinct",
-                        )
-                    )
-                    made.pop()
-                    continue
-                out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
-                if made[-1].id != name:
-                    _alias_positions(source, written, made[-1].id, combo.origin)
-        instances[name] = (
+        made = work.instantiate(name, spec, combos, fanned, written)
+        work.instances[name] = (
             made if fanned else None
         )  # None: reported; its consumers say nothing more about it
         total += len(made) - 1
         if total > max_stages and len(made) > 1:
-            problems.append(
+            work.problems.append(
                 Problem(
                     f"stage '{name}' expands to {len(made)} stages, the recipe to {total} so far, over the "
                     f"limit of {max_stages}",
@@ -133,8 +79,88 @@ def expand(
                     "narrow the matrix or add `exclude:` entries, or raise `max_stages:` in the recipe",
                 )
             )
-            return Expansion({}, instances, problems)
-    for spec in out.values():  # `after: [int8]` waits for every variant of int8
+            return Expansion({}, work.instances, work.problems)
+    _wait_on_every_variant(work.out, work.instances)
+    return Expansion(work.out, work.instances, work.problems)
+
+
+@dataclass(frozen=True)
+class _Expanding:
+    """What expanding the stages one by one builds up: the problems found, each template's instances so far
+    (what later references select from) and the expanded `stages:` mapping."""
+
+    source: SourceMap
+    problems: list[Problem]
+    instances: dict[str, list[Instance] | None]
+    out: JsonObject
+
+    def fan_out(
+        self, name: str, spec: JsonObject, ports: dict[str, bool], combos: list[Combination]
+    ) -> list[tuple[dict[str, str], JsonObject]]:
+        """The variants of the stage's inputs (see matrix_references.fan_out), checked against its own
+        combinations: an axis both inherited and its own keeps only the first variant; none at all is
+        reported."""
+        fanned = fan_out(name, spec, ports, self.instances, self.source, self.problems)
+        clash = sorted(
+            {k for inherited, _ in fanned for k in inherited}
+            & {k for combo in combos for k in combo.values}
+        )
+        if clash:
+            self.problems.append(
+                Problem(
+                    f"stage '{name}': matrix axis '{clash[0]}' is also an axis of a matrix stage it fans "
+                    "out over",
+                    self.source.locate(("stages", name, "matrix", clash[0]), key=True),
+                    "drop the axis here, or select one upstream variant",
+                )
+            )
+            fanned = fanned[:1]
+        if not fanned:
+            self.problems.append(
+                Problem(
+                    f"stage '{name}': the variants of the matrix stages it fans out over never agree on "
+                    "the axes they share, so it would have no instance",
+                    self.source.locate(("stages", name, "in")),
+                    "fan out over one of them, or select matching variants",
+                )
+            )
+        return fanned
+
+    def instantiate(
+        self,
+        name: str,
+        spec: JsonObject,
+        combos: list[Combination],
+        fanned: list[tuple[dict[str, str], JsonObject]],
+        written: list[tuple[PathKey, tuple[int, int] | str]],
+    ) -> list[Instance]:
+        """One instance per input variant and combination, added to `out` (an id taken already is reported
+        and skipped), its errors pointing into the stage as written."""
+        made: list[Instance] = []
+        for inherited, rewritten in fanned:
+            for combo in combos:
+                axes = {**inherited, **{k: label(v) for k, v in combo.values.items()}}
+                made.append(Instance(_instance_id(name, axes), name, axes))
+                if made[-1].id in self.out and made[-1].id != name:
+                    self.problems.append(
+                        Problem(
+                            f"stage '{name}': two combinations are both named {made[-1].id} (values that "
+                            'read the same, such as 1 and "1")',
+                            self.source.locate(("stages", name, "matrix"), key=True),
+                            "make the values distinct",
+                        )
+                    )
+                    made.pop()
+                    continue
+                self.out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
+                if made[-1].id != name:
+                    _alias_positions(self.source, written, made[-1].id, combo.origin)
+        return made
+
+
+def _wait_on_every_variant(out: JsonObject, instances: dict[str, list[Instance] | None]) -> None:
+    """`after: [int8]` waits for every variant of int8."""
+    for spec in out.values():
         if isinstance(spec, dict) and isinstance(spec.get("after"), list):
             spec["after"] = [
                 x
@@ -145,7 +171,6 @@ def expand(
                     else [a]
                 )
             ]
-    return Expansion(out, instances, problems)
 
 
 def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
@@ -156,7 +181,7 @@ def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
     waits_on: dict[str, int] = {}
     consumers: dict[str, list[str]] = {}
     for name in pending:
-        ups = _upstreams(raw[name]) & index.keys()
+        ups = upstreams(raw[name]) & index.keys()
         waits_on[name] = len(ups)
         for up in ups:
             consumers.setdefault(up, []).append(name)
@@ -192,162 +217,6 @@ def _positions_by_stage(
             if len(path) >= 2 and path[0] == "stages":
                 found.setdefault(path[1], []).append((path[2:], where))
     return found
-
-
-def _upstreams(spec: JsonObject) -> set[str]:
-    found = set()
-    for value in (spec.get("in") or {}).values() if isinstance(spec.get("in"), dict) else ():
-        for text in value if isinstance(value, list) else [value]:
-            match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
-            if match and match["stage"] not in ("inputs", "datasets"):
-                found.add(match["stage"])
-    return found
-
-
-def _fan_out(
-    name: str,
-    spec: JsonObject,
-    ports: dict[str, bool],
-    instances: dict[str, list[Instance]],
-    source: SourceMap,
-    problems: list[Problem],
-) -> list[tuple[dict[str, str], JsonObject]]:
-    """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
-    given = spec.get("in") if isinstance(spec.get("in"), dict) else None
-    if given is None:
-        return [({}, spec.get("in"))]
-    fixed: JsonObject = {}
-    choices: list[
-        list[tuple[str, Instance | None, str]]
-    ] = []  # per fanning port: (port, instance, reference)
-    for port, value in given.items():
-        many = ports.get(port, isinstance(value, list))
-        texts = value if isinstance(value, list) else [value]
-        resolved: list[Any] = []
-        for i, text in enumerate(texts):
-            where = (
-                ("stages", name, "in", port, i)
-                if isinstance(value, list)
-                else ("stages", name, "in", port)
-            )
-            found = _resolve(text, instances, source.locate(where), name, problems)
-            if found is False:
-                resolved.append(
-                    ""
-                )  # reported; an empty text is skipped by the later reference checks
-                continue
-            if found is None:
-                resolved.append(
-                    text
-                )  # a source, a malformed text or an unknown stage: later checks report it
-            elif (
-                many or not found[1] or isinstance(value, list)
-            ):  # a list on a one-reference port: reported later
-                resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
-            else:
-                choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
-                resolved = None  # type: ignore[assignment]
-                break
-        if resolved is not None:
-            fixed[port] = (
-                resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
-            )
-    variants = []
-    for picked in itertools.product(*choices):
-        axes: dict[str, str] = {}
-        if any(
-            axes.setdefault(k, v) != v
-            for _, inst, _ in picked
-            for k, v in (inst.axes if inst else {}).items()
-        ):
-            continue  # two upstream variants that disagree on an axis they share
-        variants.append((axes, {**fixed, **{port: ref for port, _, ref in picked}}))
-    return variants
-
-
-def _resolve(
-    text: Any,
-    instances: dict[str, list[Instance]],
-    where: Location,
-    owner: str,
-    problems: list[Problem],
-) -> tuple[str, bool, list[Instance]] | None | bool:
-    """(output, fans out, instances) for a reference to a stage; False for one it reported as wrong; None for
-    anything else (a source, a malformed reference, an unknown stage: checked later)."""
-    match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
-    if match is None or match["stage"] not in instances:
-        return None
-    found = instances[match["stage"]]
-    if found is None:
-        return False  # its own expansion failed, and said why
-    expanded = bool(found) and found[0].id != match["stage"]
-    if match["select"] is not None:
-        wanted = _selector(match["select"])
-        if wanted is None:
-            problems.append(
-                Problem(
-                    f"stage '{owner}': cannot read the selector in '{text}'",
-                    where,
-                    "write it as stage[axis=value,...].output",
-                )
-            )
-            return False
-        found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
-        if not found:
-            problems.append(
-                Problem(
-                    f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]",
-                    where,
-                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]]),
-                )
-            )
-            return False
-    if match["all"]:
-        return match["output"], True, found
-    if expanded and len(found) != 1:
-        problems.append(
-            Problem(
-                f"stage '{owner}': '{text}' names {len(found)} variants of the matrix stage "
-                f"'{match['stage']}'",
-                where,
-                f"take all with {match['stage']}.{match['output']}[*], or one:"
-                f" {found[0].id}.{match['output']}",
-            )
-        )
-        return False
-    return match["output"], False, found
-
-
-def _selector(text: str) -> dict[str, str] | None:
-    pairs: dict[str, str] = {}
-    for part in _split_top_level(text):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            return None
-        try:  # written as YAML: `per_channel=True` selects the variant labelled `true`, `text="a,b"` a quoted one
-            pairs[key.strip()] = label(yaml.safe_load(value.strip()))
-        except yaml.YAMLError:
-            pairs[key.strip()] = value.strip()
-    return pairs
-
-
-def _split_top_level(text: str) -> list[str]:
-    """Split on commas outside brackets, braces and quotes (a list value's label contains commas)."""
-    parts, depth, current, quoted, escaped = [], 0, "", False, False
-    for char in text:
-        if escaped:  # the character after a backslash inside quotes is plain text
-            current, escaped = current + char, False
-            continue
-        escaped = quoted and char == "\\"
-        quoted ^= char == '"'
-        depth += char in "[{" and not quoted
-        depth -= char in "]}" and not quoted
-        if char == "," and depth == 0 and not quoted:
-            parts.append(current)
-            current = ""
-        else:
-            current += char
-    return [*parts, current] if current or parts else []
 
 
 def _instance_id(name: str, axes: dict[str, str]) -> str:

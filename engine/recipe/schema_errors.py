@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ortflow.engine.errors import Problem, suggest
@@ -47,47 +48,70 @@ def validate(
 
 
 def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Iterable[Problem]:
-    path = base + tuple(error.absolute_path)
-    relative = tuple(error.absolute_path)
-    if not base and len(relative) >= 2 and relative[0] == "stages" and not subject:
-        subject, relative = (
-            f"stage '{relative[1]}'",
-            relative[2:],
-        )  # name the stage, then the key inside it
-    key = ".".join(str(p) for p in relative)
-    prefix = f"{subject}: " if subject else ""
-    what = f"{prefix}'{key}'" if key else (subject or "the document")
-    kind = error.validator
-    schema = error.schema
-    if kind == "additionalProperties":
-        import re
+    at = _Subject.of(error, base, subject)
+    if error.validator == "additionalProperties":
+        return _unknown_keys(error, source, at)
+    if error.validator == "required":
+        return [
+            Problem(
+                f"{at.what}: missing required key '{name}'",
+                source.locate(at.path),
+                _expected(error.schema, name),
+            )
+            for name in error.validator_value
+            if name not in error.instance
+        ]
+    return [_problem(error, source, at)]
 
-        allowed = sorted(schema.get("properties", {}))
-        patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
-        extra = {
-            n
-            for n in set(error.instance) - set(allowed)
-            if not any(p.search(str(n)) for p in patterns)
-        }
-        for name in sorted(extra, key=str):
-            hint = suggest(str(name), allowed) or (
-                f"allowed: {', '.join(allowed)}" if allowed else None
-            )
-            yield Problem(
-                f"{prefix}unknown key '{_join(key, name)}'",
-                source.locate(path + (name,), key=True),
-                hint,
-            )
-        return
-    if kind == "required":
-        missing = [n for n in error.validator_value if n not in error.instance]
-        for name in missing:
-            yield Problem(
-                f"{what}: missing required key '{name}'",
-                source.locate(path),
-                _expected(schema, name),
-            )
-        return
+
+@dataclass(frozen=True)
+class _Subject:
+    """Where a schema error is (`path`, to locate it) and how its message names it: the dotted `key` below
+    the subject, a `prefix` naming the subject, and `what` is wrong (the key, else the subject)."""
+
+    path: PathKey
+    key: str
+    prefix: str
+    what: str
+
+    @classmethod
+    def of(cls, error: Any, base: PathKey, subject: str) -> _Subject:
+        relative = tuple(error.absolute_path)
+        if not base and len(relative) >= 2 and relative[0] == "stages" and not subject:
+            subject, relative = (
+                f"stage '{relative[1]}'",
+                relative[2:],
+            )  # name the stage, then the key inside it
+        key = ".".join(str(p) for p in relative)
+        prefix = f"{subject}: " if subject else ""
+        what = f"{prefix}'{key}'" if key else (subject or "the document")
+        return cls(base + tuple(error.absolute_path), key, prefix, what)
+
+
+def _unknown_keys(error: Any, source: SourceMap, at: _Subject) -> Iterable[Problem]:
+    """One problem per key neither the schema's properties nor its pattern properties allow, at the key."""
+    import re
+
+    schema = error.schema
+    allowed = sorted(schema.get("properties", {}))
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    extra = {
+        n for n in set(error.instance) - set(allowed) if not any(p.search(str(n)) for p in patterns)
+    }
+    for name in sorted(extra, key=str):
+        hint = suggest(str(name), allowed) or (
+            f"allowed: {', '.join(allowed)}" if allowed else None
+        )
+        yield Problem(
+            f"{at.prefix}unknown key '{_join(at.key, name)}'",
+            source.locate(at.path + (name,), key=True),
+            hint,
+        )
+
+
+def _problem(error: Any, source: SourceMap, at: _Subject) -> Problem:
+    """The one problem an error of any other kind makes, said in the recipe's words where the kind is known."""
+    kind, schema, what, where = error.validator, error.schema, at.what, source.locate(at.path)
     if kind == "type":
         expected = (
             error.validator_value
@@ -95,36 +119,22 @@ def _describe(error: Any, source: SourceMap, base: PathKey, subject: str) -> Ite
             else [error.validator_value]
         )
         names = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
-        yield Problem(
-            f"{what} must be {names}, got {_show(error.instance)}",
-            source.locate(path),
-            _hint(schema),
-        )
-        return
+        return Problem(f"{what} must be {names}, got {_show(error.instance)}", where, _hint(schema))
     if kind == "enum":
         choices = [str(c) for c in error.validator_value]
         hint = suggest(str(error.instance), choices) or f"one of: {', '.join(choices)}"
-        yield Problem(f"{what}: {_show(error.instance)} is not allowed", source.locate(path), hint)
-        return
+        return Problem(f"{what}: {_show(error.instance)} is not allowed", where, hint)
     if kind in ("oneOf", "anyOf") and "x-expected" in schema:
-        yield Problem(
-            f"{what} must be {schema['x-expected']}, got {_show(error.instance)}",
-            source.locate(path),
-        )
-        return
+        return Problem(f"{what} must be {schema['x-expected']}, got {_show(error.instance)}", where)
     if kind == "pattern":
-        yield Problem(
-            f"{what}: {_show(error.instance)} is not valid", source.locate(path), _hint(schema)
-        )
-        return
+        return Problem(f"{what}: {_show(error.instance)} is not valid", where, _hint(schema))
     if kind == "propertyNames" or (kind == "not" and isinstance(error.instance, str)):
-        yield Problem(
+        return Problem(
             f"{what}: the name {_show(error.instance)} is not allowed",
-            source.locate(path),
+            where,
             "names are letters, digits, _ and -, and 'inputs' and 'datasets' are reserved",
         )
-        return
-    yield Problem(f"{what}: {error.message}", source.locate(path), _hint(schema))
+    return Problem(f"{what}: {error.message}", where, _hint(schema))
 
 
 def _expected(schema: JsonObject, name: str) -> str | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import ortflow
 from ortflow.engine.errors import Location
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
 from ortflow.engine.recipe.yamlsource import MAX_BYTES, SourceMap
@@ -125,6 +126,35 @@ def _signed(key: str, text: str) -> bytes:
 
 
 def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] | None:
+    data = _read_signed(store, key)
+    if data is None:
+        return None
+    inputs = {n: InputSpec(n, Path(p), declared) for n, (p, declared) in data["inputs"].items()}
+    if not all(spec.path.exists() for spec in inputs.values()):
+        return None
+    datasets = _datasets(data, plugins)
+    if datasets is None:
+        return None
+    stages = _stages(data, plugins)
+    if stages is None:
+        return None
+    recipe = Recipe(
+        Path(data["path"]),
+        data["name"],
+        inputs,
+        datasets,
+        stages,
+        SourceMap(data["file"]),
+        data["overrides"],
+        data["matrices"],
+        data["target_cpu"],
+    )
+    graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
+    return recipe, graph
+
+
+def _read_signed(store: Store, key: str) -> JsonObject | None:
+    """The snapshot stored under `key`, if there is one and this user's key signed it as it is."""
     secret = local_key()
     try:
         signature, _, text = (
@@ -132,12 +162,13 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
         )
         if secret is None or not signature_ok(secret, _signed(key, text), signature):
             return None  # not written by this user (or altered since): validate the recipe itself
-        data = json.loads(text)
+        return json.loads(text)
     except (OSError, ValueError):
         return None
-    inputs = {n: InputSpec(n, Path(p), declared) for n, (p, declared) in data["inputs"].items()}
-    if not all(spec.path.exists() for spec in inputs.values()):
-        return None
+
+
+def _datasets(data: JsonObject, plugins: Plugins) -> dict[str, DatasetSpec] | None:
+    """The snapshot's datasets; None where a loader is gone or changed, or a file it reads is gone."""
     datasets: dict[str, DatasetSpec] = {}
     for name, item in data["datasets"].items():
         if item["loader"] not in plugins.datasets:
@@ -153,6 +184,11 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
         datasets[name] = DatasetSpec(
             name, item["loader"], loader_cls, params, Location(*item["location"])
         )
+    return datasets
+
+
+def _stages(data: JsonObject, plugins: Plugins) -> dict[str, StageSpec] | None:
+    """The snapshot's stages; None where a stage type is gone or its contract changed."""
     stages: dict[str, StageSpec] = {}
     contracts: dict[type, str] = {}
     for name, item in data["stages"].items():
@@ -184,19 +220,7 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
             item["workers"],
             item["target_cpu"],
         )
-    recipe = Recipe(
-        Path(data["path"]),
-        data["name"],
-        inputs,
-        datasets,
-        stages,
-        SourceMap(data["file"]),
-        data["overrides"],
-        data["matrices"],
-        data["target_cpu"],
-    )
-    graph = StageGraph(tuple(data["order"]), {n: tuple(p) for n, p in data["predecessors"].items()})
-    return recipe, graph
+    return stages
 
 
 def _ref(text: str) -> Ref:

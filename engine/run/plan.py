@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ortflow.engine.builds import Identity, LockEntry, portable_env
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, locator, without
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Missing, Recipe, TextEnum
+from ortflow.engine.types import Missing, Recipe, StageSpec, TextEnum
 
 if TYPE_CHECKING:
     from ortflow.engine.publish.lock import Lock
@@ -43,86 +43,92 @@ def make_plan(
     known: dict[
         str, dict[str, str]
     ] = {}  # stage -> {port: digest} (from a run record or lock entry)
-    refused: set[str] = (
-        set()
-    )  # optional stages whose cached verdict refused their output: dropped downstream
     locate = locator({ref: (digest, None) for ref, digest in source_digests.items()}, known)
-    planned: list[PlannedStage] = []
-    for name in graph.order:
-        spec = recipe.stages[name]
-        waiting = sorted(p for p in graph.predecessors[name] if p not in known and p not in refused)
+    planner = _Planner(store, lock, known, set(), locate)
+    return [
+        planner.stage(name, recipe.stages[name], graph.predecessors[name]) for name in graph.order
+    ]
+
+
+@dataclass(frozen=True)
+class _Planner:
+    """Plans the stages one by one in graph order, each learning from those before it: the outputs `known`
+    (which `locate` resolves references from) and the stages `refused` (dropped downstream)."""
+
+    store: Store
+    lock: Lock
+    known: dict[str, dict[str, str]]
+    refused: set[
+        str
+    ]  # optional stages whose cached verdict refused their output: dropped downstream
+    locate: Any
+
+    def stage(self, name: str, spec: StageSpec, predecessors: Iterable[str]) -> PlannedStage:
+        """The stage's plan before its key is known: waiting on an upstream stage that will run, skipped, or
+        failing to compute its key; else keyed() says."""
+        waiting = sorted(p for p in predecessors if p not in self.known and p not in self.refused)
         if waiting:
-            planned.append(
-                PlannedStage(
-                    name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None
-                )
+            return PlannedStage(
+                name, spec.uses, PlanAction.RUN, f"upstream '{waiting[0]}' will run", None
             )
-            continue
-        dropped = [p for p in graph.predecessors[name] if p in refused]
-        spec = without(spec, dropped)
-        if spec is None:
-            planned.append(
-                PlannedStage(
-                    name,
-                    recipe.stages[name].uses,
-                    PlanAction.SKIP,
-                    f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it",
-                    None,
-                )
+        dropped = [p for p in predecessors if p in self.refused]
+        usable = without(spec, dropped)
+        if usable is None:
+            return PlannedStage(
+                name,
+                spec.uses,
+                PlanAction.SKIP,
+                f"optional upstream '{dropped[0]}' was refused and this stage cannot do without it",
+                None,
             )
-            continue
         try:
-            job = job_for(spec, locate)
+            job = job_for(usable, self.locate)
         except StageError as exc:
-            planned.append(PlannedStage(name, spec.uses, PlanAction.FAIL, str(exc), None))
-            continue
+            return PlannedStage(name, usable.uses, PlanAction.FAIL, str(exc), None)
         if isinstance(job, Missing):
-            planned.append(
-                PlannedStage(
-                    name,
-                    spec.uses,
-                    PlanAction.SKIP,
-                    f"'{job.ref}' is an optional output not produced",
-                    None,
-                )
+            return PlannedStage(
+                name,
+                usable.uses,
+                PlanAction.SKIP,
+                f"'{job.ref}' is an optional output not produced",
+                None,
             )
-            continue
-        key = job.identity.key
-        entry = lock.stages.get(name)
+        return self.keyed(name, usable, job.identity)
+
+    def keyed(self, name: str, spec: StageSpec, identity: Identity) -> PlannedStage:
+        """A stage whose key is known: cached (its outputs now known downstream) or run, and how it differs
+        from its lock-file entry; a lock entry with the same key makes its outputs known too."""
+        key = identity.key
+        entry = self.lock.stages.get(name)
         versus_lock = (
             ""
-            if entry is not None and entry.matches(key, job.identity.to_json())
-            else _why(entry, job.identity)
+            if entry is not None and entry.matches(key, identity.to_json())
+            else _why(entry, identity)
         )
-        record = store.read_run(key)
+        record = self.store.read_run(key)
         if record is not None and record.get("gate_failed") and spec.optional:
-            refused.add(name)  # as a run settles it: its verdict is served, its output never is
-            planned.append(
-                PlannedStage(
-                    name,
-                    spec.uses,
-                    PlanAction.CACHED,
-                    "up to date (refused by its gate: dropped downstream)",
-                    key,
-                    versus_lock,
-                )
+            self.refused.add(
+                name
+            )  # as a run settles it: its verdict is served, its output never is
+            return PlannedStage(
+                name,
+                spec.uses,
+                PlanAction.CACHED,
+                "up to date (refused by its gate: dropped downstream)",
+                key,
+                versus_lock,
             )
-            continue
         if record is not None:
-            known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
-            planned.append(
-                PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock)
-            )
-            continue
+            self.known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
+            return PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock)
         if entry is not None and entry.key == key:
-            known[name] = entry.digests
+            self.known[name] = entry.digests
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
-        if store.has_run(key):
+        if self.store.has_run(key):
             reason = (
                 "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
             )
-        planned.append(PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock))
-    return planned
+        return PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock)
 
 
 def _why(entry: LockEntry | None, identity: Identity) -> str:

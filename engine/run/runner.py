@@ -8,7 +8,7 @@ import shutil
 import socket
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -154,62 +154,10 @@ def _build(
 ) -> RunRecord:
     spec, identity = job.spec, job.identity
     with store.workdir(spec.name) as workdir:
-        out_dir, scratch = workdir / "out", workdir / "scratch"
-        out_dir.mkdir()
-        scratch.mkdir()
-        ports = {p.name: p for p in spec.stage_cls.outputs}
-        references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
-        steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
-        ctx = StageContext(
-            spec.name,
-            copy.deepcopy(spec.params),
-            dict(job.input_paths),
-            out_dir,
-            ports,
-            scratch,
-            log,
-            references,
-            dict(job.input_digests),
-            steps,
-            dict(identity.env),
-            _pinned(job),
-            made_from=dict(job.made_from),
-        )
-        started = time.perf_counter()
-        with (
-            captured_output() as printed
-        ):  # library chatter goes to the run record, not the terminal
-            gate_failed = None
-            try:
-                result = spec.stage_cls().run(ctx) or StageResult()
-            except (
-                GateFailed
-            ) as exc:  # the stage ran and measured: keep what it wrote, with the verdict
-                result, gate_failed = (
-                    StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source),
-                    str(exc),
-                )
-            except BaseException as exc:
-                exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
-                exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
-                exc.free_bytes = _free_bytes(workdir)  # type: ignore[attr-defined]  # before removing it frees space
-                raise
-        seconds = time.perf_counter() - started
+        ctx, steps = _context(store, job, workdir, log)
+        ran = _run_stage(job, ctx, workdir)
         _check_sources_unchanged(store, job)
-        outputs: dict[str, RunOutput] = {}
-        for name, port in sorted(ports.items()):
-            path = ctx.output_path(name)
-            if not path.exists():
-                if port.optional:
-                    continue
-                raise StageError(
-                    f"stage type {spec.uses} did not write its output '{name}' ({path.name})"
-                    " — this is a bug in the stage"
-                )
-            values = pack_floats(result.values[name]) if name in result.values else None
-            outputs[name] = RunOutput(
-                store.add(path), port.kind.value, path.name, tree_size(path), values
-            )
+        outputs = _store_outputs(store, job, ctx, ran.result)
         record = RunRecord(
             identity.key,
             spec.name,
@@ -220,17 +168,104 @@ def _build(
             identity.env,
             outputs,
             ran_on,
-            result.summary,
-            result.metrics,
-            result.data_source.to_json() if result.data_source is not None else None,
-            round(seconds, 3),
-            printed.getvalue()[-LOG_TAIL:],
-            gate_failed,
+            ran.result.summary,
+            ran.result.metrics,
+            ran.result.data_source.to_json() if ran.result.data_source is not None else None,
+            round(ran.seconds, 3),
+            ran.printed,
+            ran.gate_failed,
             tuple(sorted(set(steps.keys))),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
         store.write_run(identity.key, record.to_json())
         return record
+
+
+def _context(
+    store: Store, job: StageJob, workdir: Path, log: Callable[[str], None]
+) -> tuple[StageContext, StepRunner]:
+    """What the stage's code is given: its own copy of the parameters, its inputs, empty out/ and scratch/
+    folders in the work folder, and a runner for its sub-stages (whose keys the run record lists)."""
+    spec, identity = job.spec, job.identity
+    out_dir, scratch = workdir / "out", workdir / "scratch"
+    out_dir.mkdir()
+    scratch.mkdir()
+    ports = {p.name: p for p in spec.stage_cls.outputs}
+    references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
+    steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
+    ctx = StageContext(
+        spec.name,
+        copy.deepcopy(spec.params),
+        dict(job.input_paths),
+        out_dir,
+        ports,
+        scratch,
+        log,
+        references,
+        dict(job.input_digests),
+        steps,
+        dict(identity.env),
+        _pinned(job),
+        made_from=dict(job.made_from),
+    )
+    return ctx, steps
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """What running the stage's code gave: its result, the verdict of a gate that refused its output, how
+    long it took, and the tail of what it printed."""
+
+    result: StageResult
+    gate_failed: str | None
+    seconds: float
+    printed: str
+
+
+def _run_stage(job: StageJob, ctx: StageContext, workdir: Path) -> _Ran:
+    """Run the stage's code, its printed output captured. An error leaves with what the stage printed, its
+    work folder (to take out of messages) and the space left there (to tell a full disk)."""
+    started = time.perf_counter()
+    with captured_output() as printed:  # library chatter goes to the run record, not the terminal
+        gate_failed = None
+        try:
+            result = job.spec.stage_cls().run(ctx) or StageResult()
+        except (
+            GateFailed
+        ) as exc:  # the stage ran and measured: keep what it wrote, with the verdict
+            result, gate_failed = (
+                StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source),
+                str(exc),
+            )
+        except BaseException as exc:
+            exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
+            exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
+            exc.free_bytes = _free_bytes(workdir)  # type: ignore[attr-defined]  # before removing it frees space
+            raise
+    seconds = time.perf_counter() - started
+    return _Ran(result, gate_failed, seconds, printed.getvalue()[-LOG_TAIL:])
+
+
+def _store_outputs(
+    store: Store, job: StageJob, ctx: StageContext, result: StageResult
+) -> dict[str, RunOutput]:
+    """Each output the stage wrote, added to the store (with the float values it reported for it); a
+    required output it did not write is a bug in the stage."""
+    outputs: dict[str, RunOutput] = {}
+    for name, port in sorted({p.name: p for p in job.spec.stage_cls.outputs}.items()):
+        path = ctx.output_path(name)
+        if not path.exists():
+            if port.optional:
+                continue
+            raise StageError(
+                f"stage type {job.spec.uses} did not write its output '{name}' ({path.name})"
+                " — this is a bug in the stage"
+            )
+        values = pack_floats(result.values[name]) if name in result.values else None
+        outputs[name] = RunOutput(
+            store.add(path), port.kind.value, path.name, tree_size(path), values
+        )
+    return outputs
 
 
 def _pinned(job: StageJob) -> dict[str, tuple[float, ...]]:

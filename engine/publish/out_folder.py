@@ -1,0 +1,45 @@
+"""out/<recipe>/<stage>/: the folders a run publishes for people to use, each holding exactly its stage's
+outputs of the last run, and a marker that says ortflow made it (so only its own stale folders are removed)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from ortflow.engine.publish.report import stage_folder
+from ortflow.engine.store import atomic
+from ortflow.engine.store.base import Store
+from ortflow.engine.types import StageOutcome
+
+STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
+
+
+def remove_stale_folders(out_dir: Path, stages: Iterable[str]) -> None:
+    """A stage taken out of the recipe (or a value out of a matrix) leaves no output folder behind to be
+    mistaken for a current one. Only folders ortflow published (they hold its marker) are removed."""
+    if not out_dir.is_dir():
+        return
+    current = {stage_folder(out_dir, name).name for name in stages}
+    for entry in out_dir.iterdir():
+        if entry.is_dir() and entry.name not in current and (entry / STAGE_MARKER).is_file():
+            shutil.rmtree(entry)
+
+
+def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
+    """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
+    folder = stage_folder(out_dir, outcome.name)
+    if outcome.record is None:  # failed or skipped: nothing of this run to show
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    outputs = outcome.record.outputs.values()
+    atomic.remove_stale_staging(folder)  # what a killed run was copying here
+    for out in outputs:
+        store.materialize(out.digest, folder / out.filename)
+    (folder / STAGE_MARKER).write_text(
+        outcome.name + "\n", encoding="utf-8"
+    )  # ours, to remove when stale
+    keep = {out.filename for out in outputs}
+    for entry in folder.iterdir():
+        if entry.name not in keep and not entry.name.startswith("."):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
