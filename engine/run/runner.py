@@ -262,9 +262,8 @@ def _store_outputs(
                 " — this is a bug in the stage"
             )
         values = pack_floats(result.values[name]) if name in result.values else None
-        outputs[name] = RunOutput(
-            store.add(path), port.kind.value, path.name, tree_size(path), values
-        )
+        size = tree_size(path)  # before store.add, which moves the output into the store
+        outputs[name] = RunOutput(store.add(path), port.kind.value, path.name, size, values)
     return outputs
 
 
