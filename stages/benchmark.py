@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,15 @@ from ortflow.api import (
     Better,
     Declares,
     Distribution,
-    Json,
     Latency,
     Measure,
     Placement,
     Port,
     Profile,
-    ReportSection,
     Stage,
     StageContext,
     StageError,
     StageResult,
-    Table,
     Tables,
     batched,
     model_inputs,
@@ -37,16 +34,13 @@ from ortflow.api import (
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
-from ortflow.api.providers import for_session, resolve
 from ortflow.api.providers import names as provider_names
+from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
+from ortflow.stages.measurement.benchmark_report import benchmark_report
 from ortflow.stages.measurement.machine_load import LoadWatch
+from ortflow.stages.measurement.peak_memory import peak_memory_mb
+from ortflow.stages.measurement.sessions import caller, configured_session
 
-LEVELS = {
-    "disabled": "ORT_DISABLE_ALL",
-    "basic": "ORT_ENABLE_BASIC",
-    "extended": "ORT_ENABLE_EXTENDED",
-    "all": "ORT_ENABLE_ALL",
-}
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
 
@@ -92,124 +86,7 @@ class Benchmark(Stage):
         ),  # one per model: in the report files, too long for a terminal
         distributions=(Distribution("Latency per run", "latency per run", "ms"),),
     )
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "providers": {
-                "type": "array",
-                "minItems": 1,
-                "default": ["CPUExecutionProvider"],
-                "items": {
-                    "oneOf": [
-                        {"type": "string"},
-                        {
-                            "type": "object",
-                            "required": ["name"],
-                            "properties": {
-                                "name": {"type": "string"},
-                                "options": {"type": "object"},
-                            },
-                            "additionalProperties": False,
-                        },
-                    ]
-                },
-                "description": "execution providers in order, each a name or {name, options}",
-            },
-            "optimization_level": {
-                "enum": list(LEVELS),
-                "default": "all",
-                "description": "the session's graph optimization level (ORT's default is all)",
-            },
-            "intra_op_threads": {
-                "oneOf": [
-                    {"type": "integer", "minimum": 0},
-                    {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
-                ],
-                "default": 0,
-                "description": "threads per op (0: ORT's default); a list sweeps",
-            },
-            "inter_op_threads": {
-                "type": "integer",
-                "minimum": 0,
-                "default": 0,
-                "description": "threads across ops (0: default)",
-            },
-            "execution_mode": {"enum": ["sequential", "parallel"], "default": "sequential"},
-            "batch_size": {
-                "oneOf": [
-                    {"type": "integer", "minimum": 1},
-                    {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
-                ],
-                "default": 1,
-                "description": "samples per run; a list sweeps",
-            },
-            "sequence_length": {
-                "oneOf": [
-                    {"type": "integer", "minimum": 1},
-                    {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1},
-                ],
-                "description": "cut or zero-pad every input's axis 1 to this length (token models); a list sweeps",
-            },
-            "samples": {
-                "type": "integer",
-                "minimum": 1,
-                "default": 16,
-                "description": "distinct feeds cycled through",
-            },
-            "warmup": {
-                "type": "integer",
-                "minimum": 0,
-                "default": 10,
-                "description": "untimed runs per model first",
-            },
-            "runs": {
-                "type": "integer",
-                "minimum": 1,
-                "default": 100,
-                "description": "timed runs per model and config",
-            },
-            "seconds": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "description": "a time budget per model and config instead of a run count",
-            },
-            "io_binding": {
-                "oneOf": [
-                    {"type": "boolean"},
-                    {"type": "array", "items": {"type": "boolean"}, "minItems": 1},
-                ],
-                "default": False,
-                "description": "feed and fetch through IO binding with tensors already on the provider's "
-                "device (CUDA: inputs and outputs stay on the GPU), so copies are not timed; "
-                "[false, true] measures both",
-            },
-            "rounds": {
-                "type": "integer",
-                "minimum": 1,
-                "default": 5,
-                "description": "the runs are split into this many rounds, models alternating",
-            },
-            "baseline": {
-                "type": "string",
-                "description": "the model speedups are relative to (default: the first)",
-            },
-            "note": {
-                "type": "string",
-                "default": "",
-                "description": "free text kept with the results; a new note measures again instead of using the cache",
-            },
-            "peak_memory": {
-                "type": "boolean",
-                "description": "measure each model's peak memory in a separate process (default true)",
-            },
-            "profile": {
-                "type": "boolean",
-                "default": False,
-                "description": "also profile each model (untimed pass) and report the top operators",
-            },
-        },
-    }
+    params_schema = PARAMS_SCHEMA
 
     def check(self, params: dict[str, Any]) -> list[str]:
         if "seconds" not in params and params["runs"] < params["rounds"]:
@@ -220,67 +97,17 @@ class Benchmark(Stage):
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
-        import numpy as np
-
         params = ctx.params
         models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
         baseline = params.get("baseline") or names[0]
         if baseline not in names:
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
-        inputs = model_inputs(models[0])
-        for name, path in zip(names, models):
-            if _signature(model_inputs(path)) != _signature(inputs):
-                raise StageError(
-                    f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
-                    "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)"
-                )
-        feeds = list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
-        axes = ctx.dataset("data").batch_axes
-        results: list[BenchmarkRow] = []
+        work = _Workload.of(ctx, models, names)
         watch = LoadWatch()
-        settings = list(
-            itertools.product(
-                _as_list(params["intra_op_threads"]),
-                _as_list(params.get("sequence_length")),
-                _as_list(params["batch_size"]),
-                _as_list(params["io_binding"]),
-            )
-        )
-        for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
-            shaped = _full_batches(
-                [_with_length(f, length, inputs) for f in feeds], batch_size, axes
-            )
-            for row in self._measure(
-                models, names, shaped, thread_count, batch_size, {**params, "io_binding": bound}
-            ):
-                results.append(replace(row, sequence_length=length, io_binding=bound))
-            ctx.progress(done, len(settings), f"settings timed ({len(models)} models each)")
         # from the unrounded medians: rounding first could make two tiny models look equal
-        results = with_speedups(
-            results,
-            baseline,
-            lambda base, row: round(
-                float(np.median(base.latencies_ms) / np.median(row.latencies_ms)), 3
-            ),
-        )
-        # Profiled under the first configuration of the sweep, with the same providers, options and threads.
-        first_feeds = _full_batches(
-            [_with_length(f, _as_list(params.get("sequence_length"))[0], inputs) for f in feeds],
-            _as_list(params["batch_size"])[0],
-            axes,
-        )
-        threads = _as_list(params["intra_op_threads"])[0]
-        # On a GPU provider the profile pass always runs: it is what shows nodes falling back to the CPU.
-        on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
-        profiles = (
-            {
-                n: _profile(m, first_feeds, params, threads, ctx.scratch)
-                for n, m in zip(names, models)
-            }
-            if params["profile"] or on_device
-            else {}
-        )
+        results = with_speedups(self._sweep(ctx, work), baseline, _median_speedup)
+        profiles = _profiles(work, params, ctx.scratch)
         load = watch.finish()
         document = BenchmarkResults(
             baseline,
@@ -289,7 +116,7 @@ class Benchmark(Stage):
             facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
             results,
             profiles,
-            _report(results, profiles, baseline),
+            benchmark_report(results, profiles, baseline),
         )
         write_document(ctx.output_path("results"), document)
         best = min(results, key=lambda r: r.latency_ms.p50)
@@ -300,26 +127,33 @@ class Benchmark(Stage):
         if LoadWatch.warning(load):
             summary += f"; {LoadWatch.warning(load)}"
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
-        first = [
-            r for r in results if r.config() == results[0].config()
-        ]  # one value per model: the first config
-        return StageResult(
-            summary=summary,
-            metrics={
-                "p50_ms": {r.model: r.latency_ms.p50 for r in first},
-                "speedup": {r.model: r.speedup for r in first},
-                **(
-                    {
-                        "fallback_nodes": {
-                            n: p["placement"]["fallback_nodes"] for n, p in profiles.items()
-                        }
-                    }
-                    if profiles
-                    else {}
-                ),
-                "configs": len(results) // len(models),
-            },
+        return StageResult(summary=summary, metrics=_metrics(results, profiles, len(work.models)))
+
+    def _sweep(self, ctx: StageContext, work: _Workload) -> list[BenchmarkRow]:
+        """Every model timed under every combination of the swept settings, a row per model and setting."""
+        params = ctx.params
+        results: list[BenchmarkRow] = []
+        settings = list(
+            itertools.product(
+                _as_list(params["intra_op_threads"]),
+                _as_list(params.get("sequence_length")),
+                _as_list(params["batch_size"]),
+                _as_list(params["io_binding"]),
+            )
         )
+        for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
+            shaped = work.batches(length, batch_size)
+            for row in self._measure(
+                work.models,
+                work.names,
+                shaped,
+                thread_count,
+                batch_size,
+                {**params, "io_binding": bound},
+            ):
+                results.append(replace(row, sequence_length=length, io_binding=bound))
+            ctx.progress(done, len(settings), f"settings timed ({len(work.models)} models each)")
+        return results
 
     def _measure(
         self,
@@ -333,9 +167,9 @@ class Benchmark(Stage):
         sessions, rows = [], []
         for name, path in zip(names, models):
             started = time.perf_counter()
-            session = _session(path, params, threads)
+            session = configured_session(path, params, threads)
             created = time.perf_counter() - started
-            call = _caller(session, feeds, params)
+            call = caller(session, feeds, params)
             for i in range(params["warmup"]):
                 call(i)
             sessions.append(call)
@@ -346,7 +180,7 @@ class Benchmark(Stage):
                     "batch_size": batch_size,
                     "providers_used": session.get_providers(),
                     "session_create_s": round(created, 3),
-                    "peak_rss_mb": _peak_memory_mb(path, params, threads, feeds[0])
+                    "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
                     if params.get("peak_memory", True)
                     else None,
                     "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
@@ -378,6 +212,76 @@ class Benchmark(Stage):
         return [_row(row, batch_size) for row in rows]
 
 
+@dataclass(frozen=True)
+class _Workload:
+    """The models to time, by label, and the feeds they all run on."""
+
+    models: list[Path]
+    names: list[str]
+    inputs: list[Any]  # the first model's, which every model must share
+    feeds: list[dict]
+    axes: dict[str, int | None]  # each input's batch axis
+
+    @classmethod
+    def of(cls, ctx: StageContext, models: list[Path], names: list[str]) -> _Workload:
+        """The models must share their inputs, since all run on the same feeds."""
+        inputs = model_inputs(models[0])
+        for name, path in zip(names, models):
+            if _signature(model_inputs(path)) != _signature(inputs):
+                raise StageError(
+                    f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
+                    "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)"
+                )
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=ctx.params["samples"]))
+        return cls(models, names, inputs, feeds, ctx.dataset("data").batch_axes)
+
+    def batches(self, length: int | None, batch_size: int) -> list[dict]:
+        """The feeds at one sequence length (None: their own), in full batches of `batch_size`."""
+        return _full_batches(
+            [_with_length(f, length, self.inputs) for f in self.feeds], batch_size, self.axes
+        )
+
+
+def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
+    import numpy as np
+
+    return round(float(np.median(base.latencies_ms) / np.median(row.latencies_ms)), 3)
+
+
+def _profiles(work: _Workload, params: dict[str, Any], scratch: Path) -> dict[str, Profile]:
+    """Each model profiled under the first configuration of the sweep, with the same providers, options and
+    threads; only when asked, except on a GPU provider, where the profile pass always runs: it is what shows
+    nodes falling back to the CPU."""
+    first_feeds = work.batches(
+        _as_list(params.get("sequence_length"))[0], _as_list(params["batch_size"])[0]
+    )
+    threads = _as_list(params["intra_op_threads"])[0]
+    on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
+    if not (params["profile"] or on_device):
+        return {}
+    return {
+        n: _profile(m, first_feeds, params, threads, scratch)
+        for n, m in zip(work.names, work.models)
+    }
+
+
+def _metrics(
+    results: list[BenchmarkRow], profiles: dict[str, Profile], models: int
+) -> dict[str, Any]:
+    """One value per model, from the first configuration of the sweep; nodes falling back when profiled."""
+    first = [r for r in results if r.config() == results[0].config()]
+    return {
+        "p50_ms": {r.model: r.latency_ms.p50 for r in first},
+        "speedup": {r.model: r.speedup for r in first},
+        **(
+            {"fallback_nodes": {n: p["placement"]["fallback_nodes"] for n, p in profiles.items()}}
+            if profiles
+            else {}
+        ),
+        "configs": len(results) // models,
+    }
+
+
 def _row(measured: dict[str, Any], batch_size: int) -> BenchmarkRow:
     """A model's row from its timings: the latency statistics rounded to the microsecond."""
     import numpy as np
@@ -402,34 +306,6 @@ def _turn_over(done: int, runs: int, budget: float | None, started: float) -> bo
     if budget is None:
         return done >= runs
     return done > 0 and time.perf_counter() - started >= budget
-
-
-def _caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
-    """A function running feed i: plain session.run, or run_with_iobinding with every feed bound up front on
-    the provider's device, so the timed call does no host-device copies."""
-    if not params["io_binding"]:
-        return lambda i: session.run(None, feeds[i % len(feeds)])
-    import onnxruntime as ort
-
-    first = params["providers"][0]
-    on_gpu = session.get_providers()[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider")
-    device = "cuda" if on_gpu else "cpu"
-    device_id = (
-        int((first.get("options") or {}).get("device_id", 0))
-        if isinstance(first, dict) and on_gpu
-        else 0
-    )
-    bindings = []
-    for feed in feeds:
-        binding = session.io_binding()
-        for name, array in feed.items():
-            binding.bind_ortvalue_input(
-                name, ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
-            )
-        for output in session.get_outputs():
-            binding.bind_output(output.name, device, device_id)
-        bindings.append(binding)
-    return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])
 
 
 def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
@@ -470,38 +346,6 @@ def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:
     return shaped
 
 
-def _session(
-    path: Path, params: dict[str, Any], threads: int, profile_prefix: str | None = None
-) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    if profile_prefix:
-        options.enable_profiling = True
-        options.profile_file_prefix = profile_prefix
-    options.graph_optimization_level = getattr(
-        ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]]
-    )
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = params["inter_op_threads"]
-    options.execution_mode = (
-        ort.ExecutionMode.ORT_PARALLEL
-        if params["execution_mode"] == "parallel"
-        else ort.ExecutionMode.ORT_SEQUENTIAL
-    )
-    options.log_severity_level = 3
-    resolve(params["providers"]).require("this benchmark")
-    session = onnx_model.load_for_ort(path, options, for_session(params["providers"]))
-    used = session.get_providers()
-    missing = [n for n in provider_names(params["providers"]) if n not in used]
-    if missing:  # the GPU wheel lists providers it cannot load; the session tells the truth
-        raise StageError(
-            f"ONNX Runtime could not use {', '.join(missing)} for {path.name} (it used {', '.join(used)})"
-            " — install the provider's libraries or remove it from `providers`"
-        )
-    return session
-
-
 def _profile(
     path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path
 ) -> Profile:
@@ -509,7 +353,9 @@ def _profile(
     untimed pass)."""
     from ortflow.stages.measurement.placement import node_placement, summary
 
-    session = _session(path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}"))
+    session = configured_session(
+        path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}")
+    )
     for feed in list(feeds)[:20]:
         session.run(None, feed)
     profile = Path(session.end_profiling())
@@ -531,134 +377,6 @@ def _profile(
 
     placement: Placement = summary(node_placement(profile), session.get_providers()[0])  # type: ignore[assignment]
     return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}
-
-
-def _report(
-    results: list[BenchmarkRow], profiles: dict[str, Profile], baseline: str
-) -> ReportSection:
-    columns = [
-        "model",
-        "threads",
-        "batch",
-        "length",
-        "IO binding",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "mean ms",
-        "throughput/s",
-        f"vs {baseline}",
-        "size MB",
-        "peak MB",
-        "providers",
-    ]
-    rows: list[list[Json]] = [
-        [
-            r.model,
-            r.intra_op_threads or "default",
-            r.batch_size,
-            r.sequence_length or "data",
-            "yes" if r.io_binding else "no",
-            r.latency_ms.p50,
-            r.latency_ms.p90,
-            r.latency_ms.p99,
-            r.latency_ms.mean,
-            r.throughput_per_s,
-            f"{r.speedup:.2f}x",
-            r.size_mb,
-            r.peak_rss_mb if r.peak_rss_mb is not None else "not measured",
-            ",".join(p.removesuffix("ExecutionProvider") for p in r.providers_used),
-        ]
-        for r in results
-    ]
-    tables: list[Table] = [{"title": "Latency", "columns": columns, "rows": rows}]
-    for model, profile in profiles.items():
-        tables.append(
-            {
-                "title": f"Top operators: {model}",
-                "columns": ["op type", "% of time"],
-                "rows": profile["op_types_percent"],
-            }
-        )
-    if profiles:
-        tables.append(
-            {
-                "title": "Node placement (nodes not on the first provider fall back, with copies around them)",
-                "columns": ["model", "requested", "nodes by provider", "fallback nodes", "e.g."],
-                "rows": [
-                    [
-                        m,
-                        p["placement"]["requested"],
-                        ", ".join(
-                            f"{k.removesuffix('ExecutionProvider')} {v}"
-                            for k, v in p["placement"]["nodes_by_provider"].items()
-                        ),
-                        p["placement"]["fallback_nodes"],
-                        ", ".join(p["placement"]["fallback_examples"][:3]),
-                    ]
-                    for m, p in profiles.items()
-                ],
-            }
-        )
-    swept = len({r.config() for r in results}) > 1
-    series: dict[str, Json] = {
-        (
-            f"{r.model} (threads {r.intra_op_threads or 'default'}, batch {r.batch_size}, "
-            f"length {r.sequence_length or 'data'}{', IO binding' if r.io_binding else ''})"
-            if swept
-            else r.model
-        ): list(r.latencies_ms)
-        for r in results
-    }
-    return {
-        "tables": tables,
-        "charts": [{"kind": "distribution", "title": "Latency per run (ms)", "series": series}],
-    }
-
-
-PEAK_MEMORY_SCRIPT = """
-import pickle, sys
-import onnxruntime as ort
-path, providers, level, threads, feed = pickle.load(sys.stdin.buffer)
-options = ort.SessionOptions()
-options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
-options.intra_op_num_threads = threads
-options.log_severity_level = 3
-session = ort.InferenceSession(path, sess_options=options, providers=providers)
-for _ in range(3):
-    session.run(None, feed)
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so it would report the (large) parent's peak
-print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
-"""
-
-
-def _peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict) -> float | None:
-    """Peak resident memory of a fresh process that loads the model and runs it: models timed in one
-    process share its memory, so only a process of its own says what serving a model costs."""
-    import pickle
-    import subprocess
-    import sys
-
-    payload = pickle.dumps(
-        (
-            str(path),
-            for_session(params["providers"]),
-            LEVELS[params["optimization_level"]],
-            threads,
-            feed,
-        )
-    )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", PEAK_MEMORY_SCRIPT],
-            input=payload,
-            capture_output=True,
-            timeout=600,
-            check=True,
-        )
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return round(int(done.stdout.split()[-1]) / 1024, 1)  # VmHWM is in kB
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ortflow.api import (
@@ -15,16 +14,12 @@ from ortflow.api import (
     Better,
     Bounds,
     Choice,
-    DataSource,
     Declares,
     GateFailed,
     KnownMetrics,
     Measure,
     Port,
-    ReportSection,
     Scalar,
-    Selection,
-    SelectionCandidate,
     Stage,
     StageContext,
     StageError,
@@ -34,6 +29,7 @@ from ortflow.api import (
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
+from ortflow.stages.search.selection import Candidate, Outcome, selection_document
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {
@@ -61,16 +57,6 @@ UNITS = {
 }  # the rest: "" (named in full)
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
-
-
-@dataclass
-class Candidate:
-    id: str
-    model: int  # index into the `models` input
-    config: dict[str, Scalar] = field(default_factory=dict)
-    values: dict[str, float] = field(default_factory=dict)
-    misses: list[str] = field(default_factory=list)
-    shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
 
 
 class Select(Stage):
@@ -170,84 +156,103 @@ class Select(Stage):
         benchmark = _read(ctx, "benchmark", BenchmarkResults)
         candidates = _candidates(names, benchmark, accuracy)
         wanted = [objective, *params["min"], *params["max"]]
-        known = {k for c in candidates for k in c.values}
-        unknown = [m for m in wanted if m not in known]
-        if unknown:
-            where = (
-                "give a `benchmark` input"
-                if any(m in LATENCY or m in ROW for m in unknown) and benchmark is None
-                else "give an `accuracy` input"
-                if accuracy is None
-                else f"known metrics: {', '.join(sorted(known))}"
-            )
-            raise StageError(f"no candidate has the metric {', '.join(unknown)} — {where}")
+        _require_measured(wanted, candidates, benchmark, accuracy)
         for c in candidates:
             _judge(c, objective, params)
-        eligible = [c for c in candidates if not c.misses]
-        sign = 1 if goal == "maximize" else -1
-        chosen = max(eligible, key=lambda c: sign * c.values[objective]) if eligible else None
-        plotted = next((m for m in [*params["min"], *params["max"]] if m != objective), None)
-        front = _front(candidates, objective, sign, params)
-        measured_on = (
-            accuracy.data if accuracy is not None else None
-        )  # what the accuracy verdict was measured on
-        document = Selection(
-            goal,
-            objective,
-            Bounds(params["min"], params["max"]),
-            measured_on,
-            chosen.id if chosen else None,
-            [
-                SelectionCandidate(
-                    c.id,
-                    names[c.model],
-                    c.config,
-                    c.values,
-                    not c.misses,
-                    c.misses,
-                    c.id in front,
-                    c is chosen,
-                )
-                for c in candidates
-            ],
-            _report(candidates, chosen, front, objective, goal, plotted, params, measured_on),
-        )
-        write_document(ctx.output_path("selection"), document)
+        outcome = _outcome(candidates, goal, objective, params, accuracy)
+        write_document(ctx.output_path("selection"), selection_document(outcome, names))
         metrics = {
             "candidates": len(candidates),
-            "eligible": len(eligible),
-            "pareto": sorted(front),
+            "eligible": len(outcome.eligible),
+            "pareto": sorted(outcome.front),
         }
-        if chosen is None:
+        if outcome.chosen is None:
             closest = min(candidates, key=lambda c: c.shortfall)
             raise GateFailed(
                 f"none of {len(candidates)} candidates meets the constraints; closest {closest.id}: "
                 f"{'; '.join(closest.misses)} — relax the constraints or add variants",
                 metrics=metrics,
-                data_source=measured_on,
+                data_source=outcome.measured_on,
             )
-        source = ctx.paths("models")[chosen.model]
-        if source.is_dir():  # a model over 2 GB: a folder with its external data
-            shutil.copytree(source, ctx.output_path("model"))
-        else:
-            shutil.copyfile(source, ctx.output_path("model"))
-        shown = ", ".join(f"{k} {_fmt(v)}" for k, v in chosen.values.items() if k in wanted)
-        metrics.update(
-            {
-                "chosen": chosen.id,
-                **{f"chosen_{k}": v for k, v in chosen.values.items() if k in wanted},
-            }
+        _copy_model(ctx, outcome.chosen.model)
+        return _result(outcome, wanted, metrics)
+
+
+def _require_measured(
+    wanted: list[str],
+    candidates: list[Candidate],
+    benchmark: BenchmarkResults | None,
+    accuracy: AccuracyResults | None,
+) -> None:
+    """Every metric the objective and the constraints name must be measured for some candidate: say which
+    input would give it."""
+    known = {k for c in candidates for k in c.values}
+    unknown = [m for m in wanted if m not in known]
+    if unknown:
+        where = (
+            "give a `benchmark` input"
+            if any(m in LATENCY or m in ROW for m in unknown) and benchmark is None
+            else "give an `accuracy` input"
+            if accuracy is None
+            else f"known metrics: {', '.join(sorted(known))}"
         )
-        unverified = (
-            f"; chosen on {measured_on.label()}"
-            if measured_on is not None and not measured_on.verified
-            else ""
-        )
-        return StageResult(
-            summary=f"{chosen.id}: {shown} ({len(eligible)} of {len(candidates)} meet the constraints{unverified})",
-            metrics=metrics,
-            data_source=measured_on,
-        )
+        raise StageError(f"no candidate has the metric {', '.join(unknown)} — {where}")
+
+
+def _outcome(
+    candidates: list[Candidate],
+    goal: str,
+    objective: str,
+    params: dict[str, Any],
+    accuracy: AccuracyResults | None,
+) -> Outcome:
+    """The judged candidates' outcome: the best eligible one by the objective, and the Pareto front."""
+    eligible = [c for c in candidates if not c.misses]
+    sign = 1 if goal == "maximize" else -1
+    chosen = max(eligible, key=lambda c: sign * c.values[objective]) if eligible else None
+    return Outcome(
+        goal,
+        objective,
+        Bounds(params["min"], params["max"]),
+        candidates,
+        chosen,
+        _front(candidates, objective, sign, params),
+        next((m for m in [*params["min"], *params["max"]] if m != objective), None),
+        accuracy.data if accuracy is not None else None,
+    )
+
+
+def _copy_model(ctx: StageContext, index: int) -> None:
+    source = ctx.paths("models")[index]
+    if source.is_dir():  # a model over 2 GB: a folder with its external data
+        shutil.copytree(source, ctx.output_path("model"))
+    else:
+        shutil.copyfile(source, ctx.output_path("model"))
+
+
+def _result(outcome: Outcome, wanted: list[str], metrics: dict[str, Any]) -> StageResult:
+    """The chosen candidate's values of the wanted metrics, in the summary and the metrics, and whether the
+    accuracy it was chosen on was measured on real data."""
+    chosen, measured_on = outcome.chosen, outcome.measured_on
+    assert chosen is not None
+    shown = ", ".join(f"{k} {_fmt(v)}" for k, v in chosen.values.items() if k in wanted)
+    metrics.update(
+        {
+            "chosen": chosen.id,
+            **{f"chosen_{k}": v for k, v in chosen.values.items() if k in wanted},
+        }
+    )
+    unverified = (
+        f"; chosen on {measured_on.label()}"
+        if measured_on is not None and not measured_on.verified
+        else ""
+    )
+    eligible, candidates = len(outcome.eligible), len(outcome.candidates)
+    return StageResult(
+        summary=f"{chosen.id}: {shown} ({eligible} of {candidates} meet the constraints{unverified})",
+        metrics=metrics,
+        data_source=measured_on,
+    )
 
 
 def _read(ctx: StageContext, port: str, kind: type[D]) -> D | None:
@@ -332,77 +337,6 @@ def _front(
     ]
     on_front = pareto_front([[s * c.values[m] for m, s in axes] for c in measured])
     return {c.id for c, front in zip(measured, on_front) if front}
-
-
-def _report(
-    candidates: list[Candidate],
-    chosen: Candidate | None,
-    front: set[str],
-    objective: str,
-    goal: str,
-    plotted: str | None,
-    params: dict[str, Any],
-    source: DataSource | None,
-) -> ReportSection:
-    metrics = list(
-        dict.fromkeys(
-            [
-                objective,
-                *params["min"],
-                *params["max"],
-                "p50_ms",
-                "speedup",
-                "size_mb",
-                "cosine_mean",
-            ]
-        )
-    )
-    metrics = [m for m in metrics if any(m in c.values for c in candidates)]
-    order = sorted(
-        candidates,
-        key=lambda c: (
-            bool(c.misses),
-            (-1 if goal == "maximize" else 1) * c.values.get(objective, math.inf),
-        ),
-    )
-    rows = [
-        [
-            c.id + (" (chosen)" if c is chosen else ""),
-            *[c.values.get(m, "") for m in metrics],
-            "yes" if not c.misses else "no: " + "; ".join(c.misses),
-            "yes" if c.id in front else "",
-        ]
-        for c in order
-    ]
-    on = f" — accuracy on {source.label()}" if source is not None else ""
-    table = {
-        "title": f"Candidates: {goal} {objective} subject to the constraints{on}",
-        "rows": rows,
-        "columns": ["candidate", *metrics, "meets constraints", "Pareto"],
-    }
-    charts = []
-    if plotted:
-        points = [
-            {
-                "label": c.id,
-                "x": c.values[objective],
-                "y": c.values[plotted],
-                "front": c.id in front,
-                "chosen": c is chosen,
-            }
-            for c in candidates
-            if objective in c.values and plotted in c.values
-        ]
-        charts.append(
-            {
-                "kind": "scatter",
-                "title": f"{objective} against {plotted} (Pareto front marked)",
-                "points": points,
-                "x_label": objective,
-                "y_label": plotted,
-            }
-        )
-    return {"tables": [table], "charts": charts}
 
 
 def _fmt(value: float) -> str:

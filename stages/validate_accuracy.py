@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ortflow.api import (
-    AccuracyResults,
     ArtifactKind,
     Axis,
     Better,
-    Bounds,
-    DataSource,
     Declares,
     GateFailed,
     KnownMetrics,
     Measure,
     Port,
     ReferenceValues,
-    ReportSection,
     Stage,
     StageContext,
     StageError,
@@ -31,17 +26,21 @@ from ortflow.api import (
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.measurement import task_metrics
+from ortflow.stages.measurement.accuracy_document import (
+    LABELS_GROUP,
+    Verdict,
+    accuracy_document,
+    rounded_value,
+)
 from ortflow.stages.measurement.accuracy_gates import counted_values, gate_failures, verdict_data
+from ortflow.stages.measurement.accuracy_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.output_comparison import (
     BUILT_IN,
     FLOAT_ONLY,
-    SLICE,
     compare,
     labelled,
     sliced,
 )
-
-LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
 
 
 class ValidateAccuracy(Stage):
@@ -89,82 +88,7 @@ class ValidateAccuracy(Stage):
             ),
         )
     )
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "samples": {
-                "type": "integer",
-                "minimum": 1,
-                "default": 100,
-                "description": "at most this many feeds",
-            },
-            "outputs": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "output names to compare (default: all)",
-            },
-            "slices": {
-                "type": "object",
-                "additionalProperties": {"type": "string", "pattern": SLICE.pattern},
-                "default": {},
-                "description": "per output, a numpy slice of it to compare, e.g. {output0: '[..., 4:]'}",
-            },
-            "pooling": {
-                "enum": ["none", "mean", "masked_mean", "first"],
-                "default": "none",
-                "description": "reduce [batch, tokens, hidden] outputs before cosine: mean, attention-masked mean, "
-                "or the first token",
-            },
-            "mask_input": {
-                "type": "string",
-                "default": "attention_mask",
-                "description": "the input masked_mean uses",
-            },
-            "top_k": {
-                "type": "integer",
-                "minimum": 1,
-                "default": 5,
-                "description": "k for topk_agreement (argmax over the last axis)",
-            },
-            "label_output": {
-                "type": "string",
-                "description": "with a labelled dataset: the output holding class scores, for accuracy and macro F1",
-            },
-            "metrics": {
-                "type": "object",
-                "additionalProperties": {"type": "object"},
-                "default": {},
-                "description": "task metrics by type with their parameters, e.g. {detection: {output: output0}} "
-                "(`engine stages` lists those installed)",
-            },
-            "min": {
-                "type": "object",
-                "additionalProperties": {"type": "number"},
-                "default": {},
-                "description": "gates: every candidate must reach these, e.g. {cosine_mean: 0.99, det_f1: 0.9}",
-            },
-            "max": {
-                "type": "object",
-                "additionalProperties": {"type": "number"},
-                "default": {},
-                "description": "gates: every candidate must stay under these, e.g. {max_abs: 0.05}",
-            },
-            "gate_outputs": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "outputs the gates apply to (default: every compared output); task metrics always count",
-            },
-            "metric_function": {
-                "type": "string",
-                "default": "metric",
-                "description": "in the `metric` input file: f(reference, candidate, feeds) -> {name: number}, "
-                "outputs given as {output name: [array per feed]}",
-            },
-        },
-    }
+    params_schema = PARAMS_SCHEMA
 
     def check(self, params: dict[str, Any]) -> list[str]:
         problems = task_metrics.problems(params["metrics"])
@@ -212,6 +136,58 @@ class ValidateAccuracy(Stage):
         names = ctx.labels("candidates") if candidates else []
         inputs = model_inputs(reference)
         _check_same_inputs(names, candidates, inputs)
+        comparison = _Comparison.of(ctx, reference, inputs)
+        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(params["metrics"])
+        better |= task_metrics.declared(comparison.metric) if comparison.metric is not None else {}
+        _refuse_meaningless(params, comparison.expected, comparison.chosen)
+        results, reference_scores = _measured(ctx, comparison, names, candidates)
+        groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
+        counted = {
+            n: counted_values(per, groups, params["gate_outputs"], better)
+            for n, per in results.items()
+        }
+        failures = gate_failures(counted, params)  # on the unrounded values
+        # The reference against itself: what select counts for it when it is also one of the models to choose from.
+        itself = comparison.results("reference", comparison.expected)
+        own = counted_values(
+            itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better
+        )
+        source = verdict_data(ctx, "data", ("candidates",))
+        verdict = Verdict(
+            results, counted, better, reference_scores, len(comparison.feeds), failures, source
+        )
+        own_values = {m: rounded_value(v) for m, (v, _) in own.items()}
+        document = accuracy_document(
+            verdict, params, ReferenceValues(ctx.label("reference"), own_values)
+        )
+        write_document(ctx.output_path("results"), document)
+        shown = _shown(params, counted)
+        metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
+        if failures:
+            raise GateFailed("; ".join(failures), metrics=metrics, data_source=source)
+        return StageResult(
+            summary=_summary(counted, shown, params)
+            if candidates
+            else "no candidates to check: the reference's own values only",
+            metrics=metrics,
+            data_source=source,
+        )
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """The reference's outputs on the held-out feeds, and how a candidate's are compared with them."""
+
+    feeds: list[dict]
+    expected: dict[str, list[Any]]  # the reference's outputs, per feed
+    chosen: list[str]  # the outputs compared
+    params: dict[str, Any]
+    metric: Path | None  # the recipe's metric file
+
+    @classmethod
+    def of(cls, ctx: StageContext, reference: Path, inputs: list[Any]) -> _Comparison:
+        """Runs the reference on the feeds; every output the parameters name must be among its outputs."""
+        params = ctx.params
         feeds = list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
         expected = _outputs(reference, feeds)
         chosen = params["outputs"] or list(expected)
@@ -223,60 +199,64 @@ class ValidateAccuracy(Stage):
                 f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})"
             )
         metric = ctx.path("metric") if ctx.has("metric") else None
-        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(params["metrics"])
-        better |= task_metrics.declared(metric) if metric is not None else {}
-        _refuse_meaningless(params, expected, chosen)
-        results: dict[str, dict[str, Any]] = {}
-        for done, (name, path) in enumerate(zip(names, candidates), start=1):
-            results[name] = _candidate_results(
-                name, _outputs(path, feeds), feeds, expected, chosen, params, metric
+        return cls(feeds, expected, chosen, params, metric)
+
+    def results(self, name: str, got: dict[str, list[Any]]) -> dict[str, Any]:
+        """One model's metrics (`got`: its outputs) against the reference's outputs: per compared output,
+        sliced where asked; each task metric's values under its type; the metric file's under "python"."""
+        params, expected, feeds = self.params, self.expected, self.feeds
+        results: dict[str, Any] = {}
+        for output in self.chosen:
+            if output not in got:
+                raise StageError(
+                    f"candidate {name} has no output '{output}' (it has {', '.join(got)})"
+                )
+            ref, cand = (
+                sliced(a, output, params["slices"].get(output))
+                for a in (expected[output], got[output])
             )
-            ctx.progress(done, len(candidates), f"models checked on {len(feeds)} samples")
-        labels = ctx.dataset("data").labels(limit=params["samples"])
-        reference_scores = None
-        if params.get("label_output"):
-            reference_scores = _label_scores(
-                results, names, candidates, feeds, expected, labels, params["label_output"]
+            results[output] = compare(ref, cand, feeds, params)
+        for entry in task_metrics.configured(params["metrics"]):
+            results[entry.metric.type] = task_metrics.run_configured(entry, expected, got, feeds)
+        if self.metric is not None:
+            results[task_metrics.FILE_GROUP] = task_metrics.run_file(
+                self.metric, params["metric_function"], expected, got, feeds
             )
-        groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
-        counted = {
-            n: counted_values(per, groups, params["gate_outputs"], better)
-            for n, per in results.items()
-        }
-        failures = gate_failures(counted, params)  # on the unrounded values
-        # The reference against itself: what select counts for it when it is also one of the models to choose from.
-        itself = _candidate_results("reference", expected, feeds, expected, chosen, params, metric)
-        own = counted_values(
-            itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better
+        return results
+
+
+def _measured(
+    ctx: StageContext, comparison: _Comparison, names: list[str], candidates: list[Path]
+) -> tuple[dict[str, dict[str, Any]], dict[str, float] | None]:
+    """Every candidate's results against the reference, and with label_output, the reference's scores against
+    the dataset's labels (the candidates' are added to their results)."""
+    params = ctx.params
+    results: dict[str, dict[str, Any]] = {}
+    for done, (name, path) in enumerate(zip(names, candidates), start=1):
+        results[name] = comparison.results(name, _outputs(path, comparison.feeds))
+        ctx.progress(done, len(candidates), f"models checked on {len(comparison.feeds)} samples")
+    labels = ctx.dataset("data").labels(limit=params["samples"])
+    reference_scores = None
+    if params.get("label_output"):
+        reference_scores = _label_scores(
+            results,
+            names,
+            candidates,
+            comparison.feeds,
+            comparison.expected,
+            labels,
+            params["label_output"],
         )
-        source = verdict_data(ctx, "data", ("candidates",))
-        document = _document(
-            results, counted, better, reference_scores, params, len(feeds), failures, source
-        )
-        document = replace(
-            document,
-            reference=ReferenceValues(
-                ctx.label("reference"), {m: _round(v) for m, (v, _) in own.items()}
-            ),
-        )
-        write_document(ctx.output_path("results"), document)
-        shown = _shown(params, counted)
-        metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
-        if failures:
-            raise GateFailed("; ".join(failures), metrics=metrics, data_source=source)
-        summary = "; ".join(
-            f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v)
-            or f"{n} (nothing measured)"
-            for n, v in counted.items()
-        )
-        summary += " — gates passed" if params["min"] or params["max"] else ""
-        return StageResult(
-            summary=summary
-            if candidates
-            else "no candidates to check: the reference's own values only",
-            metrics=metrics,
-            data_source=source,
-        )
+    return results, reference_scores
+
+
+def _summary(counted: dict[str, Any], shown: list[str], params: dict[str, Any]) -> str:
+    summary = "; ".join(
+        f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v)
+        or f"{n} (nothing measured)"
+        for n, v in counted.items()
+    )
+    return summary + (" — gates passed" if params["min"] or params["max"] else "")
 
 
 def _shown(params: dict[str, Any], counted: dict[str, Any]) -> list[str]:
@@ -297,39 +277,6 @@ def _shown(params: dict[str, Any], counted: dict[str, Any]) -> list[str]:
 
 def _label(metric: str) -> str:
     return "cosine" if metric == "cosine_mean" else metric
-
-
-def _document(
-    results: dict[str, dict[str, Any]],
-    counted: dict[str, Any],
-    better: dict[str, Better],
-    reference_scores: dict[str, float] | None,
-    params: dict[str, Any],
-    samples: int,
-    failures: list[str],
-    source: DataSource,
-) -> AccuracyResults:
-    """accuracy.json: every value per model and output or metric group, and each metric's counted value
-    (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
-    `data`: the data the verdict rests on (engine.provenance.DataSource), which select passes on."""
-    rounded = {
-        n: {o: {k: _round(v) for k, v in m.items()} for o, m in per.items()}
-        for n, per in results.items()
-    }
-    values = {n: {m: _round(v) for m, (v, _) in c.items()} for n, c in counted.items()}
-    used = sorted({m for c in counted.values() for m in c})
-    return AccuracyResults(
-        samples,
-        rounded,
-        values,
-        {n: {m: where for m, (_, where) in c.items()} for n, c in counted.items()},
-        {m: better.get(m, Better.HIGHER) for m in used},
-        reference_scores,
-        Bounds(params["min"], params["max"]),
-        failures,
-        source,
-        _report(rounded, values, reference_scores, params, source),
-    )
 
 
 # -- the steps of run, in order --------------------------------------------------------------------
@@ -371,34 +318,6 @@ def _refuse_meaningless(
         )
 
 
-def _candidate_results(
-    name: str,
-    got: dict[str, list[Any]],
-    feeds: list[dict],
-    expected: dict[str, Any],
-    chosen: list[str],
-    params: dict[str, Any],
-    metric: Path | None,
-) -> dict[str, Any]:
-    """One candidate's metrics (`got`: its outputs) against the reference's outputs (`expected`): per compared
-    output, sliced where asked; each task metric's values under its type; the metric file's under "python"."""
-    results: dict[str, Any] = {}
-    for output in chosen:
-        if output not in got:
-            raise StageError(f"candidate {name} has no output '{output}' (it has {', '.join(got)})")
-        ref, cand = (
-            sliced(a, output, params["slices"].get(output)) for a in (expected[output], got[output])
-        )
-        results[output] = compare(ref, cand, feeds, params)
-    for entry in task_metrics.configured(params["metrics"]):
-        results[entry.metric.type] = task_metrics.run_configured(entry, expected, got, feeds)
-    if metric is not None:
-        results[task_metrics.FILE_GROUP] = task_metrics.run_file(
-            metric, params["metric_function"], expected, got, feeds
-        )
-    return results
-
-
 def _label_scores(
     results: dict[str, dict[str, Any]],
     names: list[str],
@@ -437,75 +356,3 @@ def _outputs(path: Path, feeds: list[dict]) -> dict[str, list[Any]]:
 
 def _describe(inputs: list[Any]) -> str:
     return ", ".join(f"{i.name}: {i.describe()}" for i in inputs)
-
-
-def _round(value: Any) -> Any:
-    return float(f"{value:.6g}") if isinstance(value, float) and math.isfinite(value) else value
-
-
-def _report(
-    results: dict[str, dict[str, Any]],
-    values: dict[str, dict[str, Any]],
-    reference_labelled: dict[str, float] | None,
-    params: dict[str, Any],
-    source: DataSource,
-) -> ReportSection:
-    on = f" — {source.label()}"  # every table says what data it was measured on
-    columns = [
-        "model",
-        "output",
-        "cosine mean",
-        "cosine min",
-        "max abs",
-        "mean abs",
-        "argmax agrees",
-        "labels agree",
-    ]
-    groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
-    rows = [
-        [
-            name,
-            output,
-            m.get("cosine_mean", ""),
-            m.get("cosine_min", ""),
-            m.get("max_abs", ""),
-            m.get("mean_abs", ""),
-            m.get("top1_agreement", ""),
-            m.get("label_agreement", ""),
-        ]
-        for name, per in results.items()
-        for output, m in per.items()
-        if output not in groups
-    ]
-    tables = [{"title": "Accuracy against the reference" + on, "columns": columns, "rows": rows}]
-    task = sorted(
-        {
-            k
-            for per in results.values()
-            for g, m in per.items()
-            if g in groups - {LABELS_GROUP}
-            for k in m
-        }
-    )
-    if task:
-        tables.append(
-            {
-                "title": "Task metrics against the reference" + on,
-                "columns": ["model", *task],
-                "rows": [[name, *[values[name].get(k, "") for k in task]] for name in results],
-            }
-        )
-    if reference_labelled is not None:
-        rows = [["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]]
-        rows += [
-            [name, per[LABELS_GROUP]["accuracy"], per[LABELS_GROUP]["f1_macro"]]
-            for name, per in results.items()
-        ]
-        tables.append(
-            {
-                "title": "Against the labels" + on,
-                "columns": ["model", "accuracy", "macro F1"],
-                "rows": rows,
-            }
-        )
-    return {"tables": tables}

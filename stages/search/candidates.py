@@ -41,6 +41,15 @@ def search_report(
     front: list[Any],
     describe: Callable[..., str],
 ) -> dict[str, Any]:
+    tables = [_candidates_table(candidates, chosen, front, describe)]
+    tables += _ranking_tables(rankings)
+    return {"tables": tables, "charts": [_margin_chart(candidates, chosen, front, describe)]}
+
+
+def _candidates_table(
+    candidates: list[Any], chosen: Any, front: list[Any], describe: Callable[..., str]
+) -> dict[str, Any]:
+    """Every candidate with its gated metrics; probes only where they were timed (the rest are ranked below)."""
     metrics = sorted({k for c in candidates for k in c.values})
     shown = [
         c for c in candidates if c.role != "probe" or c.speedup
@@ -59,31 +68,38 @@ def search_report(
         ]
         for c in shown
     ]
-    tables = [
+    return {
+        "title": "Candidates (probes keeping one node float are in the node rankings)",
+        "rows": rows,
+        "columns": [
+            "id",
+            "role",
+            "settings",
+            "kept float",
+            *metrics,
+            "meets target",
+            "speedup",
+            "Pareto",
+            "note",
+        ],
+    }
+
+
+def _ranking_tables(rankings: dict[str, list[tuple[str, float | None]]]) -> list[dict[str, Any]]:
+    """Per repaired base, its nodes by harm, under their exact names: what nodes_to_exclude takes."""
+    return [
         {
-            "title": "Candidates (probes keeping one node float are in the node rankings)",
-            "rows": rows,
-            "columns": [
-                "id",
-                "role",
-                "settings",
-                "kept float",
-                *metrics,
-                "meets target",
-                "speedup",
-                "Pareto",
-                "note",
-            ],
+            "title": f"Nodes by harm when quantized, from {base}",
+            "columns": ["node", "accuracy margin when it alone is kept float"],
+            "rows": [[n, v] for n, v in ranked],
         }
+        for base, ranked in rankings.items()
     ]
-    for base, ranked in rankings.items():
-        tables.append(
-            {
-                "title": f"Nodes by harm when quantized, from {base}",
-                "columns": ["node", "accuracy margin when it alone is kept float"],
-                "rows": [[n, v] for n, v in ranked],
-            }
-        )  # exact names: what nodes_to_exclude takes
+
+
+def _margin_chart(
+    candidates: list[Any], chosen: Any, front: list[Any], describe: Callable[..., str]
+) -> dict[str, Any]:
     points = [
         {
             "label": f"{c.id} {describe(c)}",
@@ -95,7 +111,7 @@ def search_report(
         for c in candidates
         if c.speedup and c.score is not None
     ]
-    chart = {
+    return {
         "kind": "scatter",
         "title": "Candidates: speed against accuracy margin",
         "points": points,
@@ -104,7 +120,6 @@ def search_report(
         "x_unit": "x",
         "y_unit": "",
     }
-    return {"tables": tables, "charts": [chart]}
 
 
 def pareto(candidates: list[Candidate]) -> list[Candidate]:

@@ -1,0 +1,75 @@
+"""The ONNX Runtime sessions benchmark times: configured from its parameters, and called on feed i either
+plainly or through IO binding with every feed already on the provider's device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ortflow.api import StageError
+from ortflow.api import onnx as onnx_model
+from ortflow.api.providers import for_session, resolve
+from ortflow.api.providers import names as provider_names
+from ortflow.stages.measurement.benchmark_params import LEVELS
+
+
+def configured_session(
+    path: Path, params: dict[str, Any], threads: int, profile_prefix: str | None = None
+) -> Any:
+    """An ORT session as the parameters configure it (profiling when `profile_prefix` is given); refused where
+    ONNX Runtime could not use every requested provider."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if profile_prefix:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
+    options.graph_optimization_level = getattr(
+        ort.GraphOptimizationLevel, LEVELS[params["optimization_level"]]
+    )
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = params["inter_op_threads"]
+    options.execution_mode = (
+        ort.ExecutionMode.ORT_PARALLEL
+        if params["execution_mode"] == "parallel"
+        else ort.ExecutionMode.ORT_SEQUENTIAL
+    )
+    options.log_severity_level = 3
+    resolve(params["providers"]).require("this benchmark")
+    created = onnx_model.load_for_ort(path, options, for_session(params["providers"]))
+    used = created.get_providers()
+    missing = [n for n in provider_names(params["providers"]) if n not in used]
+    if missing:  # the GPU wheel lists providers it cannot load; the session tells the truth
+        raise StageError(
+            f"ONNX Runtime could not use {', '.join(missing)} for {path.name} (it used {', '.join(used)})"
+            " — install the provider's libraries or remove it from `providers`"
+        )
+    return created
+
+
+def caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
+    """A function running feed i: plain session.run, or run_with_iobinding with every feed bound up front on
+    the provider's device, so the timed call does no host-device copies."""
+    if not params["io_binding"]:
+        return lambda i: session.run(None, feeds[i % len(feeds)])
+    import onnxruntime as ort
+
+    first = params["providers"][0]
+    on_gpu = session.get_providers()[0] in ("CUDAExecutionProvider", "TensorrtExecutionProvider")
+    device = "cuda" if on_gpu else "cpu"
+    device_id = (
+        int((first.get("options") or {}).get("device_id", 0))
+        if isinstance(first, dict) and on_gpu
+        else 0
+    )
+    bindings = []
+    for feed in feeds:
+        binding = session.io_binding()
+        for name, array in feed.items():
+            binding.bind_ortvalue_input(
+                name, ort.OrtValue.ortvalue_from_numpy(array, device, device_id)
+            )
+        for output in session.get_outputs():
+            binding.bind_output(output.name, device, device_id)
+        bindings.append(binding)
+    return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])

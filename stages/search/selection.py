@@ -1,0 +1,143 @@
+"""select's candidates and what it writes about them: each (model, benchmark configuration) with its metrics
+and misses, the outcome of judging them all, and selection.json with its section of the run report (every
+candidate against the constraints, the objective against a constrained metric with the Pareto front)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ortflow.api import (
+    Bounds,
+    DataSource,
+    ReportSection,
+    Scalar,
+    Selection,
+    SelectionCandidate,
+)
+
+
+@dataclass
+class Candidate:
+    id: str
+    model: int  # index into the `models` input
+    config: dict[str, Scalar] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)
+    misses: list[str] = field(default_factory=list)
+    shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Every candidate judged against the constraints, the one chosen (None when none qualifies) and the
+    Pareto front: what selection.json, its report section and the stage's summary are written from."""
+
+    goal: str  # minimize or maximize
+    objective: str
+    constraints: Bounds
+    candidates: list[Candidate]
+    chosen: Candidate | None
+    front: set[str]
+    plotted: str | None  # the constrained metric the objective is plotted against
+    measured_on: DataSource | None  # what the accuracy verdict was measured on
+
+    @property
+    def eligible(self) -> list[Candidate]:
+        return [c for c in self.candidates if not c.misses]
+
+
+def selection_document(outcome: Outcome, names: list[str]) -> Selection:
+    """selection.json: `names` are the models' labels, which the candidates index."""
+    return Selection(
+        outcome.goal,
+        outcome.objective,
+        outcome.constraints,
+        outcome.measured_on,
+        outcome.chosen.id if outcome.chosen else None,
+        [
+            SelectionCandidate(
+                c.id,
+                names[c.model],
+                c.config,
+                c.values,
+                not c.misses,
+                c.misses,
+                c.id in outcome.front,
+                c is outcome.chosen,
+            )
+            for c in outcome.candidates
+        ],
+        _report(outcome),
+    )
+
+
+def _report(outcome: Outcome) -> ReportSection:
+    charts = []
+    if outcome.plotted:
+        charts.append(_scatter(outcome, outcome.plotted))
+    return {"tables": [_candidates_table(outcome)], "charts": charts}
+
+
+def _candidates_table(outcome: Outcome) -> dict:
+    """The candidates, those meeting the constraints first, each group best first by the objective; the
+    columns: the objective, the constrained metrics, then the usual ones where any candidate has them."""
+    objective, goal, candidates = outcome.objective, outcome.goal, outcome.candidates
+    metrics = list(
+        dict.fromkeys(
+            [
+                objective,
+                *outcome.constraints.min,
+                *outcome.constraints.max,
+                "p50_ms",
+                "speedup",
+                "size_mb",
+                "cosine_mean",
+            ]
+        )
+    )
+    metrics = [m for m in metrics if any(m in c.values for c in candidates)]
+    order = sorted(
+        candidates,
+        key=lambda c: (
+            bool(c.misses),
+            (-1 if goal == "maximize" else 1) * c.values.get(objective, math.inf),
+        ),
+    )
+    rows = [
+        [
+            c.id + (" (chosen)" if c is outcome.chosen else ""),
+            *[c.values.get(m, "") for m in metrics],
+            "yes" if not c.misses else "no: " + "; ".join(c.misses),
+            "yes" if c.id in outcome.front else "",
+        ]
+        for c in order
+    ]
+    source = outcome.measured_on
+    on = f" — accuracy on {source.label()}" if source is not None else ""
+    return {
+        "title": f"Candidates: {goal} {objective} subject to the constraints{on}",
+        "rows": rows,
+        "columns": ["candidate", *metrics, "meets constraints", "Pareto"],
+    }
+
+
+def _scatter(outcome: Outcome, plotted: str) -> dict:
+    objective = outcome.objective
+    points = [
+        {
+            "label": c.id,
+            "x": c.values[objective],
+            "y": c.values[plotted],
+            "front": c.id in outcome.front,
+            "chosen": c is outcome.chosen,
+        }
+        for c in outcome.candidates
+        if objective in c.values and plotted in c.values
+    ]
+    return {
+        "kind": "scatter",
+        "title": f"{objective} against {plotted} (Pareto front marked)",
+        "points": points,
+        "x_label": objective,
+        "y_label": plotted,
+    }
