@@ -17,23 +17,7 @@ from ortflow.api import (
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.quantization import calibration_passes, pre_processing
-from ortflow.stages.quantization.calibration_table import with_mask_tensors
-
-METHODS = {
-    "minmax": "MinMax",
-    "entropy": "Entropy",
-    "percentile": "Percentile",
-    "distribution": "Distribution",
-}
-DEFAULT_BINS = {
-    "entropy": 128,
-    "percentile": 2048,
-    "distribution": 2048,
-}  # ORT wants >= 512 for distribution
-# Ranges that differ by less than this share of their tensor's span (max - min) are the same result: far
-# below what 8-bit quantization resolves (1/255), far above the last-bit differences between CPUs (~1e-7).
-TOLERANCE = 1e-4
+from ortflow.stages.quantization import activation_ranges, calibration_passes, pre_processing
 
 
 class Calibrate(Stage):
@@ -68,7 +52,7 @@ class Calibrate(Stage):
         "additionalProperties": False,
         "properties": {
             "method": {
-                "enum": list(METHODS),
+                "enum": list(activation_ranges.METHODS),
                 "default": "minmax",
                 "description": "minmax, entropy, percentile or distribution",
             },
@@ -164,10 +148,7 @@ class Calibrate(Stage):
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
         model = prepared.model
         value_infos, passes = self._schedule(ctx, model)
-        collector = self._collector(params)
-        lows: dict[str, list[float]] = {}
-        highs: dict[str, list[float]] = {}
-        masked: dict[str, int] = {}
+        observed = activation_ranges.ActivationRanges(params)
         held, samples = 0, 0
         for index, group in enumerate(passes):
             session = calibration_passes.session(
@@ -179,20 +160,19 @@ class Calibrate(Stage):
                 ctx,
                 model,
                 session,
-                collector,
-                (lows, highs, masked),
+                observed,
                 f" (pass {index + 1} of {len(passes)})" if len(passes) > 1 else "",
             )
             held = max(held, peak)
             del session
-        ranges = self._ranges(collector, lows, highs, params)
+        ranges, masked = observed.ranges(), observed.masked
         if not ranges:
             raise StageError(
                 "no tensor could be calibrated: the model has no float activations to quantize "
                 f"(or every value was at or above mask_threshold {params['mask_threshold']:g})"
             )
-        ranges = self._agree_with_lock(ctx, ranges)
-        self._write_table(
+        ranges = activation_ranges.agree_with_lock(ctx, ranges)
+        activation_ranges.write_table(
             ctx.output_path("table"), params["method"], ranges, masked, prepared.pre_processed
         )
         result = self._result(
@@ -235,39 +215,18 @@ class Calibrate(Stage):
         )
 
     @staticmethod
-    def _collector(params: dict[str, Any]) -> Any:
-        """The histogram the histogram methods reduce to ranges; None for minmax, which keeps per-batch extremes."""
-        from onnxruntime.quantization.calibrate import HistogramCollector
-
-        method = params["method"]
-        return (
-            None
-            if method == "minmax"
-            else HistogramCollector(
-                method=method,
-                symmetric=params["symmetric"],
-                num_bins=params.get("num_bins") or DEFAULT_BINS[method],
-                num_quantized_bins=params["num_quantized_bins"],
-                percentile=params["percentile"],
-                scenario="same",
-            )
-        )
-
-    @staticmethod
     def _observe(
         ctx: StageContext,
         model: Path,
         session: Any,
-        collector: Any,
-        found: tuple[dict, dict, dict],
+        observed: activation_ranges.ActivationRanges,
         said: str,
     ) -> tuple[int, int]:
-        """Run the model over the dataset batch by batch and feed each tensor's clean values (no NaN, no mask
-        fill) to the collector, or, for minmax, record their per-batch extremes, into `found` (lows, highs,
-        mask fills left out per tensor). Each tensor is reduced and dropped in turn, and a batch's values are
-        gone before the next batch runs. Returns (samples run, the most bytes one batch's values held)."""
+        """Run the model over the dataset batch by batch and add each tensor's values to `observed` (its clean
+        values go to the histogram, or, for minmax, their per-batch extremes are recorded; mask fills are
+        counted). Each tensor is reduced and dropped in turn, and a batch's values are gone before the next
+        batch runs. Returns (samples run, the most bytes one batch's values held)."""
         params = ctx.params
-        lows, highs, masked = found
         names = [o.name for o in session.get_outputs()]
         samples, held = 0, 0
         inputs = model_inputs(model)
@@ -286,117 +245,11 @@ class Calibrate(Stage):
             held = max(held, sum(v.nbytes for v in outputs.values()))
             ctx.progress(samples, None, f"samples calibrated (at most {params['samples']}){said}")
             for name in sorted(outputs):  # sorted: the table's bytes must not vary run to run
-                values = _without_fills(outputs.pop(name), params["mask_threshold"], name, masked)
-                if values is None:
-                    continue
-                if collector is None:
-                    lows.setdefault(name, []).append(float(values.min()))
-                    highs.setdefault(name, []).append(float(values.max()))
-                else:
-                    _histogram(collector, name, values)
+                values = observed.clean(name, outputs.pop(name))
+                if values is not None:
+                    observed.add(name, values)
                 del values
         return samples, held
-
-    @staticmethod
-    def _ranges(
-        collector: Any,
-        lows: dict[str, list[float]],
-        highs: dict[str, list[float]],
-        params: dict[str, Any],
-    ) -> dict[str, tuple[float, float]]:
-        """Each tensor's (low, high): the histogram method's result, or for minmax the per-batch extremes
-        reduced (the extremes, or their mean with moving_average), widened to symmetric if asked."""
-        import numpy as np
-
-        if collector is not None:
-            if not collector.histogram_dict:
-                return {}
-            result = collector.compute_collection_result()
-            return {
-                name: (
-                    float(np.asarray(v.range_value[0] if hasattr(v, "range_value") else v[0])),
-                    float(np.asarray(v.range_value[1] if hasattr(v, "range_value") else v[1])),
-                )
-                for name, v in result.items()
-            }
-        reduce_low, reduce_high = (
-            (np.mean, np.mean) if params["moving_average"] else (np.min, np.max)
-        )
-        ranges = {}
-        for name in lows:
-            low, high = float(reduce_low(lows[name])), float(reduce_high(highs[name]))
-            if params["symmetric"]:
-                bound = max(abs(low), abs(high))
-                low, high = -bound, bound
-            ranges[name] = (low, high)
-        return ranges
-
-    @staticmethod
-    def _agree_with_lock(
-        ctx: StageContext, ranges: dict[str, tuple[float, float]]
-    ) -> dict[str, tuple[float, float]]:
-        """The lock file's ranges for this very key when ours agree with them within TOLERANCE. Activations
-        differ in their last bits from CPU to CPU (other kernels, other rounding): the same model and data
-        are the same result, and keeping the recorded values keeps the table's bytes, every key downstream
-        and the committed lock file as they are. A real difference is left to show as one."""
-        names = sorted(ranges)
-        locked = ctx.pinned_values("table")
-        if locked is None or len(locked) != 2 * len(names):
-            return ranges
-        worst = 0.0
-        for index, name in enumerate(names):
-            old = locked[2 * index], locked[2 * index + 1]
-            span = max(ranges[name][1] - ranges[name][0], old[1] - old[0], 1e-12)
-            worst = max(
-                worst, abs(ranges[name][0] - old[0]) / span, abs(ranges[name][1] - old[1]) / span
-            )
-        if worst > TOLERANCE:
-            ctx.log(
-                f"{ctx.stage_name}: ranges differ from the lock file's by up to {worst:.1e} of a tensor's span, "
-                f"beyond the tolerance {TOLERANCE:g}: a different result"
-            )
-            return ranges
-        if worst > 0:
-            ctx.log(
-                f"{ctx.stage_name}: ranges within {worst:.1e} of the lock file's (tolerance {TOLERANCE:g} of each "
-                "tensor's span; CPUs round differently): the lock file's values are kept"
-            )
-        return {name: (locked[2 * i], locked[2 * i + 1]) for i, name in enumerate(names)}
-
-    @staticmethod
-    def _write_table(
-        path: Path,
-        method: str,
-        ranges: dict[str, tuple[float, float]],
-        masked: dict[str, int],
-        pre_processed: bool,
-    ) -> None:
-        """The table in ORT's calibration-cache JSON, plus the names of the mask tensors and whether the graph
-        calibrated was the pre-processed one."""
-        import numpy as np
-        from onnxruntime.quantization.calibrate import (
-            CalibrationCacheEncoder,
-            CalibrationMethod,
-            TensorData,
-            TensorsData,
-        )
-
-        # Mask tensors stay out of the table: clamping their fills to a data range would let padding tokens
-        # into attention. The table names them so quantize_static keeps their producers and consumers in float.
-        table = TensorsData(
-            getattr(CalibrationMethod, METHODS[method]),
-            {
-                name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
-                for name, (lo, hi) in sorted(ranges.items())
-                if name not in masked
-            },
-        )
-        payload = with_mask_tensors(
-            {**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed
-        )
-        path.write_text(
-            json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8"
-        )
 
     @staticmethod
     def _result(
@@ -446,30 +299,6 @@ class Calibrate(Stage):
                 **prepared.metrics(),
             },
         )
-
-
-def _without_fills(values: Any, threshold: float, name: str, masked: dict[str, int]) -> Any:
-    """A tensor's values, flattened, without NaN and without mask fills (magnitude at or above `threshold`,
-    e.g. the -3.4e38 of an attention mask), so one padded sentence cannot blow a range up. Counts the fills
-    left out into `masked`; None when no value is left."""
-    import numpy as np
-
-    values = np.asarray(values).ravel()
-    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
-    fills = np.abs(values) >= threshold
-    if fills.any():
-        masked[name] = masked.get(name, 0) + int(fills.sum())
-        values = values[~fills]
-    return values if values.size else None
-
-
-def _histogram(collector: Any, name: str, values: Any) -> None:
-    """Add one tensor's values to its histogram: what HistogramCollector.collect does for the method, without
-    the line it prints on every call (once per tensor and batch here)."""
-    if collector.method == "percentile" and collector.symmetric:
-        collector.collect_absolute_value({name: values})
-    else:
-        collector.collect_value({name: values})
 
 
 def _batch_axis(spec: Any, axes: dict[str, int | None]) -> int | None:

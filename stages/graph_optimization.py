@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, providers
@@ -79,8 +80,6 @@ class GraphOptimization(Stage):
         return facts
 
     def run(self, ctx: StageContext) -> StageResult:
-        import onnxruntime as ort
-
         source = onnx_model.model_file(ctx.path("model"))
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
@@ -93,18 +92,7 @@ class GraphOptimization(Stage):
         )
         target.parent.mkdir(parents=True, exist_ok=True)
         params = ctx.params
-        options = ort.SessionOptions()
-        options.graph_optimization_level = getattr(
-            ort.GraphOptimizationLevel, LEVELS[params["level"]]
-        )
-        options.optimized_model_filepath = str(target)
-        if large or gather:
-            onnx_model.write_initializers_beside(options, target)
-        options.log_severity_level = (
-            3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
-        )
-        for name, value in params["free_dimension_overrides"].items():
-            options.add_free_dimension_override_by_name(name, value)
+        options = _session_options(params, target, weights_beside=large or gather)
         providers.resolve(params["providers"]).require("optimizing for these providers")
         started = time.perf_counter()
         session = onnx_model.load_for_ort(
@@ -121,18 +109,7 @@ class GraphOptimization(Stage):
         if gather:
             target = onnx_model.gathered(target, ctx.output_path("model"))
         onnx_model.check(target, used)
-        before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
-        metrics = {
-            "level": params["level"],
-            "providers": used,
-            "portable": params["level"] not in MACHINE_SPECIFIC_LEVELS,
-            "nodes_before": sum(before.values()),
-            "nodes_after": sum(after.values()),
-            "op_types_before": dict(sorted(before.items())),
-            "op_types_after": dict(sorted(after.items())),
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
-        }  # no timings in the file: the same inputs must give the same bytes
+        metrics = _metrics(params, used, source, target)
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         note = "" if metrics["portable"] else " (tied to this CPU)"
         summary = (
@@ -140,3 +117,37 @@ class GraphOptimization(Stage):
         )
         kept = {k: metrics[k] for k in ("nodes_before", "nodes_after", "portable")}
         return StageResult(summary=summary, metrics={**kept, "optimize_seconds": round(seconds, 3)})
+
+
+def _session_options(params: dict[str, Any], target: Path, weights_beside: bool) -> Any:
+    """ORT session options that make loading the model save it, optimized, to `target` (the weights in a data
+    file beside it when `weights_beside`)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["level"]])
+    options.optimized_model_filepath = str(target)
+    if weights_beside:
+        onnx_model.write_initializers_beside(options, target)
+    options.log_severity_level = (
+        3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
+    )
+    for name, value in params["free_dimension_overrides"].items():
+        options.add_free_dimension_override_by_name(name, value)
+    return options
+
+
+def _metrics(params: dict[str, Any], used: list[str], source: Path, target: Path) -> dict[str, Any]:
+    """metrics.json: node counts by op type and sizes, before and after."""
+    before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
+    return {
+        "level": params["level"],
+        "providers": used,
+        "portable": params["level"] not in MACHINE_SPECIFIC_LEVELS,
+        "nodes_before": sum(before.values()),
+        "nodes_after": sum(after.values()),
+        "op_types_before": dict(sorted(before.items())),
+        "op_types_after": dict(sorted(after.items())),
+        "bytes_before": onnx_model.total_size(source),
+        "bytes_after": onnx_model.total_size(target),
+    }  # no timings in the file: the same inputs must give the same bytes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
@@ -89,8 +90,6 @@ class QuantizeDynamic(Stage):
         )
 
     def run(self, ctx: StageContext) -> StageResult:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         params = ctx.params
@@ -101,45 +100,20 @@ class QuantizeDynamic(Stage):
         )
         large = onnx_model.total_size(source) > onnx_model.TWO_GB
         target = onnx_model.output_file(ctx.output_path("model"), large)
-        # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
-        # "Unable to find data type for weight_name".
-        extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
         counts = onnx_model.op_counts(source)
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
         reduce_range, why = isa.reduce_range(
             params, ctx.env, counts, s8_weights=params["weight_type"] == "QInt8"
         )
-        op_types = params["op_types_to_quantize"] or sorted(
-            set(IntegerOpsRegistry) - SLOW_WHEN_DYNAMIC
-        )
-        left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
-        try:
-            quantize_dynamic(
-                str(source),
-                str(target),
-                op_types_to_quantize=op_types,
-                per_channel=params["per_channel"],
-                reduce_range=reduce_range,
-                weight_type=getattr(QuantType, params["weight_type"]),
-                nodes_to_exclude=params["nodes_to_exclude"] or None,
-                use_external_data_format=large,
-                extra_options=extra,
-            )
-        except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
-            raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
+        op_types, left = _op_types(params, counts, set(IntegerOpsRegistry))
+        _quantize(source, target, params, op_types, reduce_range, large)
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
         reordered = onnx_model.resort_if_needed(target)
         onnx_model.check(target)
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
-            why_not = quantized_graph.nothing_quantized(source, op_types)
-            if left:
-                why_not += (
-                    f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
-                    "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)"
-                )
-            raise StageError(f"quantize_dynamic quantized nothing: {why_not}")
+            raise _nothing_quantized(source, op_types, left)
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
             "quantized_nodes": quantized_graph.quantized_node_names(
@@ -156,12 +130,7 @@ class QuantizeDynamic(Stage):
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        why += ("; " if why else "") + (
-            f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
-            "name it in op_types_to_quantize to try)"
-            if left
-            else ""
-        )
+        why = _with_left_float(why, left)
         summary = (
             f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}"
             + (f"; {why}" if why else "")
@@ -176,3 +145,69 @@ class QuantizeDynamic(Stage):
                 **measured,
             },
         )
+
+
+def _op_types(
+    params: dict[str, Any], counts: dict[str, int], supported: set[str]
+) -> tuple[list[str], list[str]]:
+    """The op types to quantize (those asked for; by default every type ORT `supported` but the ones slow when
+    dynamic), and the ones of this model that the default leaves float."""
+    op_types = params["op_types_to_quantize"] or sorted(supported - SLOW_WHEN_DYNAMIC)
+    left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
+    return op_types, left
+
+
+def _quantize(
+    source: Path,
+    target: Path,
+    params: dict[str, Any],
+    op_types: list[str],
+    reduce_range: bool,
+    large: bool,
+) -> None:
+    """ORT's quantize_dynamic from `source` to `target`; its failures become one line with what to do."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
+    # "Unable to find data type for weight_name".
+    extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
+    try:
+        quantize_dynamic(
+            str(source),
+            str(target),
+            op_types_to_quantize=op_types,
+            per_channel=params["per_channel"],
+            reduce_range=reduce_range,
+            weight_type=getattr(QuantType, params["weight_type"]),
+            nodes_to_exclude=params["nodes_to_exclude"] or None,
+            use_external_data_format=large,
+            extra_options=extra,
+        )
+    except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
+        raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
+
+
+def _nothing_quantized(source: Path, op_types: list[str], left: list[str]) -> StageError:
+    """The error for a model in which ORT quantized no node: why, and whether the default left Conv float."""
+    why_not = quantized_graph.nothing_quantized(source, op_types)
+    if left:
+        why_not += (
+            f" ({', '.join(left)} is left float by default: dynamic ConvInteger runs slower than fp32 "
+            "on CPUs; quantize_static is the fast path for convolutions, or name it to try anyway)"
+        )
+    return StageError(f"quantize_dynamic quantized nothing: {why_not}")
+
+
+def _with_left_float(why: str, left: list[str]) -> str:
+    """The summary's reason for reduce_range, followed by the op types left float by default (if any)."""
+    return (
+        why
+        + ("; " if why else "")
+        + (
+            f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
+            "name it in op_types_to_quantize to try)"
+            if left
+            else ""
+        )
+    )

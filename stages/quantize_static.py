@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, suggest
+from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import (
     calibration_table,
@@ -15,6 +15,7 @@ from ortflow.stages.quantization import (
     pre_processing,
     quantized_graph,
     sanity,
+    static_model,
     traps,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
@@ -41,7 +42,6 @@ EXTRA_OPTIONS = [
     "UseQDQContribOps",
     "WeightSymmetric",
 ]
-MIN_COVERAGE = 0.5  # share of the model's float activations the table must describe
 
 
 class QuantizeStatic(Stage):
@@ -176,52 +176,31 @@ class QuantizeStatic(Stage):
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
-        model = prepared.model
-        table_path = (
-            ctx.scratch / "calibration.json"
-        )  # a private copy: ORT may rewrite its cache file
+        # a private copy: ORT may rewrite its cache file
+        table_path = ctx.scratch / "calibration.json"
         table, masks = self._read_table(ctx.path("calibration"), table_path)
         pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
-        model, excluded, around_masks, upgraded = self._prepare(
-            model, params, set(table.data), set(masks), model.parent / "prepared.onnx"
+        chosen = static_model.prepare(
+            prepared.model,
+            params,
+            set(table.data),
+            set(masks),
+            prepared.model.parent / "prepared.onnx",
         )
-        found = (
-            traps.find_traps(
-                list(onnx_model.load_graph(model).graph.node),
-                traps.table_ranges(table),
-                params["mixed_range_ratio"],
-            )
-            if params["avoid_traps"]
-            else traps.Traps()
-        )
-        excluded = sorted(set(excluded) | found.nodes())
+        model = chosen.path
+        found = _find_traps(model, table, params)
+        excluded = sorted(set(chosen.kept_float) | found.nodes())
         target = self._quantize(
             model, ctx.output_path("model"), params, table, table_path, excluded
         )
-        onnx_model.cap_ir_version(target)
-        # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
-        reordered = onnx_model.resort_if_needed(target)
-        onnx_model.check(target)
-        counts = onnx_model.op_counts(target)
+        reordered = _repair(target)
         quantized = quantized_graph.quantized_ops(target)
         _check_quantized(model, quantized, params)
         metrics = {
-            "format": params["format"],
-            "activation_type": params["activation_type"],
-            "weight_type": params["weight_type"],
-            "per_channel": params["per_channel"],
-            "reduce_range": reduce_range,
-            "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-            "quantized_activations": quantized["activations"],
-            "QuantizeLinear": counts.get("QuantizeLinear", 0),
-            "DequantizeLinear": counts.get("DequantizeLinear", 0),
-            "nodes_kept_float": excluded,
-            "quantized_nodes": quantized_graph.quantized_node_names(
-                model, target, _registry(params["format"])
-            ),
-            "mask_nodes_kept_float": around_masks,
+            **_quantized_metrics(params, model, target, quantized, excluded),
+            "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
-            "opset_upgraded_from": upgraded,
+            "opset_upgraded_from": chosen.opset_upgraded_from,
             **prepared.metrics(),
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -230,17 +209,11 @@ class QuantizeStatic(Stage):
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, Any] = {}
         checked = sanity.verify_quantized(ctx, model, target, measured)
-        ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        summary = f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
-        summary += (
-            (f"; {why}" if why else "")
-            + (f"; {_traps_text(found)}" if found.nodes() else "")
-            + f"; {checked}"
-        )
-        summary += f"; {prepared.summary()}" if prepared.summary() else ""
+        notes = ([why] if why else []) + ([_traps_text(found)] if found.nodes() else [])
+        notes += [checked] + ([prepared.summary()] if prepared.summary() else [])
         return StageResult(
-            summary=summary,
+            summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
             metrics={
                 "quantized": metrics["quantized_by_op_type"],
                 "size_ratio": round(ratio, 3),
@@ -263,32 +236,6 @@ class QuantizeStatic(Stage):
             return load_tensors_data(private), calibration_table.mask_tensors(private)
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
-
-    @staticmethod
-    def _prepare(
-        model_path: Path,
-        params: dict[str, Any],
-        calibrated: set[str],
-        masks: set[str],
-        destination: Path,
-    ) -> tuple[Path, list[str], list[str], int | None]:
-        """Check the table and the node and op names against the model, name unnamed nodes (exclusion goes
-        by name), move an opset-12 model to 13 for per-channel, and choose the nodes kept in float.
-        Returns (model to quantize, nodes kept in float, of those the ones around masks, opset upgraded from)."""
-
-        # A model over 2 GB is prepared as its graph alone (its weights stay in the data files the saved copy
-        # names, beside it): ONNX's shape inference in the coverage check serializes the whole model, and protobuf
-        # fails past 2 GB ("Failed to serialize proto").
-        large = onnx_model.total_size(model_path) > onnx_model.TWO_GB
-        model = onnx_model.load_graph(model_path, external_data=not large)
-        changed = _name_nodes(model)
-        _check_names(model, params)
-        _check_coverage(model, params, calibrated | masks)
-        model, upgraded = _per_channel_opset(model, params)
-        excluded, around_masks = _kept_float(list(model.graph.node), params, masks)
-        if changed or upgraded is not None:
-            model_path = onnx_model.save(model, destination)
-        return model_path, excluded, around_masks, upgraded
 
     @staticmethod
     def _quantize(
@@ -332,6 +279,15 @@ class QuantizeStatic(Stage):
         return target
 
 
+def _repair(target: Path) -> bool:
+    """Make ORT's output a model onnx.checker accepts: its IR version capped, its nodes re-sorted where
+    ORT's quantizers left a graph with If/Loop subgraphs out of order. Whether they were re-sorted."""
+    onnx_model.cap_ir_version(target)
+    reordered = onnx_model.resort_if_needed(target)
+    onnx_model.check(target)
+    return reordered
+
+
 def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, Any]) -> None:
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
     if not quantized["by_op_type"]:
@@ -348,93 +304,48 @@ def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, A
         )
 
 
-# -- the checks and choices of _prepare, in order ----------------------------------------------------
+def _find_traps(model: Path, table: Any, params: dict[str, Any]) -> traps.Traps:
+    """The nodes that quantize badly with the table's ranges (none looked for unless avoid_traps)."""
+    if not params["avoid_traps"]:
+        return traps.Traps()
+    return traps.find_traps(
+        list(onnx_model.load_graph(model).graph.node),
+        traps.table_ranges(table),
+        params["mixed_range_ratio"],
+    )
 
 
-def _name_nodes(model: Any) -> bool:
-    """Name each unnamed node `<op type>_<index>`, since nodes are kept in float by name. Whether any was."""
-    changed = False
-    for index, node in enumerate(model.graph.node):
-        if not node.name:
-            node.name, changed = f"{node.op_type}_{index}", True
-    return changed
+def _quantized_metrics(
+    params: dict[str, Any],
+    model: Path,
+    target: Path,
+    quantized: dict[str, Any],
+    excluded: list[str],
+) -> dict[str, Any]:
+    """metrics.json's first part: the settings, and what ORT quantized and kept in float."""
+    counts = onnx_model.op_counts(target)
+    return {
+        "format": params["format"],
+        "activation_type": params["activation_type"],
+        "weight_type": params["weight_type"],
+        "per_channel": params["per_channel"],
+        "reduce_range": params["reduce_range"],
+        "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
+        "quantized_activations": quantized["activations"],
+        "QuantizeLinear": counts.get("QuantizeLinear", 0),
+        "DequantizeLinear": counts.get("DequantizeLinear", 0),
+        "nodes_kept_float": excluded,
+        "quantized_nodes": quantized_graph.quantized_node_names(
+            model, target, _registry(params["format"])
+        ),
+    }
 
 
-def _check_names(model: Any, params: dict[str, Any]) -> None:
-    """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
-    the nearest name the model has."""
-    op_types = {n.op_type for n in model.graph.node}
-    quantized_graph.check_excluded_nodes(model, params["nodes_to_exclude"])
-    for field in ("op_types_to_quantize", "keep_float_op_types"):
-        for op_type in params[field]:
-            if not _is_op_type(op_type):
-                hint = (
-                    suggest(op_type, op_types)
-                    or "op types are ONNX names such as MatMul, Conv, Gather"
-                )
-                raise StageError(
-                    f"{field}: '{op_type}' is not an ONNX or ONNX Runtime op type — {hint}"
-                )
-
-
-def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> None:
-    """The table (its ranges and mask tensors: `described`) must cover at least MIN_COVERAGE of the float
-    activations to quantize; less means it was calibrated on another graph, and ORT would fail on the
-    first tensor it lacks with a message that does not say so."""
-    nodes = list(model.graph.node)
-    op_types = {n.op_type for n in nodes}
-    floats = quantized_graph.float_tensors(model) - {t.name for t in model.graph.initializer}
-    wanted = set(params["op_types_to_quantize"])
-    if wanted and not wanted & op_types:
-        raise StageError(
-            f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
-            f"(its op types: {', '.join(sorted(op_types))})"
-        )
-    activations = {
-        o for n in nodes if not wanted or n.op_type in wanted for o in [*n.input, *n.output]
-    } & floats
-    covered = len(activations & described) / max(1, len(activations))
-    if covered < MIN_COVERAGE:
-        raise StageError(
-            f"the calibration table describes only {covered:.0%} of the activations to quantize: it was calibrated "
-            "on another graph — give calibrate and quantize_static the same model and the same pre_process"
-        )
-
-
-def _per_channel_opset(model: Any, params: dict[str, Any]) -> tuple[Any, int | None]:
-    """The model to quantize and the opset it was upgraded from (None when it was not). Per-channel
-    DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into older models anyway,
-    which onnx.checker then rejects: so per_channel moves an older model to opset 13."""
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    if not params["per_channel"] or opset >= 13:
-        return model, None
-    from onnx import version_converter
-
-    try:
-        return version_converter.convert_version(model, 13), opset
-    except Exception as exc:
-        raise StageError(
-            f"per_channel needs opset 13 and converting this opset-{opset} model failed: {exc}"
-            " — set per_channel: false"
-        ) from exc
-
-
-def _kept_float(
-    nodes: list[Any], params: dict[str, Any], masks: set[str]
-) -> tuple[list[str], list[str]]:
-    """The nodes to keep in float: those named, those of the keep_float op types, the first and last N
-    quantizable ones, and every node reading or writing a mask tensor (its fills have no range in the
-    table). Returns (all of them, sorted; the ones around masks, sorted)."""
-    around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
-    kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
-    quantizable = [
-        n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")
-    ]
-    if params["keep_float_first"]:
-        kept.update(quantizable[: params["keep_float_first"]])
-    if params["keep_float_last"]:
-        kept.update(quantizable[-params["keep_float_last"] :])
-    return sorted(set(params["nodes_to_exclude"]) | kept | around_masks), sorted(around_masks)
+def _headline(params: dict[str, Any], metrics: dict[str, Any]) -> str:
+    """The summary's first part: format, types, the quantized op counts and the size ratio."""
+    ops = ", ".join(f"{op} {n}" for op, n in metrics["quantized_by_op_type"].items())
+    ratio = metrics["bytes_after"] / metrics["bytes_before"]
+    return f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
 
 
 def _traps_text(found: traps.Traps) -> str:
@@ -455,14 +366,3 @@ def _registry(quant_format: str) -> set[str]:
     from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
 
     return set(QDQRegistry if quant_format == "QDQ" else QLinearOpsRegistry)
-
-
-def _is_op_type(name: str) -> bool:
-    import onnx
-    from onnxruntime.quantization.registry import (
-        IntegerOpsRegistry,
-        QDQRegistry,
-        QLinearOpsRegistry,
-    )
-
-    return onnx.defs.has(name) or name in {*IntegerOpsRegistry, *QDQRegistry, *QLinearOpsRegistry}

@@ -147,8 +147,6 @@ class TensorrtEngine(Stage):
         return ("onnxruntime", "gpu", "tensorrt", "cuda", "platform")
 
     def run(self, ctx: StageContext) -> StageResult:
-        import onnxruntime as ort
-
         from ortflow.api import model_inputs
         from ortflow.api.providers import resolve
         from ortflow.stages.measurement.placement import node_placement, summary
@@ -163,18 +161,7 @@ class TensorrtEngine(Stage):
         options = self._provider_options(
             params, engines, ctx.path("calibration") if ctx.has("calibration") else None, source
         )
-        session_options = ort.SessionOptions()
-        session_options.enable_profiling = True  # node placement comes from the profile
-        session_options.profile_file_prefix = str(ctx.scratch / "placement")
-        session_options.log_severity_level = 3
-        if params[
-            "ep_context"
-        ]:  # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
-            session_options.add_session_config_entry("ep.context_enable", "1")
-            session_options.add_session_config_entry(
-                "ep.context_file_path", str(ctx.output_path("context_model"))
-            )
-            session_options.add_session_config_entry("ep.context_embed_mode", "1")
+        session_options = _session_options(ctx)
         started = time.perf_counter()
         session = onnx_model.load_for_ort(
             source, session_options, [(TRT, options), *params["fallback"]]
@@ -204,12 +191,7 @@ class TensorrtEngine(Stage):
             "options": {k: v for k, v in options.items() if "path" not in k},
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        limit = params.get("max_fallback_nodes")
-        if limit is not None and placement["fallback_nodes"] > limit:
-            raise StageError(
-                f"{placement['fallback_nodes']} nodes run outside TensorRT (max_fallback_nodes {limit}), e.g. "
-                f"{', '.join(placement['fallback_examples'][:5])} — these ops fall back with copies around them"
-            )
+        _check_fallback(placement, params.get("max_fallback_nodes"))
         return StageResult(
             summary=f"{len(built)} engine(s) in {seconds:.1f} s; {placement['fallback_nodes']} nodes "
             f"outside TensorRT",
@@ -254,6 +236,34 @@ class TensorrtEngine(Stage):
                 )
         options.update(params["options"])
         return options
+
+
+def _session_options(ctx: StageContext) -> Any:
+    """Session options that profile the build (node placement comes from the profile) and, with ep_context,
+    have ORT write its EP-context model (the engine embedded) as the `context_model` output."""
+    import onnxruntime as ort
+
+    session_options = ort.SessionOptions()
+    session_options.enable_profiling = True  # node placement comes from the profile
+    session_options.profile_file_prefix = str(ctx.scratch / "placement")
+    session_options.log_severity_level = 3
+    # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
+    if ctx.params["ep_context"]:
+        session_options.add_session_config_entry("ep.context_enable", "1")
+        session_options.add_session_config_entry(
+            "ep.context_file_path", str(ctx.output_path("context_model"))
+        )
+        session_options.add_session_config_entry("ep.context_embed_mode", "1")
+    return session_options
+
+
+def _check_fallback(placement: dict[str, Any], limit: int | None) -> None:
+    """Fail when more nodes than max_fallback_nodes (`limit`) run outside TensorRT."""
+    if limit is not None and placement["fallback_nodes"] > limit:
+        raise StageError(
+            f"{placement['fallback_nodes']} nodes run outside TensorRT (max_fallback_nodes {limit}), e.g. "
+            f"{', '.join(placement['fallback_examples'][:5])} — these ops fall back with copies around them"
+        )
 
 
 def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
@@ -151,41 +152,12 @@ class TransformerFusion(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
-        if params["opt_level"] > 0:
-            try:
-                import torch  # noqa: F401  (ORT's optimizer imports it for opt_level >= 1)
-            except ImportError:
-                raise StageError(
-                    "opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
-                    "opt_level 0 and put a graph_optimization stage after this one"
-                ) from None
-        from onnxruntime.transformers import optimizer
-        from onnxruntime.transformers.fusion_options import FusionOptions
-
+        _require_torch(params["opt_level"])
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
-        onnx_model.load_for_ort(
-            source
-        )  # a clear error for a broken file before the optimizer's own
-        options = FusionOptions(params["model_type"])
-        for name, value in params["fusion"].items():
-            setattr(
-                options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value
-            )
-        try:
-            fused = optimizer.optimize_model(
-                str(source),
-                model_type=params["model_type"],
-                num_heads=params["num_heads"],
-                hidden_size=params["hidden_size"],
-                optimization_options=options,
-                opt_level=params["opt_level"],
-                use_gpu=params["use_gpu"],
-            )
-        except Exception as exc:
-            raise StageError(
-                f"the transformer optimizer failed: {type(exc).__name__}: {exc}"
-            ) from exc
+        # a clear error for a broken file before the optimizer's own
+        onnx_model.load_for_ort(source)
+        fused = _fuse(source, params)
         stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
         if not any(stats.get(op) for op in CORE_FUSIONS):
             raise StageError(
@@ -218,3 +190,38 @@ class TransformerFusion(Stage):
         return StageResult(
             summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete}
         )
+
+
+def _require_torch(opt_level: int) -> None:
+    """ORT's optimizer imports PyTorch for opt_level >= 1: say so, and what to do instead, when it is missing."""
+    if opt_level > 0:
+        try:
+            import torch  # noqa: F401  (ORT's optimizer imports it for opt_level >= 1)
+        except ImportError:
+            raise StageError(
+                "opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
+                "opt_level 0 and put a graph_optimization stage after this one"
+            ) from None
+
+
+def _fuse(source: Path, params: dict[str, Any]) -> Any:
+    """Run onnxruntime.transformers' optimizer on `source` with the fusion settings given (unset ones keep
+    ORT's defaults). Returns its OnnxModel, fused in memory."""
+    from onnxruntime.transformers import optimizer
+    from onnxruntime.transformers.fusion_options import FusionOptions
+
+    options = FusionOptions(params["model_type"])
+    for name, value in params["fusion"].items():
+        setattr(options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value)
+    try:
+        return optimizer.optimize_model(
+            str(source),
+            model_type=params["model_type"],
+            num_heads=params["num_heads"],
+            hidden_size=params["hidden_size"],
+            optimization_options=options,
+            opt_level=params["opt_level"],
+            use_gpu=params["use_gpu"],
+        )
+    except Exception as exc:
+        raise StageError(f"the transformer optimizer failed: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,192 @@
+"""The calibrate stage's ranges: each activation's clean values (no NaN, no mask fill) reduced to a (low, high)
+as batches come, by the calibration method; the lock file's ranges kept where ours agree within TOLERANCE; and
+the table written in ORT's calibration-cache JSON, with the mask tensors named. Split from the stage so that it
+reads as the stage's steps (schedule the passes, observe the batches, write the table and the metrics)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ortflow.api import StageContext
+from ortflow.stages.quantization.calibration_table import with_mask_tensors
+
+METHODS = {
+    "minmax": "MinMax",
+    "entropy": "Entropy",
+    "percentile": "Percentile",
+    "distribution": "Distribution",
+}
+DEFAULT_BINS = {
+    "entropy": 128,
+    "percentile": 2048,
+    "distribution": 2048,
+}  # ORT wants >= 512 for distribution
+# Ranges that differ by less than this share of their tensor's span (max - min) are the same result: far
+# below what 8-bit quantization resolves (1/255), far above the last-bit differences between CPUs (~1e-7).
+TOLERANCE = 1e-4
+
+
+class ActivationRanges:
+    """What calibration has seen of each tensor so far, reduced as it comes: for minmax the per-batch extremes,
+    for the histogram methods ORT's HistogramCollector; and the mask fills left out, counted per tensor."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+        self.collector = _histogram_collector(params)
+        self.lows: dict[str, list[float]] = {}
+        self.highs: dict[str, list[float]] = {}
+        self.masked: dict[str, int] = {}
+
+    def clean(self, name: str, values: Any) -> Any:
+        """One tensor's values from one batch, flattened, without NaN and mask fills (counted); None when no
+        value is left. A step of its own so that the caller drops the raw values before they are reduced."""
+        return _without_fills(values, self.params["mask_threshold"], name, self.masked)
+
+    def add(self, name: str, values: Any) -> None:
+        """Reduce one tensor's clean values from one batch: its extremes for minmax, else its histogram."""
+        if self.collector is None:
+            self.lows.setdefault(name, []).append(float(values.min()))
+            self.highs.setdefault(name, []).append(float(values.max()))
+        else:
+            _histogram(self.collector, name, values)
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        """Each tensor's (low, high): the histogram method's result, or for minmax the per-batch extremes
+        reduced (the extremes, or their mean with moving_average), widened to symmetric if asked."""
+        import numpy as np
+
+        collector, lows, highs, params = self.collector, self.lows, self.highs, self.params
+        if collector is not None:
+            if not collector.histogram_dict:
+                return {}
+            result = collector.compute_collection_result()
+            return {
+                name: (
+                    float(np.asarray(v.range_value[0] if hasattr(v, "range_value") else v[0])),
+                    float(np.asarray(v.range_value[1] if hasattr(v, "range_value") else v[1])),
+                )
+                for name, v in result.items()
+            }
+        reduce_low, reduce_high = (
+            (np.mean, np.mean) if params["moving_average"] else (np.min, np.max)
+        )
+        ranges = {}
+        for name in lows:
+            low, high = float(reduce_low(lows[name])), float(reduce_high(highs[name]))
+            if params["symmetric"]:
+                bound = max(abs(low), abs(high))
+                low, high = -bound, bound
+            ranges[name] = (low, high)
+        return ranges
+
+
+def _histogram_collector(params: dict[str, Any]) -> Any:
+    """The histogram the histogram methods reduce to ranges; None for minmax, which keeps per-batch extremes."""
+    from onnxruntime.quantization.calibrate import HistogramCollector
+
+    method = params["method"]
+    return (
+        None
+        if method == "minmax"
+        else HistogramCollector(
+            method=method,
+            symmetric=params["symmetric"],
+            num_bins=params.get("num_bins") or DEFAULT_BINS[method],
+            num_quantized_bins=params["num_quantized_bins"],
+            percentile=params["percentile"],
+            scenario="same",
+        )
+    )
+
+
+def agree_with_lock(
+    ctx: StageContext, ranges: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
+    """The lock file's ranges for this very key when ours agree with them within TOLERANCE. Activations
+    differ in their last bits from CPU to CPU (other kernels, other rounding): the same model and data
+    are the same result, and keeping the recorded values keeps the table's bytes, every key downstream
+    and the committed lock file as they are. A real difference is left to show as one."""
+    names = sorted(ranges)
+    locked = ctx.pinned_values("table")
+    if locked is None or len(locked) != 2 * len(names):
+        return ranges
+    worst = 0.0
+    for index, name in enumerate(names):
+        old = locked[2 * index], locked[2 * index + 1]
+        span = max(ranges[name][1] - ranges[name][0], old[1] - old[0], 1e-12)
+        worst = max(
+            worst, abs(ranges[name][0] - old[0]) / span, abs(ranges[name][1] - old[1]) / span
+        )
+    if worst > TOLERANCE:
+        ctx.log(
+            f"{ctx.stage_name}: ranges differ from the lock file's by up to {worst:.1e} of a tensor's span, "
+            f"beyond the tolerance {TOLERANCE:g}: a different result"
+        )
+        return ranges
+    if worst > 0:
+        ctx.log(
+            f"{ctx.stage_name}: ranges within {worst:.1e} of the lock file's (tolerance {TOLERANCE:g} of each "
+            "tensor's span; CPUs round differently): the lock file's values are kept"
+        )
+    return {name: (locked[2 * i], locked[2 * i + 1]) for i, name in enumerate(names)}
+
+
+def write_table(
+    path: Path,
+    method: str,
+    ranges: dict[str, tuple[float, float]],
+    masked: dict[str, int],
+    pre_processed: bool,
+) -> None:
+    """The table in ORT's calibration-cache JSON, plus the names of the mask tensors and whether the graph
+    calibrated was the pre-processed one."""
+    import numpy as np
+    from onnxruntime.quantization.calibrate import (
+        CalibrationCacheEncoder,
+        CalibrationMethod,
+        TensorData,
+        TensorsData,
+    )
+
+    # Mask tensors stay out of the table: clamping their fills to a data range would let padding tokens
+    # into attention. The table names them so quantize_static keeps their producers and consumers in float.
+    table = TensorsData(
+        getattr(CalibrationMethod, METHODS[method]),
+        {
+            name: TensorData(lowest=np.float32(lo), highest=np.float32(hi))
+            for name, (lo, hi) in sorted(ranges.items())
+            if name not in masked
+        },
+    )
+    payload = with_mask_tensors(
+        {**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed
+    )
+    path.write_text(
+        json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8"
+    )
+
+
+def _without_fills(values: Any, threshold: float, name: str, masked: dict[str, int]) -> Any:
+    """A tensor's values, flattened, without NaN and without mask fills (magnitude at or above `threshold`,
+    e.g. the -3.4e38 of an attention mask), so one padded sentence cannot blow a range up. Counts the fills
+    left out into `masked`; None when no value is left."""
+    import numpy as np
+
+    values = np.asarray(values).ravel()
+    values = values[~np.isnan(values)] if values.dtype.kind == "f" else values
+    fills = np.abs(values) >= threshold
+    if fills.any():
+        masked[name] = masked.get(name, 0) + int(fills.sum())
+        values = values[~fills]
+    return values if values.size else None
+
+
+def _histogram(collector: Any, name: str, values: Any) -> None:
+    """Add one tensor's values to its histogram: what HistogramCollector.collect does for the method, without
+    the line it prints on every call (once per tensor and batch here)."""
+    if collector.method == "percentile" and collector.symmetric:
+        collector.collect_absolute_value({name: values})
+    else:
+        collector.collect_value({name: values})
