@@ -89,7 +89,9 @@ def test_lock_file_round_trip_and_status(project, cli):
     assert lock.stages["quant"].inputs["parts"] == [lock.stages["table"].outputs["file"].digest]
     assert len(lock.stages["table"].key) == 64  # full sha256, never shortened
     published = project / "out" / "keys" / "table" / "joined.txt"
-    assert lock.stages["table"].outputs["file"].size == published.stat().st_size > 0  # measured before stored
+    assert (
+        lock.stages["table"].outputs["file"].size == published.stat().st_size > 0
+    )  # measured before stored
     lock_path.write_text(yaml.safe_dump(yaml.safe_load(text)))  # same content, other bytes
     Lock.read(lock_path).write()
     assert lock_path.read_text() == text  # stable, sorted output: diffs stay small
