@@ -81,7 +81,7 @@ class GraphOptimization(Stage):
 
     def run(self, ctx: StageContext) -> StageResult:
         source = onnx_model.model_file(ctx.path("model"))
-        large = onnx_model.total_size(source) > onnx_model.TWO_GB
+        large = onnx_model.needs_external_data(onnx_model.total_size(source))
         # A model under 2 GB read with external data: ORT writes the weights to a data file in scratch (a reference
         # to the input's data file otherwise), and the model is gathered into one file afterwards.
         gather = not large and onnx_model.has_external_data(source)

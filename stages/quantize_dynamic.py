@@ -98,7 +98,7 @@ class QuantizeDynamic(Stage):
         quantized_graph.check_excluded_nodes(
             onnx_model.load_graph(source), params["nodes_to_exclude"]
         )
-        large = onnx_model.total_size(source) > onnx_model.TWO_GB
+        large = onnx_model.needs_external_data(onnx_model.total_size(source))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         counts = onnx_model.op_counts(source)
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit

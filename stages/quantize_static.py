@@ -251,7 +251,7 @@ class QuantizeStatic(Stage):
         from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
         from onnxruntime.quantization.calibrate import CalibrationMethod
 
-        large = onnx_model.total_size(model) > onnx_model.TWO_GB
+        large = onnx_model.needs_external_data(onnx_model.total_size(model))
         target = onnx_model.output_file(output, large)
         try:
             quantize_static(

@@ -167,7 +167,7 @@ class TransformerFusion(Stage):
             )
         if params["float16"]:
             fused.convert_float_to_float16(keep_io_types=params["keep_io_types"])
-        large = onnx_model.serialized_size(fused.model) > onnx_model.TWO_GB
+        large = onnx_model.needs_external_data(onnx_model.serialized_size(fused.model))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         fused.save_model_to_file(str(target), use_external_data_format=large)
         onnx_model.cap_ir_version(target)

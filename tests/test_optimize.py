@@ -132,23 +132,23 @@ def _selection(folder, data: dict, *candidates: tuple[str, float, float, bool]) 
 
 def _pick_files(folder):
     """Where `pick` (select) published its choice, found as optimize finds it: through select's declared ports."""
+    from ortflow.engine.builds import RunOutput, RunRecord
     from ortflow.engine.registry import stage_type
     from ortflow.engine.starter.optimize import choice_files
     from ortflow.engine.types import StageOutcome, Status
 
-    record = {
-        "outputs": {
-            "selection": {
-                "digest": "0" * 64,
-                "filename": "selection.json",
-                "size": 1,
-                "kind": "metrics",
-            }
-        }
-    }
+    selection = RunOutput("0" * 64, "metrics", "selection.json", 1)
+    record = RunRecord("0" * 64, folder.name, "select", "3", {}, {}, {}, {"selection": selection})
     return choice_files(
         stage_type("select"), StageOutcome(folder.name, Status.RAN, record=record), folder.parent
     )
+
+
+def _record(stage: str, stage_type: str):
+    """A run record of a stage that published no output (only its identity is filled in)."""
+    from ortflow.engine.builds import RunRecord
+
+    return RunRecord("0" * 64, stage, stage_type, "1", {}, {}, {}, {})
 
 
 def test_optimize_reads_the_choice_through_the_ports_a_stage_type_declares(tmp_path):
@@ -174,7 +174,7 @@ def test_optimize_reads_the_choice_through_the_ports_a_stage_type_declares(tmp_p
         declares = Declares(choice=Choice(model="best", document="why"))
 
     files = choice_files(
-        Picker, StageOutcome("choose", Status.RAN, record={"outputs": {}}), tmp_path
+        Picker, StageOutcome("choose", Status.RAN, record=_record("choose", "picker")), tmp_path
     )
     assert (files.document, files.model) == (
         tmp_path / "choose" / "why.json",

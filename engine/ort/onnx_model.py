@@ -19,6 +19,12 @@ from ortflow.engine.errors import StageError
 TWO_GB = 2**31 - 1  # protobuf's limit: larger models must keep their weights in external data
 
 
+def needs_external_data(size: int) -> bool:
+    """True for a model of `size` bytes past protobuf's 2 GB limit, which must keep its weights in external
+    data. Reads TWO_GB when called, never a copy taken at import (tests lower it to exercise the large path)."""
+    return size > TWO_GB
+
+
 @lru_cache(maxsize=1)
 def ort_errors() -> tuple[type[BaseException], ...]:
     """The exception types ONNX Runtime raises (Fail, InvalidGraph, ...: plain Exception subclasses from its

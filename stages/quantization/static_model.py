@@ -40,7 +40,7 @@ def prepare(
     # A model over 2 GB is prepared as its graph alone (its weights stay in the data files the saved copy
     # names, beside it): ONNX's shape inference in the coverage check serializes the whole model, and protobuf
     # fails past 2 GB ("Failed to serialize proto").
-    large = onnx_model.total_size(model_path) > onnx_model.TWO_GB
+    large = onnx_model.needs_external_data(onnx_model.total_size(model_path))
     model = onnx_model.load_graph(model_path, external_data=not large)
     changed = _name_nodes(model)
     _check_names(model, params)
