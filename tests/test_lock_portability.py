@@ -1,4 +1,4 @@
-"""A committed lock file holds on another machine (README: Reproducible on every machine): results made for
+"""A committed lock file holds on another machine (docs/cache.md, "The cache and the lock file"): results made for
 one machine (a benchmark, an accuracy check) are recorded without its facts, and a calibration whose floats
 differ in their last bits keeps the lock's values, while a real difference is still reported."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -75,7 +76,9 @@ def _at(document: Any, path: tuple) -> Any:
 
 
 def agree(name: str, document: Any) -> None:
-    schema = json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text())
+    schema = json.loads(
+        resources.files("ortflow.schemas").joinpath(f"{name}.schema.json").read_text()
+    )
     expected = Draft202012Validator(schema).is_valid(document)
     found = schema_check.problem(name, document)
     assert (found is None) == expected, (found, document)
