@@ -32,6 +32,7 @@ from ortflow.engine.metric import Better
 from ortflow.engine.provenance import DataSource
 from ortflow.engine.report_section import ReportSection
 from ortflow.engine.report_section import Table as Table
+from ortflow.engine.report_section import report_section as report_section
 
 
 @dataclass(frozen=True)
@@ -246,16 +247,6 @@ def read(path: Path | str, kind: type[D]) -> D:
             "`engine run` if it was written by an older version"
         )
     return kind.from_json(data)
-
-
-def report_section(path: Path | str) -> ReportSection | None:
-    """The `report` section of any metrics document (a plugin's too), or None: the run report draws it."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    section = data.get("report") if isinstance(data, dict) else None
-    return section if isinstance(section, dict) else None
 
 
 @lru_cache(maxsize=None)

@@ -29,7 +29,6 @@ from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
-from ortflow.engine.run.replay import replay
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
@@ -325,6 +324,8 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
     now, running nothing. Returns the report's path, the stages the cache could not supply, and the exit
     code the run would have had."""
     sources = ws.sources()
+    from ortflow.engine.run.replay import replay  # `engine report` only: a run does not import it
+
     outcomes, missing = replay(ws.recipe, ws.graph, ws.store, sources)
     if not outcomes:
         raise RecipeError(

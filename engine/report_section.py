@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TypedDict
 
 from ortflow.engine.json_types import Json
@@ -24,3 +26,14 @@ class ReportSection(TypedDict, total=False):
     charts: list[
         dict[str, Json]
     ]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw
+
+
+def report_section(path: Path | str) -> ReportSection | None:
+    """The `report` section of any metrics document (a plugin's too), or None: the run report draws it. Here,
+    not in engine.documents, so that writing a report does not import the typed documents."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    section = data.get("report") if isinstance(data, dict) else None
+    return section if isinstance(section, dict) else None

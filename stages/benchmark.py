@@ -7,21 +7,16 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
     ArtifactKind,
     Axis,
-    BenchmarkResults,
-    BenchmarkRow,
     Better,
     Declares,
     Distribution,
-    Latency,
     Measure,
-    Placement,
     Port,
-    Profile,
     Stage,
     StageContext,
     StageError,
@@ -29,8 +24,6 @@ from ortflow.api import (
     Tables,
     batched,
     model_inputs,
-    with_speedups,
-    write_document,
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
@@ -40,6 +33,9 @@ from ortflow.stages.measurement.benchmark_report import benchmark_report
 from ortflow.stages.measurement.machine_load import LoadWatch
 from ortflow.stages.measurement.peak_memory import peak_memory_mb
 from ortflow.stages.measurement.sessions import caller, configured_session
+
+if TYPE_CHECKING:  # the result documents are imported when the stage runs (engine plan stays light)
+    from ortflow.api import BenchmarkRow, Placement, Profile
 
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
@@ -97,6 +93,12 @@ class Benchmark(Stage):
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python")
 
     def run(self, ctx: StageContext) -> StageResult:
+        from ortflow.api import (
+            BenchmarkResults,
+            with_speedups,
+            write_document,
+        )  # documents: when run
+
         params = ctx.params
         models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
@@ -285,6 +287,8 @@ def _metrics(
 def _row(measured: dict[str, Any], batch_size: int) -> BenchmarkRow:
     """A model's row from its timings: the latency statistics rounded to the microsecond."""
     import numpy as np
+
+    from ortflow.api import BenchmarkRow, Latency
 
     latencies = np.asarray(measured["latencies_ms"])
     stats = {

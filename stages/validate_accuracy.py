@@ -15,23 +15,15 @@ from ortflow.api import (
     KnownMetrics,
     Measure,
     Port,
-    ReferenceValues,
     Stage,
     StageContext,
     StageError,
     StageResult,
     bound_problems,
     model_inputs,
-    write_document,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.measurement import task_metrics
-from ortflow.stages.measurement.accuracy_document import (
-    LABELS_GROUP,
-    Verdict,
-    accuracy_document,
-    rounded_value,
-)
 from ortflow.stages.measurement.accuracy_gates import counted_values, gate_failures, verdict_data
 from ortflow.stages.measurement.accuracy_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.output_comparison import (
@@ -130,6 +122,14 @@ class ValidateAccuracy(Stage):
         )
 
     def run(self, ctx: StageContext) -> StageResult:
+        from ortflow.api import ReferenceValues, write_document  # documents: when run
+        from ortflow.stages.measurement.accuracy_document import (
+            LABELS_GROUP,
+            Verdict,
+            accuracy_document,
+            rounded_value,
+        )
+
         params = ctx.params
         reference = onnx_model.model_file(ctx.path("reference"))
         candidates = [onnx_model.model_file(p) for p in ctx.paths("candidates")]
@@ -329,6 +329,8 @@ def _label_scores(
 ) -> dict[str, float]:
     """With a labelled dataset: each candidate's accuracy and macro F1 on `label_output`, added to its
     results under "labels"; returns the reference's, which the candidates' are read against."""
+    from ortflow.stages.measurement.accuracy_document import LABELS_GROUP
+
     if labels is None:
         raise StageError(
             "label_output is set but the dataset has no labels (npz: set `labels` to the label array)"

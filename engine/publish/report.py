@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
-from ortflow.engine.documents import ReportSection, report_section
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.report_section import ReportSection, report_section
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes

@@ -67,27 +67,6 @@ from ortflow.engine.environment import facts as environment_facts
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
 from ortflow.engine.types import TextEnum
 
-# Result documents: the benchmark's, validate_accuracy's and select's outputs as typed dataclasses, checked
-# against their JSON Schemas (schemas/) and written and read only through read_document/write_document.
-from ortflow.engine.documents import (
-    BENCHMARK_CONFIG,
-    AccuracyResults,
-    BenchmarkResults,
-    BenchmarkRow,
-    Bounds,
-    Latency,
-    Placement,
-    Profile,
-    ReferenceValues,
-    ReportSection,
-    Selection,
-    SelectionCandidate,
-    Table,
-    with_speedups,
-)
-from ortflow.engine.documents import read as read_document
-from ortflow.engine.documents import write as write_document
-
 # JSON-shaped values: what a parsed JSON/YAML document holds, and a stage's opaque parameters.
 from ortflow.engine.json_types import Json, JsonObject, Params, Scalar
 
@@ -96,6 +75,33 @@ from ortflow.engine.ort.onnx_model import check as check_model
 from ortflow.engine.ort.onnx_model import model_file
 from ortflow.engine.ort.onnx_model import save as save_model
 # isort: on
+
+# Result documents (the benchmark's, validate_accuracy's and select's outputs as typed dataclasses, checked against
+# their JSON Schemas in schemas/, written and read only through read_document/write_document) are loaded when
+# first named (__getattr__ below): a cached run that writes and reads no document does not pay their import.
+_DOCUMENTS = {
+    **{
+        name: ("ortflow.engine.documents", name)
+        for name in (
+            "BENCHMARK_CONFIG",
+            "AccuracyResults",
+            "BenchmarkResults",
+            "BenchmarkRow",
+            "Bounds",
+            "Latency",
+            "Placement",
+            "Profile",
+            "ReferenceValues",
+            "ReportSection",
+            "Selection",
+            "SelectionCandidate",
+            "Table",
+            "with_speedups",
+        )
+    },
+    "read_document": ("ortflow.engine.documents", "read"),
+    "write_document": ("ortflow.engine.documents", "write"),
+}
 
 __all__ = [
     "Artifact",
@@ -168,3 +174,15 @@ __all__ = [
     "with_speedups",
     "write_document",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A result-document name, imported when first asked for (PEP 562)."""
+    if name not in _DOCUMENTS:
+        raise AttributeError(f"module 'ortflow.api' has no attribute {name!r}")
+    import importlib
+
+    module, attribute = _DOCUMENTS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value

@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ortflow.api import (
-    AccuracyResults,
-    Better,
-    Bounds,
-    DataSource,
-    ReferenceValues,
-    ReportSection,
-)
+from ortflow.api import Better, DataSource
 from ortflow.stages.measurement import task_metrics
+
+if TYPE_CHECKING:  # annotations only: the documents load when the stage runs
+    from ortflow.api import AccuracyResults, ReferenceValues, ReportSection
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
 
@@ -40,6 +36,8 @@ def accuracy_document(
     """accuracy.json: every value per model and output or metric group, and each metric's counted value
     (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
     `data`: the data the verdict rests on (engine.provenance.DataSource), which select passes on."""
+    from ortflow.api import AccuracyResults, Bounds
+
     results, counted, better = verdict.results, verdict.counted, verdict.better
     rounded = {
         n: {o: {k: rounded_value(v) for k, v in m.items()} for o, m in per.items()}

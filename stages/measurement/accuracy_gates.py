@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ortflow.api import AccuracyResults, Better, DataSource, StageContext, StageError
+from ortflow.api import Better, DataSource, StageContext, StageError
+
+if TYPE_CHECKING:  # annotations only
+    from ortflow.api import AccuracyResults
 
 Counted = dict[
     str, tuple[float, str]

@@ -3,7 +3,12 @@ model's top operators and node placement when profiled, and every run's latency 
 
 from __future__ import annotations
 
-from ortflow.api import BenchmarkRow, Json, Profile, ReportSection, Table
+from typing import TYPE_CHECKING
+
+from ortflow.api import Json
+
+if TYPE_CHECKING:  # annotations only: the documents load when a stage runs
+    from ortflow.api import BenchmarkRow, Profile, ReportSection, Table
 
 
 def benchmark_report(
