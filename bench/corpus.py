@@ -37,7 +37,7 @@ REFERENCE = "model"  # init names the original model's input `model`; select lis
 CELL = 200  # characters of an error or closing line in a table cell
 STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
 QUICK_MODEL = "magika"  # --quick: the smallest model, with real data
-# --quick's run as tests/test_corpus.py shortens it: a short benchmark, calibration 4 samples at a time
+# --quick's run, and every run of tests/test_corpus.py: a short benchmark, calibration 4 samples at a time
 QUICK_RUN = (
     "--set",
     "{benchmark}.with.runs=5",

@@ -23,22 +23,13 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from corpus import Outcome, load_manifest, try_model  # noqa: E402
+from corpus import QUICK_RUN, Outcome, load_manifest, try_model  # noqa: E402
 
 MANIFEST = load_manifest()
 # A short benchmark (the outcome gate is the accuracy, not the speed: see above); calibration on the recipe's own
 # samples (8 instead of them turned Silero's INT8 from 1.0 label agreement to 0.81), 4 at a time: the same ranges as
 # larger batches, in less memory (a detector's activations at 800 x 608 are gigabytes).
-SHORT = (
-    "--set",
-    "{benchmark}.with.runs=5",
-    "--set",
-    "{benchmark}.with.rounds=1",
-    "--set",
-    "{benchmark}.with.warmup=1",
-    "--set",
-    "{calibrate}.with.batch_size=4",
-)
+SHORT = QUICK_RUN  # the same short run as `bench/corpus.py --quick`
 
 
 @pytest.mark.corpus
