@@ -201,13 +201,10 @@ def _nothing_quantized(source: Path, op_types: list[str], left: list[str]) -> St
 
 def _with_left_float(why: str, left: list[str]) -> str:
     """The summary's reason for reduce_range, followed by the op types left float by default (if any)."""
-    return (
-        why
-        + ("; " if why else "")
-        + (
-            f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
-            "name it in op_types_to_quantize to try)"
-            if left
-            else ""
-        )
+    floated = (
+        f"{', '.join(left)} left float (slower than fp32 when quantized dynamically; "
+        "name it in op_types_to_quantize to try)"
+        if left
+        else ""
     )
+    return "; ".join(part for part in (why, floated) if part)

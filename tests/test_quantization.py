@@ -485,3 +485,13 @@ def test_quantizers_never_write_beside_a_shared_model(project, cli):
     assert any(
         p.endswith("-inferred.onnx") for p in removed
     )  # ORT did write its side file: in a work folder
+
+
+def test_dynamic_summary_joins_only_the_reasons_it_has():
+    """The reduce_range reason and the op types left float, each only when there is one: never `; ; `."""
+    from ortflow.stages.quantize_dynamic import _with_left_float
+
+    assert _with_left_float("7-bit weights for avx2", []) == "7-bit weights for avx2"
+    assert _with_left_float("", ["Conv"]).startswith("Conv left float")
+    assert _with_left_float("r", ["Conv"]).startswith("r; Conv left float")
+    assert _with_left_float("", []) == ""
