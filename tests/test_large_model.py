@@ -169,9 +169,7 @@ def _over_2gb(project: Path) -> None:
     code, printed, _ = engine(project, "cache", "verify", recipe)
     assert code == 0, printed
     # One flipped byte in the data file is damage to the optimized model's object, found by verify.
-    data = (
-        project / ".ortflow/objects" / lock["digest"][:2] / lock["digest"][2:] / "model.onnx.data"
-    )
+    data = project / ".ortflow/objects" / lock.digest[:2] / lock.digest[2:] / "model.onnx.data"
     data.chmod(0o644)
     with open(data, "r+b") as handle:
         handle.seek(2**31)
@@ -179,7 +177,7 @@ def _over_2gb(project: Path) -> None:
         handle.seek(2**31)
         handle.write(bytes([byte[0] ^ 0x01]))
     code, printed, _ = engine(project, "cache", "verify", recipe)
-    assert code == 1 and f"damaged object {lock['digest']}" in printed, printed
+    assert code == 1 and f"damaged object {lock.digest}" in printed, printed
 
 
 @pytest.mark.large
