@@ -6,14 +6,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, StoreError
+from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, OrtflowError, StoreError
 
 ALLOW_UNSIGNED_HELP = (
     "serve run records from the remote that are not signed with the team's key "
     "(default: refused; see docs/security.md)"
 )
+
+
+def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except OrtflowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
+        raise OrtflowError(remote.failure(exc)) from None
 
 
 def add_allow_unsigned(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +72,6 @@ def cmd_cache_key_new(args: argparse.Namespace, out: Any) -> int:
 
 
 def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
-    from ortflow.engine.commands import _remote_call
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.remote_sign import sign_remote
 
@@ -86,7 +94,6 @@ def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
 
 def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.cache_scope import locked_outputs
-    from ortflow.engine.commands import _remote_call
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
 

@@ -273,7 +273,7 @@ def test_a_pulled_record_passes_the_checks_a_local_one_does(
 ):
     remote = f"s3://{bucket}/signed"
     said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")  # signed, but not with this team's key
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")  # signed, but not with this key
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     code, _, err = said("cache", "pull", fresh, "--remote", remote)
     assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
@@ -539,7 +539,8 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     assert refused.records == 0 and "no ORTFLOW_SIGNING_KEY to check it" in refused.problems[0]
     laptop = ArtifactStore(tmp_path / "laptop")  # unless it accepts unsigned records; kept signed
     trusting = Remote(f"s3://{bucket}/signed", allow_unsigned=True)
-    assert pull(laptop, trusting, {key: "maker"}).records == 1 and "signature" in laptop.read_run(key)
+    assert pull(laptop, trusting, {key: "maker"}).records == 1
+    assert "signature" in laptop.read_run(key)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
     assert pull(ArtifactStore(tmp_path / "deploy"), remote, {key: "maker"}).records == 1
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")
