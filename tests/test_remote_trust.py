@@ -196,25 +196,27 @@ def test_verify_remote_names_unsigned_records_and_says_intact_only_once_they_are
 
 def test_a_folder_manifest_naming_a_file_and_its_folder_is_refused(project, cli, monkeypatch):
     from ortflow.engine.store.hashing import hash_bytes
-    from ortflow.engine.store.manifests import manifest_problem
-
-    member = "3" * 64
-    manifest = {"a": member, "a/b.onnx": member}
-    digest = hash_bytes(json.dumps(manifest, sort_keys=True).encode())
-    assert "both as a file and as the folder of 'a/b.onnx'" in manifest_problem(digest, manifest)
-    fine = {"a.onnx": member, "ab/b.onnx": member}
-    assert manifest_problem(hash_bytes(json.dumps(fine, sort_keys=True).encode()), fine) is None
 
     remote = project / "remote"
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", KEY_A)
     built(project, cli, remote)
-    tree = remote / "trees" / digest[:2] / f"{digest}.json"
-    tree.parent.mkdir(parents=True)
-    tree.write_text(json.dumps(manifest))
-    code, _, err = cli("cache", "verify", "--remote", f"file://{remote}")
-    assert (
-        code == EXIT_STAGE_FAILED and f"damaged folder {digest}" in err and "both as a file" in err
-    )
+    present = next(remote.glob("objects/*/*"))  # every file it lists is on the remote and intact
+    member = present.parent.name + present.name
+    for manifest, refused in (
+        ({"a": member, "a/b.onnx": member}, True),
+        ({"a.onnx": member, "ab/b.onnx": member}, False),
+    ):
+        digest = hash_bytes(json.dumps(manifest, sort_keys=True).encode())
+        tree = remote / "trees" / digest[:2] / f"{digest}.json"
+        tree.parent.mkdir(parents=True, exist_ok=True)
+        tree.write_text(json.dumps(manifest))
+        code, out, err = cli("cache", "verify", "--remote", f"file://{remote}")
+        if refused:
+            assert code == EXIT_STAGE_FAILED and f"damaged folder {digest}" in err
+            assert "names 'a' both as a file and as the folder of 'a/b.onnx'" in err
+            tree.unlink()
+        else:
+            assert code == EXIT_OK and "intact" in out, err
 
 
 def test_a_worker_without_the_team_key_does_not_publish_unsigned_records(project, cli):
