@@ -63,7 +63,7 @@ def rewrite(remote: Path, record: dict) -> None:
 
 
 def test_an_unsigned_remote_record_is_refused_by_default_and_served_only_with_the_opt_in(
-    project, cli
+    project, cli, monkeypatch
 ):
     remote = project / "remote"
     recipe = built(project, cli, remote, "--allow-unsigned")
@@ -94,6 +94,12 @@ def test_an_unsigned_remote_record_is_refused_by_default_and_served_only_with_th
     )
     code, out, _ = cli("cache", "pull", third)
     assert code == EXIT_OK and "2 run records" in out
+    keyed = fresh(
+        project, "keyed", lock=True
+    )  # a cache with the key serves only signed records: said
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", KEY_A)
+    code, _, err = cli("cache", "pull", keyed, "--remote", f"file://{remote}", "--allow-unsigned")
+    assert code == EXIT_STAGE_FAILED and err.count("which this machine holds") == 2
 
 
 def test_a_remote_record_naming_another_stages_object_is_not_served_without_a_lock_entry(

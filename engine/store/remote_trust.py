@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ortflow.engine.errors import StoreError
 from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
-from ortflow.engine.store.signing import shared_key
+from ortflow.engine.store.signing import shared_key, verifying_keys
 
 Claims = dict[
     str, frozenset[str]
@@ -85,6 +85,13 @@ def remote_record_problem(
     signature (unless the user accepted unsigned records), and then what binds an unsigned one."""
     problem = record_problem(key, record, holds, remote.origin)
     if problem is None and needs_binding(record, remote.origin):
+        if (
+            verifying_keys()
+        ):  # kept, it would never be served: this cache serves only signed records
+            return (
+                "it is not signed with the team's key, which this machine holds (its cache serves only signed "
+                "records, --allow-unsigned or not) — sign the remote once with `engine cache sign --remote`"
+            )
         problem = reuse_problem(key, record, claims())
     return problem
 
