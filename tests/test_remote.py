@@ -97,6 +97,12 @@ def s3_server():
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def team_key(monkeypatch) -> None:
+    """Every machine here holds the team's key: records on a remote are signed (docs/security.md)."""
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", TEAM_KEY)
+
+
 @pytest.fixture
 def bucket(s3_server, monkeypatch) -> str:
     """A new bucket; the credentials and endpoint reach s3fs only through botocore's standard chain."""
@@ -105,7 +111,6 @@ def bucket(s3_server, monkeypatch) -> str:
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_server[0])
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.delenv("ORTFLOW_REMOTE", raising=False)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", TEAM_KEY)
     name = f"ortflow-{uuid.uuid4().hex[:12]}"
     client().create_bucket(Bucket=name)
     return name
