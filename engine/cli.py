@@ -23,6 +23,7 @@ from ortflow.engine.errors import (
     no_space_message,
 )
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
+from ortflow.engine.trust_commands import add_allow_unsigned, add_trust_commands
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -132,6 +133,7 @@ def _run_command(sub: Any) -> None:
         action="store_true",
         help="afterwards, upload this run's records and objects to the remote",
     )
+    add_allow_unsigned(run)
     run.set_defaults(handler=commands.cmd_run)
 
 
@@ -308,6 +310,7 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         )
         action.set_defaults(handler=handler)
         _cache_options(name, action)
+    add_trust_commands(cache_sub, _REMOTE_HELP)
 
 
 _RECIPES_HELP = {
@@ -340,6 +343,8 @@ def _cache_options(name: str, action: argparse.ArgumentParser) -> None:
         )
     if name in ("push", "pull"):
         action.add_argument("--remote", metavar="URL", help=_REMOTE_HELP)
+    if name in ("push", "pull", "verify"):
+        add_allow_unsigned(action)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ def _run_remote(args: argparse.Namespace) -> Any:
     through to (engine.store.shared); None without one."""
     from ortflow.engine.store.remote_config import remote_setting
 
-    setting = remote_setting(args.remote, args.recipe)
+    setting = remote_setting(args.remote, args.recipe, args.allow_unsigned)
     if setting is None:
         if args.push:
             raise OrtflowError(
@@ -217,6 +217,8 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.cache_scope import locked_outputs
 
     if args.remote is not None:
+        from ortflow.engine.trust_commands import cmd_cache_verify_remote
+
         return cmd_cache_verify_remote(args, out)
     store = _cache_store(args)
     damage = store.verify(locked_outputs(args.recipes, store.root))
@@ -282,7 +284,9 @@ def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.transfer import push
 
     store = _cache_store(args)
-    remote = required_remote(args.remote, args.recipes[0] if args.recipes else Path.cwd())
+    remote = required_remote(
+        args.remote, args.recipes[0] if args.recipes else Path.cwd(), args.allow_unsigned
+    )
     keys, host_specific = (
         lock_keys(args.recipes, store)
         if args.recipes
@@ -307,7 +311,7 @@ def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.transfer import pull
 
     store = _cache_store(args, create=True)
-    remote = required_remote(args.remote, args.recipes[0])
+    remote = required_remote(args.remote, args.recipes[0], args.allow_unsigned)
     keys, host_specific = lock_keys(args.recipes, store, pulling=True)
     return _transfer(
         out,
@@ -350,29 +354,6 @@ def _transfer(
         )
     out.say(summary(verb, tally, remote.shown, time.perf_counter() - started))
     return EXIT_STAGE_FAILED if tally.problems or tally.missing else EXIT_OK
-
-
-def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
-    from ortflow.engine.store.remote_config import required_remote
-    from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
-
-    remote = required_remote(args.remote or None, args.recipes[0] if args.recipes else Path.cwd())
-    from ortflow.engine.cache_scope import locked_outputs
-
-    locked = (
-        locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}
-    )  # records against the named locks
-    damage = _remote_call(remote, lambda: verify_remote(remote, locked))
-    removing = lambda: _remote_call(remote, lambda: remove_remote_damage(remote, damage))  # noqa: E731
-    return _damage_report(
-        out,
-        remote.shown,
-        damage,
-        args.remove,
-        removing,
-        "push them again from a good cache",
-        "`engine cache verify --remote --remove` to delete them from the remote",
-    )
 
 
 def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:

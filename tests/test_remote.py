@@ -20,6 +20,7 @@ moto_server = pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
 
 SECRET = f"test-secret-{uuid.uuid4().hex}"  # every output of every test is scanned for it
+TEAM_KEY = f"team-key-{uuid.uuid4().hex}"  # records on a remote are signed (docs/security.md)
 RECIPE = """
     version: 1
     name: shared
@@ -96,6 +97,12 @@ def s3_server():
     server.stop()
 
 
+@pytest.fixture(autouse=True)
+def team_key(monkeypatch) -> None:
+    """Every machine here holds the team's key: records on a remote are signed (docs/security.md)."""
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", TEAM_KEY)
+
+
 @pytest.fixture
 def bucket(s3_server, monkeypatch) -> str:
     """A new bucket; the credentials and endpoint reach s3fs only through botocore's standard chain."""
@@ -128,9 +135,11 @@ def built(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("built")
     recipe = write(folder / "shared.yaml", RECIPE)
     old = os.environ.pop("ORTFLOW_CACHE", None)
+    os.environ["ORTFLOW_SIGNING_KEY"] = TEAM_KEY  # its records are signed, as CI's would be
     try:
         assert main(["run", str(recipe)]) == 0
     finally:
+        os.environ.pop("ORTFLOW_SIGNING_KEY")
         if old is not None:
             os.environ["ORTFLOW_CACHE"] = old
     return folder
@@ -176,7 +185,7 @@ def said(cli):
         return code, out, err
 
     yield run
-    assert not any(SECRET in text for text in printed)
+    assert not any(SECRET in text or TEAM_KEY in text for text in printed)
 
 
 def test_push_then_pull_into_an_empty_cache_gives_identical_outputs_and_runs_nothing(
@@ -268,12 +277,8 @@ def test_a_pulled_record_passes_the_checks_a_local_one_does(
     built, bucket, said, tmp_path, monkeypatch
 ):
     remote = f"s3://{bucket}/signed"
-    said(
-        "cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote
-    )  # unsigned records
-    monkeypatch.setenv(
-        "ORTFLOW_SIGNING_KEY", "the-team-key"
-    )  # this machine trusts only signed records
+    said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")  # signed, but not with this key
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     code, _, err = said("cache", "pull", fresh, "--remote", remote)
     assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
@@ -281,7 +286,7 @@ def test_a_pulled_record_passes_the_checks_a_local_one_does(
         (fresh.parent / ".ortflow" / "objects").glob("*/*")
     )  # nothing downloaded for a refused record
 
-    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", TEAM_KEY)
     record_key = keys_in(bucket, "signed/runs/")[0]
     record = json.loads(client().get_object(Bucket=bucket, Key=record_key)["Body"].read())
     record["params"]["level"] = (
@@ -534,16 +539,25 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     key, _ = folder_record(source := ArtifactStore(tmp_path / "ci"), tmp_path)
     remote = Remote(f"s3://{bucket}/signed")
     assert push(source, remote, {key: "maker"}).records == 1
-    monkeypatch.delenv(
-        "ORTFLOW_SIGNING_KEY"
-    )  # a machine without the key serves it unverified, and keeps it signed
-    laptop = ArtifactStore(tmp_path / "laptop")
-    assert pull(laptop, remote, {key: "maker"}).records == 1 and "signature" in laptop.read_run(key)
+    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")  # a machine without the key cannot check it: refused,
+    refused = pull(ArtifactStore(tmp_path / "keyless"), remote, {key: "maker"})
+    assert refused.records == 0 and "no ORTFLOW_SIGNING_KEY to check it" in refused.problems[0]
+    laptop = ArtifactStore(tmp_path / "laptop")  # unless it accepts unsigned records; kept signed
+    trusting = Remote(f"s3://{bucket}/signed", allow_unsigned=True)
+    assert pull(laptop, trusting, {key: "maker"}).records == 1
+    assert "signature" in laptop.read_run(key)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
     assert pull(ArtifactStore(tmp_path / "deploy"), remote, {key: "maker"}).records == 1
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")
     refused = pull(ArtifactStore(tmp_path / "other"), remote, {key: "maker"})
     assert refused.records == 0 and "ORTFLOW_SIGNING_KEY" in refused.problems[0]
+
+
+def test_a_missing_bucket_is_a_configuration_error(bucket, said):
+    for args in (("cache", "verify"), ("cache", "sign")):
+        code, _, err = said(*args, "--remote", f"s3://{bucket}-missing/prefix")
+        assert code == 2 and f"the bucket '{bucket}-missing' does not exist" in err, err
+        assert "not on the remote" not in err
 
 
 def test_urls_are_redacted():

@@ -95,7 +95,10 @@ class DaskExecutor:
             self._publish_inputs(store, job, log)
         self._submit(
             _Submission(
-                str(store.root), job, result, (remote.url, remote.options) if remote else None
+                str(store.root),
+                job,
+                result,
+                (remote.url, remote.options, remote.allow_unsigned) if remote else None,
             )
         )
         return result
@@ -276,8 +279,8 @@ class _Submission:
     store_root: str
     job: "StageJob"
     result: Future
-    remote: tuple[str, dict[str, Any]] | None = (
-        None  # the remote's URL and options, when there is one
+    remote: tuple[str, dict[str, Any], bool] | None = (
+        None  # the remote's URL, options and opt-in to unsigned records, when there is one
     )
     task: Any = None
     addresses: set[str] = field(default_factory=set)
@@ -286,7 +289,10 @@ class _Submission:
 
 
 def run_on_worker(
-    store_root: str, job: "StageJob", topic: str, remote: tuple[str, dict[str, Any]] | None = None
+    store_root: str,
+    job: "StageJob",
+    topic: str,
+    remote: tuple[str, dict[str, Any], bool] | None = None,
 ) -> "StageOutcome":
     """The task: run the stage with this worker's store handle, streaming its log lines to the client. With a
     remote, the store is the worker's own cache and objects move through the remote."""
@@ -310,7 +316,7 @@ def run_on_worker(
     if remote is not None:
         from ortflow.engine.run.remote_worker import localized, worker_store
 
-        store = worker_store(remote[0], remote[1], worker.local_directory)
+        store = worker_store(remote[0], remote[1], worker.local_directory, remote[2])
         try:
             job = localized(store, job)
         except StoreError as exc:

@@ -168,15 +168,15 @@ def settled(name: str, status: Status, seconds: float, key: str, record: RunReco
     return StageOutcome(name, status, seconds, key, record)
 
 
-def read_record(store: RunRecords, key: str) -> RunRecord | None:
-    """The store's checked run record for `key` (engine.store.records), typed."""
-    found = store.read_run(key)
+def read_record(store: RunRecords, key: str, stage: str = "") -> RunRecord | None:
+    """The store's checked run record for `key` (engine.store.records), typed; `stage` asks (for messages)."""
+    found = store.read_run(key, stage)
     return RunRecord.from_json(found) if found is not None else None
 
 
 def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
     key = job.identity.key
-    record = read_record(store, key)
+    record = read_record(store, key, job.spec.name)
     return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
 
 

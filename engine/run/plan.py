@@ -105,7 +105,7 @@ class _Planner:
             if entry is not None and entry.matches(key, identity.to_json())
             else _why(entry, identity)
         )
-        record = self.store.read_run(key)
+        record = self.store.read_run(key, name)
         if record is not None and record.get("gate_failed") and spec.optional:
             self.refused.add(
                 name

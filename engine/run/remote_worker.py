@@ -18,19 +18,24 @@ from ortflow.engine.store.transfer import Tally, publish_run
 from ortflow.engine.types import StageJob, StageOutcome, Status
 
 _OPEN: dict[
-    tuple[str, str], SharedStore
+    tuple[str, str, bool], SharedStore
 ] = {}  # one store (and one fsspec client) per worker process
 _LOCK = threading.Lock()
 
 
-def worker_store(url: str, options: dict[str, Any], local_directory: str) -> SharedStore:
+def worker_store(
+    url: str, options: dict[str, Any], local_directory: str, allow_unsigned: bool = False
+) -> SharedStore:
     """This worker's own cache: $ORTFLOW_CACHE where the worker sets it (workers on one machine may share
-    it: the store is safe for concurrent processes), else a folder in the worker's local directory."""
+    it: the store is safe for concurrent processes), else a folder in the worker's local directory. The
+    client's opt-in to unsigned records travels with the task; the team's key never does (it is a secret,
+    and Dask's messages may be unencrypted): each worker reads ORTFLOW_SIGNING_KEY from its own environment."""
     root = os.environ.get("ORTFLOW_CACHE") or str(Path(local_directory) / "ortflow-cache")
     with _LOCK:
-        store = _OPEN.get((root, url))
+        store = _OPEN.get((root, url, allow_unsigned))
         if store is None:
-            store = _OPEN[(root, url)] = SharedStore(Path(root), Remote(url, options))
+            remote = Remote(url, options, allow_unsigned)
+            store = _OPEN[(root, url, allow_unsigned)] = SharedStore(Path(root), remote)
         return store
 
 
@@ -95,6 +100,14 @@ def published(store: SharedStore, outcome: StageOutcome) -> StageOutcome:
     tally = Tally()
     try:
         publish_run(store, store.remote, outcome.key, tally)
+    except StoreError as exc:  # no team key on this worker: said as such, not as a transfer failure
+        return StageOutcome(
+            outcome.name,
+            Status.FAILED,
+            outcome.seconds,
+            outcome.key,
+            error=f"built, but not published: {exc}",
+        )
     except Exception as exc:  # noqa: BLE001 - boundary: remote store; the client hears why, in one line
         return StageOutcome(
             outcome.name,

@@ -47,7 +47,9 @@ def execute(
     key = job.identity.key
     try:
         with store.key_mutex(key):
-            record = read_record(store, key)  # another process may have built it while we waited
+            record = read_record(
+                store, key, spec.name
+            )  # another process may have built it while we waited
             if record is not None:
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, log, ran_on or {"host": socket.gethostname()})

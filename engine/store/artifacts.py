@@ -138,7 +138,7 @@ class ArtifactStore:
     def run_path(self, key: str) -> Path:
         return self.runs / key[:2] / f"{key}.json"
 
-    def read_run(self, key: str) -> JsonObject | None:
+    def read_run(self, key: str, stage: str = "") -> JsonObject | None:
         """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
         object it names is intact, else None."""
         try:

@@ -35,8 +35,8 @@ class Objects(Protocol):
 class RunRecords(Protocol):
     """What one stage execution produced, by cache key: a JSON document naming its output objects."""
 
-    def read_run(self, key: str) -> dict[str, Any] | None:
-        """The record if it exists and every object it names is intact, else None."""
+    def read_run(self, key: str, stage: str = "") -> dict[str, Any] | None:
+        """The record if it exists and every object it names is intact, else None (`stage`: who asks, for messages)."""
 
     def write_run(self, key: str, record: dict[str, Any]) -> None:
         """Written last, atomically: a record exists only once all its objects do."""

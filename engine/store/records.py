@@ -1,17 +1,50 @@
 """What a run record must be before it is served: a record is only a JSON file in a cache others may write,
 so it is checked against what it claims (its key, the identity it was built from, its outputs' shape and
-objects) and, where the team set a signing key, against its signature."""
+objects) and against its signature: where the team set a signing key for a local record, always for a record
+from a remote unless the user accepted unsigned ones (then bound as far as can be: see engine.store.remote_trust)."""
 
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any, Callable
 
 from ortflow.engine.builds import IDENTITY, Identity, canonical_json
 from ortflow.engine.schema_check import problem as schema_problem
-from ortflow.engine.store.signing import shared_key, sign, signature_ok
+from ortflow.engine.store.signing import shared_key, sign, signed_by_any, verifying_keys
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
+SIGN_IT = "sign the remote once with `engine cache sign --remote`, or accept unsigned records with --allow-unsigned"
+
+
+class Origin(Enum):
+    """Where a record comes from, which decides whether it must be signed."""
+
+    LOCAL = "local"  # this cache: signed only where the team set a key (the folder's permissions guard it)
+    REMOTE = "remote"  # a remote: a valid signature always, by the current or a previous team key
+    REMOTE_UNSIGNED_OK = (
+        "remote-unsigned-ok"  # a remote, with --allow-unsigned / `allow_unsigned: true`
+    )
+
+
+class Signature(Enum):
+    VALID = "valid"  # made with the current or a previous team key
+    UNSIGNED = "unsigned"
+    UNCHECKABLE = "uncheckable"  # signed, but this machine holds no key to check it with
+    INVALID = "invalid"  # signed with another key, or changed after it was signed
+
+
+def signature_of(record: dict[str, Any]) -> Signature:
+    if "signature" not in record:
+        return Signature.UNSIGNED
+    keys = verifying_keys()
+    if not keys:
+        return Signature.UNCHECKABLE
+    unsigned = {k: v for k, v in record.items() if k != "signature"}
+    payload = canonical_json(unsigned).encode("utf-8")
+    return (
+        Signature.VALID if signed_by_any(keys, payload, record["signature"]) else Signature.INVALID
+    )
 
 
 def signed(record: dict[str, Any]) -> dict[str, Any]:
@@ -23,8 +56,11 @@ def signed(record: dict[str, Any]) -> dict[str, Any]:
     return {**unsigned, "signature": sign(key, canonical_json(unsigned).encode("utf-8"))}
 
 
-def record_problem(key: str, record: Any, object_intact: Callable[[str], bool]) -> str | None:
-    """Why the record cannot be served under `key`, or None."""
+def record_problem(
+    key: str, record: Any, object_intact: Callable[[str], bool], origin: Origin = Origin.LOCAL
+) -> str | None:
+    """Why the record cannot be served under `key`, or None. The key binds the record to the job asking: it is
+    recomputed from the type, version, parameters, inputs and environment the record lists."""
     if not isinstance(record, dict) or record.get("key") != key:
         return "unreadable run record, or one filed under another key"
     if not all(field in record for field in IDENTITY):
@@ -38,7 +74,7 @@ def record_problem(key: str, record: Any, object_intact: Callable[[str], bool]) 
             "its type, version, parameters, inputs or environment were changed after it was written"
         )
     problem = (
-        _signature_problem(record)
+        _signature_problem(record, origin)
         or _outputs_problem(record.get("outputs"))
         or _schema_problem(record)
     )
@@ -61,14 +97,24 @@ def output_digests(record: dict[str, Any]) -> dict[str, str]:
     return {port: out["digest"] for port, out in record["outputs"].items()}
 
 
-def _signature_problem(record: dict[str, Any]) -> str | None:
-    key = shared_key()
-    if key is None:
+def _signature_problem(record: dict[str, Any], origin: Origin) -> str | None:
+    if origin is Origin.REMOTE_UNSIGNED_OK:
         return None
-    unsigned = {k: v for k, v in record.items() if k != "signature"}
-    if not signature_ok(key, canonical_json(unsigned).encode("utf-8"), record.get("signature")):
+    found = signature_of(record)
+    if found is Signature.VALID:
+        return None
+    if origin is Origin.LOCAL:
+        if not verifying_keys():
+            return None
         return "not signed with this team's ORTFLOW_SIGNING_KEY (unsigned, or changed after it was signed)"
-    return None
+    if found is Signature.UNSIGNED:
+        return f"it is unsigned, and a remote record is served only signed with the team's key — {SIGN_IT}"
+    if found is Signature.UNCHECKABLE:
+        return "it is signed, but this machine has no ORTFLOW_SIGNING_KEY to check it with — set the team's key"
+    return (
+        "not signed with this team's ORTFLOW_SIGNING_KEY or a key in ORTFLOW_SIGNING_KEYS_PREVIOUS "
+        "(changed after it was signed, or signed with another key)"
+    )
 
 
 def _outputs_problem(outputs: Any) -> str | None:

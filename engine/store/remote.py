@@ -26,6 +26,7 @@ from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import Json
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
+from ortflow.engine.store.records import Origin
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',
@@ -71,9 +72,14 @@ class Listing:
 class Remote:
     """One remote, opened from its URL (s3://bucket/prefix, gs://..., az://..., file:///mnt/share/cache)."""
 
-    def __init__(self, url: str, options: Mapping[str, object] | None = None):
+    def __init__(
+        self, url: str, options: Mapping[str, object] | None = None, allow_unsigned: bool = False
+    ):
         self.url = url
         self.options = dict(options or {})  # for a Dask worker to open the same remote
+        self.allow_unsigned = (
+            allow_unsigned  # the user's opt-in to unsigned records (engine.store.remote_trust)
+        )
         self.shown = redact(url)
         fs, root, self.atomic_put = _filesystem(url, dict(options or {}))
         self.fs, self.root = fs, root.rstrip("/")
@@ -85,6 +91,11 @@ class Remote:
             f"remote {self.shown}: {type(exc).__name__}: {_clean(text, self.url)} — check the URL, the bucket, the "
             "endpoint (AWS_ENDPOINT_URL_S3 for an S3-compatible store) and the credentials"
         )
+
+    @property
+    def origin(self) -> Origin:
+        """The rule its records are checked under: signed, unless the user accepted unsigned ones."""
+        return Origin.REMOTE_UNSIGNED_OK if self.allow_unsigned else Origin.REMOTE
 
     # -- names -------------------------------------------------------------------------------
 
@@ -106,7 +117,9 @@ class Remote:
         try:
             names = self.fs.find(self.root, detail=True)
         except FileNotFoundError:
-            return found
+            names = {}
+        if not names:
+            self._check_bucket()
         prefix = len(self.root) + 1
         for name, info in names.items():
             parts = name[prefix:].split("/")
@@ -120,6 +133,17 @@ class Remote:
             elif kind == "runs" and leaf.endswith(".json") and _is_digest(leaf[:-5]):
                 found.runs.add(leaf[:-5])
         return found
+
+    def _check_bucket(self) -> None:
+        """An empty listing of an object store whose bucket does not exist is a wrong URL, not an empty remote."""
+        if not self.atomic_put:
+            return
+        bucket = self.root.split("/", 1)[0]
+        if bucket and not self.fs.exists(bucket):
+            raise StoreError(
+                f"remote {self.shown}: the bucket '{bucket}' does not exist — fix the bucket name in the URL "
+                "(--remote, $ORTFLOW_REMOTE or ortflow.yaml), or create the bucket"
+            )
 
     def size(self, name: str) -> int | None:
         """The size of one remote file, None when it is not there."""

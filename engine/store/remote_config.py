@@ -4,6 +4,7 @@
     remote:
       url: s3://team-bucket/ortflow
       options: {endpoint_url: "http://minio.internal:9000"}   # fsspec storage options, never credentials
+      allow_unsigned: false   # true: serve records not signed with the team's key (docs/security.md)
 
 Credentials come from the transfer library's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or
 ~/.aws/credentials or an instance role for S3; gcloud's for GCS; azure-identity's for Azure)."""
@@ -34,23 +35,33 @@ class RemoteSetting:
     url: str
     origin: str  # where it was set: "--remote", "$ORTFLOW_REMOTE" or the config file's path
     options: dict[str, Any] = field(default_factory=dict)
+    allow_unsigned: bool = False  # opt-in to unsigned records (engine.store.remote_trust)
 
     def open(self) -> Remote:
-        return Remote(self.url, self.options)
+        return Remote(self.url, self.options, self.allow_unsigned)
 
 
-def remote_setting(cli_url: str | None, near: Path | None) -> RemoteSetting | None:
-    """The remote named on the command line, in the environment or in the project's config file (None: none)."""
+def remote_setting(
+    cli_url: str | None, near: Path | None, allow_unsigned: bool = False
+) -> RemoteSetting | None:
+    """The remote named on the command line, in the environment or in the project's config file (None: none);
+    `allow_unsigned` (--allow-unsigned) accepts unsigned records from it, as `allow_unsigned: true` does for
+    the remote the config file names."""
     if cli_url:
-        return RemoteSetting(cli_url, "--remote")
+        return RemoteSetting(cli_url, "--remote", allow_unsigned=allow_unsigned)
     if os.environ.get(REMOTE_ENV):
-        return RemoteSetting(os.environ[REMOTE_ENV], f"${REMOTE_ENV}")
+        return RemoteSetting(
+            os.environ[REMOTE_ENV], f"${REMOTE_ENV}", allow_unsigned=allow_unsigned
+        )
     config = find_config(near) if near is not None else None
-    return read_config(config) if config is not None else None
+    setting = read_config(config) if config is not None else None
+    if setting is not None and allow_unsigned:
+        setting = RemoteSetting(setting.url, setting.origin, setting.options, True)
+    return setting
 
 
-def required_remote(cli_url: str | None, near: Path | None) -> Remote:
-    setting = remote_setting(cli_url, near)
+def required_remote(cli_url: str | None, near: Path | None, allow_unsigned: bool = False) -> Remote:
+    setting = remote_setting(cli_url, near, allow_unsigned)
     if setting is None:
         raise StoreError(
             f"no remote: pass --remote URL (s3://bucket/prefix, file:///mnt/share), set ${REMOTE_ENV}, "
@@ -85,9 +96,11 @@ def read_config(path: Path) -> RemoteSetting | None:
         not isinstance(entry, dict)
         or not isinstance(entry.get("url"), str)
         or not isinstance(entry.get("options", {}), dict)
+        or not isinstance(entry.get("allow_unsigned", False), bool)
     ):
         raise StoreError(
-            f"{path}: `remote` must be a URL, or a mapping with `url` and optional `options` — "
+            f"{path}: `remote` must be a URL, or a mapping with `url`, optional `options` and "
+            "`allow_unsigned: true|false` — "
             "e.g. remote: {url: s3://bucket/prefix}"
         )
     options = dict(entry.get("options") or {})
@@ -97,7 +110,7 @@ def read_config(path: Path) -> RemoteSetting | None:
         raise StoreError(
             f"{path}: {where}: credentials do not belong in a project file (it is committed) — {CHAIN}"
         )
-    return RemoteSetting(entry["url"], str(path), options)
+    return RemoteSetting(entry["url"], str(path), options, entry.get("allow_unsigned", False))
 
 
 def shown(setting: RemoteSetting | None) -> str:

@@ -1,21 +1,49 @@
 """`engine cache verify --remote`: every object on the remote re-hashed from its bytes, every folder manifest
-and run record checked as a download would check it, and (for the recipes named) records against lock files."""
+and run record checked as a download would check it, and (for the recipes named) records against lock files.
+A record that is unsigned, or signed where this machine holds no key to check it, is not damage (removing it
+would not make the remote safer than signing it): it is counted and named apart, and the remote is "intact"
+only when there are none, or the user accepted unsigned records."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from ortflow.engine.store.artifacts import Damage
-from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem
+from ortflow.engine.store.manifests import manifest_problem
+from ortflow.engine.store.records import (
+    Origin,
+    Signature,
+    lock_disagreement,
+    output_digests,
+    record_problem,
+    signature_of,
+)
 from ortflow.engine.store.remote import Remote
-from ortflow.engine.store.transfer import manifest_problem
+from ortflow.engine.store.remote_trust import Claims, claims_of, reuse_problem, stage_shown
+
+
+@dataclass
+class Unsigned:
+    """A record served only by the opt-in: unsigned, or signed with nothing here to check it."""
+
+    key: str
+    stage: str
+    uncheckable: bool  # signed, but this machine has no ORTFLOW_SIGNING_KEY
+
+
+@dataclass
+class RemoteVerdict:
+    damage: list[Damage] = field(default_factory=list)
+    unsigned: list[Unsigned] = field(default_factory=list)
 
 
 def verify_remote(
     remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None
-) -> list[Damage]:
+) -> RemoteVerdict:
     listing = remote.listing()
-    damage: list[Damage] = []
+    verdict = RemoteVerdict()
+    damage = verdict.damage
     for digest in sorted(listing.objects):
         actual = remote.hash_of(remote.object_name(digest))
         if actual != digest:
@@ -31,18 +59,32 @@ def verify_remote(
             )
         else:
             good.add(digest)
-    for key in sorted(listing.runs):
-        problem = _run_problem(remote, key, good, locked or {})
+    records = {key: remote.read_json(remote.run_name(key)) for key in sorted(listing.runs)}
+    claims = claims_of(records)
+    for key, record in records.items():
+        problem = _run_problem(key, record, good, locked or {}, claims)
         if problem:
             damage.append(Damage("run", key, problem))
-    return damage
+        elif signature_of(record) is not Signature.VALID:
+            uncheckable = signature_of(record) is Signature.UNCHECKABLE
+            verdict.unsigned.append(Unsigned(key, stage_shown(key, record), uncheckable))
+    return verdict
 
 
 def _run_problem(
-    remote: Remote, key: str, good: set[str], locked: dict[str, tuple[str, dict[str, str]]]
+    key: str,
+    record: Any,
+    good: set[str],
+    locked: dict[str, tuple[str, dict[str, str]]],
+    claims: Claims,
 ) -> str | None:
-    record: Any = remote.read_json(remote.run_name(key))
-    problem = record_problem(key, record, good.__contains__)
+    """Damage: what no rule serves (an invalid signature, a record not what its key says, an unsigned one
+    naming another record's object). Whether an unsigned record is served is the opt-in's to say."""
+    problem = record_problem(key, record, good.__contains__, Origin.REMOTE_UNSIGNED_OK)
+    if problem is None and signature_of(record) is Signature.INVALID:
+        problem = record_problem(key, record, good.__contains__, Origin.REMOTE)
+    if problem is None and signature_of(record) is not Signature.VALID:
+        problem = reuse_problem(key, record, claims)
     if problem is None and key in locked:
         differs = lock_disagreement(output_digests(record), locked[key][1])
         if differs:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from ortflow.engine.errors import StoreError
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.remote import Remote
+from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims
 from ortflow.engine.store.transfer import NoMeter, Tally, fetch_objects, fetch_run
 
 
@@ -30,9 +31,13 @@ class SharedStore(ArtifactStore):
             warn,
         )  # a line per stage pulled, or per problem (printed above the run's spinner)
         self._asked: set[str] = set()  # keys looked up remotely in this run: one request per key
+        self._claims: Claims | None = None
         self._lock = threading.Lock()
 
-    def read_run(self, key: str) -> dict[str, Any] | None:
+    def read_run(self, key: str, stage: str = "") -> dict[str, Any] | None:
+        """This cache's record, else the remote's, checked as `engine cache pull` checks it (a record from a
+        remote must be signed unless the user accepted unsigned ones); a refusal is a one-line warning naming
+        the stage, which then builds here."""
         record = super().read_run(key)
         if record is not None:
             return record
@@ -40,21 +45,35 @@ class SharedStore(ArtifactStore):
             if key in self._asked:
                 return None
             self._asked.add(key)
+        stage = stage or key[:12]
         try:
-            record, tally = fetch_run(self, self.remote, key, key[:12])
+            record, tally = fetch_run(self, self.remote, key, stage, self._claims_for(key))
         except Exception as exc:  # noqa: BLE001 - boundary: remote store; unreachable or refusing, the stage builds here
             self.warn(
-                f"remote {self.remote.shown}: looking up {key[:12]} failed "
+                f"remote {self.remote.shown}: looking up {stage} failed "
                 f"({type(exc).__name__}: {_redacted(str(exc), self.remote)}); building it here"
             )
             return None
         for problem in tally.problems:
             self.warn(f"{problem}; building it here")
         if record is not None:
-            self.say(
-                f"pulled {record.get('stage', key[:12])} ({tally.bytes / 1e6:.1f} MB) from {self.remote.shown}"
-            )
+            self.say(f"pulled {stage} ({tally.bytes / 1e6:.1f} MB) from {self.remote.shown}")
         return record
+
+    def _claims_for(self, key: str) -> ClaimsSource:
+        """Which remote records name which objects (engine.store.remote_trust), read once per store and again
+        when the record asked for was pushed after they were read."""
+
+        def claims() -> Claims:
+            with self._lock:
+                known = self._claims is not None and any(
+                    key in keys for keys in self._claims.values()
+                )
+                if not known:
+                    self._claims = remote_claims(self.remote, self.remote.listing().runs)
+                return self._claims
+
+        return claims
 
     def materialize(self, digest: str, dest: Path) -> None:
         if not self.object_intact(digest):

@@ -4,9 +4,12 @@ Two keys, neither of them stored in the cache:
 - the local key, one per user (`~/.config/ortflow/local.key`, created on first use, mode 0600), signs the
   validated-recipe snapshots: whoever can write the cache cannot make `engine run` execute a loader the
   recipe does not name;
-- the shared key, `$ORTFLOW_SIGNING_KEY`, which a team sets on every machine that may publish to a shared
-  cache (CI, Dask workers): with it set, run records are signed when written and a record without a valid
-  signature is never served.
+- the team key, `$ORTFLOW_SIGNING_KEY` (or the file `$ORTFLOW_SIGNING_KEY_FILE` names), which a team sets on
+  every machine that may publish to a shared cache (CI, Dask workers): with it set, run records are signed when
+  written and a record without a valid signature is never served. A record from a remote needs a valid
+  signature even where no key is set (engine.store.records), so a remote is a trust boundary by default.
+  Rotation: records signed with a key listed in `$ORTFLOW_SIGNING_KEYS_PREVIOUS` (comma-separated) still
+  verify; every new signature is made with the current key.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ import os
 import secrets
 from pathlib import Path
 
+from ortflow.engine.errors import StoreError
+
 SIGNING_KEY_ENV = "ORTFLOW_SIGNING_KEY"
+SIGNING_KEY_FILE_ENV = "ORTFLOW_SIGNING_KEY_FILE"
+PREVIOUS_KEYS_ENV = "ORTFLOW_SIGNING_KEYS_PREVIOUS"
 KEY_BYTES = 32
 
 
@@ -30,9 +37,42 @@ def signature_ok(key: bytes, payload: bytes, signature: object) -> bool:
 
 
 def shared_key() -> bytes | None:
-    """The team's key for run records, if this machine was given one."""
+    """The team's current key for run records, if this machine was given one: $ORTFLOW_SIGNING_KEY, else the
+    file $ORTFLOW_SIGNING_KEY_FILE names (a key in a file never passes through a shell's history or a CI log)."""
     text = os.environ.get(SIGNING_KEY_ENV, "")
+    if not text and os.environ.get(SIGNING_KEY_FILE_ENV):
+        path = Path(os.environ[SIGNING_KEY_FILE_ENV]).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(
+                f"${SIGNING_KEY_FILE_ENV}: {path} cannot be read ({type(exc).__name__}) — "
+                "point it at the file `engine cache key new` wrote, or unset it"
+            ) from None
     return text.encode("utf-8") if text else None
+
+
+def verifying_keys() -> list[bytes]:
+    """Every key a signature is accepted from: the current one, then the previous ones still in rotation."""
+    current = shared_key()
+    previous = os.environ.get(PREVIOUS_KEYS_ENV, "")
+    found = [current] if current else []
+    found += [k.strip().encode("utf-8") for k in previous.split(",") if k.strip()]
+    return found
+
+
+def signed_by_any(keys: list[bytes], payload: bytes, signature: object) -> bool:
+    return any(signature_ok(key, payload, signature) for key in keys)
+
+
+def new_key_file(path: Path) -> None:
+    """A fresh random team key (64 hex digits) in a new file only its owner can read; never overwrites one."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        os.write(handle, (secrets.token_hex(KEY_BYTES) + "\n").encode("ascii"))
+    finally:
+        os.close(handle)
 
 
 def config_dir() -> Path:

@@ -5,19 +5,22 @@ been downloaded and re-hashed, so neither side ever serves a record whose object
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
-from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.store.records import DIGEST, record_problem
+from ortflow.engine.store.manifests import DAMAGED, manifest_problem
 from ortflow.engine.store.remote import Listing, Remote
-
-DAMAGED = "the remote copy is damaged — run `engine cache verify --remote --remove`, then push it again from a good cache"
+from ortflow.engine.store.remote_trust import (
+    ClaimsSource,
+    for_remote,
+    lazy_claims,
+    remote_claims,
+    remote_record_problem,
+)
 
 
 class Meter(Protocol):
@@ -70,7 +73,7 @@ def push(
             if key not in listing.runs:
                 tally.missing.append(stage)
             continue
-        records[key] = record
+        records[key] = for_remote(record, remote)
     digests = {out["digest"] for record in records.values() for out in record["outputs"].values()}
     upload_objects(store, remote, digests, listing, meter, tally)
     fresh = {
@@ -91,6 +94,7 @@ def publish_run(store: ArtifactStore, remote: Remote, key: str, tally: Tally) ->
     if record is None:
         tally.missing.append(key[:12])
         return
+    record = for_remote(record, remote)
     digests = {out["digest"] for out in record["outputs"].values()}
     upload_objects(store, remote, digests, _probe(store, remote, digests), NoMeter(), tally)
     remote.write_json(remote.run_name(key), record)
@@ -177,9 +181,10 @@ def pull(
         else:
             remote_keys.append(key)
     fetched = remote.read_many([remote.run_name(key) for key in remote_keys])
+    claims = lazy_claims(lambda: remote_claims(remote, listing.runs))
     for key in remote_keys:
         record = _checked_record(
-            remote, key, keys[key], listing.holds, tally, fetched[remote.run_name(key)]
+            remote, key, keys[key], listing.holds, tally, claims, fetched[remote.run_name(key)]
         )
         if record is not None:
             wanted[key] = record
@@ -193,11 +198,13 @@ def pull(
 
 
 def fetch_run(
-    store: ArtifactStore, remote: Remote, key: str, stage: str
+    store: ArtifactStore, remote: Remote, key: str, stage: str, claims: ClaimsSource | None = None
 ) -> tuple[JsonObject | None, Tally]:
-    """Read-through: one key's record and objects, without listing the whole remote."""
+    """Read-through: one key's record and objects, without listing the whole remote (unless an unsigned
+    record the user accepted needs `claims`: engine.store.remote_trust)."""
     tally = Tally()
-    record = _checked_record(remote, key, stage, lambda _digest: True, tally)
+    claims = claims or lazy_claims(lambda: remote_claims(remote, remote.listing().runs))
+    record = _checked_record(remote, key, stage, lambda _digest: True, tally, claims)
     if record is None:
         return None, tally
     fetch_objects(
@@ -216,17 +223,19 @@ def _checked_record(
     stage: str,
     holds: Callable[[str], bool],
     tally: Tally,
+    claims: ClaimsSource,
     record: Any = None,
 ) -> JsonObject | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
-    (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
+    (its key recomputed, plain output names) and the remote's (engine.store.remote_trust), else None with the
+    reason in the tally."""
     record = record if record is not None else remote.read_json(remote.run_name(key))
     if record is None:
         tally.missing.append(stage)
         return None
-    problem = record_problem(key, record, holds)
+    problem = remote_record_problem(remote, key, record, holds, claims)
     if problem:
-        tally.problems.append(f"{remote.shown}: run record {key[:12]} ({stage}) refused: {problem}")
+        tally.problems.append(f"{remote.shown}: {stage} not pulled: {problem}")
         return None
     return record
 
@@ -296,22 +305,6 @@ def _locate(
         else:
             trees[digest] = manifest
     return sizes, trees
-
-
-def manifest_problem(digest: str, manifest: Any) -> str | None:
-    if manifest is None:
-        return "is not on the remote"
-    if not isinstance(manifest, dict) or not all(
-        isinstance(v, str) and DIGEST.match(v) for v in manifest.values()
-    ):
-        return f"has an unreadable folder manifest; {DAMAGED}"
-    for rel in manifest:
-        parts = PurePosixPath(rel).parts
-        if not parts or rel.startswith("/") or ".." in parts or "\\" in rel:
-            return f"names the file {rel!r}, which is not inside its folder; {DAMAGED}"
-    if hash_bytes(json.dumps(manifest, sort_keys=True).encode()) != digest:
-        return f"has a folder manifest that does not hash to its name; {DAMAGED}"
-    return None
 
 
 def _download(

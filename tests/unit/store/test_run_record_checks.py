@@ -77,3 +77,52 @@ def test_outputs_against_the_stage_type_and_the_lock():
     assert output_digests(record()) == {"file": D2}
     assert lock_disagreement({"file": D2}, {"file": D1}) == ("file", D2, D1)
     assert lock_disagreement({"file": D2}, {"file": D2, "gone": D1}) is None
+
+
+def _no_keys(monkeypatch) -> None:
+    for name in (
+        "ORTFLOW_SIGNING_KEY",
+        "ORTFLOW_SIGNING_KEY_FILE",
+        "ORTFLOW_SIGNING_KEYS_PREVIOUS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_remote_record_must_be_signed_unless_unsigned_ones_are_accepted(monkeypatch):
+    from ortflow.engine.store.records import Origin, signed
+
+    _no_keys(monkeypatch)
+    assert record_problem(KEY, record(), intact, Origin.LOCAL) is None  # this cache, no team key
+    assert "it is unsigned" in record_problem(KEY, record(), intact, Origin.REMOTE)
+    assert record_problem(KEY, record(), intact, Origin.REMOTE_UNSIGNED_OK) is None
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "a")
+    good = signed(record())
+    assert record_problem(KEY, good, intact, Origin.REMOTE) is None
+    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
+    assert "no ORTFLOW_SIGNING_KEY to check it" in record_problem(KEY, good, intact, Origin.REMOTE)
+
+
+def test_rotation_accepts_previous_keys_and_a_key_file(monkeypatch, tmp_path):
+    from ortflow.engine.store.records import Signature, signature_of, signed
+
+    _no_keys(monkeypatch)
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "old")
+    by_old = signed(record())
+    (tmp_path / "team.key").write_text("new\n")
+    monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY_FILE", str(tmp_path / "team.key"))
+    assert signature_of(by_old) is Signature.INVALID
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", "older, old")
+    assert signature_of(by_old) is Signature.VALID
+    assert signed(by_old)["signature"] != by_old["signature"]  # new signatures: the current key's
+
+
+def test_an_unsigned_record_naming_another_records_object_is_refused():
+    from ortflow.engine.store.remote_trust import claims_of, reuse_problem
+
+    other = "f" * 64
+    claims = claims_of({KEY: record(), other: record(key=other)})
+    assert "which the record ffffffffffff (another stage) also names" in reuse_problem(
+        KEY, record(), claims
+    )
+    assert reuse_problem(KEY, record(), claims_of({KEY: record()})) is None

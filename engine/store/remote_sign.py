@@ -1,0 +1,86 @@
+"""`engine cache sign --remote`: the one-off migration of a remote written without a key (or with a key now
+rotated out) to records signed with the team's current key. A record is signed only after every object it
+names was re-hashed from its bytes and it passed every check an unsigned record must pass to be served
+(engine.store.remote_trust): signing vouches for it, so nothing is signed that would not have been served."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortflow.engine.builds import canonical_json
+from ortflow.engine.errors import StoreError
+from ortflow.engine.store.manifests import manifest_problem
+from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
+from ortflow.engine.store.remote import Remote
+from ortflow.engine.store.remote_trust import claims_of, reuse_problem, stage_shown
+from ortflow.engine.store.signing import shared_key, signature_ok
+
+
+@dataclass
+class Signing:
+    """What `cache sign --remote` did: records signed now, already signed with the current key, refused."""
+
+    signed: list[str] = field(default_factory=list)
+    already: int = 0
+    refused: list[str] = field(default_factory=list)  # one line each: the record and why
+
+
+def sign_remote(remote: Remote) -> Signing:
+    key = shared_key()
+    if key is None:
+        raise StoreError(
+            "cache sign: no ORTFLOW_SIGNING_KEY (or ORTFLOW_SIGNING_KEY_FILE) to sign with — "
+            "create one with `engine cache key new` and set it"
+        )
+    listing = remote.listing()
+    records = {name: remote.read_json(remote.run_name(name)) for name in sorted(listing.runs)}
+    claims = claims_of(records)
+    intact = _Objects(remote)
+    done = Signing()
+    for name, record in records.items():
+        if isinstance(record, dict) and _current(key, record):
+            done.already += 1
+            continue
+        problem = _why_not(name, record, intact, claims)
+        if problem:
+            done.refused.append(f"run record {name[:12]} ({stage_shown(name, record)}): {problem}")
+            continue
+        remote.write_json(remote.run_name(name), signed(record))
+        done.signed.append(stage_shown(name, record))
+    return done
+
+
+def _why_not(name: str, record: Any, intact: "_Objects", claims: Any) -> str | None:
+    if isinstance(record, dict) and signature_of(record) is Signature.INVALID:
+        return record_problem(name, record, intact, Origin.REMOTE)
+    problem = record_problem(name, record, intact, Origin.REMOTE_UNSIGNED_OK)
+    return problem or reuse_problem(name, record, claims)
+
+
+def _current(key: bytes, record: dict[str, Any]) -> bool:
+    unsigned = {k: v for k, v in record.items() if k != "signature"}
+    return signature_ok(key, canonical_json(unsigned).encode("utf-8"), record.get("signature"))
+
+
+class _Objects:
+    """Whether an object on the remote is intact, re-hashed from its bytes once (a folder: its manifest and
+    every file it lists)."""
+
+    def __init__(self, remote: Remote):
+        self.remote = remote
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, digest: str) -> bool:
+        if digest not in self.seen:
+            self.seen[digest] = self._check(digest)
+        return self.seen[digest]
+
+    def _check(self, digest: str) -> bool:
+        remote = self.remote
+        if remote.size(remote.object_name(digest)) is not None:
+            return remote.hash_of(remote.object_name(digest)) == digest
+        manifest = remote.read_json(remote.tree_name(digest))
+        if manifest_problem(digest, manifest) is not None:
+            return False
+        return all(self(member) for member in manifest.values())
