@@ -45,7 +45,7 @@ def _problems(path: Path, data: Any) -> list[Problem]:
     if schema_problem("lock", data) is None:
         return []
     from ortflow.engine.recipe.schema_errors import validate
-    from ortflow.engine.recipe.yamlsource import parse_yaml
+    from ortflow.engine.yamlsource import parse_yaml
 
     _, source = parse_yaml(read_bounded_text(path), str(path))
     found = validate(data, lock_schema(), source) or [

@@ -14,7 +14,7 @@ import yaml
 
 from ortflow.engine.errors import Problem, suggest
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
+from ortflow.engine.yamlsource import PathKey, SourceMap
 
 RESERVED = ("include", "exclude")
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')

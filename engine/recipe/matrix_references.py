@@ -14,7 +14,7 @@ import yaml
 from ortflow.engine.errors import Location, Problem
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.matrix_combinations import label
-from ortflow.engine.recipe.yamlsource import SourceMap
+from ortflow.engine.yamlsource import SourceMap
 
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"

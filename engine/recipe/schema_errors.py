@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 from ortflow.engine.errors import Problem, suggest
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
+from ortflow.engine.yamlsource import PathKey, SourceMap
 
 _TYPE_NAMES = {
     "object": "a mapping",
