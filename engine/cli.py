@@ -348,6 +348,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for flag in ("debug", "quiet", "verbose"):
         setattr(args, flag, getattr(args, flag, False))
+    from ortflow.engine.secrets import redacted_output
+
+    with redacted_output():  # every line printed passes the one secret redactor (engine.secrets)
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ortflow.engine.console import Output, broken_pipe
 
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)

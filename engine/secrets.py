@@ -11,9 +11,13 @@ redacted too; a fragment is never needed to reach a remote, so it is hidden whol
 from __future__ import annotations
 
 import re
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any, Iterator, TypeVar, cast
 
 MASK = "***"
+T = TypeVar("T")
 # Words that make a query parameter, a config key or an option name a secret (matched within the lowercased name).
 SECRET_WORDS = (
     "secret",
@@ -105,14 +109,42 @@ def redact(text: str) -> str:
     return _URL.sub(_redact_url, text)
 
 
-def redact_json(value: object) -> object:
-    """A JSON-like value (a report, a run record) with every string in it passed through `redact`."""
+def redact_json(value: T) -> T:
+    """A JSON-like value (a report, a run record, a lock) with every string in it passed through `redact`."""
     if isinstance(value, str):
-        return redact(value)
+        return cast(T, redact(value))
     if isinstance(value, dict):
-        return {redact(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_json(item) for item in value]
-    if isinstance(value, tuple):
-        return tuple(redact_json(item) for item in value)
+        return cast(
+            T, {redact(k) if isinstance(k, str) else k: redact_json(v) for k, v in value.items()}
+        )
+    if isinstance(value, (list, tuple)):
+        return cast(T, type(value)(redact_json(item) for item in value))
     return value
+
+
+class RedactingStream:
+    """A text stream that passes everything written to it through `redact`: the CLI's stdout and stderr while a
+    command runs, so tables, warnings, a stage's printed lines, logging's last-resort handler and --debug
+    tracebacks (whose exception messages can embed a URL) all reach the terminal redacted. Each write is one
+    print's text or one traceback line, so a URL is never split between two writes."""
+
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding: the stream's own
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def redacted_output() -> Iterator[None]:
+    """sys.stdout and sys.stderr redacted for the duration (engine.cli.main runs every command inside)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved

@@ -26,6 +26,7 @@ from ortflow.engine.publish.lockfile import (
     read_bounded_text,
 )
 from ortflow.engine.schema_check import problem as schema_problem
+from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
@@ -100,7 +101,7 @@ class Lock:
 
     def text(self) -> str:
         return HEADER + yaml.dump(
-            self.to_json(),
+            redact_json(self.to_json()),  # a parameter may hold a URL with credentials
             Dumper=PlainDumper,
             sort_keys=True,
             default_flow_style=False,
