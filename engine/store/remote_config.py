@@ -89,8 +89,8 @@ def read_config(path: Path) -> RemoteSetting | None:
     if found is not None:
         where, what = found
         raise StoreError(
-            f"{source.locate(where, key=True)}: {'.'.join(map(str, where))}: {what}: credentials do not belong "
-            f"in a project file (it is committed) — {CHAIN}"
+            f"{source.locate(where, key=True)}: {'.'.join(map(str, where))}: credentials do not belong in a "
+            f"project file (it is committed; {what}) — {CHAIN}"
         )
     return RemoteSetting(entry["url"], str(path), dict(entry.get("options") or {}))
 
