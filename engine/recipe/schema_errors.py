@@ -130,7 +130,9 @@ def _problem(error: Any, source: SourceMap, at: _Subject) -> Problem:
         return Problem(
             f"{what}: {_show(error.instance)} is not valid: it must match {error.validator_value}",
             where,
-            "; ".join(filter(None, [_example(error.instance, error.validator_value), _hint(schema)])),
+            "; ".join(
+                filter(None, [_example(error.instance, error.validator_value), _hint(schema)])
+            ),
         )
     if kind == "propertyNames" or (kind == "not" and isinstance(error.instance, str)):
         return Problem(
