@@ -22,6 +22,7 @@ from ortflow.engine.errors import (
     no_space,
     no_space_message,
 )
+from ortflow.engine.secrets import redacted_output
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
@@ -342,19 +343,13 @@ def _cache_options(name: str, action: argparse.ArgumentParser) -> None:
         action.add_argument("--remote", metavar="URL", help=_REMOTE_HELP)
 
 
+@redacted_output()  # every line printed, tracebacks included, passes the one secret redactor
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     _complete(parser)
     args = parser.parse_args(argv)
     for flag in ("debug", "quiet", "verbose"):
         setattr(args, flag, getattr(args, flag, False))
-    from ortflow.engine.secrets import redacted_output
-
-    with redacted_output():  # every line printed passes the one secret redactor (engine.secrets)
-        return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
     from ortflow.engine.console import Output, broken_pipe
 
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
