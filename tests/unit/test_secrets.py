@@ -124,3 +124,24 @@ def test_deep_nesting_and_alias_bombs_in_the_project_file_are_refused_quickly(tm
     assert (
         time.process_time() - started < 1.0
     )  # CPU time, not wall time: a busy machine does not fail it
+
+
+def test_a_url_cut_or_folded_by_a_table_or_a_wrapped_line_shows_no_part_of_its_secret():
+    """rich pads, folds and cuts a cell before the output stream sees it; a cut URL has lost its '@'."""
+    import io
+
+    from rich.console import Console
+
+    from ortflow.engine.console import Output
+    from ortflow.engine.console_tables import run_table
+    from ortflow.engine.types import StageOutcome, Status
+
+    url = "s3://AKIAKEYID:Sl/ash+Key/x@bucket/a/long/prefix/that/does/not/fit/in/the/column"
+    outcome = StageOutcome("b", Status.FAILED, error=f"cannot reach {url}")
+    narrow = Console(file=io.StringIO(), width=50)
+    narrow.print(run_table("leak", [outcome]))
+    output = Output()
+    output.console = Console(file=io.StringIO(), width=30)
+    output.say(f"pushed to {url}")
+    for shown in (narrow.file.getvalue(), output.console.file.getvalue()):
+        assert "AKIAKEYID" not in shown and "Sl/ash" not in shown
