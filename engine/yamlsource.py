@@ -229,7 +229,9 @@ def _too_deep(where: Location, aliased: bool = False) -> Problem:
     return Problem(
         f"the document nests more than {MAX_DEPTH} levels deep here",
         where,
-        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names",
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names"
+        if _kind(str(where.file)) == "recipe"
+        else "a project file nests a few levels: flatten this value",
     )
 
 
