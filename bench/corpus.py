@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-import yaml
+from ortflow.engine.yamlsource import load_yaml
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -141,7 +141,7 @@ def _model(entry: dict, where: str) -> CorpusModel:
 
 
 def load_manifest(path: Path = MANIFEST) -> Manifest:
-    raw = yaml.safe_load(path.read_text())
+    raw = load_yaml(path)[0]
     models = tuple(
         _model(entry, f"{path}: model {i + 1} ({entry.get('id', '?')})")
         for i, entry in enumerate(raw["models"])
@@ -268,7 +268,7 @@ def _select_stage(recipe: dict) -> str:
 
 def judge(result: Result, recipe_path: Path) -> None:
     """Outcome, speedup and metric from the select stage's selection.json of the run."""
-    recipe = yaml.safe_load(recipe_path.read_text())
+    recipe = load_yaml(recipe_path)[0]
     selection = json.loads(
         (
             recipe_path.parent / "out" / recipe["name"] / _select_stage(recipe) / "selection.json"
@@ -340,7 +340,7 @@ def try_model(
 def by_stage_type(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
     """`run_args` as `--set {STAGE_TYPE}.with.KEY=VALUE` pairs, each given for every stage of that type the recipe
     has (init names them; the test shortens its benchmark and calibration) and dropped where it has none."""
-    stages = yaml.safe_load(recipe.read_text())["stages"]
+    stages = load_yaml(recipe)[0]["stages"]
     args: list[str] = []
     for flag, value in zip(run_args[::2], run_args[1::2]):
         kind, _, rest = value.partition("}.")

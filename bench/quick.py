@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 import yaml
 
+from ortflow.engine.yamlsource import load_yaml
+
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 HELP = "tiny runs on the same code path (a few samples, a short benchmark): checks the script still works; numbers mean nothing"
 # The smallest real build: MiniLM to dynamic INT8, timed against fp32 and checked on 8 held-out sentences (about
@@ -73,7 +75,7 @@ def recipe_copy(recipe: Path, folder: Path, changes: dict[str, Any]) -> Path:
     linked beside it.
     Written into the file rather than given as --set, so that every later command on it (status, cache pull)
     plans the same keys."""
-    data = yaml.safe_load(recipe.read_text())
+    data = load_yaml(recipe)[0]
     for dotted, value in changes.items():
         node = data
         *path, last = dotted.split(".")

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 
 import quick
-import yaml
+
+from ortflow.engine.yamlsource import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = [
@@ -44,7 +45,7 @@ FLAGS = [
 def reports(recipes: list[Path]) -> list[tuple[str, Path]]:
     found = []
     for recipe in recipes:
-        name = (yaml.safe_load(recipe.read_text()) or {}).get("name", recipe.stem)
+        name = (load_yaml(recipe)[0] or {}).get("name", recipe.stem)
         page = recipe.parent / "out" / name / "report.html"
         if page.is_file():
             found.append((name, page))

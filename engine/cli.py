@@ -22,6 +22,7 @@ from ortflow.engine.errors import (
     no_space,
     no_space_message,
 )
+from ortflow.engine.secrets import redacted_output
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 from ortflow.engine.trust_commands import add_allow_unsigned, add_trust_commands
 
@@ -347,6 +348,7 @@ def _cache_options(name: str, action: argparse.ArgumentParser) -> None:
         add_allow_unsigned(action)
 
 
+@redacted_output()  # every line printed, tracebacks included, passes the one secret redactor
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     _complete(parser)

@@ -12,6 +12,7 @@ from typing import Any, Iterator, NoReturn
 
 from ortflow.engine import console_tables as tables
 from ortflow.engine.run.scheduler import SchedulerEvents
+from ortflow.engine.secrets import redact
 from ortflow.engine.types import Status, dropped_text
 
 
@@ -56,8 +57,8 @@ class Output:
         _route_warnings(self)
 
     def say(self, text: str) -> None:
-        if not self.quiet:
-            self.console.print(text, markup=False)
+        if not self.quiet:  # redacted before rich wraps it: a URL folded across lines loses its '@'
+            self.console.print(redact(text), markup=False)
 
     def error(self, text: str) -> None:
         for line in text.splitlines():
@@ -103,7 +104,7 @@ class Output:
         def log(message: str) -> None:
             if not self.quiet:
                 self.console.print(
-                    message, markup=False
+                    redact(message), markup=False
                 )  # the console's stream is not the stage's capture
 
         if display is not None:

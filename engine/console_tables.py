@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from ortflow.engine.provenance import with_label
 from ortflow.engine.run.plan import PlanAction
+from ortflow.engine.secrets import redact
 from ortflow.engine.types import Status, dropped_text
 
 PLAN_STYLE = {
@@ -305,7 +306,8 @@ def _cell(value: Any) -> str:
 
 
 def escape(text: str) -> str:
-    """Text printed as written: rich would read `[...]` in it as markup."""
+    """Text printed as written (rich would read `[...]` in it as markup), a URL's credentials redacted before
+    the table pads, folds or cuts the cell: a cut URL has lost the `@` that the output stream's redactor finds."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(redact(text))

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from ortflow.engine.builds import Identity, RunRecord
     from ortflow.engine.dataset import Dataset, DatasetLoader
     from ortflow.engine.errors import Location
-    from ortflow.engine.recipe.yamlsource import SourceMap
     from ortflow.engine.stage import Stage
+    from ortflow.engine.yamlsource import SourceMap
 
 SOURCES = ("inputs", "datasets")
 

@@ -26,6 +26,7 @@ from ortflow.engine.publish.lockfile import (
     read_bounded_text,
 )
 from ortflow.engine.schema_check import problem as schema_problem
+from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
@@ -45,7 +46,7 @@ def _problems(path: Path, data: Any) -> list[Problem]:
     if schema_problem("lock", data) is None:
         return []
     from ortflow.engine.recipe.schema_errors import validate
-    from ortflow.engine.recipe.yamlsource import parse_yaml
+    from ortflow.engine.yamlsource import parse_yaml
 
     _, source = parse_yaml(read_bounded_text(path), str(path))
     found = validate(data, lock_schema(), source) or [
@@ -100,7 +101,7 @@ class Lock:
 
     def text(self) -> str:
         return HEADER + yaml.dump(
-            self.to_json(),
+            redact_json(self.to_json()),  # a parameter may hold a URL with credentials
             Dumper=PlainDumper,
             sort_keys=True,
             default_flow_style=False,

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from ortflow.engine.errors import Location, Problem, RecipeError
-from ortflow.engine.recipe.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
+from ortflow.engine.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
 
 LOCK_SCHEMA = 1
 HEADER = (

@@ -18,6 +18,7 @@ from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.report_section import ReportSection, report_section
+from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
@@ -75,6 +76,7 @@ def write_report(
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
     report["sections"] = _sections(outcomes, store, declared)
     report.update(_declared(list(declared.values())))
+    report = redact_json(report)  # a stage's error or a parameter may hold a URL with credentials
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))

@@ -12,9 +12,9 @@ from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
 from ortflow.engine.recipe.stage_specs import Scope, resolve_stages
-from ortflow.engine.recipe.yamlsource import load_yaml
 from ortflow.engine.registry import Plugins
 from ortflow.engine.types import Recipe, StageSpec
+from ortflow.engine.yamlsource import load_yaml
 
 
 def read_recipe(

@@ -22,7 +22,7 @@ from ortflow.engine.recipe.matrix_references import selector as _selector  # noq
 from ortflow.engine.recipe.matrix_references import (  # noqa: F401 (tests read it here)
     split_top_level as _split_top_level,
 )
-from ortflow.engine.recipe.yamlsource import KEY, PathKey, SourceMap
+from ortflow.engine.yamlsource import KEY, PathKey, SourceMap
 
 DEFAULT_MAX_STAGES = 256
 

@@ -10,11 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from ortflow.engine.errors import Problem, suggest
+from ortflow.engine.errors import Problem, RecipeError, suggest
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
+from ortflow.engine.yamlsource import PathKey, SourceMap, parse_yaml
 
 RESERVED = ("include", "exclude")
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')
@@ -36,8 +34,8 @@ def label(value: Any) -> str:
 def _reads_back(text: str) -> bool:
     """Whether a selector value written as `text` (read as YAML) is this very string."""
     try:
-        return bool(text) and yaml.safe_load(text) == text
-    except yaml.YAMLError:
+        return bool(text) and parse_yaml(text, "a matrix value")[0] == text
+    except RecipeError:
         return False
 
 

@@ -9,12 +9,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from ortflow.engine.errors import Location, Problem
+from ortflow.engine.errors import Location, Problem, RecipeError
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.matrix_combinations import label
-from ortflow.engine.recipe.yamlsource import SourceMap
+from ortflow.engine.yamlsource import SourceMap, parse_yaml
 
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"
@@ -161,8 +159,8 @@ def selector(text: str) -> dict[str, str] | None:
         if not sep or not key.strip():
             return None
         try:  # written as YAML: `per_channel=True` selects the variant labelled `true`, `text="a,b"` a quoted one
-            pairs[key.strip()] = label(yaml.safe_load(value.strip()))
-        except yaml.YAMLError:
+            pairs[key.strip()] = label(parse_yaml(value.strip(), "a selector")[0])
+        except RecipeError:
             pairs[key.strip()] = value.strip()
     return pairs
 

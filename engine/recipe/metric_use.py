@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ortflow.engine.errors import Problem
 from ortflow.engine.metric import Better, KnownMetrics
-from ortflow.engine.recipe.yamlsource import SourceMap
 from ortflow.engine.stage import ArtifactKind
 from ortflow.engine.types import StageSpec
+from ortflow.engine.yamlsource import SourceMap
 
 
 def metric_problems(

@@ -7,7 +7,7 @@ from typing import Any
 
 from ortflow.engine.errors import Location, Problem, RecipeError, suggest
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.yamlsource import SourceMap, load_yaml, parse_yaml
+from ortflow.engine.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ortflow.engine.errors import Problem, suggest
 from ortflow.engine.json_types import JsonObject
-from ortflow.engine.recipe.yamlsource import PathKey, SourceMap
+from ortflow.engine.yamlsource import PathKey, SourceMap
 
 _TYPE_NAMES = {
     "object": "a mapping",
@@ -90,7 +91,6 @@ class _Subject:
 
 def _unknown_keys(error: Any, source: SourceMap, at: _Subject) -> Iterable[Problem]:
     """One problem per key neither the schema's properties nor its pattern properties allow, at the key."""
-    import re
 
     schema = error.schema
     allowed = sorted(schema.get("properties", {}))
@@ -127,7 +127,13 @@ def _problem(error: Any, source: SourceMap, at: _Subject) -> Problem:
     if kind in ("oneOf", "anyOf") and "x-expected" in schema:
         return Problem(f"{what} must be {schema['x-expected']}, got {_show(error.instance)}", where)
     if kind == "pattern":
-        return Problem(f"{what}: {_show(error.instance)} is not valid", where, _hint(schema))
+        return Problem(
+            f"{what}: {_show(error.instance)} is not valid: it must match {error.validator_value}",
+            where,
+            "; ".join(
+                filter(None, [_example(error.instance, error.validator_value), _hint(schema)])
+            ),
+        )
     if kind == "propertyNames" or (kind == "not" and isinstance(error.instance, str)):
         return Problem(
             f"{what}: the name {_show(error.instance)} is not allowed",
@@ -135,6 +141,15 @@ def _problem(error: Any, source: SourceMap, at: _Subject) -> Problem:
             "names are letters, digits, _ and -, and 'inputs' and 'datasets' are reserved",
         )
     return Problem(f"{what}: {error.message}", where, _hint(schema))
+
+
+def _example(value: Any, pattern: str) -> str | None:
+    """A value like `value` that matches `pattern` (`../../evil` -> `evil`), offered as the fix."""
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(value)).strip("._-")
+    for candidate in (text, text.replace(".", "_"), f"s_{text}"):
+        if candidate and re.search(pattern, candidate):
+            return f"e.g. {candidate!r}"
+    return None
 
 
 def _expected(schema: JsonObject, name: str) -> str | None:

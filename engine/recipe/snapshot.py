@@ -23,14 +23,15 @@ from ortflow.engine.errors import Location
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
-from ortflow.engine.recipe.yamlsource import MAX_BYTES, SourceMap
 from ortflow.engine.registry import Plugins
+from ortflow.engine.secrets import redact
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
 from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
+from ortflow.engine.yamlsource import MAX_BYTES, SourceMap
 
 FOLDER = "recipes"
 
@@ -114,6 +115,8 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     if secret is None:
         return  # unsigned snapshots would be trusted code from the cache: keep none
     text = json.dumps(data)
+    if redact(text) != text:
+        return  # a recipe holding a URL with credentials: parsed on every run rather than kept in the cache
     atomic.write_text(
         store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}"
     )

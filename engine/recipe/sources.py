@@ -12,9 +12,9 @@ from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.params import fill_defaults
 from ortflow.engine.recipe.schema_errors import validate
-from ortflow.engine.recipe.yamlsource import SourceMap
 from ortflow.engine.registry import Registry
 from ortflow.engine.types import DatasetSpec, InputSpec
+from ortflow.engine.yamlsource import SourceMap
 
 
 def resolve_inputs(

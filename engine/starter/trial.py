@@ -12,8 +12,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
 from ortflow.engine.dataset import Dataset, model_inputs
 from ortflow.engine.errors import OrtflowError, StageError
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
@@ -28,6 +26,7 @@ from ortflow.engine.starter.data import (
     resolved_shape,
 )
 from ortflow.engine.starter.roles import InputRole, ModelRoles
+from ortflow.engine.yamlsource import parse_yaml
 
 MAX_TRIALS = (
     12  # runs after the first: a model whose single run is slow is fine, a loop over it is not
@@ -80,7 +79,7 @@ class Trial:
         """The dataset the recipe declares: its parameters as the recipe's text says them, defaults filled and
         files resolved against the recipe's folder, read by the loader the recipe names."""
         loader_cls = installed(DATASETS).get(choice.loader)
-        params = yaml.safe_load(flow(choice.params))
+        params, _ = parse_yaml(flow(choice.params), "engine init's dataset parameters")
         problems = schema_problems(params, loader_cls.params_schema)
         if (
             problems

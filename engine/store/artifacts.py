@@ -28,6 +28,7 @@ from typing import Callable, Iterator
 
 from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
@@ -154,7 +155,7 @@ class ArtifactStore:
         """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
-        text = json.dumps(record if as_is else signed(record), indent=2, sort_keys=True)
+        text = json.dumps(record if as_is else signed(_redacted(record)), indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
@@ -377,3 +378,10 @@ def tree_size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _redacted(record: JsonObject) -> JsonObject:
+    """A run record's text (summary, log, steps, metrics) through the one redactor; its identity (type, version,
+    params, inputs, env), which the record's key is checked against, as the recipe gave it."""
+    kept = ("key", "type", "version", "params", "inputs", "env", "outputs")
+    return {name: value if name in kept else redact_json(value) for name, value in record.items()}

@@ -9,7 +9,8 @@ Nothing is trusted for being there: every object is re-hashed as it is downloade
 same checks as a local one (engine.store.records) before anything it names is fetched. An object store's
 PUT is atomic (a reader sees the whole object or none; an interrupted multipart upload is invisible), so
 objects go straight to their names; on a plain folder each file is written under tmp/ and renamed.
-Credentials come only from the library's own chain (environment, profile files, instance roles)."""
+Credentials come only from the library's own chain (environment, profile files, instance roles): a URL that
+holds any is refused (refuse_credentials)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import Json
+from ortflow.engine.secrets import redact, url_secrets
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
@@ -35,26 +37,13 @@ INSTALL = {
     "az": 'adlfs: pip install "ortflow[azure]"',
     "abfs": 'adlfs: pip install "ortflow[azure]"',
 }
-SECRET_WORDS = ("secret", "token", "password", "passwd", "key", "signature", "credential", "sig")
 Progress = Callable[[int], None]  # called with the bytes just transferred
+CHAIN = (
+    "use the library's standard chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE and "
+    "~/.aws/credentials (S3), gcloud auth (GCS), azure-identity (Azure)"
+)
 STREAMS = 10  # downloads at once (s3fs's own batch size for get is 10 per call too)
 CHUNK = 1 << 20
-
-
-def redact(url: str) -> str:
-    """The URL as it may be printed: a password or key in it (user:secret@, ?token=...) becomes ***."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<remote URL>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = "&".join(
-        f"{k}=***" if any(w in k.lower() for w in SECRET_WORDS) else f"{k}={v}"
-        for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 @dataclass
@@ -81,6 +70,7 @@ class Remote:
             allow_unsigned  # the user's opt-in to unsigned records (engine.store.remote_trust)
         )
         self.shown = redact(url)
+        refuse_credentials(url)
         fs, root, self.atomic_put = _filesystem(url, dict(options or {}))
         self.fs, self.root = fs, root.rstrip("/")
 
@@ -294,16 +284,7 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
         raise StoreError(
             f'remotes need fsspec: pip install "ortflow[s3]" (remote {redact(url)})'
         ) from None
-    parts = urllib.parse.urlsplit(url)
-    protocol = parts.scheme or "file"
-    if (
-        "@" in parts.netloc and protocol == "s3"
-    ):  # s3://KEY:SECRET@bucket: discouraged, accepted, never shown
-        user, host = parts.netloc.rsplit("@", 1)
-        key, _, secret = user.partition(":")
-        options.setdefault("key", urllib.parse.unquote(key))
-        options.setdefault("secret", urllib.parse.unquote(secret))
-        url = urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    protocol = urllib.parse.urlsplit(url).scheme or "file"
     try:
         fs, root = fsspec.core.url_to_fs(url, **options)
     except ImportError:
@@ -321,8 +302,21 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
     return fs, root, not local
 
 
+def refuse_credentials(url: str) -> None:
+    """A URL that carries credentials is refused before anything is opened, rather than parsed for the
+    filesystem. Refusing is the safer choice: a URL is echoed by shells, `ps`, CI logs and Dask's task graph,
+    and a secret holding '/', '@' or '#' has no one reading that every tool agrees on, so a parser that guesses
+    wrong sends the secret to the server as part of the bucket or path, where it comes back in an error."""
+    found = url_secrets(url)
+    if found:
+        raise StoreError(
+            f"remote {redact(url)}: the URL holds {found.said()}; credentials do not belong in a URL (shells, "
+            f"process lists and logs keep it) — {CHAIN} (an '@' that belongs to the path: choose a prefix without it)"
+        )
+
+
 def _clean(text: str, url: str) -> str:
-    return text.replace(url, redact(url))
+    return redact(text.replace(url, redact(url)))
 
 
 def _is_digest(text: str) -> bool:

@@ -6,28 +6,26 @@
       options: {endpoint_url: "http://minio.internal:9000"}   # fsspec storage options, never credentials
       allow_unsigned: false   # true: serve records not signed with the team's key (docs/security.md)
 
+A key that names a secret (aws_secret_access_key, token, password, ...) at any depth of the file, or a URL that
+carries user:secret@ or a secret query parameter anywhere in it, is refused with its file:line (exit 2).
+
 Credentials come from the transfer library's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or
 ~/.aws/credentials or an instance role for S3; gcloud's for GCS; azure-identity's for Azure)."""
 
 from __future__ import annotations
 
 import os
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ortflow.engine.errors import StoreError
-from ortflow.engine.store.remote import SECRET_WORDS, Remote, redact
+from ortflow.engine.secrets import is_secret_name, redact, url_secrets
+from ortflow.engine.store.remote import CHAIN, Remote
+from ortflow.engine.yamlsource import PathKey, load_yaml
 
 CONFIG_NAME = "ortflow.yaml"
 REMOTE_ENV = "ORTFLOW_REMOTE"
-CHAIN = (
-    "use the library's standard chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE and "
-    "~/.aws/credentials (S3), gcloud auth (GCS), azure-identity (Azure)"
-)
 
 
 @dataclass(frozen=True)
@@ -81,12 +79,9 @@ def find_config(near: Path) -> Path | None:
 
 
 def read_config(path: Path) -> RemoteSetting | None:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise StoreError(
-            f"{path}: cannot be read as YAML ({type(exc).__name__}) — fix it or remove it"
-        ) from None
+    """The remote `ortflow.yaml` names, read through the one YAML loader with the parser limits (deep nesting
+    and alias bombs are refused with file:line, exit 2); credentials anywhere in it are refused."""
+    data, source = load_yaml(path, small=True)
     entry = data.get("remote") if isinstance(data, dict) else None
     if entry is None:
         return None
@@ -99,18 +94,52 @@ def read_config(path: Path) -> RemoteSetting | None:
         or not isinstance(entry.get("allow_unsigned", False), bool)
     ):
         raise StoreError(
-            f"{path}: `remote` must be a URL, or a mapping with `url`, optional `options` and "
-            "`allow_unsigned: true|false` — "
+            f"{source.locate(('remote',))}: `remote` must be a URL, or a mapping with `url`, optional "
+            "`options` and `allow_unsigned: true|false` — "
             "e.g. remote: {url: s3://bucket/prefix}"
         )
-    options = dict(entry.get("options") or {})
-    secret = sorted(k for k in options if any(word in str(k).lower() for word in SECRET_WORDS))
-    if secret or "@" in urllib.parse.urlsplit(entry["url"]).netloc:
-        where = f"remote.options.{secret[0]}" if secret else "remote.url"
+    found = _credential(data, ())
+    if found is not None:
+        where, what = found
         raise StoreError(
-            f"{path}: {where}: credentials do not belong in a project file (it is committed) — {CHAIN}"
+            f"{source.locate(where, key=True)}: {'.'.join(map(str, where))}: credentials do not belong in a "
+            f"project file (it is committed; {what}) — {CHAIN}"
         )
-    return RemoteSetting(entry["url"], str(path), options, entry.get("allow_unsigned", False))
+    return RemoteSetting(
+        entry["url"], str(path), dict(entry.get("options") or {}), entry.get("allow_unsigned", False)
+    )
+
+
+def _credential(value: object, where: PathKey) -> tuple[PathKey, str] | None:
+    """The first credential at any depth: a key whose name says secret (aws_secret_access_key, token,
+    password, ...) or a URL string that carries a user:secret@ or a secret query parameter."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if _holds_secret(key, item):
+                return (*where, key), f"'{key}' names a secret"
+            found = _credential(item, (*where, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _credential(item, (*where, index))
+            if found is not None:
+                return found
+    elif isinstance(value, str) and url_secrets(value):
+        return where, f"the URL holds {url_secrets(value).said()}"
+    return None
+
+
+def _holds_secret(key: object, value: object) -> bool:
+    """A secret-named key with a value that could be the secret: text or a number. A switch (allow_unsigned:
+    true) or a file, path or variable that points at the secret is how credentials should be given."""
+    named = is_secret_name(key) and not str(key).lower().endswith(("file", "path", "env", "var"))
+    return (
+        named
+        and isinstance(value, (str, int, float))
+        and not isinstance(value, bool)
+        and value != ""
+    )
 
 
 def shown(setting: RemoteSetting | None) -> str:

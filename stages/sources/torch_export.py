@@ -78,8 +78,10 @@ def from_hf_folder(folder: Path, texts: list[str], outputs: list[str]) -> Export
         raise StageError(
             f"{folder}: no config.json — give a Hugging Face model folder (config.json, model.safetensors, tokenizer)"
         )
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    tokenizer = AutoTokenizer.from_pretrained(
+        folder, local_files_only=True, trust_remote_code=False
+    )
+    model = AutoModel.from_pretrained(folder, local_files_only=True, trust_remote_code=False).eval()
     encoded = tokenizer(texts, return_tensors="pt", padding=True)
     names = [n for n in TOKEN_INPUTS if n in encoded]
     extra = sorted(set(encoded) - set(TOKEN_INPUTS))

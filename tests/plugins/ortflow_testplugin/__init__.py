@@ -136,7 +136,10 @@ class Explode(Stage):
     params_schema = {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"how": {"enum": ["stage_error", "gate", "crash"], "default": "stage_error"}},
+        "properties": {
+            "how": {"enum": ["stage_error", "gate", "crash"], "default": "stage_error"},
+            "message": {"type": "string", "default": "", "description": "the StageError's text"},
+        },
     }
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -146,7 +149,7 @@ class Explode(Stage):
             raise GateFailed("cosine 0.91 < min 0.99")
         if ctx.params["how"] == "crash":
             raise ZeroDivisionError("division by zero")
-        raise StageError("the input is unusable — give it a better one")
+        raise StageError(ctx.params["message"] or "the input is unusable — give it a better one")
 
 
 class Append(Stage):

@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 from ortflow.engine.errors import Location
-from ortflow.engine.recipe.yamlsource import SourceMap, parse_yaml
 from ortflow.engine.types import Binding, Recipe, Ref, StageSpec
+from ortflow.engine.yamlsource import SourceMap, parse_yaml
 
 NAME = "recipe.yaml"
 

@@ -24,6 +24,8 @@ PathKey = tuple[Any, ...]
 MAX_BYTES = 4 << 20
 MAX_DEPTH = 64  # libyaml's composer recurses on the C stack and crashes near 25,000 levels
 MAX_NODES = 200_000  # aliases can multiply a small file into a huge document ("billion laughs")
+# A project file (ortflow.yaml) holds a few lines: a much smaller bound refuses an alias bomb in milliseconds.
+CONFIG_BYTES, CONFIG_NODES = 64 << 10, 10_000
 KEY = "<key>"  # marker in a PathKey for the position of a mapping key rather than its value
 
 
@@ -52,38 +54,42 @@ class SourceMap:
             path = path[:-1]
 
 
-def load_yaml(path: Path, display_name: str | None = None) -> tuple[Any, SourceMap]:
-    """Parse `path`; returns the plain data and its SourceMap. Syntax errors raise RecipeError."""
+def load_yaml(
+    path: Path, display_name: str | None = None, small: bool = False
+) -> tuple[Any, SourceMap]:
+    """Parse `path`; returns the plain data and its SourceMap. Syntax errors raise RecipeError. Every YAML file
+    ortflow reads comes through here or parse_yaml (the lock file through its own stricter event reader), so
+    each has the same limits; `small`: a project file's smaller ones (CONFIG_BYTES, CONFIG_NODES)."""
     name = display_name or str(path)
     try:
-        text = _read_bounded(path, name)
+        text = _read_bounded(path, name, CONFIG_BYTES if small else MAX_BYTES)
     except FileNotFoundError:
         raise RecipeError([Problem(f"file not found: {path}", hint="check the path")]) from None
     except UnicodeDecodeError:
         raise RecipeError([_not_a_recipe(path, name)]) from None
     except OSError as exc:
         raise RecipeError([Problem(f"cannot read {path}: {exc}")]) from None
-    return parse_yaml(text, name)
+    return parse_yaml(text, name, CONFIG_NODES if small else None)
 
 
-def _read_bounded(path: Path, name: str) -> str:
+def _read_bounded(path: Path, name: str, limit: int) -> str:
     """The file's text, refused before it is read when it is larger than any recipe: parsing a huge file
     takes minutes and gigabytes before any check sees it. The read itself is bounded too, for files
     whose size says nothing (a pipe, a device) or that grow while read."""
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        data = handle.read(MAX_BYTES + 1 if size <= MAX_BYTES else 1 << 16)
-    if size <= MAX_BYTES and len(data) <= MAX_BYTES:
+        data = handle.read(limit + 1 if size <= limit else 1 << 16)
+    if size <= limit and len(data) <= limit:
         # As Path.read_text reads it: universal newlines, so positions and values match on every platform.
         return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     codecs.getincrementaldecoder("utf-8")().decode(
         data
     )  # a binary file (a model) gets its own message
-    how_big = f"is {byte_size(size)}" if size > MAX_BYTES else f"holds over {byte_size(MAX_BYTES)}"
+    how_big = f"is {byte_size(size)}" if size > limit else f"holds over {byte_size(limit)}"
     raise RecipeError(
         [
             Problem(
-                f"{name} {how_big}, more than the {byte_size(MAX_BYTES)} a recipe may be",
+                f"{name} {how_big}, more than the {byte_size(limit)} a {_kind(name)} may be",
                 Location(name),
                 "a recipe names its models and data files rather than holding "
                 "their content: move large values into files it names",
@@ -116,11 +122,17 @@ def _not_a_recipe(path: Path, name: str) -> Problem:
     )
 
 
-def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:
+def _kind(name: str) -> str:
+    return "project file" if name.endswith("ortflow.yaml") else "recipe"
+
+
+def parse_yaml(text: str, name: str, max_nodes: int | None = None) -> tuple[Any, SourceMap]:
+    """Parse YAML text with the limits (depth, values, aliases); `max_nodes` below MAX_NODES for small files."""
+    nodes = max_nodes or MAX_NODES
     loader = _Loader(text)
     try:
         aliased = _check_shape(
-            text, name
+            text, name, nodes
         )  # before composing: libyaml's composer recurses on the C stack
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -141,7 +153,7 @@ def parse_yaml(text: str, name: str) -> tuple[Any, SourceMap]:
     source = SourceMap(name)
     if node is None:
         return None, source
-    converter = _Converter(source, aliased)
+    converter = _Converter(source, aliased, nodes)
     data = converter.convert(node, ())
     if converter.problems:
         raise RecipeError(converter.problems)
@@ -153,7 +165,7 @@ _OPENS = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSES = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
-def _check_shape(text: str, name: str) -> bool:
+def _check_shape(text: str, name: str, nodes: int) -> bool:
     """Refuse a document nested too deep or holding too many values, from libyaml's event stream (which
     the parser makes without recursion) before any node is built; True if it uses aliases. The text is
     parsed twice: measured +0.2 ms on the quickstart recipe, +16-20 ms on a 1,000-stage one (of 75-90 ms),
@@ -176,8 +188,8 @@ def _check_shape(text: str, name: str) -> bool:
                 depth -= 1
             elif kind is yaml.AliasEvent:
                 aliased, values = True, values + 1
-            if values > 2 * MAX_NODES:  # keys count here too, and every key has a value
-                raise RecipeError([_too_many(_event_location(name, event), aliased=False)])
+            if values > 2 * nodes:  # keys count here too, and every key has a value
+                raise RecipeError([_too_many(_event_location(name, event), False, nodes)])
     finally:
         loader.dispose()
     return aliased
@@ -217,19 +229,21 @@ def _too_deep(where: Location, aliased: bool = False) -> Problem:
     return Problem(
         f"the document nests more than {MAX_DEPTH} levels deep here",
         where,
-        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names",
+        "a recipe nests a few levels: flatten this value, or move it into a file the recipe names"
+        if _kind(str(where.file)) == "recipe"
+        else "a project file nests a few levels: flatten this value",
     )
 
 
-def _too_many(where: Location, aliased: bool) -> Problem:
+def _too_many(where: Location, aliased: bool, nodes: int) -> Problem:
     if aliased:
         return Problem(
-            f"the document expands to over {MAX_NODES} values",
+            f"the document expands to over {nodes} values",
             where,
             "use fewer anchors and aliases",
         )
     return Problem(
-        f"the document holds over {MAX_NODES} values",
+        f"the document holds over {nodes} values",
         where,
         "a recipe names its data files rather than holding the data: move long lists into files",
     )
@@ -239,8 +253,8 @@ class _Converter:
     """Turns composed YAML nodes into plain JSON-like data, recording positions and rejecting what a
     recipe cannot hold: non-string keys, duplicate keys, tags for non-JSON types, NaN, recursive aliases."""
 
-    def __init__(self, source: SourceMap, aliased: bool = False):
-        self.source = source
+    def __init__(self, source: SourceMap, aliased: bool, nodes: int):
+        self.source, self.nodes = source, nodes
         self.aliased = aliased  # whether "too many values" comes from aliases repeating values
         self.problems: list[Problem] = []
         self.loader = _Loader("")
@@ -252,9 +266,9 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: PathKey) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
-            if self.count == MAX_NODES + 1:
-                self.problems.append(_too_many(self._loc(node), self.aliased))
+        if self.count > self.nodes:
+            if self.count == self.nodes + 1:
+                self.problems.append(_too_many(self._loc(node), self.aliased, self.nodes))
             return None
         if id(node) in self.active:
             self.problems.append(
