@@ -106,7 +106,10 @@ def read_config(path: Path) -> RemoteSetting | None:
             f"project file (it is committed; {what}) — {CHAIN}"
         )
     return RemoteSetting(
-        entry["url"], str(path), dict(entry.get("options") or {}), entry.get("allow_unsigned", False)
+        entry["url"],
+        str(path),
+        dict(entry.get("options") or {}),
+        entry.get("allow_unsigned", False),
     )
 
 
