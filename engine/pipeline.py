@@ -263,7 +263,8 @@ def run(
             ws.recipe, ws.graph, ws.store, executor, sources, keep_going, events, locked
         )
         outcomes = _schedule(scheduler, executor, chosen)
-    return _conclude(ws, lock, lock_writer, outcomes, digests)
+        # Under the store mutex: a gc waiting for it must find the lock file naming what this run built.
+        return _conclude(ws, lock, lock_writer, outcomes, digests)
 
 
 def _publishing(
