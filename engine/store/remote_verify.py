@@ -7,7 +7,7 @@ from typing import Any
 
 from ortflow.engine.store.artifacts import Damage
 from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem
-from ortflow.engine.store.remote import Remote
+from ortflow.engine.store.remote import Listing, Remote
 from ortflow.engine.store.transfer import manifest_problem
 
 
@@ -15,13 +15,14 @@ def verify_remote(
     remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None
 ) -> list[Damage]:
     listing = remote.listing()
-    damage: list[Damage] = []
-    for digest in sorted(listing.objects):
+    refused = _refused(remote, listing)  # a FIFO or a link to /dev/zero: never read
+    damage: list[Damage] = list(refused.values())
+    for digest in sorted(set(listing.objects) - set(refused)):
         actual = remote.hash_of(remote.object_name(digest))
         if actual != digest:
             damage.append(Damage("object", digest, f"content hashes to {actual}"))
     good = set(listing.objects) - {d.name for d in damage}
-    for digest in sorted(listing.trees):
+    for digest in sorted(listing.trees - set(refused)):
         manifest = remote.read_json(remote.tree_name(digest))
         problem = manifest_problem(digest, manifest)
         lacking = [] if problem else sorted(set(manifest.values()) - good)
@@ -31,11 +32,26 @@ def verify_remote(
             )
         else:
             good.add(digest)
-    for key in sorted(listing.runs):
+    for key in sorted(listing.runs - set(refused)):
         problem = _run_problem(remote, key, good, locked or {})
         if problem:
             damage.append(Damage("run", key, problem))
     return damage
+
+
+def _refused(remote: Remote, listing: Listing) -> dict[str, Damage]:
+    """The listed names on a folder remote that are not regular files inside it, by digest or key."""
+    found = {}
+    for what, names, name_of in (
+        ("object", listing.objects, remote.object_name),
+        ("folder", listing.trees, remote.tree_name),
+        ("run", listing.runs, remote.run_name),
+    ):
+        for name in sorted(names):
+            problem = remote.refusal(name_of(name))
+            if problem:
+                found[name] = Damage(what, name, f"{problem}, refused unread")
+    return found
 
 
 def _run_problem(

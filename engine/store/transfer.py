@@ -15,7 +15,7 @@ from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.records import DIGEST, record_problem
-from ortflow.engine.store.remote import Listing, Remote
+from ortflow.engine.store.remote import Listing, Remote, Unreadable
 
 DAMAGED = "the remote copy is damaged — run `engine cache verify --remote --remove`, then push it again from a good cache"
 
@@ -174,7 +174,7 @@ def pull(
             tally.skipped_records += 1
         elif key not in listing.runs:
             tally.missing.append(stage)
-        else:
+        elif not _refused(remote, remote.run_name(key), f"run record {key[:12]} ({stage})", tally):
             remote_keys.append(key)
     fetched = remote.read_many([remote.run_name(key) for key in remote_keys])
     for key in remote_keys:
@@ -220,7 +220,11 @@ def _checked_record(
 ) -> JsonObject | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
-    record = record if record is not None else remote.read_json(remote.run_name(key))
+    try:
+        record = record if record is not None else remote.read_json(remote.run_name(key))
+    except Unreadable as exc:
+        tally.problems.append(f"{remote.shown}: run record {key[:12]} ({stage}) {exc}; {DAMAGED}")
+        return None
     if record is None:
         tally.missing.append(stage)
         return None
@@ -289,7 +293,11 @@ def _locate(
         if size is not None:
             sizes[digest] = size
             continue
-        manifest = remote.read_json(remote.tree_name(digest))
+        try:
+            manifest = remote.read_json(remote.tree_name(digest))
+        except Unreadable as exc:
+            tally.problems.append(f"{remote.shown}: object {digest} {exc}; {DAMAGED}")
+            continue
         problem = manifest_problem(digest, manifest)
         if problem:
             tally.problems.append(f"{remote.shown}: object {digest} {problem}")
@@ -323,6 +331,9 @@ def _download(
     tally: Tally,
 ) -> dict[str, Path]:
     """Download the file objects into `work`; {digest: path} of those whose bytes hash to their name."""
+    sizes = {
+        d: n for d, n in sizes.items() if not _refused(remote, remote.object_name(d), f"object {d}", tally)
+    }
     meter.start("pull", sum(sizes.values()))
     counted = _Counted(meter)
     pairs = [(remote.object_name(d), work / d) for d in sorted(sizes)]
@@ -346,6 +357,14 @@ def _download(
         good[digest] = path
         tally.bytes += sizes[digest]
     return good
+
+
+def _refused(remote: Remote, name: str, what: str, tally: Tally) -> bool:
+    """A name on a folder remote that is not a regular file inside it is refused before anything reads it."""
+    problem = remote.refusal(name)
+    if problem:
+        tally.problems.append(f"{remote.shown}: {what} {problem}, refused unread; {DAMAGED}")
+    return problem is not None
 
 
 def _also_in_tree(digest: str, trees: dict[str, dict[str, str]]) -> bool:
