@@ -9,31 +9,17 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
+from ortflow.engine.disk_space import PULL_FIX, PUSH_FIX, said_when_full
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.hashing import hash_bytes
+from ortflow.engine.store.meter import Counted, Meter, NoMeter
 from ortflow.engine.store.records import DIGEST, record_problem
-from ortflow.engine.store.remote import Listing, Remote, Unreadable
+from ortflow.engine.store.remote import Listing, Remote
 
 DAMAGED = "the remote copy is damaged — run `engine cache verify --remote --remove`, then push it again from a good cache"
-
-
-class Meter(Protocol):
-    """Where transfer progress goes (the console's progress bar, or nothing)."""
-
-    def start(self, what: str, total_bytes: int) -> None: ...
-
-    def advance(self, nbytes: int) -> None: ...
-
-
-class NoMeter:
-    def start(self, what: str, total_bytes: int) -> None:
-        pass
-
-    def advance(self, nbytes: int) -> None:
-        pass
 
 
 @dataclass
@@ -57,8 +43,14 @@ class Tally:
 def push(
     store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
 ) -> Tally:
-    """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there."""
-    meter = meter or NoMeter()
+    """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there.
+    A full disk on a folder remote is DiskFull naming the remote's disk (a failed write leaves no file there)."""
+    where = Path(remote.root) if not remote.atomic_put else Path(remote.shown)
+    with said_when_full(f"the remote {remote.shown}", where, PUSH_FIX):
+        return _push(store, remote, keys, meter or NoMeter())
+
+
+def _push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
     records: dict[str, JsonObject] = {}
@@ -145,7 +137,7 @@ def upload_objects(
     tally.skipped_objects += len(files) - len(todo)
     sizes = {d: p.stat().st_size for d, p in todo.items()}
     meter.start("push", sum(sizes.values()))
-    counted = _Counted(meter)
+    counted = Counted(meter)
     remote.upload([(path, remote.object_name(d)) for d, path in todo.items()], counted)
     counted.top_up(sum(sizes.values()))
     tally.objects += len(todo)
@@ -161,8 +153,13 @@ def upload_objects(
 def pull(
     store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
 ) -> Tally:
-    """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed."""
-    meter = meter or NoMeter()
+    """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed. A full
+    local disk is DiskFull naming the cache's disk (the download's work folder goes with the error)."""
+    with said_when_full("the cache", store.root, PULL_FIX):
+        return _pull(store, remote, keys, meter or NoMeter())
+
+
+def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
     wanted: dict[str, JsonObject] = {}
@@ -220,11 +217,11 @@ def _checked_record(
 ) -> JsonObject | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names, the team's signature), else None with the reason in the tally."""
-    try:
-        record = record if record is not None else remote.read_json(remote.run_name(key))
-    except Unreadable as exc:
-        tally.problems.append(f"{remote.shown}: run record {key[:12]} ({stage}) {exc}; {DAMAGED}")
+    if record is None and _refused(
+        remote, remote.run_name(key), f"run record {key[:12]} ({stage})", tally
+    ):
         return None
+    record = record if record is not None else remote.read_json(remote.run_name(key))
     if record is None:
         tally.missing.append(stage)
         return None
@@ -293,11 +290,9 @@ def _locate(
         if size is not None:
             sizes[digest] = size
             continue
-        try:
-            manifest = remote.read_json(remote.tree_name(digest))
-        except Unreadable as exc:
-            tally.problems.append(f"{remote.shown}: object {digest} {exc}; {DAMAGED}")
+        if _refused(remote, remote.tree_name(digest), f"object {digest}", tally):
             continue
+        manifest = remote.read_json(remote.tree_name(digest))
         problem = manifest_problem(digest, manifest)
         if problem:
             tally.problems.append(f"{remote.shown}: object {digest} {problem}")
@@ -332,10 +327,12 @@ def _download(
 ) -> dict[str, Path]:
     """Download the file objects into `work`; {digest: path} of those whose bytes hash to their name."""
     sizes = {
-        d: n for d, n in sizes.items() if not _refused(remote, remote.object_name(d), f"object {d}", tally)
+        d: n
+        for d, n in sizes.items()
+        if not _refused(remote, remote.object_name(d), f"object {d}", tally)
     }
     meter.start("pull", sum(sizes.values()))
-    counted = _Counted(meter)
+    counted = Counted(meter)
     pairs = [(remote.object_name(d), work / d) for d in sorted(sizes)]
     try:
         hashed = remote.download(pairs, counted)
@@ -375,20 +372,3 @@ def _copy(path: Path, work: Path) -> Path:
     copy = work / f"{path.name}.copy"
     shutil.copyfile(path, copy)
     return copy
-
-
-class _Counted:
-    """Passes bytes on to the meter and tops up what a backend did not report (a local copy reports none)."""
-
-    def __init__(self, meter: Meter):
-        self.meter = meter
-        self.seen = 0
-
-    def __call__(self, nbytes: int) -> None:
-        self.seen += nbytes
-        self.meter.advance(nbytes)
-
-    def top_up(self, total: int) -> None:
-        if total > self.seen:
-            self.meter.advance(total - self.seen)
-            self.seen = total
