@@ -48,9 +48,7 @@ def mount_point(path: Path) -> Path:
 
 def disk_full_message(what: str, path: Path, fix: str) -> str:
     """One line: `what` is what ortflow was writing (the cache, the outputs folder, the remote)."""
-    return (
-        f"no space left on the disk holding {what} ({path}; the file system mounted at {mount_point(path)}) — {fix}"
-    )
+    return f"no space left on the disk holding {what} ({path}; the file system mounted at {mount_point(path)}) — {fix}"
 
 
 @contextmanager

@@ -237,7 +237,8 @@ class RunSummary:
     sections: list[JsonObject] = field(
         default_factory=list
     )  # the report's stage sections, for the console
-    disk_full: str | None = None  # the outputs folder's disk filled: which, and the fix (exit code 5)
+    # The outputs folder's disk filled: which, and the fix (exit code 5).
+    disk_full: str | None = None
 
 
 def run(
@@ -323,7 +324,9 @@ def _conclude(
         remove_stale_folders(ws.out_dir, ws.recipe.stages)
     written = _report(ws, outcomes, digests, publisher)
     if publisher.full is not None:
-        return RunSummary(outcomes, written.path, EXIT_NO_SPACE, warnings, written.sections, publisher.full)
+        return RunSummary(
+            outcomes, written.path, EXIT_NO_SPACE, warnings, written.sections, publisher.full
+        )
     return RunSummary(outcomes, written.path, exit_code(outcomes), warnings, written.sections)
 
 

@@ -254,7 +254,8 @@ def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = Fals
             digests |= more_digests
             host_specific += more_entries
 
-        def kept(key: str, record: Mapping[str, Any]) -> bool:  # this machine's result for a host-specific entry
+        # this machine's result for a host-specific entry
+        def kept(key: str, record: Mapping[str, Any]) -> bool:
             return any(entry.matches(key, record) for entry in host_specific)
 
         return store.collect(keys, digests, dry_run=dry_run, keep=kept)

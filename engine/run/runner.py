@@ -138,7 +138,9 @@ def _full_disk(cache: Path, error: OSError) -> str:
     a library chose). A copy's error names its source first and its destination second."""
     written = error.filename2 or error.filename
     if written and not Path(written).resolve().is_relative_to(cache):
-        return disk_full_message("a file the stage wrote", Path(written), "free space there and run again")
+        return disk_full_message(
+            "a file the stage wrote", Path(written), "free space there and run again"
+        )
     return disk_full_message("the cache", cache, CACHE_FIX)
 
 
