@@ -48,8 +48,6 @@ def cmd_run(args: argparse.Namespace, out: Any) -> int:
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, args.jobs or 1, args.keep_going, args.stages, events, executor)
     out.run_table(ws.recipe, summary)
-    if summary.disk_full:
-        out.error(summary.disk_full)
     if args.push:
         from ortflow.engine.store.transfer import push
 
