@@ -270,7 +270,7 @@ class Remote:
         return f"{self.root}/tmp/.{uuid.uuid4().hex}{STAGING_SUFFIX}"
 
     def _commit(self, staging: str, name: str) -> None:
-        make_folders(Path(self.root), Path(name).parent)  # the store's modes, whatever the umask
+        make_folders(Path(name).parent)  # the store's modes, whatever the umask
         self.fs.mv(staging, name)  # a rename on a local or mounted folder: all or nothing
 
 
@@ -308,7 +308,7 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
         ) from None
     local = "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,))
     if local:  # staging files of a killed push are removed once they are older than any write takes
-        make_folders(Path(root), Path(root) / "tmp")
+        make_folders(Path(root) / "tmp")
         remove_stale_staging(Path(root) / "tmp")
     return fs, root, not local
 

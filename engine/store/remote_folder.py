@@ -23,17 +23,19 @@ _KINDS = (
 )
 
 
-def make_folders(root: Path, folder: Path) -> None:
-    """mkdir -p of `folder`, each level it creates (and the root) with the store's modes, not the umask's."""
+def make_folders(folder: Path) -> None:
+    """mkdir -p of `folder`, each level it creates with the store's modes, not the umask's. Folders already
+    there are left as they are: a share's root may belong to someone else, who chose its modes."""
     missing = []
     level = folder
     while not level.exists() and level != level.parent:
         missing.append(level)
         level = level.parent
     for path in reversed(missing):
-        store_folder(path)
-    if folder == root or root in folder.parents:
-        store_folder(root)
+        try:
+            store_folder(path)
+        except PermissionError:  # another user's push created it at the same moment: theirs to set
+            pass
 
 
 def written(staging: str, write: Callable[[], None]) -> None:
