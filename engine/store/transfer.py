@@ -45,8 +45,9 @@ def push(
 ) -> Tally:
     """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there.
     A full disk on a folder remote is DiskFull naming the remote's disk (a failed write leaves no file there)."""
-    where = Path(remote.root) if not remote.atomic_put else Path(remote.shown)
-    with said_when_full(f"the remote {remote.shown}", where, PUSH_FIX):
+    if remote.atomic_put:  # an object store: no disk of this machine's to fill
+        return _push(store, remote, keys, meter or NoMeter())
+    with said_when_full(f"the remote {remote.shown}", Path(remote.root), PUSH_FIX):
         return _push(store, remote, keys, meter or NoMeter())
 
 
