@@ -379,7 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - boundary: CLI; an engine bug is said plainly, traceback only when asked
         full = no_space(exc)
         if full is not None:  # the machine, not ortflow: say which disk
-            out.error(no_space_message(full.filename or "the current folder"))
+            written = full.filename2 or full.filename  # a copy's error names its source first
+            out.error(no_space_message(written or "the current folder"))
             return EXIT_NO_SPACE
         out.error(
             f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback"

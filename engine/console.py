@@ -152,6 +152,8 @@ class Output:
                 self._failure_details(outcome)
         for warning in summary.warnings:
             self.errors.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
+        if summary.disk_full:  # out/ filled up: the stages built, the run exits 5
+            self.error(summary.disk_full)
 
     def _failure_details(self, outcome: Any) -> None:
         if self.debug and outcome.traceback:

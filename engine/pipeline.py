@@ -17,12 +17,13 @@ from ortflow.engine.errors import (
     EXIT_STAGE_FAILED,
     Problem,
     RecipeError,
+    no_space,
 )
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.out_folder import STAGE_MARKER as STAGE_MARKER  # its former home
-from ortflow.engine.publish.out_folder import publish_stage, remove_stale_folders
-from ortflow.engine.publish.report import write_report
+from ortflow.engine.publish.out_folder import Publisher, publish_stage, remove_stale_folders
+from ortflow.engine.publish.report import WrittenReport, write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.registry import Plugins
@@ -236,6 +237,8 @@ class RunSummary:
     sections: list[JsonObject] = field(
         default_factory=list
     )  # the report's stage sections, for the console
+    # The outputs folder's disk filled: which, and the fix (exit code 5).
+    disk_full: str | None = None
 
 
 def run(
@@ -255,7 +258,8 @@ def run(
         # With overrides the recipe file no longer says what was built, so its lock file is left alone.
         lock_writer = LockWriter(ws.recipe, ws.store, digests) if not ws.recipe.overrides else None
         executor = executor or LocalExecutor(jobs)
-        events = _publishing(ws, lock_writer, events or SchedulerEvents())
+        publisher = Publisher(ws.store, ws.out_dir)
+        events = _publishing(publisher, lock_writer, events or SchedulerEvents())
         locked = LockedOutputs(
             ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values()
         )
@@ -263,19 +267,21 @@ def run(
             ws.recipe, ws.graph, ws.store, executor, sources, keep_going, events, locked
         )
         outcomes = _schedule(scheduler, executor, chosen)
-    return _conclude(ws, lock, lock_writer, outcomes, digests)
+        # Under the store mutex: a gc waiting for it must find the lock file naming what this run built.
+        return _conclude(ws, lock, lock_writer, outcomes, digests, publisher)
 
 
 def _publishing(
-    ws: Workspace, lock_writer: LockWriter | None, events: SchedulerEvents
+    publisher: Publisher, lock_writer: LockWriter | None, events: SchedulerEvents
 ) -> SchedulerEvents:
-    """The caller's events, each finished stage first published to out/ and (where it ran) added to the lock
-    file as it finishes, so a killed run's lock file still lists what it built."""
+    """The caller's events, each finished stage first added to the lock file (where it ran) and then published
+    to out/ as it finishes, so a killed run's lock file still lists what it built, and a full out/ loses none
+    of it."""
 
     def on_finished(outcome: StageOutcome) -> None:
-        publish_stage(ws.store, ws.out_dir, outcome)
         if lock_writer is not None and outcome.status == Status.RAN:
             lock_writer.add({outcome.name: outcome})
+        publisher.publish(outcome)
         events.finished(outcome)
 
     return SchedulerEvents(events.started, on_finished, events.log)
@@ -301,9 +307,10 @@ def _conclude(
     lock_writer: LockWriter | None,
     outcomes: dict[str, StageOutcome],
     digests: dict[str, str],
+    publisher: Publisher,
 ) -> RunSummary:
     """After the run: the lock file's drift warnings, the lock file written (not with overrides), stale out/
-    folders removed and the report written."""
+    folders removed and the report written (not when out/ filled up: it would describe outputs not there)."""
     warnings = lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.add(outcomes, final=True)
@@ -315,8 +322,26 @@ def _conclude(
         not ws.recipe.overrides
     ):  # a one-run `--set` narrowing a matrix does not drop the other variants
         remove_stale_folders(ws.out_dir, ws.recipe.stages)
-    written = write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
+    written = _report(ws, outcomes, digests, publisher)
+    if publisher.full is not None:
+        return RunSummary(
+            outcomes, written.path, EXIT_NO_SPACE, warnings, written.sections, publisher.full
+        )
     return RunSummary(outcomes, written.path, exit_code(outcomes), warnings, written.sections)
+
+
+def _report(
+    ws: Workspace, outcomes: dict[str, StageOutcome], digests: dict[str, str], publisher: Publisher
+) -> WrittenReport:
+    """report.json/.md/.html in out/, unless out/ filled up (before, or while they were written)."""
+    if publisher.full is None:
+        try:
+            return write_report(ws.recipe, ws.out_dir, outcomes, digests, ws.store)
+        except OSError as exc:
+            if no_space(exc) is None:
+                raise
+            publisher.filled()
+    return WrittenReport(ws.out_dir / "report.json", [])
 
 
 def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:

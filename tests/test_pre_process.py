@@ -166,3 +166,57 @@ def test_only_a_logic_error_of_shape_inference_inside_an_if_counts_as_the_known_
     assert (
         classify("AssertionError", elsewhere) is PreProcessFailure.OTHER
     )  # raised outside shape inference
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or only its zombie (a container's init may be slow to reap an orphan)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/stat").exists(), reason="PR_SET_PDEATHSIG and /proc are Linux's"
+)
+def test_a_pre_processing_child_dies_with_its_parent_on_kill_9(tmp_path):
+    """quant_pre_process runs in a child (engine.ort.pre_process.child_command); a `kill -9` of `engine run`
+    must not leave it running (and writing into the cache's tmp/). The child here sleeps instead of
+    pre-processing, started exactly as pre_processed() starts it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import CEILING
+
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys\n"
+            "from ortflow.engine.ort.pre_process import child_command\n"
+            "script = \"open(sys.argv[2], 'w').write(str(os.getpid())); import time; time.sleep(600)\"\n"
+            "subprocess.run(child_command(script, sys.argv[1]))\n",
+            str(pid_file),
+        ]
+    )
+    deadline = time.monotonic() + CEILING
+    while (
+        not (pid_file.exists() and pid_file.read_text())
+        and parent.poll() is None
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.02)
+    child = int(pid_file.read_text())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30  # a bound only; the kernel's signal comes at once
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    alive = not _gone(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the child outlived its parent's kill -9"

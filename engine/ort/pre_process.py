@@ -53,11 +53,23 @@ MODEL_CAUSES = {
     PreProcessFailure.SHAPE_CHECK: SHAPE_CHECK_CAUSE,
 }
 
+# The first lines of a child's script: on Linux it asks the kernel to SIGKILL it when its parent dies
+# (PR_SET_PDEATHSIG), then checks the parent did not die before it asked (argv[1] is the parent's pid). A
+# `kill -9` of `engine run` then takes the child with it, instead of leaving it writing into the cache's tmp/
+# for seconds. (The signal comes when the parent's thread that started the child ends; that thread waits for
+# the child, so only the parent's death ends it first.)
+DIE_WITH_PARENT = (
+    "import os, signal, sys\n"
+    "if sys.platform.startswith('linux'):\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "    if os.getppid() != int(sys.argv[1]):\n"
+    "        os._exit(1)\n"
+)
 # quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
 _PRE_PROCESS = (
-    "import sys\n"
     "from onnxruntime.quantization import quant_pre_process\n"
-    "quant_pre_process(sys.argv[1], sys.argv[2], auto_merge=True, save_as_external_data=bool(sys.argv[3]))\n"
+    "quant_pre_process(sys.argv[2], sys.argv[3], auto_merge=True, save_as_external_data=bool(sys.argv[4]))\n"
 )
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\w+)', re.MULTILINE)
 _SHAPE_INFERENCE = "symbolic_shape_infer.py"
@@ -83,11 +95,10 @@ def pre_processed(source: Path, destination: Path) -> Path:
     shape inference gives up, ORT saves `sym_shape_infer_temp.onnx` and its data to the working folder, and a
     stage must never write into the user's. Raises PreProcessFailed."""
     import subprocess
-    import sys
 
     large = "1" if onnx_model.total_size(source) > onnx_model.TWO_GB else ""
     done = subprocess.run(
-        [sys.executable, "-c", _PRE_PROCESS, str(source), str(destination), large],
+        child_command(_PRE_PROCESS, str(source), str(destination), large),
         cwd=destination.parent,
         capture_output=True,
         text=True,
@@ -101,6 +112,15 @@ def pre_processed(source: Path, destination: Path) -> Path:
             f"quant_pre_process failed: {said} — {_hint(failure, done.stderr)}", failure
         ) from ChildFailure(done.stderr.strip())
     return destination
+
+
+def child_command(script: str, *args: str) -> list[str]:
+    """`python -c script args...` for a child that dies with this process (DIE_WITH_PARENT runs first; the
+    script finds its own arguments from sys.argv[2] on)."""
+    import os
+    import sys
+
+    return [sys.executable, "-c", DIE_WITH_PARENT + script, str(os.getpid()), *args]
 
 
 def classify(said: str, printed: str) -> PreProcessFailure:

@@ -242,19 +242,21 @@ def read_locks(paths: Iterable[Path], required: bool = True) -> list[Lock]:
 
 def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = False) -> Any:
     """Remove from `store` every run record and object the lock files do not reference (what they name by
-    key, and this machine's results for their host-specific entries); returns the store's tally."""
-    keys: set[str] = set()
-    digests: set[str] = set()
-    host_specific: list[LockEntry] = []
-    for lock in read_locks(lock_paths):
-        more_keys, more_digests, more_entries = lock.referenced()
-        keys |= more_keys
-        digests |= more_digests
-        host_specific += more_entries
+    key, and this machine's results for their host-specific entries); returns the store's tally. The lock
+    files are read under the store mutex gc holds: a run writes its lock before it lets go of the mutex, so
+    what gc reads names everything a run that has finished built, and no run is building while gc removes."""
+    with store.collecting():
+        keys: set[str] = set()
+        digests: set[str] = set()
+        host_specific: list[LockEntry] = []
+        for lock in read_locks(lock_paths):
+            more_keys, more_digests, more_entries = lock.referenced()
+            keys |= more_keys
+            digests |= more_digests
+            host_specific += more_entries
 
-    def kept(
-        key: str, record: Mapping[str, Any]
-    ) -> bool:  # this machine's result for a host-specific lock entry
-        return any(entry.matches(key, record) for entry in host_specific)
+        # this machine's result for a host-specific entry
+        def kept(key: str, record: Mapping[str, Any]) -> bool:
+            return any(entry.matches(key, record) for entry in host_specific)
 
-    return store.gc(keys, digests, dry_run=dry_run, keep=kept)
+        return store.collect(keys, digests, dry_run=dry_run, keep=kept)

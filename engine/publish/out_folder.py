@@ -4,9 +4,12 @@ outputs of the last run, and a marker that says ortflow made it (so only its own
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from ortflow.engine.disk_space import OUT_FIX, disk_full_message
+from ortflow.engine.errors import no_space
 from ortflow.engine.publish.report import stage_folder
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
@@ -43,3 +46,29 @@ def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
     for entry in folder.iterdir():
         if entry.name not in keep and not entry.name.startswith("."):
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+@dataclass
+class Publisher:
+    """Publishes each finished stage to out/ as the run goes. A full disk there ends the publishing, not the
+    run: the cache is elsewhere, so the stages still build, are cached and go into the lock file; the stage
+    whose copy failed keeps no folder (half this run's outputs beside the last run's would be neither), and
+    `full` says which disk filled and what to do (the run then exits 5)."""
+
+    store: Store
+    out_dir: Path
+    full: str | None = None
+
+    def publish(self, outcome: StageOutcome) -> None:
+        if self.full is not None:
+            return
+        try:
+            publish_stage(self.store, self.out_dir, outcome)
+        except OSError as exc:
+            if no_space(exc) is None:
+                raise
+            shutil.rmtree(stage_folder(self.out_dir, outcome.name), ignore_errors=True)
+            self.filled()
+
+    def filled(self) -> None:
+        self.full = disk_full_message("the outputs folder", self.out_dir, OUT_FIX)

@@ -15,13 +15,13 @@ from typing import Callable
 
 from ortflow.engine.builds import RunOutput, RunRecord
 from ortflow.engine.dataset import Dataset
+from ortflow.engine.disk_space import CACHE_FIX, disk_full_message, mount_point
 from ortflow.engine.errors import (
     LOW_SPACE,
     GateFailed,
     ProviderUnavailable,
     StageError,
     no_space,
-    no_space_message,
 )
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import read_record, settled
@@ -109,13 +109,15 @@ def _failure(
     """A failed stage's outcome. A full disk is said as such, whether the error says it (ENOSPC) or only shows
     its effect (a truncated model that no longer parses), judged by the space left when the stage failed."""
     free = getattr(exc, "free_bytes", None)
-    if no_space(exc) is not None:
-        message, full = no_space_message(f"the cache ({store.root})"), True
+    full_error = no_space(exc)
+    if full_error is not None:
+        message, full = _full_disk(store.root, full_error), True
     elif free is not None and free < LOW_SPACE:
         message, full = (
             (
-                f"{message} — the disk holding the cache ({store.root}) had {free / 1e6:.1f} MB free when the "
-                "stage failed, the likely cause: free space there and run again"
+                f"{message} — the disk holding the cache ({store.root}; the file system mounted at "
+                f"{mount_point(store.root)}) had {free / 1e6:.1f} MB free when the stage failed, the likely "
+                "cause: free space there and run again"
             ),
             True,
         )
@@ -131,6 +133,17 @@ def _failure(
         printed=getattr(exc, "stage_log", ""),
         out_of_space=full,
     )
+
+
+def _full_disk(cache: Path, error: OSError) -> str:
+    """The disk that filled: the cache's, unless the error names a file written elsewhere (a temporary folder
+    a library chose). A copy's error names its source first and its destination second."""
+    written = error.filename2 or error.filename
+    if written and not Path(written).resolve().is_relative_to(cache):
+        return disk_full_message(
+            "a file the stage wrote", Path(written), "free space there and run again"
+        )
+    return disk_full_message("the cache", cache, CACHE_FIX)
 
 
 def _free_bytes(folder: Path) -> int | None:

@@ -263,6 +263,21 @@ class ArtifactStore:
                 self.object_path(item.name) if item.what == "object" else self.run_path(item.name)
             )
 
+    @contextmanager
+    def collecting(self) -> Iterator[None]:
+        """The store mutex held exclusively, for the whole of a gc: the lock files that say what to keep must be
+        read under it too, or a run that finishes (and writes its lock) between that read and the removal
+        loses what it just built. Refused, not waited for, while any run holds the mutex (shared)."""
+        exclusive = ProcessMutex(self.root / "store.lock")
+        if not exclusive.acquire(blocking=False):
+            raise StoreError(
+                f"{self.root} is in use by a running `engine run` — run gc when it has finished"
+            )
+        try:
+            yield
+        finally:
+            exclusive.release()
+
     def gc(
         self,
         keep_keys: set[str],
@@ -272,22 +287,25 @@ class ArtifactStore:
     ) -> Collected:
         """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
         references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
-        exclusive = ProcessMutex(self.root / "store.lock")
-        if not exclusive.acquire(blocking=False):
-            raise StoreError(
-                f"{self.root} is in use by a running `engine run` — run gc when it has finished"
-            )
-        try:
-            records = dict(self.iter_runs())
-            wanted = set(keep_keys) | {
-                key for key, record in records.items() if record is not None and keep(key, record)
-            }
-            collected = self._collectable(wanted, keep_digests, records)
-            if not dry_run:
-                self._remove_collected(collected)
-            return collected
-        finally:
-            exclusive.release()
+        with self.collecting():
+            return self.collect(keep_keys, keep_digests, dry_run, keep)
+
+    def collect(
+        self,
+        keep_keys: set[str],
+        keep_digests: set[str],
+        dry_run: bool = False,
+        keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False,
+    ) -> Collected:
+        """gc() for a caller already inside collecting() (which read what to keep under the mutex)."""
+        records = dict(self.iter_runs())
+        wanted = set(keep_keys) | {
+            key for key, record in records.items() if record is not None and keep(key, record)
+        }
+        collected = self._collectable(wanted, keep_digests, records)
+        if not dry_run:
+            self._remove_collected(collected)
+        return collected
 
     def _collectable(
         self, keep_keys: set[str], keep_digests: set[str], records: dict[str, JsonObject | None]

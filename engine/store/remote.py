@@ -29,6 +29,7 @@ from ortflow.engine.secrets import redact, url_secrets
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
+from ortflow.engine.store.remote_folder import make_folders, refusal, written
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',
@@ -142,8 +143,17 @@ class Remote:
         except FileNotFoundError:
             return None
 
+    def refusal(self, name: str) -> str | None:
+        """On a folder remote, why `name` must not be read (a FIFO, a device, a link out of the folder); asked
+        before every read, which such a file would block or never end. An object store holds only objects."""
+        return None if self.atomic_put else refusal(self.root, name)
+
     def read_json(self, name: str) -> Any:
-        """A record or manifest; None when it is not there or is not JSON."""
+        """A record or manifest; None when it is not there or is not JSON. Raises Unreadable for a name
+        that is not a regular file (engine.store.remote_folder)."""
+        problem = self.refusal(name)
+        if problem:
+            raise Unreadable(problem)
         try:
             return json.loads(self.fs.cat_file(name))
         except FileNotFoundError:
@@ -184,6 +194,9 @@ class Remote:
         """The sha256 of a remote file, streamed (nothing is kept)."""
         import hashlib
 
+        problem = self.refusal(name)
+        if problem:
+            raise Unreadable(problem)
         digest = hashlib.sha256()
         with self.fs.open(name, "rb", block_size=8 << 20) as handle:
             while chunk := handle.read(8 << 20):
@@ -251,9 +264,8 @@ class Remote:
             return
         for path, name in pairs:
             staging = self._staging()
-            self.fs.put_file(
-                str(path), staging, callback=_byte_counter(progress).branched(str(path), staging)
-            )
+            counter = _byte_counter(progress).branched(str(path), staging)
+            written(staging, lambda: self.fs.put_file(str(path), staging, callback=counter))  # noqa: B023
             self._commit(staging, name)
 
     def write_json(self, name: str, value: Any) -> None:
@@ -262,7 +274,7 @@ class Remote:
             self.fs.pipe_file(name, data)
             return
         staging = self._staging()
-        self.fs.pipe_file(staging, data)
+        written(staging, lambda: self.fs.pipe_file(staging, data))
         self._commit(staging, name)
 
     def remove(self, name: str) -> None:
@@ -272,8 +284,12 @@ class Remote:
         return f"{self.root}/tmp/.{uuid.uuid4().hex}{STAGING_SUFFIX}"
 
     def _commit(self, staging: str, name: str) -> None:
-        self.fs.makedirs(name.rsplit("/", 1)[0], exist_ok=True)
+        make_folders(Path(name).parent)  # the store's modes, whatever the umask
         self.fs.mv(staging, name)  # a rename on a local or mounted folder: all or nothing
+
+
+class Unreadable(StoreError):
+    """A name on a folder remote that is not a regular file inside it: refused before anything reads it."""
 
 
 def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool]:
@@ -297,7 +313,7 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
         ) from None
     local = "file" in (fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,))
     if local:  # staging files of a killed push are removed once they are older than any write takes
-        (Path(root) / "tmp").mkdir(parents=True, exist_ok=True)
+        make_folders(Path(root) / "tmp")
         remove_stale_staging(Path(root) / "tmp")
     return fs, root, not local
 

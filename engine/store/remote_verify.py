@@ -19,7 +19,7 @@ from ortflow.engine.store.records import (
     record_problem,
     signature_of,
 )
-from ortflow.engine.store.remote import Remote
+from ortflow.engine.store.remote import Listing, Remote
 from ortflow.engine.store.remote_trust import Claims, claims_of, reuse_problem, stage_shown
 
 
@@ -42,14 +42,15 @@ def verify_remote(
     remote: Remote, locked: dict[str, tuple[str, dict[str, str]]] | None = None
 ) -> RemoteVerdict:
     listing = remote.listing()
-    verdict = RemoteVerdict()
+    refused = _refused(remote, listing)  # a FIFO or a link to /dev/zero: never read
+    verdict = RemoteVerdict(damage=list(refused.values()))
     damage = verdict.damage
-    for digest in sorted(listing.objects):
+    for digest in sorted(set(listing.objects) - set(refused)):
         actual = remote.hash_of(remote.object_name(digest))
         if actual != digest:
             damage.append(Damage("object", digest, f"content hashes to {actual}"))
     good = set(listing.objects) - {d.name for d in damage}
-    for digest in sorted(listing.trees):
+    for digest in sorted(listing.trees - set(refused)):
         manifest = remote.read_json(remote.tree_name(digest))
         problem = manifest_problem(digest, manifest)
         lacking = [] if problem else sorted(set(manifest.values()) - good)
@@ -59,7 +60,8 @@ def verify_remote(
             )
         else:
             good.add(digest)
-    records = {key: remote.read_json(remote.run_name(key)) for key in sorted(listing.runs)}
+    runs = sorted(listing.runs - set(refused))
+    records = {key: remote.read_json(remote.run_name(key)) for key in runs}
     claims = claims_of(records)
     for key, record in records.items():
         problem = _run_problem(key, record, good, locked or {}, claims)
@@ -69,6 +71,21 @@ def verify_remote(
             uncheckable = signature_of(record) is Signature.UNCHECKABLE
             verdict.unsigned.append(Unsigned(key, stage_shown(key, record), uncheckable))
     return verdict
+
+
+def _refused(remote: Remote, listing: Listing) -> dict[str, Damage]:
+    """The listed names on a folder remote that are not regular files inside it, by digest or key."""
+    found = {}
+    for what, names, name_of in (
+        ("object", listing.objects, remote.object_name),
+        ("folder", listing.trees, remote.tree_name),
+        ("run", listing.runs, remote.run_name),
+    ):
+        for name in sorted(names):
+            problem = remote.refusal(name_of(name))
+            if problem:
+                found[name] = Damage(what, name, f"{problem}, refused unread")
+    return found
 
 
 def _run_problem(

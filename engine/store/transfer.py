@@ -8,11 +8,13 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable
 
+from ortflow.engine.disk_space import PULL_FIX, PUSH_FIX, said_when_full
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.manifests import DAMAGED, manifest_problem
+from ortflow.engine.store.meter import Counted, Meter, NoMeter
 from ortflow.engine.store.remote import Listing, Remote
 from ortflow.engine.store.remote_trust import (
     ClaimsSource,
@@ -21,22 +23,6 @@ from ortflow.engine.store.remote_trust import (
     remote_claims,
     remote_record_problem,
 )
-
-
-class Meter(Protocol):
-    """Where transfer progress goes (the console's progress bar, or nothing)."""
-
-    def start(self, what: str, total_bytes: int) -> None: ...
-
-    def advance(self, nbytes: int) -> None: ...
-
-
-class NoMeter:
-    def start(self, what: str, total_bytes: int) -> None:
-        pass
-
-    def advance(self, nbytes: int) -> None:
-        pass
 
 
 @dataclass
@@ -60,8 +46,15 @@ class Tally:
 def push(
     store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
 ) -> Tally:
-    """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there."""
-    meter = meter or NoMeter()
+    """Upload the run records of `keys` ({cache key: stage name}) and their objects, skipping what is there.
+    A full disk on a folder remote is DiskFull naming the remote's disk (a failed write leaves no file there)."""
+    if remote.atomic_put:  # an object store: no disk of this machine's to fill
+        return _push(store, remote, keys, meter or NoMeter())
+    with said_when_full(f"the remote {remote.shown}", Path(remote.root), PUSH_FIX):
+        return _push(store, remote, keys, meter or NoMeter())
+
+
+def _push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
     records: dict[str, JsonObject] = {}
@@ -149,7 +142,7 @@ def upload_objects(
     tally.skipped_objects += len(files) - len(todo)
     sizes = {d: p.stat().st_size for d, p in todo.items()}
     meter.start("push", sum(sizes.values()))
-    counted = _Counted(meter)
+    counted = Counted(meter)
     remote.upload([(path, remote.object_name(d)) for d, path in todo.items()], counted)
     counted.top_up(sum(sizes.values()))
     tally.objects += len(todo)
@@ -165,8 +158,13 @@ def upload_objects(
 def pull(
     store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
 ) -> Tally:
-    """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed."""
-    meter = meter or NoMeter()
+    """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed. A full
+    local disk is DiskFull naming the cache's disk (the download's work folder goes with the error)."""
+    with said_when_full("the cache", store.root, PULL_FIX):
+        return _pull(store, remote, keys, meter or NoMeter())
+
+
+def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
     wanted: dict[str, JsonObject] = {}
@@ -178,7 +176,7 @@ def pull(
             tally.skipped_records += 1
         elif key not in listing.runs:
             tally.missing.append(stage)
-        else:
+        elif not _refused(remote, remote.run_name(key), f"run record {key[:12]} ({stage})", tally):
             remote_keys.append(key)
     fetched = remote.read_many([remote.run_name(key) for key in remote_keys])
     claims = lazy_claims(lambda: remote_claims(remote, listing.runs))
@@ -229,6 +227,10 @@ def _checked_record(
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names) and the remote's (engine.store.remote_trust), else None with the
     reason in the tally."""
+    if record is None and _refused(
+        remote, remote.run_name(key), f"run record {key[:12]} ({stage})", tally
+    ):
+        return None
     record = record if record is not None else remote.read_json(remote.run_name(key))
     if record is None:
         tally.missing.append(stage)
@@ -298,6 +300,8 @@ def _locate(
         if size is not None:
             sizes[digest] = size
             continue
+        if _refused(remote, remote.tree_name(digest), f"object {digest}", tally):
+            continue
         manifest = remote.read_json(remote.tree_name(digest))
         problem = manifest_problem(digest, manifest)
         if problem:
@@ -316,8 +320,13 @@ def _download(
     tally: Tally,
 ) -> dict[str, Path]:
     """Download the file objects into `work`; {digest: path} of those whose bytes hash to their name."""
+    sizes = {
+        d: n
+        for d, n in sizes.items()
+        if not _refused(remote, remote.object_name(d), f"object {d}", tally)
+    }
     meter.start("pull", sum(sizes.values()))
-    counted = _Counted(meter)
+    counted = Counted(meter)
     pairs = [(remote.object_name(d), work / d) for d in sorted(sizes)]
     try:
         hashed = remote.download(pairs, counted)
@@ -341,6 +350,14 @@ def _download(
     return good
 
 
+def _refused(remote: Remote, name: str, what: str, tally: Tally) -> bool:
+    """A name on a folder remote that is not a regular file inside it is refused before anything reads it."""
+    problem = remote.refusal(name)
+    if problem:
+        tally.problems.append(f"{remote.shown}: {what} {problem}, refused unread; {DAMAGED}")
+    return problem is not None
+
+
 def _also_in_tree(digest: str, trees: dict[str, dict[str, str]]) -> bool:
     return any(digest in manifest.values() for manifest in trees.values())
 
@@ -349,20 +366,3 @@ def _copy(path: Path, work: Path) -> Path:
     copy = work / f"{path.name}.copy"
     shutil.copyfile(path, copy)
     return copy
-
-
-class _Counted:
-    """Passes bytes on to the meter and tops up what a backend did not report (a local copy reports none)."""
-
-    def __init__(self, meter: Meter):
-        self.meter = meter
-        self.seen = 0
-
-    def __call__(self, nbytes: int) -> None:
-        self.seen += nbytes
-        self.meter.advance(nbytes)
-
-    def top_up(self, total: int) -> None:
-        if total > self.seen:
-            self.meter.advance(total - self.seen)
-            self.seen = total
