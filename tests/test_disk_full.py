@@ -17,6 +17,13 @@ from ortflow.engine.store.atomic import STAGING_SUFFIX
 from ortflow.engine.types import lock_path_for
 
 
+@pytest.fixture(autouse=True)
+def _team_key(monkeypatch):
+    """A shared remote serves only records signed with the team's key (docs/security.md): these tests are
+    about the disk and the remote's files, so they hold one."""
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-these-tests")
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MB file system, to fill up for real (ENOSPC from the kernel, not a simulated error)."""

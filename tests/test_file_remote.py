@@ -9,10 +9,19 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from conftest import engine_process, two_stage_recipe
 
 from ortflow.engine.publish.lock import Lock
 from ortflow.engine.types import lock_path_for
+
+
+@pytest.fixture(autouse=True)
+def _team_key(monkeypatch):
+    """A shared remote serves only records signed with the team's key (docs/security.md): these tests are
+    about the disk and the remote's files, so they hold one."""
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-these-tests")
+
 
 GUARD_S = 120  # a hang guard only: each command returns in a few seconds when the objects are refused unread
 
