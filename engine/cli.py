@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
-from ortflow.engine import commands, starter_commands
+from ortflow.engine import cli_help, commands, starter_commands
 from ortflow.engine.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -26,7 +26,13 @@ from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
-    parser.add_argument("recipe", type=Path, help="the recipe YAML file")
+    parser.add_argument(
+        "recipe",
+        type=Path,
+        nargs="?",
+        metavar="RECIPE",
+        help="the recipe YAML file (default: `recipe:` in ./ortflow.yaml, else the one recipe in this folder)",
+    )
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -74,8 +80,11 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = argparse.ArgumentParser(
-        description="ortflow: cached ONNX Runtime optimization pipelines", parents=[common]
+    parser = cli_help.Parser(
+        description="ortflow: cached ONNX Runtime optimization pipelines",
+        parents=[common],
+        epilog=cli_help.WHERE_TO_START,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ortflow {ortflow.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -90,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_command(sub: Any) -> None:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
-    run.add_argument("stages", nargs="*", help="run only these stages and what they need")
+    run.add_argument(
+        "stages", nargs="*", metavar="STAGE", help="run only these stages and what they need"
+    )
     run.add_argument(
         "-j",
         "--jobs",
@@ -239,7 +250,9 @@ def _inspection_commands(sub: Any) -> None:
 
     plan = sub.add_parser("plan", help="what a run would do, and why")
     _recipe_options(plan)
-    plan.add_argument("stages", nargs="*", help="only these stages and what they need")
+    plan.add_argument(
+        "stages", nargs="*", metavar="STAGE", help="only these stages and what they need"
+    )
     _json_option(plan)
     plan.set_defaults(handler=commands.cmd_plan)
 
@@ -352,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
     try:
+        from ortflow.engine.recipe_discovery import resolve
+
+        resolve(args)  # no recipe named: the one this folder means
         return int(args.handler(args, out) or EXIT_OK)
     except (
         BrokenPipeError

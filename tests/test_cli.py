@@ -155,7 +155,7 @@ def test_long_stages_report_progress(project, cli, monkeypatch):
     timed = [
         line for line in out.splitlines() if line.startswith("speed: ") and "settings timed" in line
     ]  # not a busy-machine warning
-    assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 models each)"), out
+    assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 model each)"), out
 
 
 def test_piped_run_names_each_stage_as_it_starts(project):

@@ -100,5 +100,22 @@ def read_config(path: Path) -> RemoteSetting | None:
     return RemoteSetting(entry["url"], str(path), options)
 
 
+def default_recipe(path: Path) -> Path | None:
+    """The recipe `engine run` (plan, status...) uses when none is named: `recipe: FILE` in this ortflow.yaml,
+    relative to its folder (engine.recipe_discovery); None without the file or the key."""
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise StoreError(
+            f"{path}: cannot be read as YAML ({type(exc).__name__}) — fix it or remove it"
+        ) from None
+    entry = data.get("recipe") if isinstance(data, dict) else None
+    if entry is not None and not isinstance(entry, str):
+        raise StoreError(f"{path}: `recipe` must be a file name — e.g. recipe: quickstart.yaml")
+    return None if entry is None else path.parent / entry
+
+
 def shown(setting: RemoteSetting | None) -> str:
     return "none" if setting is None else f"{redact(setting.url)} (from {setting.origin})"
