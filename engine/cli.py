@@ -81,6 +81,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
     parser = cli_help.Parser(
+        prog=cli_help.program(),
         description="ortflow: cached ONNX Runtime optimization pipelines",
         parents=[common],
         epilog=cli_help.WHERE_TO_START,

@@ -7,6 +7,8 @@ added to engine.cli is offered without being listed here."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ortflow.engine.errors import suggest
@@ -19,6 +21,12 @@ where to start:
   engine run                               run the recipe in this folder (or `recipe:` in ortflow.yaml)
 
 docs: docs/getting-started.md, and every command and exit code in docs/cli.md"""
+
+
+def program() -> str:
+    """`engine` or `ortflow` as typed; `engine` under `python -m ortflow.engine.cli` (argparse would say `cli.py`)."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return "engine" if not name or name.endswith(".py") or name == "-c" else name
 
 
 class Parser(argparse.ArgumentParser):
