@@ -26,13 +26,7 @@ from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
-    parser.add_argument(
-        "recipe",
-        type=Path,
-        nargs="?",
-        metavar="RECIPE",
-        help="the recipe YAML file (default: `recipe:` in ./ortflow.yaml, else the one recipe in this folder)",
-    )
+    parser.add_argument("recipe", type=Path, nargs="?", metavar="RECIPE", help=cli_help.RECIPE_HELP)
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -80,13 +74,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = cli_help.Parser(
-        prog=cli_help.program(),
-        description="ortflow: cached ONNX Runtime optimization pipelines",
-        parents=[common],
-        epilog=cli_help.WHERE_TO_START,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli_help.top_parser("ortflow: cached ONNX Runtime optimization pipelines", common)
     parser.add_argument("--version", action="version", version=f"ortflow {ortflow.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
@@ -100,9 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_command(sub: Any) -> None:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
-    run.add_argument(
-        "stages", nargs="*", metavar="STAGE", help="run only these stages and what they need"
-    )
+    cli_help.stages_argument(run, "run only these stages and what they need")
     run.add_argument(
         "-j",
         "--jobs",
@@ -251,9 +237,7 @@ def _inspection_commands(sub: Any) -> None:
 
     plan = sub.add_parser("plan", help="what a run would do, and why")
     _recipe_options(plan)
-    plan.add_argument(
-        "stages", nargs="*", metavar="STAGE", help="only these stages and what they need"
-    )
+    cli_help.stages_argument(plan, "only these stages and what they need")
     _json_option(plan)
     plan.set_defaults(handler=commands.cmd_plan)
 

@@ -23,6 +23,25 @@ where to start:
 docs: docs/getting-started.md, and every command and exit code in docs/cli.md"""
 
 
+RECIPE_HELP = "the recipe YAML file (default: `recipe:` in ./ortflow.yaml, else the one recipe in this folder)"
+
+
+def top_parser(description: str, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`engine`'s parser: did-you-mean on every subcommand (they are made of its class), where to start last."""
+    return Parser(
+        prog=program(),
+        description=description,
+        parents=[common],
+        epilog=WHERE_TO_START,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def stages_argument(parser: argparse.ArgumentParser, text: str) -> None:
+    """`[STAGE ...]` after an optional RECIPE: a first word that is no file is a stage (engine.recipe_discovery)."""
+    parser.add_argument("stages", nargs="*", metavar="STAGE", help=text)
+
+
 def program() -> str:
     """`engine` or `ortflow` as typed; `engine` under `python -m ortflow.engine.cli` (argparse would say `cli.py`)."""
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
