@@ -13,6 +13,7 @@ from typing import Any, Iterator, NoReturn
 from ortflow.engine import console_tables as tables
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.types import Status, dropped_text
+from ortflow.engine.wording import counted
 
 
 class _WarningHandler(logging.Handler):
@@ -226,7 +227,8 @@ class Output:
         runs = listings.cached_runs(store)
         self._table(tables.cache_table(str(store.root), runs))
         self.console.print(
-            f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False
+            f"{counted(len(runs), 'run record')}, {store.size() / 1e6:.1f} MB of objects",
+            markup=False,
         )
 
     def _table(self, table: Any) -> None:

@@ -133,7 +133,7 @@ def test_gc_dry_run_lists_what_would_go(project, cli):
     assert (
         code == 0
         and "(second)" in out
-        and "would remove 1 run records and 1 objects" in out
+        and "would remove 1 run record and 1 object" in out
         and "MB" in out
     )
     assert len(json.loads(cli("cache", "ls", path, "--json")[1])) == 3  # nothing was removed

@@ -172,7 +172,7 @@ def test_valid_recipe_with_override_and_params_file(project, cli):
     params = write(project / "params.yaml", "a.with.text: ' world'\n")
     code, out, err = cli("validate", path, "--params", params)
     assert (code, err) == (0, "")
-    assert "valid — 1 stages, 1 inputs, 0 edges" in out
+    assert "valid — 1 stage, 1 input, 0 edges" in out
     code, out, _ = cli("run", path, "--params", params)
     assert code == 0
     assert (project / "out" / "demo" / "a" / "joined.txt").read_text() == "hello world"
