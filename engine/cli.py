@@ -297,7 +297,7 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         action = cache_sub.add_parser(name, help=helptext)
         action.add_argument(
             "recipes",
-            nargs="+" if name == "pull" else "*",
+            nargs="*",
             type=Path,
             help=_RECIPES_HELP.get(name, "a recipe whose cache to use"),
         )

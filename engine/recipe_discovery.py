@@ -74,8 +74,10 @@ def find_recipe(folder: Path | None = None) -> FoundRecipe:
 
 
 def resolve(args: argparse.Namespace) -> None:
-    """Fill in `args.recipe` for a command that takes one when none was named. With `[RECIPE] [STAGE...]`
+    """Fill in `args.recipe` for a command that takes one when none was named (and `cache pull`'s recipes). With `[RECIPE] [STAGE...]`
     (run, plan), a first word that is neither a file nor file-like is a stage of the recipe found here."""
+    if getattr(args, "cache_command", None) == "pull" and not args.recipes:
+        args.recipes = [find_recipe().path]  # what to pull is what this folder's recipe locks
     if not hasattr(args, "recipe"):
         return
     named: Path | None = args.recipe

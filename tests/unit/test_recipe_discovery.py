@@ -64,3 +64,15 @@ def test_parent_folders_are_not_searched(project, cli, monkeypatch):
     assert code == 2 and "no recipe named, and none in the current folder" in err
     assert "parent folders are not searched" in err and "engine init MODEL" in err
     assert "required" not in err  # neither RECIPE nor STAGE is a required argument
+
+
+def test_cache_pull_pulls_what_the_recipe_found_locks(project, cli):
+    import shutil
+
+    two_stage_recipe(project)
+    remote = f"file://{project / 'remote'}"
+    assert cli("run", "--push", "--remote", remote)[0] == 0
+    shutil.rmtree(project / ".ortflow")
+    code, out, err = cli("cache", "pull", "--remote", remote)
+    assert code == 0 and "pulled 2 objects" in out, err
+    assert cli("status")[0] == 0  # every stage up to date again, nothing run
