@@ -159,12 +159,15 @@ def test_set_override_errors_name_the_override(project, cli):
     assert "--set zz.with.x: the recipe has no stage 'zz'" in err
 
 
-def test_unknown_command_option_exits_2(cli, capsys):
+def test_unknown_command_option_exits_2(project, cli, capsys):
     import pytest
 
     with pytest.raises(SystemExit) as exc:
-        cli("run")
+        cli("run", "--no-such-option")
     assert exc.value.code == 2
+    # no recipe named, and none in this (empty) folder: also a usage error
+    code, _, err = cli("run")
+    assert code == 2 and "no recipe named" in err
 
 
 def test_valid_recipe_with_override_and_params_file(project, cli):
