@@ -12,9 +12,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.errors import OrtflowError, RecipeError
+from ortflow.engine.recipe.yamlsource import load_yaml
 from ortflow.engine.store.remote_config import CONFIG_NAME, default_recipe
 
 SUFFIXES = (".yaml", ".yml")
@@ -32,14 +31,15 @@ class FoundRecipe:
 
 
 def is_recipe(path: Path) -> bool:
-    """A `*.yaml` file whose top level has `version:` and `stages:`; anything unreadable is not one."""
+    """A `*.yaml` file whose top level has `version:` and `stages:`; anything unreadable is not one. Read
+    with the recipe's own bounded parser: any YAML may lie in a folder (nested 30,000 deep, an alias bomb)."""
     try:
-        if path.suffix not in SUFFIXES or not path.is_file():
+        if path.suffix not in SUFFIXES or not path.is_file():  # a FIFO named x.yaml is never opened
             return False
         if path.stat().st_size > MAX_CANDIDATE_BYTES:
             return False
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data, _ = load_yaml(path)
+    except (OSError, RecipeError):
         return False
     return isinstance(data, dict) and "version" in data and "stages" in data
 

@@ -76,3 +76,15 @@ def test_cache_pull_pulls_what_the_recipe_found_locks(project, cli):
     code, out, err = cli("cache", "pull", "--remote", remote)
     assert code == 0 and "pulled 2 objects" in out, err
     assert cli("status")[0] == 0  # every stage up to date again, nothing run
+
+
+def test_a_hostile_yaml_beside_the_recipe_is_no_candidate_and_no_crash(project, cli):
+    two_stage_recipe(project)
+    write(project / "deep.yaml", "version: 1\nstages: " + "[" * 30_000 + "]" * 30_000 + "\n")
+    write(
+        project / "bomb.yaml",
+        "a: &a [x, x]\n"
+        + "".join(f"{c}: &{c} [*{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi")),
+    )
+    code, out, err = cli("validate")
+    assert code == 0 and out.startswith("recipe.yaml: valid"), err
