@@ -107,7 +107,7 @@ def default_recipe(path: Path) -> Path | None:
         return None
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, RecursionError, yaml.YAMLError) as exc:
         raise StoreError(
             f"{path}: cannot be read as YAML ({type(exc).__name__}) — fix it or remove it"
         ) from None
