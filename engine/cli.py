@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
-from ortflow.engine import commands, starter_commands
+from ortflow.engine import cli_help, commands, starter_commands
 from ortflow.engine.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -28,7 +28,7 @@ from ortflow.engine.trust_commands import add_allow_unsigned, add_trust_commands
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
-    parser.add_argument("recipe", type=Path, help="the recipe YAML file")
+    parser.add_argument("recipe", type=Path, nargs="?", metavar="RECIPE", help=cli_help.RECIPE_HELP)
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -76,9 +76,7 @@ def _json_option(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common_options()
-    parser = argparse.ArgumentParser(
-        description="ortflow: cached ONNX Runtime optimization pipelines", parents=[common]
-    )
+    parser = cli_help.top_parser("ortflow: cached ONNX Runtime optimization pipelines", common)
     parser.add_argument("--version", action="version", version=f"ortflow {ortflow.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
@@ -92,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_command(sub: Any) -> None:
     run = sub.add_parser("run", help="run a recipe (only what is not cached)")
     _recipe_options(run)
-    run.add_argument("stages", nargs="*", help="run only these stages and what they need")
+    cli_help.stages_argument(run, "run only these stages and what they need")
     run.add_argument(
         "-j",
         "--jobs",
@@ -242,7 +240,7 @@ def _inspection_commands(sub: Any) -> None:
 
     plan = sub.add_parser("plan", help="what a run would do, and why")
     _recipe_options(plan)
-    plan.add_argument("stages", nargs="*", help="only these stages and what they need")
+    cli_help.stages_argument(plan, "only these stages and what they need")
     _json_option(plan)
     plan.set_defaults(handler=commands.cmd_plan)
 
@@ -302,7 +300,7 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         action = cache_sub.add_parser(name, help=helptext)
         action.add_argument(
             "recipes",
-            nargs="+" if name == "pull" else "*",
+            nargs="*",
             type=Path,
             help=_RECIPES_HELP.get(name, "a recipe whose cache to use"),
         )
@@ -359,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
     try:
+        from ortflow.engine.recipe_discovery import resolve
+
+        resolve(args)  # no recipe named: the one this folder means
         return int(args.handler(args, out) or EXIT_OK)
     except (
         BrokenPipeError

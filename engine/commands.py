@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
+from ortflow.engine.wording import counted
 
 
 def _workspace(args: argparse.Namespace, remote: Any = None, out: Any = None) -> Any:
@@ -87,7 +88,8 @@ def cmd_validate(args: argparse.Namespace, out: Any) -> int:
     recipe, graph = load(args.recipe, args.overrides, args.params)
     edges = sum(len(preds) for preds in graph.predecessors.values())
     out.say(
-        f"{args.recipe}: valid — {len(recipe.stages)} stages, {len(recipe.inputs)} inputs, {edges} edges"
+        f"{args.recipe}: valid — {counted(len(recipe.stages), 'stage')}, "
+        f"{counted(len(recipe.inputs), 'input')}, {counted(edges, 'edge')}"
     )
     return EXIT_OK
 
@@ -273,7 +275,8 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
             out.say(f"would remove run {key[:12]} ({stage})")
     verb = "would remove" if args.dry_run else "removed"
     out.say(
-        f"{verb} {len(collected.runs)} run records and {len(collected.objects)} objects ({collected.bytes / 1e6:.1f} MB)"
+        f"{verb} {counted(len(collected.runs), 'run record')} and {counted(len(collected.objects), 'object')} "
+        f"({collected.bytes / 1e6:.1f} MB)"
     )
     return EXIT_OK
 

@@ -14,6 +14,7 @@ from ortflow.engine import console_tables as tables
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.secrets import redact
 from ortflow.engine.types import Status, dropped_text
+from ortflow.engine.wording import counted
 
 
 class _WarningHandler(logging.Handler):
@@ -125,7 +126,7 @@ class Output:
         self._run_messages(recipe, summary)
         if self.quiet:
             return
-        self.console.print(tables.run_table(recipe.name, list(summary.outcomes.values())))
+        self._table(tables.run_table(recipe.name, list(summary.outcomes.values())))
         self.report_sections(summary.sections)
         self.console.print(
             f"outputs and report: {_relative(summary.report_path.parent)}", markup=False
@@ -171,25 +172,25 @@ class Output:
     def report_sections(self, sections: list[Any]) -> None:
         """The tables stages added to the report (engine.console_tables.section_tables)."""
         for table in tables.section_tables(sections):
-            self.console.print(table)
+            self._table(table)
 
     def plan_table(self, planned: list[Any], matrices: dict[str, list[str]] | None = None) -> None:
-        self.console.print(tables.plan_table(planned, self._key))
+        self._table(tables.plan_table(planned, self._key))
         self.console.print(tables.plan_summary(planned, matrices), markup=False)
 
     def compare_table(self, rows: list[tuple[str, str, str, str]]) -> None:
-        self.console.print(tables.compare_table(rows) if rows else "no differences")
+        self._table(tables.compare_table(rows)) if rows else self.console.print("no differences")
 
     def status_table(self, rows: list[tuple[str, str, str]]) -> None:
-        self.console.print(tables.status_table(rows))
+        self._table(tables.status_table(rows))
 
     def stage_list(self, plugins: Any) -> None:
         from ortflow.engine import listings
 
         found = listings.plugins(plugins)
-        self.console.print(tables.stage_types_table(found["stages"]))
-        self.console.print(tables.loaders_table(found["loaders"]))
-        self.console.print(tables.metrics_table(found["metrics"]))
+        self._table(tables.stage_types_table(found["stages"]))
+        self._table(tables.loaders_table(found["loaders"]))
+        self._table(tables.metrics_table(found["metrics"]))
         self.console.print("`engine stages <name>` describes one", markup=False)
 
     def plugin_detail(self, registry: Any, name: str) -> None:
@@ -205,9 +206,9 @@ class Output:
                 markup=False,
             )
         if hasattr(cls, "outputs"):
-            self.console.print(tables.ports_table(cls))
+            self._table(tables.ports_table(cls))
         self._declared(getattr(cls, "declares", None))
-        self.console.print(tables.params_table(cls))
+        self._table(tables.params_table(cls))
 
     def _declared(self, declares: Any) -> None:
         """What a stage type declares about its results (engine.declarations): its measures, its choice."""
@@ -227,10 +228,17 @@ class Output:
         from ortflow.engine import listings
 
         runs = listings.cached_runs(store)
-        self.console.print(tables.cache_table(str(store.root), runs))
+        self._table(tables.cache_table(str(store.root), runs))
         self.console.print(
-            f"{len(runs)} run records, {store.size() / 1e6:.1f} MB of objects", markup=False
+            f"{counted(len(runs), 'run record')}, {store.size() / 1e6:.1f} MB of objects",
+            markup=False,
         )
+
+    def _table(self, table: Any) -> None:
+        """A table at the console's width, words whole (engine.table_fit)."""
+        from ortflow.engine.table_fit import fit
+
+        self.console.print(fit(table, self.console.width))
 
     def json(self, data: Any) -> None:
         """Machine-readable output (`--json`): plain JSON on stdout, nothing else."""

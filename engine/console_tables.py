@@ -11,6 +11,7 @@ from ortflow.engine.provenance import with_label
 from ortflow.engine.run.plan import PlanAction
 from ortflow.engine.secrets import redact
 from ortflow.engine.types import Status, dropped_text
+from ortflow.engine.wording import counted
 
 PLAN_STYLE = {
     PlanAction.CACHED: "cyan",
@@ -109,7 +110,7 @@ def plan_summary(planned: list[Any], matrices: dict[str, list[str]] | None) -> s
         f"{t} x{n}" for t, ids in sorted((matrices or {}).items()) if (n := len(shown & set(ids)))
     ]
     size = f" (matrix stages: {', '.join(expanded)})" if expanded else ""
-    return f"{would_run} of {len(planned)} stages would run{size}"
+    return f"{would_run} of {counted(len(planned), 'stage')} would run{size}"
 
 
 def compare_table(rows: list[tuple[str, str, str, str]]) -> Any:

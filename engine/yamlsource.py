@@ -109,11 +109,11 @@ def byte_size(count: int) -> str:
 def _not_a_recipe(path: Path, name: str) -> Problem:
     """A binary file where a recipe was expected: most often a model given to `engine run` directly."""
     if path.suffix.lower() in (".onnx", ".ort", ".pb", ".pt", ".pth", ".safetensors"):
-        return Problem(
-            f"{name} is a model, not a recipe: `engine run` takes a recipe YAML that names the model",
+        return Problem(  # the path once, in the location: the commands below read as written
+            "a model, not a recipe: `engine run` takes a recipe YAML that names the model",
             Location(name),
-            "copy recipes/quickstart.yaml, point `inputs.model` at your model "
-            f"(model: {path}), and run that recipe",
+            "`engine optimize MODEL -o fast.onnx` writes a recipe for it, runs it and delivers the fastest "
+            "model that keeps its accuracy; `engine init MODEL` only writes the recipe, to read and run",
         )
     return Problem(
         f"{name} is not a text file: `engine` commands take a recipe YAML file",

@@ -23,6 +23,7 @@ from ortflow.api import (
     StageResult,
     Tables,
     batched,
+    counted,
     model_inputs,
 )
 from ortflow.api import environment_facts as facts
@@ -154,7 +155,9 @@ class Benchmark(Stage):
                 {**params, "io_binding": bound},
             ):
                 results.append(replace(row, sequence_length=length, io_binding=bound))
-            ctx.progress(done, len(settings), f"settings timed ({len(work.models)} models each)")
+            ctx.progress(
+                done, len(settings), f"settings timed ({counted(len(work.models), 'model')} each)"
+            )
         return results
 
     def _measure(

@@ -8,7 +8,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import ArtifactKind, GateFailed, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    GateFailed,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    counted,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.sources.torch_export import (
     Exportable,
@@ -169,7 +178,7 @@ class Export(Stage):
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         worst = max(errors.values())
         summary = (
-            f"{used.value} exporter, opset {params['opset']}: {len(exportable.input_names)} inputs, "
+            f"{used.value} exporter, opset {params['opset']}: {counted(len(exportable.input_names), 'input')}, "
             f"outputs {', '.join(exportable.output_names)}; max abs error vs PyTorch {worst:.2e}"
         )
         if worst > params["tolerance"]:

@@ -20,6 +20,7 @@ from ortflow.api import (
     StageError,
     StageResult,
     bound_problems,
+    counted,
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
@@ -234,7 +235,9 @@ def _measured(
     results: dict[str, dict[str, Any]] = {}
     for done, (name, path) in enumerate(zip(names, candidates), start=1):
         results[name] = comparison.results(name, _outputs(path, comparison.feeds))
-        ctx.progress(done, len(candidates), f"models checked on {len(comparison.feeds)} samples")
+        ctx.progress(
+            done, len(candidates), f"models checked on {counted(len(comparison.feeds), 'sample')}"
+        )
     labels = ctx.dataset("data").labels(limit=params["samples"])
     reference_scores = None
     if params.get("label_output"):

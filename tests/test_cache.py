@@ -170,7 +170,7 @@ def test_gc_keeps_what_the_lock_references(project, cli):
     runs_before = len(list((project / ".ortflow/runs").glob("*/*.json")))
     assert runs_before == 4
     code, out, _ = cli("cache", "gc", path)
-    assert code == 0 and "removed 1 run records and 1 objects" in out
+    assert code == 0 and "removed 1 run record and 1 object" in out
     code, out, _ = cli("run", path)
     assert code == 0 and len(executions(project)) == 4  # everything the lock names is still cached
     code, _, err = cli("cache", "gc")

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import PLUGINS, engine_process, minilm_model, two_stage_recipe, write
+from conftest import PLUGINS, engine_process, in_a_terminal, minilm_model, two_stage_recipe, write
 
 DATA = Path(__file__).parent.parent / "recipes" / "data"
 
@@ -86,9 +86,25 @@ def test_plan_shows_short_keys_and_verbose_full_ones(project, cli):
 
 
 def test_a_model_where_a_recipe_belongs_says_so(project, cli):
-    code, _, err = cli("run", minilm_model())
-    assert code == 2 and "is a model, not a recipe" in err and "inputs.model" in err
+    model = minilm_model()
+    code, _, err = cli("run", model)
+    assert code == 2 and "a model, not a recipe" in err
+    assert "`engine optimize MODEL -o fast.onnx`" in err and "`engine init MODEL`" in err
+    assert err.count(str(model)) == 1 and "copy recipes/quickstart.yaml" not in err
     assert "codec" not in err and "Traceback" not in err
+
+
+def test_typos_and_a_found_recipe_piped_and_in_a_terminal(project, monkeypatch):
+    """The same answers whether a person types them (a pty) or a script pipes them."""
+    proc = engine_process("rnu", cwd=project)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 2 and "did you mean 'run'?" in err and out == ""
+    code, screen = in_a_terminal(project, "run", "--jbos", "2")
+    assert code == 2 and "did you mean '--jobs'?" in screen
+    two_stage_recipe(project)
+    monkeypatch.setenv("PYTHONPATH", str(PLUGINS))  # the test plugin's `concat` stage
+    code, screen = in_a_terminal(project, "validate")  # no recipe named: the one in this folder
+    assert code == 0 and "recipe.yaml: valid — 2 stages, 1 input, 1 edge" in screen, screen
 
 
 def test_a_broken_pipe_ends_quietly(project):
@@ -117,7 +133,7 @@ def test_gc_dry_run_lists_what_would_go(project, cli):
     assert (
         code == 0
         and "(second)" in out
-        and "would remove 1 run records and 1 objects" in out
+        and "would remove 1 run record and 1 object" in out
         and "MB" in out
     )
     assert len(json.loads(cli("cache", "ls", path, "--json")[1])) == 3  # nothing was removed
@@ -155,7 +171,7 @@ def test_long_stages_report_progress(project, cli, monkeypatch):
     timed = [
         line for line in out.splitlines() if line.startswith("speed: ") and "settings timed" in line
     ]  # not a busy-machine warning
-    assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 models each)"), out
+    assert timed and timed[-1].startswith("speed: 2/2 settings timed (1 model each)"), out
 
 
 def test_piped_run_names_each_stage_as_it_starts(project):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -90,8 +91,16 @@ def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(
     ).read_bytes()
     stages = len(yaml.safe_load(recipe.read_text())["stages"])
     assert out.count(" ran ") == stages
-    code, out, _ = cli("run", recipe)
+    # the second run as a newcomer types it: no recipe named (the only one in the folder), an 80-column terminal
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("run")
     assert code == 0 and out.count(" cached ") == stages and " ran " not in out
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    cells = {cell.strip() for line in out.splitlines() for cell in re.split(r"[│┃]", line)[1:-1]}
+    names = yaml.safe_load(recipe.read_text())["stages"]
+    # every stage name whole in a cell: int8_dynamic, never `int8_dyn` over `amic`
+    assert all(name in cells for name in names), out
+    monkeypatch.setenv("COLUMNS", "200")
     # Rebuilt from scratch in another cache, every output has the same bytes: the build is reproducible.
     outputs = tmp_path / "out" / "quickstart"
     first = json.loads((outputs / "report.json").read_text())

@@ -159,12 +159,15 @@ def test_set_override_errors_name_the_override(project, cli):
     assert "--set zz.with.x: the recipe has no stage 'zz'" in err
 
 
-def test_unknown_command_option_exits_2(cli, capsys):
+def test_unknown_command_option_exits_2(project, cli, capsys):
     import pytest
 
     with pytest.raises(SystemExit) as exc:
-        cli("run")
+        cli("run", "--no-such-option")
     assert exc.value.code == 2
+    # no recipe named, and none in this (empty) folder: also a usage error
+    code, _, err = cli("run")
+    assert code == 2 and "no recipe named" in err
 
 
 def test_valid_recipe_with_override_and_params_file(project, cli):
@@ -172,7 +175,7 @@ def test_valid_recipe_with_override_and_params_file(project, cli):
     params = write(project / "params.yaml", "a.with.text: ' world'\n")
     code, out, err = cli("validate", path, "--params", params)
     assert (code, err) == (0, "")
-    assert "valid — 1 stages, 1 inputs, 0 edges" in out
+    assert "valid — 1 stage, 1 input, 0 edges" in out
     code, out, _ = cli("run", path, "--params", params)
     assert code == 0
     assert (project / "out" / "demo" / "a" / "joined.txt").read_text() == "hello world"

@@ -145,5 +145,19 @@ def _holds_secret(key: object, value: object) -> bool:
     )
 
 
+def default_recipe(path: Path) -> Path | None:
+    """The recipe `engine run` (plan, status...) uses when none is named: `recipe: FILE` in this ortflow.yaml,
+    relative to its folder (engine.recipe_discovery); None without the file or the key."""
+    if not path.is_file():
+        return None
+    data, source = load_yaml(path, small=True)  # the parser limits every YAML read goes through
+    entry = data.get("recipe") if isinstance(data, dict) else None
+    if entry is not None and not isinstance(entry, str):
+        raise StoreError(
+            f"{source.locate(('recipe',))}: `recipe` must be a file name — e.g. recipe: quickstart.yaml"
+        )
+    return None if entry is None else path.parent / entry
+
+
 def shown(setting: RemoteSetting | None) -> str:
     return "none" if setting is None else f"{redact(setting.url)} (from {setting.origin})"

@@ -32,6 +32,7 @@ from ortflow.engine.stage import (
 # Failures a stage raises: StageError (what is wrong, and the fix), GateFailed (ran, and its quality gate said
 # no), ProviderUnavailable (an execution provider ONNX Runtime cannot use here); OrtflowError for a broken plugin.
 from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable, StageError, suggest
+from ortflow.engine.wording import counted  # "1 input", "3 inputs" in summaries
 
 # Datasets: the loader base class, the feeds a stage iterates, parameter schemas loaders share, and where the
 # data behind a verdict came from.
@@ -140,6 +141,7 @@ __all__ = [
     "batched",
     "bound_problems",
     "check_model",
+    "counted",
     "environment_facts",
     "file_param",
     "fill_defaults",

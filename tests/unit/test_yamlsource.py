@@ -149,7 +149,7 @@ def test_an_empty_document_is_none():
 def test_a_model_given_as_a_recipe_is_named_as_such(tmp_path):
     model = tmp_path / "model.onnx"
     model.write_bytes(b"\x08\x07\x12\x04\xff\xfe\x00\x80")
-    with pytest.raises(RecipeError, match="is a model, not a recipe"):
+    with pytest.raises(RecipeError, match="a model, not a recipe"):
         load_yaml(model)
 
 
