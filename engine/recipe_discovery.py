@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortflow.engine.errors import OrtflowError, RecipeError
-from ortflow.engine.recipe.yamlsource import load_yaml
+from ortflow.engine.yamlsource import load_yaml
 from ortflow.engine.store.remote_config import CONFIG_NAME, default_recipe
 
 SUFFIXES = (".yaml", ".yml")
