@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
+    FROZEN_INPUTS,
     ArtifactKind,
     DataProvenance,
     DataSource,
@@ -264,6 +265,9 @@ def apply(model: Any, spec: Specialization, inputs: list[ModelInput]) -> None:
             if dim.dim_param in spec.dims:
                 dim.dim_value = spec.dims[dim.dim_param]
     _clear_value_info(graph)
+    if spec.frozen:  # what data made for the original still carries, and Dataset.feeds drops (checking it)
+        frozen = {n: v.tolist() for n, v in spec.frozen.items()}
+        model.metadata_props.add(key=FROZEN_INPUTS, value=json.dumps(frozen, sort_keys=True))
 
 
 def fold(model: Any) -> Any:

@@ -37,6 +37,7 @@ from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable,
 # data behind a verdict came from.
 from ortflow.engine.dataset import (
     BATCH_AXES_PARAM,
+    FROZEN_INPUTS,
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
@@ -117,6 +118,7 @@ __all__ = [
     "Declares",
     "Distribution",
     "Feed",
+    "FROZEN_INPUTS",
     "GateFailed",
     "KnownMetrics",
     "LIMIT_PARAM",
