@@ -67,7 +67,7 @@ def test_the_if_wrapped_vad_frozen_from_its_data_becomes_a_plain_graph(project, 
     assert metrics["specialization"]["from_data"] == ["sr"]
     assert metrics["specialization"]["shapes"] == {"input": [1, 576], "state": [2, 1, 128]}
     assert metrics["before"]["ifs"] > 0 and metrics["after"] == {**metrics["after"], "ifs": 0, "shape_nodes": 0}
-    assert metrics["check"]["data"]["provenance"] == "real" and metrics["check"]["feeds"] == 8
+    assert metrics["check"]["data"] == "real" and metrics["check"]["feeds"] == 8
     model = onnx.load(str(folder / "model.onnx"))
     assert [i.name for i in model.graph.input] == ["input", "state"]  # sr is a constant now
     assert all(n.op_type != "If" for n in model.graph.node)

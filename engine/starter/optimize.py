@@ -165,7 +165,8 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     constraint, saying by how much the closest missed; the original itself when nothing was faster."""
     selection = documents.read(files.document, Selection)
     candidates = selection.candidates
-    original = next(c for c in candidates if c.model == "model")
+    # the original: inputs.model, or the first candidate (a specialized copy standing for it)
+    original = next((c for c in candidates if c.model == "model"), candidates[0])
     faster = [c for c in candidates if c.values["p50_ms"] < original.values["p50_ms"]]
     data = selection.data
     on = f" ({data.label()})" if data is not None else ""
