@@ -58,8 +58,11 @@ def _branch_line(result: Any) -> str | None:
     return (
         f"note: the network sits inside an `If` on `{branch.condition}` ({branch.nodes_inside} of {facts.node_total} nodes, "
         f"{facts.branch_weight_share:.0%} of the weights), out of INT8's reach until specialized on {decided}: "
-        + ("the `spec` stage freezes it from the data" if "spec" in {s.name for s in result.proposal.stages}
-           else "give real data (--data) to specialize it")
+        + (
+            "the `spec` stage freezes it from the data"
+            if "spec" in {s.name for s in result.proposal.stages}
+            else "give real data (--data) to specialize it"
+        )
     )
 
 

@@ -15,7 +15,8 @@ import pytest
 from conftest import minilm_model, write
 
 from ortflow.api import StageError, fill_defaults, model_inputs
-from ortflow.stages.specialize import GraphCounts, Specialize, apply, compare, fold, plan
+from ortflow.stages.graphs.specialization import GraphCounts, apply, fold, plan
+from ortflow.stages.specialize import Specialize, compare
 
 DATA = Path(__file__).parent.parent / "recipes" / "data" / "audio"
 
@@ -41,7 +42,9 @@ def _vad_project(project: Path, freeze: str, sr: int = 16000) -> Path:
     return write(project / "vad.yaml", VAD_RECIPE.replace("FREEZE", freeze))
 
 
-def _specialized(params: dict, model: Path = None) -> tuple[Path, onnx.ModelProto, onnx.ModelProto, object]:
+def _specialized(
+    params: dict, model: Path = None
+) -> tuple[Path, onnx.ModelProto, onnx.ModelProto, object]:
     model = model or minilm_model()
     inputs = model_inputs(model)
     spec = plan(fill_defaults(params, Specialize.params_schema), inputs, [])
@@ -66,7 +69,11 @@ def test_the_if_wrapped_vad_frozen_from_its_data_becomes_a_plain_graph(project, 
     assert metrics["specialization"]["frozen"] == {"sr": 16000}
     assert metrics["specialization"]["from_data"] == ["sr"]
     assert metrics["specialization"]["shapes"] == {"input": [1, 576], "state": [2, 1, 128]}
-    assert metrics["before"]["ifs"] > 0 and metrics["after"] == {**metrics["after"], "ifs": 0, "shape_nodes": 0}
+    assert metrics["before"]["ifs"] > 0 and metrics["after"] == {
+        **metrics["after"],
+        "ifs": 0,
+        "shape_nodes": 0,
+    }
     assert metrics["check"]["data"] == "real" and metrics["check"]["feeds"] == 8
     model = onnx.load(str(folder / "model.onnx"))
     assert [i.name for i in model.graph.input] == ["input", "state"]  # sr is a constant now
@@ -96,13 +103,17 @@ def test_keys_hold_the_values_specialized_for(project, cli):
 
 
 def test_bert_fixed_at_batch_1_seq_128_keeps_no_shape_computation():
-    model, original, specialized, spec = _specialized({"dims": {"batch_size": 1, "sequence_length": 128}})
+    model, original, specialized, spec = _specialized(
+        {"dims": {"batch_size": 1, "sequence_length": 128}}
+    )
     before, after = GraphCounts.of(original), GraphCounts.of(specialized)
     assert before.shape_nodes > 50 and after.shape_nodes == 0
     shape_ops = {"Shape", "Size", "ConstantOfShape", "Equal", "Where", "Concat", "Range"}
     assert not [n.op_type for n in specialized.graph.node if n.op_type in shape_ops]
     assert after.nodes < before.nodes / 2
-    dims = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in specialized.graph.input}
+    dims = {
+        i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in specialized.graph.input
+    }
     assert dims == {"input_ids": [1, 128], "attention_mask": [1, 128]}
 
 
@@ -110,28 +121,45 @@ def test_outputs_are_checked_equal_and_a_wrong_fold_fails_loudly(tmp_path):
     model, _, specialized, spec = _specialized({"dims": {"batch_size": 1, "sequence_length": 16}})
     rng = np.random.default_rng(0)
     feeds = [
-        {"input_ids": rng.integers(100, 5000, (1, 16)), "attention_mask": np.ones((1, 16), dtype=np.int64)}
+        {
+            "input_ids": rng.integers(100, 5000, (1, 16)),
+            "attention_mask": np.ones((1, 16), dtype=np.int64),
+        }
         for _ in range(3)
     ]
     good = tmp_path / "good.onnx"
     onnx.save(specialized, str(good))
     assert compare(model, good, spec, feeds, atol=1e-4, rtol=1e-3) < 1e-4
-    weight = max(specialized.graph.initializer, key=lambda t: np.prod(t.dims))  # as a folder that broke a weight
+    weight = max(
+        specialized.graph.initializer, key=lambda t: np.prod(t.dims)
+    )  # as a folder that broke a weight
     values = onnx.numpy_helper.to_array(weight) * 1.1
     weight.CopyFrom(onnx.numpy_helper.from_array(values, weight.name))
     wrong = tmp_path / "wrong.onnx"
     onnx.save(specialized, str(wrong))
-    with pytest.raises(StageError, match="differs from the original's on feed 0 .* a fold changed what the model computes"):
+    with pytest.raises(
+        StageError,
+        match="differs from the original's on feed 0 .* a fold changed what the model computes",
+    ):
         compare(model, wrong, spec, feeds, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize(
     ("params", "said"),
     [
-        ({"dims": {"seq": 8}}, "no input has a dim named 'seq' (named dims: batch_size, sequence_length) — use `shapes`"),
-        ({"freeze": {"mask": 1}}, "the model has no input 'mask' — its inputs are input_ids, attention_mask"),
+        (
+            {"dims": {"seq": 8}},
+            "no input has a dim named 'seq' (named dims: batch_size, sequence_length) — use `shapes`",
+        ),
+        (
+            {"freeze": {"mask": 1}},
+            "the model has no input 'mask' — its inputs are input_ids, attention_mask",
+        ),
         ({"shapes": {"input_ids": [1]}}, "which [1] does not fit — give a shape of that rank"),
-        ({"freeze": {"attention_mask": 1}}, "the frozen value has 0 dims — give it as a nested list of that rank"),
+        (
+            {"freeze": {"attention_mask": 1}},
+            "the frozen value has 0 dims — give it as a nested list of that rank",
+        ),
     ],
 )
 def test_bad_params_name_the_fix(params, said):

@@ -240,7 +240,11 @@ def _branched_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraf
             "checked equal to the original on the data, it is the float reference the candidates are measured against",
         ],
     )
-    return [spec, _calibration_stage("spec.model", False), _static_int8_stage(roles, "spec.model", real_data)], [
+    return [
+        spec,
+        _calibration_stage("spec.model", False),
+        _static_int8_stage(roles, "spec.model", real_data),
+    ], [
         "spec.model",
         "int8.model",
     ]
@@ -339,4 +343,6 @@ def propose_stages(
     else:
         stages, candidates = _static_stages(roles, real_data)
     _candidates_optional(stages, candidates)
-    return Proposal(stages, candidates, choose_metric(roles, real_data, min_accuracy), candidates[0])
+    return Proposal(
+        stages, candidates, choose_metric(roles, real_data, min_accuracy), candidates[0]
+    )
