@@ -80,6 +80,18 @@ def test_the_if_wrapped_vad_frozen_from_its_data_becomes_a_plain_graph(project, 
     assert all(n.op_type != "If" for n in model.graph.node)
     assert sum(n.op_type == "Conv" for n in model.graph.node) == 6  # the network, at the top level
     assert "froze sr = 16000 (data)" in out and "If 25 -> 0" in out and "real data" in out
+    # data made for the original still feeds it: the model records sr, and a feed's sr is checked, then left out
+    from ortflow.engine.dataset import without_frozen
+
+    inputs = model_inputs(folder / "model.onnx")
+    assert inputs.frozen == {"sr": 16000} and [i.name for i in inputs] == ["input", "state"]
+    feed = {"input": np.zeros((1, 576), np.float32), "state": np.zeros((2, 1, 128), np.float32)}
+    assert without_frozen({**feed, "sr": np.array(16000)}, inputs, "sample 0").keys() == feed.keys()
+    with pytest.raises(
+        StageError,
+        match=r"sample 0: input 'sr' is 8000, but the model was specialized for sr = 16000",
+    ):
+        without_frozen({**feed, "sr": np.array(8000)}, inputs, "sample 0")
 
 
 def test_data_giving_several_values_for_a_frozen_input_is_refused(project, cli):
