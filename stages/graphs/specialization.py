@@ -68,7 +68,7 @@ class GraphCounts:
         return cls(
             _count(model.graph, lambda n: True),
             _count(model.graph, lambda n: n.op_type == "If"),
-            _shape_nodes(model.graph),
+            len(shape_nodes(model.graph)),
         )
 
 
@@ -199,23 +199,24 @@ def _count(graph: Any, wanted: Any) -> int:
     return sum(int(wanted(n)) + sum(_count(g, wanted) for g in _subgraphs(n)) for n in graph.node)
 
 
-def _shape_nodes(graph: Any) -> int:
-    """Nodes computing shapes: Shape/Size, and nodes whose inputs are all shape values or constants (with at least
-    one shape value), e.g. Gather on a shape, Concat of dims, Equal/Where on them; in subgraphs too."""
+def shape_nodes(graph: Any) -> list[str]:
+    """Nodes computing shapes (their names, or first outputs): Shape/Size, and nodes whose inputs are all shape
+    values or constants (with at least one shape value), e.g. Gather on a shape, Concat of dims, Equal/Where on
+    them; in subgraphs too."""
     constant = {t.name for t in graph.initializer} | {
         o for n in graph.node if n.op_type == "Constant" for o in n.output
     }
     shaped: set[str] = set()
-    count = 0
+    found = []
     for node in graph.node:
         present = [i for i in node.input if i]
         if node.op_type in SHAPE_SOURCES or (
             any(i in shaped for i in present) and all(i in shaped or i in constant for i in present)
         ):
             shaped.update(node.output)
-            count += 1
-        count += sum(_shape_nodes(g) for g in _subgraphs(node))
-    return count
+            found.append(node.name or node.output[0])
+        found += [name for g in _subgraphs(node) for name in shape_nodes(g)]
+    return found
 
 
 def shown(value: np.ndarray) -> str:
