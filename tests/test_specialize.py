@@ -195,3 +195,35 @@ def test_without_data_random_feeds_check_it_and_say_so(project, cli):
     code, out, err = cli("run", recipe)
     assert code == 0, err + out
     assert "fixed batch_size=1, sequence_length=8" in out and "unverified: random feeds" in out
+
+
+@pytest.mark.corpus  # `engine optimize` end to end (about 35 s on 2 busy cores): the corpus step's, not the everyday run
+def test_optimize_delivers_the_if_wrapped_vad_with_int8_convolutions(project, cli):
+    """Issue 30's acceptance: silero-vad's default file, its network inside an If on `sr`, through `engine optimize`
+    with its real streaming data: specialized, its convolutions INT8, and its speech decisions agreeing with fp32
+    (label_agreement >= 0.97 at 0.5) on held-out chunks. `pick` returns the faster of the specialized fp32 and the
+    INT8 model on this CPU; the INT8 candidate must qualify either way."""
+    from importlib.metadata import distribution
+
+    vad = distribution("silero-vad")
+    model = Path(
+        vad.locate_file(next(f for f in vad.files if str(f).endswith("data/silero_vad.onnx")))
+    )
+    code, out, err = cli(
+        "optimize", model, "--data", DATA / "vad-calibration.npz", "-o", project / "vad.onnx"
+    )
+    assert code == 0, out + err
+    [folder] = (project / "out").iterdir()
+    int8 = onnx.load(str(folder / "int8" / "model.onnx"))
+    dequantized = {o for n in int8.graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+    convs = [n for n in int8.graph.node if n.op_type == "Conv"]
+    assert (
+        sum(n.input[0] in dequantized and n.input[1] in dequantized for n in convs) >= 5
+    )  # the STFT's stays float
+    assert not [n for n in int8.graph.node if n.op_type == "If"]
+    selection = json.loads((folder / "pick" / "selection.json").read_text())
+    [candidate] = [c for c in selection["candidates"] if c["model"] == "int8"]
+    assert candidate["meets_constraints"] and candidate["values"]["label_agreement"] >= 0.97, (
+        candidate
+    )
+    assert selection["data"]["provenance"] == "real"
