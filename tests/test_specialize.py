@@ -227,3 +227,9 @@ def test_optimize_delivers_the_if_wrapped_vad_with_int8_convolutions(project, cl
         candidate
     )
     assert selection["data"]["provenance"] == "real"
+    said = " ".join(
+        out.split()
+    )  # the closing line names the specialized copy as the original where it is kept
+    assert (
+        "vad.onnx: 'int8'" in said or "vad.onnx: the original model (specialized: 'spec')" in said
+    ), said
