@@ -233,3 +233,8 @@ def test_optimize_delivers_the_if_wrapped_vad_with_int8_convolutions(project, cl
     assert (
         "vad.onnx: 'int8'" in said or "vad.onnx: the original model (specialized: 'spec')" in said
     ), said
+
+
+def test_an_input_frozen_twice_is_refused_before_anything_runs():
+    said = Specialize().check({"freeze": {"sr": 16000}, "freeze_from_data": ["sr"]})
+    assert said == ["specialize: sr named in both freeze and freeze_from_data — keep one"]
