@@ -33,7 +33,6 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 MANIFEST = BENCH / "corpus.yaml"
 TRACEBACK = "Traceback (most recent call last)"
-REFERENCE = "model"  # init names the original model's input `model`; select lists it under that id
 CELL = 200  # characters of an error or closing line in a table cell
 STEP_LIMIT_S = 600  # one engine command; far above any corpus model's on a busy 2-core machine
 QUICK_MODEL = "magika"  # --quick: the smallest model, with real data
@@ -275,20 +274,22 @@ def judge(result: Result, recipe_path: Path) -> None:
         ).read_text()
     )
     metric, threshold = next(iter(selection["constraints"]["min"].items()), ("", None))
-    candidates = [c for c in selection["candidates"] if c["id"] != REFERENCE]
+    # init lists the original first (`model`), or its specialized copy (`spec`) where only that takes the data
+    reference = selection["candidates"][0]["model"]
+    candidates = [c for c in selection["candidates"] if c["model"] != reference]
     chosen = next(c for c in selection["candidates"] if c["chosen"])
     best = max(
         candidates,
         key=lambda c: (c["meets_constraints"], c["values"].get(metric, 0)),
         default=chosen,
     )
-    shown = chosen if chosen["id"] != REFERENCE else best
+    shown = chosen if chosen["model"] != reference else best
     result.qualified = any(c["meets_constraints"] for c in candidates)
     result.speedup = shown["values"].get("speedup")
     result.metric = (
         f"{shown['id']}: {metric} {shown['values'].get(metric, float('nan')):.4f} (>= {threshold})"
     )
-    if chosen["id"] != REFERENCE:
+    if chosen["model"] != reference:
         result.outcome, result.reason = Outcome.DELIVERED, chosen["id"]
         return
     result.outcome = Outcome.KEPT_FP32

@@ -29,6 +29,8 @@ __all__ = [
     "DatasetLoader",
     "Feed",
     "ModelInput",
+    "ModelInputs",
+    "FROZEN_INPUTS",
     "batched",
     "check_feed",
     "file_param",
@@ -49,7 +51,22 @@ class ModelInput:
         return f"{self.dtype} [{dims}]"
 
 
-def model_inputs(model_path: Path) -> list[ModelInput]:
+# The model metadata key where the specialize stage records the inputs it froze to constants: {name: value}.
+FROZEN_INPUTS = "ortflow.frozen_inputs"
+
+
+class ModelInputs(
+    list
+):  # list[ModelInput]; a list so every caller of model_inputs reads it as before
+    """The inputs a caller feeds, and `frozen`: inputs the model was specialized for (constants now), which data
+    made for the original model still carries; Dataset.feeds drops them after checking the data's value."""
+
+    def __init__(self, found: Iterable[ModelInput] = (), frozen: dict[str, object] | None = None):
+        super().__init__(found)
+        self.frozen = dict(frozen or {})
+
+
+def model_inputs(model_path: Path) -> ModelInputs:
     """The inputs a caller must feed (initializers that double as inputs are optional and left out)."""
     import onnx
     from google.protobuf.message import DecodeError
@@ -78,7 +95,33 @@ def model_inputs(model_path: Path) -> list[ModelInput]:
             for d in tensor.shape.dim
         )
         found.append(ModelInput(value.name, dtype, shape))
-    return found
+    return ModelInputs(found, _frozen(model))
+
+
+def _frozen(model: object) -> dict[str, object]:
+    import json
+
+    for prop in model.metadata_props:  # type: ignore[attr-defined]
+        if prop.key == FROZEN_INPUTS:
+            return dict(json.loads(prop.value))
+    return {}
+
+
+def without_frozen(feed: Feed, inputs: list[ModelInput], where: str) -> Feed:
+    """The feed less the inputs the model was specialized for; data giving one of them another value than the
+    model was specialized for is an error, never silently a different model's answer."""
+    import numpy as np
+
+    frozen = inputs.frozen if isinstance(inputs, ModelInputs) else {}
+    if not isinstance(feed, dict) or not frozen.keys() & feed.keys():
+        return feed
+    for name in frozen.keys() & feed.keys():
+        if not np.array_equal(np.asarray(feed[name]), np.asarray(frozen[name])):
+            raise StageError(
+                f"{where}: input '{name}' is {np.asarray(feed[name]).tolist()}, but the model was specialized for "
+                f"{name} = {frozen[name]} (its specialize step froze it) — use data of that value, or specialize for it"
+            )
+    return {k: v for k, v in feed.items() if k not in frozen}
 
 
 # Schema fragments every loader uses the same way. `skip` and `limit` are applied by the engine (Dataset.feeds):
@@ -221,6 +264,7 @@ class Dataset:
             ):  # `skip`: read past, unchecked (another dataset over the same source holds them)
                 skipped += 1
                 continue
+            feed = without_frozen(feed, inputs, f"{where} sample {skipped + count}")
             check_feed(feed, inputs, f"{where} sample {skipped + count}")
             count += 1
             yield feed

@@ -57,8 +57,12 @@ def _branch_line(result: Any) -> str | None:
     decided = ", ".join(branch.deciding_inputs) or "constants"
     return (
         f"note: the network sits inside an `If` on `{branch.condition}` ({branch.nodes_inside} of {facts.node_total} nodes, "
-        f"{facts.branch_weight_share:.0%} of the weights), out of INT8's reach; specializing on {decided} would let "
-        "quantization reach it — a `specialize` stage is on the roadmap, not built yet"
+        f"{facts.branch_weight_share:.0%} of the weights), out of INT8's reach until specialized on {decided}: "
+        + (
+            "the `spec` stage freezes it from the data"
+            if "spec" in {s.name for s in result.proposal.stages}
+            else "give real data (--data) to specialize it"
+        )
     )
 
 

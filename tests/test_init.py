@@ -252,8 +252,8 @@ def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, 
         f"note: the network sits inside an `If` on `sr == 16000` ({branch.nodes_inside} of {facts.node_total} nodes, 100% of "
         "the weights)"
         in said
-        and "specializing on sr" in said
-        and "`specialize` stage is on the roadmap, not built yet" in said
+        and "out of INT8's reach until specialized on sr: give real data (--data) to specialize it"
+        in said
     ), said
     header = " ".join(
         line.lstrip("# ") for line in recipe.read_text().splitlines() if line.startswith("# ")
@@ -264,6 +264,24 @@ def test_a_network_inside_an_if_is_said_with_the_input_that_decides_it(project, 
     ), header
     # the file exported for one rate has no such If around its network: nothing is said
     assert "inside an `If`" not in _init(cli, project, "vad")[1]
+
+
+def test_with_real_data_a_network_inside_an_if_is_specialized_before_int8(project, cli):
+    """Real data carries the sample rate: init freezes sr from it and fixes the shapes (`specialize`), so the If
+    folds away and static INT8 reaches the convolutions; the specialized copy is the float reference."""
+    data = RECIPES / "data" / "audio" / "vad-calibration.npz"
+    recipe, said = _init(cli, project, "vad_if", "--data", data)
+    assert (
+        "candidates: spec, int8;" in said and "the `spec` stage freezes it from the data" in said
+    ), said
+    stages = yaml.safe_load(recipe.read_text())["stages"]
+    assert stages["spec"]["uses"] == "specialize"
+    assert stages["spec"]["with"] == {"freeze_from_data": ["sr"], "shapes_from_data": True}
+    assert stages["calib"]["in"]["model"] == stages["int8"]["in"]["model"] == "spec.model"
+    assert stages["int8"]["with"]["op_types_to_quantize"] == ["Conv", "MatMul", "Gemm"]
+    assert stages["accuracy"]["in"]["reference"] == "spec.model"
+    assert stages["pick"]["in"]["models"] == ["spec.model", "int8.model"]
+    assert cli("validate", recipe)[0] == 0
 
 
 def test_optimize_on_a_network_inside_an_if_runs_and_ends_saying_so(project, cli):

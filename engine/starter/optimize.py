@@ -109,6 +109,9 @@ class Choice:
     others: tuple[
         str, ...
     ] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
+    original: str = (
+        "model"  # the original's candidate: `model`, or its specialized copy standing for it
+    )
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
@@ -165,7 +168,8 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     constraint, saying by how much the closest missed; the original itself when nothing was faster."""
     selection = documents.read(files.document, Selection)
     candidates = selection.candidates
-    original = next(c for c in candidates if c.model == "model")
+    # the original: inputs.model, or the first candidate (a specialized copy standing for it)
+    original = next((c for c in candidates if c.model == "model"), candidates[0])
     faster = [c for c in candidates if c.values["p50_ms"] < original.values["p50_ms"]]
     data = selection.data
     on = f" ({data.label()})" if data is not None else ""
@@ -198,6 +202,7 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
         threshold,
         data,
         others,
+        original.id,
     )
 
 
@@ -216,7 +221,10 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
     and each candidate refused before the choice, with why."""
     on = f" ({choice.data.label()})" if choice.data is not None else ""
     dropped = f"refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""
-    if choice.chosen != "model":
+    original = "the original model" + (
+        f" (specialized: '{choice.original}')" if choice.original != "model" else ""
+    )
+    if choice.chosen != choice.original:
         return (
             f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
             f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
@@ -224,9 +232,9 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""
     if not refused:
-        return f"{output}: the original model — no optimized candidate was faster{measured}{on}"
+        return f"{output}: {original} — no optimized candidate was faster{measured}{on}"
     slower = f"no other candidate was faster{measured}; " if choice.others else ""
-    return f"{output}: the original model{on} — {slower}{dropped}"
+    return f"{output}: {original}{on} — {slower}{dropped}"
 
 
 def deliver(choice: Choice, output: Path) -> None:

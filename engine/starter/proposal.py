@@ -35,6 +35,9 @@ class Proposal:
     stages: list[StageDraft]
     candidates: list[str]  # model references select chooses among, the original first
     metric: MetricChoice
+    # what accuracy is measured against: the original, or its specialized copy (checked equal to it on the data)
+    # where the candidates take fewer inputs than the original
+    reference: str = "inputs.model"
 
 
 def network_in_branches(facts: ModelFacts) -> BranchFact | None:
@@ -61,9 +64,9 @@ def branch_note(facts: ModelFacts) -> list[str]:
     inputs = ", ".join(f"`{i}`" for i in branch.deciding_inputs)
     return [
         where,
-        f"Specializing on {inputs} (fixing it to the value you use and keeping that branch) would let quantization reach "
-        "the network: a `specialize` stage is on the roadmap, not built yet; until then, use a model file exported for "
-        "that one value if there is one.",
+        f"Specializing on {inputs} (fixing it to the value your data carries, so the branch taken is folded into a "
+        "plain graph) lets quantization reach the network: the `spec` stage below does it where the data is real "
+        "(with random data, give real samples with --data).",
     ]
 
 
@@ -217,22 +220,48 @@ def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
     )
 
 
-def _branched_stages() -> tuple[list[StageDraft], list[str]]:
+def _branched_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft], list[str]]:
     """A network inside an If: ORT's quantizers see the top-level graph only (and take the branches' Constant
-    weights for activations), so an INT8 stage would have nothing to quantize and fail. The folded graph is the
-    one candidate, so the recipe runs and measures, until a `specialize` stage can take the branch out."""
+    weights for activations). With real data, `specialize` freezes what decides the If to the value the data
+    carries and folds the branch into a plain graph, which static INT8 reaches; without it (random data gives no
+    value to freeze), the folded graph is the one candidate, so the recipe runs and measures."""
+    branch = network_in_branches(roles.facts)
+    if branch is None or not branch.deciding_inputs or not real_data:
+        return [_folding_only()], ["inputs.model", "folded.model"]
+    deciding = list(branch.deciding_inputs)
+    spec = StageDraft(
+        "spec",
+        "specialize",
+        {"model": "inputs.model", "data": "datasets.calibration"},
+        {"freeze_from_data": deciding, "shapes_from_data": True},
+        [
+            f"specialize: {', '.join(deciding)} frozen to the value the data carries, the inputs fixed to its shapes,",
+            "then the If and the shape arithmetic folded (onnxscript's optimizer), so INT8 reaches the network;",
+            "checked equal to the original on the data, it is the float reference the candidates are measured against",
+        ],
+    )
     return [
-        StageDraft(
-            "folded",
-            "graph_optimization",
-            {"model": "inputs.model"},
-            {"level": "basic"},
-            [
-                "constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
-                "the top-level graph and the network sits inside an If (see the top); specialize it first (on the roadmap)",
-            ],
-        )
-    ], ["inputs.model", "folded.model"]
+        spec,
+        _calibration_stage("spec.model", False),
+        _static_int8_stage(roles, "spec.model", real_data),
+    ], [
+        "spec.model",
+        "int8.model",
+    ]
+
+
+def _folding_only() -> StageDraft:
+    return StageDraft(
+        "folded",
+        "graph_optimization",
+        {"model": "inputs.model"},
+        {"level": "basic"},
+        [
+            "constant folding, the one candidate: no INT8 stage, because calibration and quantization see only",
+            "the top-level graph and the network sits inside an If (see the top); real data (--data) would let",
+            "a `specialize` stage freeze what decides it and fold the If away",
+        ],
+    )
 
 
 def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:
@@ -306,7 +335,7 @@ def propose_stages(
     if target != Target.CPU:
         stages, candidates = _gpu_stages(roles, target)
     elif network_in_branches(roles.facts):
-        stages, candidates = _branched_stages()
+        stages, candidates = _branched_stages(roles, real_data)
     elif roles.facts.already_quantized:
         stages, candidates = _quantized_stages(roles)
     elif roles.kind == ModelKind.TRANSFORMER:
@@ -314,4 +343,6 @@ def propose_stages(
     else:
         stages, candidates = _static_stages(roles, real_data)
     _candidates_optional(stages, candidates)
-    return Proposal(stages, candidates, choose_metric(roles, real_data, min_accuracy))
+    return Proposal(
+        stages, candidates, choose_metric(roles, real_data, min_accuracy), candidates[0]
+    )

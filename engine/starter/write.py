@@ -179,8 +179,8 @@ def evaluation_stages(proposal: Proposal, target: Target) -> list[StageDraft]:
         "accuracy",
         "validate_accuracy",
         {
-            "reference": "inputs.model",
-            "candidates": [c for c in proposal.candidates if c != "inputs.model"],
+            "reference": proposal.reference,
+            "candidates": [c for c in proposal.candidates if c != proposal.reference],
             "data": "datasets.held_out",
         },
         {"samples": VALIDATION_SAMPLES, **metric.validate},

@@ -38,6 +38,7 @@ from ortflow.engine.wording import counted  # "1 input", "3 inputs" in summaries
 # data behind a verdict came from.
 from ortflow.engine.dataset import (
     BATCH_AXES_PARAM,
+    FROZEN_INPUTS,
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
@@ -118,6 +119,7 @@ __all__ = [
     "Declares",
     "Distribution",
     "Feed",
+    "FROZEN_INPUTS",
     "GateFailed",
     "KnownMetrics",
     "LIMIT_PARAM",
