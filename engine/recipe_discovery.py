@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ortflow.engine.errors import OrtflowError, RecipeError
-from ortflow.engine.yamlsource import load_yaml
 from ortflow.engine.store.remote_config import CONFIG_NAME, default_recipe
+from ortflow.engine.yamlsource import load_yaml
 
 SUFFIXES = (".yaml", ".yml")
 # A file this large is no hand-written recipe (the largest shipped is 5 KB): not read while looking.
