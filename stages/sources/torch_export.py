@@ -67,7 +67,8 @@ def _hf_wrapper(model: Any, outputs: list[str]) -> Any:
 
 
 def from_hf_folder(folder: Path, texts: list[str], outputs: list[str]) -> Exportable:
-    """AutoModel and AutoTokenizer from a local folder only (never a hub), the example a batch of `texts`."""
+    """AutoModel (eager attention) and AutoTokenizer from a local folder only (never a hub), the example a batch of
+    `texts`."""
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError as exc:
@@ -79,7 +80,11 @@ def from_hf_folder(folder: Path, texts: list[str], outputs: list[str]) -> Export
             f"{folder}: no config.json — give a Hugging Face model folder (config.json, model.safetensors, tokenizer)"
         )
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModel.from_pretrained(folder, local_files_only=True).eval()
+    # eager attention: the explicit MatMul/Softmax pattern transformer_fusion fuses into Attention from either
+    # exporter (transformers' default, SDPA, exported by TorchScript matches no fusion)
+    model = AutoModel.from_pretrained(
+        folder, local_files_only=True, attn_implementation="eager"
+    ).eval()
     encoded = tokenizer(texts, return_tensors="pt", padding=True)
     names = [n for n in TOKEN_INPUTS if n in encoded]
     extra = sorted(set(encoded) - set(TOKEN_INPUTS))
