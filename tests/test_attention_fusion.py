@@ -3,7 +3,7 @@ heads, random weights from a transformers config, MiniLM's tokenizer, which has 
 the export stage's default exporter (dynamo) and fused by transformer_fusion into one Attention per layer, the
 fused model's outputs equal to the export's on a padded batch. Two layers every day; all twelve under `large`.
 And a user's own SDPA model, exported by the TorchScript exporter: the summary says attention was not fused,
-why, and how to re-export."""
+why, and how to re-export, and so does `engine init`."""
 
 from __future__ import annotations
 
@@ -121,3 +121,7 @@ def test_an_sdpa_model_from_the_torchscript_exporter_is_said_unfused_with_how_to
     note = said["attention_not_fused"]
     assert note.startswith("attention not fused (1 Softmax left)") and "(SDPA)" in note, note
     assert 'attn_implementation="eager"' in note and "attention not fused" in " ".join(out.split()), out
+    code, out, err = cli("init", project / "sdpa.onnx", "-o", project / "cuda.yaml", "--target", "cuda")
+    assert code == 0, (out, err)
+    header = " ".join((project / "cuda.yaml").read_text().replace("#", " ").split())
+    assert "SDPA" in header and 'attn_implementation="eager"' in header, header

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ortflow.engine import documents
-from ortflow.engine.documents import Selection, SelectionCandidate
+from ortflow.engine.documents import Selection, SelectionCandidate, SessionSettings
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.publish.report import stage_folder
@@ -109,6 +109,7 @@ class Choice:
     others: tuple[
         str, ...
     ] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
+    session: SessionSettings | None = None  # the session its speed was timed with: what reproduces it
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
@@ -198,6 +199,7 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
         threshold,
         data,
         others,
+        chosen.session,
     )
 
 
@@ -217,9 +219,11 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
     on = f" ({choice.data.label()})" if choice.data is not None else ""
     dropped = f"refused, so dropped from the choice: {'; '.join(refused)}" if refused else ""
     if choice.chosen != "model":
+        timed = f"; timed with {choice.session.describe()}" if choice.session is not None else ""
         return (
             f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
             f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
+            + timed
             + (f"; {dropped}" if dropped else "")
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""

@@ -95,6 +95,7 @@ _DOCUMENTS = {
             "ReportSection",
             "Selection",
             "SelectionCandidate",
+            "SessionSettings",
             "Table",
             "with_speedups",
         )
@@ -169,6 +170,7 @@ __all__ = [
     "Scalar",
     "Selection",
     "SelectionCandidate",
+    "SessionSettings",
     "Table",
     "read_document",
     "with_speedups",
