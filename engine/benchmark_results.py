@@ -229,6 +229,12 @@ class BenchmarkResults:
 def with_speedups(
     rows: list[BenchmarkRow], baseline: str, speedup: Callable[[BenchmarkRow, BenchmarkRow], float]
 ) -> list[BenchmarkRow]:
-    """Each row with its speedup against the baseline's row of the same configuration."""
+    """Each row with its speedup against the baseline's row of the same configuration; where the baseline has
+    none with a CUDA graph (none could be captured for it), against its row of the configuration without (and
+    with neither timed, against itself: 1.0)."""
     bases = {r.config(): r for r in rows if r.model == baseline}
-    return [replace(r, speedup=speedup(bases[r.config()], r)) for r in rows]
+
+    def base(r: BenchmarkRow) -> BenchmarkRow:
+        return bases.get(r.config()) or bases.get(replace(r, cuda_graph=False).config()) or r
+
+    return [replace(r, speedup=speedup(base(r), r)) for r in rows]

@@ -164,15 +164,18 @@ class Benchmark(Stage):
         for done, (thread_count, length, batch_size, bound, graph) in enumerate(settings, start=1):
             shaped = work.batches(length, batch_size)
             config = {**params, "io_binding": bound, "cuda_graph": graph}
+            refused: list[str] = []
             try:
                 if graph:
                     require_capturable(params["providers"], shaped)
-                rows = self._measure(work.models, work.names, shaped, thread_count, batch_size, config)
+                rows = self._measure(work.models, work.names, shaped, thread_count, batch_size, config, refused)
             except ProviderUnavailable as exc:
                 if not graph:
                     raise
-                skipped.append(f"cuda_graph at batch {batch_size}, sequence {length or 'as fed'}: {exc}")
-                continue
+                refused = [str(exc)]
+                rows = []
+            where = f"cuda_graph at batch {batch_size}, sequence {length or 'as fed'}"
+            skipped += [f"{where}: {reason}" for reason in refused]
             session = session_settings(config, thread_count)
             results += [
                 replace(r, sequence_length=length, io_binding=bound, cuda_graph=graph, session=session)
@@ -191,10 +194,18 @@ class Benchmark(Stage):
         threads: int,
         batch_size: int,
         params: dict[str, Any],
+        refused: list[str] | None = None,
     ) -> list[BenchmarkRow]:
+        """`refused` collects the models no CUDA graph could be captured for (left out of this configuration)."""
         sessions, rows = [], []
         for name, path in zip(names, models):
-            session, created, call = timed_session(path, params, threads, feeds)
+            try:
+                session, created, call = timed_session(path, params, threads, feeds)
+            except ProviderUnavailable as exc:
+                if refused is None or not params["cuda_graph"]:
+                    raise
+                refused.append(f"{name}: {exc}")
+                continue
             for i in range(params["warmup"]):
                 call(i)
             sessions.append(call)
@@ -212,11 +223,13 @@ class Benchmark(Stage):
                     "latencies_ms": [],
                 }
             )
+        if not rows:
+            raise ProviderUnavailable("; ".join(refused or []))
         per_round = params["runs"] // params["rounds"]
         budget = params["seconds"] / params["rounds"] if "seconds" in params else None
-        counters = [0] * len(models)  # each model walks the feeds in the same order
+        counters = [0] * len(rows)  # each model walks the feeds in the same order
         for round_index in range(params["rounds"]):
-            order = list(range(len(models)))
+            order = list(range(len(rows)))
             order = (
                 order[round_index % len(order) :] + order[: round_index % len(order)]
             )  # rotate who goes first
