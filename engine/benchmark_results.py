@@ -129,7 +129,9 @@ class BenchmarkRow:
     io_binding: bool = False
     speedup: float = 1.0
     cuda_graph: bool = False
-    session: SessionSettings | None = None  # None in documents written before sessions were recorded
+    session: SessionSettings | None = (
+        None  # None in documents written before sessions were recorded
+    )
 
     def config(self) -> tuple[int, int, int | None, bool, bool]:
         """What makes two rows comparable: the same configuration (the order of BENCHMARK_CONFIG)."""

@@ -146,7 +146,9 @@ class SelectionCandidate:
     misses: list[str]
     pareto: bool
     chosen: bool
-    session: SessionSettings | None = None  # the session its timings came from: what reproduces them
+    session: SessionSettings | None = (
+        None  # the session its timings came from: what reproduces them
+    )
 
     def to_json(self) -> dict[str, Json]:
         return {

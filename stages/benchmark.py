@@ -137,7 +137,9 @@ class Benchmark(Stage):
             f"{', CUDA graph' if best.cuda_graph else ''})"
         )
         if skipped:
-            summary += f"; not timed: {skipped[0]}" + (f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else "")
+            summary += f"; not timed: {skipped[0]}" + (
+                f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            )
         if LoadWatch.warning(load):
             summary += f"; {LoadWatch.warning(load)}"
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
@@ -168,7 +170,9 @@ class Benchmark(Stage):
             try:
                 if graph:
                     require_capturable(params["providers"], shaped)
-                rows = self._measure(work.models, work.names, shaped, thread_count, batch_size, config, refused)
+                rows = self._measure(
+                    work.models, work.names, shaped, thread_count, batch_size, config, refused
+                )
             except ProviderUnavailable as exc:
                 if not graph:
                     raise
@@ -178,7 +182,9 @@ class Benchmark(Stage):
             skipped += [f"{where}: {reason}" for reason in refused]
             session = session_settings(config, thread_count)
             results += [
-                replace(r, sequence_length=length, io_binding=bound, cuda_graph=graph, session=session)
+                replace(
+                    r, sequence_length=length, io_binding=bound, cuda_graph=graph, session=session
+                )
                 for r in rows
             ]
             ctx.progress(done, len(settings), f"settings timed ({len(work.models)} models each)")

@@ -230,7 +230,11 @@ def _fuse_reaching_attention(
     which fusions made it ("onnxruntime" or "onnxscript+onnxruntime")."""
     fused = _fuse(source, params)
     stats = _statistics(fused)
-    if attention_fused(stats) or not params["onnxscript"] or not unfused_attention(fused.model.graph):
+    if (
+        attention_fused(stats)
+        or not params["onnxscript"]
+        or not unfused_attention(fused.model.graph)
+    ):
         return fused, stats, "onnxruntime"
     rewritten = ctx.scratch / "onnxscript-fused.onnx"
     applied = onnxscript_fusions(source, rewritten)

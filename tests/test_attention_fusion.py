@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 from conftest import write
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
 
 
 def bert_folder(folder: Path, layers: int, hidden: int = 768, heads: int = 12) -> Path:
@@ -74,7 +79,9 @@ def test_the_default_export_of_bert_base_shapes_fuses_one_attention_per_layer(pr
     out_dir = project / "out" / "attention"
     assert json.loads((out_dir / "exported" / "metrics.json").read_text())["exporter"] == "dynamo"
     fused = json.loads((out_dir / "fused" / "metrics.json").read_text())
-    assert fused["fused"].get("Attention", 0) + fused["fused"].get("MultiHeadAttention", 0) == layers, fused
+    assert (
+        fused["fused"].get("Attention", 0) + fused["fused"].get("MultiHeadAttention", 0) == layers
+    ), fused
     assert fused["attention_not_fused"] is None and fused["fused_by"] == "onnxscript+onnxruntime"
 
     rng = np.random.default_rng(0)
@@ -82,11 +89,15 @@ def test_the_default_export_of_bert_base_shapes_fuses_one_attention_per_layer(pr
     mask = np.ones_like(ids)
     mask[1, 12:], mask[2, 5:] = 0, 0
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-    run = lambda stage: ort.InferenceSession(str(out_dir / stage / "model.onnx")).run(None, feeds)[0]  # noqa: E731
+    run = lambda stage: ort.InferenceSession(str(out_dir / stage / "model.onnx")).run(None, feeds)[
+        0
+    ]  # noqa: E731
     assert np.abs(run("fused") - run("exported")).max() < 1e-4
 
 
-def test_an_sdpa_model_from_the_torchscript_exporter_is_said_unfused_with_how_to_re_export(project, cli):
+def test_an_sdpa_model_from_the_torchscript_exporter_is_said_unfused_with_how_to_re_export(
+    project, cli
+):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     model = transformers.AutoModel.from_pretrained(
@@ -95,7 +106,9 @@ def test_an_sdpa_model_from_the_torchscript_exporter_is_said_unfused_with_how_to
     ids = torch.randint(1000, 2000, (2, 8))
     names = ["input_ids", "attention_mask", "token_type_ids"]
 
-    class Named(torch.nn.Module):  # the inputs by name: BertModel's positional order differs across releases
+    class Named(
+        torch.nn.Module
+    ):  # the inputs by name: BertModel's positional order differs across releases
         def __init__(self):
             super().__init__()
             self.bert = model
@@ -120,8 +133,12 @@ def test_an_sdpa_model_from_the_torchscript_exporter_is_said_unfused_with_how_to
     said = json.loads((project / "out" / "attention" / "fused" / "metrics.json").read_text())
     note = said["attention_not_fused"]
     assert note.startswith("attention not fused (1 Softmax left)") and "(SDPA)" in note, note
-    assert 'attn_implementation="eager"' in note and "attention not fused" in " ".join(out.split()), out
-    code, out, err = cli("init", project / "sdpa.onnx", "-o", project / "cuda.yaml", "--target", "cuda")
+    assert 'attn_implementation="eager"' in note and "attention not fused" in " ".join(
+        out.split()
+    ), out
+    code, out, err = cli(
+        "init", project / "sdpa.onnx", "-o", project / "cuda.yaml", "--target", "cuda"
+    )
     assert code == 0, (out, err)
     header = " ".join((project / "cuda.yaml").read_text().replace("#", " ").split())
     assert "SDPA" in header and 'attn_implementation="eager"' in header, header

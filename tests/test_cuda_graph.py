@@ -67,7 +67,10 @@ def test_cuda_graph_without_a_gpu_is_not_timed_and_says_why(project, cli):
     report = json.loads((project / "out/graphs/report.json").read_text())
     status = {s["stage"]: (s["status"], s.get("error") or "") for s in report["stages"]}
     assert status["graph_only"][0] == "skipped", status
-    assert "no CUDA graph" in status["graph_only"][1] and "CUDAExecutionProvider" in status["graph_only"][1]
+    assert (
+        "no CUDA graph" in status["graph_only"][1]
+        and "CUDAExecutionProvider" in status["graph_only"][1]
+    )
 
 
 def test_cuda_graph_needs_io_binding(project, cli):
@@ -93,4 +96,6 @@ def test_on_a_gpu_the_shape_nodes_on_the_cpu_are_named_as_what_stops_the_graph(p
     assert code == 0, (out, err)
     results = json.loads((project / "out/graphs/speed/benchmark.json").read_text())
     graphed = [r for r in results["results"] if r["cuda_graph"]]
-    assert graphed or "are not on CUDAExecutionProvider" in results["skipped"][0], results.get("skipped")
+    assert graphed or "are not on CUDAExecutionProvider" in results["skipped"][0], results.get(
+        "skipped"
+    )

@@ -109,7 +109,9 @@ class Choice:
     others: tuple[
         str, ...
     ] = ()  # every other candidate's speed and accuracy, e.g. "'int8' 0.92x, cosine_mean 0.9181"
-    session: SessionSettings | None = None  # the session its speed was timed with: what reproduces it
+    session: SessionSettings | None = (
+        None  # the session its speed was timed with: what reproduces it
+    )
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:

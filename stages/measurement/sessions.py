@@ -94,7 +94,11 @@ def timed_session(
         started = time.perf_counter()
         session = configured_session(path, graphed, threads)
         created = time.perf_counter() - started
-        return session, created, cuda_graph.graph_caller(session, feeds, cuda_graph.device_id(params["providers"]))
+        return (
+            session,
+            created,
+            cuda_graph.graph_caller(session, feeds, cuda_graph.device_id(params["providers"])),
+        )
     except (StageError, *onnx_model.ort_errors()) as exc:
         if isinstance(exc, cuda_graph.ProviderUnavailable):
             raise
@@ -102,9 +106,13 @@ def timed_session(
     raise cuda_graph.capture_failure(*_off_cuda(path, params, threads, feeds[0]), said)
 
 
-def _off_cuda(path: Path, params: dict[str, Any], threads: int, feed: dict) -> tuple[list[str], int]:
+def _off_cuda(
+    path: Path, params: dict[str, Any], threads: int, feed: dict
+) -> tuple[list[str], int]:
     """The nodes a profiled run without the graph places off the CUDA provider, and how many nodes ran."""
     with tempfile.TemporaryDirectory(prefix="ortflow-placement-") as folder:
-        session = configured_session(path, params, threads, profile_prefix=str(Path(folder) / "placement"))
+        session = configured_session(
+            path, params, threads, profile_prefix=str(Path(folder) / "placement")
+        )
         session.run(None, feed)
         return cuda_graph.off_cuda_nodes(Path(session.end_profiling()))

@@ -29,7 +29,9 @@ class Candidate:
     values: dict[str, float] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
-    session: SessionSettings | None = None  # how its timings' session was made (from the benchmark row)
+    session: SessionSettings | None = (
+        None  # how its timings' session was made (from the benchmark row)
+    )
 
 
 @dataclass(frozen=True)
