@@ -89,9 +89,11 @@ def test_the_default_export_of_bert_base_shapes_fuses_one_attention_per_layer(pr
     mask = np.ones_like(ids)
     mask[1, 12:], mask[2, 5:] = 0, 0
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-    run = lambda stage: ort.InferenceSession(str(out_dir / stage / "model.onnx")).run(None, feeds)[
-        0
-    ]  # noqa: E731
+
+    def run(stage: str) -> np.ndarray:
+        session = ort.InferenceSession(str(out_dir / stage / "model.onnx"))
+        return session.run(None, feeds)[0]
+
     assert np.abs(run("fused") - run("exported")).max() < 1e-4
 
 

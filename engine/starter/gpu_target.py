@@ -10,7 +10,7 @@ from __future__ import annotations
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import ModelFacts
 from ortflow.engine.registry import installed_stages
-from ortflow.engine.starter.proposal import StageDraft, Target
+from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.roles import ModelKind, ModelRoles
 
 # benchmark settings for a fixed-shape candidate: one binding on the GPU, timed with and without a CUDA graph

@@ -5,29 +5,13 @@ is chosen in engine.starter.metric_choice (MetricChoice and choose_metric are im
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
+from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
-
-
-class Target(enum.Enum):
-    CPU = "cpu"
-    CUDA = "cuda"
-    TENSORRT = "tensorrt"
-
-
-@dataclass
-class StageDraft:
-    name: str
-    uses: str
-    inputs: JsonObject
-    params: JsonObject = field(default_factory=dict)
-    comments: list[str] = field(default_factory=list)
-    optional: bool = False
 
 
 @dataclass
