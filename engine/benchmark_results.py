@@ -159,7 +159,8 @@ class BenchmarkRow:
             "sequence_length": self.sequence_length,
             "io_binding": self.io_binding,
             "speedup": self.speedup,
-            "cuda_graph": self.cuda_graph,
+            # absent from documents written before CUDA graphs and sessions were recorded (kept byte for byte)
+            **({"cuda_graph": self.cuda_graph} if self.cuda_graph or self.session else {}),
             **({"session": self.session.to_json()} if self.session is not None else {}),
         }
 

@@ -22,7 +22,6 @@ from ortflow.api import (
     StageError,
     StageResult,
     Tables,
-    batched,
     model_inputs,
 )
 from ortflow.api import environment_facts as facts
@@ -31,6 +30,10 @@ from ortflow.api.providers import names as provider_names
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
 from ortflow.stages.measurement.cuda_graph import require_capturable, with_cuda_graph
+from ortflow.stages.measurement.feeds import full_batches
+from ortflow.stages.measurement.feeds import (
+    with_length as _with_length,  # tests import it from here
+)
 from ortflow.stages.measurement.machine_load import LoadWatch
 from ortflow.stages.measurement.peak_memory import peak_memory_mb
 from ortflow.stages.measurement.profiles import profile
@@ -216,18 +219,7 @@ class Benchmark(Stage):
                 call(i)
             sessions.append(call)
             rows.append(
-                {
-                    "model": name,
-                    "intra_op_threads": threads,
-                    "batch_size": batch_size,
-                    "providers_used": session.get_providers(),
-                    "session_create_s": round(created, 3),
-                    "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
-                    if params.get("peak_memory", True)
-                    else None,
-                    "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
-                    "latencies_ms": [],
-                }
+                _started_row(name, path, session, created, threads, batch_size, params, feeds)
             )
         if not rows:
             raise ProviderUnavailable("; ".join(refused or []))
@@ -281,9 +273,34 @@ class _Workload:
 
     def batches(self, length: int | None, batch_size: int) -> list[dict]:
         """The feeds at one sequence length (None: their own), in full batches of `batch_size`."""
-        return _full_batches(
+        return full_batches(
             [_with_length(f, length, self.inputs) for f in self.feeds], batch_size, self.axes
         )
+
+
+def _started_row(
+    name: str,
+    path: Path,
+    session: Any,
+    created: float,
+    threads: int,
+    batch_size: int,
+    params: dict[str, Any],
+    feeds: list[dict],
+) -> dict[str, Any]:
+    """A model's row before its timings: what it ran on, how long its session took, its size and memory."""
+    return {
+        "model": name,
+        "intra_op_threads": threads,
+        "batch_size": batch_size,
+        "providers_used": session.get_providers(),
+        "session_create_s": round(created, 3),
+        "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
+        if params.get("peak_memory", True)
+        else None,
+        "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
+        "latencies_ms": [],
+    }
 
 
 def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
@@ -358,38 +375,6 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     """What models run on the same feeds must share: input names, dtypes and ranks (not their order, nor the
     names of symbolic dimensions)."""
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
-
-
-def _full_batches(feeds: list[dict], batch_size: int, axes: dict[str, int | None]) -> list[dict]:
-    """Batches of exactly `batch_size` samples: feeds are repeated when there are too few, and a leftover
-    partial batch is dropped (timing it as a full one would overstate throughput)."""
-    repeated = feeds * -(-batch_size // len(feeds))  # at least one full batch
-    usable = len(repeated) - len(repeated) % batch_size
-    return list(batched(repeated[:usable], batch_size, axes))
-
-
-def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:
-    """The feed with axis 1 of each input cut or zero-padded to `length` (None: unchanged)."""
-    import numpy as np
-
-    if length is None:
-        return feed
-    shaped = {}
-    for spec in inputs:
-        array = feed[spec.name]
-        if array.ndim < 2:
-            shaped[spec.name] = array
-            continue
-        if isinstance(spec.shape[1], int) and spec.shape[1] > 0 and spec.shape[1] != length:
-            raise StageError(
-                f"input '{spec.name}' fixes axis 1 at {spec.shape[1]}: sequence_length {length} cannot apply"
-            )
-        if array.shape[1] >= length:
-            shaped[spec.name] = np.ascontiguousarray(array[:, :length])
-        else:
-            padding = [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
-            shaped[spec.name] = np.pad(array, padding)
-    return shaped
 
 
 def session_settings(params: dict[str, Any], threads: int) -> SessionSettings:
