@@ -48,6 +48,9 @@ def test_cuda_graph_without_a_gpu_is_not_timed_and_says_why(project, cli):
             in: {{models: [inputs.model], data: datasets.val}}
             with: {{cuda_graph: true, io_binding: true, {TIMING}}}
             optional: true
+          pick:
+            uses: select
+            in: {{models: [inputs.model], benchmark: both.results}}
     """
     code, out, err = cli("run", _recipe(project, stages))
     assert code == 0, (out, err)
@@ -64,7 +67,18 @@ def test_cuda_graph_without_a_gpu_is_not_timed_and_says_why(project, cli):
     }
     [why] = both["skipped"]
     assert "no CUDA graph" in why and "needs CUDAExecutionProvider first" in why, why
+    [candidate] = json.loads((project / "out/graphs/pick/selection.json").read_text())["candidates"]
+    assert candidate["session"] == row["session"], candidate
     report = json.loads((project / "out/graphs/report.json").read_text())
+    tables = {t["title"]: t["rows"] for s in report["sections"] for t in s.get("tables", [])}
+    settings = tables["Session settings: what reproduces the timings"]
+    assert settings == [
+        [
+            "threads default, batch 1, length 16, IO binding",
+            "CPUExecutionProvider, IO binding, optimization all, threads default",
+        ]
+    ], settings
+    assert "no CUDA graph" in tables["Not timed"][0][0]
     status = {s["stage"]: (s["status"], s.get("error") or "") for s in report["stages"]}
     assert status["graph_only"][0] == "skipped", status
     assert (
@@ -99,3 +113,25 @@ def test_on_a_gpu_the_shape_nodes_on_the_cpu_are_named_as_what_stops_the_graph(p
     assert graphed or "are not on CUDAExecutionProvider" in results["skipped"][0], results.get(
         "skipped"
     )
+
+
+def test_optimize_says_the_session_its_choice_was_timed_with():
+    from ortflow.engine.documents import SessionSettings
+    from ortflow.engine.starter.optimize import Choice, closing_line
+
+    graph = SessionSettings(
+        [{"name": "CUDAExecutionProvider", "options": {"enable_cuda_graph": "1"}}],
+        "all",
+        0,
+        0,
+        "sequential",
+        True,
+        True,
+    )
+    choice = Choice(
+        "fixed_fp16", Path("m.onnx"), 3.1, 0.172, 0.533, "cosine_mean", 0.9995, 0.99, session=graph
+    )
+    said = closing_line(choice, Path("out.onnx"), [])
+    assert said.endswith(
+        "timed with CUDAExecutionProvider {'enable_cuda_graph': '1'}, IO binding, CUDA graph, optimization all, threads default"
+    ), said
