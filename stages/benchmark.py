@@ -93,7 +93,7 @@ class Benchmark(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         if "seconds" not in params and params["runs"] < params["rounds"]:
             return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
-        if True in _as_list(params["cuda_graph"]) and True not in _as_list(params["io_binding"]):
+        if True in _as_list(params.get("cuda_graph", False)) and True not in _as_list(params["io_binding"]):
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
             ]
@@ -162,7 +162,7 @@ class Benchmark(Stage):
                 _as_list(params.get("sequence_length")),
                 _as_list(params["batch_size"]),
                 _as_list(params["io_binding"]),
-                _as_list(params["cuda_graph"]),
+                _as_list(params.get("cuda_graph", False)),
             )
             if combination[3] or not combination[4]  # a CUDA graph needs IO binding
         ]

@@ -108,10 +108,9 @@ PARAMS_SCHEMA = {
                 {"type": "boolean"},
                 {"type": "array", "items": {"type": "boolean"}, "minItems": 1},
             ],
-            "default": False,
             "description": "CUDA provider: replay a CUDA graph (`enable_cuda_graph`) on inputs and outputs bound "
             "once on the GPU, each feed copied into them (needs io_binding: true, fixed shapes, every node on "
-            "CUDA; where a graph cannot be captured the configuration is skipped with why); [false, true] measures both",
+            "CUDA; where a graph cannot be captured the configuration is skipped with why); [false, true] measures both; unset: false",
         },
         "rounds": {
             "type": "integer",
