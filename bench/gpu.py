@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -296,6 +297,7 @@ def main(argv: list[str]) -> int:
         print(f"bench/gpu.py needs an NVIDIA GPU: {missing}", file=sys.stderr)
         return 2
     started = time.perf_counter()
+    os.chdir(work)  # out/ and the lock files land beside the recipes
     rows_from = (
         "fixed-shape rows from `specialize`" if fixed else "specialize missing: no fixed-shape rows"
     )
