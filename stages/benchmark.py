@@ -93,7 +93,8 @@ class Benchmark(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         if "seconds" not in params and params["runs"] < params["rounds"]:
             return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
-        if True in _as_list(params.get("cuda_graph", False)) and True not in _as_list(params["io_binding"]):
+        graphs, bindings = _as_list(params.get("cuda_graph", False)), _as_list(params["io_binding"])
+        if True in graphs and True not in bindings:
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
             ]
