@@ -63,7 +63,51 @@ BENCHMARK_CONFIG = (
     "batch_size",
     "sequence_length",
     "io_binding",
+    "cuda_graph",
 )  # BenchmarkRow.config()
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """How the session behind a row's timings was made, so that whoever takes the model can reproduce the
+    number: the providers with their options as passed to InferenceSession (a CUDA graph shows as
+    `enable_cuda_graph` in the CUDA provider's), the graph optimization level, the threads, and how it was fed."""
+
+    providers: list[Json]  # names, or {name, options}
+    optimization_level: str  # benchmark's names: disabled, basic, extended, all
+    intra_op_threads: int  # 0: ORT's default
+    inter_op_threads: int
+    execution_mode: str  # sequential or parallel
+    io_binding: bool
+    cuda_graph: bool
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "providers": list(self.providers),
+            "optimization_level": self.optimization_level,
+            "intra_op_threads": self.intra_op_threads,
+            "inter_op_threads": self.inter_op_threads,
+            "execution_mode": self.execution_mode,
+            "io_binding": self.io_binding,
+            "cuda_graph": self.cuda_graph,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Json]) -> SessionSettings:
+        return cls(**data)  # type: ignore[arg-type]  # the schema checked every field
+
+    def describe(self) -> str:
+        """One line, e.g. "CUDAExecutionProvider {enable_cuda_graph: 1}, IO binding, CUDA graph, threads default"."""
+        providers = ", ".join(
+            p if isinstance(p, str) else f"{p['name']} {p.get('options') or {}}"  # type: ignore[index, union-attr]
+            for p in self.providers
+        )
+        feeding = ", IO binding" if self.io_binding else ""
+        graph = ", CUDA graph" if self.cuda_graph else ""
+        return (
+            f"{providers}{feeding}{graph}, optimization {self.optimization_level}, "
+            f"threads {self.intra_op_threads or 'default'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -84,10 +128,20 @@ class BenchmarkRow:
     sequence_length: int | None = None
     io_binding: bool = False
     speedup: float = 1.0
+    cuda_graph: bool = False
+    session: SessionSettings | None = (
+        None  # None in documents written before sessions were recorded
+    )
 
-    def config(self) -> tuple[int, int, int | None, bool]:
+    def config(self) -> tuple[int, int, int | None, bool, bool]:
         """What makes two rows comparable: the same configuration (the order of BENCHMARK_CONFIG)."""
-        return (self.intra_op_threads, self.batch_size, self.sequence_length, self.io_binding)
+        return (
+            self.intra_op_threads,
+            self.batch_size,
+            self.sequence_length,
+            self.io_binding,
+            self.cuda_graph,
+        )
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -105,15 +159,21 @@ class BenchmarkRow:
             "sequence_length": self.sequence_length,
             "io_binding": self.io_binding,
             "speedup": self.speedup,
+            # absent from documents written before CUDA graphs and sessions were recorded (kept byte for byte)
+            **({"cuda_graph": self.cuda_graph} if self.cuda_graph or self.session else {}),
+            **({"session": self.session.to_json()} if self.session is not None else {}),
         }
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> BenchmarkRow:
         latency = Latency(**row["latency_ms"])  # type: ignore[arg-type]  # the schema checked its numbers
         known = {
-            k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "latency_ms"
+            k: v
+            for k, v in row.items()
+            if k in cls.__dataclass_fields__ and k not in ("latency_ms", "session")
         }
-        return cls(**known, latency_ms=latency)  # type: ignore[arg-type]
+        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
+        return cls(**known, latency_ms=latency, session=session)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -128,6 +188,7 @@ class BenchmarkResults:
     results: list[BenchmarkRow]
     profiles: dict[str, Profile]
     report: ReportSection
+    skipped: tuple[str, ...] = ()  # configurations not timed, each with why
 
     SCHEMA = "benchmark_results"
 
@@ -151,6 +212,7 @@ class BenchmarkResults:
             "results": [r.to_json() for r in self.results],
             "profiles": dict(self.profiles),
             "report": dict(self.report),
+            **({"skipped": list(self.skipped)} if self.skipped else {}),
         }
 
     @classmethod
@@ -163,12 +225,19 @@ class BenchmarkResults:
             [BenchmarkRow.from_json(r) for r in data["results"]],
             data.get("profiles") or {},  # type: ignore[union-attr, arg-type]
             data.get("report") or {},
+            tuple(data.get("skipped") or ()),  # type: ignore[arg-type]
         )  # type: ignore[arg-type]
 
 
 def with_speedups(
     rows: list[BenchmarkRow], baseline: str, speedup: Callable[[BenchmarkRow, BenchmarkRow], float]
 ) -> list[BenchmarkRow]:
-    """Each row with its speedup against the baseline's row of the same configuration."""
+    """Each row with its speedup against the baseline's row of the same configuration; where the baseline has
+    none with a CUDA graph (none could be captured for it), against its row of the configuration without (and
+    with neither timed, against itself: 1.0)."""
     bases = {r.config(): r for r in rows if r.model == baseline}
-    return [replace(r, speedup=speedup(bases[r.config()], r)) for r in rows]
+
+    def base(r: BenchmarkRow) -> BenchmarkRow:
+        return bases.get(r.config()) or bases.get(replace(r, cuda_graph=False).config()) or r
+
+    return [replace(r, speedup=speedup(base(r), r)) for r in rows]

@@ -25,6 +25,7 @@ from ortflow.engine.benchmark_results import Latency as Latency
 from ortflow.engine.benchmark_results import MachineLoad as MachineLoad
 from ortflow.engine.benchmark_results import Placement as Placement
 from ortflow.engine.benchmark_results import Profile as Profile
+from ortflow.engine.benchmark_results import SessionSettings as SessionSettings
 from ortflow.engine.benchmark_results import with_speedups as with_speedups
 from ortflow.engine.errors import StageError
 from ortflow.engine.json_types import Json, Scalar
@@ -145,6 +146,9 @@ class SelectionCandidate:
     misses: list[str]
     pareto: bool
     chosen: bool
+    session: SessionSettings | None = (
+        None  # the session its timings came from: what reproduces them
+    )
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -156,11 +160,14 @@ class SelectionCandidate:
             "misses": list(self.misses),
             "pareto": self.pareto,
             "chosen": self.chosen,
+            **({"session": self.session.to_json()} if self.session is not None else {}),
         }
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
-        return cls(**{k: v for k, v in row.items() if k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "session"}
+        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
+        return cls(**known, session=session)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

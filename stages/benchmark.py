@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,12 +16,12 @@ from ortflow.api import (
     Distribution,
     Measure,
     Port,
+    ProviderUnavailable,
     Stage,
     StageContext,
     StageError,
     StageResult,
     Tables,
-    batched,
     counted,
     model_inputs,
 )
@@ -31,12 +30,18 @@ from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import names as provider_names
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
+from ortflow.stages.measurement.cuda_graph import require_capturable, with_cuda_graph
+from ortflow.stages.measurement.feeds import full_batches
+from ortflow.stages.measurement.feeds import (
+    with_length as _with_length,  # tests import it from here
+)
 from ortflow.stages.measurement.machine_load import LoadWatch
 from ortflow.stages.measurement.peak_memory import peak_memory_mb
-from ortflow.stages.measurement.sessions import caller, configured_session
+from ortflow.stages.measurement.profiles import profile
+from ortflow.stages.measurement.sessions import timed_session
 
 if TYPE_CHECKING:  # the result documents are imported when the stage runs (engine plan stays light)
-    from ortflow.api import BenchmarkRow, Placement, Profile
+    from ortflow.api import BenchmarkRow, Profile, SessionSettings
 
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
@@ -78,9 +83,10 @@ class Benchmark(Stage):
                 "speedup", Better.HIGHER, "x", plot=Axis.SPEED, title="speedup vs baseline (p50)"
             ),
         ),
-        tables=(
+        tables=(  # in the report files only: one per model, or lines too long for a terminal
             Tables("Top operators", terminal=False),
-        ),  # one per model: in the report files, too long for a terminal
+            Tables("Session settings", terminal=False),
+        ),
         distributions=(Distribution("Latency per run", "latency per run", "ms"),),
     )
     params_schema = PARAMS_SCHEMA
@@ -88,6 +94,11 @@ class Benchmark(Stage):
     def check(self, params: dict[str, Any]) -> list[str]:
         if "seconds" not in params and params["runs"] < params["rounds"]:
             return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
+        graphs, bindings = _as_list(params.get("cuda_graph", False)), _as_list(params["io_binding"])
+        if True in graphs and True not in bindings:
+            return [
+                "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
+            ]
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
@@ -109,7 +120,8 @@ class Benchmark(Stage):
         work = _Workload.of(ctx, models, names)
         watch = LoadWatch()
         # from the unrounded medians: rounding first could make two tiny models look equal
-        results = with_speedups(self._sweep(ctx, work), baseline, _median_speedup)
+        timed, skipped = self._sweep(ctx, work)
+        results = with_speedups(timed, baseline, _median_speedup)
         profiles = _profiles(work, params, ctx.scratch)
         load = watch.finish()
         document = BenchmarkResults(
@@ -119,46 +131,73 @@ class Benchmark(Stage):
             facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
             results,
             profiles,
-            benchmark_report(results, profiles, baseline),
+            benchmark_report(results, profiles, baseline, skipped),
+            tuple(skipped),
         )
         write_document(ctx.output_path("results"), document)
         best = min(results, key=lambda r: r.latency_ms.p50)
         summary = (
             f"fastest {best.model}: {best.latency_ms.p50:.3g} ms p50, {best.speedup:.2f}x vs {baseline}"
-            f" (threads {best.intra_op_threads or 'default'}, batch {best.batch_size})"
+            f" (threads {best.intra_op_threads or 'default'}, batch {best.batch_size}"
+            f"{', CUDA graph' if best.cuda_graph else ''})"
         )
+        if skipped:
+            summary += f"; not timed: {skipped[0]}" + (
+                f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            )
         if LoadWatch.warning(load):
             summary += f"; {LoadWatch.warning(load)}"
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
         return StageResult(summary=summary, metrics=_metrics(results, profiles, len(work.models)))
 
-    def _sweep(self, ctx: StageContext, work: _Workload) -> list[BenchmarkRow]:
-        """Every model timed under every combination of the swept settings, a row per model and setting."""
+    def _sweep(self, ctx: StageContext, work: _Workload) -> tuple[list[BenchmarkRow], list[str]]:
+        """Every model timed under every combination of the swept settings, a row per model and setting, and the
+        combinations left untimed with why (a CUDA graph that cannot be captured); when none could be timed, the
+        first reason is raised (ProviderUnavailable: an optional stage skips)."""
         params = ctx.params
         results: list[BenchmarkRow] = []
-        settings = list(
-            itertools.product(
+        skipped: list[str] = []
+        settings = [
+            combination
+            for combination in itertools.product(
                 _as_list(params["intra_op_threads"]),
                 _as_list(params.get("sequence_length")),
                 _as_list(params["batch_size"]),
                 _as_list(params["io_binding"]),
+                _as_list(params.get("cuda_graph", False)),
             )
-        )
-        for done, (thread_count, length, batch_size, bound) in enumerate(settings, start=1):
+            if combination[3] or not combination[4]  # a CUDA graph needs IO binding
+        ]
+        for done, (thread_count, length, batch_size, bound, graph) in enumerate(settings, start=1):
             shaped = work.batches(length, batch_size)
-            for row in self._measure(
-                work.models,
-                work.names,
-                shaped,
-                thread_count,
-                batch_size,
-                {**params, "io_binding": bound},
-            ):
-                results.append(replace(row, sequence_length=length, io_binding=bound))
+            config = {**params, "io_binding": bound, "cuda_graph": graph}
+            refused: list[str] = []
+            try:
+                if graph:
+                    require_capturable(params["providers"], shaped)
+                rows = self._measure(
+                    work.models, work.names, shaped, thread_count, batch_size, config, refused
+                )
+            except ProviderUnavailable as exc:
+                if not graph:
+                    raise
+                refused = [str(exc)]
+                rows = []
+            where = f"cuda_graph at batch {batch_size}, sequence {length or 'as fed'}"
+            skipped += [f"{where}: {reason}" for reason in refused]
+            session = session_settings(config, thread_count)
+            results += [
+                replace(
+                    r, sequence_length=length, io_binding=bound, cuda_graph=graph, session=session
+                )
+                for r in rows
+            ]
             ctx.progress(
                 done, len(settings), f"settings timed ({counted(len(work.models), 'model')} each)"
             )
-        return results
+        if not results:
+            raise ProviderUnavailable(skipped[0].split(": ", 1)[1])
+        return results, skipped
 
     def _measure(
         self,
@@ -168,35 +207,31 @@ class Benchmark(Stage):
         threads: int,
         batch_size: int,
         params: dict[str, Any],
+        refused: list[str] | None = None,
     ) -> list[BenchmarkRow]:
+        """`refused` collects the models no CUDA graph could be captured for (left out of this configuration)."""
         sessions, rows = [], []
         for name, path in zip(names, models):
-            started = time.perf_counter()
-            session = configured_session(path, params, threads)
-            created = time.perf_counter() - started
-            call = caller(session, feeds, params)
+            try:
+                session, created, call = timed_session(path, params, threads, feeds)
+            except ProviderUnavailable as exc:
+                if refused is None or not params["cuda_graph"]:
+                    raise
+                refused.append(f"{name}: {exc}")
+                continue
             for i in range(params["warmup"]):
                 call(i)
             sessions.append(call)
             rows.append(
-                {
-                    "model": name,
-                    "intra_op_threads": threads,
-                    "batch_size": batch_size,
-                    "providers_used": session.get_providers(),
-                    "session_create_s": round(created, 3),
-                    "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
-                    if params.get("peak_memory", True)
-                    else None,
-                    "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
-                    "latencies_ms": [],
-                }
+                _started_row(name, path, session, created, threads, batch_size, params, feeds)
             )
+        if not rows:
+            raise ProviderUnavailable("; ".join(refused or []))
         per_round = params["runs"] // params["rounds"]
         budget = params["seconds"] / params["rounds"] if "seconds" in params else None
-        counters = [0] * len(models)  # each model walks the feeds in the same order
+        counters = [0] * len(rows)  # each model walks the feeds in the same order
         for round_index in range(params["rounds"]):
-            order = list(range(len(models)))
+            order = list(range(len(rows)))
             order = (
                 order[round_index % len(order) :] + order[: round_index % len(order)]
             )  # rotate who goes first
@@ -242,9 +277,34 @@ class _Workload:
 
     def batches(self, length: int | None, batch_size: int) -> list[dict]:
         """The feeds at one sequence length (None: their own), in full batches of `batch_size`."""
-        return _full_batches(
+        return full_batches(
             [_with_length(f, length, self.inputs) for f in self.feeds], batch_size, self.axes
         )
+
+
+def _started_row(
+    name: str,
+    path: Path,
+    session: Any,
+    created: float,
+    threads: int,
+    batch_size: int,
+    params: dict[str, Any],
+    feeds: list[dict],
+) -> dict[str, Any]:
+    """A model's row before its timings: what it ran on, how long its session took, its size and memory."""
+    return {
+        "model": name,
+        "intra_op_threads": threads,
+        "batch_size": batch_size,
+        "providers_used": session.get_providers(),
+        "session_create_s": round(created, 3),
+        "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
+        if params.get("peak_memory", True)
+        else None,
+        "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
+        "latencies_ms": [],
+    }
 
 
 def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
@@ -265,7 +325,7 @@ def _profiles(work: _Workload, params: dict[str, Any], scratch: Path) -> dict[st
     if not (params["profile"] or on_device):
         return {}
     return {
-        n: _profile(m, first_feeds, params, threads, scratch)
+        n: profile(m, first_feeds, params, threads, scratch)
         for n, m in zip(work.names, work.models)
     }
 
@@ -321,69 +381,21 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
 
 
-def _full_batches(feeds: list[dict], batch_size: int, axes: dict[str, int | None]) -> list[dict]:
-    """Batches of exactly `batch_size` samples: feeds are repeated when there are too few, and a leftover
-    partial batch is dropped (timing it as a full one would overstate throughput)."""
-    repeated = feeds * -(-batch_size // len(feeds))  # at least one full batch
-    usable = len(repeated) - len(repeated) % batch_size
-    return list(batched(repeated[:usable], batch_size, axes))
+def session_settings(params: dict[str, Any], threads: int) -> SessionSettings:
+    """What reproduces a configuration's timings: the session's providers (with `enable_cuda_graph` where a CUDA
+    graph was replayed), level, threads and feeding."""
+    from ortflow.api import SessionSettings
 
-
-def _with_length(feed: dict, length: int | None, inputs: list[Any]) -> dict:
-    """The feed with axis 1 of each input cut or zero-padded to `length` (None: unchanged)."""
-    import numpy as np
-
-    if length is None:
-        return feed
-    shaped = {}
-    for spec in inputs:
-        array = feed[spec.name]
-        if array.ndim < 2:
-            shaped[spec.name] = array
-            continue
-        if isinstance(spec.shape[1], int) and spec.shape[1] > 0 and spec.shape[1] != length:
-            raise StageError(
-                f"input '{spec.name}' fixes axis 1 at {spec.shape[1]}: sequence_length {length} cannot apply"
-            )
-        if array.shape[1] >= length:
-            shaped[spec.name] = np.ascontiguousarray(array[:, :length])
-        else:
-            padding = [(0, 0), (0, length - array.shape[1])] + [(0, 0)] * (array.ndim - 2)
-            shaped[spec.name] = np.pad(array, padding)
-    return shaped
-
-
-def _profile(
-    path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path
-) -> Profile:
-    """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
-    untimed pass)."""
-    from ortflow.stages.measurement.placement import node_placement, summary
-
-    session = configured_session(
-        path, params, threads, profile_prefix=str(workdir / f"profile-{path.stem}")
+    graph = bool(params["cuda_graph"])
+    return SessionSettings(
+        with_cuda_graph(params["providers"]) if graph else list(params["providers"]),
+        params["optimization_level"],
+        threads,
+        params["inter_op_threads"],
+        params["execution_mode"],
+        bool(params["io_binding"]),
+        graph,
     )
-    for feed in list(feeds)[:20]:
-        session.run(None, feed)
-    profile = Path(session.end_profiling())
-    events = json.loads(profile.read_text())
-    by_type: dict[str, float] = {}
-    by_node: dict[str, float] = {}
-    for event in events:
-        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
-            op_type = event.get("args", {}).get("op_name", "?")
-            by_type[op_type] = by_type.get(op_type, 0) + event["dur"]
-            node = event["name"].removesuffix("_kernel_time")
-            by_node[f"{node} ({op_type})"] = by_node.get(f"{node} ({op_type})", 0) + event["dur"]
-    total = sum(by_type.values()) or 1
-
-    def top(d: dict[str, float]) -> list[list[object]]:
-        return [
-            [k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]
-        ]
-
-    placement: Placement = summary(node_placement(profile), session.get_providers()[0])  # type: ignore[assignment]
-    return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -34,10 +34,11 @@ class Exporter(enum.Enum):
 
 class Export(Stage):
     type = "export"
-    version = "1"
+    version = "2"  # 2: Hugging Face folders load with eager attention (fusable into Attention)
     description = (
         "Export a PyTorch model to ONNX: a local Hugging Face model folder (config.json, safetensors, tokenizer; "
-        "no hub) or a Python file whose `function` returns (model, example inputs). Named dynamic axes, the opset "
+        "no hub; loaded with eager attention, which transformer_fusion fuses) or a Python file whose `function` "
+        "returns (model, example inputs). Named dynamic axes, the opset "
         "and the exporter (torch.onnx's dynamo exporter, TorchScript as fallback) are parameters. The exported "
         "model is run in ONNX Runtime on the example inputs and compared with PyTorch's outputs: above "
         '`tolerance` (max abs error) the stage fails. Needs `pip install "ortflow[torch]"`.'

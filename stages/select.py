@@ -288,6 +288,7 @@ def _candidates(
             )
             c = Candidate(label, index, settings)
             if row is not None:
+                c.session = row.session
                 c.values.update({m: getattr(row.latency_ms, p) for m, p in LATENCY.items()})
                 c.values.update(
                     {m: getattr(row, m) for m in ROW if isinstance(getattr(row, m), (int, float))}

@@ -8,6 +8,11 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
+from ortflow.stages.attention_fusion import (
+    attention_fused,
+    onnxscript_fusions,
+    unfused_attention,
+)
 
 MODEL_TYPES = [
     "bart",
@@ -64,11 +69,13 @@ CORE_FUSIONS = (
 
 class TransformerFusion(Stage):
     type = "transformer_fusion"
-    version = "1"
+    version = "2"
     description = (
         "Fuse transformer subgraphs (Attention, SkipLayerNormalization, BiasGelu, EmbedLayerNormalization, ...) "
-        "with onnxruntime.transformers.optimizer. Runs the fusions in Python (opt_level 0): ORT's own graph "
-        "optimizations belong in a graph_optimization stage after this one. Fails when nothing fused."
+        "with onnxruntime.transformers.optimizer. Where it fuses no attention (torch.onnx's dynamo exporter "
+        "writes a pattern it does not match), onnxscript's ORT fusions run first and ORT's after them. Runs the "
+        "fusions in Python (opt_level 0): ORT's own graph optimizations belong in a graph_optimization stage "
+        "after this one. Fails when nothing fused; says when attention stayed unfused, why, and how to re-export."
     )
     inputs = (Port("model", ArtifactKind.ONNX_MODEL, "an fp32 transformer model"),)
     outputs = (
@@ -121,6 +128,12 @@ class TransformerFusion(Stage):
                 "default": True,
                 "description": "with float16: keep fp32 inputs and outputs",
             },
+            "onnxscript": {
+                "type": "boolean",
+                "default": True,
+                "description": "where ORT's optimizer fuses no attention, run onnxscript's ORT fusions first (they "
+                "match torch.onnx's dynamo exports, eager and SDPA attention); needs onnxscript",
+            },
             "fusion": {
                 "type": "object",
                 "additionalProperties": False,
@@ -157,8 +170,7 @@ class TransformerFusion(Stage):
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         # a clear error for a broken file before the optimizer's own
         onnx_model.load_for_ort(source)
-        fused = _fuse(source, params)
-        stats = {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
+        fused, stats, route = _fuse_reaching_attention(source, params, ctx)
         if not any(stats.get(op) for op in CORE_FUSIONS):
             raise StageError(
                 f"nothing fused for model_type {params['model_type']} (fused: {stats or 'none'}) — usually a wrong "
@@ -175,9 +187,12 @@ class TransformerFusion(Stage):
         complete = (
             bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
         )
+        unfused = unfused_attention(fused.model.graph)
         metrics = {
             "model_type": params["model_type"],
+            "fused_by": route,
             "fused": dict(sorted(stats.items())),
+            "attention_not_fused": unfused,
             "fully_optimized": complete,
             "nodes_before": sum(onnx_model.op_counts(source).values()),
             "nodes_after": sum(onnx_model.op_counts(target).values()),
@@ -187,6 +202,9 @@ class TransformerFusion(Stage):
         summary = ", ".join(f"{op} {n}" for op, n in sorted(stats.items()))
         if complete is False:
             summary += " (not fully optimized: some subgraphs were not recognised)"
+        if unfused:
+            summary += f"; {unfused}"
+            ctx.log(f"{ctx.stage_name}: {unfused}")
         return StageResult(
             summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete}
         )
@@ -202,6 +220,36 @@ def _require_torch(opt_level: int) -> None:
                 "opt_level above 0 needs PyTorch (onnxruntime.transformers imports it) — use "
                 "opt_level 0 and put a graph_optimization stage after this one"
             ) from None
+
+
+def _fuse_reaching_attention(
+    source: Path, params: dict[str, Any], ctx: StageContext
+) -> tuple[Any, dict[str, int], str]:
+    """ORT's optimizer; where it fused no attention but Softmax remains, onnxscript's ORT fusions first and
+    ORT's on their result, kept if that fused attention. Returns the fused OnnxModel, its fused-op counts and
+    which fusions made it ("onnxruntime" or "onnxscript+onnxruntime")."""
+    fused = _fuse(source, params)
+    stats = _statistics(fused)
+    if (
+        attention_fused(stats)
+        or not params["onnxscript"]
+        or not unfused_attention(fused.model.graph)
+    ):
+        return fused, stats, "onnxruntime"
+    rewritten = ctx.scratch / "onnxscript-fused.onnx"
+    applied = onnxscript_fusions(source, rewritten)
+    if isinstance(applied, str):
+        ctx.log(f"{ctx.stage_name}: {applied}")
+        return fused, stats, "onnxruntime"
+    again = _fuse(rewritten, params)
+    again_stats = _statistics(again)
+    if not attention_fused(again_stats):
+        return fused, stats, "onnxruntime"
+    return again, again_stats, "onnxscript+onnxruntime"
+
+
+def _statistics(fused: Any) -> dict[str, int]:
+    return {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
 
 
 def _fuse(source: Path, params: dict[str, Any]) -> Any:

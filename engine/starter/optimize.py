@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ortflow.engine import documents
-from ortflow.engine.documents import Selection, SelectionCandidate
+from ortflow.engine.documents import Selection, SelectionCandidate, SessionSettings
 from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
 from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
 from ortflow.engine.publish.report import stage_folder
@@ -112,6 +112,9 @@ class Choice:
     original: str = (
         "model"  # the original's candidate: `model`, or its specialized copy standing for it
     )
+    session: SessionSettings | None = (
+        None  # the session its speed was timed with: what reproduces it
+    )
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
@@ -203,6 +206,7 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
         data,
         others,
         original.id,
+        chosen.session,
     )
 
 
@@ -225,9 +229,11 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
         f" (specialized: '{choice.original}')" if choice.original != "model" else ""
     )
     if choice.chosen != choice.original:
+        timed = f"; timed with {choice.session.describe()}" if choice.session is not None else ""
         return (
             f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
             f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
+            + timed
             + (f"; {dropped}" if dropped else "")
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""

@@ -5,29 +5,13 @@ is chosen in engine.starter.metric_choice (MetricChoice and choose_metric are im
 
 from __future__ import annotations
 
-import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
+from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
-
-
-class Target(enum.Enum):
-    CPU = "cpu"
-    CUDA = "cuda"
-    TENSORRT = "tensorrt"
-
-
-@dataclass
-class StageDraft:
-    name: str
-    uses: str
-    inputs: JsonObject
-    params: JsonObject = field(default_factory=dict)
-    comments: list[str] = field(default_factory=list)
-    optional: bool = False
 
 
 @dataclass
@@ -264,33 +248,6 @@ def _folding_only() -> StageDraft:
     )
 
 
-def _gpu_stages(roles: ModelRoles, target: Target) -> tuple[list[StageDraft], list[str]]:
-    if target == Target.CUDA:
-        return [
-            StageDraft(
-                "fp16",
-                "convert_float16",
-                {"model": "inputs.model", "data": "datasets.calibration"},
-                {"keep_io_types": True},
-                [
-                    "fp16 for the CUDA provider; given data, nodes whose values overflow fp16 stay in float32"
-                ],
-            )
-        ], ["inputs.model", "fp16.model"]
-    return [
-        StageDraft(
-            "trt_fp16",
-            "tensorrt_engine",
-            {"model": "inputs.model"},
-            {"fp16": True},
-            [
-                "TensorRT fp16 engines, built through ORT's TensorRT provider (skipped without a usable GPU)"
-            ],
-            optional=True,
-        )
-    ], ["inputs.model"]
-
-
 def _quantized_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
     """A model quantized already: INT8 again finds nothing to quantize (its weights feed Cast/Dequantize nodes, not
     MatMuls directly), so the candidate is ORT's graph optimizer on it."""
@@ -333,7 +290,11 @@ def propose_stages(
     roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None
 ) -> Proposal:
     if target != Target.CPU:
-        stages, candidates = _gpu_stages(roles, target)
+        from ortflow.engine.starter.gpu_target import (
+            gpu_stages,  # it builds on this module's drafts
+        )
+
+        stages, candidates = gpu_stages(roles, target)
     elif network_in_branches(roles.facts):
         stages, candidates = _branched_stages(roles, real_data)
     elif roles.facts.already_quantized:

@@ -20,6 +20,7 @@ from ortflow.engine.starter.data import (
     relative,
     user_choice,
 )
+from ortflow.engine.starter.gpu_target import attention_note, timing_params
 from ortflow.engine.starter.preprocess import Preprocessing
 from ortflow.engine.starter.proposal import (
     MetricChoice,
@@ -75,7 +76,11 @@ def _header(roles: ModelRoles, proposal: Proposal, target: Target) -> list[str]:
         f"What the model looks like: {article(roles.kind.value)}{', quantized already' if facts.already_quantized else ''}; "
         f"{size}; opset {facts.opset}; ops: {facts.top_ops()}.",
         *_wrapped(
-            [f"Classified as {article(roles.kind.value)} because {roles.why}.", *branch_note(facts)]
+            [
+                f"Classified as {article(roles.kind.value)} because {roles.why}.",
+                *branch_note(facts),
+                *attention_note(facts),
+            ]
         ),
         "Inputs:",
     ]
@@ -202,7 +207,9 @@ def evaluation_stages(proposal: Proposal, target: Target) -> list[StageDraft]:
         ],
         optional=target != Target.CPU,
     )
-    return [accuracy, _speed(proposal.candidates, target), pick]
+    speed = _speed(proposal.candidates, target)
+    speed.params.update(timing_params(proposal.candidates))
+    return [accuracy, speed, pick]
 
 
 def render(

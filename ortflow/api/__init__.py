@@ -97,6 +97,7 @@ _DOCUMENTS = {
             "ReportSection",
             "Selection",
             "SelectionCandidate",
+            "SessionSettings",
             "Table",
             "with_speedups",
         )
@@ -173,6 +174,7 @@ __all__ = [
     "Scalar",
     "Selection",
     "SelectionCandidate",
+    "SessionSettings",
     "Table",
     "read_document",
     "with_speedups",

@@ -103,6 +103,15 @@ PARAMS_SCHEMA = {
             "device (CUDA: inputs and outputs stay on the GPU), so copies are not timed; "
             "[false, true] measures both",
         },
+        "cuda_graph": {
+            "oneOf": [
+                {"type": "boolean"},
+                {"type": "array", "items": {"type": "boolean"}, "minItems": 1},
+            ],
+            "description": "CUDA provider: replay a CUDA graph (`enable_cuda_graph`) on inputs and outputs bound "
+            "once on the GPU, each feed copied into them (needs io_binding: true, fixed shapes, every node on "
+            "CUDA; where a graph cannot be captured the configuration is skipped with why); [false, true] measures both; unset: false",
+        },
         "rounds": {
             "type": "integer",
             "minimum": 1,

@@ -1,5 +1,6 @@
-"""benchmark's section of the run report: the latency table (one row per model and configuration), each
-model's top operators and node placement when profiled, and every run's latency as a distribution."""
+"""benchmark's section of the run report: the latency table (one row per model and configuration), the session
+settings each configuration was timed with (what reproduces the number) and the configurations not timed,
+each model's top operators and node placement when profiled, and every run's latency as a distribution."""
 
 from __future__ import annotations
 
@@ -12,9 +13,20 @@ if TYPE_CHECKING:  # annotations only: the documents load when a stage runs
 
 
 def benchmark_report(
-    results: list[BenchmarkRow], profiles: dict[str, Profile], baseline: str
+    results: list[BenchmarkRow],
+    profiles: dict[str, Profile],
+    baseline: str,
+    skipped: list[str] | None = None,
 ) -> ReportSection:
-    tables: list[Table] = [_latency_table(results, baseline)]
+    tables: list[Table] = [_latency_table(results, baseline), _session_table(results)]
+    if skipped:
+        tables.append(
+            {
+                "title": "Not timed",
+                "columns": ["configuration: why"],
+                "rows": [[s] for s in skipped],
+            }
+        )
     for model, profile in profiles.items():
         tables.append(
             {
@@ -76,6 +88,25 @@ def _latency_table(results: list[BenchmarkRow], baseline: str) -> Table:
     return {"title": "Latency", "columns": columns, "rows": rows}
 
 
+def _configuration(r: BenchmarkRow) -> str:
+    return (
+        f"threads {r.intra_op_threads or 'default'}, batch {r.batch_size}, length {r.sequence_length or 'data'}"
+        f"{', IO binding' if r.io_binding else ''}{', CUDA graph' if r.cuda_graph else ''}"
+    )
+
+
+def _session_table(results: list[BenchmarkRow]) -> Table:
+    """Each configuration's session as it was made: providers with their options, level, threads, feeding."""
+    rows: dict[str, str] = {}
+    for r in results:
+        rows.setdefault(_configuration(r), r.session.describe() if r.session else "not recorded")
+    return {
+        "title": "Session settings: what reproduces the timings",
+        "columns": ["configuration", "session"],
+        "rows": [[c, s] for c, s in rows.items()],
+    }
+
+
 def _placement_table(profiles: dict[str, Profile]) -> Table:
     """Where each profiled model's nodes ran: those not on the first provider fall back."""
     return {
@@ -101,11 +132,6 @@ def _latency_series(results: list[BenchmarkRow]) -> dict[str, Json]:
     """Every run's latency per model, named by its configuration too when the benchmark swept any."""
     swept = len({r.config() for r in results}) > 1
     return {
-        (
-            f"{r.model} (threads {r.intra_op_threads or 'default'}, batch {r.batch_size}, "
-            f"length {r.sequence_length or 'data'}{', IO binding' if r.io_binding else ''})"
-            if swept
-            else r.model
-        ): list(r.latencies_ms)
+        (f"{r.model} ({_configuration(r)})" if swept else r.model): list(r.latencies_ms)
         for r in results
     }

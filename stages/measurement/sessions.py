@@ -1,15 +1,19 @@
 """The ONNX Runtime sessions benchmark times: configured from its parameters, and called on feed i either
-plainly or through IO binding with every feed already on the provider's device."""
+plainly, through IO binding with every feed already on the provider's device, or through one binding on the
+GPU replayed as a CUDA graph (stages.measurement.cuda_graph)."""
 
 from __future__ import annotations
 
+import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ortflow.api import StageError
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import for_session, resolve
 from ortflow.api.providers import names as provider_names
+from ortflow.stages.measurement import cuda_graph
 from ortflow.stages.measurement.benchmark_params import LEVELS
 
 
@@ -73,3 +77,42 @@ def caller(session: Any, feeds: list[dict], params: dict[str, Any]) -> Any:
             binding.bind_output(output.name, device, device_id)
         bindings.append(binding)
     return lambda i: session.run_with_iobinding(bindings[i % len(bindings)])
+
+
+def timed_session(
+    path: Path, params: dict[str, Any], threads: int, feeds: list[dict]
+) -> tuple[Any, float, Callable[[int], Any]]:
+    """The session, its creation time in seconds, and the function running feed i. With `cuda_graph`, the CUDA
+    provider gets `enable_cuda_graph` and the graph is captured here (untimed); where ONNX Runtime refuses,
+    ProviderUnavailable names the nodes it placed off the CUDA provider."""
+    if not params.get("cuda_graph"):
+        started = time.perf_counter()
+        session = configured_session(path, params, threads)
+        return session, time.perf_counter() - started, caller(session, feeds, params)
+    graphed = {**params, "providers": cuda_graph.with_cuda_graph(params["providers"])}
+    try:
+        started = time.perf_counter()
+        session = configured_session(path, graphed, threads)
+        created = time.perf_counter() - started
+        return (
+            session,
+            created,
+            cuda_graph.graph_caller(session, feeds, cuda_graph.device_id(params["providers"])),
+        )
+    except (StageError, *onnx_model.ort_errors()) as exc:
+        if isinstance(exc, cuda_graph.ProviderUnavailable):
+            raise
+        said = onnx_model.first_line(exc)
+    raise cuda_graph.capture_failure(*_off_cuda(path, params, threads, feeds[0]), said)
+
+
+def _off_cuda(
+    path: Path, params: dict[str, Any], threads: int, feed: dict
+) -> tuple[list[str], int]:
+    """The nodes a profiled run without the graph places off the CUDA provider, and how many nodes ran."""
+    with tempfile.TemporaryDirectory(prefix="ortflow-placement-") as folder:
+        session = configured_session(
+            path, params, threads, profile_prefix=str(Path(folder) / "placement")
+        )
+        session.run(None, feed)
+        return cuda_graph.off_cuda_nodes(Path(session.end_profiling()))

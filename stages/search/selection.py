@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ortflow.api import (
     Bounds,
@@ -16,6 +17,9 @@ from ortflow.api import (
     SelectionCandidate,
 )
 
+if TYPE_CHECKING:
+    from ortflow.api import SessionSettings
+
 
 @dataclass
 class Candidate:
@@ -25,6 +29,9 @@ class Candidate:
     values: dict[str, float] = field(default_factory=dict)
     misses: list[str] = field(default_factory=list)
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
+    session: SessionSettings | None = (
+        None  # how its timings' session was made (from the benchmark row)
+    )
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ def selection_document(outcome: Outcome, names: list[str]) -> Selection:
                 c.misses,
                 c.id in outcome.front,
                 c is outcome.chosen,
+                c.session,
             )
             for c in outcome.candidates
         ],

@@ -67,7 +67,8 @@ def _hf_wrapper(model: Any, outputs: list[str]) -> Any:
 
 
 def from_hf_folder(folder: Path, texts: list[str], outputs: list[str]) -> Exportable:
-    """AutoModel and AutoTokenizer from a local folder only (never a hub), the example a batch of `texts`."""
+    """AutoModel (eager attention) and AutoTokenizer from a local folder only (never a hub), the example a batch of
+    `texts`."""
     try:
         from transformers import AutoModel, AutoTokenizer
     except ImportError as exc:
@@ -81,7 +82,11 @@ def from_hf_folder(folder: Path, texts: list[str], outputs: list[str]) -> Export
     tokenizer = AutoTokenizer.from_pretrained(
         folder, local_files_only=True, trust_remote_code=False
     )
-    model = AutoModel.from_pretrained(folder, local_files_only=True, trust_remote_code=False).eval()
+    # eager attention: the explicit MatMul/Softmax pattern transformer_fusion fuses into Attention from either
+    # exporter (transformers' default, SDPA, exported by TorchScript matches no fusion)
+    model = AutoModel.from_pretrained(
+        folder, local_files_only=True, trust_remote_code=False, attn_implementation="eager"
+    ).eval()
     encoded = tokenizer(texts, return_tensors="pt", padding=True)
     names = [n for n in TOKEN_INPUTS if n in encoded]
     extra = sorted(set(encoded) - set(TOKEN_INPUTS))

@@ -134,6 +134,7 @@ def test_documents_read_typed():
         1,
         None,
         False,
+        False,  # cuda_graph: False where the document predates it
     )
     accuracy = AccuracyResults.from_json(ACCURACY)
     assert accuracy.better == {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER}

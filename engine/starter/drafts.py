@@ -1,0 +1,26 @@
+"""What `engine init` drafts before writing a recipe: the target it proposes for, and one stage as a draft (its
+name, type, inputs, parameters and the comment explaining it). Their own module, so that the proposals for each
+target (engine.starter.proposal, engine.starter.gpu_target) share them without importing each other."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ortflow.engine.json_types import JsonObject
+
+
+class Target(enum.Enum):
+    CPU = "cpu"
+    CUDA = "cuda"
+    TENSORRT = "tensorrt"
+
+
+@dataclass
+class StageDraft:
+    name: str
+    uses: str
+    inputs: JsonObject
+    params: JsonObject = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+    optional: bool = False
