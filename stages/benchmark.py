@@ -30,7 +30,7 @@ from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import names as provider_names
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
-from ortflow.stages.measurement.cuda_graph import require_capturable, with_cuda_graph
+from ortflow.stages.measurement.cuda_graph import require_capturable, session_settings
 from ortflow.stages.measurement.feeds import full_batches
 from ortflow.stages.measurement.feeds import (
     with_length as _with_length,  # tests import it from here
@@ -41,7 +41,7 @@ from ortflow.stages.measurement.profiles import profile
 from ortflow.stages.measurement.sessions import timed_session
 
 if TYPE_CHECKING:  # the result documents are imported when the stage runs (engine plan stays light)
-    from ortflow.api import BenchmarkRow, Profile, SessionSettings
+    from ortflow.api import BenchmarkRow, Profile
 
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
@@ -379,23 +379,6 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     """What models run on the same feeds must share: input names, dtypes and ranks (not their order, nor the
     names of symbolic dimensions)."""
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
-
-
-def session_settings(params: dict[str, Any], threads: int) -> SessionSettings:
-    """What reproduces a configuration's timings: the session's providers (with `enable_cuda_graph` where a CUDA
-    graph was replayed), level, threads and feeding."""
-    from ortflow.api import SessionSettings
-
-    graph = bool(params["cuda_graph"])
-    return SessionSettings(
-        with_cuda_graph(params["providers"]) if graph else list(params["providers"]),
-        params["optimization_level"],
-        threads,
-        params["inter_op_threads"],
-        params["execution_mode"],
-        bool(params["io_binding"]),
-        graph,
-    )
 
 
 def _as_list(value: Any) -> list[Any]:

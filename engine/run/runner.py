@@ -27,9 +27,9 @@ from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import read_record, settled
 from ortflow.engine.run.steps import StepRunner
 from ortflow.engine.stage import StageContext, StageResult
-from ortflow.engine.store.artifacts import tree_size
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.store.files import tree_size
 from ortflow.engine.types import StageJob, StageOutcome, Status, pack_floats, unpack_floats
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,12 +30,15 @@ from ortflow.engine.json_types import JsonObject
 from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
+from ortflow.engine.store.files import (
+    READ_ONLY,
+    link_or_copy,
+    make_read_only,
+    remove_path,
+    tree_size,
+)
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
-
-READ_ONLY = (
-    stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
-)  # objects and records are never changed in place
 
 
 @dataclass(frozen=True)
@@ -98,17 +100,17 @@ class ArtifactStore:
         target = self.object_path(digest)
         store_folder(target.parent)
         if target.exists() and not self.object_intact(digest):
-            _remove(target)  # a damaged copy: replace it with the good bytes
+            remove_path(target)  # a damaged copy: replace it with the good bytes
         if target.exists():
-            _remove(path)
+            remove_path(path)
             return digest
-        _make_read_only(path)
+        make_read_only(path)
         try:
             os.replace(path, target)
         except OSError:
             if not target.exists():  # a folder rename loses only to a concurrent identical one
                 raise
-            _remove(path)
+            remove_path(path)
         if trusted and target.is_file():
             self.hashes.remember(target, digest)
         else:
@@ -126,12 +128,12 @@ class ArtifactStore:
         staging = atomic.staging_path(dest)
         try:
             if source.is_dir():
-                shutil.copytree(source, staging, copy_function=_link_or_copy)
+                shutil.copytree(source, staging, copy_function=link_or_copy)
             else:
-                _link_or_copy(source, staging)
+                link_or_copy(source, staging)
             atomic.replace(staging, dest)
         finally:
-            _remove(staging)
+            remove_path(staging)
         self.hashes.hash_path(dest)
 
     # -- run records -------------------------------------------------------------------------
@@ -196,7 +198,7 @@ class ArtifactStore:
             )  # a running stage's files: nobody else may change them before they are hashed
             yield path
         finally:
-            _remove(path)
+            remove_path(path)
             (self.tmp / f"{name}.lock").unlink(missing_ok=True)
             mutex.release()
 
@@ -209,7 +211,7 @@ class ArtifactStore:
                 continue  # a live run, here or on another host sharing the cache
             try:
                 if mutex.still_current():
-                    _remove(mutex_path.with_suffix(""))
+                    remove_path(mutex_path.with_suffix(""))
                     mutex_path.unlink(missing_ok=True)
                     removed += 1
             finally:
@@ -218,7 +220,7 @@ class ArtifactStore:
             entry
         ) in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
             if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
-                _remove(entry)
+                remove_path(entry)
         atomic.remove_stale_staging(self.tmp)
         return removed
 
@@ -259,7 +261,7 @@ class ArtifactStore:
 
     def remove_damaged(self, damage: list[Damage]) -> None:
         for item in damage:
-            _remove(
+            remove_path(
                 self.object_path(item.name) if item.what == "object" else self.run_path(item.name)
             )
 
@@ -333,9 +335,9 @@ class ArtifactStore:
 
     def _remove_collected(self, collected: Collected) -> None:
         for key in collected.runs:
-            _remove(self.run_path(key))
+            remove_path(self.run_path(key))
         for digest in collected.objects:
-            _remove(self.object_path(digest))
+            remove_path(self.object_path(digest))
         self.remove_stale_tmp()
         for disposable in (
             self.root / "recipes",
@@ -369,33 +371,6 @@ def open_store(
         raise StoreError(
             f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder"
         ) from None
-
-
-def _link_or_copy(source: Path | str, dest: Path | str) -> None:
-    try:
-        os.link(source, dest)
-    except OSError:  # another file system, or one without hard links
-        shutil.copyfile(source, dest)
-
-
-def _make_read_only(path: Path) -> None:
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    for f in files:
-        f.chmod(READ_ONLY)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def tree_size(path: Path) -> int:
-    """Bytes in a file, or in all files under a folder."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
 def _redacted(record: JsonObject) -> JsonObject:

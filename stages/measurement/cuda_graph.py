@@ -8,10 +8,13 @@ CUDA provider and every feed has the same shapes; where it cannot, the reason na
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.api import ProviderUnavailable
 from ortflow.api.providers import names as provider_names
+
+if TYPE_CHECKING:
+    from ortflow.api import SessionSettings
 
 CUDA = "CUDAExecutionProvider"
 
@@ -110,3 +113,20 @@ def off_cuda_nodes(profile: Path) -> tuple[list[str], int]:
 
     placed = node_placement(profile)
     return sorted(n for n, p in placed.items() if p != CUDA), len(placed)
+
+
+def session_settings(params: dict[str, Any], threads: int) -> SessionSettings:
+    """What reproduces a configuration's timings: the session's providers (with `enable_cuda_graph` where a CUDA
+    graph was replayed), level, threads and feeding."""
+    from ortflow.api import SessionSettings
+
+    graph = bool(params["cuda_graph"])
+    return SessionSettings(
+        with_cuda_graph(params["providers"]) if graph else list(params["providers"]),
+        params["optimization_level"],
+        threads,
+        params["inter_op_threads"],
+        params["execution_mode"],
+        bool(params["io_binding"]),
+        graph,
+    )
