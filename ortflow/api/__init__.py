@@ -63,6 +63,7 @@ from ortflow.engine.registry import installed_metrics, loader_type, metric_type,
 
 # The environment facts a stage's outputs depend on (`Stage.env_facts` names them; `environment_facts` reads them).
 from ortflow.engine.environment import facts as environment_facts
+from ortflow.engine.environment import int8_saturates
 
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
 from ortflow.engine.types import TextEnum
@@ -141,6 +142,7 @@ __all__ = [
     "bound_problems",
     "check_model",
     "environment_facts",
+    "int8_saturates",
     "file_param",
     "fill_defaults",
     "installed_metrics",
