@@ -107,7 +107,7 @@ def _cpu_flags() -> set[str]:
     return set(cpuinfo.get_cpu_info().get("flags", []))
 
 
-def _host_flags() -> set[str]:
+def host_flags() -> set[str]:
     """This machine's flags as MLAS can use them: Linux grants AMX tile state from kernel 5.16 on (before,
     MlasInitAMX's arch_prctl fails and MLAS keeps its AVX-512 kernels, whatever cpuinfo lists)."""
     flags = _cpu_flags()
@@ -143,7 +143,7 @@ def _isa() -> str:
         return TARGETS[forced]
     if forced in X86_FAMILIES + ARM_FAMILIES:
         return f"{'aarch64' if forced in ARM_FAMILIES else 'x86_64'}: {forced}"
-    flags = {f.strip() for f in forced.split(",")} if forced else _host_flags()
+    flags = {f.strip() for f in forced.split(",")} if forced else host_flags()
     return f"{_arch()}: {int8_kernel_family(flags, _arch(), sys.platform)}"
 
 
