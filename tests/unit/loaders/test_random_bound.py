@@ -22,4 +22,3 @@ def test_a_feed_over_the_bound_is_refused_naming_the_input_and_the_fix(shape, di
         match=r"random: input 'x' would hold .* over the loader's bound of 268,435,456 .* `dims`",
     ):
         next(RandomLoader().feeds({**PARAMS, "dims": dims}, inputs))
-
