@@ -186,6 +186,8 @@ def _gpus() -> Gpus:
         if row.count(",") == GPU_QUERY.count(",")
     )
     header = re.search(r"CUDA Version:\s*([\d.]+)", _nvidia_smi())
+    if not devices:
+        return Gpus((), "none (nvidia-smi lists no GPU: check the driver)", "none", "none", "none")
     return Gpus(
         devices,
         header.group(1) if header else "unknown",
