@@ -298,7 +298,7 @@ def lines(doctor: Doctor) -> list[str]:
     ]
     if gpu.devices:
         out.append(
-            f"  CUDA (driver) {gpu.cuda_driver}; {gpu.cuda_runtime}; {gpu.cudnn}; TensorRT {gpu.tensorrt}"
+            f"  CUDA: driver supports {gpu.cuda_driver}; runtime: {gpu.cuda_runtime}; cuDNN: {gpu.cudnn}; TensorRT: {gpu.tensorrt}"
         )
     out += [
         f"cache        {doctor.cache}: {doctor.cache_size}",
