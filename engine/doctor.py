@@ -33,7 +33,8 @@ INT8_FLAGS = (
 )  # fmt: skip
 # What the family's uint8-activation x int8-weight GEMM (ORT's default INT8) runs on.
 KERNELS = {
-    "sse": "SSE kernels",
+    "sse": "SSE2, widened to int16: exact",
+    "sse41": "SSE4.1 pmaddubsw: int16 pair sums saturate",
     "avx2": "AVX2 vpmaddubsw: int16 pair sums saturate (reduce_range: auto uses 7-bit weights)",
     "avx2-vnni": "AVX-VNNI vpdpbusd: exact int32 dot products",
     "avx512-core": "AVX-512BW vpmaddubsw: int16 pair sums saturate (reduce_range: auto uses 7-bit weights)",

@@ -40,11 +40,11 @@ def _cpu_model() -> str:
 # uint8 weights and int8 activations take other kernels (u8 x u8 widens to int16; s8 x s8 is MLAS's portable
 # C++ loop) unless the CPU has avx_vnni_int8, which moves both to VNNI-INT8: that adds "+vnni-int8".
 # arm64: neon (u8 x s8 widened), neon-dot (asimddp: udot/sdot), i8mm (ummla/smmla; MLAS uses it on Linux only).
-X86_FAMILIES = ("sse", "avx2", "avx2-vnni", "avx512-core", "avx512-vnni", "amx")
+# Below AVX2: sse (SSE2, widened to int16: exact), or sse41 on Windows builds (pmaddubsw: saturates).
+X86_FAMILIES = ("sse", "sse41", "avx2", "avx2-vnni", "avx512-core", "avx512-vnni", "amx")
 ARM_FAMILIES = ("neon", "neon-dot", "i8mm")
-SATURATING = frozenset(
-    {"sse", "avx2", "avx512-core"}
-)  # x86 u8 x s8 kernels without VNNI's exact dot product
+# The x86 u8 x s8 kernels whose int16 pair sums saturate (pmaddubsw without VNNI's exact dot product).
+SATURATING = frozenset({"sse41", "avx2", "avx512-core"})
 _AVX512_CORE = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
 
 
@@ -58,7 +58,7 @@ def int8_kernel_family(flags: frozenset[str] | set[str], arch: str, system: str 
         return "neon-dot" if "asimddp" in flags else "neon"
     if arch != "x86_64":
         return "portable"  # MLAS's C++ kernels
-    family = "sse"
+    family = "sse41" if system.startswith("win") and "sse4_1" in flags else "sse"
     if {"avx2", "fma"} <= flags:
         family = "avx2-vnni" if "avx_vnni" in flags else "avx2"
         if _AVX512_CORE <= flags:
