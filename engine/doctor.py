@@ -154,7 +154,7 @@ def _cpu() -> Cpu:
         if extra
         else "uint8 weights: a widening u8 x u8 kernel; int8 activations: MLAS's portable C++ loop (slow)"
         if isa.startswith("x86_64")
-        else "int8 activations: signed dot products"
+        else "int8 activations and uint8 weights: the same family's kernels"
     )
     return Cpu(
         model=environment.fact("cpu").rsplit(" x", 1)[0],
