@@ -13,6 +13,7 @@ from typing import Any
 
 import ortflow
 from ortflow.engine import cli_help, commands, starter_commands
+from ortflow.engine import doctor as doctor_command
 from ortflow.engine.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -276,6 +277,7 @@ def _inspection_commands(sub: Any) -> None:
     stages.add_argument("name", nargs="?", help="a stage type or dataset loader to describe")
     _json_option(stages)
     stages.set_defaults(handler=commands.cmd_stages)
+    doctor_command.register(sub)
 
 
 def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -124,6 +124,10 @@ def without_frozen(feed: Feed, inputs: list[ModelInput], where: str) -> Feed:
     return {k: v for k, v in feed.items() if k not in frozen}
 
 
+# The most values one input of one synthetic sample may hold (1 GiB of float32, the npz loader's default bound):
+# the random loader refuses more before allocating, and `engine init` refuses a model whose fixed dims declare more.
+MAX_FEED_VALUES = 1 << 28
+
 # Schema fragments every loader uses the same way. `skip` and `limit` are applied by the engine (Dataset.feeds):
 # two datasets over one source, one with `limit: N` and one with `skip: N`, never share a sample, which is how a
 # held-out set is cut from the same folder or file as the calibration set.

@@ -30,24 +30,67 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-# The instruction-set features that change what integer kernels compute or how fast (x86 flag names as
-# /proc/cpuinfo gives them; asimddp is arm64's dot product). u8 x s8 products saturate in non-VNNI x86
-# kernels, so an INT8 model's accuracy differs between hosts with the same CPU model name.
-ISA_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
-# `target: {cpu: NAME}` in a recipe: the instruction set a named target stands for, as the isa fact says it.
+# What a `native` target and the `isa` fact hold: the INT8 kernel family ORT's MLAS dispatches its quantized
+# GEMMs to (onnxruntime/core/mlas/lib/platform.cpp, MLAS_PLATFORM's constructor), not the CPU's flag list, so
+# two hosts that differ only in flags those kernels never use share their keys. x86-64, uint8 activations x
+# int8 weights (what ORT's dynamic and QDQ quantization write), each later check overriding the earlier:
+# avx2 (avx2+fma; vpmaddubsw, whose int16 pair sums saturate), avx2-vnni (avx_vnni), avx512-core
+# (avx512f+bw+dq+vl: still vpmaddubsw, so it saturates too), avx512-vnni (core + avx512_vnni: an avx_vnni
+# beside it changes nothing), amx (amx_tile+amx_int8 and, on Linux, the kernel granting AMX state: from 5.16).
+# uint8 weights and int8 activations take other kernels (u8 x u8 widens to int16; s8 x s8 is MLAS's portable
+# C++ loop) unless the CPU has avx_vnni_int8, which moves both to VNNI-INT8: that adds "+vnni-int8".
+# arm64: neon (u8 x s8 widened), neon-dot (asimddp: udot/sdot), i8mm (ummla/smmla; MLAS uses it on Linux only).
+# Below AVX2: sse (SSE2, widened to int16: exact), or sse41 on Windows builds (pmaddubsw: saturates).
+X86_FAMILIES = ("sse", "sse41", "avx2", "avx2-vnni", "avx512-core", "avx512-vnni", "amx")
+ARM_FAMILIES = ("neon", "neon-dot", "i8mm")
+# The x86 u8 x s8 kernels whose int16 pair sums saturate (pmaddubsw without VNNI's exact dot product).
+SATURATING = frozenset({"sse41", "avx2", "avx512-core"})
+_AVX512_CORE = {"avx512f", "avx512bw", "avx512dq", "avx512vl"}
+
+
+def int8_kernel_family(flags: frozenset[str] | set[str], arch: str, system: str = "linux") -> str:
+    """The INT8 kernel family MLAS picks on a CPU with these feature flags (/proc/cpuinfo names), e.g.
+    `avx512-vnni`: the one thing cache keys and `engine doctor` say about the instruction set, so that only
+    a change of kernel changes a key. Pure: tests inject the flag lists of the hosts they stand for."""
+    if arch == "aarch64":
+        if "i8mm" in flags and system.startswith("linux"):
+            return "i8mm"
+        return "neon-dot" if "asimddp" in flags else "neon"
+    if arch != "x86_64":
+        return "portable"  # MLAS's C++ kernels
+    family = "sse41" if system.startswith("win") and "sse4_1" in flags else "sse"
+    if {"avx2", "fma"} <= flags:
+        family = "avx2-vnni" if "avx_vnni" in flags else "avx2"
+        if _AVX512_CORE <= flags:
+            family = "avx512-vnni" if "avx512_vnni" in flags else "avx512-core"
+        if {"amx_tile", "amx_int8"} <= flags:
+            family = "amx"
+        if "avx_vnni_int8" in flags:
+            family += "+vnni-int8"
+    return family
+
+
+def int8_saturates(isa: str) -> bool:
+    """Whether an isa fact (`x86_64: avx2`) names u8 x s8 kernels whose int16 pair sums saturate (x86 without
+    VNNI): where ORT advises 7-bit weights (stages/quantization/isa.py)."""
+    arch, _, family = isa.partition(": ")
+    return arch.strip() == "x86_64" and family.split("+")[0] in SATURATING
+
+
+# `target: {cpu: NAME}` in a recipe: the kernel family a named target stands for, as the isa fact says it.
 TARGETS = {
     "avx2": "x86_64: avx2",
-    "avx512": "x86_64: avx2,avx512f",
-    "avx512_vnni": "x86_64: avx2,avx512f,avx512_vnni",
-    "avx_vnni": "x86_64: avx2,avx_vnni",
-    "amx": "x86_64: avx2,avx512f,avx512_vnni,amx_int8",
-    "arm64": "aarch64: baseline",
-    "arm64_dotprod": "aarch64: asimddp",
-    "arm64_i8mm": "aarch64: asimddp,i8mm",
+    "avx512": "x86_64: avx512-core",
+    "avx512_vnni": "x86_64: avx512-vnni",
+    "avx_vnni": "x86_64: avx2-vnni",
+    "amx": "x86_64: amx",
+    "arm64": "aarch64: neon",
+    "arm64_dotprod": "aarch64: neon-dot",
+    "arm64_i8mm": "aarch64: i8mm",
 }
-ISA_VARIABLE = (
-    "ORTFLOW_ISA"  # a named target or a feature list: what to report instead of this machine's
-)
+# Test-only and what-if: a target name from TARGETS, a family, or a comma list of CPU flags to report in place
+# of this machine's (docs/quantization.md).
+ISA_VARIABLE = "ORTFLOW_ISA"
 
 
 def _cpu_flags() -> set[str]:
@@ -64,6 +107,23 @@ def _cpu_flags() -> set[str]:
     return set(cpuinfo.get_cpu_info().get("flags", []))
 
 
+def host_flags() -> set[str]:
+    """This machine's flags as MLAS can use them: Linux grants AMX tile state from kernel 5.16 on (before,
+    MlasInitAMX's arch_prctl fails and MLAS keeps its AVX-512 kernels, whatever cpuinfo lists)."""
+    flags = _cpu_flags()
+    if sys.platform.startswith("linux") and _kernel_version() < (5, 16):
+        flags.discard("amx_tile")
+    return flags
+
+
+def _kernel_version() -> tuple[int, int]:
+    parts = platform.release().split(".")
+    try:
+        return int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)
+    except (IndexError, ValueError):
+        return (0, 0)
+
+
 def _arch() -> str:
     machine = platform.machine().lower()
     return (
@@ -76,16 +136,15 @@ def _arch() -> str:
 
 
 def _isa() -> str:
-    """`x86_64: avx2,avx512f,avx512_vnni`: the architecture and the features of ISA_FEATURES it has.
-    $ORTFLOW_ISA (a target name from TARGETS, or a comma list of features) stands in for this machine's."""
+    """`x86_64: avx512-vnni`: the architecture and the INT8 kernel family MLAS uses on it.
+    $ORTFLOW_ISA (a target name, a family, or a comma list of CPU flags) stands in for this machine's."""
     forced = os.environ.get(ISA_VARIABLE, "").strip()
-    if forced:
-        return (
-            TARGETS.get(forced)
-            or f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in forced.split(','))}"
-        )
-    flags = _cpu_flags()
-    return f"{_arch()}: {','.join(f for f in ISA_FEATURES if f in flags) or 'baseline'}"
+    if forced in TARGETS:
+        return TARGETS[forced]
+    if forced in X86_FAMILIES + ARM_FAMILIES:
+        return f"{'aarch64' if forced in ARM_FAMILIES else 'x86_64'}: {forced}"
+    flags = {f.strip() for f in forced.split(",")} if forced else host_flags()
+    return f"{_arch()}: {int8_kernel_family(flags, _arch(), sys.platform)}"
 
 
 def target_isa(target_cpu: str) -> str:

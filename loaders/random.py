@@ -6,6 +6,7 @@ from typing import Any, Iterator
 
 from ortflow.api import (
     BATCH_AXES_PARAM,
+    MAX_FEED_VALUES,
     DataProvenance,
     DatasetLoader,
     Feed,
@@ -19,7 +20,8 @@ class RandomLoader(DatasetLoader):
     provenance = DataProvenance.RANDOM
     description = (
         "Seeded random feeds built from the model's input names, dtypes and shapes. Symbolic axes take their "
-        "size from `dims` (a leading symbolic axis defaults to 1). Good for timing, not for calibration."
+        "size from `dims` (a leading symbolic axis defaults to 1). Good for timing, not for calibration. "
+        f"At most {MAX_FEED_VALUES:,} values an input a sample (1 GiB of float32)."
     )
     params_schema = {
         "type": "object",
@@ -74,6 +76,14 @@ class RandomLoader(DatasetLoader):
             i.name: self._shape(i, params["dims"], params.get("shapes", {}).get(i.name))
             for i in inputs
         }
+        for name, shape in shapes.items():
+            values = int(np.prod(shape, dtype=object))  # exact: a product past 2**63 must not wrap
+            if values > MAX_FEED_VALUES:
+                raise StageError(
+                    f"random: input '{name}' would hold {values:,} values a sample (shape {list(shape)}), over "
+                    f"the loader's bound of {MAX_FEED_VALUES:,} (1 GiB of float32) — give it smaller `dims` or "
+                    "`shapes`, or use a dataset of real samples (npz, images, text)"
+                )
         for _ in range(params["samples"]):
             feed = {}
             for spec in inputs:

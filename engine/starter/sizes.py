@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ortflow.engine.dataset import MAX_FEED_VALUES
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 
@@ -18,8 +19,8 @@ SEQUENCE_LENGTH = 128  # tokens: what sentence encoders are usually served at
 AUDIO_CHUNK = 512  # samples: 32 ms at 16 kHz, the chunk streaming speech models take
 # values in one input of one random sample (64 MiB of float32): init's cap on its guesses
 MAX_FEED_ELEMENTS = 1 << 24
-# values an input's fixed dims may declare (1 GiB of float32, the npz loader's bound)
-MAX_FIXED_ELEMENTS = 1 << 28
+# values an input's fixed dims may declare: the random loader's bound (1 GiB of float32, the npz loader's too)
+MAX_FIXED_ELEMENTS = MAX_FEED_VALUES
 
 
 def image_axes(info: InputInfo) -> tuple[int, int]:
@@ -138,7 +139,7 @@ def cap_sizes(roles: ModelRoles, guesses: dict[str, SizeGuess]) -> list[str]:
         if fixed > MAX_FIXED_ELEMENTS:
             raise OrtflowError(
                 f"input {info.fact.describe()} declares {fixed:,} values a sample, over init's cap of "
-                f"{MAX_FIXED_ELEMENTS:,} values an input (no feed was allocated) — re-export the model "
+                f"{MAX_FIXED_ELEMENTS:,} values an input, the random loader's bound (no feed was allocated) — re-export the model "
                 "with a smaller (or symbolic) size, or write the recipe by hand with a `python` dataset"
             )
         before = resolved_shape(info, guesses)

@@ -40,6 +40,7 @@ from ortflow.engine.dataset import (
     BATCH_AXES_PARAM,
     FROZEN_INPUTS,
     LIMIT_PARAM,
+    MAX_FEED_VALUES,
     SKIP_PARAM,
     DataProvenance,
     Dataset,
@@ -65,6 +66,7 @@ from ortflow.engine.registry import installed_metrics, loader_type, metric_type,
 
 # The environment facts a stage's outputs depend on (`Stage.env_facts` names them; `environment_facts` reads them).
 from ortflow.engine.environment import facts as environment_facts
+from ortflow.engine.environment import int8_saturates
 
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
 from ortflow.engine.types import TextEnum
@@ -124,6 +126,7 @@ __all__ = [
     "GateFailed",
     "KnownMetrics",
     "LIMIT_PARAM",
+    "MAX_FEED_VALUES",
     "Measure",
     "Metric",
     "MetricName",
@@ -146,6 +149,7 @@ __all__ = [
     "check_model",
     "counted",
     "environment_facts",
+    "int8_saturates",
     "file_param",
     "fill_defaults",
     "installed_metrics",

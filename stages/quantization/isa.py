@@ -10,7 +10,7 @@ for MatMul-heavy models with per-channel scales, not a general one:
   PP-OCRv4 detector (Conv), static: per-channel 0.9843 -> 0.9765;             per-tensor 0.9693 -> 0.9430
 
 So `auto` picks 7-bit weights only for an x86 target without VNNI, per-channel scales, int8 weights and a
-model whose quantizable ops are mostly MatMul/Gemm; with VNNI (avx512_vnni, avx_vnni, AMX), on arm64, or for
+model whose quantizable ops are mostly MatMul/Gemm; with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for
 uint8 weights (u8 x u8 products are widened to int16 first: they never saturate), never.
 
 The other answer is uint8 weights: exact without VNNI, but MLAS's u8 x u8 kernel is slower than its u8 x s8 one.
@@ -24,21 +24,19 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ortflow.api import int8_saturates
+
 REDUCE_RANGE_PARAM = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "7-bit weights; auto: on for per-channel scales on a MatMul-heavy model for an x86 target "
     "without VNNI (u8 x s8 saturation), off otherwise",
 }
-VNNI = ("avx512_vnni", "avx_vnni", "amx_int8")
 
 
 def saturates(isa: str) -> bool:
-    """The isa fact (`x86_64: avx2,...`) names an x86 CPU without VNNI."""
-    arch, _, features = isa.partition(":")
-    return arch.strip() == "x86_64" and not any(
-        f in features.split(",") for f in (v.strip() for v in VNNI)
-    )
+    """The isa fact (`x86_64: avx2`, an INT8 kernel family) names an x86 kernel without VNNI."""
+    return int8_saturates(isa)
 
 
 def needs_isa(params: dict[str, Any]) -> bool:
