@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
-from ortflow.engine import cli_help, commands, starter_commands
+from ortflow.engine import cli_help, commands
 from ortflow.engine import doctor as doctor_command
+from ortflow.engine.cli_starter import add_starter_commands
 from ortflow.engine.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -24,7 +25,6 @@ from ortflow.engine.errors import (
     no_space_message,
 )
 from ortflow.engine.secrets import redacted_output
-from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 from ortflow.engine.trust_commands import add_allow_unsigned, add_trust_commands
 
 
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser = functools.partial(sub.add_parser, parents=[common])  # type: ignore[method-assign]
     _run_command(sub)
-    _starter_commands(sub)
+    add_starter_commands(sub)
     _inspection_commands(sub)
     _cache_commands(sub, common)
     return parser
@@ -135,102 +135,6 @@ def _run_command(sub: Any) -> None:
     )
     add_allow_unsigned(run)
     run.set_defaults(handler=commands.cmd_run)
-
-
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", type=Path, help="the .onnx model")
-    parser.add_argument(
-        "--target",
-        choices=["cpu", "cuda", "tensorrt"],
-        default="cpu",
-        help="where the model will run (default cpu)",
-    )
-    parser.add_argument(
-        "--data",
-        type=Path,
-        metavar="PATH",
-        help="samples: a folder of images, a .txt/.jsonl text file or an .npz (default: random feeds)",
-    )
-    parser.add_argument(
-        "--tokenizer",
-        type=Path,
-        metavar="FILE",
-        help="with text data: the tokenizer.json (default: one beside the model)",
-    )
-    parser.add_argument(
-        "--min-accuracy",
-        type=float,
-        metavar="X",
-        help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
-    )
-    parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
-    parser.add_argument(
-        "--preprocess",
-        metavar="NAME",
-        choices=list(PRESETS),
-        help=f"how the model's image input was normalised in training (default: zero-one) — {PRESET_HELP}",
-    )
-    parser.add_argument(
-        "--mean",
-        type=float,
-        nargs="+",
-        metavar="M",
-        help="image mean per channel (R G B, or one value), on [0, 1] pixels",
-    )
-    parser.add_argument(
-        "--std",
-        type=float,
-        nargs="+",
-        metavar="S",
-        help="image std per channel (R G B, or one value), on [0, 1] pixels",
-    )
-
-
-def _starter_commands(sub: Any) -> None:
-    init = sub.add_parser(
-        "init", help="inspect a model and write a commented recipe that runs as written"
-    )
-    _model_options(init)
-    init.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        metavar="RECIPE",
-        help="where to write it (default <model>-<target>.yaml)",
-    )
-    init.set_defaults(handler=starter_commands.cmd_init)
-
-    optimize = sub.add_parser(
-        "optimize", help="init + run: the fastest model that keeps its accuracy, copied to -o"
-    )
-    _model_options(optimize)
-    optimize.add_argument(
-        "-o",
-        "--output",
-        type=Path,
-        metavar="OUT.onnx",
-        required=True,
-        help="where the chosen model goes",
-    )
-    optimize.add_argument(
-        "--save-recipe",
-        type=Path,
-        metavar="RECIPE",
-        help="where the recipe is kept (default OUT.recipe.yaml)",
-    )
-    optimize.add_argument(
-        "--require-real-data",
-        action="store_true",
-        help="deliver only a model whose accuracy was checked on real data: else nothing is copied and the "
-        "exit code is 6 (without it: exit 0, the verdict labelled 'unverified: random feeds')",
-    )
-    optimize.add_argument(
-        "--cache",
-        type=Path,
-        metavar="DIR",
-        help="artifact store (default: $ORTFLOW_CACHE, else .ortflow/ beside the recipe)",
-    )
-    optimize.set_defaults(handler=starter_commands.cmd_optimize)
 
 
 def _inspection_commands(sub: Any) -> None:

@@ -101,8 +101,7 @@ class Doctor:
 
 
 def _redact(text: str) -> str:
-    # The one redactor of the (secrets) part replaces this once it lands (engine/secrets.py: redact).
-    from ortflow.engine.store.remote import redact
+    from ortflow.engine.secrets import redact  # the one redactor every output passes through
 
     return redact(text)
 
