@@ -40,13 +40,14 @@ def test_a_typo_d_choice_is_named(capsys):
 
 
 def test_commands_registered_later_are_suggested_too(capsys):
-    """Other parts add commands (`engine doctor`): the suggestions read the parser, not a list."""
+    """A command added to the parser (a plugin's, say) is suggested too: the suggestions read the parser,
+    not a list."""
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    sub.add_parser("doctor", help="this machine in one screen")
+    sub.add_parser("lint-recipes", help="a command registered after the built-in ones")
     with pytest.raises(SystemExit):
-        parser.parse_args(["doctr"])
-    assert "did you mean 'doctor'?" in capsys.readouterr().err
+        parser.parse_args(["lint-recipe"])
+    assert "did you mean 'lint-recipes'?" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])
