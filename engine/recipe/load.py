@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.recipe.credentials import credential_problems
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, Expansion, expand
 from ortflow.engine.recipe.overrides import apply_overrides
 from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
@@ -35,6 +36,7 @@ def read_recipe(
             ]
         )
     problems = apply_overrides(data, source, list(overrides), params_file)
+    problems.extend(credential_problems(data, source))
     if not recipe_is_valid(data):
         problems.extend(validate(data, recipe_schema(), source))
     # Go on past schema problems: every check below skips what has the wrong shape (already reported),
