@@ -141,5 +141,9 @@ def _scatter(outcome: Outcome, plotted: str) -> dict:
         "x_label": objective,
         "y_label": plotted,
         # the plotted metric's constraint: the report's y axis starts there, not at the closest point
-        **({"y_bound": outcome.constraints.min[plotted]} if plotted in outcome.constraints.min else {}),
+        **(
+            {"y_bound": outcome.constraints.min[plotted]}
+            if plotted in outcome.constraints.min
+            else {}
+        ),
     }
