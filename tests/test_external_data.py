@@ -14,6 +14,7 @@ from conftest import minilm_model, write
 RECIPES = Path(__file__).parent.parent / "recipes"
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_in_the_key(
     project, cli
 ):
