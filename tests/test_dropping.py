@@ -175,6 +175,7 @@ def _wheel_file(package: str, file: str) -> Path:
     return Path(distribution(package).locate_file(file))
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_original_to_pick(
     project, cli
 ):

@@ -108,6 +108,7 @@ def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gat
     assert code == 3 and "differs from PyTorch: max abs error" in err, (out, err)
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

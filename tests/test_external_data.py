@@ -8,11 +8,13 @@ import shutil
 from pathlib import Path
 
 import onnx
+import pytest
 from conftest import minilm_model, write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_in_the_key(
     project, cli
 ):
@@ -81,6 +83,7 @@ def test_a_model_with_external_data_goes_through_the_stages_and_its_weights_are_
     )
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_every_stage_that_writes_a_model_writes_external_data_when_the_model_needs_it(
     project, cli, monkeypatch
 ):

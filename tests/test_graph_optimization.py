@@ -75,6 +75,7 @@ def test_optimization_levels_on_the_real_model(project, cli):
     assert "key" in entries["extended"] and "outputs" in entries["extended"]
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_quickstart_runs_then_is_fully_cached_and_rebuilds_byte_identical(
     tmp_path, cli, monkeypatch
 ):

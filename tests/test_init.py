@@ -171,6 +171,7 @@ def test_data_of_a_known_kind_becomes_its_loader(project, cli):
     assert code == 2 and "not one image" in err, (out, err)
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_the_streaming_model_on_real_audio_chunks_keeps_its_decisions(project, cli):
     """Real feeds (each chunk with the state the float model had there) turn on the quantize stage's sanity
     check, which refuses an INT8 model whose recurrent state drifts: the recipe quantizes around it."""
@@ -206,6 +207,7 @@ def _run_and_pick(cli, recipe: Path) -> dict:
     return chosen
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 @pytest.mark.parametrize("model", ["minilm", "magika", "vad"])
 def test_init_then_run_picks_a_model_faster_than_fp32(project, cli, model):
     recipe, _ = _init(cli, project, model)
@@ -213,6 +215,7 @@ def test_init_then_run_picks_a_model_faster_than_fp32(project, cli, model):
     assert chosen["id"].startswith("int8"), chosen
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_init_then_run_a_detector_on_real_photos_gates_on_its_detections(project, cli):
     """The slowest of these (about 15-30 s): NudeNet's YOLOv8n at 320 x 320 on the repo's photos of people."""
     recipe, said = _init(cli, project, "nudenet", "--data", RECIPES / "data" / "images" / "people")
@@ -322,6 +325,7 @@ def test_a_vision_transformer_gets_static_and_dynamic_int8(project, cli):
     assert stages["pick"]["in"]["models"] == ["inputs.model", "int8.model", "int8_dynamic.model"]
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_an_ocr_text_detector_on_real_images_is_judged_by_the_regions_it_marks(project, cli):
     """PP-OCRv4's text detector outputs a probability map [batch, 1, H, W]: with real document images, `pick`
     gates on the IoU of the regions marked at 0.5 (dense_map), and the run reports it. Only the accuracy

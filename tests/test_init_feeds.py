@@ -253,6 +253,7 @@ def test_optimize_states_the_assumed_preprocessing_beside_its_verdict(project, c
     ), out
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_an_open_image_height_is_found_by_running_the_model(project, cli):
     """PP-OCRv4's text-line recognizer leaves height and width open; at init's first guess (640 x 640) its
     sequence head does not run. The trial finds a height it runs at (48, as it was trained) and says so."""

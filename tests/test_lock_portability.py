@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import minilm_model, write
 
@@ -59,6 +60,7 @@ def fresh_run(cli, project: Path, recipe: Path, monkeypatch, isa: str) -> tuple[
     return cli("run", recipe)
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_lock_written_on_one_machine_holds_on_another(project, cli, monkeypatch):
     recipe = portable_recipe(project)
     lock = recipe.with_name("recipe.yaml.lock")
@@ -90,6 +92,7 @@ def test_a_lock_written_on_one_machine_holds_on_another(project, cli, monkeypatc
     assert "0 of 4 stages would run" in out, out
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_calibration_within_tolerance_of_the_lock_keeps_its_values_and_a_real_difference_shows(
     project, cli, monkeypatch
 ):

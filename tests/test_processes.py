@@ -7,6 +7,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import CEILING, engine_process, executions, two_stage_recipe, write
 
@@ -122,6 +123,7 @@ def test_concurrent_runs_of_different_stages_both_reach_the_lock_file(project, c
     assert code == 0 and out.count("up to date") == 2
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_parallel_run_of_the_real_quickstart(tmp_path):
     """Several real stages at once in a fresh interpreter: lazy imports and library output must not race."""
     root = Path(__file__).parent.parent / "recipes"

@@ -125,6 +125,7 @@ def test_require_real_data_refuses_random_feeds_with_exit_6_before_running(proje
     assert not (project / "m.onnx").exists() and not (project / "m.recipe.yaml").exists()
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_optimize_on_real_images_names_their_path_and_that_calibration_saw_them(project, cli):
     """init points calibration and the accuracy check at the same --data folder: the verdict is on real data,
     named by path, and says it is the calibration data reused."""

@@ -231,6 +231,7 @@ def test_table_from_another_graph_is_refused(built, project, cli):
     )
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli, monkeypatch):
     """PP-OCRv4's detector (opset 12) through calibration and per-channel QDQ: the model is moved to opset 13,
     which per-channel DequantizeLinear needs, and the result passes onnx.checker and runs. Built for an AVX2

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from conftest import write
 from test_detector import PHOTOS, RECIPES, _model, _module
 
@@ -21,6 +22,7 @@ def _search(project: Path) -> dict:
     return json.loads((project / "out" / "repair" / "search" / "search.json").read_text())
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_the_search_finds_the_detector_head_among_the_first_probes(project, cli):
     letterbox = "size: [320, 320], resize: letterbox, pad_value: 0, pad_position: bottom_right"
     recipe = write(

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 
+import pytest
 from test_matrix import report_stages, sweep_recipe
 
 from ortflow.api import ArtifactKind, Axis, Better, Declares, Measure, Port, Stage, Tables
 from ortflow.engine.declarations import units
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish import charts, report, report_html
 from ortflow.engine.registry import stage_type
 
@@ -188,20 +191,38 @@ def test_report_html_draws_offline_and_matrix_folders_need_no_quoting(project, c
     )
 
 
-def test_a_benchmark_and_accuracy_report_holds_plotly_figures(project, cli):
-    from test_lock_portability import (
-        portable_recipe,
-    )  # real MiniLM: INT8, timed and checked against fp32
+@pytest.fixture(scope="module")
+def minilm_report(tmp_path_factory) -> tuple[Path, JsonObject]:
+    """The real MiniLM recipe (INT8, timed and checked against fp32) run twice: built, then every stage cached.
+    Returns the out folder (the cached run's report) and the first run's report.json."""
+    from conftest import main
+    from test_lock_portability import portable_recipe
 
-    code, out, err = cli("run", portable_recipe(project))
-    assert code == 0, out + err
-    page = (project / "out" / "portable" / "report.html").read_text()
+    project = tmp_path_factory.mktemp("minilm_report")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project)
+        patch.delenv("ORTFLOW_CACHE", raising=False)
+        recipe = portable_recipe(project)
+        assert main(["run", str(recipe)]) == 0
+        first = json.loads((project / "out" / "portable" / "report.json").read_text())
+        (project / "out" / "portable" / "report.html").rename(project / "built.html")
+        assert main(["run", str(recipe)]) == 0
+    return project / "out" / "portable", first
+
+
+def _figures(page: str) -> list[JsonObject]:
+    return [json.loads(spec) for spec in re.findall(r"var f = (\{.*?\}); Plotly", page)]
+
+
+def test_a_benchmark_and_accuracy_report_holds_plotly_figures(minilm_report):
+    out, _ = minilm_report
+    page = (out.parent.parent / "built.html").read_text()
     assert (
         page.count("<script>") >= 3
         and "Plotly.newPlot('chart0'" in page
         and "Plotly.newPlot('chart1'" in page
     )
-    figures = [json.loads(spec) for spec in re.findall(r"var f = (\{.*?\}); Plotly", page)]
+    figures = _figures(page)
     latency = next(f for f in figures if f["data"][0]["type"] == "box")
     assert latency["layout"]["xaxis"]["title"]["text"] == "latency per run (ms)"
     assert sorted(t["name"] for t in latency["data"]) == ["int8", "model"]
@@ -209,3 +230,52 @@ def test_a_benchmark_and_accuracy_report_holds_plotly_figures(project, cli):
     assert trade["layout"]["xaxis"]["ticksuffix"] == "x" and [t["name"] for t in trade["data"]] == [
         "int8"
     ]
+
+
+def test_the_report_leads_with_the_answer_and_keeps_build_times(minilm_report):
+    """Issue 31: report.html opens on the answer (chosen model, speedup, accuracy on which data, its file); a
+    model keeps its colour in every chart; the accuracy axis starts at the recipe's gate (min cosine 0.5), not
+    at the closest point; numbers read as in the terminal; no column nothing fills; and a cached re-run shows
+    each stage's build time from the run that built it, labelled so, instead of `cached 0.00`."""
+    out, first = minilm_report
+    cached = json.loads((out / "report.json").read_text())
+    headline = cached["headline"]
+    assert headline["model"] == "int8" and headline["verified"] is True
+    assert headline["data"].startswith("real data: npz loader") and Path(headline["path"]).is_file()
+    speed = next(s for s in first["stages"] if s["stage"] == "speed")
+    assert headline["speed"]["value"] == speed["metrics"]["speedup"]["int8"]
+    page = (out / "report.html").read_text()
+    assert page.index("id='headline'") < page.index("<table")
+    answer = re.search(r"<section class='headline'.*?</section>", page).group(0)
+    assert f"{headline['speed']['value']:.2f}x" in answer and headline["path"] in answer
+    latency, trade = (
+        next(f for f in _figures(page) if f["data"][0]["type"] == t) for t in ("box", "scatter")
+    )
+    color = {t["name"]: t["marker"]["color"] for t in latency["data"] + trade["data"]}
+    assert next(t for t in trade["data"] if t["name"] == "int8")["marker"]["color"] == color["int8"]
+    assert len({color["int8"], color["model"]}) == 2
+    assert trade["layout"]["yaxis"]["range"][0] == 0.5  # the gate, min cosine_mean 0.5
+    decimals = re.findall(r"<td class='n'>-?(\d*\.\d+)(?:e-?\d+)?</td>", page)
+    assert decimals and all(len(d.replace(".", "").lstrip("0")) <= 4 for d in decimals), decimals
+    assert "<th>labels agree</th>" not in page
+    for stage in cached["stages"]:
+        built = next(s for s in first["stages"] if s["stage"] == stage["stage"])
+        assert stage["status"] == "cached" and stage["build_seconds"] == built["build_seconds"] > 0
+        assert f"<td>{stage['build_seconds']:.2f} at build</td>" in page
+
+
+def test_the_report_fits_a_browser_window_at_1400_and_800_px(minilm_report):
+    """A real headless browser (.ci/run installs Debian's chromium): at both widths the page is no wider than
+    the window (wide tables scroll inside it), the headline is fully on the first screen and every chart drew,
+    from the plotly.js inlined in the page (nothing is fetched)."""
+    from report_browser import browser, layout
+
+    if browser() is None:
+        pytest.skip("no chromium on PATH (.ci/run installs it with apt-get install -y chromium)")
+    out, _ = minilm_report
+    for width in (1400, 800):
+        seen = layout(out / "report.html", width)
+        assert seen.inner_width == width and seen.scroll_width <= seen.inner_width, seen
+        assert seen.headline is not None and seen.headline[2] <= width, seen
+        assert 0 <= seen.headline[1] and seen.headline[3] <= seen.inner_height, seen
+        assert seen.plotly == "object" and seen.drawn == seen.charts >= 2, seen

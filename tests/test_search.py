@@ -95,6 +95,7 @@ def test_search_picks_a_model_that_meets_the_target_and_reruns_from_the_cache(pr
     assert set(records) <= set(step_records(project))
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_search_keeps_the_most_harmful_nodes_in_float_to_meet_the_target(project, cli):
     recipe = search_recipe(project, "{per_channel: false}", 0.99)
     code, out, err = cli("run", recipe)

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
@@ -24,6 +25,7 @@ def _accuracy(project: Path, recipe: str) -> dict:
     return json.loads((project / "out" / recipe / "accuracy" / "accuracy.json").read_text())
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_the_detector_recipe_is_gated_on_detections_which_cosine_cannot_see(project, cli):
     recipe = _recipe(project, "detector-cpu-int8.yaml")
     code, out, err = cli("run", recipe)

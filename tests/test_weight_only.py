@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import write
 
 RECIPES = Path(__file__).parent.parent / "recipes"
@@ -92,6 +93,7 @@ def test_weight_only_int8_and_int4_keep_minilm_embeddings(project, cli):
     assert code == 0, out + err  # weight-only is a family of the search space
 
 
+@pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_the_most_sensitive_layers_at_8_bits_and_bits_per_layer_in_the_search(project, cli):
     """4-bit MiniLM with the MatMuls whose 4-bit error is largest (on their outputs over the data) at 8 bits: more
     accurate than all-4-bit, and a search axis of the weights family."""

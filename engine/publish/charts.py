@@ -29,10 +29,30 @@ def axis(title: str, unit: str) -> JsonObject:
     }
 
 
-def distribution_figure(series: dict[str, list[float]], value_title: str, unit: str) -> JsonObject:
+def color_map(names: list[str]) -> dict[str, str]:
+    """One colour per model for the whole report, in the order the models first appear: the same model is the
+    same colour in every chart, so a reader follows it from the latency boxes to the trade-off plot."""
+    colors: dict[str, str] = {}
+    for name in names:
+        colors.setdefault(name, PALETTE[len(colors) % len(PALETTE)])
+    return colors
+
+
+def _color(name: str, index: int, colors: dict[str, str] | None) -> str:
+    """A model's colour from the report's map; a name the map lacks falls back to its place in this chart."""
+    return (colors or {}).get(name) or PALETTE[index % len(PALETTE)]
+
+
+def distribution_figure(
+    series: dict[str, list[float]],
+    value_title: str,
+    unit: str,
+    colors: dict[str, str] | None = None,
+) -> JsonObject:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
     series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
-    type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms)."""
+    type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms), starting at zero
+    so box lengths compare as ratios; each series in its model's colour (`colors`, from color_map)."""
     names = unique_names(list(series))
     data = [
         {
@@ -41,14 +61,14 @@ def distribution_figure(series: dict[str, list[float]], value_title: str, unit: 
             "name": name,
             "orientation": "h",
             "boxpoints": False,
-            "marker": {"color": PALETTE[i % len(PALETTE)]},
+            "marker": {"color": _color(raw, i, colors)},
             "hovertemplate": f"<b>{name}</b><br>median %{{median:.3f}} {unit}<extra></extra>",
         }
-        for i, (name, values) in enumerate(zip(names, series.values()))
+        for i, (name, (raw, values)) in enumerate(zip(names, series.items()))
         if values
     ]
     layout = {
-        "xaxis": axis(value_title, unit),
+        "xaxis": {**axis(value_title, unit), "rangemode": "tozero"},
         "yaxis": {"automargin": True, "autorange": "reversed"},
         "showlegend": False,
         "height": 120 + 34 * len(data),
@@ -59,12 +79,19 @@ def distribution_figure(series: dict[str, list[float]], value_title: str, unit: 
 
 
 def scatter_figure(
-    points: list[JsonObject], x_label: str, y_label: str, x_unit: str = "", y_unit: str = ""
+    points: list[JsonObject],
+    x_label: str,
+    y_label: str,
+    x_unit: str = "",
+    y_unit: str = "",
+    colors: dict[str, str] | None = None,
+    y_bound: float | None = None,
 ) -> JsonObject:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
     margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
-    from a metric's name."""
+    from a metric's name. The y axis starts at `y_bound` (the recipe's constraint) when there is one, else its
+    title states the range it shows: a zoomed axis must not make a 0.0002 difference look like a cliff."""
     names = unique_names([str(p["label"]) for p in points])
     data: list[JsonObject] = _front_line(points)
     hover = (
@@ -72,9 +99,12 @@ def scatter_figure(
         f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"
     )
     data.extend(
-        _point_trace(i, name, point, hover) for i, (name, point) in enumerate(zip(names, points))
+        _point_trace(i, name, point, hover, _color(str(point["label"]), i, colors))
+        for i, (name, point) in enumerate(zip(names, points))
     )
-    layout = _scatter_layout(points, names, axis(x_label, x_unit), axis(y_label, y_unit))
+    y_range, stated = _y_range([p["y"] for p in points], y_bound)
+    y_axis = {**axis(y_label + stated, y_unit), **y_range}
+    layout = _scatter_layout(points, names, axis(x_label, x_unit), y_axis)
     return {"data": data, "layout": layout}
 
 
@@ -96,9 +126,30 @@ def _front_line(points: list[JsonObject]) -> list[JsonObject]:
     ]
 
 
-def _point_trace(index: int, name: str, point: JsonObject, hover: str) -> JsonObject:
-    """One point as its own trace: its color and shape from its index, larger and ringed when chosen;
-    `hover` is the axes' part of its hover text."""
+def _y_range(ys: list[float], bound: float | None) -> tuple[JsonObject, str]:
+    """The y axis's range: from the constraint (`bound`) to past the highest point, where a constraint is
+    known; else plotly's own range, stated in the axis title when it is a narrow window far from zero."""
+    if not ys:
+        return {}, ""
+    low, high = min(ys), max(ys)
+    if bound is not None:
+        low = min(low, bound)
+        pad = (high - low) * 0.05 or abs(high) * 0.01 or 0.01
+        return {
+            "range": [low if low == bound else low - pad, high + pad]
+        }, f" (from the bound {bound:.4g})"
+    span = high - low
+    if low > 0 and span < 0.05 * abs(high):  # a window: say so, with the numbers
+        pad = span * 0.1 or abs(high) * 0.001
+        return {
+            "range": [low - pad, high + pad]
+        }, f" (axis {low - pad:.6g} to {high + pad:.6g}, not from 0)"
+    return {}, ""
+
+
+def _point_trace(index: int, name: str, point: JsonObject, hover: str, color: str) -> JsonObject:
+    """One point as its own trace: its model's colour, its shape from its index, larger and ringed when
+    chosen; `hover` is the axes' part of its hover text."""
     chosen = bool(point.get("chosen"))
     return {
         "type": "scatter",
@@ -108,7 +159,7 @@ def _point_trace(index: int, name: str, point: JsonObject, hover: str) -> JsonOb
         "name": name + (" (chosen)" if chosen else ""),
         "marker": {
             "size": 16 if chosen else 11,
-            "color": PALETTE[index % len(PALETTE)],
+            "color": color,
             "opacity": 0.85,
             "symbol": SYMBOLS[index // len(PALETTE) % len(SYMBOLS)],  # color and shape: 48 distinct
             "line": {"width": 3 if chosen else 0, "color": "#202124"},

@@ -17,6 +17,7 @@ from pathlib import Path
 from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.publish.headline import find_headline
 from ortflow.engine.report_section import ReportSection, report_section
 from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
@@ -76,6 +77,9 @@ def write_report(
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
     report["sections"] = _sections(outcomes, store, declared)
     report.update(_declared(list(declared.values())))
+    _add_constraints(report, recipe)
+    found = find_headline(report)
+    report["headline"] = found.to_json() if found is not None else None
     report = redact_json(report)  # a stage's error or a parameter may hold a URL with credentials
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
@@ -143,12 +147,33 @@ def _declared(declared: list[Declares]) -> JsonObject:
     """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
     speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
 
-    def axis(measure: Measure) -> dict[str, str]:
-        return {"metric": measure.name, "title": measure.axis_title, "unit": measure.unit}
+    def axis(measure: Measure) -> JsonObject:
+        return {
+            "metric": measure.name,
+            "title": measure.axis_title,
+            "unit": measure.unit,
+            "better": str(getattr(measure.better, "value", measure.better)),
+        }
 
     speed, accuracy = plotted(declared, Axis.SPEED), plotted(declared, Axis.ACCURACY)
     trade_off = {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
     return {"units": units(declared), **trade_off}
+
+
+def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
+    """The trade-off chart's axes start at the recipe's bound on their measure (a `min:`/`max:` parameter naming
+    it, as validate_accuracy's gates and select's constraints do): a 0.0002 difference above a 0.99 bound must not
+    fill the whole axis like a cliff. The strictest bound, where several stages name one."""
+    for axis in (report.get("trade_off") or {}).values():
+        side = "max" if axis.get("better") == "lower" else "min"
+        bounds = [
+            spec.params[side][axis["metric"]]
+            for spec in recipe.stages.values()
+            if isinstance(spec.params.get(side), dict)
+            and isinstance(spec.params[side].get(axis["metric"]), (int, float))
+        ]
+        if bounds:
+            axis["bound"] = min(bounds) if side == "max" else max(bounds)
 
 
 def _sections(

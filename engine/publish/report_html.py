@@ -10,14 +10,26 @@ from ortflow.engine.declarations import unit_of
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.provenance import with_label
 from ortflow.engine.publish import charts
+from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
 from ortflow.engine.types import dropped_text
+
+__all__ = ["html_report", "markdown_report", "trade_off"]
+STYLE = (
+    "body{font:14px system-ui,sans-serif;margin:2em;color:#202124;max-width:1200px}"
+    "table{border-collapse:collapse;margin:0}.scroll{overflow-x:auto;max-width:100%;margin:1em 0}"
+    "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f1f3f4}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "small{color:#5f6368;font-weight:normal}.chart{max-width:1100px;border:1px solid #dadce0}"
+    ".headline{border:2px solid #3367d6;border-radius:6px;padding:.5em 1em;margin:1em 0;background:#f8faff;"
+    "overflow-wrap:anywhere}.headline .answer{font-size:1.3em}.swatch{display:inline-block;width:.8em;"
+    "height:.8em;border-radius:50%;margin-right:.3em}.warn{color:#b06000}"
+)
 
 
 def markdown_report(report: JsonObject) -> str:
     env = report["environment"]
-    lines = [
-        f"# {report['recipe']}",
-        "",
+    lines = [f"# {report['recipe']}", "", *_md_headline(_headline(report)), ""]
+    lines += [
         f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
         f"{env.get('onnxruntime', '?')}; built for {env.get('target_isa', '?')}.",
         "",
@@ -27,17 +39,11 @@ def markdown_report(report: JsonObject) -> str:
             f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.",
             "",
         ]
-    lines += _md_table(
-        ["stage", "type", "status", "seconds", "result"],
-        [
-            [s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
-            for s in report["stages"]
-        ],
-    )
+    lines += _md_table(*_stage_table(report))
     for section in report.get("sections", []):
         for table in section.get("tables", []):
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
-            lines += _md_table(table["columns"], table["rows"])
+            lines += _md_table(*_filled(table["columns"], table["rows"]))
     points = trade_off(report)
     if points:
         x, y = report["trade_off"]["x"], report["trade_off"]["y"]
@@ -50,69 +56,159 @@ def markdown_report(report: JsonObject) -> str:
 
 
 def html_report(report: JsonObject) -> str:
+    """The page leads with the answer (the headline), then the stages, then each stage's tables and charts;
+    every model keeps one colour across the charts, and every table scrolls inside the page's width."""
+    env = report["environment"]
+    colors = charts.color_map(_model_names(report))
+    found = _headline(report)
     parts = [
         f"<h1>{_e(report['recipe'])}</h1>",
-        f"<p>Finished {_e(report['finished'])} on {_e(report['environment'].get('cpu', '?'))} "
-        f"({_e(report['environment'].get('isa', '?'))}), {_e(report['environment'].get('onnxruntime', '?'))}; "
-        f"built for {_e(report['environment'].get('target_isa', '?'))}.</p>",
+        _html_headline(found, colors) if found is not None else "",
+        f"<p>Finished {_e(report['finished'])} on {_e(env.get('cpu', '?'))} ({_e(env.get('isa', '?'))}), "
+        f"{_e(env.get('onnxruntime', '?'))}; built for {_e(env.get('target_isa', '?'))}.</p>",
         (
             f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
             if report.get("overrides")
             else ""
         ),
-        _html_table(
-            ["stage", "type", "status", "seconds", "result"],
-            [
-                [s["stage"], s["type"], s["status"], f"{s['seconds']:.2f}", _result(s)]
-                for s in report["stages"]
-            ],
-        ),
+        _html_table(*_stage_table(report)),
     ]
-    figures = []
+    figures: list[JsonObject] = []
     for section in report.get("sections", []):
         for table in section.get("tables", []):
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
-            parts.append(_html_table(table["columns"], table["rows"]))
+            parts.append(_html_table(*_filled(table["columns"], table["rows"])))
         for chart in section.get("charts", []):
-            figure = _figure(chart, report.get("units") or {})
+            figure = _figure(chart, report.get("units") or {}, colors)
             if figure is not None:
                 parts.append(
                     f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>"
                 )
                 parts.append(charts.figure_html(figure, len(figures)))
                 figures.append(figure)
-    points = trade_off(report)
-    if points:
-        x, y = report["trade_off"]["x"], report["trade_off"]["y"]
-        parts.append("<h2>Speed and accuracy</h2>")
-        figure = charts.scatter_figure(
-            [{"label": m, "x": a, "y": b} for m, a, b in points],
-            x["title"],
-            y["title"],
-            x["unit"],
-            y["unit"],
-        )
-        parts.append(charts.figure_html(figure, len(figures)))
-        figures.append(figure)
+    trade = _trade_off_figure(report, colors)
+    if trade is not None:
+        parts += ["<h2>Speed and accuracy</h2>", charts.figure_html(trade, len(figures))]
+        figures.append(trade)
     if figures:
         parts.insert(0, charts.plotly_script())
-    style = (
-        "body{font:14px system-ui,sans-serif;margin:2em;color:#202124}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #dadce0;padding:4px 8px;text-align:left}th{background:#f1f3f4}"
-        "small{color:#5f6368;font-weight:normal}.chart{max-width:1100px;border:1px solid #dadce0}"
-    )
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(report['recipe'])} report</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
+        f"<!doctype html><html><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{_e(report['recipe'])} report</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(parts)}</body></html>\n"
     )
 
 
-def _figure(chart: JsonObject, units: dict[str, str]) -> JsonObject | None:
+def _trade_off_figure(report: JsonObject, colors: dict[str, str]) -> JsonObject | None:
+    """The speed-against-accuracy chart; its y axis starts at the recipe's bound on the accuracy measure."""
+    points = trade_off(report)
+    if not points:
+        return None
+    x, y = report["trade_off"]["x"], report["trade_off"]["y"]
+    return charts.scatter_figure(
+        [{"label": m, "x": a, "y": b} for m, a, b in points],
+        x["title"],
+        y["title"],
+        x["unit"],
+        y["unit"],
+        colors=colors,
+        y_bound=y.get("bound"),
+    )
+
+
+def _headline(report: JsonObject) -> Headline | None:
+    """report.json's headline; a report.json written before there was one is answered from its stages."""
+    if "headline" not in report:
+        return find_headline(report)
+    data = report["headline"]
+    if not isinstance(data, dict):
+        return None
+    measured = {k: Measured(**data[k]) if data.get(k) else None for k in ("speed", "accuracy")}
+    return Headline(**{**data, **measured})
+
+
+def _measure_text(measure: Measured | None) -> str:
+    return f"{measure.title} {_with_unit(measure.value, measure.unit)}" if measure else ""
+
+
+def _md_headline(found: Headline | None) -> list[str]:
+    if found is None:
+        return []
+    facts = ", ".join(t for t in (_measure_text(found.speed), _measure_text(found.accuracy)) if t)
+    lines = [f"**{found.model}**: {facts}" + (f" on {found.data}" if found.accuracy else ""), ""]
+    return lines + [
+        f"File: `{found.path}`" if found.path else "File: a recipe input (not published)",
+        "",
+        found.how,
+    ]
+
+
+def _html_headline(found: Headline, colors: dict[str, str]) -> str:
+    """The answer first: the chosen model (in its chart colour), its speed and accuracy with the data the
+    accuracy rests on (flagged when not real data), its file, and why it is the one."""
+    swatch = f"<span class='swatch' style='background:{colors.get(found.model, '#5f6368')}'></span>"
+    facts = [
+        f"<b>{_e(_with_unit(m.value, m.unit))}</b> {_e(m.title)}"
+        for m in (found.speed, found.accuracy)
+        if m is not None
+    ]
+    data = (
+        f"<p>Accuracy measured on {'' if found.verified else '<b class=warn>'}{_e(found.data)}"
+        f"{'' if found.verified else '</b>'}.</p>"
+        if found.accuracy is not None
+        else ""
+    )
+    path = f"<code>{_e(found.path)}</code>" if found.path else "a recipe input (not published)"
+    return (
+        f"<section class='headline' id='headline'><p class='answer'>{swatch}<b>{_e(found.model)}</b>"
+        f"{': ' + ', '.join(facts) if facts else ''}</p>{data}<p>File: {path}</p>"
+        f"<p><small>{_e(found.how)}</small></p></section>"
+    )
+
+
+def _model_names(report: JsonObject) -> list[str]:
+    """Every model the charts name, in the order they first appear (the report's colour order)."""
+    names: list[str] = []
+    for section in report.get("sections", []):
+        for chart in section.get("charts", []):
+            names += list(chart.get("series") or {}) + [
+                str(p["label"]) for p in chart.get("points") or []
+            ]
+    return names + [m for m, _, _ in trade_off(report)]
+
+
+def _stage_table(report: JsonObject) -> tuple[list[str], list[list[Any]]]:
+    """The stages: a cached stage's seconds are those of the run that built it (its run record), labelled so,
+    not the 0.00 the cache hit took."""
+    rows = [[s["stage"], s["type"], s["status"], _seconds(s), _result(s)] for s in report["stages"]]
+    return ["stage", "type", "status", "seconds", "result"], rows
+
+
+def _seconds(stage: JsonObject) -> str:
+    built = stage.get("build_seconds")
+    if stage["status"] == "cached" and isinstance(built, (int, float)):
+        return f"{built:.2f} at build"
+    return f"{stage['seconds']:.2f}"
+
+
+def _filled(columns: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+    """A table without the columns no row fills (`labels agree` where the data has no labels): an empty column
+    only pushes the ones that say something off the page."""
+    keep = [
+        i for i in range(len(columns)) if i == 0 or any(_cell(r[i]) for r in rows if i < len(r))
+    ]
+    return [columns[i] for i in keep], [[r[i] if i < len(r) else "" for i in keep] for r in rows]
+
+
+def _figure(
+    chart: JsonObject, units: dict[str, str], colors: dict[str, str] | None = None
+) -> JsonObject | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
         return charts.distribution_figure(
-            chart["series"], chart.get("x_label", "value"), chart.get("x_unit", "")
+            chart["series"], chart.get("x_label", "value"), chart.get("x_unit", ""), colors
         )
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = chart.get("x_label", ""), chart.get("y_label", "")
@@ -122,31 +218,20 @@ def _figure(chart: JsonObject, units: dict[str, str]) -> JsonObject | None:
             y_label,
             chart.get("x_unit", unit_of(x_label, units)),
             chart.get("y_unit", unit_of(y_label, units)),
+            colors=colors,
+            y_bound=chart.get("y_bound")
+            if isinstance(chart.get("y_bound"), (int, float))
+            else None,
         )
     return None
 
 
-def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
-    """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
-    accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
-    axes = report.get("trade_off")
-    if not axes:
-        return []
-    found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
-    for stage in report["stages"]:
-        metrics = stage.get("metrics") or {}
-        for side, values in found.items():
-            per_model = metrics.get(axes[side]["metric"])
-            if isinstance(per_model, dict):
-                values.update({k: v for k, v in per_model.items() if isinstance(v, (int, float))})
-    return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
-
-
 def _with_unit(value: float, unit: str) -> str:
-    """A value as the Markdown table shows it: a ratio to four places, a speedup as `1.93x`, else `12.3 ms`."""
+    """A value as the terminal shows it: a speedup as `1.93x`, else four significant figures (`0.974`,
+    `12.3 ms`)."""
     if unit == "x":
         return f"{value:.2f}x"
-    return f"{value:.4f}" if not unit else f"{value:.4g} {unit}"
+    return f"{value:.4g}" if not unit else f"{value:.4g} {unit}"
 
 
 def _result(stage: JsonObject) -> str:
@@ -159,7 +244,7 @@ def _result(stage: JsonObject) -> str:
 
 def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
+        return _cell(value).replace("|", "\\|").replace("\n", " ")
 
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
         "| " + " | ".join(cell(v) for v in row) + " |" for row in rows
@@ -167,9 +252,27 @@ def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
+    """A table in a box that scrolls sideways: at 800 px a wide latency table scrolls, the page does not."""
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{_e(v)}</td>" for v in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td class='n'>{_e(_cell(v))}</td>" if _numeric(v) else f"<td>{_e(_cell(v))}</td>"
+            for v in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"
+
+
+def _cell(value: Any) -> str:
+    """A cell as the terminal prints it (engine.console_tables): floats to four significant figures."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _e(value: Any) -> str:

@@ -148,4 +148,10 @@ def _scatter(outcome: Outcome, plotted: str) -> dict:
         "points": points,
         "x_label": objective,
         "y_label": plotted,
+        # the plotted metric's constraint: the report's y axis starts there, not at the closest point
+        **(
+            {"y_bound": outcome.constraints.min[plotted]}
+            if plotted in outcome.constraints.min
+            else {}
+        ),
     }

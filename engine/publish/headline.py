@@ -1,0 +1,130 @@
+"""The answer a report leads with: which model to ship, how much faster it is, how accurate and on what data,
+and where its file is. A reader opens report.html to learn that, not to read the stage table first; report.json
+keeps it (`headline`) so a script reads the same answer the page shows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ortflow.engine.json_types import JsonObject
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One of the headline's two numbers: the value and what it measures, as the stage types declared it."""
+
+    metric: str
+    title: str
+    unit: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The chosen model and the facts a reader needs to act on it. `how` says why this model (a select stage
+    chose it, or it is the fastest of those measured for accuracy too); `data` names the data its accuracy
+    rests on (real samples or random feeds), `verified` is False unless that data was real."""
+
+    model: str
+    how: str
+    speed: Measured | None
+    accuracy: Measured | None
+    data: str
+    verified: bool
+    path: str
+
+    def to_json(self) -> JsonObject:
+        return asdict(self)
+
+
+def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
+    """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
+    accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
+    axes = report.get("trade_off")
+    if not axes:
+        return []
+    found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
+    for stage in report["stages"]:
+        metrics = stage.get("metrics") or {}
+        for side, values in found.items():
+            per_model = metrics.get(axes[side]["metric"])
+            if isinstance(per_model, dict):
+                values.update({k: v for k, v in per_model.items() if _number(v)})
+    return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
+
+
+def find_headline(report: JsonObject) -> Headline | None:
+    """The chosen model: the one a stage chose (its metrics name it `chosen`, as select's do), else the best by
+    the speed measure among the models measured for accuracy as well; None when the run measured neither."""
+    axes = report.get("trade_off") or {}
+    points = {m: (x, y) for m, x, y in trade_off(report)}
+    chooser = next(
+        (s for s in report["stages"] if isinstance((s.get("metrics") or {}).get("chosen"), str)),
+        None,
+    )
+    if chooser is not None:
+        model = chooser["metrics"]["chosen"]
+        how = f"chosen by stage {chooser['stage']} ({chooser['type']})"
+    elif points and axes:
+        lower = axes["x"].get("better") == "lower"
+        model = (min if lower else max)(points, key=lambda m: points[m][0])
+        best = "lowest" if lower else "highest"
+        how = f"the {best} {axes['x']['title']} of the {len(points)} models whose accuracy was measured"
+    else:
+        return None
+    speed = _measured(report, axes.get("x"), model, chooser)
+    accuracy = _measured(report, axes.get("y"), model, chooser)
+    source = _data_source(report, axes.get("y"), model, chooser)
+    return Headline(
+        model=model,
+        how=how,
+        speed=speed,
+        accuracy=accuracy,
+        data=source.get("label", "data not recorded"),
+        verified=bool(source.get("verified")),
+        path=_model_path(report, model, chooser),
+    )
+
+
+def _measured(
+    report: JsonObject, axis: JsonObject | None, model: str, chooser: JsonObject | None
+) -> Measured | None:
+    """The model's value of one trade-off measure: from the stage that measured it per model, else from the
+    choosing stage's `chosen_<metric>`."""
+    if not axis:
+        return None
+    metric = axis["metric"]
+    for stage in report["stages"]:
+        per_model = (stage.get("metrics") or {}).get(metric)
+        if isinstance(per_model, dict) and _number(per_model.get(model)):
+            return Measured(metric, axis["title"], axis["unit"], float(per_model[model]))
+    value = (chooser or {}).get("metrics", {}).get(f"chosen_{metric}")
+    return Measured(metric, axis["title"], axis["unit"], float(value)) if _number(value) else None
+
+
+def _data_source(
+    report: JsonObject, axis: JsonObject | None, model: str, chooser: JsonObject | None
+) -> JsonObject:
+    """The data source recorded by the stage that measured the model's accuracy (or by the choosing stage)."""
+    for stage in report["stages"]:
+        per_model = (stage.get("metrics") or {}).get(axis["metric"]) if axis else None
+        if isinstance(per_model, dict) and model in per_model and stage.get("data_source"):
+            return stage["data_source"]
+    return (chooser or {}).get("data_source") or {}
+
+
+def _model_path(report: JsonObject, model: str, chooser: JsonObject | None) -> str:
+    """Where the chosen model's file was published: the choosing stage's copy, else the output of the stage
+    the model is named after; empty for a recipe input (not published)."""
+    for stage in [chooser] if chooser else [s for s in report["stages"] if s["stage"] == model]:
+        outputs = stage.get("outputs") or {}
+        found = outputs.get("model") or next(
+            (o for o in outputs.values() if str(o.get("path", "")).endswith(".onnx")), None
+        )
+        if found:
+            return str(found["path"])
+    return ""
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
