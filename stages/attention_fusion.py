@@ -36,7 +36,13 @@ def onnxscript_fusions(source: Path, target: Path) -> dict[str, int] | str:
         model, counts = optimize_for_ort(model)
     except Exception as exc:  # noqa: BLE001 - boundary: a third-party rewriter on any user graph; ORT's fusion result stands
         return f"onnxscript's fusions failed: {type(exc).__name__}: {str(exc)[:200]}"
-    ir.save(model, str(target))
+    # a model with external data: its tensors go to one data file beside `target` (left as references, they
+    # would name the source's data file relative to a folder that does not hold it)
+    external = any(
+        init.const_value is not None and isinstance(init.const_value, ir.ExternalTensor)
+        for init in model.graph.initializers.values()
+    )
+    ir.save(model, str(target), external_data=f"{target.name}.data" if external else None)
     return {name: count for name, count in sorted(counts.items()) if count}
 
 

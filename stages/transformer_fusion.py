@@ -241,7 +241,13 @@ def _fuse_reaching_attention(
     if isinstance(applied, str):
         ctx.log(f"{ctx.stage_name}: {applied}")
         return fused, stats, "onnxruntime"
-    again = _fuse(rewritten, params)
+    try:
+        again = _fuse(rewritten, params)
+    except (
+        StageError
+    ) as exc:  # the second route is an attempt: ORT's own result stands, and the log says why
+        ctx.log(f"{ctx.stage_name}: after onnxscript's fusions, {exc}")
+        return fused, stats, "onnxruntime"
     again_stats = _statistics(again)
     if not attention_fused(again_stats):
         return fused, stats, "onnxruntime"

@@ -229,12 +229,12 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
         f" (specialized: '{choice.original}')" if choice.original != "model" else ""
     )
     if choice.chosen != choice.original:
+        # the session that reproduces the speed sits with the speed; the data the verdict rests on closes it
         timed = f"; timed with {choice.session.describe()}" if choice.session is not None else ""
         return (
             f"{output}: '{choice.chosen}', {choice.speedup:.2f}x the original's speed (p50 {choice.p50_ms:.3g} ms "
-            f"against {choice.baseline_ms:.3g} ms), {choice.metric} {choice.value:.4f} >= {choice.threshold}{on}"
-            + timed
-            + (f"; {dropped}" if dropped else "")
+            f"against {choice.baseline_ms:.3g} ms{timed}), {choice.metric} {choice.value:.4f} >= "
+            f"{choice.threshold}{on}" + (f"; {dropped}" if dropped else "")
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""
     if not refused:
