@@ -248,6 +248,7 @@ def test_a_loader_that_declares_nothing_is_unknown_provenance_never_real():
     assert python.provenance is DataProvenance.REAL and python.verified
 
 
+@pytest.mark.e2e  # a real model's search/init end to end: CI's e2e step (README: the everyday suite under 10 min)
 def test_init_cuts_a_held_out_set_from_the_data_so_the_verdict_is_on_unseen_samples(project, cli):
     """With 8 photos, init calibrates on the first 4 and checks accuracy on the last 4 (`limit`/`skip` over the
     same folder): the verdict is on real data calibration never saw, and says so by not saying "reused"."""

@@ -67,6 +67,7 @@ def test_the_search_finds_the_detector_head_among_the_first_probes(project, cli)
     assert total >= 3 and found >= total - 1, (found, total)
 
 
+@pytest.mark.e2e  # a real model's search/init end to end: CI's e2e step (README: the everyday suite under 10 min)
 def test_the_search_quantizes_only_weighted_ops_of_a_classifier_and_explains_per_channel_failures(
     project, cli
 ):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import minilm_model, toy_model, write
 from onnx import TensorProto, helper, numpy_helper
 
@@ -100,6 +101,7 @@ def test_a_collapsed_slice_fails_the_stage_naming_the_culprit_and_keeping_it_flo
     assert "sanity" not in measured["kept"]  # turned off: the broken model is the user's call
 
 
+@pytest.mark.e2e  # a real model's search/init end to end: CI's e2e step (README: the everyday suite under 10 min)
 def test_quantization_debug_ranks_the_nodes_of_a_real_model(project, cli):
     data = Path(__file__).parent.parent / "recipes" / "data" / "calibration.npz"
     recipe = write(
