@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
+from ortflow.engine.store.remote import remote_call
 from ortflow.engine.wording import counted
 
 
@@ -340,7 +341,7 @@ def _transfer(
 
     started = time.perf_counter()
     with out.transfer() as meter:
-        tally = _remote_call(remote, lambda: move(meter))
+        tally = remote_call(remote, lambda: move(meter))
     for problem in tally.problems:
         out.error(problem)
     elsewhere = sorted(set(tally.missing) & host_specific)
@@ -357,12 +358,3 @@ def _transfer(
         )
     out.say(summary(verb, tally, remote.shown, time.perf_counter() - started))
     return EXIT_STAGE_FAILED if tally.problems or tally.missing else EXIT_OK
-
-
-def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except OrtflowError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
-        raise OrtflowError(remote.failure(exc)) from None

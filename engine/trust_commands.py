@@ -6,23 +6,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, OrtflowError, StoreError
+from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, StoreError
+from ortflow.engine.store.remote import remote_call
 
 ALLOW_UNSIGNED_HELP = (
     "serve run records from the remote that are not signed with the team's key "
     "(default: refused; see docs/security.md)"
 )
-
-
-def _remote_call(remote: Any, call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except OrtflowError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
-        raise OrtflowError(remote.failure(exc)) from None
 
 
 def add_allow_unsigned(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +68,7 @@ def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.remote_sign import sign_remote
 
     remote = required_remote(args.remote or None, Path.cwd())
-    done = _remote_call(remote, lambda: sign_remote(remote))
+    done = remote_call(remote, lambda: sign_remote(remote))
     for line in done.refused:
         out.error(f"{remote.shown}: not signed: {line}")
     out.say(
@@ -100,11 +92,11 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     near = args.recipes[0] if args.recipes else Path.cwd()
     remote = required_remote(args.remote or None, near, args.allow_unsigned)
     locked = locked_outputs(args.recipes, Path.cwd()) if args.recipes else {}
-    verdict = _remote_call(remote, lambda: verify_remote(remote, locked))
+    verdict = remote_call(remote, lambda: verify_remote(remote, locked))
     for item in verdict.damage:
         out.error(f"{remote.shown}: damaged {item.what} {item.name}: {item.reason}")
     if verdict.damage and args.remove:
-        _remote_call(remote, lambda: remove_remote_damage(remote, verdict.damage))
+        remote_call(remote, lambda: remove_remote_damage(remote, verdict.damage))
         out.say(f"removed {len(verdict.damage)} damaged entries from {remote.shown}")
     elif verdict.damage:
         out.error(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.errors import OrtflowError, StoreError
 from ortflow.engine.json_types import Json
 from ortflow.engine.secrets import redact, url_secrets
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
@@ -371,3 +371,13 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
             pass  # the parent counts files; bytes come from the children
 
     return Parent()
+
+
+def remote_call(remote: Remote, call: Callable[[], Any]) -> Any:
+    """`call()` on a remote, with what its backend raises said as one line (engine.errors' boundary)."""
+    try:
+        return call()
+    except OrtflowError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - boundary: remote store; fsspec backends raise their own types
+        raise OrtflowError(remote.failure(exc)) from None
