@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import write
+from conftest import write
 
 SECRETS = ["Sl/ash+Key/x", "at@sign@x", "co:lon:x", "hash#frag#x", "pct%2Fenc%40x"]
 
