@@ -180,7 +180,7 @@ def _gone(pid: int) -> bool:
     not Path("/proc/self/stat").exists(), reason="PR_SET_PDEATHSIG and /proc are Linux's"
 )
 def test_a_pre_processing_child_dies_with_its_parent_on_kill_9(tmp_path):
-    """quant_pre_process runs in a child (engine.ort.pre_process.child_command); a `kill -9` of `engine run`
+    """quant_pre_process and peak_memory run in a child (ortflow.api.processes.child_command); a `kill -9` of `engine run`
     must not leave it running (and writing into the cache's tmp/). The child here sleeps instead of
     pre-processing, started exactly as pre_processed() starts it."""
     import os
@@ -197,7 +197,7 @@ def test_a_pre_processing_child_dies_with_its_parent_on_kill_9(tmp_path):
             sys.executable,
             "-c",
             "import subprocess, sys\n"
-            "from ortflow.engine.ort.pre_process import child_command\n"
+            "from ortflow.api.processes import child_command\n"
             "script = \"open(sys.argv[2], 'w').write(str(os.getpid())); import time; time.sleep(600)\"\n"
             "subprocess.run(child_command(script, sys.argv[1]))\n",
             str(pid_file),

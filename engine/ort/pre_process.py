@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.ort import onnx_model
+from ortflow.engine.ort.child_process import child_command
 from ortflow.engine.types import TextEnum
 
 
@@ -53,19 +54,6 @@ MODEL_CAUSES = {
     PreProcessFailure.SHAPE_CHECK: SHAPE_CHECK_CAUSE,
 }
 
-# The first lines of a child's script: on Linux it asks the kernel to SIGKILL it when its parent dies
-# (PR_SET_PDEATHSIG), then checks the parent did not die before it asked (argv[1] is the parent's pid). A
-# `kill -9` of `engine run` then takes the child with it, instead of leaving it writing into the cache's tmp/
-# for seconds. (The signal comes when the parent's thread that started the child ends; that thread waits for
-# the child, so only the parent's death ends it first.)
-DIE_WITH_PARENT = (
-    "import os, signal, sys\n"
-    "if sys.platform.startswith('linux'):\n"
-    "    import ctypes\n"
-    "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
-    "    if os.getppid() != int(sys.argv[1]):\n"
-    "        os._exit(1)\n"
-)
 # quant_pre_process in the child: its own process, so what ORT leaves in the working folder stays in scratch
 _PRE_PROCESS = (
     "from onnxruntime.quantization import quant_pre_process\n"
@@ -112,15 +100,6 @@ def pre_processed(source: Path, destination: Path) -> Path:
             f"quant_pre_process failed: {said} — {_hint(failure, done.stderr)}", failure
         ) from ChildFailure(done.stderr.strip())
     return destination
-
-
-def child_command(script: str, *args: str) -> list[str]:
-    """`python -c script args...` for a child that dies with this process (DIE_WITH_PARENT runs first; the
-    script finds its own arguments from sys.argv[2] on)."""
-    import os
-    import sys
-
-    return [sys.executable, "-c", DIE_WITH_PARENT + script, str(os.getpid()), *args]
 
 
 def classify(said: str, printed: str) -> PreProcessFailure:

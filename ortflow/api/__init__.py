@@ -8,9 +8,10 @@ Register a Stage subclass under the `ortflow.stages` entry-point group, a Datase
 not say is UNKNOWN, and verdicts on its data read "unverified") and a Metric subclass (an accuracy metric
 validate_accuracy computes and gates, select and quantize_search use by name) under `ortflow.metrics`.
 
-Names exported here, and in `ortflow.api.onnx` (model files) and `ortflow.api.providers` (execution providers),
-keep their meaning across releases; modules under `ortflow.engine` are internal and may move. A plugin that
-still imports `ortflow.engine.*` works for one more release, with a warning naming what to import instead.
+Names exported here, in `ortflow.api.onnx` (model files), `ortflow.api.providers` (execution providers) and in
+`ortflow.api.processes` (child processes that die with the engine) keep their meaning across releases; modules
+under `ortflow.engine` are internal and may move. A plugin that still imports `ortflow.engine.*` works for one
+more release, with a warning naming what to import instead.
 """
 
 # Grouped by purpose, each group under a line saying what it is for (so not sorted by module):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ortflow.api.processes import child_command
 from ortflow.api.providers import for_session
 from ortflow.stages.measurement.benchmark_params import LEVELS
 
@@ -26,10 +27,10 @@ print(next(line.split()[1] for line in open("/proc/self/status") if line.startsw
 
 def peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict) -> float | None:
     """Peak resident memory of a fresh process that loads the model and runs it: models timed in one
-    process share its memory, so only a process of its own says what serving a model costs."""
+    process share its memory, so only a process of its own says what serving a model costs. The process dies
+    with the engine's (child_command): a `kill -9` of `engine run` must not leave a model loaded."""
     import pickle
     import subprocess
-    import sys
 
     payload = pickle.dumps(
         (
@@ -42,7 +43,7 @@ def peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict)
     )
     try:
         done = subprocess.run(
-            [sys.executable, "-c", PEAK_MEMORY_SCRIPT],
+            child_command(PEAK_MEMORY_SCRIPT),
             input=payload,
             capture_output=True,
             timeout=600,
