@@ -29,7 +29,7 @@ GUARD_S = 120  # a hang guard only: each command returns in a few seconds when t
 def _pushed(project: Path, cli) -> tuple[Path, str, Lock]:
     recipe = two_stage_recipe(project)
     assert cli("run", recipe)[0] == 0
-    share = project.parent / "share"
+    share = project / "share"  # this test's own: the basetemp above is shared by every test
     url = f"file://{share}"
     code, out, err = cli("cache", "push", recipe, "--remote", url)
     assert code == 0, out + err
@@ -105,3 +105,22 @@ def test_a_fifo_or_a_link_to_dev_zero_on_the_remote_is_refused_unread(project, c
 
     code, said = _engine("cache", "verify", "--remote", url, "--remove", cwd=project)
     assert code == 0 and not fifo.exists() and not zero.is_symlink(), said
+
+
+def test_a_linked_folder_on_the_remote_is_not_walked(project, cli, tmp_path):
+    """A link to `/` (or back to the remote) where a shard folder belongs: listing the remote must not walk the
+    whole disk or loop; the link is not followed, and the remote's own records and objects still check."""
+    share, url, _ = _pushed(project, cli)
+    outside = tmp_path / "elsewhere"
+    (outside / "objects").mkdir(parents=True)
+    (outside / "objects" / "planted.bin").write_text("not the remote's")
+    (share / "runs" / "zz").symlink_to("/")
+    (share / "objects" / "zz").symlink_to(share)
+    (share / "trees").mkdir(exist_ok=True)
+    (share / "trees" / "zz").symlink_to(outside)
+
+    code, said = _engine("cache", "verify", "--remote", url, cwd=project)
+    assert code == 0 and "intact" in said, said
+    fresh = _fresh_clone(project, tmp_path / "laptop")
+    code, said = _engine("cache", "pull", fresh, "--remote", url, cwd=fresh.parent)
+    assert code == 0, said
