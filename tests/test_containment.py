@@ -141,24 +141,6 @@ def test_inputs_that_are_not_regular_files_are_refused_at_validate(project, cli,
     assert ("not a regular file" in err) if kind != "root folder" else ("a folder" in err)
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 1 MB file system, to fill up for real (ENOSPC from the kernel, not a simulated error)."""
-    import subprocess
-
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mounting a small tmpfs needs root: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def _big_seed_recipe(project: Path) -> Path:
     (project / "seed.txt").write_bytes(b"x" * 3_000_000)
     return write(

@@ -6,7 +6,6 @@ that finished."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,22 +21,6 @@ def _team_key(monkeypatch):
     """A shared remote serves only records signed with the team's key (docs/security.md): these tests are
     about the disk and the remote's files, so they hold one."""
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-these-tests")
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 1 MB file system, to fill up for real (ENOSPC from the kernel, not a simulated error)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mounting a small tmpfs needs root: {done.stderr.decode().strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def _recipe(project: Path) -> Path:
