@@ -34,7 +34,8 @@ class Exporter(enum.Enum):
 
 class Export(Stage):
     type = "export"
-    version = "2"  # 2: Hugging Face folders load with eager attention (fusable into Attention)
+    # 2: Hugging Face folders load with eager attention (fusable into Attention); 3: no source paths in the model
+    version = "3"
     description = (
         "Export a PyTorch model to ONNX: a local Hugging Face model folder (config.json, safetensors, tokenizer; "
         "no hub; loaded with eager attention, which transformer_fusion fuses) or a Python file whose `function` "
@@ -160,6 +161,7 @@ class Export(Stage):
             )
         target = ctx.output_path("model")
         used, fallback_reason = self._export(exportable, target, params, ctx)
+        _without_source_paths(target)
         onnx_model.cap_ir_version(target)
         onnx_model.check(target)
         errors = _max_abs_errors(exportable, target)
@@ -250,6 +252,34 @@ def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Ex
         )
     if not target.is_file():
         raise StageError(f"torch.onnx.export ({exporter.value}) wrote no model to {target.name}")
+
+
+# Where each node came from, as the exporters write it: a Python stack trace naming the files of the model's
+# code, of transformers and of this package, so the same model exported from another checkout, virtual
+# environment or machine had other bytes (and another digest in the lock). ORT never reads either.
+_STACK_TRACE = "pkg.torch.onnx.stack_trace"  # the dynamo exporter's, per node
+
+
+def _without_source_paths(target: Path) -> None:
+    """The exported model without the per-node stack traces (dynamo's metadata, TorchScript's doc strings),
+    so that its bytes depend on the model and the library versions, not on where they are installed."""
+    import onnx
+
+    model = onnx.load_model(str(target))
+    graphs = [model.graph, *(f for f in model.functions)]
+    while graphs:
+        graph = graphs.pop()
+        for node in graph.node:
+            node.doc_string = ""
+            kept = [p for p in node.metadata_props if p.key != _STACK_TRACE]
+            del node.metadata_props[:]
+            node.metadata_props.extend(kept)
+            graphs.extend(
+                sub
+                for a in node.attribute
+                for sub in [*([a.g] if a.HasField("g") else []), *a.graphs]
+            )
+    onnx.save_model(model, str(target))
 
 
 def _max_abs_errors(exportable: Exportable, model: Path) -> dict[str, float]:

@@ -108,6 +108,20 @@ def test_a_module_function_exports_with_named_dynamic_axes_and_the_tolerance_gat
     assert code == 3 and "differs from PyTorch: max abs error" in err, (out, err)
 
 
+def test_the_same_module_exported_from_two_folders_gives_the_same_bytes(tmp_path, cli):
+    """Another checkout, virtual environment or machine must not change the artifact: the exporters write each
+    node's Python stack trace (file paths) into the model, which the stage takes out."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    models = []
+    for folder in (tmp_path / "here", tmp_path / "another" / "checkout"):
+        code, out, err = cli("run", _tiny_recipe(folder), "--cache", folder / "cache")
+        assert code == 0, (out, err)
+        models.append((folder / "out" / "tiny" / "exported" / "model.onnx").read_bytes())
+    assert models[0] == models[1]
+    assert str(tmp_path).encode() not in models[0] and b"stack_trace" not in models[0]
+
+
 @pytest.mark.e2e  # one of the slowest: CI runs it in its own step (pytest -m e2e)
 def test_a_hugging_face_folder_exports_quantizes_and_validates(project, cli):
     torch = pytest.importorskip("torch")
