@@ -42,7 +42,9 @@ class Export(Stage):
         "returns (model, example inputs). Named dynamic axes, the opset "
         "and the exporter (torch.onnx's dynamo exporter, TorchScript as fallback) are parameters. The exported "
         "model is run in ONNX Runtime on the example inputs and compared with PyTorch's outputs: above "
-        '`tolerance` (max abs error) the stage fails. Needs `pip install "ortflow[torch]"`.'
+        "`tolerance` (max abs error) the stage fails. The exporters' per-node stack traces (paths of this "
+        "machine's files) are taken out, so the model's bytes do not depend on where it was exported. "
+        'Needs `pip install "ortflow[torch]"`.'
     )
     inputs = (
         Port(
