@@ -42,10 +42,14 @@ def stages_argument(parser: argparse.ArgumentParser, text: str) -> None:
     parser.add_argument("stages", nargs="*", metavar="STAGE", help=text)
 
 
+COMMANDS = ("engine", "ortflow")  # pyproject's [project.scripts]: the names a user types
+
+
 def program() -> str:
-    """`engine` or `ortflow` as typed; `engine` under `python -m ortflow.engine.cli` (argparse would say `cli.py`)."""
+    """`engine` or `ortflow` as typed; `engine` otherwise: under `python -m ortflow.engine.cli` argparse would say
+    `cli.py`, and under another program that calls main() (a test runner, a notebook) that program's name."""
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    return "engine" if not name or name.endswith(".py") or name == "-c" else name
+    return name if name in COMMANDS else "engine"
 
 
 class Parser(argparse.ArgumentParser):
