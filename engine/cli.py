@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         from ortflow.engine.recipe_discovery import resolve
 
         resolve(args)  # no recipe named: the one this folder means
+        _check_keys(args)
         return int(args.handler(args, out) or EXIT_OK)
     except (
         BrokenPipeError
@@ -295,6 +296,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             out.traceback()
         return EXIT_INTERNAL
+
+
+# Commands that read or write signed records: a key variable that cannot be used is refused before they start
+# (exit 2, nothing ran), not halfway through a run as a stage's failure.
+KEYED = ("run", "plan", "status", "cache")
+
+
+def _check_keys(args: argparse.Namespace) -> None:
+    if args.command in KEYED and getattr(args, "cache_command", None) != "key":
+        from ortflow.engine.store.team_keys import verifying_keys
+
+        verifying_keys()
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:

@@ -55,14 +55,7 @@ class Registry:
         if name not in self._loaded:
             base = BASES[self.group]
             ep = self._entries[name]
-            try:
-                plugin = ep.load()
-            except Exception as exc:
-                dist = ep.dist.name if ep.dist is not None else "its package"
-                raise OrtflowError(
-                    f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc}"
-                    f" — check that entry point in {dist}'s pyproject.toml, or reinstall {dist}"
-                ) from exc
+            plugin = _load(name, ep)
             if not (isinstance(plugin, type) and issubclass(plugin, base)):
                 raise OrtflowError(
                     f"entry point '{name}' ({ep.value}) is not a subclass of {base.__module__}.{base.__name__}"
@@ -90,6 +83,28 @@ class Registry:
         ep = self._entries[name]
         dist = ep.dist.name if ep.dist is not None else "?"
         return f"{ep.value} ({dist})"
+
+
+def _load(name: str, ep: EntryPoint) -> Any:
+    """The boundary a plugin is imported inside: whatever its import raises, SystemExit and KeyboardInterrupt
+    included, becomes an error naming the plugin (exit 2). A `sys.exit(0)` at a plugin's import once ended
+    `engine run` and `engine stages` with nothing printed and exit 0, a run that looked like it succeeded."""
+    dist = ep.dist.name if ep.dist is not None else "its package"
+    fix = f"check that entry point in {dist}'s pyproject.toml, or reinstall {dist}"
+    try:
+        return ep.load()
+    except (SystemExit, KeyboardInterrupt) as exc:
+        what = (
+            f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else "raised KeyboardInterrupt"
+        )
+        raise OrtflowError(
+            f"plugin '{name}' ({ep.value}, from {dist}) {what} while it was imported: a plugin must not end "
+            f"the process — fix the plugin, or uninstall {dist}"
+        ) from None
+    except Exception as exc:
+        raise OrtflowError(
+            f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc} — {fix}"
+        ) from exc
 
 
 # Where each internal module's public names went (the first prefix that matches); the rest are in ortflow.api.

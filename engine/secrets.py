@@ -6,13 +6,20 @@ Credentials in a URL are found the way a URL's authority is read by a person, no
 runs to the LAST `@` of the URL, because a secret may hold `/`, `:`, `#`, `?`, `%` or `@` itself (about half of
 AWS secret keys hold a `/`, where `urlsplit` ends the netloc and then prints the rest as the path). A query
 parameter or fragment that names a secret (`?X-Amz-Signature=`, `token=`, `sig=`, `#access_token=`) is
-redacted too; a fragment is never needed to reach a remote, so it is hidden whole."""
+redacted too; a fragment is never needed to reach a remote, so it is hidden whole.
+
+The value of a secret-bearing environment variable (the team's signing keys, AWS_SECRET_ACCESS_KEY, any
+*TOKEN*, *PASSWORD*...) is masked wherever it appears, whatever error or traceback carried it there: a key
+pasted where a path belongs (ORTFLOW_SIGNING_KEY_FILE="$(cat team.key)") once reached the terminal through an
+error line that named the missing "file"."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Any, Iterator, TypeVar, cast
 
@@ -102,8 +109,38 @@ def _masked(part: str) -> str:
     return f"{name}={MASK}" if sep and is_secret_name(name) else part
 
 
+KEY_VARIABLES = "ORTFLOW_SIGNING_KEY"  # the prefix of every variable that holds or names a team key
+SHORTEST_MASKED = 8  # a shorter value of another secret-named variable (TOKENIZERS_PARALLELISM=false) is no secret
+
+
+def _secret_variables() -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (name, value)
+        for name, value in os.environ.items()
+        if value and (name.startswith(KEY_VARIABLES) or is_secret_name(name))
+    )
+
+
+@lru_cache(maxsize=16)
+def _masked_values(variables: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The values to mask, longest first: a value that names an existing file or folder is a path, not a
+    secret; each line or comma-separated part of the team's key variables is masked on its own too."""
+    found: set[str] = set()
+    for name, value in variables:
+        if os.path.exists(os.path.expanduser(value.strip())):
+            continue
+        ours = name.startswith(KEY_VARIABLES)
+        parts = [value, value.strip(), *re.split(r"[\n,]", value)] if ours else [value]
+        found.update(p.strip() for p in parts if len(p.strip()) >= (4 if ours else SHORTEST_MASKED))
+    return tuple(sorted(found, key=len, reverse=True))
+
+
 def redact(text: str) -> str:
-    """`text` with the credentials of every URL in it replaced by ***: a URL alone, an error line, a traceback."""
+    """`text` with the credentials of every URL in it replaced by ***, and the value of every secret-bearing
+    environment variable too: a URL alone, an error line, a traceback."""
+    for value in _masked_values(_secret_variables()):
+        if value in text:
+            text = text.replace(value, MASK)
     if "://" not in text:
         return text  # the common case, kept cheap: this runs on every line printed
     return _URL.sub(_redact_url, text)

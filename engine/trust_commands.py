@@ -36,6 +36,11 @@ def add_trust_commands(cache_sub: Any, remote_help: str) -> None:
     sign.add_argument(
         "--remote", nargs="?", const="", required=True, metavar="URL", help=remote_help
     )
+    sign.add_argument(
+        "--resign-previous",
+        action="store_true",
+        help="also re-sign records that only a previous key verifies (only when no previous key leaked)",
+    )
     sign.set_defaults(handler=cmd_cache_sign, recipes=[])
 
 
@@ -68,13 +73,21 @@ def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.store.remote_sign import sign_remote
 
     remote = required_remote(args.remote or None, Path.cwd())
-    done = remote_call(remote, lambda: sign_remote(remote))
+    done = remote_call(remote, lambda: sign_remote(remote, args.resign_previous))
     for line in done.refused:
         out.error(f"{remote.shown}: not signed: {line}")
+    if done.skipped:
+        out.warn(
+            f"{remote.shown}: skipped {len(done.skipped)} run records signed only with a previous key "
+            f"({', '.join(sorted(done.skipped))}): a leaked previous key could have forged them — pass "
+            "--resign-previous to re-sign them with the current key once you know no previous key leaked; "
+            "else remove the previous key and they are refused (docs/cache.md#rotating-the-team-key)"
+        )
     out.say(
         f"{remote.shown}: signed {len(done.signed)} run records"
         + (f" ({', '.join(sorted(done.signed))})" if done.signed else "")
-        + f"; {done.already} already signed with the current key; {len(done.refused)} refused"
+        + f"; {done.already} already signed with the current key; {len(done.skipped)} skipped"
+        + f"; {len(done.refused)} refused"
     )
     if done.refused:
         out.error(

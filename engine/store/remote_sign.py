@@ -24,9 +24,13 @@ class Signing:
     signed: list[str] = field(default_factory=list)
     already: int = 0
     refused: list[str] = field(default_factory=list)  # one line each: the record and why
+    skipped: list[str] = field(default_factory=list)  # signed only with a previous key: not vouched for
 
 
-def sign_remote(remote: Remote) -> Signing:
+def sign_remote(remote: Remote, resign_previous: bool = False) -> Signing:
+    """Signs what would be served unsigned. A record that only a previous key verifies is left as it is
+    unless `resign_previous`: a previous key may be the one that leaked, and a record forged with it must not
+    come out signed with the new key (it still verifies while that key stays listed; drop the key to refuse it)."""
     key = shared_key()
     if key is None:
         raise StoreError(
@@ -42,6 +46,9 @@ def sign_remote(remote: Remote) -> Signing:
         if isinstance(record, dict) and _current(key, record):
             done.already += 1
             continue
+        if not resign_previous and _previous_only(record):
+            done.skipped.append(stage_shown(name, record))
+            continue
         problem = _why_not(name, record, intact, claims)
         if problem:
             done.refused.append(f"run record {name[:12]} ({stage_shown(name, record)}): {problem}")
@@ -56,6 +63,11 @@ def _why_not(name: str, record: Any, intact: "_Objects", claims: Any) -> str | N
         return record_problem(name, record, intact, Origin.REMOTE)
     problem = record_problem(name, record, intact, Origin.REMOTE_UNSIGNED_OK)
     return problem or reuse_problem(name, record, claims)
+
+
+def _previous_only(record: Any) -> bool:
+    """Signed, and verified only by a key kept from before a rotation (the current one was tried first)."""
+    return isinstance(record, dict) and signature_of(record) is Signature.VALID
 
 
 def _current(key: bytes, record: dict[str, Any]) -> bool:

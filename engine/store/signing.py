@@ -8,8 +8,9 @@ Two keys, neither of them stored in the cache:
   every machine that may publish to a shared cache (CI, Dask workers): with it set, run records are signed when
   written and a record without a valid signature is never served. A record from a remote needs a valid
   signature even where no key is set (engine.store.records), so a remote is a trust boundary by default.
-  Rotation: records signed with a key listed in `$ORTFLOW_SIGNING_KEYS_PREVIOUS` (comma-separated) still
-  verify; every new signature is made with the current key.
+  Rotation: records signed with a previous key (`$ORTFLOW_SIGNING_KEYS_PREVIOUS_FILE`, one a line) still
+  verify; every new signature is made with the current key. Where keys come from and the rules they are held
+  to: engine.store.team_keys.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ import os
 import secrets
 from pathlib import Path
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.store.team_keys import (  # noqa: F401 (the names signing has always exported)
+    PREVIOUS_KEYS_ENV,
+    SIGNING_KEY_ENV,
+    SIGNING_KEY_FILE_ENV,
+    shared_key,
+    verifying_keys,
+)
 
-SIGNING_KEY_ENV = "ORTFLOW_SIGNING_KEY"
-SIGNING_KEY_FILE_ENV = "ORTFLOW_SIGNING_KEY_FILE"
-PREVIOUS_KEYS_ENV = "ORTFLOW_SIGNING_KEYS_PREVIOUS"
 KEY_BYTES = 32
 
 
@@ -34,31 +38,6 @@ def sign(key: bytes, payload: bytes) -> str:
 
 def signature_ok(key: bytes, payload: bytes, signature: object) -> bool:
     return isinstance(signature, str) and hmac.compare_digest(sign(key, payload), signature)
-
-
-def shared_key() -> bytes | None:
-    """The team's current key for run records, if this machine was given one: $ORTFLOW_SIGNING_KEY, else the
-    file $ORTFLOW_SIGNING_KEY_FILE names (a key in a file never passes through a shell's history or a CI log)."""
-    text = os.environ.get(SIGNING_KEY_ENV, "")
-    if not text and os.environ.get(SIGNING_KEY_FILE_ENV):
-        path = Path(os.environ[SIGNING_KEY_FILE_ENV]).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(
-                f"${SIGNING_KEY_FILE_ENV}: {path} cannot be read ({type(exc).__name__}) — "
-                "point it at the file `engine cache key new` wrote, or unset it"
-            ) from None
-    return text.encode("utf-8") if text else None
-
-
-def verifying_keys() -> list[bytes]:
-    """Every key a signature is accepted from: the current one, then the previous ones still in rotation."""
-    current = shared_key()
-    previous = os.environ.get(PREVIOUS_KEYS_ENV, "")
-    found = [current] if current else []
-    found += [k.strip().encode("utf-8") for k in previous.split(",") if k.strip()]
-    return found
 
 
 def signed_by_any(keys: list[bytes], payload: bytes, signature: object) -> bool:
