@@ -254,11 +254,14 @@ def _signing() -> tuple[str, ...]:
     key: enough to tell whether two machines share the team key."""
     from ortflow.engine.store import signing
 
-    team = signing.shared_key()
+    try:
+        team = signing.shared_key()
+        said = f"set, fingerprint {hashlib.sha256(team).hexdigest()[:12]}" if team else "not set"
+    except OrtflowError as exc:  # a key the other commands refuse: doctor says why instead
+        said = f"unusable: {exc}"
     local = signing.config_dir() / "local.key"
     return (
-        f"team key (${signing.SIGNING_KEY_ENV}): "
-        + (f"set, fingerprint {hashlib.sha256(team).hexdigest()[:12]}" if team else "not set"),
+        f"team key (${signing.SIGNING_KEY_ENV}): " + said,
         f"local key: {local if local.is_file() else 'not created yet'}",
     )
 

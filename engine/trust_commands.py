@@ -54,7 +54,7 @@ def cmd_cache_key_new(args: argparse.Namespace, out: Any) -> int:
     except FileExistsError:
         raise StoreError(
             f"{path}: a key is there already and is never overwritten — give another FILE, or, to rotate, "
-            "move it aside and list it in ORTFLOW_SIGNING_KEYS_PREVIOUS (docs/cache.md#signing-run-records)"
+            "move it aside and name it in ORTFLOW_SIGNING_KEYS_PREVIOUS_FILE (docs/cache.md#rotating-the-team-key)"
         ) from None
     except OSError as exc:
         raise StoreError(

@@ -20,7 +20,7 @@ from ortflow.engine.types import lock_path_for
 def _team_key(monkeypatch):
     """A shared remote serves only records signed with the team's key (docs/security.md): these tests are
     about the disk and the remote's files, so they hold one."""
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-these-tests")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-these-tests-" + "0" * 16)
 
 
 def _recipe(project: Path) -> Path:

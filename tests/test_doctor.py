@@ -24,7 +24,7 @@ HEADER = """Thu Nov 26 17:30:00 2026
 |-----------------------------------------+------------------------+----------------------+
 |   0  NVIDIA H100 80GB HBM3          On  |   00000000:19:00.0 Off |                    0 |
 +-----------------------------------------+------------------------+----------------------+"""
-SECRET = "s3cr3tKeyValue"
+SECRET = "s3cr3tKeyValue" * 3  # a team key of the length one needs
 
 
 def stand_in_nvidia_smi(folder: Path) -> Path:

@@ -278,7 +278,7 @@ def test_a_pulled_record_passes_the_checks_a_local_one_does(
 ):
     remote = f"s3://{bucket}/signed"
     said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")  # signed, but not with this key
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team-" + "2" * 32)  # signed, but not with this key
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     code, _, err = said("cache", "pull", fresh, "--remote", remote)
     assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
@@ -532,7 +532,7 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     from ortflow.engine.store.remote import Remote
     from ortflow.engine.store.transfer import pull, push
 
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-" + "1" * 32)
     key, _ = folder_record(source := ArtifactStore(tmp_path / "ci"), tmp_path)
     remote = Remote(f"s3://{bucket}/signed")
     assert push(source, remote, {key: "maker"}).records == 1
@@ -543,9 +543,9 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     trusting = Remote(f"s3://{bucket}/signed", allow_unsigned=True)
     assert pull(laptop, trusting, {key: "maker"}).records == 1
     assert "signature" in laptop.read_run(key)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-" + "1" * 32)
     assert pull(ArtifactStore(tmp_path / "deploy"), remote, {key: "maker"}).records == 1
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team-" + "2" * 32)
     refused = pull(ArtifactStore(tmp_path / "other"), remote, {key: "maker"})
     assert refused.records == 0 and "ORTFLOW_SIGNING_KEY" in refused.problems[0]
 

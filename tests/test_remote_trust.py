@@ -142,12 +142,14 @@ def test_rotation_verifies_previous_keys_and_signs_with_the_current_one(project,
         and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2
     )
 
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", f"old-unused,{KEY_A}")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", f"old-unused-{KEY_B}\n{KEY_A}")
     clone = fresh(project, "with-previous", lock=True)
     code, out, err = cli("cache", "pull", clone, "--remote", f"file://{remote}")
     assert code == EXIT_OK and "2 run records" in out, err
 
-    code, out, err = cli("cache", "sign", "--remote", f"file://{remote}")  # re-signed with B, once
+    code, out, err = cli("cache", "sign", "--remote", f"file://{remote}")  # only A verifies them: kept
+    assert code == EXIT_OK and "signed 0 run records" in out and "2 skipped" in out, out + err
+    code, out, err = cli("cache", "sign", "--remote", f"file://{remote}", "--resign-previous")
     assert code == EXIT_OK and "signed 2 run records" in out, err
     assert "signed 0 run records" in cli("cache", "sign", "--remote", f"file://{remote}")[1]
     monkeypatch.delenv("ORTFLOW_SIGNING_KEYS_PREVIOUS")

@@ -127,6 +127,9 @@ def test_cache_sign_leaves_records_only_a_previous_key_verifies_unless_told(
     monkeypatch.delenv("ORTFLOW_SIGNING_KEYS_PREVIOUS")  # the revoked key verifies nothing
     code, out, err = cli("cache", "pull", fresh(project, "e", lock=True), "--remote", f"file://{remote}")
     assert "1 run records" in out and "first not pulled" in err
+    code, out, err = cli("cache", "verify", "--remote", f"file://{remote}")  # the procedure's last check
+    assert code == EXIT_STAGE_FAILED and "intact" not in out
+    assert f"damaged run {record['key']}" in err and "second" not in err
 
 
 def plugin_dist(where: Path, body: str) -> Path:

@@ -136,7 +136,7 @@ def test_records_are_checked_against_what_they_claim(built, project, cli, monkey
     if (
         edit == "summary-signed"
     ):  # only a signed cache can tell an edited summary: re-sign the cache first
-        monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team secret")
+        monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team secret " + "s" * 30)
         assert cli("run", built)[0] == 0
         assert (
             executions(project) == ["first", "second"] * 2

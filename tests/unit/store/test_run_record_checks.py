@@ -95,7 +95,7 @@ def test_a_remote_record_must_be_signed_unless_unsigned_ones_are_accepted(monkey
     assert record_problem(KEY, record(), intact, Origin.LOCAL) is None  # this cache, no team key
     assert "it is unsigned" in record_problem(KEY, record(), intact, Origin.REMOTE)
     assert record_problem(KEY, record(), intact, Origin.REMOTE_UNSIGNED_OK) is None
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "a")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "a" * 32)
     good = signed(record())
     assert record_problem(KEY, good, intact, Origin.REMOTE) is None
     monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
@@ -106,13 +106,13 @@ def test_rotation_accepts_previous_keys_and_a_key_file(monkeypatch, tmp_path):
     from ortflow.engine.store.records import Signature, signature_of, signed
 
     _no_keys(monkeypatch)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "old")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "old" * 11)
     by_old = signed(record())
-    (tmp_path / "team.key").write_text("new\n")
+    (tmp_path / "team.key").write_text("new" * 11 + "\n")
     monkeypatch.delenv("ORTFLOW_SIGNING_KEY")
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY_FILE", str(tmp_path / "team.key"))
     assert signature_of(by_old) is Signature.INVALID
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", "older, old")
+    monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", "older" * 7 + "\n" + "old" * 11)
     assert signature_of(by_old) is Signature.VALID
     assert signed(by_old)["signature"] != by_old["signature"]  # new signatures: the current key's
 
