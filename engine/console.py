@@ -13,6 +13,7 @@ from typing import Any, Iterator, NoReturn
 from ortflow.engine import console_tables as tables
 from ortflow.engine.run.scheduler import SchedulerEvents
 from ortflow.engine.secrets import redact
+from ortflow.engine.terminal_text import printable, safe_console
 from ortflow.engine.types import Status, dropped_text
 from ortflow.engine.wording import counted
 
@@ -37,8 +38,6 @@ def _route_warnings(output: "Output") -> None:
 
 class Output:
     def __init__(self, quiet: bool = False, debug: bool = False, verbose: bool = False):
-        from rich.console import Console
-
         self.quiet = quiet
         self.debug = debug
         self.verbose = verbose
@@ -51,8 +50,10 @@ class Output:
         # nothing is redirected into the display (rich's own redirection wrapped in that router wrote into
         # itself forever, so a run in a terminal never returned).
         # emoji=False: ":100:" in "recipe.yaml:100:3" is a location, not an emoji code; user text prints as written
-        self.console = Console(file=sys.stdout, highlight=False, emoji=False, width=width)
-        self.errors = Console(file=sys.stderr, highlight=False, emoji=False)
+        # Every text they render passes the one terminal sanitiser (engine.terminal_text): a record's summary, a
+        # file name or a library's message cannot drive the terminal.
+        self.console = safe_console(file=sys.stdout, highlight=False, emoji=False, width=width)
+        self.errors = safe_console(file=sys.stderr, highlight=False, emoji=False)
         # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
         self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
         _route_warnings(self)
@@ -72,7 +73,7 @@ class Output:
     def traceback(self) -> None:
         import traceback
 
-        traceback.print_exc()
+        print(printable(traceback.format_exc()), end="", file=sys.stderr)
 
     @contextmanager
     def progress(self, recipe: Any) -> Iterator[SchedulerEvents]:
@@ -158,10 +159,10 @@ class Output:
 
     def _failure_details(self, outcome: Any) -> None:
         if self.debug and outcome.traceback:
-            print(outcome.traceback, file=self.errors.file)
+            print(printable(outcome.traceback), file=self.errors.file)
         if (self.debug or self.verbose) and outcome.printed:
             print(
-                f"what stage '{outcome.name}' printed (last lines):\n{outcome.printed}",
+                printable(f"what stage '{outcome.name}' printed (last lines):\n{outcome.printed}"),
                 file=self.errors.file,
             )
         elif outcome.printed:

@@ -11,6 +11,7 @@ from ortflow.engine.json_types import JsonObject
 from ortflow.engine.provenance import with_label
 from ortflow.engine.publish import charts
 from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
+from ortflow.engine.terminal_text import printable
 from ortflow.engine.types import dropped_text
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
@@ -276,4 +277,4 @@ def _numeric(value: Any) -> bool:
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value))
+    return html.escape(printable(str(value)))  # control characters: the terminal's rule (engine.terminal_text)
