@@ -84,6 +84,42 @@ def url_secrets(url: str) -> UrlSecrets:
     return UrlSecrets(userinfo is not None, parameters)
 
 
+_PAIR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")
+
+
+def pair_secrets(text: str) -> tuple[str, ...]:
+    """The secret-named keys of a value that parses as `key=value;` pairs (an Azure connection string:
+    `DefaultEndpointsProtocol=https;AccountName=x;AccountKey=...`, an ODBC-style DSN): a value whose every
+    `;`-separated part is `name=value`. Names only: the values are never kept."""
+    parts = [part.strip() for part in text.strip().split(";") if part.strip()]
+    if not parts:
+        return ()
+    pairs = [part.partition("=") for part in parts]
+    if not all(sep and _PAIR_NAME.fullmatch(name.strip()) for name, sep, _ in pairs):
+        return ()
+    return tuple(name.strip() for name, _, value in pairs if is_secret_name(name) and value.strip())
+
+
+def value_secrets(text: str) -> str | None:
+    """What makes a configuration string a credential, for an error line (never the value): a URL holding
+    one, or `key=value;` pairs with a secret-named key; None when it holds none."""
+    found = url_secrets(text)
+    if found:
+        return f"the URL holds {found.said()}"
+    pairs = pair_secrets(text)
+    if pairs:
+        return f"the value is a connection string (key=value; pairs) holding '{pairs[0]}'"
+    return None
+
+
+# A connection string inside any text: two or more `name=value` pairs joined by `;`.
+_PAIRS = re.compile(r"(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;)+(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;?)?")
+
+
+def _redact_pairs(match: re.Match[str]) -> str:
+    return ";".join(_masked(part) for part in match.group().split(";"))
+
+
 def _parameters(after: str) -> list[tuple[str, str]]:
     """(name, value) of the query's and the fragment's `name=value` parts."""
     found = []
@@ -141,6 +177,8 @@ def redact(text: str) -> str:
     for value in _masked_values(_secret_variables()):
         if value in text:
             text = text.replace(value, MASK)
+    if ";" in text and "=" in text:
+        text = _PAIRS.sub(_redact_pairs, text)
     if "://" not in text:
         return text  # the common case, kept cheap: this runs on every line printed
     return _URL.sub(_redact_url, text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ortflow.engine.errors import Problem
-from ortflow.engine.secrets import redact, url_secrets
+from ortflow.engine.secrets import pair_secrets, redact, url_secrets, value_secrets
 from ortflow.engine.yamlsource import PathKey, SourceMap
 
 FIX = (
@@ -16,12 +16,19 @@ FIX = (
 
 
 def credential_problems(data: Any, source: SourceMap) -> list[Problem]:
-    """One problem for each string anywhere in the recipe that is a URL holding credentials."""
+    """One problem for each string anywhere in the recipe that is a URL or a connection string holding
+    credentials (the connection string is never shown: its secret is not marked off as a URL's is)."""
     return [
-        Problem(f"'{redact(text)}' carries {url_secrets(text).said()}", source.locate(where), FIX)
+        Problem(_said(text), source.locate(where), FIX)
         for where, text in _strings(data, ())
-        if url_secrets(text)
+        if value_secrets(text)
     ]
+
+
+def _said(text: str) -> str:
+    if url_secrets(text):
+        return f"'{redact(text)}' carries {url_secrets(text).said()}"
+    return f"a connection string (key=value; pairs) carries '{pair_secrets(text)[0]}'"
 
 
 def _strings(value: Any, where: PathKey) -> list[tuple[PathKey, str]]:

@@ -6,8 +6,9 @@
       options: {endpoint_url: "http://minio.internal:9000"}   # fsspec storage options, never credentials
       allow_unsigned: false   # true: serve records not signed with the team's key (docs/security.md)
 
-A key that names a secret (aws_secret_access_key, token, password, ...) at any depth of the file, or a URL that
-carries user:secret@ or a secret query parameter anywhere in it, is refused with its file:line (exit 2).
+A key that names a secret (aws_secret_access_key, token, password, ...) at any depth of the file, a URL that
+carries user:secret@ or a secret query parameter anywhere in it, or a connection string (`key=value;` pairs with
+a secret-named key: Azure's `AccountKey=`, `SharedAccessSignature=`) is refused with its file:line (exit 2).
 
 Credentials come from the transfer library's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or
 ~/.aws/credentials or an instance role for S3; gcloud's for GCS; azure-identity's for Azure)."""
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.errors import StoreError
-from ortflow.engine.secrets import is_secret_name, redact, url_secrets
+from ortflow.engine.secrets import is_secret_name, redact, value_secrets
 from ortflow.engine.store.remote import CHAIN, Remote
 from ortflow.engine.yamlsource import PathKey, load_yaml
 
@@ -128,8 +129,8 @@ def _credential(value: object, where: PathKey) -> tuple[PathKey, str] | None:
             found = _credential(item, (*where, index))
             if found is not None:
                 return found
-    elif isinstance(value, str) and url_secrets(value):
-        return where, f"the URL holds {url_secrets(value).said()}"
+    elif isinstance(value, str) and value_secrets(value):
+        return where, str(value_secrets(value))
     return None
 
 
