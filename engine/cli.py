@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             out.traceback()
         return exc.exit_code
     except KeyboardInterrupt:
-        out.error("interrupted: finished stages are cached; run the same command again to resume")
+        out.error(interrupted(args))
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(
@@ -308,6 +308,21 @@ def _check_keys(args: argparse.Namespace) -> None:
         from ortflow.engine.store.team_keys import verifying_keys
 
         verifying_keys()
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What Ctrl-C left, in the words of the command it stopped."""
+    action = getattr(args, "cache_command", None)
+    if args.command == "run":
+        return "interrupted: finished stages are cached; run the same command again to resume"
+    if action in ("push", "pull"):
+        return (
+            f"interrupted: the {action} stopped; what was transferred landed whole (nothing partial is kept) "
+            f"— run the same command again to {action} the rest"
+        )
+    if action == "sign":
+        return "interrupted: records signed so far stay signed — run the same command again to sign the rest"
+    return "interrupted: stopped before it finished — run the same command again"
 
 
 def _complete(parser: argparse.ArgumentParser) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 from ortflow.engine.errors import OrtflowError, StoreError
 from ortflow.engine.json_types import Json
 from ortflow.engine.secrets import redact, url_secrets
+from ortflow.engine.store.remote_timeouts import with_timeouts
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
@@ -302,7 +303,7 @@ def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool
         ) from None
     protocol = urllib.parse.urlsplit(url).scheme or "file"
     try:
-        fs, root = fsspec.core.url_to_fs(url, **options)
+        fs, root = fsspec.core.url_to_fs(url, **with_timeouts(protocol, options))
     except ImportError:
         need = INSTALL.get(protocol, f"the fsspec implementation of {protocol}://")
         raise StoreError(f"remote {redact(url)} needs {need}") from None
