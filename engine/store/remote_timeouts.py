@@ -1,6 +1,6 @@
 """A bounded connect timeout on every remote operation: an endpoint that does not answer fails in seconds,
-not in minutes (an unreachable Azure endpoint took 196 s with azure-core's defaults; botocore waits 60 s a
-try, five tries). The storage libraries' own option names, set only where the user's `options` do not:
+not in minutes (an unreachable Azure endpoint took 196 s with azure-core's defaults). The storage libraries'
+own option names, set only where the user's `options` do not:
 
 - S3 (s3fs/botocore): `config_kwargs: {connect_timeout: N, retries: {max_attempts: 3, mode: standard}}`
 - GCS (gcsfs/aiohttp): `session_kwargs: {timeout: aiohttp.ClientTimeout(sock_connect=N)}`
