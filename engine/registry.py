@@ -95,7 +95,9 @@ def _load(name: str, ep: EntryPoint) -> Any:
         return ep.load()
     except (SystemExit, KeyboardInterrupt) as exc:
         what = (
-            f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else "raised KeyboardInterrupt"
+            f"called sys.exit({exc.code!r})"
+            if isinstance(exc, SystemExit)
+            else "raised KeyboardInterrupt"
         )
         raise OrtflowError(
             f"plugin '{name}' ({ep.value}, from {dist}) {what} while it was imported: a plugin must not end "

@@ -19,8 +19,8 @@ import os
 import re
 import sys
 from contextlib import contextmanager
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterator, TypeVar, cast
 
 MASK = "***"
@@ -113,7 +113,9 @@ def value_secrets(text: str) -> str | None:
 
 
 # A connection string inside any text: two or more `name=value` pairs joined by `;`.
-_PAIRS = re.compile(r"(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;)+(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;?)?")
+_PAIRS = re.compile(
+    r"(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;)+(?:[A-Za-z][A-Za-z0-9_.\-]*=[^;\s'\"]*;?)?"
+)
 
 
 def _redact_pairs(match: re.Match[str]) -> str:

@@ -13,7 +13,11 @@ from ortflow.engine.secrets import redact
 SECRET = "Zm9vYmFy+c2VjcmV0/a2V5=="
 
 BACKENDS = {
-    "s3": ("s3://team-bucket/ortflow", "profile", f"aws_access_key_id=AKIAX;aws_secret_access_key={SECRET}"),
+    "s3": (
+        "s3://team-bucket/ortflow",
+        "profile",
+        f"aws_access_key_id=AKIAX;aws_secret_access_key={SECRET}",
+    ),
     "gcs": ("gs://team-bucket/ortflow", "project", f"type=service_account;private_key={SECRET}"),
     "azure": (
         "az://container/ortflow",

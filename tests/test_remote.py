@@ -278,7 +278,9 @@ def test_a_pulled_record_passes_the_checks_a_local_one_does(
 ):
     remote = f"s3://{bucket}/signed"
     said("cache", "push", clone(built, tmp_path / "ci", with_cache=True), "--remote", remote)
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team-" + "2" * 32)  # signed, but not with this key
+    monkeypatch.setenv(
+        "ORTFLOW_SIGNING_KEY", "another-team-" + "2" * 32
+    )  # signed, but not with this key
     fresh = clone(built, tmp_path / "laptop", with_cache=False)
     code, _, err = said("cache", "pull", fresh, "--remote", remote)
     assert code == 1 and err.count("not signed with this team's ORTFLOW_SIGNING_KEY") == 2

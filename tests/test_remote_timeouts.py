@@ -41,7 +41,10 @@ def pushing(project: Path, cli, endpoint: str, timeout: str) -> tuple[Path, dict
     """The recipe run (its lock file and cache made), then ortflow.yaml naming the silent remote."""
     recipe = two_stage_recipe(project)
     assert cli("run", recipe)[0] == 0
-    write(project / "ortflow.yaml", f"remote: {{url: 's3://bucket/ortflow', options: {{endpoint_url: '{endpoint}'}}}}\n")
+    write(
+        project / "ortflow.yaml",
+        f"remote: {{url: 's3://bucket/ortflow', options: {{endpoint_url: '{endpoint}'}}}}\n",
+    )
     env = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing-secret",
@@ -80,8 +83,15 @@ def test_ctrl_c_during_a_push_says_what_a_push_leaves(project, cli, silent_endpo
 def test_each_backend_gets_its_own_connect_timeout_unless_the_user_set_one(monkeypatch):
     monkeypatch.setenv("ORTFLOW_REMOTE_CONNECT_TIMEOUT", "7")
     assert with_timeouts("s3", {})["config_kwargs"]["connect_timeout"] == 7
-    assert with_timeouts("s3", {"config_kwargs": {"connect_timeout": 2}})["config_kwargs"]["connect_timeout"] == 2
+    assert (
+        with_timeouts("s3", {"config_kwargs": {"connect_timeout": 2}})["config_kwargs"][
+            "connect_timeout"
+        ]
+        == 2
+    )
     assert with_timeouts("az", {})["connection_timeout"] == 7
     assert with_timeouts("abfs", {"connection_timeout": 3})["connection_timeout"] == 3
     aiohttp = pytest.importorskip("aiohttp")
-    assert with_timeouts("gs", {})["session_kwargs"]["timeout"] == aiohttp.ClientTimeout(sock_connect=7)
+    assert with_timeouts("gs", {})["session_kwargs"]["timeout"] == aiohttp.ClientTimeout(
+        sock_connect=7
+    )

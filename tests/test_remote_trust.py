@@ -147,7 +147,9 @@ def test_rotation_verifies_previous_keys_and_signs_with_the_current_one(project,
     code, out, err = cli("cache", "pull", clone, "--remote", f"file://{remote}")
     assert code == EXIT_OK and "2 run records" in out, err
 
-    code, out, err = cli("cache", "sign", "--remote", f"file://{remote}")  # only A verifies them: kept
+    code, out, err = cli(
+        "cache", "sign", "--remote", f"file://{remote}"
+    )  # only A verifies them: kept
     assert code == EXIT_OK and "signed 0 run records" in out and "2 skipped" in out, out + err
     code, out, err = cli("cache", "sign", "--remote", f"file://{remote}", "--resign-previous")
     assert code == EXIT_OK and "signed 2 run records" in out, err

@@ -47,7 +47,9 @@ def test_a_key_where_a_path_belongs_is_refused_and_never_printed(project, cli, m
         code, out, err = cli(*args, "--remote", f"file://{project / 'remote'}")
         assert code == EXIT_USAGE and "holds what looks like a key, not a path" in err, err
         assert NEW_KEY not in out + err and NEW_KEY[:16] not in out + err
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY_FILE", "short secret/x")  # not a key's shape: a missing file
+    monkeypatch.setenv(
+        "ORTFLOW_SIGNING_KEY_FILE", "short secret/x"
+    )  # not a key's shape: a missing file
     code, out, err = cli("run", recipe, "--debug")
     assert code == EXIT_USAGE and "the file it names cannot be read" in err
     assert "short secret" not in out + err
@@ -74,7 +76,9 @@ def test_both_key_variables_set_warns_which_wins(project, cli, monkeypatch, tmp_
     assert "$ORTFLOW_SIGNING_KEY wins" in err and OLD_KEY not in err
 
 
-def test_previous_keys_never_split_inside_a_key_and_weak_keys_are_refused(project, cli, monkeypatch):
+def test_previous_keys_never_split_inside_a_key_and_weak_keys_are_refused(
+    project, cli, monkeypatch
+):
     remote = project / "remote"
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", OLD_KEY)
     built(project, cli, remote)
@@ -82,7 +86,9 @@ def test_previous_keys_never_split_inside_a_key_and_weak_keys_are_refused(projec
     rewrite(remote, forged(first, "weak"))  # signed with the part before the comma
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", NEW_KEY)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", f"weak,{OLD_KEY}")
-    code, out, err = cli("cache", "pull", fresh(project, "a", lock=True), "--remote", f"file://{remote}")
+    code, out, err = cli(
+        "cache", "pull", fresh(project, "a", lock=True), "--remote", f"file://{remote}"
+    )
     assert code == EXIT_STAGE_FAILED and "first not pulled" in err, out + err
     assert "is read as ONE key" in err
 
@@ -90,12 +96,16 @@ def test_previous_keys_never_split_inside_a_key_and_weak_keys_are_refused(projec
     keys.write_text(f"# rotated out 2026-11\nweak,{OLD_KEY}\n{OLD_KEY}\n")
     monkeypatch.delenv("ORTFLOW_SIGNING_KEYS_PREVIOUS")
     monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS_FILE", str(keys))
-    code, out, err = cli("cache", "pull", fresh(project, "b", lock=True), "--remote", f"file://{remote}")
+    code, out, err = cli(
+        "cache", "pull", fresh(project, "b", lock=True), "--remote", f"file://{remote}"
+    )
     assert code == EXIT_STAGE_FAILED and "1 run records" in out and "first not pulled" in err
 
     keys.write_text("weak\n")  # an existing weak previous key: served, with the fix named
     monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", OLD_KEY)
-    code, out, err = cli("cache", "pull", fresh(project, "c", lock=True), "--remote", f"file://{remote}")
+    code, out, err = cli(
+        "cache", "pull", fresh(project, "c", lock=True), "--remote", f"file://{remote}"
+    )
     assert code == EXIT_OK and "previous team key 1 has 4 characters" in err, out + err
     assert "--resign-previous" in err
 
@@ -118,16 +128,22 @@ def test_cache_sign_leaves_records_only_a_previous_key_verifies_unless_told(
     assert code == EXIT_OK and "signed 0 run records" in out and "2 skipped" in out, out + err
     assert "skipped 2 run records signed only with a previous key (first, second)" in err
     record = remote_records(remote)["first"]
-    assert record["signature"] == forged(record, leaked)["signature"]  # not vouched for by the new key
+    assert (
+        record["signature"] == forged(record, leaked)["signature"]
+    )  # not vouched for by the new key
 
     monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", OLD_KEY)  # the leaked key revoked
     code, out, err = cli("cache", "sign", "--remote", f"file://{remote}", "--resign-previous")
     assert code == EXIT_STAGE_FAILED and "signed 1 run records (second)" in out
     assert "not signed: run record" in err and "(first)" in err
     monkeypatch.delenv("ORTFLOW_SIGNING_KEYS_PREVIOUS")  # the revoked key verifies nothing
-    code, out, err = cli("cache", "pull", fresh(project, "e", lock=True), "--remote", f"file://{remote}")
+    code, out, err = cli(
+        "cache", "pull", fresh(project, "e", lock=True), "--remote", f"file://{remote}"
+    )
     assert "1 run records" in out and "first not pulled" in err
-    code, out, err = cli("cache", "verify", "--remote", f"file://{remote}")  # the procedure's last check
+    code, out, err = cli(
+        "cache", "verify", "--remote", f"file://{remote}"
+    )  # the procedure's last check
     assert code == EXIT_STAGE_FAILED and "intact" not in out
     assert f"damaged run {record['key']}" in err and "second" not in err
 
@@ -145,7 +161,10 @@ def plugin_dist(where: Path, body: str) -> Path:
 
 @pytest.mark.parametrize(
     "body, said",
-    [("import sys\nsys.exit(0)\n", "called sys.exit(0)"), ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt")],
+    [
+        ("import sys\nsys.exit(0)\n", "called sys.exit(0)"),
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+    ],
 )
 def test_a_plugin_that_exits_at_import_is_an_error_naming_it(project, body, said):
     where = plugin_dist(project / "site", body)

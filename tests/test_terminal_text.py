@@ -82,7 +82,10 @@ def test_file_names_paths_and_plugin_messages_are_shown_escaped(project):
     )
     code, shown = raw_terminal(project, "run", name)
     assert code == 1 and not reached(shown) and SHOWN in shown, shown
-    write(project / "missing.yaml", f"version: 1\nname: m\ninputs:\n  m: {{path: {json.dumps(f'gone{HOSTILE}.onnx')}}}\nstages: {{}}\n")
+    write(
+        project / "missing.yaml",
+        f"version: 1\nname: m\ninputs:\n  m: {{path: {json.dumps(f'gone{HOSTILE}.onnx')}}}\nstages: {{}}\n",
+    )
     code, shown = raw_terminal(project, "validate", "missing.yaml")
     assert code == 2 and not reached(shown) and f"gone{SHOWN}.onnx" in shown, shown
     code, shown = raw_terminal(project, "validate", name, "--debug")

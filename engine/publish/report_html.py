@@ -277,4 +277,6 @@ def _numeric(value: Any) -> bool:
 
 
 def _e(value: Any) -> str:
-    return html.escape(printable(str(value)))  # control characters: the terminal's rule (engine.terminal_text)
+    return html.escape(
+        printable(str(value))
+    )  # control characters: the terminal's rule (engine.terminal_text)

@@ -26,11 +26,11 @@ from typing import Any, Callable, Mapping
 from ortflow.engine.errors import OrtflowError, StoreError
 from ortflow.engine.json_types import Json
 from ortflow.engine.secrets import redact, url_secrets
-from ortflow.engine.store.remote_timeouts import with_timeouts
 from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
 from ortflow.engine.store.remote_folder import make_folders, refusal, written
+from ortflow.engine.store.remote_timeouts import with_timeouts
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',

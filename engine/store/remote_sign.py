@@ -24,7 +24,9 @@ class Signing:
     signed: list[str] = field(default_factory=list)
     already: int = 0
     refused: list[str] = field(default_factory=list)  # one line each: the record and why
-    skipped: list[str] = field(default_factory=list)  # signed only with a previous key: not vouched for
+    skipped: list[str] = field(
+        default_factory=list
+    )  # signed only with a previous key: not vouched for
 
 
 def sign_remote(remote: Remote, resign_previous: bool = False) -> Signing:

@@ -17,7 +17,9 @@ from ortflow.engine.errors import StoreError
 
 CONNECT_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_ENV = "ORTFLOW_REMOTE_CONNECT_TIMEOUT"
-S3_ATTEMPTS = 3  # botocore's own total, first try included: at most 3 connect timeouts before an error
+S3_ATTEMPTS = (
+    3  # botocore's own total, first try included: at most 3 connect timeouts before an error
+)
 AZURE = ("az", "abfs", "abfss", "adl")
 GCS = ("gs", "gcs")
 

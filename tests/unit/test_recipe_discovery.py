@@ -69,7 +69,9 @@ def test_parent_folders_are_not_searched(project, cli, monkeypatch):
 def test_cache_pull_pulls_what_the_recipe_found_locks(project, cli, monkeypatch):
     import shutil
 
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-" + "3" * 32)  # a remote serves only signed records
+    monkeypatch.setenv(
+        "ORTFLOW_SIGNING_KEY", "team-key-" + "3" * 32
+    )  # a remote serves only signed records
     two_stage_recipe(project)
     remote = f"file://{project / 'remote'}"
     assert cli("run", "--push", "--remote", remote)[0] == 0
