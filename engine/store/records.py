@@ -112,7 +112,7 @@ def _signature_problem(record: dict[str, Any], origin: Origin) -> str | None:
     if found is Signature.UNCHECKABLE:
         return "it is signed, but this machine has no ORTFLOW_SIGNING_KEY to check it with — set the team's key"
     return (
-        "not signed with this team's ORTFLOW_SIGNING_KEY or a key in ORTFLOW_SIGNING_KEYS_PREVIOUS "
+        "not signed with this team's ORTFLOW_SIGNING_KEY or a previous key (ORTFLOW_SIGNING_KEYS_PREVIOUS_FILE) "
         "(changed after it was signed, or signed with another key)"
     )
 
