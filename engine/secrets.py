@@ -148,6 +148,7 @@ def _masked(part: str) -> str:
 
 
 KEY_VARIABLES = "ORTFLOW_SIGNING_KEY"  # the prefix of every variable that holds or names a team key
+_PLAIN_WORD = re.compile(r"[a-z_\-]*")
 SHORTEST_MASKED = 8  # a shorter value of another secret-named variable (TOKENIZERS_PARALLELISM=false) is no secret
 
 
@@ -168,6 +169,8 @@ def _masked_values(variables: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
         if os.path.exists(os.path.expanduser(value.strip())):
             continue
         ours = name.startswith(KEY_VARIABLES)
+        if not ours and _PLAIN_WORD.fullmatch(value.strip()):
+            continue  # PIP_KEYRING_PROVIDER=subprocess: a setting, and masking "subprocess" would garble tracebacks
         parts = [value, value.strip(), *re.split(r"[\n,]", value)] if ours else [value]
         found.update(p.strip() for p in parts if len(p.strip()) >= (4 if ours else SHORTEST_MASKED))
     return tuple(sorted(found, key=len, reverse=True))

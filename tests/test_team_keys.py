@@ -63,6 +63,10 @@ def test_the_redactor_masks_a_key_variable_in_any_text(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG")
     text = redact(f"boom: {NEW_KEY} / {OLD_KEY} / wJalrXUtnFEMI/K7MDENG (FileNotFoundError)")
     assert text == "boom: *** / *** / *** (FileNotFoundError)"
+    monkeypatch.setenv(
+        "PIP_KEYRING_PROVIDER", "subprocess"
+    )  # a setting, not a secret: left as it is
+    assert redact('File "subprocess.py"') == 'File "subprocess.py"'
 
 
 def test_both_key_variables_set_warns_which_wins(project, cli, monkeypatch, tmp_path):

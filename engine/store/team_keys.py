@@ -53,7 +53,7 @@ def looks_like_key(value: str) -> bool:
 
 def shared_key() -> bytes | None:
     """The team's current key, if this machine was given one (None: no key)."""
-    direct = os.environ.get(SIGNING_KEY_ENV, "").strip()
+    direct = os.environ.get(SIGNING_KEY_ENV, "")  # as given: its bytes are the key
     named = os.environ.get(SIGNING_KEY_FILE_ENV, "").strip()
     if direct and named:
         warn_once(
