@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from ortflow.engine.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 from ortflow.engine.store.remote import remote_call
+from ortflow.engine.terminal_text import printable
 from ortflow.engine.wording import counted
 
 
@@ -127,7 +128,8 @@ def cmd_dag(args: argparse.Namespace, out: Any) -> int:
         "mermaid": dag.render_mermaid,
         "dot": dag.render_dot,
     }[args.format]
-    print(render(dag.stage_graph(recipe), recipe))  # networkx, for drawing only
+    # networkx, for drawing only; plain print, so the terminal rule is applied here (engine.terminal_text)
+    print(printable(render(dag.stage_graph(recipe), recipe)))
     return EXIT_OK
 
 
