@@ -6,11 +6,14 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import signal
 import sys
+import threading
 import warnings
+from contextlib import contextmanager
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, Iterator
 
 from ortflow.engine.dataset import DatasetLoader
 from ortflow.engine.declarations import NOTHING
@@ -91,22 +94,46 @@ def _load(name: str, ep: EntryPoint) -> Any:
     `engine run` and `engine stages` with nothing printed and exit 0, a run that looked like it succeeded."""
     dist = ep.dist.name if ep.dist is not None else "its package"
     fix = f"check that entry point in {dist}'s pyproject.toml, or reinstall {dist}"
+    with _ctrl_c_seen() as pressed:
+        try:
+            return ep.load()
+        except KeyboardInterrupt:
+            if (
+                pressed
+            ):  # the user's own Ctrl-C while a slow import ran: an interruption, said as one
+                raise
+            what = "raised KeyboardInterrupt"
+        except SystemExit as exc:
+            what = f"called sys.exit({exc.code!r})"
+        except Exception as exc:
+            raise OrtflowError(
+                f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc} — {fix}"
+            ) from exc
+    raise OrtflowError(
+        f"plugin '{name}' ({ep.value}, from {dist}) {what} while it was imported: a plugin must not end "
+        f"the process — fix the plugin, or uninstall {dist}"
+    )
+
+
+@contextmanager
+def _ctrl_c_seen() -> Iterator[list[bool]]:
+    """A list that holds True once SIGINT arrived while inside, so that a KeyboardInterrupt a plugin raises
+    itself is told from the user's Ctrl-C (main thread only: Python delivers signals nowhere else)."""
+    pressed: list[bool] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield pressed  # previous None: a handler set outside Python, which could not be put back
+        return
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        pressed.append(True)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
     try:
-        return ep.load()
-    except (SystemExit, KeyboardInterrupt) as exc:
-        what = (
-            f"called sys.exit({exc.code!r})"
-            if isinstance(exc, SystemExit)
-            else "raised KeyboardInterrupt"
-        )
-        raise OrtflowError(
-            f"plugin '{name}' ({ep.value}, from {dist}) {what} while it was imported: a plugin must not end "
-            f"the process — fix the plugin, or uninstall {dist}"
-        ) from None
-    except Exception as exc:
-        raise OrtflowError(
-            f"'{name}' cannot be imported from {ep.value}: {type(exc).__name__}: {exc} — {fix}"
-        ) from exc
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # Where each internal module's public names went (the first prefix that matches); the rest are in ortflow.api.

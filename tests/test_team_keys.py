@@ -4,9 +4,11 @@ Each test drives the CLI the way the audit did (a folder remote, the test plugin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,27 @@ def test_a_plugin_that_exits_at_import_is_an_error_naming_it(project, body, said
         assert "plugin 'quitter' (ortflow_quitter:Quitter, from ortflow-quitter) " + said in shown
         # the listing shows the broken plugin in its row, beside the others; the rest end with exit 2
         assert done.returncode == (EXIT_OK if args == ["stages"] else EXIT_USAGE), shown
+
+
+def test_ctrl_c_while_a_slow_plugin_imports_is_an_interruption_not_the_plugins_fault(project):
+    marker = project / "importing"
+    where = plugin_dist(
+        project / "site",
+        f"import pathlib, time\npathlib.Path({str(marker)!r}).touch()\ntime.sleep(60)\n",
+    )
+    (project / "recipe.yaml").write_text("version: 1\nname: q\nstages:\n  a: {uses: quitter}\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(where), str(PLUGINS)]))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ortflow.engine.cli", "run", "recipe.yaml"],
+        env=env,
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130 and "interrupted" in err and "plugin 'quitter'" not in err, err
