@@ -214,3 +214,15 @@ def test_ctrl_c_while_a_slow_plugin_imports_is_an_interruption_not_the_plugins_f
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
     assert child.returncode == 130 and "interrupted" in err and "plugin 'quitter'" not in err, err
+
+
+def test_the_old_comma_form_still_splits_keys_that_cannot_hold_a_comma():
+    from ortflow.engine.store.team_keys import split_previous
+
+    hex_a, hex_b = "a" * 64, "0123456789abcdef" * 4
+    assert split_previous(f"{hex_a},{hex_b}") == [
+        hex_a,
+        hex_b,
+    ]  # what `engine cache key new` writes
+    assert split_previous(f"weak,{OLD_KEY}") == [f"weak,{OLD_KEY}"]  # anything else: one key
+    assert split_previous(f" {OLD_KEY}\n\nweak,x \n") == [OLD_KEY, "weak,x"]
