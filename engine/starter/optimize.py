@@ -68,13 +68,6 @@ def data_note(
     """optimize's closing line when the accuracy behind its choice was not measured on real data (or on the data
     calibration used), else None. `left_out`: the static INT8 candidates `pick` would not deliver because their
     activation ranges came from random or unknown data: what real samples could add, and the command."""
-    if left_out:
-        return (
-            f"not delivered: static INT8 ({'; '.join(left_out)}), because its activation ranges were calibrated "
-            "on random feeds, which fit noise, not your inputs (the score it has there proves nothing) — "
-            f"calibrated on your samples it may be delivered, and the accuracy checked on them: "
-            f"engine optimize {model} -o {output} --data PATH (a folder of images, a .txt/.jsonl or an .npz)"
-        )
     if source is not None and source.verified:
         if source.calibration_reused:
             return (
@@ -83,7 +76,16 @@ def data_note(
             )
         return None
     said = source.label() if source is not None else UNVERIFIED_RANDOM
-    return f"{said}: the accuracy above says nothing about the model's real inputs — {real_data_hint(model, output)}"
+    static = (
+        f"; static INT8 ({'; '.join(left_out)}) was not delivered, because its activation ranges were "
+        "calibrated on random feeds, which fit noise, not your inputs: calibrated on your samples it may be"
+        if left_out
+        else ""
+    )
+    return (
+        f"{said}: the accuracy above says nothing about the model's real inputs{static} — "
+        + real_data_hint(model, output)
+    )
 
 
 def require_real(choice: Choice | None, model: Path, output: Path) -> None:
