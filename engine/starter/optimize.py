@@ -78,7 +78,8 @@ def data_note(
     said = source.label() if source is not None else UNVERIFIED_RANDOM
     static = (
         f"; static INT8 ({'; '.join(left_out)}) was not delivered, because its activation ranges were "
-        "calibrated on random feeds, which fit noise, not your inputs: calibrated on your samples it may be"
+        "calibrated on random feeds, which fit noise, not your inputs: calibrated on your samples it may be "
+        "delivered"
         if left_out
         else ""
     )
@@ -270,9 +271,13 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
             f"{choice.threshold}{on}" + (f"; {dropped}" if dropped else "")
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""
-    which = "candidate that needs no calibration" if choice.left_out else "optimized candidate"
+    if not refused and choice.left_out:  # its session already runs ORT's graph optimizations
+        return (
+            f"{output}: {original} (ORT optimizes and fuses its graph as it loads it) — no candidate that "
+            f"needs no calibration was faster{measured}{on}"
+        )
     if not refused:
-        return f"{output}: {original} — no {which} was faster{measured}{on}"
+        return f"{output}: {original} — no optimized candidate was faster{measured}{on}"
     slower = f"no other candidate was faster{measured}; " if choice.others else ""
     return f"{output}: {original}{on} — {slower}{dropped}"
 
