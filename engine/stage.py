@@ -222,7 +222,8 @@ class StageContext:
         (a float model, dynamic INT8, or a model quantized before it came in). A choice among models reads it:
         ranges from random feeds fit noise, not the model's inputs, however well they score on noise."""
         given = self.calibrated_on.get(port, ())
-        count = len(self.inputs[port]) if isinstance(self.inputs.get(port), list) else 1
+        value = self.inputs.get(port)
+        count = len(value) if isinstance(value, list) else 1
         return [given[i] if i < len(given) else None for i in range(count)]
 
     def pinned_values(self, port: str) -> tuple[float, ...] | None:
