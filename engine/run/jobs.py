@@ -137,14 +137,15 @@ def ranges_upstream(
 ) -> dict[str, frozenset[str]]:
     """Per stage, the sources (`datasets.<name>`, `inputs.<name>`) the activation ranges baked into its outputs
     came from, at it or upstream: the datasets a stage that writes a calibration table read, and a calibration
-    table given as a recipe input (made from data nobody here can name). Told by the ports' kinds, so it holds
-    for any stage type that calibrates, built in or not."""
+    table given as a recipe input or made from no declared dataset (`<stage>.table`), whose data nobody here
+    can name. Told by the ports' kinds, so it holds for any stage type that calibrates, built in or not."""
     found_by: dict[str, frozenset[str]] = {}
     for name in order:
         spec = stages[name]
         calibrates = any(p.kind is ArtifactKind.CALIBRATION_TABLE for p in spec.stage_cls.outputs)
         kinds = {p.name: p.kind for p in spec.stage_cls.inputs}
         found: set[str] = set()
+        read_data = False
         for port, binding in spec.inputs.items():
             for ref in binding.refs:
                 if not ref.is_source:
@@ -153,6 +154,9 @@ def ranges_upstream(
                     calibrates and ref.source == "datasets"
                 ):
                     found.add(str(ref))
+                    read_data = read_data or ref.source == "datasets"
+        if calibrates and not read_data:  # a table made from no dataset the recipe declares
+            found.add(f"{name}.table")  # data unknown
         found_by[name] = frozenset(found)
     return found_by
 
@@ -187,7 +191,7 @@ def _data_source(key: str, sources: Mapping[str, Located]) -> DataSource:
     if isinstance(value, Dataset):
         return value.source()
     paths = (str(value),) if isinstance(value, (str, Path)) else ()
-    loader = "calibration table" if key.startswith("inputs.") else "dataset"
+    loader = "dataset" if key.startswith("datasets.") else "calibration table"
     return DataSource(DataProvenance.UNKNOWN, loader, key, paths)
 
 
