@@ -149,6 +149,9 @@ class SelectionCandidate:
     session: SessionSettings | None = (
         None  # the session its timings came from: what reproduces them
     )
+    # the data its activation ranges were calibrated on upstream (None: no ranges made in the recipe); a model
+    # whose ranges came from anything but real data is never chosen
+    calibrated_on: DataSource | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -161,13 +164,20 @@ class SelectionCandidate:
             "pareto": self.pareto,
             "chosen": self.chosen,
             **({"session": self.session.to_json()} if self.session is not None else {}),
+            **(
+                {"calibrated_on": self.calibrated_on.to_json()}  # type: ignore[dict-item]
+                if self.calibrated_on is not None
+                else {}
+            ),
         }
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
-        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k != "session"}
+        typed = ("session", "calibrated_on")
+        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k not in typed}
         session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        return cls(**known, session=session)  # type: ignore[arg-type]
+        calibrated_on = DataSource.from_json(row.get("calibrated_on"))
+        return cls(**known, session=session, calibrated_on=calibrated_on)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

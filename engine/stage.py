@@ -118,6 +118,9 @@ class StageContext:
     # per input port, the digests of the datasets its artifacts were made from upstream (not part of the key:
     # the artifacts' own digests are); validate_accuracy compares its data's digest with its candidates'
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # per input port, per reference: the data the activation ranges baked into that model were calibrated on
+    # upstream (None: no ranges made in this recipe; see calibration_data)
+    calibrated_on: dict[str, tuple[DataSource | None, ...]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     _said: float = 0.0  # when progress was last reported
 
@@ -212,6 +215,16 @@ class StageContext:
             seen[name] = seen.get(name, 0) + 1
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
         return names
+
+    def calibration_data(self, port: str) -> list[DataSource | None]:
+        """Per input of `port`, the data the activation ranges baked into it were calibrated on upstream in
+        this recipe (a table given as a recipe input: unknown data), or None where no ranges were made here
+        (a float model, dynamic INT8, or a model quantized before it came in). A choice among models reads it:
+        ranges from random feeds fit noise, not the model's inputs, however well they score on noise."""
+        given = self.calibrated_on.get(port, ())
+        value = self.inputs.get(port)
+        count = len(value) if isinstance(value, list) else 1
+        return [given[i] if i < len(given) else None for i in range(count)]
 
     def pinned_values(self, port: str) -> tuple[float, ...] | None:
         """The float values the lock file records for output `port` under this very cache key (what the stage

@@ -141,7 +141,7 @@ def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
     out.say(
         f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)"
     )
-    note = optimize.data_note(choice.data, args.model, args.output)
+    note = optimize.data_note(choice.data, args.model, args.output, choice.left_out)
     if note:  # the last line: what to do before trusting the model
         out.say(note)
     return EXIT_OK

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ortflow.engine.builds import Identity, RunRecord
     from ortflow.engine.dataset import Dataset, DatasetLoader
     from ortflow.engine.errors import Location
+    from ortflow.engine.provenance import DataSource
     from ortflow.engine.stage import Stage
     from ortflow.engine.yamlsource import SourceMap
 
@@ -181,6 +182,10 @@ class StageJob:
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per input port, per reference: the data the activation ranges baked into that artifact were calibrated on
+    # anywhere upstream (the least trusted, when several; None where no ranges were made in this recipe), so
+    # `select` never chooses a model quantized with ranges from random feeds (StageContext.calibrated_on).
+    calibrated_on: dict[str, tuple[DataSource | None, ...]] = field(default_factory=dict)
 
     @property
     def input_digests(self) -> Mapping[str, str | list[str]]:

@@ -14,6 +14,7 @@ from ortflow.api import (
     Better,
     Bounds,
     Choice,
+    DataSource,
     Declares,
     GateFailed,
     KnownMetrics,
@@ -29,7 +30,7 @@ from ortflow.api import (
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
-from ortflow.stages.search.selection import Candidate, Outcome, selection_document
+from ortflow.stages.search.selection import Candidate, Outcome, selection_document, uncalibrated
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {
@@ -61,7 +62,9 @@ BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default
 
 class Select(Stage):
     type = "select"
-    version = "3"  # 3: selection.json and the summary name the data the accuracy verdict rests on
+    # 3: selection.json and the summary name the data the accuracy verdict rests on; 4: a model whose activation
+    # ranges were calibrated on random or unknown data is never chosen
+    version = "4"
     description = (
         "Choose one model among variants (usually every instance of a matrix stage, `int8.model[*]`): the best by an "
         "objective (`minimize: p50_ms` or `maximize: speedup`, ...) among those meeting every constraint (`min: "
@@ -69,7 +72,10 @@ class Select(Stage):
         "results over the same models; accuracy metrics count at their worst over the model's outputs. A benchmark "
         "that sweeps threads or batch sizes makes each (model, configuration) a candidate. Writes why (every "
         "candidate, its metrics, what it missed, the Pareto front) and outputs the chosen model; exit 3 when none "
-        "qualifies, naming the closest. A choice on accuracy measured on random feeds says so (`unverified: random feeds`)."
+        "qualifies, naming the closest. A choice on accuracy measured on random feeds says so (`unverified: random feeds`). "
+        "A model whose activation ranges were calibrated upstream on random feeds or data of unknown provenance "
+        "(a calibrate stage on such a dataset, or a table given as a recipe input) is never chosen, however fast "
+        "and however well it scores: selection.json says so among its misses."
     )
     inputs = (
         Port("models", ArtifactKind.ONNX_MODEL, "the candidates", many=True),
@@ -154,7 +160,7 @@ class Select(Stage):
         names = ctx.labels("models")
         accuracy = _read(ctx, "accuracy", AccuracyResults)
         benchmark = _read(ctx, "benchmark", BenchmarkResults)
-        candidates = _candidates(names, benchmark, accuracy)
+        candidates = _candidates(names, benchmark, accuracy, ctx.calibration_data("models"))
         wanted = [objective, *params["min"], *params["max"]]
         _require_measured(wanted, candidates, benchmark, accuracy)
         for c in candidates:
@@ -265,7 +271,10 @@ def _read(ctx: StageContext, port: str, kind: type[D]) -> D | None:
 
 
 def _candidates(
-    names: list[str], benchmark: BenchmarkResults | None, accuracy: AccuracyResults | None
+    names: list[str],
+    benchmark: BenchmarkResults | None,
+    accuracy: AccuracyResults | None,
+    calibrated_on: list[DataSource | None],
 ) -> list[Candidate]:
     rows = benchmark.results if benchmark else []
     if benchmark is not None:
@@ -286,7 +295,7 @@ def _candidates(
             label = name + (
                 f" ({', '.join(f'{k} {v}' for k, v in settings.items())})" if settings else ""
             )
-            c = Candidate(label, index, settings)
+            c = Candidate(label, index, settings, calibrated_on=calibrated_on[index])
             if row is not None:
                 c.session = row.session
                 c.values.update({m: getattr(row.latency_ms, p) for m, p in LATENCY.items()})
@@ -304,6 +313,10 @@ def _order(config: tuple[Scalar, ...]) -> tuple[tuple[bool, Scalar], ...]:
 
 
 def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
+    refused = uncalibrated(c.calibrated_on)
+    if refused is not None:  # before any metric: no score makes ranges fitted to noise eligible
+        c.misses.append(refused)
+        c.shortfall = math.inf
     for metric in dict.fromkeys([objective, *params["min"], *params["max"]]):
         if metric not in c.values or not math.isfinite(c.values[metric]):
             c.misses.append(

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any, Callable, Collection, Iterable, Mapping
 
 from ortflow.engine.builds import Identity, RunRecord
+from ortflow.engine.dataset import Dataset
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
+from ortflow.engine.provenance import DataProvenance, DataSource
 from ortflow.engine.registry import installed_stages
+from ortflow.engine.stage import ArtifactKind
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
@@ -127,6 +130,69 @@ def made_from(
         if digests:
             found[port] = tuple(digests)
     return found
+
+
+def ranges_upstream(
+    stages: Mapping[str, StageSpec], order: Iterable[str]
+) -> dict[str, frozenset[str]]:
+    """Per stage, the sources (`datasets.<name>`, `inputs.<name>`) the activation ranges baked into its outputs
+    came from, at it or upstream: the datasets a stage that writes a calibration table read, and a calibration
+    table given as a recipe input or made from no declared dataset (`<stage>.table`), whose data nobody here
+    can name. Told by the ports' kinds, so it holds for any stage type that calibrates, built in or not."""
+    found_by: dict[str, frozenset[str]] = {}
+    for name in order:
+        spec = stages[name]
+        calibrates = any(p.kind is ArtifactKind.CALIBRATION_TABLE for p in spec.stage_cls.outputs)
+        kinds = {p.name: p.kind for p in spec.stage_cls.inputs}
+        found: set[str] = set()
+        read_data = False
+        for port, binding in spec.inputs.items():
+            for ref in binding.refs:
+                if not ref.is_source:
+                    found |= found_by.get(ref.source, frozenset())
+                elif kinds.get(port) is ArtifactKind.CALIBRATION_TABLE or (
+                    calibrates and ref.source == "datasets"
+                ):
+                    found.add(str(ref))
+                    read_data = read_data or ref.source == "datasets"
+        if calibrates and not read_data:  # a table made from no dataset the recipe declares
+            found.add(f"{name}.table")  # data unknown
+        found_by[name] = frozenset(found)
+    return found_by
+
+
+def calibrated_on(
+    spec: StageSpec, ranges: Mapping[str, frozenset[str]], sources: Mapping[str, Located]
+) -> dict[str, tuple[DataSource | None, ...]]:
+    """Per input port of `spec`, per reference: the least trusted data the activation ranges baked into that
+    artifact came from (None: no ranges were made for it in this recipe). Ports with none are left out."""
+    found = {}
+    for port, binding in spec.inputs.items():
+        per_ref = tuple(
+            None if ref.is_source else _least_trusted(ranges.get(ref.source, ()), sources)
+            for ref in binding.refs
+        )
+        if any(source is not None for source in per_ref):
+            found[port] = per_ref
+    return found
+
+
+_TRUST = {DataProvenance.RANDOM: 0, DataProvenance.UNKNOWN: 1, DataProvenance.REAL: 2}
+
+
+def _least_trusted(keys: Iterable[str], sources: Mapping[str, Located]) -> DataSource | None:
+    said = [_data_source(key, sources) for key in sorted(keys)]
+    return min(said, key=lambda s: _TRUST[s.provenance]) if said else None
+
+
+def _data_source(key: str, sources: Mapping[str, Located]) -> DataSource:
+    """A dataset as its loader declares it; a table given as a recipe input: unknown data, named by its path."""
+    value = sources[key][1] if key in sources else None
+    if isinstance(value, Dataset):
+        return value.source()
+    paths = (str(value),) if isinstance(value, (str, Path)) else ()
+    loader = "dataset" if key.startswith("datasets.") else "calibration table"
+    return DataSource(DataProvenance.UNKNOWN, loader, key, paths)
 
 
 def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:

@@ -222,6 +222,7 @@ def _context(
         dict(identity.env),
         _pinned(job),
         made_from=dict(job.made_from),
+        calibrated_on=dict(job.calibrated_on),
     )
     return ctx, steps
 

@@ -12,10 +12,12 @@ from ortflow.engine.run.executors import Executor
 from ortflow.engine.run.jobs import (
     LockedOutputs,
     cached_outcome,
+    calibrated_on,
     datasets_upstream,
     job_for,
     locator,
     made_from,
+    ranges_upstream,
     served_problem,
     tolerated,
     without,
@@ -44,6 +46,7 @@ class Scheduler:
     events: SchedulerEvents = field(default_factory=SchedulerEvents)
     locked: LockedOutputs = field(default_factory=LockedOutputs)
     _upstream: dict[str, frozenset[str]] | None = field(default=None, init=False, repr=False)
+    _ranges: dict[str, frozenset[str]] | None = field(default=None, init=False, repr=False)
 
     def run(self, only: set[str] | None = None) -> dict[str, StageOutcome]:
         """Each stage is looked up in the cache once, when its last upstream stage finishes."""
@@ -193,9 +196,14 @@ class Scheduler:
                 Status.SKIPPED,
                 error=f"upstream '{job.ref.source}' did not produce its optional output '{job.ref.name}'",
             )
-        if self._upstream is None:
+        if self._upstream is None or self._ranges is None:
             self._upstream = datasets_upstream(self.recipe.stages, self.graph.order)
-        job = replace(job, made_from=made_from(job.spec, self._upstream, self.sources))
+            self._ranges = ranges_upstream(self.recipe.stages, self.graph.order)
+        job = replace(
+            job,
+            made_from=made_from(job.spec, self._upstream, self.sources),
+            calibrated_on=calibrated_on(job.spec, self._ranges, self.sources),
+        )
         return self.locked.for_job(job)
 
 

@@ -62,9 +62,12 @@ def real_data_hint(model: Path, output: Path) -> str:
     return f"check it on real data: engine optimize {model} -o {output} --data PATH (a folder of images, a .txt/.jsonl or an .npz)"
 
 
-def data_note(source: DataSource | None, model: Path, output: Path) -> str | None:
+def data_note(
+    source: DataSource | None, model: Path, output: Path, left_out: tuple[str, ...] = ()
+) -> str | None:
     """optimize's closing line when the accuracy behind its choice was not measured on real data (or on the data
-    calibration used), else None."""
+    calibration used), else None. `left_out`: the static INT8 candidates `pick` would not deliver because their
+    activation ranges came from random or unknown data: what real samples could add, and the command."""
     if source is not None and source.verified:
         if source.calibration_reused:
             return (
@@ -73,7 +76,17 @@ def data_note(source: DataSource | None, model: Path, output: Path) -> str | Non
             )
         return None
     said = source.label() if source is not None else UNVERIFIED_RANDOM
-    return f"{said}: the accuracy above says nothing about the model's real inputs — {real_data_hint(model, output)}"
+    static = (
+        f"; static INT8 ({'; '.join(left_out)}) was not delivered, because its activation ranges were "
+        "calibrated on random feeds, which fit noise, not your inputs: calibrated on your samples it may be "
+        "delivered"
+        if left_out
+        else ""
+    )
+    return (
+        f"{said}: the accuracy above says nothing about the model's real inputs{static} — "
+        + real_data_hint(model, output)
+    )
 
 
 def require_real(choice: Choice | None, model: Path, output: Path) -> None:
@@ -115,6 +128,9 @@ class Choice:
     session: SessionSettings | None = (
         None  # the session its speed was timed with: what reproduces it
     )
+    # the candidates pick refused because their activation ranges came from random or unknown data, each with
+    # its measured speed, e.g. "'int8' 1.93x": what calibration on real samples could add
+    left_out: tuple[str, ...] = ()
 
 
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
@@ -173,7 +189,13 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     candidates = selection.candidates
     # the original: inputs.model, or the first candidate (a specialized copy standing for it)
     original = next((c for c in candidates if c.model == "model"), candidates[0])
-    faster = [c for c in candidates if c.values["p50_ms"] < original.values["p50_ms"]]
+    # refused for where their ranges came from, not for accuracy: never a reason to exit 3
+    uncalibrated = [c for c in candidates if uncalibrated_ranges(c)]
+    faster = [
+        c
+        for c in candidates
+        if c.values["p50_ms"] < original.values["p50_ms"] and c not in uncalibrated
+    ]
     data = selection.data
     on = f" ({data.label()})" if data is not None else ""
     if faster and not any(c.meets_constraints for c in faster):
@@ -192,7 +214,12 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     chosen = selection.chosen_candidate()
     assert chosen is not None  # select fails its gate (exit 3) when it chooses none
     others = tuple(
-        _measured(c, metric, threshold) for c in candidates if c is not chosen and c is not original
+        _measured(c, metric, threshold)
+        for c in candidates
+        if c is not chosen and c is not original and c not in uncalibrated
+    )
+    left_out = tuple(
+        f"'{c.id}' {c.values.get('speedup', 0):.2f}x on these feeds" for c in uncalibrated
     )
     return Choice(
         chosen.id,
@@ -207,7 +234,14 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
         others,
         original.id,
         chosen.session,
+        left_out,
     )
+
+
+def uncalibrated_ranges(candidate: SelectionCandidate) -> bool:
+    """Whether pick refused the candidate for the data its activation ranges came from (random or unknown)."""
+    source = candidate.calibrated_on
+    return source is not None and not source.verified
 
 
 def refusals(outcomes: Mapping[str, StageOutcome]) -> list[str]:
@@ -237,6 +271,11 @@ def closing_line(choice: Choice, output: Path, refused: list[str]) -> str:
             f"{choice.threshold}{on}" + (f"; {dropped}" if dropped else "")
         )
     measured = f": {'; '.join(choice.others)}" if choice.others else ""
+    if not refused and choice.left_out:  # its session already runs ORT's graph optimizations
+        return (
+            f"{output}: {original} (ORT optimizes and fuses its graph as it loads it) — no candidate that "
+            f"needs no calibration was faster{measured}{on}"
+        )
     if not refused:
         return f"{output}: {original} — no optimized candidate was faster{measured}{on}"
     slower = f"no other candidate was faster{measured}; " if choice.others else ""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ortflow.api import (
     Bounds,
+    DataProvenance,
     DataSource,
     ReportSection,
     Scalar,
@@ -31,6 +32,26 @@ class Candidate:
     shortfall: float = 0.0  # the largest relative miss of a constraint (0 when all are met)
     session: SessionSettings | None = (
         None  # how its timings' session was made (from the benchmark row)
+    )
+    # the data its activation ranges were calibrated on in this recipe (None: no ranges made here)
+    calibrated_on: DataSource | None = None
+
+
+def uncalibrated(source: DataSource | None) -> str | None:
+    """Why a model whose activation ranges came from `source` may not be chosen, or None where it may (real
+    data, or no ranges made here). Ranges taken from random feeds fit noise: such a model can score 0.9998 on
+    noise and find none of a detector's boxes on real images, so no score on any data makes it eligible."""
+    if source is None or source.verified:
+        return None
+    said = (
+        "random feeds"
+        if source.provenance is DataProvenance.RANDOM
+        else f"data of unknown provenance ({source.loader} {source.dataset})".replace(" )", ")")
+    )
+    return (
+        f"ineligible: its activation ranges were calibrated on {said}, which says nothing of real inputs — "
+        "calibrate on real samples (engine optimize MODEL -o OUT --data PATH, or real files in the "
+        "calibration dataset)"
     )
 
 
@@ -72,6 +93,7 @@ def selection_document(outcome: Outcome, names: list[str]) -> Selection:
                 c.id in outcome.front,
                 c is outcome.chosen,
                 c.session,
+                c.calibrated_on,
             )
             for c in outcome.candidates
         ],
