@@ -296,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             out.traceback()
         return EXIT_INTERNAL
+    finally:
+        out.close()
 
 
 # Commands that read or write signed records: a key variable that cannot be used is refused before they start

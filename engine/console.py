@@ -29,11 +29,13 @@ class _WarningHandler(logging.Handler):
         self.output.warn(record.getMessage())
 
 
-def _route_warnings(output: "Output") -> None:
+def _route_warnings(output: "Output") -> _WarningHandler:
     logger = logging.getLogger("ortflow")
     for handler in [h for h in logger.handlers if isinstance(h, _WarningHandler)]:
         logger.removeHandler(handler)  # one per process: the newest Output (tests create many)
-    logger.addHandler(_WarningHandler(output))
+    handler = _WarningHandler(output)
+    logger.addHandler(handler)
+    return handler
 
 
 class Output:
@@ -56,7 +58,12 @@ class Output:
         self.errors = safe_console(file=sys.stderr, highlight=False, emoji=False)
         # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
         self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
-        _route_warnings(self)
+        self._warnings = _route_warnings(self)
+
+    def close(self) -> None:
+        """The command is over: its streams may close (a test's captured stderr), so warnings logged after it
+        (a library call in the same process) go to logging's default handling, not to a closed stream."""
+        logging.getLogger("ortflow").removeHandler(self._warnings)
 
     def say(self, text: str) -> None:
         if not self.quiet:  # redacted before rich wraps it: a URL folded across lines loses its '@'
