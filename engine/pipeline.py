@@ -22,7 +22,12 @@ from ortflow.engine.errors import (
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.out_folder import STAGE_MARKER as STAGE_MARKER  # its former home
-from ortflow.engine.publish.out_folder import Publisher, publish_stage, remove_stale_folders
+from ortflow.engine.publish.out_folder import (
+    Publisher,
+    publish_stage,
+    refuse_out_links,
+    remove_stale_folders,
+)
 from ortflow.engine.publish.report import WrittenReport, write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
@@ -251,8 +256,10 @@ def run(
 ) -> RunSummary:
     chosen = select(ws, list(targets))
     lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
+    refuse_out_links(ws.out_dir, ws.recipe.path.parent, ws.recipe.stages)  # nothing ran yet
     with ws.store.in_use().held():
         ws.store.remove_stale_tmp()
+        ws.store.refuse_links()
         sources = ws.sources()
         digests = {ref: digest for ref, (digest, _) in sources.items()}
         # With overrides the recipe file no longer says what was built, so its lock file is left alone.
@@ -361,6 +368,7 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
                 )
             ]
         )
+    refuse_out_links(ws.out_dir, ws.recipe.path.parent, ws.recipe.stages)
     for outcome in outcomes.values():
         publish_stage(ws.store, ws.out_dir, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}

@@ -38,7 +38,13 @@ from ortflow.engine.store.files import (
     tree_size,
 )
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
-from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
+from ortflow.engine.store.links import (
+    link_target,
+    plain_file,
+    real_folder,
+    refuse_link,
+)
+from ortflow.engine.store.records import record_problem, signed
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,12 @@ class ArtifactStore:
         self.mutexes = self.root / "locks"
         for folder in (self.root, self.objects, self.runs, self.tmp, self.mutexes):
             store_folder(folder)
+        for name in (
+            "state.db",
+            "state.db.lock",
+            "store.lock",
+        ):  # opened for writing (a lock truncates)
+            refuse_link(self.root / name)
         self.hashes = HashCache(self.root / "state.db")
 
     # -- objects -----------------------------------------------------------------------------
@@ -82,9 +94,11 @@ class ArtifactStore:
         return self.objects in path.parents
 
     def object_intact(self, digest: str) -> bool:
-        """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified."""
+        """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified. One that
+        is not a regular file or a real folder (a FIFO, a link) is not intact, and is never opened."""
         path = self.object_path(digest)
-        return path.exists() and self.hashes.hash_path(path) == digest
+        plain = real_folder(path.parent) and (plain_file(path) or real_folder(path))
+        return plain and self.hashes.hash_path(path) == digest
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
@@ -99,7 +113,7 @@ class ArtifactStore:
         writing), it is hashed again in place, and a late change shows as damage instead of being served."""
         target = self.object_path(digest)
         store_folder(target.parent)
-        if target.exists() and not self.object_intact(digest):
+        if os.path.lexists(target) and not self.object_intact(digest):
             remove_path(target)  # a damaged copy: replace it with the good bytes
         if target.exists():
             remove_path(path)
@@ -121,7 +135,8 @@ class ArtifactStore:
         """Place an object at a readable place (out/...), atomically; skipped when already identical. Files are
         hard-linked where the file system allows (no copy of a large model; objects are read-only, so the
         link is too, and `cache verify` re-hashes them), else copied."""
-        if dest.exists() and self.hashes.hash_path(dest) == digest:
+        refuse_link(dest)  # out/<stage>/<file> as a link: neither read nor written through
+        if (plain_file(dest) or real_folder(dest)) and self.hashes.hash_path(dest) == digest:
             return
         source = self.object_path(digest)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -143,9 +158,12 @@ class ArtifactStore:
 
     def read_run(self, key: str, stage: str = "") -> JsonObject | None:
         """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
-        object it names is intact, else None."""
+        object it names is intact, else None. A record that is not a regular file is never opened."""
+        path = self.run_path(key)
+        if not (real_folder(path.parent) and plain_file(path)):
+            return None
         try:
-            record = json.loads(self.run_path(key).read_text(encoding="utf-8"))
+            record = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
         return record if record_problem(key, record, self.object_intact) is None else None
@@ -161,7 +179,10 @@ class ArtifactStore:
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
-        for path in sorted(self.runs.glob("*/*.json")):
+        """Every run record that is a regular file in a real shard folder (odd_entries() names the rest)."""
+        for path in sorted(self._plain_entries(self.runs)):
+            if path.suffix != ".json":
+                continue
             try:
                 yield path.stem, json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -172,6 +193,7 @@ class ArtifactStore:
     def key_mutex(self, key: str):
         from filelock import FileLock
 
+        refuse_link(self.mutexes / f"{key}.lock")  # FileLock truncates what it opens
         return FileLock(str(self.mutexes / f"{key}.lock"), mode=0o644)  # not 0666 under umask 000
 
     def in_use(self) -> ProcessMutex:
@@ -202,10 +224,20 @@ class ArtifactStore:
             (self.tmp / f"{name}.lock").unlink(missing_ok=True)
             mutex.release()
 
+    def refuse_links(self) -> None:
+        """LinkRefused for a shard folder that is a link: checked before a run starts, so none of its stages
+        writes through one (each write checks its own folder again: engine.store.atomic.store_folder)."""
+        for folder in (self.objects, self.runs):
+            for prefix in folder.iterdir():
+                refuse_link(prefix)
+
     def remove_stale_tmp(self) -> int:
         """Delete work folders nobody holds (left by a killed run, on this machine or another)."""
         removed = 0
         for mutex_path in self.tmp.glob("*.lock"):
+            if link_target(mutex_path) is not None:
+                mutex_path.unlink()  # not ours: the link goes, what it points to is left alone
+                continue
             mutex = ProcessMutex(mutex_path)
             if not mutex.acquire(blocking=False):
                 continue  # a live run, here or on another host sharing the cache
@@ -219,7 +251,8 @@ class ArtifactStore:
         for (
             entry
         ) in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
-            if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
+            orphan = not os.path.lexists(entry.with_name(entry.name + ".lock"))
+            if orphan and (real_folder(entry) or link_target(entry) is not None):
                 remove_path(entry)
         atomic.remove_stale_staging(self.tmp)
         return removed
@@ -227,43 +260,27 @@ class ArtifactStore:
     # -- maintenance -------------------------------------------------------------------------
 
     def iter_objects(self) -> Iterator[str]:
-        for prefix in sorted(self.objects.iterdir()):
+        """Every object's digest, in real shard folders only: a linked shard is never walked (gc would delete
+        what it points to); odd_entries() names it. An object that is itself odd is listed (never read)."""
+        for prefix in sorted(p for p in self.objects.iterdir() if real_folder(p)):
             for entry in sorted(prefix.iterdir()):
                 yield prefix.name + entry.name
 
+    def _plain_entries(self, folder: Path) -> Iterator[Path]:
+        for prefix in folder.iterdir():
+            if real_folder(prefix):
+                yield from (entry for entry in prefix.iterdir() if plain_file(entry))
+
     def verify(self, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
-        """Re-hash every object from its bytes (ignoring the state table) and check every run record, and
-        against `locked` ({key: (lock file, {port: digest})}) what lock files say those keys produced."""
-        damage: list[Damage] = []
-        for digest in self.iter_objects():
-            path = self.object_path(digest)
-            actual = hash_tree(path) if path.is_dir() else hash_file(path)
-            if actual != digest:
-                damage.append(Damage("object", digest, f"content hashes to {actual}"))
-        broken = {d.name for d in damage}
-        for key, record in self.iter_runs():
-            problem = record_problem(
-                key, record, lambda d: d not in broken and self.object_path(d).exists()
-            )
-            differs = (
-                lock_disagreement(output_digests(record), locked[key][1])
-                if problem is None and key in (locked or {})
-                else None
-            )
-            if differs:
-                problem = (
-                    f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock "
-                    f"file records {differs[2]}"
-                )
-            if problem:
-                damage.append(Damage("run", key, problem))
-        return damage
+        """Every object re-hashed from its bytes and every run record checked (engine.store.local_verify)."""
+        from ortflow.engine.store.local_verify import verify_store
+
+        return verify_store(self, locked)
 
     def remove_damaged(self, damage: list[Damage]) -> None:
+        paths = {"object": self.object_path, "run": self.run_path, "entry": self.root.joinpath}
         for item in damage:
-            remove_path(
-                self.object_path(item.name) if item.what == "object" else self.run_path(item.name)
-            )
+            remove_path(paths[item.what](item.name))
 
     @contextmanager
     def collecting(self) -> Iterator[None]:

@@ -59,6 +59,9 @@ class Mutexes(Protocol):
 
     def remove_stale_tmp(self) -> int: ...
 
+    def refuse_links(self) -> None:
+        """LinkRefused for a folder of the store that is a symbolic link (engine.store.links)."""
+
 
 class Store(Objects, RunRecords, Mutexes, Protocol):
     """An artifact store: objects, run records and mutexes, plus the hash cache of source files."""
