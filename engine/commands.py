@@ -201,8 +201,13 @@ def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
         root = Path(args.cache)
     elif args.recipes:
         root = default_cache(args.recipes[0])
+    elif os.environ.get("ORTFLOW_CACHE"):
+        root = Path(os.environ["ORTFLOW_CACHE"])
     else:
-        root = Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow")
+        from ortflow.engine.store.links import refuse_link
+
+        root = Path(".ortflow")
+        refuse_link(root)  # not one the user named (see default_cache)
     if not create and not (root / "objects").is_dir():
         raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
     return open_store(root)
@@ -279,6 +284,14 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
         f"{verb} {counted(len(collected.runs), 'run record')} and {counted(len(collected.objects), 'object')} "
         f"({collected.bytes / 1e6:.1f} MB)"
     )
+    if (
+        collected.stale
+    ):  # temporary work of killed runs and pulls (ORT's pre.quant.*, partial downloads)
+        size = sum(collected.stale.values()) / 1e6
+        out.say(
+            f"{verb} {counted(len(collected.stale), 'stale work folder')} in {store.tmp} ({size:.1f} MB "
+            "of it) that killed runs or pulls left"
+        )
     return EXIT_OK
 
 

@@ -89,8 +89,11 @@ def test_a_link_in_out_is_refused_by_a_first_run_too(project, cli, tmp_path):
     code, out, err = cli("run", recipe)
     assert code == 2, out + err
     _refused_one_line(err, project / "out")
-    assert _snapshot(outside) == {"keep": "/", "keep/also.txt": "another of the user's files",
-                                  "precious.txt": "the user's own file"}
+    assert _snapshot(outside) == {
+        "keep": "/",
+        "keep/also.txt": "another of the user's files",
+        "precious.txt": "the user's own file",
+    }
 
 
 def _cache_link(cache: Path, level: str, digest: str) -> Path:
@@ -99,13 +102,12 @@ def _cache_link(cache: Path, level: str, digest: str) -> Path:
         "objects": cache / "objects",
         "tmp": cache / "tmp",
         "runs": cache / "runs",
+        "cache": cache,
     }[level]
 
 
-@pytest.mark.parametrize("level", ["objects shard", "objects", "tmp", "runs"])
-def test_a_link_in_the_cache_is_refused_and_nothing_outside_changes(
-    project, cli, tmp_path, level
-):
+@pytest.mark.parametrize("level", ["objects shard", "objects", "tmp", "runs", "cache"])
+def test_a_link_in_the_cache_is_refused_and_nothing_outside_changes(project, cli, tmp_path, level):
     recipe = two_stage_recipe(project)
     assert cli("run", recipe)[0] == 0
     digest = _digest(recipe, "first")

@@ -21,7 +21,7 @@ import re
 import shutil
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -60,10 +60,11 @@ class Collected:
 
     runs: dict[str, str]  # cache key -> the stage it recorded
     objects: dict[str, int]  # digest -> bytes
+    stale: dict[str, int] = field(default_factory=dict)  # tmp/ work folders nobody holds -> bytes
 
     @property
     def bytes(self) -> int:
-        return sum(self.objects.values())
+        return sum(self.objects.values()) + sum(self.stale.values())
 
 
 class ArtifactStore:
@@ -231,31 +232,39 @@ class ArtifactStore:
             for prefix in folder.iterdir():
                 refuse_link(prefix)
 
-    def remove_stale_tmp(self) -> int:
-        """Delete work folders nobody holds (left by a killed run, on this machine or another)."""
-        removed = 0
-        for mutex_path in self.tmp.glob("*.lock"):
-            if link_target(mutex_path) is not None:
-                mutex_path.unlink()  # not ours: the link goes, what it points to is left alone
+    def remove_stale_tmp(self, dry_run: bool = False) -> dict[str, int]:
+        """Work folders nobody holds (a killed run's, its temporary files included, or a killed pull's, on this
+        machine or another sharing the cache), {name under tmp/: bytes}; removed unless `dry_run`."""
+        stale: dict[str, int] = {}
+        for mutex_path in sorted(self.tmp.glob("*.lock")):
+            if (
+                link_target(mutex_path) is not None
+            ):  # not ours: the link goes, never what it points to
+                stale[mutex_path.name] = 0
+                mutex_path.unlink() if not dry_run else None
                 continue
             mutex = ProcessMutex(mutex_path)
             if not mutex.acquire(blocking=False):
                 continue  # a live run, here or on another host sharing the cache
             try:
                 if mutex.still_current():
-                    remove_path(mutex_path.with_suffix(""))
-                    mutex_path.unlink(missing_ok=True)
-                    removed += 1
+                    folder = mutex_path.with_suffix("")
+                    stale[folder.name] = tree_size(folder)
+                    if not dry_run:
+                        remove_path(folder)
+                        mutex_path.unlink(missing_ok=True)
             finally:
                 mutex.release()
-        for (
-            entry
-        ) in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
+        for entry in sorted(
+            self.tmp.iterdir()
+        ):  # one whose mutex file is gone was abandoned mid-cleanup
             orphan = not os.path.lexists(entry.with_name(entry.name + ".lock"))
-            if orphan and (real_folder(entry) or link_target(entry) is not None):
-                remove_path(entry)
-        atomic.remove_stale_staging(self.tmp)
-        return removed
+            if orphan and entry.name not in stale and (real_folder(entry) or link_target(entry)):
+                stale[entry.name] = tree_size(entry)
+                remove_path(entry) if not dry_run else None
+        if not dry_run:
+            atomic.remove_stale_staging(self.tmp)
+        return stale
 
     # -- maintenance -------------------------------------------------------------------------
 
@@ -322,6 +331,7 @@ class ArtifactStore:
             key for key, record in records.items() if record is not None and keep(key, record)
         }
         collected = self._collectable(wanted, keep_digests, records)
+        collected = replace(collected, stale=self.remove_stale_tmp(dry_run=True))
         if not dry_run:
             self._remove_collected(collected)
         return collected
