@@ -39,19 +39,13 @@ from ortflow.engine.store.files import (
 )
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
 from ortflow.engine.store.links import (
-    link_target,
     plain_file,
     real_folder,
     refuse_link,
 )
+from ortflow.engine.store.local_verify import Damage as Damage  # where remote_verify has it from
+from ortflow.engine.store.local_verify import verify_store
 from ortflow.engine.store.records import record_problem, signed
-
-
-@dataclass(frozen=True)
-class Damage:
-    what: str  # "object" or "run"
-    name: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -233,38 +227,10 @@ class ArtifactStore:
                 refuse_link(prefix)
 
     def remove_stale_tmp(self, dry_run: bool = False) -> dict[str, int]:
-        """Work folders nobody holds (a killed run's, its temporary files included, or a killed pull's, on this
-        machine or another sharing the cache), {name under tmp/: bytes}; removed unless `dry_run`."""
-        stale: dict[str, int] = {}
-        for mutex_path in sorted(self.tmp.glob("*.lock")):
-            if (
-                link_target(mutex_path) is not None
-            ):  # not ours: the link goes, never what it points to
-                stale[mutex_path.name] = 0
-                mutex_path.unlink() if not dry_run else None
-                continue
-            mutex = ProcessMutex(mutex_path)
-            if not mutex.acquire(blocking=False):
-                continue  # a live run, here or on another host sharing the cache
-            try:
-                if mutex.still_current():
-                    folder = mutex_path.with_suffix("")
-                    stale[folder.name] = tree_size(folder)
-                    if not dry_run:
-                        remove_path(folder)
-                        mutex_path.unlink(missing_ok=True)
-            finally:
-                mutex.release()
-        for entry in sorted(
-            self.tmp.iterdir()
-        ):  # one whose mutex file is gone was abandoned mid-cleanup
-            orphan = not os.path.lexists(entry.with_name(entry.name + ".lock"))
-            if orphan and entry.name not in stale and (real_folder(entry) or link_target(entry)):
-                stale[entry.name] = tree_size(entry)
-                remove_path(entry) if not dry_run else None
-        if not dry_run:
-            atomic.remove_stale_staging(self.tmp)
-        return stale
+        """Work folders under tmp/ nobody holds, {name: bytes}; removed unless `dry_run` (engine.store.work)."""
+        from ortflow.engine.store.work import stale_work
+
+        return stale_work(self.tmp, dry_run)
 
     # -- maintenance -------------------------------------------------------------------------
 
@@ -282,8 +248,6 @@ class ArtifactStore:
 
     def verify(self, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
         """Every object re-hashed from its bytes and every run record checked (engine.store.local_verify)."""
-        from ortflow.engine.store.local_verify import verify_store
-
         return verify_store(self, locked)
 
     def remove_damaged(self, damage: list[Damage]) -> None:

@@ -7,12 +7,21 @@ takes away the name itself, never what a link points to."""
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-from ortflow.engine.store.artifacts import ArtifactStore, Damage
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind, real_folder
 from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem
+
+ArtifactStore = Any  # engine.store.artifacts.ArtifactStore, which imports this module
+
+
+@dataclass(frozen=True)
+class Damage:
+    what: str  # "object", "run", "folder" (a remote's folder manifest) or "entry" (an odd name in the store)
+    name: str
+    reason: str
 
 
 def odd_entries(store: ArtifactStore) -> Iterator[tuple[str, str]]:
