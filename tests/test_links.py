@@ -189,7 +189,9 @@ def test_a_run_rebuilds_a_stage_whose_object_is_a_fifo_or_a_link(project, cli):
 def test_a_push_says_what_it_cannot_push_and_does_not_hang_on_odd_objects(
     project, cli, monkeypatch
 ):
-    monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-for-this-test")  # the records are signed
+    monkeypatch.setenv(
+        "ORTFLOW_SIGNING_KEY", "team-key-for-this-test-" + "0" * 16
+    )  # the records are signed
     recipe = two_stage_recipe(project)
     assert cli("run", recipe)[0] == 0
     _odd_objects(project, recipe)
@@ -199,3 +201,36 @@ def test_a_push_says_what_it_cannot_push_and_does_not_hang_on_odd_objects(
     assert "not a regular file" not in said
     assert "not in the local cache, so not pushed: first, second" in said
     assert not [p for p in share.rglob("*") if p.is_file()]
+
+
+def test_a_run_record_that_is_a_fifo_is_damage_found_unread_and_rebuilt(project, cli):
+    recipe = two_stage_recipe(project)
+    assert cli("run", recipe)[0] == 0
+    key = Lock.read(lock_path_for(recipe)).stages["first"].key
+    record = project / ".ortflow" / "runs" / key[:2] / f"{key}.json"
+    record.unlink()
+    os.mkfifo(record)
+
+    code, said = _engine("cache", "verify", recipe, cwd=project)
+    assert code == 1, said
+    assert f"damaged entry runs/{key[:2]}/{key}.json: is a FIFO (named pipe)" in said
+    code, said = _engine("run", recipe, cwd=project)
+    assert code == 0, said
+    assert record.is_file()
+
+
+def test_a_key_mutex_planted_as_a_link_is_named_with_the_fix(project, cli, tmp_path):
+    """The per-key mutex file is opened for writing: a planted link there is refused, named, with the fix
+    (filelock's own O_NOFOLLOW already kept it from being followed; it failed the stage with a bare ELOOP)."""
+    recipe = two_stage_recipe(project)
+    assert cli("run", recipe)[0] == 0
+    key = Lock.read(lock_path_for(recipe)).stages["first"].key
+    shutil.rmtree(project / ".ortflow" / "runs")
+    outside = _outside(tmp_path)
+    link = project / ".ortflow" / "locks" / f"{key}.lock"
+    link.unlink(missing_ok=True)
+    link.symlink_to(outside / "precious.txt")
+
+    code, out, err = cli("run", recipe)
+    assert code != 0 and str(link) in out + err and "remove it" in out + err, out + err
+    assert (outside / "precious.txt").read_text() == "the user's own file"
