@@ -124,11 +124,19 @@ class _Planner:
         if entry is not None and entry.key == key:
             self.known[name] = entry.digests
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
-        if self.store.has_run(key):
+        if self.store.unsigned_run(key):
+            reason = UNSIGNED_HERE
+        elif self.store.has_run(key):
             reason = (
                 "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
             )
         return PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock)
+
+
+UNSIGNED_HERE = (
+    "in the cache, but unsigned (written before ORTFLOW_SIGNING_KEY was set), so not served while the key "
+    "is set; it is not damaged — `engine run` builds it again, signed"
+)
 
 
 def _why(entry: LockEntry | None, identity: Identity) -> str:

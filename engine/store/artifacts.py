@@ -45,7 +45,13 @@ from ortflow.engine.store.links import (
 )
 from ortflow.engine.store.local_verify import Damage as Damage  # where remote_verify has it from
 from ortflow.engine.store.local_verify import verify_store
-from ortflow.engine.store.records import record_problem, signed
+from ortflow.engine.store.records import (
+    Origin,
+    Signature,
+    record_problem,
+    signature_of,
+    signed,
+)
 
 
 @dataclass(frozen=True)
@@ -165,6 +171,20 @@ class ArtifactStore:
 
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
+
+    def unsigned_run(self, key: str) -> bool:
+        """The record for `key` is what it claims and its objects are intact, but it is unsigned while a team
+        key is set: written here before the key was set. Not served, yet not damage: `status` says so rather
+        than advising `cache verify --remove`, which would delete a good cache."""
+        path = self.run_path(key)
+        if not (real_folder(path.parent) and plain_file(path)):
+            return False
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return False
+        fine = record_problem(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK) is None
+        return fine and signature_of(record) is Signature.UNSIGNED
 
     def write_run(self, key: str, record: JsonObject, as_is: bool = False) -> None:
         """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
