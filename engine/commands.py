@@ -295,6 +295,27 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
+def cmd_cache_adopt(args: argparse.Namespace, out: Any) -> int:
+    """Only records this machine's local key signed, each object re-hashed (engine.store.adoption)."""
+    from ortflow.engine.store.adoption import adopt
+    from ortflow.engine.store.signing import shared_key
+
+    if shared_key() is None:
+        raise OrtflowError(
+            "no ORTFLOW_SIGNING_KEY to adopt the cache under — set the team's key (ORTFLOW_SIGNING_KEY_FILE) first"
+        )
+    store = _cache_store(args)
+    with store.in_use().held():
+        done = adopt(store)
+    for line in done.refused:
+        out.error(f"{store.root}: not adopted: {line}")
+    out.say(
+        f"{store.root}: signed {counted(len(done.adopted), 'run record')} with the team key; "
+        f"{done.already} already signed; {len(done.refused)} refused (not served while the key is set)"
+    )
+    return EXIT_STAGE_FAILED if done.refused else EXIT_OK
+
+
 def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
     from ortflow.engine.cache_scope import lock_keys
     from ortflow.engine.store.remote_config import required_remote

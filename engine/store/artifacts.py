@@ -29,6 +29,7 @@ from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
+from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
 from ortflow.engine.store.files import (
     READ_ONLY,
@@ -48,6 +49,7 @@ from ortflow.engine.store.local_verify import verify_store
 from ortflow.engine.store.records import (
     Origin,
     Signature,
+    Unsigned,
     record_problem,
     signature_of,
     signed,
@@ -172,25 +174,32 @@ class ArtifactStore:
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
-    def unsigned_run(self, key: str) -> bool:
-        """The record for `key` is what it claims and its objects are intact, but it is unsigned while a team
-        key is set: written here before the key was set. Not served, yet not damage: `status` says so rather
-        than advising `cache verify --remove`, which would delete a good cache."""
+    def unsigned_run(self, key: str) -> Unsigned | None:
+        """Whether the record for `key` is what it claims with its objects intact, but unsigned while a team
+        key is set (written before the key was set), and whether this machine wrote it (then `cache adopt`
+        signs it). Not served, yet not damage: `status` says so rather than advising `cache verify --remove`,
+        which would delete a good cache."""
         path = self.run_path(key)
         if not (real_folder(path.parent) and plain_file(path)):
-            return False
+            return None
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return False
-        fine = record_problem(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK) is None
-        return fine and signature_of(record) is Signature.UNSIGNED
+            return None
+        if record_problem(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK) is not None:
+            return None
+        if signature_of(record) is not Signature.UNSIGNED:
+            return None
+        return Unsigned.HERE if written_here(record) else Unsigned.ELSEWHERE
 
     def write_run(self, key: str, record: JsonObject, as_is: bool = False) -> None:
         """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
-        text = json.dumps(record if as_is else signed(_redacted(record)), indent=2, sort_keys=True)
+        if not as_is:  # without the team's key, signed with the local one: `cache adopt` (engine.store.adoption)
+            record = signed(_redacted(record))
+            record = record if "signature" in record else locally_signed(record)
+        text = json.dumps(record, indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:

@@ -44,8 +44,9 @@ class RunRecords(Protocol):
     def has_run(self, key: str) -> bool:
         """A record file exists for `key`, intact or not (a damaged entry, to be reported as such)."""
 
-    def unsigned_run(self, key: str) -> bool:
-        """The record for `key` fails only for want of the team's signature (written before the key was set)."""
+    def unsigned_run(self, key: str) -> Any:
+        """An Unsigned (engine.store.records) when the record for `key` fails only for want of the team's
+        signature (written before the key was set), else None."""
 
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]: ...
 
