@@ -52,10 +52,9 @@ def _refuse_in_stage_folder(folder: Path) -> None:
 
 def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
     """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
+    # checked at the start of the run too: this is for a link made since
+    _refuse_in_stage_folder(stage_folder(out_dir, outcome.name))
     folder = stage_folder(out_dir, outcome.name)
-    _refuse_in_stage_folder(
-        folder
-    )  # checked at the start of the run too: this is for one made since
     if outcome.record is None:  # failed or skipped: nothing of this run to show
         shutil.rmtree(folder, ignore_errors=True)
         return
