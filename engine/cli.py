@@ -193,6 +193,11 @@ def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         ("verify", "re-hash every object and report damage", commands.cmd_cache_verify),
         ("gc", "remove what no given recipe's lock file references", commands.cmd_cache_gc),
         (
+            "adopt",
+            "sign with the team key the records this machine wrote before the key was set",
+            commands.cmd_cache_adopt,
+        ),
+        (
             "push",
             "upload what the recipes' lock files reference (everything, with no recipe) to the remote",
             commands.cmd_cache_push,

@@ -203,8 +203,13 @@ def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
         root = Path(args.cache)
     elif args.recipes:
         root = default_cache(args.recipes[0])
+    elif os.environ.get("ORTFLOW_CACHE"):
+        root = Path(os.environ["ORTFLOW_CACHE"])
     else:
-        root = Path(os.environ.get("ORTFLOW_CACHE") or ".ortflow")
+        from ortflow.engine.store.links import refuse_link
+
+        root = Path(".ortflow")
+        refuse_link(root)  # not one the user named (see default_cache)
     if not create and not (root / "objects").is_dir():
         raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
     return open_store(root)
@@ -281,7 +286,36 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
         f"{verb} {counted(len(collected.runs), 'run record')} and {counted(len(collected.objects), 'object')} "
         f"({collected.bytes / 1e6:.1f} MB)"
     )
+    if (
+        collected.stale
+    ):  # temporary work of killed runs and pulls (ORT's pre.quant.*, partial downloads)
+        size = sum(collected.stale.values()) / 1e6
+        out.say(
+            f"{verb} {counted(len(collected.stale), 'stale work folder')} in {store.tmp} ({size:.1f} MB "
+            "of it) that killed runs or pulls left"
+        )
     return EXIT_OK
+
+
+def cmd_cache_adopt(args: argparse.Namespace, out: Any) -> int:
+    """Only records this machine's local key signed, each object re-hashed (engine.store.adoption)."""
+    from ortflow.engine.store.adoption import adopt
+    from ortflow.engine.store.signing import shared_key
+
+    if shared_key() is None:
+        raise OrtflowError(
+            "no ORTFLOW_SIGNING_KEY to adopt the cache under — set the team's key (ORTFLOW_SIGNING_KEY_FILE) first"
+        )
+    store = _cache_store(args)
+    with store.in_use().held():
+        done = adopt(store)
+    for line in done.refused:
+        out.error(f"{store.root}: not adopted: {line}")
+    out.say(
+        f"{store.root}: signed {counted(len(done.adopted), 'run record')} with the team key; "
+        f"{done.already} already signed; {len(done.refused)} refused (not served while the key is set)"
+    )
+    return EXIT_STAGE_FAILED if done.refused else EXIT_OK
 
 
 def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:

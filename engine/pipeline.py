@@ -22,7 +22,12 @@ from ortflow.engine.errors import (
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.out_folder import STAGE_MARKER as STAGE_MARKER  # its former home
-from ortflow.engine.publish.out_folder import Publisher, publish_stage, remove_stale_folders
+from ortflow.engine.publish.out_folder import (
+    Publisher,
+    publish_stage,
+    refuse_out_links,
+    remove_stale_folders,
+)
 from ortflow.engine.publish.report import WrittenReport, write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
@@ -31,9 +36,11 @@ from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
 from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
+from ortflow.engine.run.temp_folder import run_temp_folder
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
+from ortflow.engine.store.links import refuse_link
 from ortflow.engine.types import Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
@@ -111,7 +118,13 @@ def _open_store(
 
 
 def default_cache(recipe_path: Path) -> Path:
-    return Path(os.environ.get("ORTFLOW_CACHE") or Path(recipe_path).resolve().parent / ".ortflow")
+    """$ORTFLOW_CACHE as the user named it, else `.ortflow` beside the recipe, which must not be a link: one
+    that came with a cloned folder would put the cache, and gc's removals, wherever it points."""
+    if os.environ.get("ORTFLOW_CACHE"):
+        return Path(os.environ["ORTFLOW_CACHE"])
+    cache = Path(recipe_path).resolve().parent / ".ortflow"
+    refuse_link(cache)
+    return cache
 
 
 def load(
@@ -251,8 +264,10 @@ def run(
 ) -> RunSummary:
     chosen = select(ws, list(targets))
     lock = ws.lock()  # read first: a damaged lock stops the run before anything executes
+    refuse_out_links(ws.out_dir, ws.recipe.path.parent, ws.recipe.stages)  # nothing ran yet
     with ws.store.in_use().held():
         ws.store.remove_stale_tmp()
+        ws.store.refuse_links()
         sources = ws.sources()
         digests = {ref: digest for ref, (digest, _) in sources.items()}
         # With overrides the recipe file no longer says what was built, so its lock file is left alone.
@@ -266,7 +281,8 @@ def run(
         scheduler = Scheduler(
             ws.recipe, ws.graph, ws.store, executor, sources, keep_going, events, locked
         )
-        outcomes = _schedule(scheduler, executor, chosen)
+        with run_temp_folder(ws.store):  # what ORT and libraries put in $TMPDIR: cleaned if killed
+            outcomes = _schedule(scheduler, executor, chosen)
         # Under the store mutex: a gc waiting for it must find the lock file naming what this run built.
         return _conclude(ws, lock, lock_writer, outcomes, digests, publisher)
 
@@ -361,6 +377,7 @@ def rerender_report(ws: Workspace) -> tuple[Path, list[str], int]:
                 )
             ]
         )
+    refuse_out_links(ws.out_dir, ws.recipe.path.parent, ws.recipe.stages)
     for outcome in outcomes.values():
         publish_stage(ws.store, ws.out_dir, outcome)
     digests = {ref: digest for ref, (digest, _) in sources.items()}

@@ -189,7 +189,7 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
     assert statuses(project) == {"slow_calib": "ran"}  # Dask ran it again on a live worker
     store = open_store(project / ".ortflow")
     assert store.verify() == []  # every object re-hashes to its name; no half-written record
-    assert store.remove_stale_tmp() == 1  # the killed build's work folder, never committed
+    assert len(store.remove_stale_tmp()) == 1  # the killed build's work folder, never committed
     assert not any(store.tmp.iterdir())
     record = next(json.loads(p.read_text()) for p in (project / ".ortflow/runs").glob("*/*.json"))
     assert record["ran_on"]["address"] != victim

@@ -4,6 +4,7 @@ a stage decides from it whether it may go on without pre-processing (`pre_proces
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -81,13 +82,16 @@ def pre_processed(source: Path, destination: Path) -> Path:
 
     It runs in a child process whose working folder is the destination's (the stage's scratch folder): when
     shape inference gives up, ORT saves `sym_shape_infer_temp.onnx` and its data to the working folder, and a
-    stage must never write into the user's. Raises PreProcessFailed."""
+    stage must never write into the user's. Its temporary folder (`pre.quant.*`, the size of the model) is
+    made there too, not in $TMPDIR: the stage's work folder goes when the stage ends, or with the next run
+    when this one was killed. Raises PreProcessFailed."""
     import subprocess
 
     large = "1" if onnx_model.total_size(source) > onnx_model.TWO_GB else ""
     done = subprocess.run(
         child_command(_PRE_PROCESS, str(source), str(destination), large),
         cwd=destination.parent,
+        env=dict(os.environ, TMPDIR=str(destination.parent)),  # its pre.quant.* folder too
         capture_output=True,
         text=True,
         check=False,

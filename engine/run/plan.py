@@ -124,11 +124,24 @@ class _Planner:
         if entry is not None and entry.key == key:
             self.known[name] = entry.digests
         reason = versus_lock or "not in the cache (built elsewhere or removed by gc)"
-        if self.store.has_run(key):
+        unsigned = self.store.unsigned_run(key)
+        if unsigned is not None:
+            reason = UNSIGNED_HERE if unsigned.value == "here" else UNSIGNED_ELSEWHERE
+        elif self.store.has_run(key):
             reason = (
                 "damaged in the cache — run `engine cache verify --remove`, then run the recipe"
             )
         return PlannedStage(name, spec.uses, PlanAction.RUN, reason, key, versus_lock)
+
+
+UNSIGNED_HERE = (
+    "in the cache, but unsigned (written here before ORTFLOW_SIGNING_KEY was set), so not served while the "
+    "key is set; it is not damaged — `engine cache adopt` signs it with the team key"
+)
+UNSIGNED_ELSEWHERE = (
+    "in the cache, but unsigned (written before ORTFLOW_SIGNING_KEY was set, not by this machine's local "
+    "key), so not served while the key is set; it is not damaged — `engine run` builds it again, signed"
+)
 
 
 def _why(entry: LockEntry | None, identity: Identity) -> str:

@@ -21,7 +21,7 @@ import re
 import shutil
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -29,6 +29,7 @@ from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
+from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
 from ortflow.engine.store.files import (
     READ_ONLY,
@@ -38,14 +39,21 @@ from ortflow.engine.store.files import (
     tree_size,
 )
 from ortflow.engine.store.hashing import HashCache, hash_file, hash_tree
-from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem, signed
-
-
-@dataclass(frozen=True)
-class Damage:
-    what: str  # "object" or "run"
-    name: str
-    reason: str
+from ortflow.engine.store.links import (
+    plain_file,
+    real_folder,
+    refuse_link,
+)
+from ortflow.engine.store.local_verify import Damage as Damage  # where remote_verify has it from
+from ortflow.engine.store.local_verify import verify_store
+from ortflow.engine.store.records import (
+    Origin,
+    Signature,
+    Unsigned,
+    record_problem,
+    signature_of,
+    signed,
+)
 
 
 @dataclass(frozen=True)
@@ -54,10 +62,11 @@ class Collected:
 
     runs: dict[str, str]  # cache key -> the stage it recorded
     objects: dict[str, int]  # digest -> bytes
+    stale: dict[str, int] = field(default_factory=dict)  # tmp/ work folders nobody holds -> bytes
 
     @property
     def bytes(self) -> int:
-        return sum(self.objects.values())
+        return sum(self.objects.values()) + sum(self.stale.values())
 
 
 class ArtifactStore:
@@ -71,6 +80,12 @@ class ArtifactStore:
         self.mutexes = self.root / "locks"
         for folder in (self.root, self.objects, self.runs, self.tmp, self.mutexes):
             store_folder(folder)
+        for name in (
+            "state.db",
+            "state.db.lock",
+            "store.lock",
+        ):  # opened for writing (a lock truncates)
+            refuse_link(self.root / name)
         self.hashes = HashCache(self.root / "state.db")
 
     # -- objects -----------------------------------------------------------------------------
@@ -82,9 +97,11 @@ class ArtifactStore:
         return self.objects in path.parents
 
     def object_intact(self, digest: str) -> bool:
-        """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified."""
+        """Cheap check (hash remembered by inode/mtime/size): the object exists and was not modified. One that
+        is not a regular file or a real folder (a FIFO, a link) is not intact, and is never opened."""
         path = self.object_path(digest)
-        return path.exists() and self.hashes.hash_path(path) == digest
+        plain = real_folder(path.parent) and (plain_file(path) or real_folder(path))
+        return plain and self.hashes.hash_path(path) == digest
 
     def add(self, path: Path) -> str:
         """Move `path` (a file or folder inside tmp/) into the store; returns its digest."""
@@ -99,7 +116,7 @@ class ArtifactStore:
         writing), it is hashed again in place, and a late change shows as damage instead of being served."""
         target = self.object_path(digest)
         store_folder(target.parent)
-        if target.exists() and not self.object_intact(digest):
+        if os.path.lexists(target) and not self.object_intact(digest):
             remove_path(target)  # a damaged copy: replace it with the good bytes
         if target.exists():
             remove_path(path)
@@ -121,7 +138,8 @@ class ArtifactStore:
         """Place an object at a readable place (out/...), atomically; skipped when already identical. Files are
         hard-linked where the file system allows (no copy of a large model; objects are read-only, so the
         link is too, and `cache verify` re-hashes them), else copied."""
-        if dest.exists() and self.hashes.hash_path(dest) == digest:
+        refuse_link(dest)  # out/<stage>/<file> as a link: neither read nor written through
+        if (plain_file(dest) or real_folder(dest)) and self.hashes.hash_path(dest) == digest:
             return
         source = self.object_path(digest)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -143,9 +161,12 @@ class ArtifactStore:
 
     def read_run(self, key: str, stage: str = "") -> JsonObject | None:
         """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
-        object it names is intact, else None."""
+        object it names is intact, else None. A record that is not a regular file is never opened."""
+        path = self.run_path(key)
+        if not (real_folder(path.parent) and plain_file(path)):
+            return None
         try:
-            record = json.loads(self.run_path(key).read_text(encoding="utf-8"))
+            record = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
         return record if record_problem(key, record, self.object_intact) is None else None
@@ -153,15 +174,39 @@ class ArtifactStore:
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
 
+    def unsigned_run(self, key: str) -> Unsigned | None:
+        """Whether the record for `key` is what it claims with its objects intact, but unsigned while a team
+        key is set (written before the key was set), and whether this machine wrote it (then `cache adopt`
+        signs it). Not served, yet not damage: `status` says so rather than advising `cache verify --remove`,
+        which would delete a good cache."""
+        path = self.run_path(key)
+        if not (real_folder(path.parent) and plain_file(path)):
+            return None
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return None
+        if record_problem(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK) is not None:
+            return None
+        if signature_of(record) is not Signature.UNSIGNED:
+            return None
+        return Unsigned.HERE if written_here(record) else Unsigned.ELSEWHERE
+
     def write_run(self, key: str, record: JsonObject, as_is: bool = False) -> None:
         """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
-        text = json.dumps(record if as_is else signed(_redacted(record)), indent=2, sort_keys=True)
+        if not as_is:  # without the team's key, signed with the local one: `cache adopt` (engine.store.adoption)
+            record = signed(_redacted(record))
+            record = record if "signature" in record else locally_signed(record)
+        text = json.dumps(record, indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
-        for path in sorted(self.runs.glob("*/*.json")):
+        """Every run record that is a regular file in a real shard folder (odd_entries() names the rest)."""
+        for path in sorted(self._plain_entries(self.runs)):
+            if path.suffix != ".json":
+                continue
             try:
                 yield path.stem, json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -172,6 +217,7 @@ class ArtifactStore:
     def key_mutex(self, key: str):
         from filelock import FileLock
 
+        refuse_link(self.mutexes / f"{key}.lock")  # FileLock truncates what it opens
         return FileLock(str(self.mutexes / f"{key}.lock"), mode=0o644)  # not 0666 under umask 000
 
     def in_use(self) -> ProcessMutex:
@@ -202,68 +248,41 @@ class ArtifactStore:
             (self.tmp / f"{name}.lock").unlink(missing_ok=True)
             mutex.release()
 
-    def remove_stale_tmp(self) -> int:
-        """Delete work folders nobody holds (left by a killed run, on this machine or another)."""
-        removed = 0
-        for mutex_path in self.tmp.glob("*.lock"):
-            mutex = ProcessMutex(mutex_path)
-            if not mutex.acquire(blocking=False):
-                continue  # a live run, here or on another host sharing the cache
-            try:
-                if mutex.still_current():
-                    remove_path(mutex_path.with_suffix(""))
-                    mutex_path.unlink(missing_ok=True)
-                    removed += 1
-            finally:
-                mutex.release()
-        for (
-            entry
-        ) in self.tmp.iterdir():  # a folder whose mutex file is gone was abandoned mid-cleanup
-            if entry.is_dir() and not entry.with_name(entry.name + ".lock").exists():
-                remove_path(entry)
-        atomic.remove_stale_staging(self.tmp)
-        return removed
+    def refuse_links(self) -> None:
+        """LinkRefused for a shard folder that is a link: checked before a run starts, so none of its stages
+        writes through one (each write checks its own folder again: engine.store.atomic.store_folder)."""
+        for folder in (self.objects, self.runs):
+            for prefix in folder.iterdir():
+                refuse_link(prefix)
+
+    def remove_stale_tmp(self, dry_run: bool = False) -> dict[str, int]:
+        """Work folders under tmp/ nobody holds, {name: bytes}; removed unless `dry_run` (engine.store.work)."""
+        from ortflow.engine.store.work import stale_work
+
+        return stale_work(self.tmp, dry_run)
 
     # -- maintenance -------------------------------------------------------------------------
 
     def iter_objects(self) -> Iterator[str]:
-        for prefix in sorted(self.objects.iterdir()):
+        """Every object's digest, in real shard folders only: a linked shard is never walked (gc would delete
+        what it points to); odd_entries() names it. An object that is itself odd is listed (never read)."""
+        for prefix in sorted(p for p in self.objects.iterdir() if real_folder(p)):
             for entry in sorted(prefix.iterdir()):
                 yield prefix.name + entry.name
 
+    def _plain_entries(self, folder: Path) -> Iterator[Path]:
+        for prefix in folder.iterdir():
+            if real_folder(prefix):
+                yield from (entry for entry in prefix.iterdir() if plain_file(entry))
+
     def verify(self, locked: dict[str, tuple[str, dict[str, str]]] | None = None) -> list[Damage]:
-        """Re-hash every object from its bytes (ignoring the state table) and check every run record, and
-        against `locked` ({key: (lock file, {port: digest})}) what lock files say those keys produced."""
-        damage: list[Damage] = []
-        for digest in self.iter_objects():
-            path = self.object_path(digest)
-            actual = hash_tree(path) if path.is_dir() else hash_file(path)
-            if actual != digest:
-                damage.append(Damage("object", digest, f"content hashes to {actual}"))
-        broken = {d.name for d in damage}
-        for key, record in self.iter_runs():
-            problem = record_problem(
-                key, record, lambda d: d not in broken and self.object_path(d).exists()
-            )
-            differs = (
-                lock_disagreement(output_digests(record), locked[key][1])
-                if problem is None and key in (locked or {})
-                else None
-            )
-            if differs:
-                problem = (
-                    f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock "
-                    f"file records {differs[2]}"
-                )
-            if problem:
-                damage.append(Damage("run", key, problem))
-        return damage
+        """Every object re-hashed from its bytes and every run record checked (engine.store.local_verify)."""
+        return verify_store(self, locked)
 
     def remove_damaged(self, damage: list[Damage]) -> None:
+        paths = {"object": self.object_path, "run": self.run_path, "entry": self.root.joinpath}
         for item in damage:
-            remove_path(
-                self.object_path(item.name) if item.what == "object" else self.run_path(item.name)
-            )
+            remove_path(paths[item.what](item.name))
 
     @contextmanager
     def collecting(self) -> Iterator[None]:
@@ -305,6 +324,7 @@ class ArtifactStore:
             key for key, record in records.items() if record is not None and keep(key, record)
         }
         collected = self._collectable(wanted, keep_digests, records)
+        collected = replace(collected, stale=self.remove_stale_tmp(dry_run=True))
         if not dry_run:
             self._remove_collected(collected)
         return collected

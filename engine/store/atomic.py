@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -13,12 +14,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+from ortflow.engine.store.links import real_folder, refuse_link
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no flock; mutexes become no-ops there
     fcntl = None  # type: ignore[assignment]
 
 STAGING_SUFFIX = ".ortflow-tmp"
+_NOFOLLOW = getattr(
+    os, "O_NOFOLLOW", 0
+)  # a mutex file planted as a link is refused (ELOOP), not opened
 
 
 def staging_path(dest: Path) -> Path:
@@ -47,8 +53,11 @@ def write_text(dest: Path, text: str, mode: int = 0o644) -> None:
 
 def store_folder(path: Path) -> Path:
     """mkdir -p, then take away write permission for others whatever the umask: a cache may be shared with a
-    group (who can then write it), never with everyone on the machine."""
+    group (who can then write it), never with everyone on the machine. A link there is refused, not followed
+    (engine.store.links): what is written below would land wherever it points."""
+    refuse_link(path)
     path.mkdir(parents=True, exist_ok=True)
+    refuse_link(path)
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & stat.S_IWOTH:
         path.chmod(mode & ~stat.S_IWOTH)
@@ -58,15 +67,15 @@ def store_folder(path: Path) -> Path:
 def replace(staging: Path, dest: Path) -> None:
     """Move a staged file or folder onto `dest`. A folder cannot be renamed over another, so the old one
     is first renamed aside; a reader sees the old or the new folder, or briefly none, never a mixture."""
-    if staging.is_dir() and dest.is_dir():
+    if staging.is_dir() and real_folder(dest):
         aside = staging_path(dest)
         os.replace(dest, aside)
         os.replace(staging, dest)
         shutil.rmtree(aside, ignore_errors=True)
     else:
-        if dest.is_dir():
+        if real_folder(dest):
             shutil.rmtree(dest)
-        os.replace(staging, dest)
+        os.replace(staging, dest)  # a link at `dest` is replaced itself, never followed
 
 
 def remove_stale_staging(folder: Path, older_than_s: float = 3600) -> None:
@@ -78,7 +87,7 @@ def remove_stale_staging(folder: Path, older_than_s: float = 3600) -> None:
     for entry in folder.glob(f".*{STAGING_SUFFIX}"):
         try:
             if _writer_gone(entry.name) or entry.lstat().st_mtime < cutoff:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                shutil.rmtree(entry) if real_folder(entry) else entry.unlink()
         except OSError:
             pass
 
@@ -107,7 +116,13 @@ class ProcessMutex:
 
     def acquire(self, blocking: bool = True) -> bool:
         # 0644 whatever the umask: a mutex file anyone could write is one anyone could fill or replace
-        self._handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b")
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                refuse_link(self.path)
+            raise
+        self._handle = os.fdopen(fd, "r+b")
         if fcntl is None:
             return True
         mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX

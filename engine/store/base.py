@@ -44,6 +44,10 @@ class RunRecords(Protocol):
     def has_run(self, key: str) -> bool:
         """A record file exists for `key`, intact or not (a damaged entry, to be reported as such)."""
 
+    def unsigned_run(self, key: str) -> Any:
+        """An Unsigned (engine.store.records) when the record for `key` fails only for want of the team's
+        signature (written before the key was set), else None."""
+
     def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]: ...
 
 
@@ -57,7 +61,10 @@ class Mutexes(Protocol):
 
     def workdir(self, label: str) -> AbstractContextManager[Path]: ...
 
-    def remove_stale_tmp(self) -> int: ...
+    def remove_stale_tmp(self, dry_run: bool = False) -> dict[str, int]: ...
+
+    def refuse_links(self) -> None:
+        """LinkRefused for a folder of the store that is a symbolic link (engine.store.links)."""
 
 
 class Store(Objects, RunRecords, Mutexes, Protocol):

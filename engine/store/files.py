@@ -8,6 +8,8 @@ import shutil
 import stat
 from pathlib import Path
 
+from ortflow.engine.store.links import plain_file, real_folder
+
 READ_ONLY = (
     stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
 )  # objects and records are never changed in place
@@ -29,14 +31,17 @@ def make_read_only(path: Path) -> None:
 
 
 def remove_path(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
+    """A file, a folder, or a link (the link itself, never what it points to)."""
+    if real_folder(path):
         shutil.rmtree(path, ignore_errors=True)
     else:
         path.unlink(missing_ok=True)
 
 
 def tree_size(path: Path) -> int:
-    """Bytes in a file, or in all files under a folder."""
-    if path.is_file():
+    """Bytes in a file, or in all files under a folder (lstat only: a link or a FIFO counts 0)."""
+    if plain_file(path):
         return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    if not real_folder(path):
+        return 0
+    return sum(p.lstat().st_size for p in path.rglob("*") if plain_file(p))

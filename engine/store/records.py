@@ -14,6 +14,7 @@ from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signed_by_any, verifying_keys
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
+LOCAL_SIGNATURE = "local_signature"  # by this user's local key: the records this machine wrote (engine.store.adoption)
 SIGN_IT = "sign the remote once with `engine cache sign --remote`, or accept unsigned records with --allow-unsigned"
 
 
@@ -34,6 +35,13 @@ class Signature(Enum):
     INVALID = "invalid"  # signed with another key, or changed after it was signed
 
 
+class Unsigned(Enum):
+    """A local record that is good but for the team's signature: who wrote it decides what can be done."""
+
+    HERE = "here"  # signed with this user's local key: `engine cache adopt` re-signs it with the team key
+    ELSEWHERE = "elsewhere"  # no valid local signature: only a rebuild signs it
+
+
 def signature_of(record: dict[str, Any]) -> Signature:
     if "signature" not in record:
         return Signature.UNSIGNED
@@ -50,7 +58,7 @@ def signature_of(record: dict[str, Any]) -> Signature:
 def signed(record: dict[str, Any]) -> dict[str, Any]:
     """The record with its signature, when this machine holds the shared key."""
     key = shared_key()
-    unsigned = {k: v for k, v in record.items() if k != "signature"}
+    unsigned = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
     if key is None:
         return unsigned
     return {**unsigned, "signature": sign(key, canonical_json(unsigned).encode("utf-8"))}

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from ortflow.engine.errors import OrtflowError, StoreError
 from ortflow.engine.json_types import Json
 from ortflow.engine.secrets import redact, url_secrets
-from ortflow.engine.store.atomic import STAGING_SUFFIX, remove_stale_staging
+from ortflow.engine.store.atomic import remove_stale_staging, staging_path
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
 from ortflow.engine.store.remote_folder import make_folders, refusal, written
@@ -282,7 +282,8 @@ class Remote:
         self.fs.rm_file(name)
 
     def _staging(self) -> str:
-        return f"{self.root}/tmp/.{uuid.uuid4().hex}{STAGING_SUFFIX}"
+        # named after this host and process (engine.store.atomic): a killed push's file goes with the next push
+        return str(staging_path(Path(self.root) / "tmp" / uuid.uuid4().hex[:16]))
 
     def _commit(self, staging: str, name: str) -> None:
         make_folders(Path(name).parent)  # the store's modes, whatever the umask

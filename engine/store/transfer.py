@@ -159,7 +159,9 @@ def pull(
     store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter | None = None
 ) -> Tally:
     """Download the run records of `keys` ({cache key: stage name}) with their objects, each re-hashed. A full
-    local disk is DiskFull naming the cache's disk (the download's work folder goes with the error)."""
+    local disk is DiskFull naming the cache's disk (the download's work folder goes with the error). What a
+    killed pull left (a partial download in a work folder nobody holds) goes first."""
+    store.remove_stale_tmp()
     with said_when_full("the cache", store.root, PULL_FIX):
         return _pull(store, remote, keys, meter or NoMeter())
 

@@ -198,6 +198,29 @@ class Chatter(Concat):
         return StageResult(summary="chatted")
 
 
+class Leaver(Concat):
+    """Leaves temporary folders behind, as a library killed mid-way would: one made in this process and one in
+    a child process (as ORT's quant_pre_process makes its pre.quant.* folder); its output names both."""
+
+    type = "leaver"
+    inputs = (Port("file", ArtifactKind.FILE, "any file", optional=True),)
+
+    def run(self, ctx: StageContext) -> StageResult:
+        import subprocess
+        import sys
+        import tempfile
+
+        here = tempfile.mkdtemp(prefix="left.here.")
+        child = subprocess.run(
+            [sys.executable, "-c", "import tempfile; print(tempfile.mkdtemp(prefix='pre.quant.'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        ctx.output_path("file").write_text(f"{here}\n{child}\n")
+        return StageResult(summary="left two folders")
+
+
 class WorstSampleError(Metric):
     """A third-party metric: the largest mean absolute error of any one sample over the outputs it reads."""
 

@@ -1,0 +1,89 @@
+"""One's own cache under a team key. Records this machine writes without the team's key carry a signature made
+with this user's local key (`~/.config/ortflow/local.key`, mode 0600, never in the cache), so that once the team
+sets its key, `engine cache adopt` can re-sign with it exactly the records this machine wrote.
+
+Why adopting cannot launder a planted record: whoever can write the cache folder cannot sign with the local key
+(it lives outside the cache, readable by this user only), so a record they plant or change has no valid local
+signature and is refused; and every object an adopted record names is re-hashed from its bytes (never from the
+state table), so an object swapped under a genuine record is refused too. What is adopted is therefore only
+what this machine built, as it built it; everything else is named and left unsigned (not served)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortflow.engine.builds import canonical_json
+from ortflow.engine.store.hashing import hash_file, hash_tree
+from ortflow.engine.store.links import odd_kind
+from ortflow.engine.store.records import (
+    LOCAL_SIGNATURE,
+    Origin,
+    Signature,
+    record_problem,
+    signature_of,
+)
+from ortflow.engine.store.signing import local_key, sign, signature_ok
+
+
+def _payload(record: dict[str, Any]) -> bytes:
+    plain = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
+    return canonical_json(plain).encode("utf-8")
+
+
+def locally_signed(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with this user's local signature (unchanged where no local key can be kept)."""
+    key = local_key()
+    plain = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
+    return {**plain, LOCAL_SIGNATURE: sign(key, _payload(plain))} if key else plain
+
+
+def written_here(record: Any) -> bool:
+    """Signed with this user's local key, and unchanged since."""
+    key = local_key()
+    return (
+        key is not None
+        and isinstance(record, dict)
+        and signature_ok(key, _payload(record), record.get(LOCAL_SIGNATURE))
+    )
+
+
+@dataclass
+class Adoption:
+    adopted: list[str] = field(default_factory=list)  # stage names
+    already: int = 0
+    refused: list[str] = field(default_factory=list)  # one line each: the stage and why
+
+
+def adopt(store: Any) -> Adoption:
+    """Re-sign with the team's key every record this machine wrote whose objects re-hash to their names."""
+    done = Adoption()
+    for key, record in store.iter_runs():
+        if isinstance(record, dict) and signature_of(record) is Signature.VALID:
+            done.already += 1
+            continue
+        stage = (record or {}).get("stage", key[:12]) if isinstance(record, dict) else key[:12]
+        problem = _adoption_problem(store, key, record)
+        if problem:
+            done.refused.append(f"{stage} ({key[:12]}): {problem}")
+            continue
+        store.write_run(key, {k: v for k, v in record.items() if k != LOCAL_SIGNATURE})
+        done.adopted.append(stage)
+    return done
+
+
+def _adoption_problem(store: Any, key: str, record: Any) -> str | None:
+    if not written_here(record):
+        return (
+            "not signed by this machine's local key (written elsewhere, planted, or changed since)"
+        )
+    problem = record_problem(key, record, lambda d: _rehashed(store, d), Origin.REMOTE_UNSIGNED_OK)
+    return problem
+
+
+def _rehashed(store: Any, digest: str) -> bool:
+    """The object re-hashed from its bytes (not the state table); never opened unless a plain file or folder."""
+    path = store.object_path(digest)
+    if odd_kind(path.parent) is not None or odd_kind(path) is not None or not path.exists():
+        return False
+    return (hash_tree(path) if path.is_dir() else hash_file(path)) == digest
