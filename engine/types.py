@@ -181,6 +181,9 @@ class StageJob:
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The same datasets themselves (not part of the key either: the artifacts made from them are), so a check may
+    # run on the data a calibration table was made from (StageContext.upstream_datasets).
+    upstream_data: dict[str, tuple[Dataset, ...]] = field(default_factory=dict)
 
     @property
     def input_digests(self) -> Mapping[str, str | list[str]]:

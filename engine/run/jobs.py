@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
 from ortflow.engine.builds import Identity, RunRecord
 from ortflow.engine.environment import facts, target_isa
@@ -14,6 +14,9 @@ from ortflow.engine.registry import installed_stages
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset
 
 Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
 Locate = Callable[[Ref], "Located | None"]
@@ -126,6 +129,22 @@ def made_from(
         digests = sorted({sources[f"datasets.{n}"][0] for n in names if f"datasets.{n}" in sources})
         if digests:
             found[port] = tuple(digests)
+    return found
+
+
+def upstream_datasets(
+    spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: Mapping[str, Located]
+) -> dict[str, tuple[Dataset, ...]]:
+    """Per input port of `spec`, the datasets (as a stage receives them) its upstream artifacts were made from,
+    by name: a calibration table's, the data its calibrate stage read."""
+    found = {}
+    for port, binding in spec.inputs.items():
+        names = sorted(
+            {n for ref in binding.refs if not ref.is_source for n in upstream.get(ref.source, ())}
+        )
+        datasets = tuple(sources[f"datasets.{n}"][1] for n in names if f"datasets.{n}" in sources)
+        if datasets:
+            found[port] = datasets
     return found
 
 

@@ -222,6 +222,7 @@ def _context(
         dict(identity.env),
         _pinned(job),
         made_from=dict(job.made_from),
+        upstream_data=dict(job.upstream_data),
     )
     return ctx, steps
 

@@ -16,6 +16,7 @@ from ortflow.engine.run.jobs import (
     job_for,
     locator,
     made_from,
+    upstream_datasets,
     served_problem,
     tolerated,
     without,
@@ -195,7 +196,11 @@ class Scheduler:
             )
         if self._upstream is None:
             self._upstream = datasets_upstream(self.recipe.stages, self.graph.order)
-        job = replace(job, made_from=made_from(job.spec, self._upstream, self.sources))
+        job = replace(
+            job,
+            made_from=made_from(job.spec, self._upstream, self.sources),
+            upstream_data=upstream_datasets(job.spec, self._upstream, self.sources),
+        )
         return self.locked.for_job(job)
 
 

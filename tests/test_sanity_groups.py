@@ -1,0 +1,71 @@
+"""The sanity check catches a detector whose class scores collapsed while its boxes held (issue 35): NudeNet
+320n (a YOLOv8n from its PyPI wheel, output [1, 22, 2100]: 4 rows of box coordinates in pixels, 18 of sigmoid
+class scores), quantized normally (it must pass), then with one activation range of its score branch
+inflated in the calibration table (the scores collapse, the boxes and the whole output's cosine stay at 0.997+)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import write
+
+IMAGES = Path(__file__).parent.parent / "recipes" / "data" / "images"
+# the class logits of the three scales (before the Sigmoid and the Concat that joins them to the boxes)
+LOGITS = [f"/model.22/cv3.{i}/cv3.{i}.2/Conv_output_0" for i in range(3)]
+
+
+def _recipe(project: Path, stages: dict[str, str], inputs: str = "") -> Path:
+    """The detector, its calibration table from 8 photos, and `stages` (name: the stage's flow mapping)."""
+    photos, people = IMAGES / "photos/calibration", IMAGES / "people"
+    lines = [
+        "version: 1",
+        "name: det",
+        "inputs:",
+        "  model: {package: nudenet, file: nudenet/320n.onnx}",
+        *([f"  {inputs}"] if inputs else []),
+        "datasets:",
+        f"  photos: {{loader: images, with: {{path: {photos}, size: [320, 320], resize: letterbox}}}}",
+        f"  people: {{loader: images, with: {{path: {people}, size: [320, 320], resize: letterbox}}}}",
+        "stages:",
+        "  table: {uses: calibrate, in: {model: inputs.model, data: datasets.photos}}",
+        *(f"  {name}: {{uses: quantize_static, in: {flow}}}" for name, flow in stages.items()),
+    ]
+    return write(project / "recipe.yaml", "\n".join(lines) + "\n")
+
+
+def _stages(project: Path) -> dict[str, dict]:
+    report = json.loads((project / "out/det/report.json").read_text())
+    return {s["stage"]: s for s in report["stages"]}
+
+
+@pytest.mark.e2e  # a real detector quantized three times: CI's e2e step
+def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(project, cli):
+    healthy = {"q": "{model: inputs.model, calibration: table.table, data: datasets.people}"}
+    code, out, err = cli("run", _recipe(project, healthy), "-k")
+    assert code == 0, (out, err)
+    check = _stages(project)["q"]["metrics"]["sanity"]["outputs"]["output0"]
+    assert check["problems"] == [], check
+
+    table = json.loads((project / "out/det/table/calibration.json").read_text())
+    for name in LOGITS:  # inflated x40 around 0: INT8 steps of 8 logits, the scores' cosine falls to 0.69
+        ranges = table["data"][name]
+        ranges["lowest"] *= 40
+        ranges["highest"] = -ranges["lowest"]
+    (project / "planted.json").write_text(json.dumps(table))
+    planted = {
+        "real": "{model: inputs.model, calibration: inputs.planted, data: datasets.people}",
+        "noise": "{model: inputs.model, calibration: inputs.planted}",
+    }
+    recipe = _recipe(project, planted, "planted: {path: planted.json}")
+    code, out, err = cli("run", recipe, "-k")
+    assert code == 3, (out, err)
+    line = next(x for x in err.splitlines() if "stage 'real'" in x)
+    assert "output 'output0'" in line and "class scores (channels 4-21 along axis 1) collapsed" in line, line
+    stages = _stages(project)
+    whole = stages["real"]["metrics"]["sanity"]["outputs"]["output0"]["cosine_mean"]
+    assert whole > 0.99  # what the old check looked at: the collapse hides in the whole output
+    noise = stages["noise"]
+    assert noise["status"] == "ran" and noise["metrics"]["sanity"]["synthetic_inputs"] is True
+    assert "random" in noise["summary"]
