@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import write
 
 IMAGES = Path(__file__).parent.parent / "recipes" / "data" / "images"
@@ -42,14 +43,25 @@ def _stages(project: Path) -> dict[str, dict]:
 
 @pytest.mark.e2e  # a real detector quantized three times: CI's e2e step
 def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(project, cli):
-    healthy = {"q": "{model: inputs.model, calibration: table.table, data: datasets.people}"}
+    healthy = {
+        "q": "{model: inputs.model, calibration: table.table, data: datasets.people}",
+        "own": "{model: inputs.model, calibration: table.table}",  # no `data`: the table's own photos
+    }
     code, out, err = cli("run", _recipe(project, healthy), "-k")
     assert code == 0, (out, err)
-    check = _stages(project)["q"]["metrics"]["sanity"]["outputs"]["output0"]
+    stages = _stages(project)
+    check = stages["q"]["metrics"]["sanity"]["outputs"]["output0"]
     assert check["problems"] == [], check
+    own = stages["own"]
+    assert own["metrics"]["sanity"]["synthetic_inputs"] is False, own
+    assert "on 8 samples of the calibration data 'photos'" in own["summary"], own["summary"]
+    lock = yaml.safe_load((project / "recipe.yaml.lock").read_text())
+    assert set(lock["stages"]["own"]["inputs"]) == {"calibration", "model"}  # referenced, not an input
 
     table = json.loads((project / "out/det/table/calibration.json").read_text())
-    for name in LOGITS:  # inflated x40 around 0: INT8 steps of 8 logits, the scores' cosine falls to 0.69
+    for (
+        name
+    ) in LOGITS:  # inflated x40 around 0: INT8 steps of 8 logits, the scores' cosine falls to 0.69
         ranges = table["data"][name]
         ranges["lowest"] *= 40
         ranges["highest"] = -ranges["lowest"]
@@ -62,10 +74,15 @@ def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(pro
     code, out, err = cli("run", recipe, "-k")
     assert code == 3, (out, err)
     line = next(x for x in err.splitlines() if "stage 'real'" in x)
-    assert "output 'output0'" in line and "class scores (channels 4-21 along axis 1) collapsed" in line, line
+    assert (
+        "output 'output0'" in line and "class scores (channels 4-21 along axis 1) collapsed" in line
+    ), line
     stages = _stages(project)
     whole = stages["real"]["metrics"]["sanity"]["outputs"]["output0"]["cosine_mean"]
     assert whole > 0.99  # what the old check looked at: the collapse hides in the whole output
     noise = stages["noise"]
     assert noise["status"] == "ran" and noise["metrics"]["sanity"]["synthetic_inputs"] is True
-    assert "random" in noise["summary"]
+    # random feeds show a detector nothing to detect: the check says loudly that it could not judge the scores
+    assert "WARNING: sanity on random feeds is blind here" in noise["summary"], noise["summary"]
+    assert "class scores went unjudged" in noise["summary"]
+    assert "WARNING: sanity on random feeds" in out + err

@@ -16,9 +16,9 @@ from ortflow.engine.run.jobs import (
     job_for,
     locator,
     made_from,
-    upstream_datasets,
     served_problem,
     tolerated,
+    upstream_datasets,
     without,
 )
 from ortflow.engine.store.base import Store

@@ -32,8 +32,12 @@ MIN_DECISIONS = 5
 
 
 class OutputKind(TextEnum):
-    DETECTIONS = "detections"  # score-like channels beside channels of a larger range (boxes in pixels)
-    PROBABILITIES = "probabilities"  # every value within [0, 1]: a probability map, a classifier's output
+    DETECTIONS = (
+        "detections"  # score-like channels beside channels of a larger range (boxes in pixels)
+    )
+    PROBABILITIES = (
+        "probabilities"  # every value within [0, 1]: a probability map, a classifier's output
+    )
     VALUES = "values"  # anything else: embeddings, logits, regressions
 
 
@@ -77,6 +81,24 @@ def split(f: Any) -> Split | None:
     return None
 
 
+def unjudged(f: Any) -> str | None:
+    """Why a detector-like output's class scores could not be judged (its samples hold too few confident
+    scores: random feeds, photos with nothing to detect), or None."""
+    import numpy as np
+
+    found = split(f)
+    if found is None:
+        return None
+    scores = np.take(f, np.flatnonzero(found.scores), axis=found.axis + 1)
+    confident = int((scores >= CONFIDENT).sum())
+    if confident >= MIN_DECISIONS:
+        return None
+    return (
+        f"its class scores went unjudged: the samples hold {confident} scores at or above {CONFIDENT} "
+        f"(at least {MIN_DECISIONS} needed: samples with something to detect)"
+    )
+
+
 def groups_disagree(f: Any, q: Any) -> list[str]:
     """Problems of a detector-like output's score channels judged as a group: their cosine (pooled) and the
     share of confident scores kept. Nothing where the output is not detector-like or carries too few
@@ -97,13 +119,13 @@ def groups_disagree(f: Any, q: Any) -> list[str]:
     kept = float((qs[confident] >= CONFIDENT).mean())
     if cosine >= GROUP_MIN_COSINE and kept >= MIN_KEPT:
         return []
-    span = f"{rows[0]}-{rows[-1]}" if len(rows) == rows[-1] - rows[0] + 1 else f"{len(rows)} channels"
+    span = (
+        f"{rows[0]}-{rows[-1]}" if len(rows) == rows[-1] - rows[0] + 1 else f"{len(rows)} channels"
+    )
+    kept_count = int((qs[confident] >= CONFIDENT).sum())
     return [
-        f"its class scores (channels {span} along axis {found.axis}) collapsed: cosine {cosine:.3f} to the "
-        f"float model's (below {GROUP_MIN_COSINE}), {int((qs[confident] >= CONFIDENT).sum())} of "
-        f"{int(confident.sum())} scores at or above {CONFIDENT} kept (at least {MIN_KEPT:.0%} needed)"
-        if cosine < GROUP_MIN_COSINE
-        else f"its class scores (channels {span} along axis {found.axis}) lost their decisions: "
-        f"{int((qs[confident] >= CONFIDENT).sum())} of {int(confident.sum())} scores at or above {CONFIDENT} "
-        f"kept (at least {MIN_KEPT:.0%} needed; cosine {cosine:.3f})"
+        f"its class scores (channels {span} along axis {found.axis}) "
+        f"{'collapsed' if cosine < GROUP_MIN_COSINE else 'lost their decisions'}: cosine {cosine:.3f} to the "
+        f"float model's (at least {GROUP_MIN_COSINE} needed), {kept_count} of {int(confident.sum())} scores at "
+        f"or above {CONFIDENT} kept (at least {MIN_KEPT:.0%} needed)"
     ]
