@@ -180,6 +180,10 @@ def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
 
 def settled(name: str, status: Status, seconds: float, key: str, record: RunRecord) -> StageOutcome:
     """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
+    if record.refused:
+        return StageOutcome(
+            name, Status.FAILED, seconds, key, record, error=record.refused, refused=True
+        )
     if record.gate_failed:
         return StageOutcome(
             name, Status.GATE_FAILED, seconds, key, record, error=record.gate_failed
@@ -196,7 +200,15 @@ def read_record(store: RunRecords, key: str, stage: str = "") -> RunRecord | Non
 def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
     key = job.identity.key
     record = read_record(store, key, job.spec.name)
-    return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
+    if record is None or not served(record, job):
+        return None
+    return settled(job.spec.name, Status.CACHED, 0.0, key, record)
+
+
+def served(record: RunRecord, job: StageJob) -> bool:
+    """Whether a cached record answers the job: a refusal only for an optional stage (a required one is
+    built again: its refusal fails the run, and the user may have fixed what it named)."""
+    return record.refused is None or job.spec.optional
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ortflow.engine.errors import (
     no_space,
 )
 from ortflow.engine.run.capture import captured_output
-from ortflow.engine.run.jobs import read_record, settled
+from ortflow.engine.run.jobs import read_record, served, settled
 from ortflow.engine.run.steps import StepRunner
 from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.base import Store
@@ -50,7 +50,7 @@ def execute(
             record = read_record(
                 store, key, spec.name
             )  # another process may have built it while we waited
-            if record is not None:
+            if record is not None and served(record, job):
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, log, ran_on or {"host": socket.gethostname()})
         return settled(spec.name, Status.RAN, time.perf_counter() - started, key, record)
@@ -78,9 +78,11 @@ def execute(
             _readable(str(exc), exc),
             details,
         )
-        return replace(
-            failed, refused=not failed.out_of_space
-        )  # a full disk is the machine's, not the stage's verdict
+        if failed.out_of_space:  # a full disk is the machine's, not the stage's verdict
+            return failed
+        if spec.optional:  # cached as refused: the same inputs are not rebuilt to be refused again
+            _record_refusal(store, job, failed, ran_on or {"host": socket.gethostname()})
+        return replace(failed, refused=True)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = _readable(
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
@@ -95,6 +97,29 @@ def execute(
             message,
             traceback.format_exc(),
         )
+
+
+def _record_refusal(
+    store: Store, job: StageJob, failed: StageOutcome, ran_on: dict[str, str]
+) -> None:
+    """A run record with no outputs and the optional stage's verdict, under its key."""
+    identity = job.identity
+    record = RunRecord(
+        identity.key,
+        job.spec.name,
+        job.spec.uses,
+        identity.version,
+        identity.params,
+        identity.inputs,
+        identity.env,
+        {},
+        ran_on,
+        summary=failed.error or "",
+        seconds=round(failed.seconds, 3),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        refused=failed.error or "refused",
+    )
+    store.write_run(identity.key, record.to_json())
 
 
 def _failure(
