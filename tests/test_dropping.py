@@ -224,10 +224,9 @@ def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_origina
         "chosen"
     ] == "model"
     headline = json.loads((project / "out/320n-cpu/report.json").read_text())["headline"]
-    assert headline["model"] == "model" and headline["refused"] == [
-        "int8: gate failed: the quantized model is broken on 8 samples of `data` 'photos': output "
-        "'output0': mean cosine " + headline["refused"][0].split("mean cosine ")[1]
-    ], headline  # the headline's 1.00x says why: the one candidate and its reason
+    refused = headline["refused"]  # the headline's 1.00x says why: the one candidate and its reason
+    assert headline["model"] == "model" and len(refused) == 1, headline
+    assert refused[0].startswith("int8: gate failed: the quantized model is broken on 4 samples"), refused
     page = (project / "out/320n-cpu/report.md").read_text()
     assert "The original model, kept because 1 candidate refused: int8: gate failed: the quantized" in page
     code, _, err = cli("run", recipe, *refuse, *SHORT)  # all cached, the verdict too
