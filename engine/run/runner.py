@@ -233,6 +233,10 @@ def _context(
     ports = {p.name: p for p in spec.stage_cls.outputs}
     references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
     steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
+    for port, datasets in job.upstream_data.items():
+        digests = job.input_digests.get(port)
+        for digest in digests if isinstance(digests, list) else [digests]:
+            steps.upstream[str(digest)] = datasets
     ctx = StageContext(
         spec.name,
         copy.deepcopy(spec.params),
