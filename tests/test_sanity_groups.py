@@ -57,7 +57,10 @@ def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(pro
     assert own["metrics"]["sanity"]["synthetic_inputs"] is False, own
     assert "on 8 samples of the calibration data 'photos'" in own["summary"], own["summary"]
     lock = yaml.safe_load((project / "recipe.yaml.lock").read_text())
-    assert set(lock["stages"]["own"]["inputs"]) == {"calibration", "model"}  # referenced, not an input
+    assert set(lock["stages"]["own"]["inputs"]) == {
+        "calibration",
+        "model",
+    }  # referenced, not an input
 
     table = json.loads((project / "out/det/table/calibration.json").read_text())
     for (

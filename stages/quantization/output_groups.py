@@ -52,7 +52,8 @@ class Split:
 WHY = {
     OutputKind.DETECTIONS: "one scale cannot serve values of such different ranges (box coordinates and "
     "class scores joined in one tensor)",
-    OutputKind.PROBABILITIES: "probabilities this small fall between the steps of one INT8 scale",
+    OutputKind.PROBABILITIES: "the INT8 steps are too coarse for these probabilities or the values behind "
+    "them (a probability map: look at the ranges that feed it)",
     OutputKind.VALUES: "one scale cannot serve values of such different ranges",
 }
 
