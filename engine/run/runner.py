@@ -78,11 +78,7 @@ def execute(
             _readable(str(exc), exc),
             details,
         )
-        if failed.out_of_space:  # a full disk is the machine's, not the stage's verdict
-            return failed
-        if spec.optional:  # cached as refused: the same inputs are not rebuilt to be refused again
-            _record_refusal(store, job, failed, ran_on or {"host": socket.gethostname()})
-        return replace(failed, refused=True)
+        return _refused(store, job, failed, ran_on)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = _readable(
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
@@ -97,6 +93,19 @@ def execute(
             message,
             traceback.format_exc(),
         )
+
+
+def _refused(
+    store: Store, job: StageJob, failed: StageOutcome, ran_on: dict[str, str] | None
+) -> StageOutcome:
+    """A StageError's outcome: the stage's own verdict (refused), unless the disk was full (the machine's).
+    An optional stage's refusal is cached under its key, so the same inputs are not rebuilt to be refused
+    again (a required stage's is not: it fails the run, and the user may fix what it named)."""
+    if failed.out_of_space:
+        return failed
+    if job.spec.optional:
+        _record_refusal(store, job, failed, ran_on or {"host": socket.gethostname()})
+    return replace(failed, refused=True)
 
 
 def _record_refusal(
