@@ -19,8 +19,9 @@ SANITY_PARAMS = {
     "sanity_check": {
         "type": "boolean",
         "default": True,
-        "description": "compare outputs with the float model on a few samples (the `data` input, else "
-        "random feeds) and fail when one collapsed: NaN, all zeros, constant, or far off",
+        "description": "compare outputs with the float model on a few samples (the `data` input, else the "
+        "data the calibration table was made from, else random feeds) and fail when one collapsed: NaN, "
+        "all zeros, constant, far off, or a detector's class scores beside good boxes",
     },
     "sanity_samples": {
         "type": "integer",
