@@ -226,9 +226,14 @@ def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_origina
     headline = json.loads((project / "out/320n-cpu/report.json").read_text())["headline"]
     refused = headline["refused"]  # the headline's 1.00x says why: the one candidate and its reason
     assert headline["model"] == "model" and len(refused) == 1, headline
-    assert refused[0].startswith("int8: gate failed: the quantized model is broken on 4 samples"), refused
+    assert refused[0].startswith("int8: gate failed: the quantized model is broken on 4 samples"), (
+        refused
+    )
     page = (project / "out/320n-cpu/report.md").read_text()
-    assert "The original model, kept because 1 candidate refused: int8: gate failed: the quantized" in page
+    assert (
+        "The original model, kept because 1 candidate refused: int8: gate failed: the quantized"
+        in page
+    )
     code, _, err = cli("run", recipe, *refuse, *SHORT)  # all cached, the verdict too
     assert code == 0, err
     report = _report(project, "320n-cpu")
