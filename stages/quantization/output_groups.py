@@ -29,6 +29,9 @@ MIN_KEPT = 0.7
 # Fewer confident scores than this say too little (noise, a photo with nothing in it: a detector sees no object
 # in random feeds, and its near-zero scores give a cosine of noise, 0.23 on a healthy INT8's blank photo).
 MIN_DECISIONS = 5
+# Box coordinates in pixels reach at least this (a box's corner in a 320-pixel image: 10 to 320 on the photos
+# above); scores stay within 1. Normalised coordinates (0..1) are scores' scale: one INT8 scale serves both.
+COORDINATES = 8.0
 
 
 class OutputKind(TextEnum):
@@ -66,18 +69,20 @@ def kind(f: Any) -> OutputKind:
 
 
 def split(f: Any) -> Split | None:
-    """Along the output's axis 1 or its last axis, score-like channels (within [0, 1], reaching a
-    decision somewhere) beside channels whose values go beyond 1 (coordinates): a detector's joined output."""
+    """Along the output's axis 1 or its last axis, score-like channels (within [0, 1]) beside channels of a
+    scale at least COORDINATES (pixel coordinates), the score channels at least as many and every channel
+    one or the other: a detector's joined output (YOLO's 4 box rows beside 18 or 80 class rows). An embedding
+    after a ReLU, whose small and large dimensions differ less, or where other values exist, is not one."""
     import numpy as np
 
     for axis in sorted({2, f.ndim - 1}):
         if axis >= f.ndim or not 2 <= f.shape[axis] <= 1024:  # channels, not anchors or pixels
             continue
         moved = np.moveaxis(f, axis, 0).reshape(f.shape[axis], -1)
-        low, high = moved.min(axis=1), moved.max(axis=1)
-        scores = (low >= 0) & (high <= 1)
-        larger = np.abs(moved).max(axis=1) > 1
-        if scores.any() and larger.any() and (scores | larger).all():
+        peak = np.abs(moved).max(axis=1)
+        scores = (moved.min(axis=1) >= 0) & (moved.max(axis=1) <= 1)
+        larger = peak >= COORDINATES
+        if larger.any() and scores.sum() >= larger.sum() and (scores | larger).all():
             return Split(axis - 1, scores)
     return None
 
