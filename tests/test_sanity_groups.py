@@ -92,6 +92,7 @@ def test_collapsed_class_scores_beside_good_boxes_fail_the_stage_naming_them(pro
     assert "WARNING: sanity on random feeds" in out + err
 
 
+@pytest.mark.e2e  # a search on a real model: CI's e2e step
 def test_a_search_checks_its_static_candidates_on_the_calibration_data(project, cli):
     """quantize_search builds static candidates as steps handed only the model and the table: their sanity
     check runs on the data that table was calibrated on (here paraphrase-MiniLM-L3 on 16 sentences), not on

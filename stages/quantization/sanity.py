@@ -246,7 +246,7 @@ class Samples:
 
     feeds: list[dict[str, Any]]
     synthetic: bool  # random feeds, not the user's data
-    described: str  # "3 samples of `data` 'people'", "8 samples of the calibration data 'photos'"
+    described: str  # "3 samples" (of `data`), "8 samples of the calibration data 'photos'"
 
 
 def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
@@ -258,14 +258,21 @@ def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
     from ortflow.api import DataProvenance, loader_type, model_inputs
 
     inputs = model_inputs(model)
-    data, what = (ctx.dataset("data"), "`data`") if ctx.has("data") else (None, "")
-    if data is None:
-        ports = sorted(ctx.inputs, key=lambda port: port != "calibration")
-        upstream = [d for port in ports for d in ctx.upstream_datasets(port)]
-        data = next((d for d in upstream if d.source().provenance != DataProvenance.RANDOM), None)
-        what = "the calibration data"
+    data = ctx.dataset("data") if ctx.has("data") else None
     if data is not None:
         feeds = list(itertools.islice(data.feeds(inputs, samples), samples))
+        return Samples(feeds, False, f"{len(feeds)} samples")
+    ports = sorted(ctx.inputs, key=lambda port: port != "calibration")
+    upstream = [(p, d) for p in ports for d in ctx.upstream_datasets(p)]
+    found = next((u for u in upstream if u[1].source().provenance != DataProvenance.RANDOM), None)
+    if found is not None:
+        port, data = found
+        feeds = list(itertools.islice(data.feeds(inputs, samples), samples))
+        what = (
+            "the calibration data"
+            if port == "calibration"
+            else f"the data its {port} was made from"
+        )
         return Samples(feeds, False, f"{len(feeds)} samples of {what} '{data.name}'")
     dims = {d: SYMBOLIC_SIZE for spec in inputs for d in spec.shape[1:] if isinstance(d, str)}
     params = {"samples": samples, "seed": 0, "dims": dims, "ranges": {}}
