@@ -131,6 +131,9 @@ class RunRecord:
     steps: tuple[str, ...] = ()  # sub-stage runs this one used: gc keeps them with it
     created: str = ""
     signature: str | None = None
+    # An optional stage's own one-line verdict (a StageError: a quantizer ORT cannot load the model of): no
+    # outputs, served like a gate's verdict so the same inputs are not rebuilt to be refused again.
+    refused: str | None = None
 
     @cached_property
     def identity(self) -> Identity:
@@ -160,6 +163,7 @@ class RunRecord:
             "gate_failed": self.gate_failed,
             "steps": list(self.steps),
             "created": self.created,
+            **({"refused": self.refused} if self.refused is not None else {}),
         }
         return found if self.signature is None else {**found, "signature": self.signature}
 
@@ -187,6 +191,7 @@ class RunRecord:
             tuple(data.get("steps") or ()),
             data.get("created") or "",
             data.get("signature"),
+            data.get("refused"),
         )
 
 

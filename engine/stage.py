@@ -121,6 +121,8 @@ class StageContext:
     # per input port, per reference: the data the activation ranges baked into that model were calibrated on
     # upstream (None: no ranges made in this recipe; see calibration_data)
     calibrated_on: dict[str, tuple[DataSource | None, ...]] = field(default_factory=dict)
+    # per input port, those datasets themselves (see upstream_datasets)
+    upstream_data: dict[str, tuple[Dataset, ...]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     _said: float = 0.0  # when progress was last reported
 
@@ -164,6 +166,12 @@ class StageContext:
                 f"input '{port}' of {self.stage_name} is a file, not a dataset — use ctx.path('{port}')"
             )
         return value
+
+    def upstream_datasets(self, port: str) -> tuple[Dataset, ...]:
+        """The datasets the artifacts on `port` were made from upstream (a calibration table: the data its
+        calibrate stage read), to check a result on the data it was made from without taking that data as an
+        input: they are not part of the stage's key (the artifacts made from them are), and nothing is copied."""
+        return self.upstream_data.get(port, ())
 
     def artifact(self, port: str) -> Artifact:
         """The input on a port that takes one, as an Artifact (its digest and where to read it) to hand to a step."""

@@ -186,6 +186,9 @@ class StageJob:
     # anywhere upstream (the least trusted, when several; None where no ranges were made in this recipe), so
     # `select` never chooses a model quantized with ranges from random feeds (StageContext.calibrated_on).
     calibrated_on: dict[str, tuple[DataSource | None, ...]] = field(default_factory=dict)
+    # The same datasets themselves (not part of the key either: the artifacts made from them are), so a check may
+    # run on the data a calibration table was made from (StageContext.upstream_datasets).
+    upstream_data: dict[str, tuple[Dataset, ...]] = field(default_factory=dict)
 
     @property
     def input_digests(self) -> Mapping[str, str | list[str]]:

@@ -63,7 +63,8 @@ class QuantizeStatic(Stage):
         Port(
             "data",
             ArtifactKind.DATASET,
-            "a few samples for the sanity check (default: random feeds)",
+            "a few samples for the sanity check (default: the data upstream inputs were made "
+            "from, e.g. the calibration table's, else random feeds)",
             optional=True,
         ),
     )

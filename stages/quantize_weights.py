@@ -33,7 +33,8 @@ class QuantizeWeights(Stage):
         Port(
             "data",
             ArtifactKind.DATASET,
-            "a few samples for the sanity check (default: random feeds)",
+            "a few samples for the sanity check (default: the data upstream inputs were made "
+            "from, else random feeds)",
             optional=True,
         ),
     )

@@ -116,6 +116,19 @@ def test_an_optional_stage_that_refuses_with_its_own_verdict_is_dropped_but_a_cr
         out, "bad"
     )
     assert _report(project, "drop")["bad"]["tolerated"] is True
+    ran = executions(project)
+    # cached as refused under its key: the next run serves the verdict, it does not rebuild to refuse again
+    code, out, err = cli("run", _refusing_recipe(project, optional=True, how="stage_error"))
+    assert code == 0, err
+    assert executions(project) == ran
+    report = _report(project, "drop")["bad"]
+    assert report["status"] == "failed" and report["tolerated"] is True, report
+    assert report["error"] == "the input is unusable — give it a better one"
+    code, out, _ = cli("plan", project / "recipe.yaml")
+    assert code == 0 and "0 of 6 stages would run" in out, out
+    # the same stage made required is built again (its refusal now fails the run; what it named may be fixed)
+    code, _, err = cli("run", _refusing_recipe(project, optional=False, how="stage_error"))
+    assert code != 0 and executions(project) == [*ran, "bad"], err
     code, _, err = cli("run", _refusing_recipe(project, optional=True, how="crash"))
     assert code == 1, err
     assert _report(project, "drop")["pick"]["status"] == "skipped"
@@ -210,6 +223,17 @@ def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_origina
     assert [c["model"] for c in selection["candidates"]] == ["model"] and selection[
         "chosen"
     ] == "model"
+    headline = json.loads((project / "out/320n-cpu/report.json").read_text())["headline"]
+    refused = headline["refused"]  # the headline's 1.00x says why: the one candidate and its reason
+    assert headline["model"] == "model" and len(refused) == 1, headline
+    assert refused[0].startswith("int8: gate failed: the quantized model is broken on 4 samples"), (
+        refused
+    )
+    page = (project / "out/320n-cpu/report.md").read_text()
+    assert (
+        "The original model, kept because 1 candidate refused: int8: gate failed: the quantized"
+        in page
+    )
     code, _, err = cli("run", recipe, *refuse, *SHORT)  # all cached, the verdict too
     assert code == 0, err
     report = _report(project, "320n-cpu")

@@ -181,3 +181,60 @@ def test_layernorm_and_softmax_exported_as_primitive_ops_are_found_and_nothing_e
         "Softmax at total": ["exp", "probs", "total"],
     }
     assert not {"mm1", "residual", "mm2"} & found.nodes()
+
+
+def _probability_map(path: Path) -> Path:
+    """A segmentation-like head in miniature (a toy graph for the message logic): one Conv, a Sigmoid, a map of
+    probabilities (no box coordinates anywhere)."""
+    weights = np.random.default_rng(0).standard_normal((8, 8, 1)).astype(np.float32)
+    return toy_model(
+        path,
+        [
+            helper.make_node("Conv", ["feat", "w"], ["logits"], name="head_conv"),
+            helper.make_node("Sigmoid", ["logits"], ["prob"], name="head_sigmoid"),
+        ],
+        [helper.make_tensor_value_info("feat", TensorProto.FLOAT, [1, 8, 100])],
+        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 8, 100])],
+        [numpy_helper.from_array(weights, "w")],
+    )
+
+
+def test_a_collapsed_probability_map_is_told_as_such_and_the_advice_fits_the_quantized_ops(
+    project, cli
+):
+    """Issue 35: the message spoke of box coordinates on a probability map, and advised quantizing fewer op
+    types (`[MatMul, Gemm, Conv]`) where only Conv was quantized, which changes nothing."""
+    _probability_map(project / "head.onnx")
+    datasets = "feats: {loader: random, with: {samples: 8, ranges: {feat: [-1, 1]}}}"
+    table = "table: {uses: calibrate, in: {model: inputs.model, data: datasets.feats}}"
+    lines = ["version: 1", "name: map", "inputs:", "  model: {path: head.onnx}", "datasets:"]
+    write(
+        project / "recipe.yaml",
+        "\n".join([*lines, f"  {datasets}", "stages:", f"  {table}"]) + "\n",
+    )
+    code, out, err = cli("run", project / "recipe.yaml")
+    assert code == 0, out + err
+    ranges = json.loads((project / "out/map/table/calibration.json").read_text())
+    logits = ranges["data"]["logits"]
+    logits["lowest"], logits["highest"] = (
+        -1000.0,
+        1000.0,
+    )  # one inflated range: every logit rounds to 0
+    (project / "planted.json").write_text(json.dumps(ranges))
+    flow = "{model: inputs.model, calibration: inputs.planted, data: datasets.feats}"
+    stages = [
+        f"  conv_only: {{uses: quantize_static, in: {flow}, with: {{op_types_to_quantize: [Conv]}}}}",
+        f"  all_ops: {{uses: quantize_static, in: {flow}}}",
+    ]
+    inputs = [*lines[:4], "  planted: {path: planted.json}", "datasets:", f"  {datasets}"]
+    write(project / "recipe.yaml", "\n".join([*inputs, "stages:", *stages]) + "\n")
+    code, out, err = cli("run", project / "recipe.yaml", "-k")
+    assert code == 3, out + err
+    conv_only = next(x for x in err.splitlines() if "stage 'conv_only'" in x)
+    assert "lost their signal" in conv_only and "probabilities" in conv_only, conv_only
+    assert "box coordinates" not in conv_only
+    assert (
+        "op_types_to_quantize" not in conv_only
+    )  # only Conv was quantized: fewer op types is no fix
+    all_ops = next(x for x in err.splitlines() if "stage 'all_ops'" in x)
+    assert "quantize fewer op types (op_types_to_quantize: [Conv])" in all_ops, all_ops

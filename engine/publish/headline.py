@@ -4,7 +4,7 @@ keeps it (`headline`) so a script reads the same answer the page shows."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ortflow.engine.json_types import JsonObject
 
@@ -32,6 +32,9 @@ class Headline:
     data: str
     verified: bool
     path: str
+    # Where the chosen model is the original (a recipe input) while candidates were refused: each refusal,
+    # "stage: why", so a headline of "1.00x" says why nothing faster was kept.
+    refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> JsonObject:
         return asdict(self)
@@ -83,7 +86,29 @@ def find_headline(report: JsonObject) -> Headline | None:
         data=source.get("label", "data not recorded"),
         verified=bool(source.get("verified")),
         path=_model_path(report, model, chooser),
+        refused=_refusals(report) if _is_input(report, model) else [],
     )
+
+
+REFUSED = (
+    "gate failed",
+    "failed",
+)  # a stage's status when it refused (its gate, or its own verdict)
+
+
+def _is_input(report: JsonObject, model: str) -> bool:
+    """Whether the chosen model is one no stage built (a recipe input: the original)."""
+    return not any(s["stage"] == model for s in report["stages"])
+
+
+def _refusals(report: JsonObject) -> list[str]:
+    """Each stage that refused its output, with the first sentence of why (a gate's verdict runs long)."""
+    found = []
+    for stage in report["stages"]:
+        if stage.get("status") in REFUSED and stage.get("error"):
+            why = str(stage["error"]).split(". ")[0]
+            found.append(f"{stage['stage']}: {stage['status']}: {why}")
+    return found
 
 
 def _measured(

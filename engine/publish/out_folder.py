@@ -55,7 +55,9 @@ def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
     # checked at the start of the run too: this is for a link made since
     _refuse_in_stage_folder(stage_folder(out_dir, outcome.name))
     folder = stage_folder(out_dir, outcome.name)
-    if outcome.record is None:  # failed or skipped: nothing of this run to show
+    if (
+        outcome.record is None or outcome.record.refused
+    ):  # failed, refused or skipped: nothing to show
         shutil.rmtree(folder, ignore_errors=True)
         return
     outputs = outcome.record.outputs.values()

@@ -13,6 +13,7 @@ from ortflow.engine.publish import charts
 from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
 from ortflow.engine.terminal_text import printable
 from ortflow.engine.types import dropped_text
+from ortflow.engine.wording import counted
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -138,11 +139,23 @@ def _md_headline(found: Headline | None) -> list[str]:
         return []
     facts = ", ".join(t for t in (_measure_text(found.speed), _measure_text(found.accuracy)) if t)
     lines = [f"**{found.model}**: {facts}" + (f" on {found.data}" if found.accuracy else ""), ""]
-    return lines + [
-        f"File: `{found.path}`" if found.path else "File: a recipe input (not published)",
-        "",
-        found.how,
-    ]
+    return (
+        lines
+        + ([f"{_refused_text(found)}", ""] if found.refused else [])
+        + [
+            f"File: `{found.path}`" if found.path else "File: a recipe input (not published)",
+            "",
+            found.how,
+        ]
+    )
+
+
+def _refused_text(found: Headline) -> str:
+    """Why the headline's model is the original: the candidates refused, each with its reason."""
+    return (
+        f"The original model, kept because {counted(len(found.refused), 'candidate')} refused: "
+        + "; ".join(found.refused)
+    )
 
 
 def _html_headline(found: Headline, colors: dict[str, str]) -> str:
@@ -161,9 +174,10 @@ def _html_headline(found: Headline, colors: dict[str, str]) -> str:
         else ""
     )
     path = f"<code>{_e(found.path)}</code>" if found.path else "a recipe input (not published)"
+    refused = f"<p><b class=warn>{_e(_refused_text(found))}</b></p>" if found.refused else ""
     return (
         f"<section class='headline' id='headline'><p class='answer'>{swatch}<b>{_e(found.model)}</b>"
-        f"{': ' + ', '.join(facts) if facts else ''}</p>{data}<p>File: {path}</p>"
+        f"{': ' + ', '.join(facts) if facts else ''}</p>{refused}{data}<p>File: {path}</p>"
         f"<p><small>{_e(found.how)}</small></p></section>"
     )
 

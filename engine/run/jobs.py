@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
 from ortflow.engine.builds import Identity, RunRecord
 from ortflow.engine.dataset import Dataset
@@ -17,6 +17,9 @@ from ortflow.engine.stage import ArtifactKind
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset
 
 Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
 Locate = Callable[[Ref], "Located | None"]
@@ -195,6 +198,22 @@ def _data_source(key: str, sources: Mapping[str, Located]) -> DataSource:
     return DataSource(DataProvenance.UNKNOWN, loader, key, paths)
 
 
+def upstream_datasets(
+    spec: StageSpec, upstream: Mapping[str, frozenset[str]], sources: Mapping[str, Located]
+) -> dict[str, tuple[Dataset, ...]]:
+    """Per input port of `spec`, the datasets (as a stage receives them) its upstream artifacts were made from,
+    by name: a calibration table's, the data its calibrate stage read."""
+    found = {}
+    for port, binding in spec.inputs.items():
+        names = sorted(
+            {n for ref in binding.refs if not ref.is_source for n in upstream.get(ref.source, ())}
+        )
+        datasets = tuple(sources[f"datasets.{n}"][1] for n in names if f"datasets.{n}" in sources)
+        if datasets:
+            found[port] = datasets
+    return found
+
+
 def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:
     """What the stage's outputs are made from, with the environment facts its type declares: its cache key."""
     try:
@@ -227,6 +246,10 @@ def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:
 
 def settled(name: str, status: Status, seconds: float, key: str, record: RunRecord) -> StageOutcome:
     """A gate's verdict is part of what is cached: the same inputs fail the same gate without re-running."""
+    if record.refused:
+        return StageOutcome(
+            name, Status.FAILED, seconds, key, record, error=record.refused, refused=True
+        )
     if record.gate_failed:
         return StageOutcome(
             name, Status.GATE_FAILED, seconds, key, record, error=record.gate_failed
@@ -243,7 +266,15 @@ def read_record(store: RunRecords, key: str, stage: str = "") -> RunRecord | Non
 def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
     key = job.identity.key
     record = read_record(store, key, job.spec.name)
-    return settled(job.spec.name, Status.CACHED, 0.0, key, record) if record else None
+    if record is None or not served(record, job):
+        return None
+    return settled(job.spec.name, Status.CACHED, 0.0, key, record)
+
+
+def served(record: RunRecord, job: StageJob) -> bool:
+    """Whether a cached record answers the job: a refusal only for an optional stage (a required one is
+    built again: its refusal fails the run, and the user may have fixed what it named)."""
+    return record.refused is None or job.spec.optional
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,13 @@ class _Planner:
             else _why(entry, identity)
         )
         record = self.store.read_run(key, name)
-        if record is not None and record.get("gate_failed") and spec.optional:
+        if record is not None and record.get("refused") and not spec.optional:
+            record = None  # a required stage's refusal is not served: it is built again
+        if (
+            record is not None
+            and (record.get("gate_failed") or record.get("refused"))
+            and spec.optional
+        ):
             self.refused.add(
                 name
             )  # as a run settles it: its verdict is served, its output never is
@@ -114,7 +120,8 @@ class _Planner:
                 name,
                 spec.uses,
                 PlanAction.CACHED,
-                "up to date (refused by its gate: dropped downstream)",
+                f"up to date (refused by its {'gate' if record.get('gate_failed') else 'own verdict'}: "
+                "dropped downstream)",
                 key,
                 versus_lock,
             )

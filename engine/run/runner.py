@@ -24,7 +24,7 @@ from ortflow.engine.errors import (
     no_space,
 )
 from ortflow.engine.run.capture import captured_output
-from ortflow.engine.run.jobs import read_record, settled
+from ortflow.engine.run.jobs import read_record, served, settled
 from ortflow.engine.run.steps import StepRunner
 from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.base import Store
@@ -50,7 +50,7 @@ def execute(
             record = read_record(
                 store, key, spec.name
             )  # another process may have built it while we waited
-            if record is not None:
+            if record is not None and served(record, job):
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, log, ran_on or {"host": socket.gethostname()})
         return settled(spec.name, Status.RAN, time.perf_counter() - started, key, record)
@@ -78,9 +78,7 @@ def execute(
             _readable(str(exc), exc),
             details,
         )
-        return replace(
-            failed, refused=not failed.out_of_space
-        )  # a full disk is the machine's, not the stage's verdict
+        return _refused(store, job, failed, ran_on)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
         message = _readable(
             f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
@@ -95,6 +93,42 @@ def execute(
             message,
             traceback.format_exc(),
         )
+
+
+def _refused(
+    store: Store, job: StageJob, failed: StageOutcome, ran_on: dict[str, str] | None
+) -> StageOutcome:
+    """A StageError's outcome: the stage's own verdict (refused), unless the disk was full (the machine's).
+    An optional stage's refusal is cached under its key, so the same inputs are not rebuilt to be refused
+    again (a required stage's is not: it fails the run, and the user may fix what it named)."""
+    if failed.out_of_space:
+        return failed
+    if job.spec.optional:
+        _record_refusal(store, job, failed, ran_on or {"host": socket.gethostname()})
+    return replace(failed, refused=True)
+
+
+def _record_refusal(
+    store: Store, job: StageJob, failed: StageOutcome, ran_on: dict[str, str]
+) -> None:
+    """A run record with no outputs and the optional stage's verdict, under its key."""
+    identity = job.identity
+    record = RunRecord(
+        identity.key,
+        job.spec.name,
+        job.spec.uses,
+        identity.version,
+        identity.params,
+        identity.inputs,
+        identity.env,
+        {},
+        ran_on,
+        summary=failed.error or "",
+        seconds=round(failed.seconds, 3),
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        refused=failed.error or "refused",
+    )
+    store.write_run(identity.key, record.to_json())
 
 
 def _failure(
@@ -208,6 +242,10 @@ def _context(
     ports = {p.name: p for p in spec.stage_cls.outputs}
     references = {port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()}
     steps = StepRunner(store, spec.name, functools.partial(execute, store), log)
+    for port, datasets in job.upstream_data.items():
+        digests = job.input_digests.get(port)
+        for digest in digests if isinstance(digests, list) else [digests]:
+            steps.upstream[str(digest)] = datasets
     ctx = StageContext(
         spec.name,
         copy.deepcopy(spec.params),
@@ -223,6 +261,7 @@ def _context(
         _pinned(job),
         made_from=dict(job.made_from),
         calibrated_on=dict(job.calibrated_on),
+        upstream_data=dict(job.upstream_data),
     )
     return ctx, steps
 

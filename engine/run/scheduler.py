@@ -20,6 +20,7 @@ from ortflow.engine.run.jobs import (
     ranges_upstream,
     served_problem,
     tolerated,
+    upstream_datasets,
     without,
 )
 from ortflow.engine.store.base import Store
@@ -203,6 +204,7 @@ class Scheduler:
             job,
             made_from=made_from(job.spec, self._upstream, self.sources),
             calibrated_on=calibrated_on(job.spec, self._ranges, self.sources),
+            upstream_data=upstream_datasets(job.spec, self._upstream, self.sources),
         )
         return self.locked.for_job(job)
 

@@ -6,7 +6,7 @@ candidate it already built, timed or checked; and `cache gc` keeps a step as lon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.params import fill_defaults, params_problems
@@ -15,6 +15,9 @@ from ortflow.engine.run.jobs import identify
 from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset
 
 Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
 
@@ -31,6 +34,9 @@ class StepRunner:
         default_factory=list
     )  # every step's key, recorded in the parent's run record
     registry: Registry = field(default_factory=installed_stages)
+    # by artifact digest, the datasets the parent's inputs were made from upstream: a step handed one of those
+    # artifacts (a search's calibration table) sees them as a recipe stage would (StageContext.upstream_datasets)
+    upstream: dict[str, tuple[Dataset, ...]] = field(default_factory=dict)
 
     def stage_type(self, uses: str) -> type[Stage]:
         if uses not in self.registry:
@@ -71,7 +77,13 @@ class StepRunner:
             port: [a.path for a in v] if isinstance(v, list) else v.path
             for port, v in inputs.items()
         }
-        outcome = self.execute(StageJob(spec, identify(spec, digests), paths), self.log)
+        upstream = {
+            port: found
+            for port, v in inputs.items()
+            if (found := self._made_from(v if isinstance(v, list) else [v]))
+        }
+        job = StageJob(spec, identify(spec, digests), paths, upstream_data=upstream)
+        outcome = self.execute(job, self.log)
         if outcome.key:
             self.keys.append(outcome.key)
         if outcome.status == Status.SKIPPED:
@@ -86,6 +98,12 @@ class StepRunner:
             for port, digest in produced.items()
         }
         return StepResult(outputs)
+
+    def _made_from(self, artifacts: list[Artifact]) -> tuple[Dataset, ...]:
+        found: dict[str, Dataset] = {}
+        for artifact in artifacts:
+            found.update({d.name: d for d in self.upstream.get(artifact.digest, ())})
+        return tuple(found.values())
 
 
 def _shaped(
