@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.types import StageOutcome, Status
+from ortflow.engine.store.shared import SharedStore
 
 if TYPE_CHECKING:
     from ortflow.engine.store.base import Store
@@ -88,10 +89,9 @@ class DaskExecutor:
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
-        remote = getattr(
-            store, "remote", None
-        )  # with a remote, workers need no shared disk (engine.run.remote_worker)
-        if remote is not None:
+        # with a remote, workers need no shared disk (engine.run.remote_worker)
+        remote = store.remote if isinstance(store, SharedStore) else None
+        if isinstance(store, SharedStore):
             self._publish_inputs(store, job, log)
         self._submit(
             _Submission(
@@ -103,7 +103,7 @@ class DaskExecutor:
         )
         return result
 
-    def _publish_inputs(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> None:
+    def _publish_inputs(self, store: SharedStore, job: "StageJob", log: Callable[[str], None]) -> None:
         from ortflow.engine.run.remote_worker import publish_inputs
 
         try:

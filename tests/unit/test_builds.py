@@ -61,7 +61,7 @@ def test_the_key_is_computed_once_when_the_identity_is_made(monkeypatch):
 def test_an_identity_never_changes_after_it_is_made():
     identity = Identity.from_json(IDENTITY)
     try:
-        identity.key = "0" * 64  # type: ignore[misc]
+        identity.key = "0" * 64
     except AttributeError:
         return
     raise AssertionError("an Identity can be changed")
