@@ -85,27 +85,37 @@ def compare(counts: Counter[str], baseline: dict[str, int], errors: list[str]) -
     grown = sorted(p for p in counts if counts[p] > baseline.get(p, 0))
     shrunk = sorted(p for p in baseline if counts.get(p, 0) < baseline[p])
     for name in grown:
-        print(f"{name}: {counts[name]} mypy errors, {baseline.get(name, 0)} recorded in {BASELINE.name}:")
+        print(
+            f"{name}: {counts[name]} mypy errors, {baseline.get(name, 0)} recorded in {BASELINE.name}:"
+        )
         print("\n".join(f"  {e}" for e in errors if package(e) == name))
     if grown:
-        print(f"mypy: more errors in {', '.join(grown)}: fix the new ones above (the ratchet never goes up)")
+        print(
+            f"mypy: more errors in {', '.join(grown)}: fix the new ones above (the ratchet never goes up)"
+        )
         return 1
     if shrunk:
         lowered = ", ".join(f"{p} {baseline[p]} -> {counts.get(p, 0)}" for p in shrunk)
-        print(f"mypy: fewer errors ({lowered}): record them with `python .ci/mypy_ratchet.py --update`")
+        print(
+            f"mypy: fewer errors ({lowered}): record them with `python .ci/mypy_ratchet.py --update`"
+        )
     print(f"mypy: {sum(counts.values())} errors, none new (baseline {sum(baseline.values())})")
     return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update", action="store_true", help="record the current counts as the baseline")
+    parser.add_argument(
+        "--update", action="store_true", help="record the current counts as the baseline"
+    )
     args = parser.parse_args()
     errors = run_mypy()
     counts = Counter(package(e) for e in errors)
     if args.update:
         BASELINE.write_text(json.dumps(dict(sorted(counts.items())), indent=1) + "\n")
-        print(f"recorded {sum(counts.values())} mypy errors in {len(counts)} packages to {BASELINE}")
+        print(
+            f"recorded {sum(counts.values())} mypy errors in {len(counts)} packages to {BASELINE}"
+        )
         return 0
     return compare(counts, json.loads(BASELINE.read_text()), errors)
 

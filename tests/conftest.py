@@ -23,6 +23,10 @@ from ci_skips import (  # noqa: E402, F401 - hooks: under CI=true an unexpected 
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
+from data_wheels import (  # noqa: E402, F401 - hooks: a missing data wheel skips, naming its script
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
 
 from ortflow.engine.cli import main  # noqa: E402
 

@@ -104,7 +104,14 @@ def test_the_load_watch_counts_another_process_cpu_time():
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     watch = LoadWatch()
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<1: pass"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time\nt=time.process_time()\nwhile time.process_time()-t<1: pass",
+        ],
+        check=True,
+    )
     while time.monotonic() - started < 1.5:  # the watcher's own spinning is not another process's
         pass
     load, wall = watch.finish(), time.monotonic() - watch.started

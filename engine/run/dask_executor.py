@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.errors import OrtflowError
-from ortflow.engine.types import StageOutcome, Status
 from ortflow.engine.store.shared import SharedStore
+from ortflow.engine.types import StageOutcome, Status
 
 if TYPE_CHECKING:
     from ortflow.engine.store.base import Store
@@ -103,7 +103,9 @@ class DaskExecutor:
         )
         return result
 
-    def _publish_inputs(self, store: SharedStore, job: "StageJob", log: Callable[[str], None]) -> None:
+    def _publish_inputs(
+        self, store: SharedStore, job: "StageJob", log: Callable[[str], None]
+    ) -> None:
         from ortflow.engine.run.remote_worker import publish_inputs
 
         try:

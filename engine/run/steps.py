@@ -6,7 +6,7 @@ candidate it already built, timed or checked; and `cache gc` keeps a step as lon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.json_types import Params

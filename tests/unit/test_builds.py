@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 from ortflow.engine import builds
 from ortflow.engine.builds import Identity, LockEntry, RunOutput, RunRecord
@@ -50,7 +49,11 @@ def record_json(**changes) -> dict:
 KEY = "f84bcf97f65ab06ca0c02e76eac39d2ea2550a96cf49d49b6386c79e80cc75d7"
 # the canonical JSON it is the sha256 of, written out: sorted keys, no spaces
 CANONICAL = (
-    '{"env":{"cpu":"Xeon","onnxruntime":"onnxruntime 1.2"},"inputs":{"parts":["' + D1 + '","' + D2 + '"]},'
+    '{"env":{"cpu":"Xeon","onnxruntime":"onnxruntime 1.2"},"inputs":{"parts":["'
+    + D1
+    + '","'
+    + D2
+    + '"]},'
     '"params":{"n":[1,2.5],"text":"+x"},"type":"concat","version":"2"}'
 )
 
@@ -59,7 +62,9 @@ def test_the_key_is_the_sha256_of_the_identity_in_canonical_json():
     assert hashlib.sha256(CANONICAL.encode()).hexdigest() == KEY
     assert Identity.from_json(IDENTITY).key == KEY
     reordered = {name: IDENTITY[name] for name in reversed(list(IDENTITY))}
-    assert Identity.from_json(reordered).key == KEY  # the order a recipe wrote things in does not count
+    assert (
+        Identity.from_json(reordered).key == KEY
+    )  # the order a recipe wrote things in does not count
     changed = Identity.from_json({**IDENTITY, "params": {"text": "+x", "n": [1, 2.25]}}).key
     assert changed != KEY
 

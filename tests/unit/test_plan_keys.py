@@ -47,7 +47,9 @@ def all_keys() -> dict[str, dict[str, str]]:
 def test_no_shipped_recipe_key_changed():
     recorded = json.loads(BASELINE.read_text())
     found = all_keys()
-    assert sum(len(keys) for keys in recorded.values()) > 20  # most stages' keys do not depend on the host
+    assert (
+        sum(len(keys) for keys in recorded.values()) > 20
+    )  # most stages' keys do not depend on the host
     changed = {
         f"{recipe}.{stage}": (recorded.get(recipe, {}).get(stage), found.get(recipe, {}).get(stage))
         for recipe in recorded.keys() | found.keys()
