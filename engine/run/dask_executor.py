@@ -121,6 +121,7 @@ class DaskExecutor:
         if problem:
             item.result.set_result(StageOutcome(spec.name, Status.FAILED, error=problem))
             return
+        task_key = f"{spec.name}-{uuid.uuid4().hex}"  # a str (Dask's keys may be other types)
         task = self.client.submit(
             run_on_worker,
             item.store_root,
@@ -128,16 +129,16 @@ class DaskExecutor:
             self._topic,
             item.remote,
             pure=False,
-            key=f"{spec.name}-{uuid.uuid4().hex}",
+            key=task_key,
             resources=spec.resources or None,
             workers=addresses,
             allow_other_workers=False,
         )
         item.task, item.addresses = task, set(addresses or ())
         with self._lock:
-            self._tasks[task.key] = task
+            self._tasks[task_key] = task
             if addresses:
-                self._pinned[task.key] = item
+                self._pinned[task_key] = item
 
         def settle(
             done: Any,

@@ -6,7 +6,8 @@ candidate it already built, timed or checked; and `cache gc` keeps a step as lon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, cast
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
 from ortflow.engine.json_types import Params
@@ -16,6 +17,9 @@ from ortflow.engine.run.jobs import identify
 from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
+
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import Dataset
 
 Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
 
@@ -69,8 +73,9 @@ class StepRunner:
             port: [a.digest for a in v] if isinstance(v, list) else v.digest
             for port, v in inputs.items()
         }
-        paths = {
-            port: [a.path for a in v] if isinstance(v, list) else v.path
+        # a port taking many holds files or folders (a dataset is one input, never in a list)
+        paths: dict[str, Path | list[Path] | Dataset] = {
+            port: cast("list[Path]", [a.path for a in v]) if isinstance(v, list) else v.path
             for port, v in inputs.items()
         }
         outcome = self.execute(StageJob(spec, identify(spec, digests), paths), self.log)
