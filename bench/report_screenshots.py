@@ -9,7 +9,7 @@ screenshot with the page height it rendered and how many charts Plotly drew (an 
 per chart), so an empty page or a chart that failed to draw is plain from the output alone.
 
 --quick builds bench/quick.py's tiny recipe in a temporary folder and screenshots its report there; without
-Chromium it says `skipped: ...` and exits 0 (CI has no browser, so there it checks only that the script loads).
+Chromium it says `skipped: ...` and exits 0 (CI installs Chromium, so there it runs for real: a skip fails CI, tests/ci_skips.py).
 """
 
 from __future__ import annotations

@@ -223,10 +223,10 @@ class BenchmarkResults:
             data.get("load") or {},
             data.get("machine") or {},  # type: ignore[arg-type]
             [BenchmarkRow.from_json(r) for r in data["results"]],
-            data.get("profiles") or {},  # type: ignore[union-attr, arg-type]
+            data.get("profiles") or {},
             data.get("report") or {},
             tuple(data.get("skipped") or ()),  # type: ignore[arg-type]
-        )  # type: ignore[arg-type]
+        )
 
 
 def with_speedups(

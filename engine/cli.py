@@ -187,7 +187,7 @@ def _inspection_commands(sub: Any) -> None:
 def _cache_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     cache = sub.add_parser("cache", help="inspect and maintain the artifact store")
     cache_sub = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
-    cache_sub.add_parser = functools.partial(cache_sub.add_parser, parents=[common])  # type: ignore[method-assign]
+    cache_sub.add_parser = functools.partial(cache_sub.add_parser, parents=[common])
     for name, helptext, handler in (
         ("ls", "list cached stage runs", commands.cmd_cache_ls),
         ("verify", "re-hash every object and report damage", commands.cmd_cache_verify),

@@ -63,7 +63,7 @@ class Parser(argparse.ArgumentParser):
                 raise argparse.ArgumentError(action, f"invalid choice: {value!r} — {hint}")
         super()._check_value(action, value)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             _unrecognized(self, parsed, extras)

@@ -101,7 +101,7 @@ class AccuracyResults:
             "results": self.results,
             "values": self.values,  # type: ignore[dict-item]
             "counted_at": self.counted_at,
-            "better": {m: b.value for m, b in self.better.items()},  # type: ignore[dict-item]
+            "better": {m: b.value for m, b in self.better.items()},
             "reference_labelled": self.reference_labelled,
             "gates": self.gates.to_json(),  # type: ignore[dict-item]
             "failures": list(self.failures),
@@ -121,11 +121,11 @@ class AccuracyResults:
             data["results"],
             data["values"],
             data.get("counted_at") or {},  # type: ignore[arg-type]
-            {m: Better(b) for m, b in (data.get("better") or {}).items()},  # type: ignore[union-attr, arg-type]
+            {m: Better(b) for m, b in (data.get("better") or {}).items()},
             data.get("reference_labelled"),
             Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
             list(data.get("failures") or []),
-            DataSource.from_json(data.get("data")),  # type: ignore[arg-type]
+            DataSource.from_json(data.get("data")),
             data.get("report") or {},  # type: ignore[arg-type]
             ReferenceValues(reference["name"], reference["values"])  # type: ignore[arg-type]
             if isinstance(reference, dict)
@@ -206,7 +206,7 @@ class Selection:
         return {
             "objective": {self.goal: self.objective},
             "constraints": self.constraints.to_json(),  # type: ignore[dict-item]
-            "data": self.data.to_json() if self.data is not None else None,  # type: ignore[dict-item]
+            "data": self.data.to_json() if self.data is not None else None,
             "chosen": self.chosen,
             "candidates": [c.to_json() for c in self.candidates],
             "report": dict(self.report),
@@ -223,7 +223,7 @@ class Selection:
             data.get("chosen"),  # type: ignore[arg-type]
             [SelectionCandidate.from_json(c) for c in data["candidates"]],  # type: ignore[union-attr]
             data.get("report") or {},
-        )  # type: ignore[arg-type]
+        )
 
 
 # -- reading and writing --------------------------------------------------------------------------------

@@ -11,3 +11,39 @@ JsonObject = dict[str, Json]  # a JSON object: a document, a schema, a record's 
 # A stage's parameters: the recipe's values, validated against its params_schema with defaults filled in. Their
 # shape is the stage's own (its schema says it), so to the engine they are opaque user values.
 Params = Mapping[str, object]
+
+
+# Typed readers of JSON documents: indexing a `Json` value needs its shape first (mypy checks each use), and a
+# document of another shape than the reader expects fails here with what was found, not deep in the caller.
+def obj(value: Json) -> JsonObject:
+    """A JSON object; null reads as {} (an optional part left out)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object, found {type(value).__name__}: {str(value)[:80]}")
+    return value
+
+
+def objects(value: Json) -> list[JsonObject]:
+    """A JSON array of objects; null reads as []."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a JSON array, found {type(value).__name__}: {str(value)[:80]}")
+    return [obj(item) for item in value]
+
+
+def text(value: Json, default: str = "") -> str:
+    """A JSON string; null reads as `default`."""
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise TypeError(f"expected a JSON string, found {type(value).__name__}: {str(value)[:80]}")
+    return value
+
+
+def number(value: Json) -> float | None:
+    """A JSON number as a float; anything else (null, a string, true/false) is None."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None

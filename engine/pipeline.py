@@ -78,7 +78,7 @@ class Workspace:
         key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
         store = _open_store(cache, remote, say, warn) if cache.is_dir() else None
         loaded = snapshot.load(store, key, plugins) if key and store is not None else None
-        if loaded is None:
+        if store is None or loaded is None:  # (no store: no snapshot was read)
             loaded = load(
                 recipe_path, overrides, params_file, plugins
             )  # raises before the store is made

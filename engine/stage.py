@@ -95,9 +95,9 @@ class StageContext:
 
     stage_name: str
     params: Params
-    # Deprecated for reading (kept for plugins until the next release): use path/paths/dataset/artifact(s),
-    # which say what a port holds. A port that takes many holds a list, even of one.
-    inputs: dict[str, InputValue]
+    # What each port holds (a port that takes many holds a list, even of one); read through path/paths/
+    # dataset/artifact(s), which say what a port holds. `inputs`, the old way to read it, is deprecated.
+    _inputs: dict[str, InputValue]
     output_dir: Path
     outputs: dict[str, Port]
     scratch: (
@@ -126,6 +126,18 @@ class StageContext:
     started: float = field(default_factory=time.monotonic)
     _said: float = 0.0  # when progress was last reported
 
+    @property
+    def inputs(self) -> dict[str, InputValue]:
+        """Deprecated (kept for plugins until the next release): each port's value, which does not say what
+        it holds. Reading it warns (DeprecationWarning) so a plugin learns of it before it goes."""
+        warnings.warn(
+            "StageContext.inputs is deprecated: read a port with ctx.path, ctx.paths, ctx.dataset, "
+            "ctx.artifact(s) or ctx.has (docs/plugins.md)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._inputs
+
     def progress(self, done: int, total: int | None, what: str) -> None:
         """Report progress of long work (`32/64 samples`): a line every few seconds, none for quick work,
         so a two-minute calibration is never silent and a two-second one stays quiet."""
@@ -143,7 +155,7 @@ class StageContext:
 
     def has(self, port: str) -> bool:
         """Whether an optional input was given."""
-        return port in self.inputs
+        return port in self._inputs
 
     def path(self, port: str) -> Path:
         """The file or folder on a port that takes one."""
@@ -175,7 +187,7 @@ class StageContext:
 
     def artifact(self, port: str) -> Artifact:
         """The input on a port that takes one, as an Artifact (its digest and where to read it) to hand to a step."""
-        value, digest = self.inputs[port], self.digests[port]
+        value, digest = self._inputs[port], self.digests[port]
         if isinstance(value, list):  # the old shape: a list for a port that takes many
             warnings.warn(
                 f"ctx.artifact('{port}') on a port that takes many is deprecated — use ctx.artifacts('{port}')",
@@ -187,9 +199,9 @@ class StageContext:
 
     def artifacts(self, port: str) -> tuple[Artifact, ...]:
         """The inputs on a port that takes many, in the recipe's order (none for an optional one not given)."""
-        if port not in self.inputs:
+        if port not in self._inputs:
             return ()
-        value, digest = self.inputs[port], self.digests[port]
+        value, digest = self._inputs[port], self.digests[port]
         if not isinstance(value, list) or not isinstance(digest, list):
             raise TypeError(
                 f"input '{port}' of {self.stage_name} takes one reference — use ctx.artifact('{port}')"
@@ -197,7 +209,7 @@ class StageContext:
         return tuple(Artifact(d, v) for d, v in zip(digest, value))
 
     def _one(self, port: str) -> Path | Dataset:
-        value = self.inputs[port]
+        value = self._inputs[port]
         if isinstance(value, list):
             raise TypeError(
                 f"input '{port}' of {self.stage_name} takes many references — use ctx.paths('{port}')"
@@ -218,7 +230,7 @@ class StageContext:
         report per model (benchmark, validate_accuracy, select) name the same input the same way."""
         seen: dict[str, int] = {}
         names = []
-        for index in range(len(self.inputs[port])):
+        for index in range(len(self._inputs[port])):
             name = self.label(port, index)
             seen[name] = seen.get(name, 0) + 1
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")

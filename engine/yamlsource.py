@@ -16,7 +16,7 @@ from ortflow.engine.json_types import JsonObject
 try:  # libyaml is several times faster; the pure-Python loader gives identical nodes
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader
 
 PathKey = tuple[Any, ...]
 # Bounds that keep a hostile or mistaken file from crashing the parser or taking minutes and gigabytes.

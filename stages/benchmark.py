@@ -236,7 +236,7 @@ class Benchmark(Stage):
                 order[round_index % len(order) :] + order[: round_index % len(order)]
             )  # rotate who goes first
             for index in order:
-                call, timings = sessions[index], rows[index]["latencies_ms"]  # type: ignore[index]
+                call, timings = sessions[index], rows[index]["latencies_ms"]
                 for _ in range(
                     SETTLE_RUNS
                 ):  # the previous model's spinning thread pool must wind down first

@@ -25,7 +25,9 @@ class TensorrtEngine(Stage):
         "inputs. Warm-up inferences at every profile shape make sure the engines are really built. Outputs the "
         "engine cache folder and ORT's EP-context model (the engine embedded, so a benchmark loads it without "
         "rebuilding), and reports which nodes fell back to CUDA or the CPU. Engines are not portable: the cache key "
-        "holds the GPU and its compute capability, and the TensorRT, CUDA and ORT versions."
+        "holds the GPU and its compute capability, and the TensorRT, CUDA and ORT versions. Caveat: this build has "
+        "never run on a GPU in this project's CI or tests (none has one): only its parameters, its refusal without "
+        "TensorRT and its recipe are checked."
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "the model (fp32, fp16, or QDQ for int8)"),

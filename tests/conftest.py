@@ -18,6 +18,16 @@ sys.path.insert(0, str(PLUGINS))
 CEILING = 600.0
 os.environ["COLUMNS"] = "200"  # rich tables must not wrap the text the tests look for
 
+from ci_skips import (  # noqa: E402, F401 - hooks: under CI=true an unexpected skip fails the run
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
+from data_wheels import (  # noqa: E402, F401 - hooks: a missing data wheel skips, naming its script
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
+
 from ortflow.engine.cli import main  # noqa: E402
 
 

@@ -184,7 +184,7 @@ def test_worker_killed_mid_stage_leaves_the_cache_intact_and_the_stage_is_retrie
         client.wait_for_workers(
             2, timeout=CEILING
         )  # the nanny restarts the killed worker for the next tests
-    code, out, err = result["run"]  # type: ignore[misc]
+    code, out, err = result["run"]
     assert code == 0, failures(project) + err
     assert statuses(project) == {"slow_calib": "ran"}  # Dask ran it again on a live worker
     store = open_store(project / ".ortflow")

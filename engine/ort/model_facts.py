@@ -244,8 +244,8 @@ def _scalar(
 
     node = producers.get(name)
     constant = node is not None and node.op_type == "Constant" and node.attribute  # type: ignore[attr-defined]
-    tensor = node.attribute[0].t if constant else initializers.get(name)  # type: ignore[union-attr, attr-defined]
-    if tensor is None or _elements(tensor.dims) != 1 or tensor.data_location == 1:  # type: ignore[attr-defined]
+    tensor = node.attribute[0].t if constant else initializers.get(name)
+    if tensor is None or _elements(tensor.dims) != 1 or tensor.data_location == 1:
         return None
     return numpy_helper.to_array(tensor).reshape(-1)[0].item()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.json_types import JsonObject, number, obj, objects, text
 
 
 @dataclass(frozen=True)
@@ -43,47 +43,51 @@ class Headline:
 def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
     """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
     accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
-    axes = report.get("trade_off")
+    axes = obj(report.get("trade_off"))
     if not axes:
         return []
     found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
-    for stage in report["stages"]:
-        metrics = stage.get("metrics") or {}
+    for stage in objects(report["stages"]):
+        metrics = obj(stage.get("metrics"))
         for side, values in found.items():
-            per_model = metrics.get(axes[side]["metric"])
+            per_model = metrics.get(text(obj(axes[side])["metric"]))
             if isinstance(per_model, dict):
-                values.update({k: v for k, v in per_model.items() if _number(v)})
+                values.update({k: v for k, v in _numbers(per_model).items()})
     return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
 
 
 def find_headline(report: JsonObject) -> Headline | None:
     """The chosen model: the one a stage chose (its metrics name it `chosen`, as select's do), else the best by
     the speed measure among the models measured for accuracy as well; None when the run measured neither."""
-    axes = report.get("trade_off") or {}
+    axes = obj(report.get("trade_off"))
     points = {m: (x, y) for m, x, y in trade_off(report)}
     chooser = next(
-        (s for s in report["stages"] if isinstance((s.get("metrics") or {}).get("chosen"), str)),
+        (
+            s
+            for s in objects(report["stages"])
+            if isinstance(obj(s.get("metrics")).get("chosen"), str)
+        ),
         None,
     )
     if chooser is not None:
-        model = chooser["metrics"]["chosen"]
-        how = f"chosen by stage {chooser['stage']} ({chooser['type']})"
+        model = text(obj(chooser["metrics"])["chosen"])
+        how = f"chosen by stage {text(chooser['stage'])} ({text(chooser['type'])})"
     elif points and axes:
-        lower = axes["x"].get("better") == "lower"
+        lower = obj(axes["x"]).get("better") == "lower"
         model = (min if lower else max)(points, key=lambda m: points[m][0])
         best = "lowest" if lower else "highest"
-        how = f"the {best} {axes['x']['title']} of the {len(points)} models whose accuracy was measured"
+        how = f"the {best} {text(obj(axes['x'])['title'])} of the {len(points)} models whose accuracy was measured"
     else:
         return None
-    speed = _measured(report, axes.get("x"), model, chooser)
-    accuracy = _measured(report, axes.get("y"), model, chooser)
-    source = _data_source(report, axes.get("y"), model, chooser)
+    speed = _measured(report, obj(axes.get("x")), model, chooser)
+    accuracy = _measured(report, obj(axes.get("y")), model, chooser)
+    source = _data_source(report, obj(axes.get("y")), model, chooser)
     return Headline(
         model=model,
         how=how,
         speed=speed,
         accuracy=accuracy,
-        data=source.get("label", "data not recorded"),
+        data=text(source.get("label"), "data not recorded"),
         verified=bool(source.get("verified")),
         path=_model_path(report, model, chooser),
         refused=_refusals(report) if _is_input(report, model) else [],
@@ -112,44 +116,48 @@ def _refusals(report: JsonObject) -> list[str]:
 
 
 def _measured(
-    report: JsonObject, axis: JsonObject | None, model: str, chooser: JsonObject | None
+    report: JsonObject, axis: JsonObject, model: str, chooser: JsonObject | None
 ) -> Measured | None:
     """The model's value of one trade-off measure: from the stage that measured it per model, else from the
     choosing stage's `chosen_<metric>`."""
     if not axis:
         return None
-    metric = axis["metric"]
-    for stage in report["stages"]:
-        per_model = (stage.get("metrics") or {}).get(metric)
-        if isinstance(per_model, dict) and _number(per_model.get(model)):
-            return Measured(metric, axis["title"], axis["unit"], float(per_model[model]))
-    value = (chooser or {}).get("metrics", {}).get(f"chosen_{metric}")
-    return Measured(metric, axis["title"], axis["unit"], float(value)) if _number(value) else None
+    metric, title, unit = (text(axis[name]) for name in ("metric", "title", "unit"))
+    for stage in objects(report["stages"]):
+        per_model = obj(stage.get("metrics")).get(metric)  # per model, or one number for the stage
+        value = number(per_model.get(model)) if isinstance(per_model, dict) else None
+        if value is not None:
+            return Measured(metric, title, unit, value)
+    value = number(obj(obj(chooser).get("metrics")).get(f"chosen_{metric}"))
+    return Measured(metric, title, unit, value) if value is not None else None
 
 
 def _data_source(
-    report: JsonObject, axis: JsonObject | None, model: str, chooser: JsonObject | None
+    report: JsonObject, axis: JsonObject, model: str, chooser: JsonObject | None
 ) -> JsonObject:
     """The data source recorded by the stage that measured the model's accuracy (or by the choosing stage)."""
-    for stage in report["stages"]:
-        per_model = (stage.get("metrics") or {}).get(axis["metric"]) if axis else None
+    for stage in objects(report["stages"]):
+        per_model = obj(stage.get("metrics")).get(text(axis["metric"])) if axis else None
         if isinstance(per_model, dict) and model in per_model and stage.get("data_source"):
-            return stage["data_source"]
-    return (chooser or {}).get("data_source") or {}
+            return obj(stage["data_source"])
+    return obj(obj(chooser).get("data_source"))
 
 
 def _model_path(report: JsonObject, model: str, chooser: JsonObject | None) -> str:
     """Where the chosen model's file was published: the choosing stage's copy, else the output of the stage
     the model is named after; empty for a recipe input (not published)."""
-    for stage in [chooser] if chooser else [s for s in report["stages"] if s["stage"] == model]:
-        outputs = stage.get("outputs") or {}
+    stages = [chooser] if chooser else [s for s in objects(report["stages"]) if s["stage"] == model]
+    for stage in stages:
+        outputs = obj(stage.get("outputs"))
         found = outputs.get("model") or next(
-            (o for o in outputs.values() if str(o.get("path", "")).endswith(".onnx")), None
+            (o for o in outputs.values() if str(obj(o).get("path", "")).endswith(".onnx")), None
         )
         if found:
-            return str(found["path"])
+            return str(obj(found)["path"])
     return ""
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _numbers(per_model: JsonObject) -> dict[str, float]:
+    """The entries of a per-model metric that are numbers (true/false are not)."""
+    found = {model: number(value) for model, value in per_model.items()}
+    return {model: value for model, value in found.items() if value is not None}

@@ -40,9 +40,9 @@ class _Router(io.TextIOBase):
 def _install() -> None:
     with _install_lock:
         if not isinstance(sys.stdout, _Router):
-            sys.stdout = _Router(sys.stdout)  # type: ignore[assignment]
+            sys.stdout = _Router(sys.stdout)
         if not isinstance(sys.stderr, _Router):
-            sys.stderr = _Router(sys.stderr)  # type: ignore[assignment]
+            sys.stderr = _Router(sys.stderr)
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.errors import OrtflowError
+from ortflow.engine.store.shared import SharedStore
 from ortflow.engine.types import StageOutcome, Status
 
 if TYPE_CHECKING:
@@ -88,10 +89,9 @@ class DaskExecutor:
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
-        remote = getattr(
-            store, "remote", None
-        )  # with a remote, workers need no shared disk (engine.run.remote_worker)
-        if remote is not None:
+        # with a remote, workers need no shared disk (engine.run.remote_worker)
+        remote = store.remote if isinstance(store, SharedStore) else None
+        if isinstance(store, SharedStore):
             self._publish_inputs(store, job, log)
         self._submit(
             _Submission(
@@ -103,7 +103,9 @@ class DaskExecutor:
         )
         return result
 
-    def _publish_inputs(self, store: Store, job: "StageJob", log: Callable[[str], None]) -> None:
+    def _publish_inputs(
+        self, store: SharedStore, job: "StageJob", log: Callable[[str], None]
+    ) -> None:
         from ortflow.engine.run.remote_worker import publish_inputs
 
         try:
@@ -119,6 +121,7 @@ class DaskExecutor:
         if problem:
             item.result.set_result(StageOutcome(spec.name, Status.FAILED, error=problem))
             return
+        task_key = f"{spec.name}-{uuid.uuid4().hex}"  # a str (Dask's keys may be other types)
         task = self.client.submit(
             run_on_worker,
             item.store_root,
@@ -126,16 +129,16 @@ class DaskExecutor:
             self._topic,
             item.remote,
             pure=False,
-            key=f"{spec.name}-{uuid.uuid4().hex}",
+            key=task_key,
             resources=spec.resources or None,
             workers=addresses,
             allow_other_workers=False,
         )
         item.task, item.addresses = task, set(addresses or ())
         with self._lock:
-            self._tasks[task.key] = task
+            self._tasks[task_key] = task
             if addresses:
-                self._pinned[task.key] = item
+                self._pinned[task_key] = item
 
         def settle(
             done: Any,

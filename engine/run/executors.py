@@ -12,7 +12,10 @@ if TYPE_CHECKING:
 
 
 class Executor(Protocol):
-    slots: int  # stages that may run at once
+    @property
+    def slots(self) -> int:
+        """Stages that may run at once (read-only: a cluster's count changes as its workers come and go)."""
+
     # Whether the scheduler may answer a stage from the cache with this machine's environment facts. Off
     # where stages run elsewhere: the key is then computed, and the cache read, where the stage would run.
     local_cache_lookup: bool

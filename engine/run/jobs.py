@@ -298,6 +298,7 @@ class LockedOutputs:
 
 def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> str | None:
     """Why a cached record must not be served for this stage, or None."""
+    key = outcome.key or ""  # a served outcome always has its key
     outputs = (
         {port: out.kind for port, out in outcome.record.outputs.items()}
         if outcome.record is not None
@@ -307,18 +308,18 @@ def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs
     problem = kinds_problem(outputs, ports)
     if problem:
         return (
-            f"the cache's run record for key {outcome.key[:12]} does not fit stage type {spec.uses}: {problem} "
+            f"the cache's run record for key {key[:12]} does not fit stage type {spec.uses}: {problem} "
             "— run `engine cache verify --remove` and run again"
         )
     differs = lock_disagreement(
         outcome.record.digests if outcome.record is not None else {},
-        dict(locked.by_key.get(outcome.key) or {}),
+        dict(locked.by_key.get(key) or {}),
     )
     if differs is None:
         return None
     port, served, digest = differs
     return (
-        f"the cache serves output '{port}' as object {served} for key {outcome.key[:12]}, but {locked.file} "
+        f"the cache serves output '{port}' as object {served} for key {key[:12]}, but {locked.file} "
         f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
         "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git"
     )

@@ -70,7 +70,7 @@ def _local(store: SharedStore, item: Any, digest: Any) -> Any:
     return store.object_path(digest)
 
 
-def publish_inputs(store: Any, job: StageJob, published_digests: set[str]) -> None:
+def publish_inputs(store: SharedStore, job: StageJob, published_digests: set[str]) -> None:
     """The client's side: recipe input files a stage reads (plain files, named by their content hash) are
     uploaded once, so a worker without the file fetches it by hash like any object."""
     remote = store.remote

@@ -6,9 +6,11 @@ candidate it already built, timed or checked; and `cache gc` keeps a step as lon
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, cast
 
 from ortflow.engine.errors import ProviderUnavailable, StageError
+from ortflow.engine.json_types import Params
 from ortflow.engine.params import fill_defaults, params_problems
 from ortflow.engine.registry import Registry, installed_stages
 from ortflow.engine.run.jobs import identify
@@ -48,33 +50,35 @@ class StepRunner:
     def run(
         self,
         uses: str,
-        params: dict[str, Any],
+        params: Params,
         inputs: dict[str, Artifact | list[Artifact]],
         labels: dict[str, str | list[str]] | None = None,
     ) -> StepResult:
         """Run stage type `uses` (or serve it from the cache). `labels` name the inputs in its outputs, the
         way `<stage>.<port>` references name them in a recipe; they are not part of the key."""
         stage_cls = self.stage_type(uses)
-        problems = params_problems(stage_cls, params)
+        # the Steps protocol takes any mapping (a stage passes its own read-only params): a copy to fill in
+        problems = params_problems(stage_cls, dict(params))
         if problems:
             raise StageError(
                 f"{self.parent}: step {uses} has bad parameters: {'; '.join(problems)}"
             )
-        params = fill_defaults(params, stage_cls.params_schema)
+        filled = fill_defaults(dict(params), stage_cls.params_schema)
         inputs = {port: _shaped(stage_cls, port, value) for port, value in inputs.items()}
         refs = {
             port: _refs(port, value, (labels or {}).get(port)) for port, value in inputs.items()
         }
         # optional: a missing provider comes back as SKIPPED, re-raised below so the parent skips (or fails) alike
         spec = StageSpec(
-            f"{self.parent}.{uses}", uses, stage_cls, params, refs, [], None, optional=True
+            f"{self.parent}.{uses}", uses, stage_cls, filled, refs, [], None, optional=True
         )
         digests = {
             port: [a.digest for a in v] if isinstance(v, list) else v.digest
             for port, v in inputs.items()
         }
-        paths = {
-            port: [a.path for a in v] if isinstance(v, list) else v.path
+        # a port taking many holds files or folders (a dataset is one input, never in a list)
+        paths: dict[str, Path | list[Path] | Dataset] = {
+            port: cast("list[Path]", [a.path for a in v]) if isinstance(v, list) else v.path
             for port, v in inputs.items()
         }
         upstream = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,7 @@ def input_digest(path: Path, hashes: HashCache) -> str:
 
 
 def content_digest(
-    loader_cls: type[DatasetLoader], params: dict[str, Any], hashes: HashCache
+    loader_cls: type[DatasetLoader], params: Mapping[str, Any], hashes: HashCache
 ) -> str:
     """A dataset's identity: loader type and version, parameters, its files by content (never by path),
     and the library versions it declares (a new tokenizer release may tokenize differently)."""

@@ -42,5 +42,5 @@ def profile(
             [k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]
         ]
 
-    placement: Placement = summary(node_placement(trace), session.get_providers()[0])  # type: ignore[assignment]
+    placement: Placement = summary(node_placement(trace), session.get_providers()[0])
     return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}

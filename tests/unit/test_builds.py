@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 from ortflow.engine import builds
 from ortflow.engine.builds import Identity, LockEntry, RunOutput, RunRecord
@@ -45,9 +44,29 @@ def record_json(**changes) -> dict:
     return {**found, **changes}
 
 
+# IDENTITY's key as recorded: lock files and cache entries name builds by their key, so any change to how it is
+# computed (key order, separators, escaping, the form of a float) must show here before it orphans users' caches.
+KEY = "f84bcf97f65ab06ca0c02e76eac39d2ea2550a96cf49d49b6386c79e80cc75d7"
+# the canonical JSON it is the sha256 of, written out: sorted keys, no spaces
+CANONICAL = (
+    '{"env":{"cpu":"Xeon","onnxruntime":"onnxruntime 1.2"},"inputs":{"parts":["'
+    + D1
+    + '","'
+    + D2
+    + '"]},'
+    '"params":{"n":[1,2.5],"text":"+x"},"type":"concat","version":"2"}'
+)
+
+
 def test_the_key_is_the_sha256_of_the_identity_in_canonical_json():
-    text = json.dumps(IDENTITY, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    assert Identity.from_json(IDENTITY).key == hashlib.sha256(text.encode()).hexdigest()
+    assert hashlib.sha256(CANONICAL.encode()).hexdigest() == KEY
+    assert Identity.from_json(IDENTITY).key == KEY
+    reordered = {name: IDENTITY[name] for name in reversed(list(IDENTITY))}
+    assert (
+        Identity.from_json(reordered).key == KEY
+    )  # the order a recipe wrote things in does not count
+    changed = Identity.from_json({**IDENTITY, "params": {"text": "+x", "n": [1, 2.25]}}).key
+    assert changed != KEY
 
 
 def test_the_key_is_computed_once_when_the_identity_is_made(monkeypatch):
@@ -61,7 +80,7 @@ def test_the_key_is_computed_once_when_the_identity_is_made(monkeypatch):
 def test_an_identity_never_changes_after_it_is_made():
     identity = Identity.from_json(IDENTITY)
     try:
-        identity.key = "0" * 64  # type: ignore[misc]
+        identity.key = "0" * 64
     except AttributeError:
         return
     raise AssertionError("an Identity can be changed")

@@ -70,7 +70,7 @@ def test_a_remote_is_part_of_opening_and_the_workspace_never_changes(project, co
     ws = Workspace.open(toy(project), remote=Remote(f"file://{project / 'remote'}"))
     assert isinstance(ws.store, SharedStore) and ws.remote is not None and counted["store"] == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
-        ws.store = ws.store  # type: ignore[misc]
+        ws.store = ws.store
 
 
 def test_a_bad_recipe_is_parsed_once_reported_whole_and_creates_no_cache(project, monkeypatch):

@@ -77,3 +77,16 @@ def test_a_step_input_on_a_many_port_is_a_list_even_of_one():
         _shaped(_Compare, "data", [one, one])
     with pytest.raises(StageError, match="has no input 'model' "):
         _shaped(_Compare, "model", one)
+
+
+def test_reading_the_deprecated_inputs_warns_and_the_accessors_do_not(tmp_path: Path):
+    """docs/plugins.md calls ctx.inputs deprecated: reading it says so (DeprecationWarning, naming the
+    accessors), and still returns each port's value for a plugin not yet moved."""
+    import warnings
+
+    ctx = _context(tmp_path)
+    with pytest.warns(DeprecationWarning, match="ctx.path, ctx.paths, ctx.dataset"):
+        assert ctx.inputs["model"] == tmp_path / "m.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ctx.path("model") == tmp_path / "m.onnx" and ctx.has("models")

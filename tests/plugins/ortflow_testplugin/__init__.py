@@ -68,7 +68,9 @@ class Concat(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         _log(ctx, "start")
         time.sleep(ctx.params["sleep"] + _extra_sleep(ctx.stage_name))
-        data = b"".join(Path(p).read_bytes() for p in ctx.inputs.get("parts", []))
+        data = b"".join(
+            Path(p).read_bytes() for p in (ctx.paths("parts") if ctx.has("parts") else ())
+        )
         stamp = f"@{time.time()}" if ctx.params["stamp"] else ""
         ctx.output_path("file").write_bytes(data + ctx.params["text"].encode() + stamp.encode())
         _log(ctx, "end")
@@ -104,10 +106,10 @@ class FeedStats(Stage):
 
         _log(ctx, "start")
 
-        model = model_file(ctx.inputs["model"])
+        model = model_file(ctx.path("model"))
         session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
         count, total = 0, 0.0
-        for feed in ctx.inputs["data"].feeds(model_inputs(model), ctx.params.get("limit")):
+        for feed in ctx.dataset("data").feeds(model_inputs(model), ctx.params.get("limit")):
             total += float(session.run(None, feed)[0].sum())
             count += 1
         ctx.output_path("stats").write_text(json.dumps({"feeds": count, "sum": round(total, 3)}))
@@ -174,8 +176,7 @@ class Append(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         _log(ctx, "start")
         ctx.output_path("file").write_bytes(
-            Path(ctx.inputs["file"]).read_bytes()
-            + ctx.params["text"].encode() * ctx.params["count"]
+            ctx.path("file").read_bytes() + ctx.params["text"].encode() * ctx.params["count"]
         )
         return StageResult()
 
