@@ -57,7 +57,7 @@ class Output:
         self.console = safe_console(file=sys.stdout, highlight=False, emoji=False, width=width)
         self.errors = safe_console(file=sys.stderr, highlight=False, emoji=False)
         # rich ends a broken pipe with exit 1; say it as other tools do (`yes | head`: 141), still quietly
-        self.console.on_broken_pipe = broken_pipe  # type: ignore[method-assign]
+        self.console.on_broken_pipe = broken_pipe
         self._warnings = _route_warnings(self)
 
     def close(self) -> None:

@@ -165,7 +165,7 @@ class SelectionCandidate:
             "chosen": self.chosen,
             **({"session": self.session.to_json()} if self.session is not None else {}),
             **(
-                {"calibrated_on": self.calibrated_on.to_json()}  # type: ignore[dict-item]
+                {"calibrated_on": self.calibrated_on.to_json()}
                 if self.calibrated_on is not None
                 else {}
             ),

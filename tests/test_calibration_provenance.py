@@ -25,7 +25,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _nudenet() -> Path:
-    return Path(distribution("nudenet").locate_file("nudenet/320n.onnx"))
+    return Path(str(distribution("nudenet").locate_file("nudenet/320n.onnx")))
 
 
 def _static_ops(model: Path) -> set[str]:

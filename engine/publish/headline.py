@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ortflow.engine.json_types import JsonObject, number, obj, objects, text
+from ortflow.engine.json_types import Json, JsonObject, number, obj, objects, text
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,28 @@ class Headline:
 
     def to_json(self) -> JsonObject:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Headline:
+        refused = data.get("refused")
+        return cls(
+            text(data.get("model")),
+            text(data.get("how")),
+            _measured_json(data.get("speed")),
+            _measured_json(data.get("accuracy")),
+            text(data.get("data")),
+            data.get("verified") is True,
+            text(data.get("path")),
+            [str(r) for r in refused] if isinstance(refused, list) else [],
+        )
+
+
+def _measured_json(value: Json) -> Measured | None:
+    found = obj(value)
+    if not found:
+        return None
+    metric, title, unit = (text(found[k]) for k in ("metric", "title", "unit"))
+    return Measured(metric, title, unit, number(found["value"]) or 0.0)
 
 
 def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
@@ -102,16 +124,17 @@ REFUSED = (
 
 def _is_input(report: JsonObject, model: str) -> bool:
     """Whether the chosen model is one no stage built (a recipe input: the original)."""
-    return not any(s["stage"] == model for s in report["stages"])
+    return not any(s["stage"] == model for s in objects(report["stages"]))
 
 
 def _refusals(report: JsonObject) -> list[str]:
     """Each stage that refused its output, with the first sentence of why (a gate's verdict runs long)."""
     found = []
-    for stage in report["stages"]:
-        if stage.get("status") in REFUSED and stage.get("error"):
+    for stage in objects(report["stages"]):
+        status = text(stage.get("status"))
+        if status in REFUSED and stage.get("error"):
             why = str(stage["error"]).split(". ")[0]
-            found.append(f"{stage['stage']}: {stage['status']}: {why}")
+            found.append(f"{text(stage['stage'])}: {status}: {why}")
     return found
 
 

@@ -126,8 +126,7 @@ def _headline(report: JsonObject) -> Headline | None:
     data = report["headline"]
     if not isinstance(data, dict):
         return None
-    measured = {k: Measured(**data[k]) if data.get(k) else None for k in ("speed", "accuracy")}
-    return Headline(**{**data, **measured})
+    return Headline.from_json(data)
 
 
 def _measure_text(measure: Measured | None) -> str:

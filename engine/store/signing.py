@@ -21,12 +21,20 @@ import os
 import secrets
 from pathlib import Path
 
-from ortflow.engine.store.team_keys import (  # noqa: F401 (the names signing has always exported)
-    PREVIOUS_KEYS_ENV,
-    SIGNING_KEY_ENV,
-    SIGNING_KEY_FILE_ENV,
-    shared_key,
-    verifying_keys,
+from ortflow.engine.store.team_keys import (  # the names signing has always exported
+    PREVIOUS_KEYS_ENV as PREVIOUS_KEYS_ENV,
+)
+from ortflow.engine.store.team_keys import (
+    SIGNING_KEY_ENV as SIGNING_KEY_ENV,
+)
+from ortflow.engine.store.team_keys import (
+    SIGNING_KEY_FILE_ENV as SIGNING_KEY_FILE_ENV,
+)
+from ortflow.engine.store.team_keys import (
+    shared_key as shared_key,
+)
+from ortflow.engine.store.team_keys import (
+    verifying_keys as verifying_keys,
 )
 
 KEY_BYTES = 32
