@@ -119,8 +119,8 @@ def measure(
     ranges: dict[str, tuple[float, float]],
     feeds: list[dict[str, Any]],
     per_channel: bool,
-    excluded: set[str] = frozenset(),  # type: ignore[assignment]
-    op_types: list[str] = (),  # type: ignore[assignment]
+    excluded: frozenset[str] | set[str] = frozenset(),
+    op_types: tuple[str, ...] | list[str] = (),
 ) -> Evidence:
     """The emulation over `feeds` (real samples) run through the float model `model_path` (the graph the
     calibration `ranges` describe); with no feeds, the worst case the ranges allow."""
