@@ -15,7 +15,6 @@ from ortflow.stages.quantization import (
     pre_processing,
     quantized_graph,
     sanity,
-    saturation_evidence,
     static_model,
     traps,
 )
@@ -186,7 +185,7 @@ class QuantizeStatic(Stage):
         model = chosen.path
         found = _find_traps(model, table, params)
         excluded = sorted(set(chosen.kept_float) | found.nodes())
-        reduce_range, why = _reduce_range(ctx, model, table, excluded)
+        reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
         params["reduce_range"] = reduce_range
         target = self._quantize(
             model, ctx.output_path("model"), params, table, table_path, excluded
@@ -275,39 +274,6 @@ class QuantizeStatic(Stage):
         except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
             raise ort_failures.quantizer_failed("quantize_static", exc) from exc
         return target
-
-
-def _reduce_range(
-    ctx: StageContext, model: Path, table: Any, excluded: list[str]
-) -> tuple[bool, str]:
-    """reduce_range (auto: decided from the saturation emulation on the stage's real samples, when the target
-    saturates) and why, for the summary."""
-    params = ctx.params
-    u8_activations = params["activation_type"] == "QUInt8"
-    s8_weights = params["weight_type"] == "QInt8"
-    evidence = None
-    if isa.wants_evidence(params, ctx.env, u8_activations, s8_weights):
-        evidence = saturation_evidence.measure(
-            model,
-            traps.table_ranges(table),
-            _real_feeds(ctx, model),
-            params["per_channel"],
-            set(excluded),
-            params["op_types_to_quantize"],
-        )
-    return isa.reduce_range(
-        params, ctx.env, onnx_model.op_counts(model), u8_activations, s8_weights, evidence
-    )
-
-
-def _real_feeds(ctx: StageContext, model: Path) -> list[dict[str, Any]]:
-    """A few of the stage's real samples for the emulation; none when it has only random feeds (noise says
-    nothing about which pairs saturate: the emulation then uses the calibrated ranges' worst case)."""
-    try:
-        feeds, synthetic = sanity.feeds_for(ctx, model, saturation_evidence.SAMPLES)
-    except StageError:  # random feeds that cannot be made: no samples either way
-        return []
-    return [] if synthetic else feeds
 
 
 def _repair(target: Path) -> bool:

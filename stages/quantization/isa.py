@@ -28,9 +28,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from ortflow.api import int8_saturates
+from ortflow.api import StageError, int8_saturates
+from ortflow.api import onnx as onnx_model
+from ortflow.stages.quantization import saturation_evidence
 from ortflow.stages.quantization.saturation_evidence import Evidence
 
 # decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (1 -
@@ -106,6 +109,41 @@ def decide(
     if damage.saturating * CLEAR < damage.seven_bit or damage.saturating <= NEGLIGIBLE:
         return Decision(Verdict.EIGHT_BIT, said)
     return Decision(Verdict.INCONCLUSIVE, said)
+
+
+def static_reduce_range(
+    ctx: Any, model: Path, ranges: dict[str, tuple[float, float]], excluded: list[str]
+) -> tuple[bool, str]:
+    """quantize_static's reduce_range and why, for its summary: `auto`, for a target that saturates, decided
+    from the emulation on the stage's real samples run through `model` (the graph the table's `ranges`
+    describe), the nodes kept float (`excluded`) left out."""
+    params = ctx.params
+    u8_activations = params["activation_type"] == "QUInt8"
+    s8_weights = params["weight_type"] == "QInt8"
+    evidence = None
+    if wants_evidence(params, ctx.env, u8_activations, s8_weights):
+        evidence = saturation_evidence.measure(
+            model,
+            ranges,
+            _real_feeds(ctx, model),
+            params["per_channel"],
+            set(excluded),
+            params["op_types_to_quantize"],
+        )
+    counts = onnx_model.op_counts(model)
+    return reduce_range(params, ctx.env, counts, u8_activations, s8_weights, evidence)
+
+
+def _real_feeds(ctx: Any, model: Path) -> list[dict[str, Any]]:
+    """A few of the stage's real samples for the emulation; none when it has only random feeds (noise says
+    nothing about which pairs saturate: the emulation then uses the calibrated ranges' worst case)."""
+    from ortflow.stages.quantization import sanity
+
+    try:
+        feeds, synthetic = sanity.feeds_for(ctx, model, saturation_evidence.SAMPLES)
+    except StageError:  # random feeds that cannot be made: no samples either way
+        return []
+    return [] if synthetic else feeds
 
 
 def wants_evidence(
