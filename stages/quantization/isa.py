@@ -83,7 +83,7 @@ def decide(
         why = "no u8 x s8 products" if saturates(isa) else f"{_features(isa)} does not saturate"
         return Decision(Verdict.EIGHT_BIT, why)
     if evidence is None or not evidence.ops:
-        return Decision(Verdict.INCONCLUSIVE, "no emulation")
+        return Decision(Verdict.INCONCLUSIVE, "no op it could emulate")
     where = (
         "worst case of the calibrated ranges"
         if not evidence.samples
@@ -132,6 +132,23 @@ def static_reduce_range(
         )
     counts = onnx_model.op_counts(model)
     return reduce_range(params, ctx.env, counts, u8_activations, s8_weights, evidence)
+
+
+def dynamic_reduce_range(ctx: Any, model: Path, op_types: list[str]) -> tuple[bool, str]:
+    """quantize_dynamic's reduce_range and why: `auto`, for a target that saturates and a stage given real
+    samples (its `data`), decided from the emulation with each tensor's own range per sample, as ORT
+    quantizes activations at run time; without real samples, the rule of thumb (there is no table whose
+    ranges would bound the worst case)."""
+    params = ctx.params
+    s8_weights = params["weight_type"] == "QInt8"
+    feeds = _real_feeds(ctx, model) if wants_evidence(params, ctx.env, True, s8_weights) else []
+    evidence = None
+    if feeds:
+        evidence = saturation_evidence.measure(
+            model, None, feeds, params["per_channel"], set(params["nodes_to_exclude"]), op_types
+        )
+    counts = onnx_model.op_counts(model)
+    return reduce_range(params, ctx.env, counts, True, s8_weights, evidence)
 
 
 def _real_feeds(ctx: Any, model: Path) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ some saturate, how that reaches the model's outputs (saturation_outputs.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,17 +117,21 @@ def _pair(values: list[int]) -> tuple[int, int]:
 
 def measure(
     model_path: Path,
-    ranges: dict[str, tuple[float, float]],
+    ranges: dict[str, tuple[float, float]] | None,
     feeds: list[dict[str, Any]],
     per_channel: bool,
     excluded: frozenset[str] | set[str] = frozenset(),
     op_types: tuple[str, ...] | list[str] = (),
 ) -> Evidence:
     """The emulation over `feeds` (real samples) run through the float model `model_path` (the graph the
-    calibration `ranges` describe); with no feeds, the worst case the ranges allow."""
+    calibration `ranges` describe; None: dynamic quantization, each tensor quantized with its own range in
+    each sample, as DynamicQuantizeLinear does); with no feeds, the worst case the ranges allow."""
+    if onnx_model.needs_external_data(onnx_model.total_size(model_path)):
+        return Evidence(samples=len(feeds), unmeasured=["the model (over 2 GB: not emulated)"])
     model = onnx_model.load_graph(model_path, external_data=True)
     quantized, unmeasured = weighted_ops(model, set(excluded), list(op_types))
-    ops = [op for op in quantized if op.activation in ranges and op.groups]
+    ops = [op for op in quantized if (ranges is None or op.activation in ranges) and op.groups]
+    span = _spans(ranges)
     evidence = Evidence([OpSaturation(op.name, op.op_type) for op in ops], len(feeds), unmeasured)
     if not feeds:
         for op, found in zip(ops, evidence.ops):
@@ -138,13 +143,23 @@ def measure(
     for feed in feeds:
         values = dict(zip(names, probe.run(names, feed)))
         for op, found in zip(ops, evidence.ops):
-            _measure_op(op, found, values[op.activation], ranges[op.activation], per_channel, rng)
+            value = values[op.activation]
+            _measure_op(op, found, value, span(op.activation, value), per_channel, rng)
     saturating = [op for op, found in zip(ops, evidence.ops) if found.saturated]
-    if saturating and not onnx_model.needs_external_data(onnx_model.total_size(model_path)):
+    if saturating:
         evidence.outputs = saturation_outputs.compare(
-            model, quantized, saturating, feeds, probe, ranges, per_channel
+            model, quantized, saturating, feeds, probe, span, per_channel
         )
     return evidence
+
+
+def _spans(
+    ranges: dict[str, tuple[float, float]] | None,
+) -> Callable[[str, Any], tuple[float, float]]:
+    """A tensor's range for uint8 quantization: calibrated, or (dynamic: None) the values' own."""
+    if ranges is None:
+        return lambda _, values: (float(np.min(values)), float(np.max(values)))
+    return lambda name, _: ranges[name]
 
 
 def _session(model_path: Path, tensors: list[str]) -> Any:

@@ -12,6 +12,7 @@ and activations are not quantized in either variant (their rounding is common to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +40,12 @@ def compare(
     saturating: list[Any],
     feeds: list[Any],
     probe: Any,
-    spans: dict[str, Any],
+    span: Callable[[str, Any], tuple[float, float]],
     per_channel: bool,
 ) -> OutputDamage:
     """Run the float model, the saturating int8 variant and the 7-bit variant on `feeds`; `probe` returns the
-    saturating ops' inputs (`spans`: their calibrated ranges); `ops`: every op whose weights ORT quantizes."""
+    saturating ops' inputs (`span`: a tensor's uint8 range, from its name and values); `ops`: every op whose
+    weights ORT quantizes."""
     names = [o.name for o in probe.get_outputs()]
     reference = _session(model)
     outputs = [o.name for o in reference.get_outputs()]
@@ -53,7 +55,9 @@ def compare(
     for feed in feeds:
         values = dict(zip(names, probe.run(names, feed)))
         losses = {
-            DELTA + op.name: loss(op, values[op.activation], spans[op.activation], per_channel)
+            DELTA + op.name: loss(
+                op, values[op.activation], span(op.activation, values[op.activation]), per_channel
+            )
             for op in saturating
         }
         floats = reference.run(outputs, feed)
