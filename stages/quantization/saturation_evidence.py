@@ -133,6 +133,8 @@ def measure(
     ops = [op for op in quantized if (ranges is None or op.activation in ranges) and op.groups]
     span = _spans(ranges)
     evidence = Evidence([OpSaturation(op.name, op.op_type) for op in ops], len(feeds), unmeasured)
+    if not ops:
+        return evidence
     if not feeds:
         for op, found in zip(ops, evidence.ops):
             _worst_case(op, found, per_channel)
