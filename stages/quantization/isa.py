@@ -11,11 +11,14 @@ for MatMul-heavy models with per-channel scales, not a general one:
 
 No rule per op type is right: a YOLOv8 detector (NudeNet 320n, all Conv) collapses without 7-bit weights (class
 scores' cosine 0.69, with reduce_range 0.955). So `auto` decides per model from evidence where it has some
-(`decide`): saturation.py emulates the saturating kernel on real samples and compares, op by op, the error
-saturation adds with the error 7-bit weights add. Without samples, or where neither clearly wins, it falls back
-to the rule of thumb: 7-bit weights only for per-channel scales, int8 weights and a model whose quantizable ops
-are mostly MatMul/Gemm. Never with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for
-uint8 weights (u8 x u8 products are widened to int16 first: they never saturate), never.
+(`decide`): saturation.py emulates the saturating kernel on real samples, and saturation_outputs.py how far
+its saturation reaches the outputs against how far 7-bit weights do (CLEAR times worse either way decides).
+Emulated here (the verdicts need no AVX2 host): NudeNet 7-bit (a class-score channel 0.31 against 0.031),
+MiniLM per-channel 7-bit and per-tensor 8-bit (as measured above), PP-OCRv4's detector inconclusive (0.0072
+against 0.0051). Without samples, or where neither clearly wins, `auto` falls back to the rule of thumb: 7-bit
+weights only for per-channel scales, int8 weights and a model whose quantizable ops are mostly MatMul/Gemm.
+Never with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for uint8 weights (u8 x u8
+products are widened to int16 first: they never saturate).
 
 The other answer is uint8 weights: exact without VNNI, but MLAS's u8 x u8 kernel is slower than its u8 x s8 one.
 MiniLM, dynamic per-channel, 2 threads on the AVX2 host: int8 0.9818 at 6.6 ms, int8 7-bit 0.9961 at 6.5 ms,
