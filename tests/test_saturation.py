@@ -187,3 +187,31 @@ def test_dynamic_int8_of_a_transformer_gets_7_bit_weights_per_channel_only(
     assert (
         json.loads((project / "out/dyn/tensor/metrics.json").read_text())["reduce_range"] is False
     )
+
+
+def test_a_1d_convolution_is_emulated_end_to_end(tmp_path):
+    """A 1-D Conv (audio models: silero-vad) is measured as a 2-D one of height 1: raw values near 255 times
+    weights of 127 saturate every pair (2 x 255 x 127 = 64770), and the outputs' damage is measured."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = numpy_helper.from_array(np.ones((2, 4, 3), np.float32), "w")
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d", pads=[1, 1])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 10])],
+        [weights],
+    )
+    path = tmp_path / "conv1d.onnx"
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path
+    )
+    feeds = [{"x": np.ones((1, 4, 10), np.float32)}]
+    evidence = saturation_evidence.measure(path, {"x": (0.0, 1.0)}, feeds, per_channel=True)
+    (op,) = evidence.ops
+    # 10 output positions, K = 3 x 4 = 12 (6 pairs), 2 columns; the two edge positions read the padding (0)
+    assert op.pairs == 10 * 6 * 2
+    assert op.saturated == (8 * 6 + 2 * 4) * 2
+    assert evidence.outputs is not None and evidence.outputs.saturating > evidence.outputs.seven_bit

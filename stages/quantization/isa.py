@@ -39,10 +39,10 @@ from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import saturation_evidence
 from ortflow.stages.quantization.saturation_evidence import Evidence
 
-# decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (1 -
-# cosine where each is worst), 8-bit when it damages them this many times less; between the two, no verdict.
+# decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (squared
+# relative error where each is worst), 8-bit when this many times less; between the two, no verdict.
 CLEAR = 3.0
-NEGLIGIBLE = 1e-5  # output damage (1 - cosine) below this is no evidence of harm
+NEGLIGIBLE = 1e-5  # output damage (squared relative error) below this is no evidence of harm
 
 REDUCE_RANGE_PARAM = {
     "enum": ["auto", True, False],
@@ -104,7 +104,7 @@ def decide(
     if damage is None:
         return Decision(Verdict.INCONCLUSIVE, f"{said}; its effect on the outputs not measured")
     said += (
-        f"; output error (1 - cosine) {damage.saturating:.2g} ({damage.where}) against "
+        f"; output error (squared, relative) {damage.saturating:.2g} ({damage.where}) against "
         f"{damage.seven_bit:.2g} with 7-bit weights"
     )
     if damage.saturating > CLEAR * damage.seven_bit and damage.saturating > NEGLIGIBLE:

@@ -89,9 +89,9 @@ def _conv(node: Any, w: Any, attrs: dict[str, Any]) -> WeightedOp | None:
     """A Conv as GEMMs per group (no groups: depthwise); None when it is not a 1-D or 2-D Conv with explicit pads."""
     if w.ndim not in (3, 4) or attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         return None
-    if w.ndim == 3:
-        w = w[:, :, None, :]
     dims = w.ndim - 2
+    if dims == 1:
+        w = w[:, :, None, :]
     group = int(attrs.get("group", 1))
     pads = list(attrs.get("pads", [0] * 2 * dims))
     if dims == 1 or len(pads) == 2:
