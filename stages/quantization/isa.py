@@ -16,7 +16,8 @@ its saturation reaches the outputs against how far 7-bit weights do (CLEAR times
 Emulated here (the verdicts need no AVX2 host; squared relative error of the worst output channel): NudeNet
 7-bit (a class-score channel 5.1 against 0.36), MiniLM static per-channel 7-bit (0.054 against 0.0019), dynamic
 per-tensor 8-bit (as measured above), PP-OCRv4's detector inconclusive (0.0054 against 0.0083). Without
-samples, or where neither clearly wins, `auto` falls back to the rule of thumb: 7-bit weights only for per-channel scales, int8 weights and a model whose quantizable ops are mostly MatMul/Gemm.
+samples, or where neither clearly wins, `auto` falls back to the rule of thumb: 7-bit weights only for
+per-channel scales, int8 weights and a model whose quantizable ops are mostly MatMul/Gemm.
 Never with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for uint8 weights (u8 x u8
 products are widened to int16 first: they never saturate).
 
