@@ -19,8 +19,9 @@ SLOW_WHEN_DYNAMIC = frozenset({"Conv"})
 class QuantizeDynamic(Stage):
     type = "quantize_dynamic"
     # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8;
-    # 7: the sanity numbers in the run record, not metrics.json
-    version = "7"
+    # 7: the sanity numbers in the run record, not metrics.json; 8: reduce_range auto decided from the saturation
+    # emulation when the stage has real samples
+    version = "8"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
@@ -102,11 +103,9 @@ class QuantizeDynamic(Stage):
         large = onnx_model.needs_external_data(onnx_model.total_size(source))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         counts = onnx_model.op_counts(source)
-        # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
-        reduce_range, why = isa.reduce_range(
-            params, ctx.env, counts, s8_weights=params["weight_type"] == "QInt8"
-        )
         op_types, left = _op_types(params, counts, set(IntegerOpsRegistry))
+        # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
+        reduce_range, why = isa.dynamic_reduce_range(ctx, source, op_types)
         _quantize(source, target, params, op_types, reduce_range, large)
         onnx_model.cap_ir_version(target)
         # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).

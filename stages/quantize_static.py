@@ -47,8 +47,9 @@ EXTRA_OPTIONS = [
 class QuantizeStatic(Stage):
     type = "quantize_static"
     # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json;
-    # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused
-    version = "6"
+    # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused;
+    # 7: reduce_range auto decided from the saturation emulation (on the pre-processed graph, its real samples)
+    version = "7"
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -167,13 +168,7 @@ class QuantizeStatic(Stage):
         return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
 
     def run(self, ctx: StageContext) -> StageResult:
-        reduce_range, why = isa.reduce_range(
-            ctx.params,
-            ctx.env,
-            onnx_model.op_counts(onnx_model.model_file(ctx.path("model"))),
-            u8_activations=ctx.params["activation_type"] == "QUInt8",
-        )
-        params = {**ctx.params, "reduce_range": reduce_range}
+        params = dict(ctx.params)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
@@ -191,6 +186,8 @@ class QuantizeStatic(Stage):
         model = chosen.path
         found = _find_traps(model, table, params)
         excluded = sorted(set(chosen.kept_float) | found.nodes())
+        reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
+        params["reduce_range"] = reduce_range
         target = self._quantize(
             model, ctx.output_path("model"), params, table, table_path, excluded
         )

@@ -9,9 +9,17 @@ for MatMul-heavy models with per-channel scales, not a general one:
   MiniLM (MatMul), static QDQ:     per-channel 0.9469 -> 0.9618;             per-tensor 0.9463 -> 0.9029
   PP-OCRv4 detector (Conv), static: per-channel 0.9843 -> 0.9765;             per-tensor 0.9693 -> 0.9430
 
-So `auto` picks 7-bit weights only for an x86 target without VNNI, per-channel scales, int8 weights and a
-model whose quantizable ops are mostly MatMul/Gemm; with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for
-uint8 weights (u8 x u8 products are widened to int16 first: they never saturate), never.
+No rule per op type is right: a YOLOv8 detector (NudeNet 320n, all Conv) collapses without 7-bit weights (class
+scores' cosine 0.69, with reduce_range 0.955). So `auto` decides per model from evidence where it has some
+(`decide`): saturation.py emulates the saturating kernel on real samples, and saturation_outputs.py how far
+its saturation reaches the outputs against how far 7-bit weights do (CLEAR times worse either way decides).
+Emulated here (the verdicts need no AVX2 host; squared relative error of the worst output channel): NudeNet
+7-bit (a class-score channel 5.1 against 0.36), MiniLM static per-channel 7-bit (0.054 against 0.0019), dynamic
+per-tensor 8-bit (as measured above), PP-OCRv4's detector inconclusive (0.0054 against 0.0083). Without
+samples, or where neither clearly wins, `auto` falls back to the rule of thumb: 7-bit weights only for
+per-channel scales, int8 weights and a model whose quantizable ops are mostly MatMul/Gemm.
+Never with VNNI (the avx2-vnni, avx512-vnni and amx kernel families), on arm64, or for uint8 weights (u8 x u8
+products are widened to int16 first: they never saturate).
 
 The other answer is uint8 weights: exact without VNNI, but MLAS's u8 x u8 kernel is slower than its u8 x s8 one.
 MiniLM, dynamic per-channel, 2 threads on the AVX2 host: int8 0.9818 at 6.6 ms, int8 7-bit 0.9961 at 6.5 ms,
@@ -22,15 +30,27 @@ pruning and order (quantize_search).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from ortflow.api import int8_saturates
+from ortflow.api import StageError, int8_saturates
+from ortflow.api import onnx as onnx_model
+from ortflow.stages.quantization import saturation_evidence
+from ortflow.stages.quantization.saturation_evidence import Evidence
+
+# decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (squared
+# relative error where each is worst), 8-bit when this many times less; between the two, no verdict.
+CLEAR = 3.0
+NEGLIGIBLE = 1e-5  # output damage (squared relative error) below this is no evidence of harm
 
 REDUCE_RANGE_PARAM = {
     "enum": ["auto", True, False],
     "default": "auto",
-    "description": "7-bit weights; auto: on for per-channel scales on a MatMul-heavy model for an x86 target "
-    "without VNNI (u8 x s8 saturation), off otherwise",
+    "description": "7-bit weights; auto: for an x86 target without VNNI, on where an emulation of its "
+    "saturating u8 x s8 kernel on real samples shows saturation costing more than 7-bit weights (without "
+    "samples: per-channel scales on a MatMul-heavy model); off otherwise",
 }
 
 
@@ -44,18 +64,153 @@ def needs_isa(params: dict[str, Any]) -> bool:
     return params.get("reduce_range") == "auto"
 
 
+class Verdict(Enum):
+    SEVEN_BIT = "7-bit"
+    EIGHT_BIT = "8-bit"
+    INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the emulation's evidence says about 7-bit weights for one model, and why."""
+
+    verdict: Verdict
+    reason: str
+
+
+def decide(
+    isa: str, evidence: Evidence | None, u8_activations: bool = True, s8_weights: bool = True
+) -> Decision:
+    """7-bit or 8-bit weights for a model on a target with kernel family `isa` (`x86_64: avx2`), from the
+    emulation's `evidence` (None: none gathered). Pure: any host can decide for any target."""
+    if not (u8_activations and s8_weights and saturates(isa)):
+        why = "no u8 x s8 products" if saturates(isa) else f"{_features(isa)} does not saturate"
+        return Decision(Verdict.EIGHT_BIT, why)
+    if evidence is None or not evidence.ops:
+        return Decision(Verdict.INCONCLUSIVE, "no op it could emulate")
+    where = (
+        "worst case of the calibrated ranges"
+        if not evidence.samples
+        else f"{evidence.samples} samples"
+    )
+    worst = max(evidence.ops, key=lambda op: op.relative(op.saturating_error))
+    share = sum(op.saturated for op in evidence.ops) / max(1, sum(op.pairs for op in evidence.ops))
+    saturated = f"{100 * share:.2g}% of u8 x s8 pair sums"
+    if not any(op.saturated for op in evidence.ops):
+        return Decision(Verdict.EIGHT_BIT, f"no u8 x s8 pair sum leaves int16 ({where})")
+    if not evidence.samples:
+        return Decision(Verdict.INCONCLUSIVE, f"{saturated} can leave int16 ({where})")
+    said = f"{saturated} leave int16 on {where} (worst op {worst.name})"
+    damage = evidence.outputs
+    if damage is None:
+        return Decision(Verdict.INCONCLUSIVE, f"{said}; its effect on the outputs not measured")
+    said += (
+        f"; output error (squared, relative) {damage.saturating:.2g} ({damage.where}) against "
+        f"{damage.seven_bit:.2g} with 7-bit weights"
+    )
+    if damage.saturating > CLEAR * damage.seven_bit and damage.saturating > NEGLIGIBLE:
+        return Decision(Verdict.SEVEN_BIT, said)
+    if damage.saturating * CLEAR < damage.seven_bit or damage.saturating <= NEGLIGIBLE:
+        return Decision(Verdict.EIGHT_BIT, said)
+    return Decision(Verdict.INCONCLUSIVE, said)
+
+
+def static_reduce_range(
+    ctx: Any, model: Path, ranges: dict[str, tuple[float, float]], excluded: list[str]
+) -> tuple[bool, str]:
+    """quantize_static's reduce_range and why, for its summary: `auto`, for a target that saturates, decided
+    from the emulation on the stage's real samples run through `model` (the graph the table's `ranges`
+    describe), the nodes kept float (`excluded`) left out."""
+    params = ctx.params
+    u8_activations = params["activation_type"] == "QUInt8"
+    s8_weights = params["weight_type"] == "QInt8"
+    evidence = None
+    if wants_evidence(params, ctx.env, u8_activations, s8_weights):
+        evidence = saturation_evidence.measure(
+            model,
+            ranges,
+            _real_feeds(ctx, model),
+            params["per_channel"],
+            set(excluded),
+            params["op_types_to_quantize"],
+        )
+    counts = onnx_model.op_counts(model)
+    return reduce_range(params, ctx.env, counts, u8_activations, s8_weights, evidence)
+
+
+def dynamic_reduce_range(ctx: Any, model: Path, op_types: list[str]) -> tuple[bool, str]:
+    """quantize_dynamic's reduce_range and why: `auto`, for a target that saturates and a stage given real
+    samples (its `data`), decided from the emulation with each tensor's own range per sample, as ORT
+    quantizes activations at run time; without real samples, the rule of thumb (there is no table whose
+    ranges would bound the worst case)."""
+    params = ctx.params
+    s8_weights = params["weight_type"] == "QInt8"
+    feeds = _real_feeds(ctx, model) if wants_evidence(params, ctx.env, True, s8_weights) else []
+    evidence = None
+    if feeds:
+        evidence = saturation_evidence.measure(
+            model, None, feeds, params["per_channel"], set(params["nodes_to_exclude"]), op_types
+        )
+    counts = onnx_model.op_counts(model)
+    return reduce_range(params, ctx.env, counts, True, s8_weights, evidence)
+
+
+def _real_feeds(ctx: Any, model: Path) -> list[dict[str, Any]]:
+    """A few of the stage's real samples for the emulation; none when it has only random feeds (noise says
+    nothing about which pairs saturate: the emulation then uses the calibrated ranges' worst case)."""
+    from ortflow.stages.quantization import sanity
+
+    try:
+        feeds, synthetic = sanity.feeds_for(ctx, model, saturation_evidence.SAMPLES)
+    except StageError:  # random feeds that cannot be made: no samples either way
+        return []
+    return [] if synthetic else feeds
+
+
+def wants_evidence(
+    params: dict[str, Any], env: dict[str, str], u8_activations: bool, s8_weights: bool
+) -> bool:
+    """Whether `auto` has a choice to make that the saturation emulation can inform (it costs seconds)."""
+    return (
+        params["reduce_range"] == "auto"
+        and u8_activations
+        and s8_weights
+        and saturates(env["target_isa"])
+    )
+
+
 def reduce_range(
     params: dict[str, Any],
     env: dict[str, str],
     op_counts: Counter[str],
     u8_activations: bool = True,
     s8_weights: bool = True,
+    evidence: Evidence | None = None,
 ) -> tuple[bool, str]:
-    """The reduce_range to use, and, when `auto` turned it on, why (for the stage's summary). `op_counts`:
-    the float model's nodes by op type."""
+    """The reduce_range to use, and, when `auto` decided, why (for the stage's summary). `op_counts`: the
+    float model's nodes by op type; `evidence`: the saturation emulation's (None: the rule of thumb)."""
     if params["reduce_range"] != "auto":
         return bool(params["reduce_range"]), ""
     isa = env["target_isa"]
+    fallback, why = _rule_of_thumb(params, isa, op_counts, u8_activations, s8_weights)
+    if evidence is None:
+        return fallback, why
+    decision = decide(isa, evidence, u8_activations, s8_weights)
+    if decision.verdict is not Verdict.INCONCLUSIVE:
+        on = decision.verdict is Verdict.SEVEN_BIT
+        return on, f"{decision.verdict.value} weights for {_features(isa)}: {decision.reason}"
+    rule = why or "8-bit weights by the rule of thumb"
+    return fallback, f"{rule} (emulation inconclusive: {decision.reason})"
+
+
+def _rule_of_thumb(
+    params: dict[str, Any],
+    isa: str,
+    op_counts: Counter[str],
+    u8_activations: bool,
+    s8_weights: bool,
+) -> tuple[bool, str]:
+    """The rule `auto` fell back on without evidence: 7-bit weights for per-channel scales on a MatMul model."""
     matmuls = op_counts.get("MatMul", 0) + op_counts.get("Gemm", 0)
     convs = op_counts.get("Conv", 0) + op_counts.get("ConvTranspose", 0)
     if (
