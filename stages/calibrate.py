@@ -141,6 +141,17 @@ class Calibrate(Stage):
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
 
+    @classmethod
+    def same_result(
+        cls, params: dict[str, Any], port: str, ours: tuple[float, ...], locked: tuple[float, ...]
+    ) -> bool:
+        """Two CPUs' tables agree within the method's tolerance (activation_ranges.tolerance): a cached
+        table another CPU made is drift from the lock's, not tampering."""
+        if port != "table":
+            return False
+        limit = activation_ranges.tolerance(params)
+        return activation_ranges.worst_difference(ours, locked) <= limit
+
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it

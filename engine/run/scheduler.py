@@ -19,6 +19,7 @@ from ortflow.engine.run.jobs import (
     made_from,
     ranges_upstream,
     served_problem,
+    with_locked_objects,
     tolerated,
     upstream_datasets,
     without,
@@ -158,7 +159,11 @@ class Scheduler:
         ):  # (a cached gate verdict is settled with 0 seconds)
             return outcome
         problem = served_problem(outcome, self.recipe.stages[outcome.name], self.locked)
-        return StageOutcome(outcome.name, Status.FAILED, error=problem) if problem else outcome
+        if problem:
+            return StageOutcome(outcome.name, Status.FAILED, error=problem)
+        return with_locked_objects(
+            outcome, self.locked, self.store.object_path, self.store.object_intact
+        )
 
     def _resolve(self, state: _RunState, name: str) -> StageOutcome | None:
         """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""
