@@ -222,7 +222,7 @@ def status(ws: Workspace) -> list[StageState]:
     lock = ws.lock()
     rows = []
     for item in plan(ws):
-        entry = lock.stages.get(item.name)
+        entry = lock.entries().get(item.name)
         in_lock = entry is not None and item.key is not None and not item.against_lock
         if item.action == PlanAction.CACHED and in_lock:
             state, why = "up to date", ""

@@ -85,7 +85,10 @@ def teammates_cache(project: Path) -> Path:
     store = open_store(cache)
     record = json.loads((FIXTURE / "run-record.json").read_text())
     record["outputs"]["metrics"]["digest"] = _metrics_digest(project)
-    for port, source in (("table", FIXTURE / "calibration.json"), ("metrics", project / "metrics.json")):
+    for port, source in (
+        ("table", FIXTURE / "calibration.json"),
+        ("metrics", project / "metrics.json"),
+    ):
         target = store.object_path(record["outputs"][port]["digest"])
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)

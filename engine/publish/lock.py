@@ -72,7 +72,9 @@ class Lock:
     recipe: str | None = None
     inputs: Mapping[str, Mapping[str, str]] | None = None  # {name: {path, digest}}
     datasets: Mapping[str, Mapping[str, str]] | None = None  # {name: {loader, digest}}
-    family: str | None = None  # the kernel family `stages` was built on, once another family is recorded
+    family: str | None = (
+        None  # the kernel family `stages` was built on, once another family is recorded
+    )
     families: Mapping[str, Mapping[str, LockEntry]] = field(default_factory=dict)
 
     @classmethod

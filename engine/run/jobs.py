@@ -348,7 +348,9 @@ def tolerated_drift(outcome: StageOutcome, spec: StageSpec, locked: LockedOutput
 
 
 def with_locked_objects(
-    outcome: StageOutcome, locked: LockedOutputs, object_path: Callable[[str], Path],
+    outcome: StageOutcome,
+    locked: LockedOutputs,
+    object_path: Callable[[str], Path],
     intact: Callable[[str], bool],
 ) -> StageOutcome:
     """A served result that drifted from the lock, with the lock's own outputs where the cache holds them

@@ -99,7 +99,7 @@ class _Planner:
         """A stage whose key is known: cached (its outputs now known downstream) or run, and how it differs
         from its lock-file entry; a lock entry with the same key makes its outputs known too."""
         key = identity.key
-        entry = self.lock.stages.get(name)
+        entry = self.lock.entries().get(name)
         versus_lock = (
             ""
             if entry is not None and entry.matches(key, identity.to_json())
