@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
@@ -143,7 +143,11 @@ class Calibrate(Stage):
 
     @classmethod
     def same_result(
-        cls, params: dict[str, Any], port: str, ours: tuple[float, ...], locked: tuple[float, ...]
+        cls,
+        params: Mapping[str, Any],
+        port: str,
+        ours: tuple[float, ...],
+        locked: tuple[float, ...],
     ) -> bool:
         """Two CPUs' tables agree within the method's tolerance (activation_ranges.tolerance): a cached
         table another CPU made is drift from the lock's, not tampering."""

@@ -29,11 +29,11 @@ from ortflow.engine.publish.lockfile import (
 )
 from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.secrets import redact_json
+from ortflow.engine.stage import Stage
+from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.stage import Stage
-from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.types import Recipe, StageOutcome
 
 
@@ -236,7 +236,9 @@ class Lock:
     def referenced(self) -> tuple[set[str], set[str], list[LockEntry]]:
         """(cache keys, object digests, host-specific entries) the lock needs kept; a run record matching a
         host-specific entry (LockEntry.matches) is kept too."""
-        keys, digests, host_specific = set(), set(), []
+        keys: set[str] = set()
+        digests: set[str] = set()
+        host_specific: list[LockEntry] = []
         every = [*self.stages.values(), *(e for f in self.families.values() for e in f.values())]
         for entry in every:  # what any family's entry references
             if entry.key is not None:

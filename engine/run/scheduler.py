@@ -19,9 +19,9 @@ from ortflow.engine.run.jobs import (
     made_from,
     ranges_upstream,
     served_problem,
-    with_locked_objects,
     tolerated,
     upstream_datasets,
+    with_locked_objects,
     without,
 )
 from ortflow.engine.store.base import Store

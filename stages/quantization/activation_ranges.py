@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import StageContext
 from ortflow.stages.quantization.calibration_table import with_mask_tensors
@@ -35,7 +35,7 @@ TOLERANCE = 1e-4
 TOLERANCE_BINS = 1.0
 
 
-def tolerance(params: dict[str, Any]) -> float:
+def tolerance(params: Mapping[str, Any]) -> float:
     """The share of a tensor's span within which two CPUs' ranges are one result, for the method."""
     method = params["method"]
     if method in ("entropy", "percentile"):
