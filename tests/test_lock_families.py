@@ -48,7 +48,10 @@ def travelling_recipe(project: Path) -> tuple[Path, Path]:
     )
     shipped = yaml.safe_load((ROOT / "recipes" / "minilm-cpu-int8.yaml.lock").read_text())
     entries = {name: shipped["stages"][name] for name in ("calib_entropy", "int8_entropy")}
-    entries["calib_entropy"]["outputs"]["metrics"]["digest"] = _metrics_digest(project)
+    entries["calib_entropy"]["outputs"]["metrics"] = {
+        "digest": _metrics_digest(project),
+        "size": (project / "metrics.json").stat().st_size,
+    }
     lock = recipe.with_name("travels.yaml.lock")
     lock.write_text(
         yaml.safe_dump(
@@ -97,6 +100,23 @@ def teammates_cache(project: Path) -> Path:
     return cache
 
 
+def add_locks_table(cache: Path, lock: Path) -> None:
+    """The lock's own table beside the AVX2 host's, written from the values the lock records (a pulled or
+    earlier object, say): the same bytes the AMX host wrote."""
+    from ortflow.stages.quantization.activation_ranges import write_table
+
+    entry = yaml.safe_load(lock.read_text())["stages"]["calib_entropy"]["outputs"]["table"]
+    drifted = json.loads((FIXTURE / "calibration.json").read_text())
+    masked = drifted["ortflow"]["mask_tensors"]
+    values = unpack_floats(entry["values"])
+    names = sorted([*drifted["data"], *masked])
+    ranges = {name: (values[2 * i], values[2 * i + 1]) for i, name in enumerate(names)}
+    store = open_store(cache)
+    target = store.object_path(entry["digest"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_table(target, "entropy", ranges, dict.fromkeys(masked, 1), True)
+
+
 def run_on(cli, recipe: Path, monkeypatch, isa: str) -> tuple[int, str, str]:
     """A run with $ORTFLOW_ISA standing in for a CPU of that INT8 kernel family."""
     from ortflow.engine import environment
@@ -127,6 +147,13 @@ def test_each_family_adds_its_entries_once_and_leaves_the_others(project, cli, m
     assert yaml.safe_load(lock.read_text())["families"][AVX2] == avx2_entries
     code, out, _ = cli("status", recipe)
     assert code == 0 and "changed" not in out, out
+    assert cli("cache", "gc", recipe)[0] == 0  # keeps what either family's entries reference
+    for isa in ("avx2", "amx"):
+        assert run_on(cli, recipe, monkeypatch, isa)[0] == 0
+        code, out, _ = cli("plan", recipe)
+        assert code == 0 and "0 of 2 stages would run" in out, (isa, out)
+        code, out, _ = cli("status", recipe)
+        assert code == 0 and "changed" not in out and "not in lock" not in out, (isa, out)
 
 
 @pytest.mark.e2e
@@ -155,3 +182,22 @@ def test_a_table_beyond_the_tolerance_is_still_refused(project, cli, monkeypatch
     lock.write_text(yaml.safe_dump(data))
     code, out, err = run_on(cli, recipe, monkeypatch, "avx2")
     assert code == 1 and "was changed after it was built" in out + err, out + err
+
+
+@pytest.mark.e2e
+def test_the_locks_result_is_served_where_the_cache_holds_it(project, cli, monkeypatch):
+    recipe, lock = travelling_recipe(project)
+    cache = teammates_cache(project)
+    add_locks_table(cache, lock)
+    monkeypatch.setenv("ORTFLOW_CACHE", str(cache))
+    committed = yaml.safe_load(lock.read_text())["stages"]
+    for isa in ("amx", "avx2"):
+        code, out, err = run_on(cli, recipe, monkeypatch, isa)
+        assert code == 0, out + err
+        notes = [line for line in (out + err).splitlines() if "this CPU's rounding" in line]
+        assert (
+            len(notes) == 1 and "the lock file's, which this cache also holds, is used" in notes[0]
+        )
+        data = yaml.safe_load(lock.read_text())
+        assert data["stages"]["calib_entropy"] == committed["calib_entropy"], isa
+    assert set(data["families"][AVX2]) == {"int8_entropy"}  # the table is the AMX host's: shared

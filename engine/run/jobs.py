@@ -370,4 +370,9 @@ def with_locked_objects(
         else out
         for port, out in outcome.record.outputs.items()
     }
-    return replace(outcome, record=replace(outcome.record, outputs=outputs))
+    note = (
+        f"stage '{outcome.name}': the cache's {', '.join(sorted(changed))} for key {(outcome.key or '')[:12]} "
+        f"differs from what {locked.file} records only by this CPU's rounding (not tampering): the lock "
+        "file's, which this cache also holds, is used"
+    )
+    return replace(outcome, record=replace(outcome.record, outputs=outputs), note=note)
