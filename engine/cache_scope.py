@@ -45,7 +45,7 @@ def lock_keys(
             raise OrtflowError(
                 f"{lock_path}: no lock file — run the recipe first (push), or commit its lock file (pull)"
             )
-        entries = Lock.read(lock_path).stages
+        entries = Lock.read(lock_path).entries()
         keys.update({entry.key: name for name, entry in entries.items() if entry.key is not None})
         host_specific |= {name for name, entry in entries.items() if entry.key is None}
         if pulling:

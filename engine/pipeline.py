@@ -222,7 +222,7 @@ def status(ws: Workspace) -> list[StageState]:
     lock = ws.lock()
     rows = []
     for item in plan(ws):
-        entry = lock.stages.get(item.name)
+        entry = lock.entries().get(item.name)
         in_lock = entry is not None and item.key is not None and not item.against_lock
         if item.action == PlanAction.CACHED and in_lock:
             state, why = "up to date", ""
@@ -327,7 +327,8 @@ def _conclude(
 ) -> RunSummary:
     """After the run: the lock file's drift warnings, the lock file written (not with overrides), stale out/
     folders removed and the report written (not when out/ filled up: it would describe outputs not there)."""
-    warnings = lock.drift(outcomes, ws.recipe)
+    warnings = [outcome.note for _, outcome in sorted(outcomes.items()) if outcome.note]
+    warnings += lock.drift(outcomes, ws.recipe)
     if lock_writer is not None:
         lock_writer.add(outcomes, final=True)
     else:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, Union
 
 from ortflow.engine.declarations import NOTHING, Declares
 from ortflow.engine.json_types import Json, JsonObject, Params
+from ortflow.engine.types import unpack_floats
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
@@ -342,3 +343,32 @@ class Stage:
     @classmethod
     def output_port(cls, name: str) -> Port | None:
         return next((p for p in cls.outputs if p.name == name), None)
+
+    @classmethod
+    def same_result(
+        cls, params: Params, port: str, ours: tuple[float, ...], locked: tuple[float, ...]
+    ) -> bool:
+        """Whether the float values an output was written from (StageResult.values) and those a lock file
+        records for the same key are one result made on two CPUs (their kernels round differently): then
+        the lock's differing bytes are drift, not tampering. No stage's values agree by default."""
+        return False
+
+
+def within_tolerance(
+    stage_cls: type[Stage],
+    params: Params,
+    ours: dict[str, str | None],
+    locked: dict[str, str | None],
+) -> bool:
+    """Whether every output that differs ({port: packed values} on each side, types.pack_floats) is, by its
+    stage type, the same result made on another CPU; an output with no values on either side is not."""
+    for port in sorted(ours):
+        mine, theirs = ours[port], locked.get(port)
+        if mine is None or theirs is None:
+            return False
+        try:
+            if not stage_cls.same_result(params, port, unpack_floats(mine), unpack_floats(theirs)):
+                return False
+        except ValueError:  # values no run wrote
+            return False
+    return bool(ours)

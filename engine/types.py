@@ -230,6 +230,9 @@ class StageOutcome:
     # downstream, and no failure of the run; `dropped_from`: the dependents that ran without it.
     tolerated: bool = False
     dropped_from: tuple[str, ...] = ()
+    # One line the run prints about it: the lock's result served in place of a cached one another CPU rounded
+    # otherwise (engine.run.jobs.with_locked_objects).
+    note: str = ""
 
     @property
     def succeeded(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
@@ -140,6 +140,21 @@ class Calibrate(Stage):
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
+
+    @classmethod
+    def same_result(
+        cls,
+        params: Mapping[str, Any],
+        port: str,
+        ours: tuple[float, ...],
+        locked: tuple[float, ...],
+    ) -> bool:
+        """Two CPUs' tables agree within the method's tolerance (activation_ranges.tolerance): a cached
+        table another CPU made is drift from the lock's, not tampering."""
+        if port != "table":
+            return False
+        limit = activation_ranges.tolerance(params)
+        return activation_ranges.worst_difference(ours, locked) <= limit
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.params

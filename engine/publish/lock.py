@@ -15,8 +15,10 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from ortflow.engine.builds import LockEntry
+from ortflow.engine.builds import LockEntry, RunRecord
+from ortflow.engine.environment import fact
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.publish.lock_families import inferred_family, split_by_family
 from ortflow.engine.publish.lockfile import (
     FIX,
     HEADER,
@@ -27,6 +29,8 @@ from ortflow.engine.publish.lockfile import (
 )
 from ortflow.engine.schema_check import problem as schema_problem
 from ortflow.engine.secrets import redact_json
+from ortflow.engine.stage import Stage
+from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
@@ -59,13 +63,19 @@ def _problems(path: Path, data: Any) -> list[Problem]:
 
 @dataclass(frozen=True, eq=False)
 class Lock:
-    """A lock file's content: the recipe's sources by digest and each stage's LockEntry."""
+    """A lock file's content: the recipe's sources by digest and each stage's LockEntry, the base family's
+    (`stages`, written by `family`) and other INT8 kernel families' where theirs differ (`families`,
+    engine.publish.lock_families)."""
 
     path: Path
     stages: Mapping[str, LockEntry] = field(default_factory=dict)
     recipe: str | None = None
     inputs: Mapping[str, Mapping[str, str]] | None = None  # {name: {path, digest}}
     datasets: Mapping[str, Mapping[str, str]] | None = None  # {name: {loader, digest}}
+    family: str | None = (
+        None  # the kernel family `stages` was built on, once another family is recorded
+    )
+    families: Mapping[str, Mapping[str, LockEntry]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: Path) -> Lock:
@@ -87,7 +97,19 @@ class Lock:
         if problems:
             raise RecipeError(problems)
         stages = {name: LockEntry.from_json(entry) for name, entry in data["stages"].items()}
-        return cls(path, stages, data.get("recipe"), data.get("inputs"), data.get("datasets"))
+        families = {
+            family: {name: LockEntry.from_json(entry) for name, entry in entries.items()}
+            for family, entries in (data.get("families") or {}).items()
+        }
+        return cls(
+            path,
+            stages,
+            data.get("recipe"),
+            data.get("inputs"),
+            data.get("datasets"),
+            data.get("family"),
+            families,
+        )
 
     def to_json(self) -> dict[str, Any]:
         found: dict[str, Any] = {"schema": LOCK_SCHEMA}
@@ -97,7 +119,21 @@ class Lock:
             if value is not None:
                 found[name] = value
         found["stages"] = {name: entry.to_json() for name, entry in self.stages.items()}
+        if self.family is not None:
+            found["family"] = self.family
+        if self.families:
+            found["families"] = {
+                family: {name: entry.to_json() for name, entry in entries.items()}
+                for family, entries in self.families.items()
+                if entries
+            }
         return found
+
+    def entries(self, family: str | None = None) -> dict[str, LockEntry]:
+        """Each stage's entry for a kernel family (this machine's by default): its own where it recorded one,
+        else the base family's."""
+        family = fact("isa") if family is None else family
+        return {**self.stages, **self.families.get(family, {})}
 
     def text(self) -> str:
         return HEADER + yaml.dump(
@@ -125,14 +161,33 @@ class Lock:
         recipe: Recipe,
         outcomes: Mapping[str, StageOutcome],
         source_digests: Mapping[str, str],
+        family: str | None = None,
     ) -> Lock:
-        """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go."""
+        """Stages that succeeded get fresh entries; others keep their last good entry; removed stages go.
+        A run on a family other than the one `stages` was written on (this machine's, by default) records
+        what it made differently under `families`, and leaves `stages` and other families' entries as
+        they are (engine.publish.lock_families)."""
+        family = fact("isa") if family is None else family
+        fresh = {
+            name: LockEntry.of(outcome.record, recipe.stages[name].stage_cls.deterministic)
+            for name, outcome in outcomes.items()
+            if outcome.succeeded and outcome.record is not None
+        }
         stages = {name: entry for name, entry in self.stages.items() if name in recipe.stages}
-        for name, outcome in outcomes.items():
-            if outcome.succeeded and outcome.record is not None:
-                stages[name] = LockEntry.of(
-                    outcome.record, recipe.stages[name].stage_cls.deterministic
-                )
+        base = self.family or inferred_family(stages, recipe)
+        families = {
+            other: {name: entry for name, entry in entries.items() if name in recipe.stages}
+            for other, entries in self.families.items()
+        }
+        if base is None or base == family:
+            stages.update(fresh)
+            families.pop(family, None)
+        else:
+            shared, families[family] = split_by_family(
+                stages, families.get(family, {}), fresh, recipe
+            )
+            stages.update(shared)
+        families = {other: entries for other, entries in families.items() if entries}
         inputs = {
             name: {"path": spec.declared, "digest": source_digests[f"inputs.{name}"]}
             for name, spec in recipe.inputs.items()
@@ -141,27 +196,37 @@ class Lock:
             name: {"loader": spec.loader, "digest": source_digests[f"datasets.{name}"]}
             for name, spec in recipe.datasets.items()
         }
-        return Lock(self.path, stages, recipe.name, inputs, datasets)
+        named = self.family or (base if families else None)
+        return Lock(self.path, stages, recipe.name, inputs, datasets, named, families)
 
     def drift(self, outcomes: Mapping[str, StageOutcome], recipe: Recipe) -> list[str]:
-        """Stages rebuilt under the key the lock records but with different output bytes: not reproducible."""
+        """Stages whose outputs differ from what this family's entry records under the same key: one line
+        each, as cross-CPU drift where the stage type says the values agree within its tolerance (the run
+        goes on, its result recorded for this family), else as a stage that is not reproducible."""
         found = []
+        entries = self.entries()
         for name, outcome in sorted(outcomes.items()):
-            entry = self.stages.get(name)
+            entry = entries.get(name)
+            stage_cls = recipe.stages[name].stage_cls
             if (
-                not recipe.stages[name].stage_cls.deterministic
+                not stage_cls.deterministic
                 or outcome.record is None
                 or entry is None
                 or entry.key != outcome.key
             ):
                 continue
-            locked = entry.digests
             changed = sorted(
                 port
                 for port, out in outcome.record.outputs.items()
-                if locked.get(port) not in (None, out.digest)
+                if entry.digests.get(port) not in (None, out.digest)
             )
-            if changed:
+            if changed and within_tolerance(stage_cls, outcome.record, entry):
+                found.append(
+                    f"stage '{name}': {', '.join(changed)} differs from what {self.path.name} records "
+                    f"for the same key only by this CPU's rounding, within {stage_cls.type}'s tolerance "
+                    f"(not tampering): this result is kept, recorded for this CPU family ({fact('isa')})"
+                )
+            elif changed:
                 found.append(
                     f"stage '{name}' was rebuilt from the same inputs and parameters as the lock file records, "
                     f"but its output {', '.join(changed)} has different bytes: the stage is not reproducible"
@@ -171,8 +236,11 @@ class Lock:
     def referenced(self) -> tuple[set[str], set[str], list[LockEntry]]:
         """(cache keys, object digests, host-specific entries) the lock needs kept; a run record matching a
         host-specific entry (LockEntry.matches) is kept too."""
-        keys, digests, host_specific = set(), set(), []
-        for entry in self.stages.values():
+        keys: set[str] = set()
+        digests: set[str] = set()
+        host_specific: list[LockEntry] = []
+        every = [*self.stages.values(), *(e for f in self.families.values() for e in f.values())]
+        for entry in every:  # what any family's entry references
             if entry.key is not None:
                 keys.add(entry.key)
             else:
@@ -181,13 +249,16 @@ class Lock:
         return keys, digests, host_specific
 
     def locked_outputs(self) -> dict[str, dict[str, str]]:
-        """{cache key: {output: digest}} for every keyed entry (measurements record no outputs)."""
-        return {entry.key: entry.digests for entry in self.stages.values() if entry.key is not None}
+        """{cache key: {output: digest}} for every keyed entry of this machine's family (measurements
+        record no outputs)."""
+        return {
+            entry.key: entry.digests for entry in self.entries().values() if entry.key is not None
+        }
 
     def pinned_values(self) -> dict[str, dict[str, str]]:
         """{cache key: {output: packed float values}} where the lock records values with an output."""
         found = {}
-        for entry in self.stages.values():
+        for entry in self.entries().values():
             values = {
                 port: out.values
                 for port, out in (entry.outputs or {}).items()
@@ -226,6 +297,20 @@ class LockWriter:
             ).write()
         self.unwritten = {}
         self.last_write = time.monotonic()
+
+
+def within_tolerance(stage_cls: type[Stage], record: RunRecord, entry: LockEntry) -> bool:
+    """Whether the record's outputs that differ from the entry's are, by their stage type, the same result
+    made on another CPU (engine.stage.within_tolerance)."""
+    locked = entry.outputs or {}
+    changed = {
+        port: out.values
+        for port, out in record.outputs.items()
+        if port in locked and locked[port].digest != out.digest
+    }
+    return values_agree(
+        stage_cls, dict(record.params), changed, {p: o.values for p, o in locked.items()}
+    )
 
 
 def read_locks(paths: Iterable[Path], required: bool = True) -> list[Lock]:

@@ -13,7 +13,7 @@ from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
 from ortflow.engine.provenance import DataProvenance, DataSource
 from ortflow.engine.registry import installed_stages
-from ortflow.engine.stage import ArtifactKind
+from ortflow.engine.stage import ArtifactKind, within_tolerance
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
 from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
@@ -315,7 +315,7 @@ def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs
         outcome.record.digests if outcome.record is not None else {},
         dict(locked.by_key.get(key) or {}),
     )
-    if differs is None:
+    if differs is None or tolerated_drift(outcome, spec, locked):
         return None
     port, served, digest = differs
     return (
@@ -323,3 +323,57 @@ def served_problem(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs
         f"records {digest} for the same key: the cache entry was changed after it was built (or the lock "
         "file was edited) — run `engine cache verify` on this recipe, or restore the lock file from git"
     )
+
+
+def _changed(outcome: StageOutcome, locked: LockedOutputs) -> dict[str, str]:
+    """{output: the lock's digest} where the served record names other bytes under the lock's key."""
+    digests = locked.by_key.get(outcome.key or "") or {}
+    outputs = outcome.record.outputs if outcome.record is not None else {}
+    return {
+        port: digest
+        for port, digest in digests.items()
+        if port in outputs and outputs[port].digest != digest
+    }
+
+
+def tolerated_drift(outcome: StageOutcome, spec: StageSpec, locked: LockedOutputs) -> bool:
+    """Whether a served record that names other bytes than the lock for the same key differs from it only as
+    two CPUs' rounding does (the values each recorded, within the stage type's tolerance): drift, not
+    tampering. A record whose identity was altered never gets here (engine.store.records)."""
+    changed = _changed(outcome, locked)
+    if not changed or outcome.record is None:
+        return False
+    ours = {port: outcome.record.outputs[port].values for port in changed}
+    theirs: dict[str, str | None] = dict(locked.pinned_by_key.get(outcome.key or "") or {})
+    return within_tolerance(spec.stage_cls, dict(outcome.record.params), ours, theirs)
+
+
+def with_locked_objects(
+    outcome: StageOutcome,
+    locked: LockedOutputs,
+    object_path: Callable[[str], Path],
+    intact: Callable[[str], bool],
+) -> StageOutcome:
+    """A served result that drifted from the lock, with the lock's own outputs where the cache holds them
+    (so the run goes on with the committed bytes and the lock stays as it is); else unchanged."""
+    changed = _changed(outcome, locked)
+    if not changed or outcome.record is None or not all(map(intact, changed.values())):
+        return outcome
+    values = locked.pinned_by_key.get(outcome.key or "") or {}
+    outputs = {
+        port: replace(
+            out,
+            digest=changed[port],
+            size=object_path(changed[port]).stat().st_size,
+            values=values.get(port),
+        )
+        if port in changed
+        else out
+        for port, out in outcome.record.outputs.items()
+    }
+    note = (
+        f"stage '{outcome.name}': the cache's {', '.join(sorted(changed))} for key {(outcome.key or '')[:12]} "
+        f"differs from what {locked.file} records only by this CPU's rounding (not tampering): the lock "
+        "file's, which this cache also holds, is used"
+    )
+    return replace(outcome, record=replace(outcome.record, outputs=outputs), note=note)

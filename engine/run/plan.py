@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ortflow.engine.builds import Identity, LockEntry, portable_env
+from ortflow.engine.environment import fact
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, locator, without
@@ -99,7 +100,7 @@ class _Planner:
         """A stage whose key is known: cached (its outputs now known downstream) or run, and how it differs
         from its lock-file entry; a lock entry with the same key makes its outputs known too."""
         key = identity.key
-        entry = self.lock.stages.get(name)
+        entry = self.lock.entries().get(name)
         versus_lock = (
             ""
             if entry is not None and entry.matches(key, identity.to_json())
@@ -166,6 +167,11 @@ def _why(entry: LockEntry | None, identity: Identity) -> str:
         ("environment", entry.env, env),
     ):
         changed = _diff(old, new)
+        if changed == ["target_isa"] and what == "environment" and new["target_isa"] == fact("isa"):
+            return (
+                f"environment changed: target_isa (built for {old['target_isa']}; none recorded yet for "
+                f"this CPU family, {new['target_isa']}: a run adds it to the lock file)"
+            )
         if changed:
             return f"{what} changed: " + ", ".join(changed)
     return "cache key changed"

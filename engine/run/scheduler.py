@@ -21,6 +21,7 @@ from ortflow.engine.run.jobs import (
     served_problem,
     tolerated,
     upstream_datasets,
+    with_locked_objects,
     without,
 )
 from ortflow.engine.store.base import Store
@@ -158,7 +159,11 @@ class Scheduler:
         ):  # (a cached gate verdict is settled with 0 seconds)
             return outcome
         problem = served_problem(outcome, self.recipe.stages[outcome.name], self.locked)
-        return StageOutcome(outcome.name, Status.FAILED, error=problem) if problem else outcome
+        if problem:
+            return StageOutcome(outcome.name, Status.FAILED, error=problem)
+        return with_locked_objects(
+            outcome, self.locked, self.store.object_path, self.store.object_intact
+        )
 
     def _resolve(self, state: _RunState, name: str) -> StageOutcome | None:
         """The stage's outcome if it needs no execution (cached, or unable to start), else queue it."""
