@@ -56,7 +56,11 @@ class ImagesLoader(DatasetLoader):
                 "default": "auto",
                 "description": "auto: from the model's shape",
             },
-            "channels": {"enum": ["RGB", "BGR"], "default": "RGB", "description": "channel order"},
+            "channels": {
+                "enum": ["RGB", "BGR", "gray"],
+                "default": "RGB",
+                "description": "channel order; gray: one channel (luminance), for a 1-channel model",
+            },
             "scale": {
                 "type": "number",
                 "default": 0.00392156862745098,
@@ -65,16 +69,16 @@ class ImagesLoader(DatasetLoader):
             "mean": {
                 "type": "array",
                 "items": {"type": "number"},
-                "minItems": 3,
+                "minItems": 1,
                 "maxItems": 3,
                 "default": [0, 0, 0],
                 "description": "per channel (in `channels` order), subtracted after `scale`: (x * scale - mean) / std; "
-                "ImageNet: [0.485, 0.456, 0.406]",
+                "ImageNet: [0.485, 0.456, 0.406]; one value for all channels (gray: one)",
             },
             "std": {
                 "type": "array",
                 "items": {"type": "number", "exclusiveMinimum": 0},
-                "minItems": 3,
+                "minItems": 1,
                 "maxItems": 3,
                 "default": [1, 1, 1],
                 "description": "per channel, divides after the mean; ImageNet: [0.229, 0.224, 0.225]",
@@ -108,6 +112,7 @@ class ImagesLoader(DatasetLoader):
 
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
+        from PIL import Image
 
         spec = self._input(params, inputs)
         layout = self._layout(params["layout"], spec)
@@ -133,6 +138,8 @@ class ImagesLoader(DatasetLoader):
                 continue
             if params["channels"] == "BGR":
                 pixels = pixels[..., ::-1]
+            elif params["channels"] == "gray":
+                pixels = np.asarray(Image.fromarray(pixels).convert("L"))[..., None]
             array = pixels if raw else (pixels.astype(np.float32) * params["scale"] - mean) / std
             if layout == "NCHW":
                 array = array.transpose(2, 0, 1)
