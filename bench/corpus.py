@@ -88,6 +88,7 @@ class CorpusModel:
     feeds: str | None = None
     tokenizer: WheelFile | None = None
     derive: str | None = None
+    flags: tuple[str, ...] = ()  # init/optimize flags saying how the model takes its images (--channels ...)
     after: tuple[str, ...] = ()
     why: str = ""
 
@@ -135,6 +136,7 @@ def _model(entry: dict, where: str) -> CorpusModel:
             "tokenizer": tokenizer,
             "properties": tuple(entry["properties"]),
             "after": tuple(str(a) for a in entry.get("after", ())),
+            "flags": tuple(str(f) for f in entry.get("flags", ())),
         }
     )
 
@@ -258,7 +260,7 @@ def data_args(model: CorpusModel, folder: Path) -> list[str]:
         args += ["--data", str(npz)]
     if model.tokenizer:
         args += ["--tokenizer", str(wheel_path(model.tokenizer.package, model.tokenizer.file))]
-    return args
+    return args + list(model.flags)
 
 
 def _select_stage(recipe: dict) -> str:

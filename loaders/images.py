@@ -122,8 +122,9 @@ class ImagesLoader(DatasetLoader):
         files = sorted(p for p in Path(params["path"]).iterdir() if p.suffix.lower() in EXTENSIONS)
         if not files:
             raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
-        mean = np.asarray(params["mean"], dtype=np.float32)
-        std = np.asarray(params["std"], dtype=np.float32)
+        depth = 1 if params["channels"] == "gray" else 3
+        mean = _per_channel(params["mean"], depth, "mean")
+        std = _per_channel(params["std"], depth, "std")
         raw = np.issubdtype(
             np.dtype(spec.dtype), np.integer
         )  # an integer input takes the pixels as they are
@@ -232,3 +233,14 @@ class ImagesLoader(DatasetLoader):
         )
         canvas.paste(image, corner)
         return np.asarray(canvas)
+
+
+def _per_channel(values: list[float], width: int, name: str) -> Any:
+    """`mean` or `std` as one value a channel: one value serves all; three for one gray channel is an error."""
+    import numpy as np
+
+    if len(values) not in (1, width) and not (width == 1 and len(set(values)) == 1):
+        raise StageError(
+            f"`{name}` has {len(values)} values for {width} channel(s) — give {width} or one"
+        )
+    return np.resize(np.asarray(values, dtype=np.float32), width)
