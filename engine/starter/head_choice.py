@@ -24,13 +24,22 @@ NMS_IOU = 0.45
 
 @dataclass(frozen=True)
 class ReadingChoice:
-    """The reading chosen, its figures, and the readings turned down with why."""
+    """The reading chosen, its figures, and the readings turned down with why; `reading` None when no reading
+    found a confident box on the images (nothing to judge a reading by)."""
 
-    reading: HeadReading
-    figures: Plausibility
+    reading: HeadReading | None
+    figures: Plausibility | None
     rejected: list[str]
+    images: int = 0
 
     def comments(self, output: str) -> list[str]:
+        if self.reading is None or self.figures is None:
+            return [
+                f"'{output}' looks like a detection head, but no reading of it finds a confident box on the "
+                f"first {self.images} images,",
+                "so its boxes cannot be checked: the gate is the output's cosine (with images that show",
+                "objects, init chooses the reading by its boxes' plausibility and gates on det_f1)",
+            ]
         return [
             f"'{output}' read as {self.reading.describe()}, chosen by plausibility on the first "
             f"{self.figures.images} images: {self.figures.describe()}",
@@ -45,6 +54,11 @@ def image_size(feed: dict[str, Any]) -> tuple[int, int] | None:
         if len(shape) == 4:
             return (shape[2], shape[3]) if shape[1] in (1, 3) else (shape[1], shape[2])
     return None
+
+
+def _axes(shape: tuple[int, ...], reading: HeadReading) -> tuple[int, int]:
+    """(anchors, values an anchor) of a head [batch, a, b] in this reading."""
+    return (shape[2], shape[1]) if reading.layout == "channels_first" else (shape[1], shape[2])
 
 
 def _figures(heads: list[Any], reading: HeadReading, size: tuple[int, int]) -> Plausibility:
@@ -69,6 +83,10 @@ def choose_reading(
     plausible: list[tuple[HeadReading, Plausibility]] = []
     rejected: list[str] = []
     for reading in READINGS:
+        anchors, values = _axes(heads[0].shape, reading)
+        if anchors < values:
+            rejected.append(f"{reading.describe()}: {anchors} anchors of {values} values each")
+            continue
         try:
             found = _figures(heads, reading, size)
         except ValueError as exc:
@@ -78,6 +96,8 @@ def choose_reading(
             plausible.append((reading, found))
         else:
             rejected.append(f"{reading.describe()}: {'; '.join(found.problems())}")
+    if not plausible and all(" anchors " in r or "no confident box" in r for r in rejected):
+        return ReadingChoice(None, None, rejected, len(feeds))
     if not plausible:
         raise OrtflowError(
             f"{model}: no reading of '{output}' gives plausible boxes on the first {len(feeds)} images of "

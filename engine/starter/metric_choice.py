@@ -89,7 +89,9 @@ def _detection_metric(out: str, real_data: bool, reading: ReadingChoice | None) 
         "outputs": [out],
         "metrics": {"detection": {"output": out, "score_threshold": 0.25}},
     }
-    if real_data and reading is not None:
+    if real_data and reading is not None and reading.reading is None:
+        return (validate, "cosine_mean", 0.99, reading.comments(out))
+    if real_data and reading is not None and reading.reading is not None:
         validate["metrics"]["detection"].update(reading.reading.params())  # type: ignore[union-attr]
         return (
             validate,
