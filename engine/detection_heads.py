@@ -199,3 +199,12 @@ def box_iou(box: Any, others: Any) -> Any:
     area = (box[2] - box[0]) * (box[3] - box[1])
     areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
     return inter / np.maximum(area + areas - inter, 1e-12)
+
+
+def feed_image_size(feed: dict[str, Any]) -> tuple[int, int] | None:
+    """[height, width] of a feed's image (its 4-D array, NCHW when axis 1 holds 1 or 3 channels, else NHWC)."""
+    for array in feed.values():
+        shape: tuple[int, ...] = tuple(getattr(array, "shape", ()))
+        if len(shape) == 4:
+            return (shape[2], shape[3]) if shape[1] in (1, 3) else (shape[1], shape[2])
+    return None

@@ -55,7 +55,9 @@ def test_the_metric_refuses_a_reference_whose_boxes_are_not_plausible():
     from ortflow.engine.params import fill_defaults
     from ortflow.stages.metrics.detection import DetectionAgreement
 
-    session = ort.InferenceSession(str(_model("common_det.onnx")), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(_model("common_det.onnx")), providers=["CPUExecutionProvider"]
+    )
     feeds, heads = [], []
     for path in sorted(LINES.iterdir())[:3]:
         canvas = Image.new("RGB", (416, 416), (114, 114, 114))
@@ -68,7 +70,9 @@ def test_the_metric_refuses_a_reference_whose_boxes_are_not_plausible():
         heads.append(session.run(None, feed)[0])
     outputs = {"output": heads}
     metric = DetectionAgreement()
-    grid = fill_defaults({"output": "output", "layout": "grid", "objectness": True}, metric.params_schema)
+    grid = fill_defaults(
+        {"output": "output", "layout": "grid", "objectness": True}, metric.params_schema
+    )
     assert metric.compute(outputs, outputs, feeds, grid)["det_f1"] == 1.0
     wrong = fill_defaults({"output": "output"}, metric.params_schema)
     with pytest.raises(StageError, match="are not plausible .* set `layout`"):
@@ -76,7 +80,9 @@ def test_the_metric_refuses_a_reference_whose_boxes_are_not_plausible():
 
 
 def test_rgb_zero_one_pixels_on_a_bgr_0_255_detector_are_refused_naming_the_flags(project, cli):
-    code, out, err = cli("init", _model("common_det.onnx"), "--data", LINES, "-o", project / "r.yaml")
+    code, out, err = cli(
+        "init", _model("common_det.onnx"), "--data", LINES, "-o", project / "r.yaml"
+    )
     assert code != 0, out + err
     line = err.strip().splitlines()[-1]
     assert "no reading of 'output' gives plausible boxes" in line, err

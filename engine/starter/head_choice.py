@@ -13,6 +13,7 @@ from ortflow.engine.detection_heads import (
     Plausibility,
     confident_boxes,
     decode_head,
+    feed_image_size,
     plausibility,
 )
 from ortflow.engine.errors import OrtflowError
@@ -47,15 +48,6 @@ class ReadingChoice:
         ]
 
 
-def image_size(feed: dict[str, Any]) -> tuple[int, int] | None:
-    """[height, width] of the feed's image (a 4-D array, NCHW or NHWC)."""
-    for array in feed.values():
-        shape = getattr(array, "shape", ())
-        if len(shape) == 4:
-            return (shape[2], shape[3]) if shape[1] in (1, 3) else (shape[1], shape[2])
-    return None
-
-
 def _axes(shape: tuple[int, ...], reading: HeadReading) -> tuple[int, int]:
     """(anchors, values an anchor) of a head [batch, a, b] in this reading."""
     return (shape[2], shape[1]) if reading.layout == "channels_first" else (shape[1], shape[2])
@@ -76,7 +68,7 @@ def choose_reading(
 ) -> ReadingChoice:
     """The first plausible reading (READINGS' order) of `output` on `feeds`; OrtflowError naming the
     parameters to set when none is."""
-    size = image_size(feeds[0])
+    size = feed_image_size(feeds[0])
     if size is None:
         raise OrtflowError(f"{model}: no image input to read '{output}''s boxes against")
     heads = [session.run([output], feed)[0] for feed in feeds]

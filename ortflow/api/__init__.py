@@ -61,6 +61,7 @@ from ortflow.engine.detection_heads import (
     box_iou,
     confident_boxes,
     decode_head,
+    feed_image_size,
     plausibility,
 )
 from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems
@@ -149,6 +150,7 @@ __all__ = [
     "StageError",
     "HeadReading",
     "decode_head",
+    "feed_image_size",
     "box_iou",
     "confident_boxes",
     "plausibility",

@@ -25,6 +25,7 @@ from ortflow.api import (
     box_iou,
     confident_boxes,
     decode_head,
+    feed_image_size,
     plausibility,
 )
 
@@ -182,11 +183,7 @@ def _image_size(params: dict[str, Any], feed: dict[str, Any]) -> tuple[int, int]
     """[height, width] of the boxes: `image_size`, else the feed's image (a 4-D array, NCHW or NHWC)."""
     if params.get("image_size"):
         return params["image_size"][0], params["image_size"][1]
-    for array in feed.values():
-        shape = getattr(array, "shape", ())
-        if len(shape) == 4:
-            return (shape[2], shape[3]) if shape[1] in (1, 3) else (shape[1], shape[2])
-    return None
+    return feed_image_size(feed)
 
 
 def _check_reference(truth: list[Detections], params: dict[str, Any], feeds: list[Any]) -> None:
