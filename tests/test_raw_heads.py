@@ -43,6 +43,7 @@ def test_a_raw_yolox_head_is_read_as_a_grid_chosen_by_plausibility(project, cli)
     # the pixels as said: BGR, unscaled; and the closing line states the assumption
     assert "channels: BGR, scale: 1" in text
     assert "pixels in [0, 255], no mean/std, BGR channels, as given" in out
+    assert "first op on the image is Conv, not a normalisation" in out  # past its Focus slices
 
 
 def test_the_metric_refuses_a_reference_whose_boxes_are_not_plausible():

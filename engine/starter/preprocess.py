@@ -61,6 +61,7 @@ PASS_THROUGH = {
     "Slice",
     "Split",
     "Flatten",
+    "Concat",  # YOLOX's Focus: four Slices of the image joined, then a Conv
 }
 
 
