@@ -88,6 +88,9 @@ class CorpusModel:
     feeds: str | None = None
     tokenizer: WheelFile | None = None
     derive: str | None = None
+    flags: tuple[
+        str, ...
+    ] = ()  # init/optimize flags saying how the model takes its images (--channels ...)
     after: tuple[str, ...] = ()
     why: str = ""
 
@@ -135,6 +138,7 @@ def _model(entry: dict, where: str) -> CorpusModel:
             "tokenizer": tokenizer,
             "properties": tuple(entry["properties"]),
             "after": tuple(str(a) for a in entry.get("after", ())),
+            "flags": tuple(str(f) for f in entry.get("flags", ())),
         }
     )
 
@@ -209,6 +213,7 @@ class Result:
         False  # an optimized candidate kept the accuracy, faster or not (speed does not decide it)
     )
     optimize: str = ""
+    reading: str = ""  # a detector's: the head's reading init chose, with its plausibility figures
     steps: list[Step] = field(default_factory=list)
 
     @property
@@ -258,7 +263,7 @@ def data_args(model: CorpusModel, folder: Path) -> list[str]:
         args += ["--data", str(npz)]
     if model.tokenizer:
         args += ["--tokenizer", str(wheel_path(model.tokenizer.package, model.tokenizer.file))]
-    return args
+    return args + list(model.flags)
 
 
 def _select_stage(recipe: dict) -> str:
@@ -316,6 +321,7 @@ def try_model(
     if init.code or init.traceback:
         return _stop(result, init, Outcome.REFUSED)
     result.steps.append(init)
+    result.reading = head_reading(recipe)
     for name, args in (
         ("validate", ["validate", str(recipe)]),
         ("run", ["run", str(recipe), *by_stage_type(recipe, run_args)]),
@@ -338,6 +344,15 @@ def try_model(
     return result
 
 
+def head_reading(recipe: Path) -> str:
+    """The detection head's reading init chose and its plausibility figures (the recipe's comment), or ''."""
+    for line in recipe.read_text(encoding="utf-8").splitlines():
+        text = line.strip().lstrip("# ")
+        if "chosen by plausibility" in text or "finds a confident box" in text:
+            return text
+    return ""
+
+
 def by_stage_type(recipe: Path, run_args: tuple[str, ...]) -> list[str]:
     """`run_args` as `--set {STAGE_TYPE}.with.KEY=VALUE` pairs, each given for every stage of that type the recipe
     has (init names them; the test shortens its benchmark and calibration) and dropped where it has none."""
@@ -357,6 +372,8 @@ def row(result: Result) -> list[str]:
         outcome += f": {result.reason}"
     speedup = f"{result.speedup:.2f}x" if result.speedup is not None else ""
     metric = f"{result.metric}; {model.provenance()}" if result.metric else model.provenance()
+    if result.reading:
+        metric += f"; {result.reading}"
     return [
         model.id,
         ", ".join(model.properties),

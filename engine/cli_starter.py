@@ -52,6 +52,17 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         help="image mean per channel (R G B, or one value), on [0, 1] pixels",
     )
     parser.add_argument(
+        "--channels",
+        choices=["RGB", "BGR", "gray"],
+        help="the image's channels as the model takes them (default RGB; gray: one channel, a 1-channel model)",
+    )
+    parser.add_argument(
+        "--pixels",
+        choices=["0-1", "0-255"],
+        help="pixel values as the model takes them: scaled to [0, 1] (default) or as they are, 0-255 "
+        "(--mean/--std are then in 0-255 units)",
+    )
+    parser.add_argument(
         "--std",
         type=float,
         nargs="+",

@@ -24,7 +24,7 @@ def _init_options(args: argparse.Namespace, output: Path, name: str | None = Non
         min_accuracy=args.min_accuracy,
         force=args.force,
         name=name,
-        preprocessing=from_flags(args.preprocess, args.mean, args.std),
+        preprocessing=from_flags(args.preprocess, args.mean, args.std, args.channels, args.pixels),
     )
 
 

@@ -56,7 +56,11 @@ class ImagesLoader(DatasetLoader):
                 "default": "auto",
                 "description": "auto: from the model's shape",
             },
-            "channels": {"enum": ["RGB", "BGR"], "default": "RGB", "description": "channel order"},
+            "channels": {
+                "enum": ["RGB", "BGR", "gray"],
+                "default": "RGB",
+                "description": "channel order; gray: one channel (luminance), for a 1-channel model",
+            },
             "scale": {
                 "type": "number",
                 "default": 0.00392156862745098,
@@ -65,16 +69,16 @@ class ImagesLoader(DatasetLoader):
             "mean": {
                 "type": "array",
                 "items": {"type": "number"},
-                "minItems": 3,
+                "minItems": 1,
                 "maxItems": 3,
                 "default": [0, 0, 0],
                 "description": "per channel (in `channels` order), subtracted after `scale`: (x * scale - mean) / std; "
-                "ImageNet: [0.485, 0.456, 0.406]",
+                "ImageNet: [0.485, 0.456, 0.406]; one value for all channels (gray: one)",
             },
             "std": {
                 "type": "array",
                 "items": {"type": "number", "exclusiveMinimum": 0},
-                "minItems": 3,
+                "minItems": 1,
                 "maxItems": 3,
                 "default": [1, 1, 1],
                 "description": "per channel, divides after the mean; ImageNet: [0.229, 0.224, 0.225]",
@@ -108,6 +112,7 @@ class ImagesLoader(DatasetLoader):
 
     def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
+        from PIL import Image
 
         spec = self._input(params, inputs)
         layout = self._layout(params["layout"], spec)
@@ -117,8 +122,9 @@ class ImagesLoader(DatasetLoader):
         files = sorted(p for p in Path(params["path"]).iterdir() if p.suffix.lower() in EXTENSIONS)
         if not files:
             raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
-        mean = np.asarray(params["mean"], dtype=np.float32)
-        std = np.asarray(params["std"], dtype=np.float32)
+        depth = 1 if params["channels"] == "gray" else 3
+        mean = _per_channel(params["mean"], depth, "mean")
+        std = _per_channel(params["std"], depth, "std")
         raw = np.issubdtype(
             np.dtype(spec.dtype), np.integer
         )  # an integer input takes the pixels as they are
@@ -133,6 +139,8 @@ class ImagesLoader(DatasetLoader):
                 continue
             if params["channels"] == "BGR":
                 pixels = pixels[..., ::-1]
+            elif params["channels"] == "gray":
+                pixels = np.asarray(Image.fromarray(pixels).convert("L"))[..., None]
             array = pixels if raw else (pixels.astype(np.float32) * params["scale"] - mean) / std
             if layout == "NCHW":
                 array = array.transpose(2, 0, 1)
@@ -225,3 +233,14 @@ class ImagesLoader(DatasetLoader):
         )
         canvas.paste(image, corner)
         return np.asarray(canvas)
+
+
+def _per_channel(values: list[float], width: int, name: str) -> Any:
+    """`mean` or `std` as one value a channel: one value serves all; three for one gray channel is an error."""
+    import numpy as np
+
+    if len(values) not in (1, width) and not (width == 1 and len(set(values)) == 1):
+        raise StageError(
+            f"`{name}` has {len(values)} values for {width} channel(s) — give {width} or one"
+        )
+    return np.resize(np.asarray(values, dtype=np.float32), width)

@@ -53,6 +53,9 @@ def test_model(model, tmp_path):
         assert not step.traceback, (
             f"engine {step.name} printed a traceback: {step.traceback}\n{said}"
         )
+    if "detection" in model.properties and result.outcome != Outcome.REFUSED:
+        # the head's reading init chose, with its plausibility figures, shows in the corpus table
+        assert "chosen by plausibility" in result.reading or "confident box" in result.reading, said
     assert result.outcome not in (Outcome.CRASHED, Outcome.FAILED), (
         f"{result.outcome.value}: {result.reason}\n{said}"
     )

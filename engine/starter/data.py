@@ -79,6 +79,9 @@ class DatasetChoice:
     held_out_comments: list[str] = field(
         default_factory=list
     )  # user data: how the held-out set was cut from it
+    produced: dict[str, list[int]] = field(
+        default_factory=dict
+    )  # the outputs' shapes on the first feed (engine.starter.trial), for the header
 
     def split(self, data: Path) -> DatasetChoice:
         """Calibration takes the first samples of the user's data, the accuracy check the last (engine.starter.split)."""
@@ -243,7 +246,7 @@ def user_choice(
     where = relative(data, recipe_dir)
     if preprocessing is not None and kind != DataKind.IMAGES:
         raise OrtflowError(
-            f"--data {data}: --preprocess/--mean/--std set how image pixels are scaled, and this is not a "
+            f"--data {data}: --preprocess/--mean/--std/--channels/--pixels set how image pixels are read, and this is not a "
             "folder of images — leave them out, or give a folder of images"
         )
     if kind == DataKind.IMAGES:
@@ -276,7 +279,7 @@ def _images_choice(
     chosen = preprocessing or Preprocessing()
     params: JsonObject = {"path": where, "size": [height, width], **chosen.params()}
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
-    notes = [f"{data.name}: images, resized to {height} x {width}, RGB", assumed]
+    notes = [f"{data.name}: images, resized to {height} x {width}, {chosen.channels}", assumed]
     if (height, width) == median_size(data) and None in fixed_sides(images[0]):
         notes.append(
             f"the model leaves the size open: this is these images' median size, rounded up to a multiple of {STRIDE}; "

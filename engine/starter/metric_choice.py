@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ortflow.engine.json_types import JsonObject
+from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning
 
 DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
@@ -25,21 +26,27 @@ class MetricChoice:
     comments: list[str]
 
 
-def choose_metric(roles: ModelRoles, real_data: bool, min_accuracy: float | None) -> MetricChoice:
+def choose_metric(
+    roles: ModelRoles,
+    real_data: bool,
+    min_accuracy: float | None,
+    reading: ReadingChoice | None = None,
+) -> MetricChoice:
     """A task metric from what the outputs mean; cosine where no task metric fits. `min_accuracy` (the
-    user's) replaces the metric's usual threshold."""
-    validate, name, threshold, comments = _task_metric(roles, real_data)
+    user's) replaces the metric's usual threshold; `reading`: how a detection head is read (init chose it
+    on the data)."""
+    validate, name, threshold, comments = _task_metric(roles, real_data, reading)
     return MetricChoice(
         validate, name, threshold if min_accuracy is None else min_accuracy, comments
     )
 
 
-def _task_metric(roles: ModelRoles, real_data: bool) -> _Metric:
+def _task_metric(roles: ModelRoles, real_data: bool, reading: ReadingChoice | None) -> _Metric:
     """The first meaning that has a metric decides, in this order: detections, a transformer's embedding,
     class scores, one probability, labels only, dense maps; else cosine over the outputs."""
     detections = roles.outputs_with(OutputMeaning.DETECTIONS)
     if detections:
-        return _detection_metric(detections[0].fact.name, real_data)
+        return _detection_metric(detections[0].fact.name, real_data, reading)
     if roles.kind == ModelKind.TRANSFORMER:
         outs = _gated_outputs(roles, OutputMeaning.EMBEDDING, OutputMeaning.TOKEN_EMBEDDINGS)
         return (
@@ -75,13 +82,27 @@ def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
     return [o.fact.name for o in roles.outputs if o.meaning != OutputMeaning.STATE]
 
 
-def _detection_metric(out: str, real_data: bool) -> _Metric:
+def _detection_metric(out: str, real_data: bool, reading: ReadingChoice | None) -> _Metric:
     """A YOLO head is judged by the boxes it finds (det_f1) on real images; random images give no boxes to
     compare, so there the gate is the head's cosine (the detection metric is still reported)."""
     validate: JsonObject = {
         "outputs": [out],
         "metrics": {"detection": {"output": out, "score_threshold": 0.25}},
     }
+    if real_data and reading is not None and reading.reading is None:
+        return (validate, "cosine_mean", 0.99, reading.comments(out))
+    if real_data and reading is not None and reading.reading is not None:
+        validate["metrics"]["detection"].update(reading.reading.params())  # type: ignore[union-attr]
+        return (
+            validate,
+            "det_f1",
+            0.8,
+            [
+                *reading.comments(out),
+                "accuracy is whether the quantized model finds the float model's boxes (det_f1; det_map50 is",
+                "reported too)",
+            ],
+        )
     if real_data:
         return (
             validate,

@@ -8,7 +8,7 @@ in init's and optimize's closing lines, with `--preprocess NAME` or `--mean/--st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,7 @@ PASS_THROUGH = {
     "Slice",
     "Split",
     "Flatten",
+    "Concat",  # YOLOX's Focus: four Slices of the image joined, then a Conv
 }
 
 
@@ -72,31 +73,60 @@ class Preprocessing:
     std: tuple[float, ...] = PRESETS["zero-one"][1]
     name: str | None = "zero-one"  # a preset's name, or None for values given with --mean/--std
     given: bool = False
+    channels: str = "RGB"  # RGB, BGR or gray (--channels)
+    pixels: str = (
+        "0-1"  # 0-1: x / 255 before mean/std; 0-255: the pixel values as they are (--pixels)
+    )
 
     def describe(self) -> str:
-        if self.name is not None:
-            return f"{PRESETS[self.name][2]} ({self.name})"
-        return f"(x / 255 - mean) / std, mean {list(self.mean)}, std {list(self.std)}"
+        said = (
+            f"{PRESETS[self.name][2]} ({self.name})"
+            if self.name is not None
+            else f"(x / {'255' if self.pixels == '0-1' else '1'} - mean) / std, mean {list(self.mean)}, "
+            f"std {list(self.std)}"
+        )
+        if self.pixels == "0-255" and self.name == "zero-one":
+            said = "pixels in [0, 255], no mean/std"
+        return said + ("" if self.channels == "RGB" else f", {self.channels} channels")
 
     def params(self) -> dict[str, Any]:
-        """The images loader's parameters (none for its own default, [0, 1] with no mean/std)."""
-        if self.mean == (0.0, 0.0, 0.0) and self.std == (1.0, 1.0, 1.0):
-            return {}
-        return {"mean": list(self.mean), "std": list(self.std)}
+        """The images loader's parameters (none for its own default, RGB [0, 1] with no mean/std)."""
+        found: dict[str, Any] = {}
+        if self.channels != "RGB":
+            found["channels"] = self.channels
+        if self.pixels == "0-255":
+            found["scale"] = 1
+        width = 1 if self.channels == "gray" else 3
+        if set(self.mean) != {0.0} or set(self.std) != {1.0}:
+            found.update(mean=list(self.mean[:width]), std=list(self.std[:width]))
+        return found
 
     def value_range(self) -> list[float]:
-        """Where [0, 1] pixels land once normalised: the range of random image feeds."""
+        """Where the pixels land once normalised: the range of random image feeds."""
+        top = 1 if self.pixels == "0-1" else 255
         low = min((0 - m) / s for m, s in zip(self.mean, self.std, strict=True))
-        high = max((1 - m) / s for m, s in zip(self.mean, self.std, strict=True))
+        high = max((top - m) / s for m, s in zip(self.mean, self.std, strict=True))
         return [round(low, 4), round(high, 4)]
 
 
 def from_flags(
-    preset: str | None, mean: list[float] | None, std: list[float] | None
+    preset: str | None,
+    mean: list[float] | None,
+    std: list[float] | None,
+    channels: str | None = None,
+    pixels: str | None = None,
 ) -> Preprocessing | None:
-    """--preprocess NAME, then --mean/--std (three values, one a channel, or one for all three) over it."""
-    if preset is None and mean is None and std is None:
+    """--preprocess NAME, then --mean/--std (three values, one a channel, or one for all three) over it;
+    --channels (RGB, BGR, gray) and --pixels (0-1, 0-255) beside them."""
+    if preset is None and mean is None and std is None and channels is None and pixels is None:
         return None
+    chosen = _from_flags(preset, mean, std)
+    return replace(chosen, channels=channels or "RGB", pixels=pixels or "0-1")
+
+
+def _from_flags(
+    preset: str | None, mean: list[float] | None, std: list[float] | None
+) -> Preprocessing:
     if preset is not None and preset not in PRESETS:
         raise OrtflowError(
             f"--preprocess {preset}: not a preset — choose one of {', '.join(PRESETS)}, or give --mean/--std"
@@ -166,7 +196,11 @@ def first_nodes(model: Path, input_name: str) -> FirstNodes:
 def assumed_note(first: FirstNodes, chosen: Preprocessing) -> str:
     """One line for the recipe's comment and the closing line: what the pixels are, and on what grounds."""
     if chosen.given:
-        return f"preprocessing: {chosen.describe()}, as given"
+        return f"preprocessing: {chosen.describe()}, as given" + (
+            f" (the model's first op on the image is {first.said}, not a normalisation)"
+            if not first.normalises
+            else ""
+        )
     if first.normalises:
         return (
             f"preprocessing: pixels in [0, 1]; the model normalises them itself (its first op on the image is "
@@ -175,5 +209,5 @@ def assumed_note(first: FirstNodes, chosen: Preprocessing) -> str:
     return (
         f"preprocessing assumed: {chosen.describe()} — the model's first op on the image is {first.said}, not a "
         "normalisation; if it was trained on other pixels, say so with --preprocess "
-        f"{'|'.join(PRESETS)} or --mean R G B --std R G B"
+        f"{'|'.join(PRESETS)} or --mean R G B --std R G B, --channels BGR|gray, --pixels 0-255"
     )

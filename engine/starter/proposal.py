@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
 from ortflow.engine.starter.drafts import StageDraft, Target
+from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
 
@@ -301,7 +302,11 @@ def _candidates_optional(stages: list[StageDraft], candidates: list[str]) -> Non
 
 
 def propose_stages(
-    roles: ModelRoles, target: Target, real_data: bool, min_accuracy: float | None
+    roles: ModelRoles,
+    target: Target,
+    real_data: bool,
+    min_accuracy: float | None,
+    reading: ReadingChoice | None = None,
 ) -> Proposal:
     if target != Target.CPU:
         from ortflow.engine.starter.gpu_target import (
@@ -319,5 +324,5 @@ def propose_stages(
         stages, candidates = _static_stages(roles, real_data)
     _candidates_optional(stages, candidates)
     return Proposal(
-        stages, candidates, choose_metric(roles, real_data, min_accuracy), candidates[0]
+        stages, candidates, choose_metric(roles, real_data, min_accuracy, reading), candidates[0]
     )

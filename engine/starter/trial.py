@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,6 +35,11 @@ IMAGE_SIDES = (48, 32, 64, 224)  # tried for an open image axis before 1
 TIME_BUDGET_S = 60.0  # seconds of further tries once the proposed feeds failed
 
 
+_IMAGE_FIX = (
+    ": for a 1-channel model, --channels gray (--channels BGR for BGR pixels); for another size, `size:` "
+    "in the recipe; or give an .npz of the model's inputs (--data FILE.npz, one array per input)"
+)
+
 _SOURCE_PREFIX = re.compile(
     r"^\S+\.(?:h|cc|cpp):\d+ (?:[\w:~]+(?:\([^)]*\))? )?"
 )  # ORT's `file.h:91 Class::fn(args) `
@@ -50,6 +55,7 @@ def _innermost(message: str) -> str:
 class Attempt:
     shapes: dict[str, list[int]]  # the feed's shape, per input
     error: str | None  # None: it ran
+    produced: dict[str, list[int]] = field(default_factory=dict)  # the outputs' shapes, when it ran
 
 
 class Trial:
@@ -105,10 +111,15 @@ class Trial:
             return Attempt({}, str(exc))
         shapes = {name: list(array.shape) for name, array in feed.items()}
         try:
-            self.session.run(None, feed)
+            results = self.session.run(None, feed)
         except ort_errors() as exc:
             return Attempt(shapes, _innermost(str(exc)))
-        return Attempt(shapes, None)
+        names = [o.name for o in self.session.get_outputs()]
+        return Attempt(shapes, None, {n: list(r.shape) for n, r in zip(names, results)})
+
+    def feeds(self, choice: DatasetChoice, count: int) -> list[dict[str, Any]]:
+        """The first `count` feeds of the dataset the recipe declares."""
+        return list(self.dataset(choice).feeds(self.inputs, limit=count))
 
 
 def _alternatives(
@@ -159,12 +170,13 @@ def seen_running(
     trial = Trial(roles.facts.path, folder)
     first = trial.run(choice)
     if first.error is None:
-        return choice
+        return replace(choice, produced=first.produced)
     if choice.kind != DataKind.RANDOM:
         raise OrtflowError(
             f"{roles.facts.path.name} does not run on the first sample of --data ({_shapes(first.shapes)}): "
             f"{first.error} — give data shaped as the model takes it (its inputs: "
             f"{', '.join(i.fact.describe() for i in roles.inputs)})"
+            + (_IMAGE_FIX if choice.kind == DataKind.IMAGES else "")
         )
     attempts, started = [first], time.monotonic()
     batch_axes = {(i.fact.name, i.batch_axis) for i in roles.inputs}
@@ -178,7 +190,7 @@ def seen_running(
             attempt = trial.run(candidate)
             attempts.append(attempt)
             if attempt.error is None:
-                return _ran(candidate, guess, size, why, first)
+                return replace(_ran(candidate, guess, size, why, first), produced=attempt.produced)
     raise _refuse(roles, attempts)
 
 

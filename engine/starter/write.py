@@ -7,6 +7,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ortflow
 from ortflow.engine.errors import OrtflowError, StageError
@@ -21,6 +22,7 @@ from ortflow.engine.starter.data import (
     user_choice,
 )
 from ortflow.engine.starter.gpu_target import attention_note, timing_params
+from ortflow.engine.starter.head_choice import SAMPLES, ReadingChoice, choose_reading
 from ortflow.engine.starter.preprocess import Preprocessing
 from ortflow.engine.starter.proposal import (
     MetricChoice,
@@ -30,8 +32,15 @@ from ortflow.engine.starter.proposal import (
     branch_note,
     propose_stages,
 )
-from ortflow.engine.starter.roles import InputRole, ModelKind, ModelRoles, article, read_roles
-from ortflow.engine.starter.trial import seen_running
+from ortflow.engine.starter.roles import (
+    InputRole,
+    ModelKind,
+    ModelRoles,
+    OutputMeaning,
+    article,
+    read_roles,
+)
+from ortflow.engine.starter.trial import Trial, seen_running
 
 BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
 VALIDATION_SAMPLES = 16
@@ -64,7 +73,18 @@ def _comment(lines: list[str], indent: str) -> list[str]:
     return [f"{indent}# {line}" if line else f"{indent}#" for line in lines]
 
 
-def _header(roles: ModelRoles, proposal: Proposal, target: Target) -> list[str]:
+def _output_line(info: Any, produced: dict[str, list[int]]) -> str:
+    """An output as declared, with the shape it had on the first sample where that differs."""
+    shape = produced.get(info.fact.name)
+    seen = f" (on the data: {shape})" if shape and shape != list(info.fact.shape) else ""
+    return f"  {info.fact.describe()}{seen}: {info.meaning.value}" + (
+        f" ({info.why})" if info.why else ""
+    )
+
+
+def _header(
+    roles: ModelRoles, proposal: Proposal, target: Target, produced: dict[str, list[int]]
+) -> list[str]:
     facts = roles.facts
     size = f"{facts.size_bytes / 1e6:.1f} MB" + (
         f", weights in {len(facts.external_data)} external-data file(s)"
@@ -89,10 +109,7 @@ def _header(roles: ModelRoles, proposal: Proposal, target: Target) -> list[str]:
         + (f", batch on axis {i.batch_axis}" if i.batch_axis not in (0, None) else "")
         for i in roles.inputs
     ]
-    lines += ["Outputs:"] + [
-        f"  {o.fact.describe()}: {o.meaning.value}" + (f" ({o.why})" if o.why else "")
-        for o in roles.outputs
-    ]
+    lines += ["Outputs:"] + [_output_line(o, produced) for o in roles.outputs]
     lines += [
         "Each choice below is a guess from these facts and says why in a comment: correct what does not fit,",
         "then `engine run` this file. It builds candidates, checks each against the float model, times them all",
@@ -220,7 +237,7 @@ def render(
     name: str,
     target: Target,
 ) -> str:
-    lines = _header(roles, proposal, target) + ["version: 1", f"name: {name}"]
+    lines = _header(roles, proposal, target, data.produced) + ["version: 1", f"name: {name}"]
     if target == Target.CPU:
         lines += [
             "# INT8 choices (7-bit weights or not) follow the CPU this runs on; set e.g. {cpu: avx512_vnni} to build",
@@ -279,6 +296,17 @@ def _dataset(roles: ModelRoles, options: InitOptions, folder: Path) -> DatasetCh
     )
 
 
+def _head_reading(roles: ModelRoles, data: DatasetChoice, folder: Path) -> ReadingChoice | None:
+    """On real images, how a detection head is read: chosen by plausibility (engine.starter.head_choice)."""
+    heads = roles.outputs_with(OutputMeaning.DETECTIONS)
+    if not heads or data.kind != DataKind.IMAGES:
+        return None
+    trial = Trial(roles.facts.path, folder)
+    return choose_reading(
+        roles.facts.path.name, heads[0].fact.name, trial.feeds(data, SAMPLES), trial.session
+    )
+
+
 def init_recipe(options: InitOptions) -> InitResult:
     """Inspect `options.model` and write the recipe to `options.output` (refused over a file unless `force`)."""
     model, output = Path(options.model), Path(options.output)
@@ -299,7 +327,11 @@ def init_recipe(options: InitOptions) -> InitResult:
     folder = output.resolve().parent
     data = _dataset(roles, options, folder)
     proposal = propose_stages(
-        roles, options.target, data.kind != DataKind.RANDOM, options.min_accuracy
+        roles,
+        options.target,
+        data.kind != DataKind.RANDOM,
+        options.min_accuracy,
+        _head_reading(roles, data, folder),
     )
     model_ref = flow(
         package_file(model) or relative(model, folder)

@@ -56,6 +56,14 @@ from ortflow.engine.dataset import (
 
 # Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
 # metric names their parameters use.
+from ortflow.engine.detection_heads import (
+    HeadReading,
+    box_iou,
+    confident_boxes,
+    decode_head,
+    feed_image_size,
+    plausibility,
+)
 from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems
 
 # Parameters: defaults from a JSON Schema and its problems with given values, for a stage that validates the
@@ -140,6 +148,12 @@ __all__ = [
     "Stage",
     "StageContext",
     "StageError",
+    "HeadReading",
+    "decode_head",
+    "feed_image_size",
+    "box_iou",
+    "confident_boxes",
+    "plausibility",
     "StageResult",
     "StepResult",
     "Steps",

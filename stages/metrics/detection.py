@@ -1,17 +1,33 @@
 """detection: does a candidate detector find what the reference finds?
 
-Both models' outputs are decoded the same way (YOLO-style `[batch, 4 + classes, anchors]`, or separate boxes
-and scores outputs), filtered by score, de-duplicated by per-class NMS; the reference's detections count as
+Both models' outputs are decoded the same way (YOLO-style `[batch, 4 + classes, anchors]`, its transpose, a raw
+YOLOX grid, or separate boxes and scores outputs), filtered by score, de-duplicated by per-class NMS; the reference's detections count as
 the truth. A candidate detection matches an unmatched reference detection of the same class at IoU >= 0.5
 (highest score first), which gives precision, recall and F1 at the score threshold, and the mean average
-precision over the reference's classes (all-point interpolation, as COCO's and VOC's mAP@0.5)."""
+precision over the reference's classes (all-point interpolation, as COCO's and VOC's mAP@0.5).
+
+Before judging, the reference's boxes of a head (`output`) are checked for plausibility (inside the image, of a
+real size, not hundreds an image; engine.detection_heads): a wrong reading agrees with itself, so a metric that
+compared two misread heads would pass or fail candidates on noise."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.api import Better, Metric, MetricName, Outputs, StageError
+from ortflow.api import (
+    Better,
+    HeadReading,
+    Metric,
+    MetricName,
+    Outputs,
+    StageError,
+    box_iou,
+    confident_boxes,
+    decode_head,
+    feed_image_size,
+    plausibility,
+)
 
 
 @dataclass
@@ -56,9 +72,25 @@ class DetectionAgreement(Metric):
                 "description": "a YOLO-style output: [batch, 4 + classes, anchors] (layout)",
             },
             "layout": {
-                "enum": ["channels_first", "anchors_first"],
+                "enum": ["channels_first", "anchors_first", "grid"],
                 "default": "channels_first",
-                "description": "channels_first: [batch, 4 + classes, anchors] (YOLOv8); anchors_first: transposed",
+                "description": "channels_first: [batch, 4 + classes, anchors] (YOLOv8); anchors_first: transposed; "
+                "grid: a raw anchor-free head [batch, anchors, 5 + classes] (YOLOX: cell offsets, log sizes, "
+                "decoded with `strides`)",
+            },
+            "strides": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1},
+                "minItems": 1,
+                "default": [8, 16, 32],
+                "description": "layout grid: the strides of the head's levels (a P6 model: [8, 16, 32, 64])",
+            },
+            "image_size": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1},
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "[height, width] the boxes are in (default: the image input's size)",
             },
             "objectness": {
                 "type": "boolean",
@@ -129,8 +161,9 @@ class DetectionAgreement(Metric):
     ) -> dict[str, float]:
         import numpy as np
 
-        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, params)]
-        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, params)]
+        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, params, feeds[i])]
+        _check_reference(truth, params, feeds)
+        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, params, feeds[i])]
         matches = [_match(t, f, params["match_iou"]) for t, f in zip(truth, found)]
         tp = sum(int(m.sum()) for m in matches)
         predicted = sum(len(f.scores) for f in found)
@@ -146,21 +179,48 @@ class DetectionAgreement(Metric):
         }
 
 
-def _decoded(outputs: Outputs, index: int, params: dict[str, Any]) -> list[Detections]:
+def _image_size(params: dict[str, Any], feed: dict[str, Any]) -> tuple[int, int] | None:
+    """[height, width] of the boxes: `image_size`, else the feed's image (a 4-D array, NCHW or NHWC)."""
+    if params.get("image_size"):
+        return params["image_size"][0], params["image_size"][1]
+    return feed_image_size(feed)
+
+
+def _check_reference(truth: list[Detections], params: dict[str, Any], feeds: list[Any]) -> None:
+    """The reference's boxes of a head must be plausible: else the reading is wrong, and every comparison
+    with it is noise. No box at all passes (random images find nothing)."""
+    size = _image_size(params, feeds[0]) if params.get("output") and feeds else None
+    if size is None or not any(len(t.scores) for t in truth):
+        return
+    found = plausibility([t.boxes for t in truth], size)
+    if not found.plausible:
+        raise StageError(
+            f"detection: the reference's boxes of '{params['output']}' read as layout "
+            f"{params['layout']}, objectness {str(params['objectness']).lower()} are not plausible "
+            f"({found.describe()}) — set `layout` (channels_first, anchors_first, grid) and `objectness` to "
+            "how the head is laid out (engine init chooses them on real images)"
+        )
+
+
+def _decoded(
+    outputs: Outputs, index: int, params: dict[str, Any], feed: dict[str, Any]
+) -> list[Detections]:
     """The detections of each image of feed `index` (a feed may hold a batch)."""
     import numpy as np
 
     if params.get("output"):
-        head = np.asarray(outputs[params["output"]][index], dtype=np.float64)
-        if head.ndim != 3:
-            raise StageError(
-                f"detection: output '{params['output']}' has shape {head.shape}; a YOLO-style head is "
-                "[batch, 4 + classes, anchors] — set layout, or give boxes and scores"
+        reading = HeadReading(
+            params["layout"], params["objectness"], tuple(params.get("strides") or (8, 16, 32))
+        )
+        try:
+            boxes, scores = decode_head(
+                outputs[params["output"]][index], reading, _image_size(params, feed)
             )
-        rows = head.transpose(0, 2, 1) if params["layout"] == "channels_first" else head
-        boxes, scores = rows[..., :4], rows[..., 4:]
-        if params["objectness"]:
-            scores = scores[..., 1:] * scores[..., :1]
+        except ValueError as exc:
+            raise StageError(
+                f"detection: output '{params['output']}' read as {reading.describe()}: {exc} — set "
+                "layout (channels_first, anchors_first, grid), or give boxes and scores"
+            ) from exc
     else:
         boxes = np.asarray(outputs[params["boxes"]][index], dtype=np.float64)
         scores = np.asarray(outputs[params["scores"]][index], dtype=np.float64)
@@ -178,36 +238,10 @@ def _decoded(outputs: Outputs, index: int, params: dict[str, Any]) -> list[Detec
 
 
 def _image(boxes: Any, scores: Any, params: dict[str, Any]) -> Detections:
-    import numpy as np
-
-    classes, best = scores.argmax(axis=1), scores.max(axis=1)
-    keep = best >= params["score_threshold"]
-    boxes, classes, best = boxes[keep], classes[keep], best[keep]
-    if params["box_format"] == "cxcywh":
-        boxes = np.concatenate(
-            [boxes[:, :2] - boxes[:, 2:] / 2, boxes[:, :2] + boxes[:, 2:] / 2], axis=1
-        )
-    kept: list[int] = []
-    for label in np.unique(classes):
-        members = np.flatnonzero(classes == label)
-        order = members[np.argsort(-best[members], kind="stable")]
-        while order.size:
-            first, order = order[0], order[1:]
-            kept.append(int(first))
-            order = order[_iou(boxes[first], boxes[order]) < params["nms_iou"]]
-    kept.sort(key=lambda i: -best[i])
-    return Detections(boxes[kept], classes[kept], best[kept])
-
-
-def _iou(box: Any, others: Any) -> Any:
-    import numpy as np
-
-    width = np.clip(np.minimum(box[2], others[:, 2]) - np.maximum(box[0], others[:, 0]), 0, None)
-    height = np.clip(np.minimum(box[3], others[:, 3]) - np.maximum(box[1], others[:, 1]), 0, None)
-    inter = width * height
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    areas = (others[:, 2] - others[:, 0]) * (others[:, 3] - others[:, 1])
-    return inter / np.maximum(area + areas - inter, 1e-12)
+    corners, classes, best = confident_boxes(
+        boxes, scores, params["score_threshold"], params["nms_iou"], params["box_format"]
+    )
+    return Detections(corners, classes, best)
 
 
 def _match(truth: Detections, found: Detections, threshold: float) -> Any:
@@ -220,7 +254,7 @@ def _match(truth: Detections, found: Detections, threshold: float) -> Any:
     for i in range(len(found.scores)):
         same = np.flatnonzero((truth.classes == found.classes[i]) & ~taken)
         if same.size:
-            overlaps = _iou(found.boxes[i], truth.boxes[same])
+            overlaps = box_iou(found.boxes[i], truth.boxes[same])
             best = int(np.argmax(overlaps))
             if overlaps[best] >= threshold:
                 taken[same[best]] = hits[i] = True
