@@ -16,7 +16,7 @@ LINES = Path(__file__).parent.parent / "recipes" / "data" / "images" / "lines" /
 
 def _model(name: str) -> Path:
     try:
-        path = Path(distribution("ddddocr").locate_file(f"ddddocr/{name}"))
+        path = Path(str(distribution("ddddocr").locate_file(f"ddddocr/{name}")))
     except ImportError:
         pytest.skip("ddddocr is not installed (pip install --no-deps ddddocr==1.6.1)")
     return path

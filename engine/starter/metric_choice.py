@@ -85,14 +85,12 @@ def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
 def _detection_metric(out: str, real_data: bool, reading: ReadingChoice | None) -> _Metric:
     """A YOLO head is judged by the boxes it finds (det_f1) on real images; random images give no boxes to
     compare, so there the gate is the head's cosine (the detection metric is still reported)."""
-    validate: JsonObject = {
-        "outputs": [out],
-        "metrics": {"detection": {"output": out, "score_threshold": 0.25}},
-    }
+    detection: JsonObject = {"output": out, "score_threshold": 0.25}
+    validate: JsonObject = {"outputs": [out], "metrics": {"detection": detection}}
     if real_data and reading is not None and reading.reading is None:
         return (validate, "cosine_mean", 0.99, reading.comments(out))
     if real_data and reading is not None and reading.reading is not None:
-        validate["metrics"]["detection"].update(reading.reading.params())  # type: ignore[union-attr]
+        detection.update(reading.reading.params())
         return (
             validate,
             "det_f1",
