@@ -66,7 +66,9 @@ def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_cont
 ):
     """rapidocr's text-orientation model has no If/Loop, yet ORT's symbolic shape inference fails an assertion on
     one of its Concat nodes: the model's own failure, the same on every run. A hand-written recipe without
-    pre_process used to stop there; `auto` goes on and says why, and `true` still fails loudly with the fix."""
+    pre_process used to stop there; `auto` goes on and says why, and `true` still fails loudly with the fix.
+    (int8's sanity check is off: on these real lines its per-tensor INT8 loses one of the two class probabilities,
+    which the check rightly refuses; the wording of pre-processing is what this test reads.)"""
     lines = RECIPES / "data" / "images" / "lines" / "calibration"
     model = "{package: rapidocr-onnxruntime, file: rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx}"
     write(
@@ -80,7 +82,7 @@ def test_auto_goes_on_where_shape_inference_fails_an_internal_check_outside_cont
           lines: {{loader: images, with: {{path: {lines}, size: [48, 192], limit: 4}}}}
         stages:
           calib: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}}}
-          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table}}}}
+          int8: {{uses: quantize_static, in: {{model: inputs.model, calibration: calib.table}}, with: {{sanity_check: false}}}}
           strict: {{uses: calibrate, in: {{model: inputs.model, data: datasets.lines}}, with: {{pre_process: true}}}}
     """,
     )
