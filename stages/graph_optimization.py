@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, providers
-from ortflow.api.providers import uses_cuda
 from ortflow.api import onnx as onnx_model
+from ortflow.api.providers import uses_cuda
 
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",
