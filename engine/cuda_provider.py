@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from ortflow.engine.errors import OrtflowError
 
@@ -53,9 +54,9 @@ class CudaProvider:
         return f"{self.build.value}, {self.package}, CUDA {self.cuda}, cuDNN {self.cudnn}"
 
 
-def uses_cuda(providers: list[object]) -> bool:
+def uses_cuda(providers: list[Any]) -> bool:
     """Whether a stage's `providers` parameter (names or {name, options}) puts nodes on the CUDA provider."""
-    named = {p if isinstance(p, str) else p.get("name") for p in providers if p}  # type: ignore[union-attr]
+    named = {p if isinstance(p, str) else p.get("name") for p in providers}
     return bool(named & ON_CUDA)
 
 
