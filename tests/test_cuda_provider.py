@@ -58,6 +58,7 @@ def gpu_recipe(project: Path) -> Path:
             uses: benchmark
             in: {models: [inputs.model], data: datasets.val}
             with: {providers: [{name: CUDAExecutionProvider, options: {device_id: 0}}], io_binding: true}
+          engines: {uses: tensorrt_engine, in: {model: inputs.model}}
         """,
     )
 
@@ -76,7 +77,7 @@ def test_keys_of_stages_on_cuda_name_the_provider_build_and_cpu_stages_do_not(
     for name, described in (("in-tree", IN_TREE), ("plugin", PLUGIN), ("cudnn10", PLUGIN_CUDNN_10)):
         use_build(monkeypatch, described)
         by_build[name] = keys(cli, path)
-    for stage in ("opt_cuda", "speed_cuda"):  # each build its own result
+    for stage in ("opt_cuda", "speed_cuda", "engines"):  # each build its own result
         assert len({found[stage] for found in by_build.values()}) == 3, (stage, by_build)
     for stage in ("opt_cpu", "speed_cpu"):  # the CPU's results are shared by every build
         assert len({found[stage] for found in by_build.values()}) == 1, (stage, by_build)
