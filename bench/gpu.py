@@ -154,7 +154,7 @@ def recipe(work: Path, name: str, source: Path, sequence: int, runs: int, fixed:
     return path
 
 
-def engine(*args: str) -> int:
+def engine(*args: str | Path) -> int:
     from ortflow.engine.cli import main as cli
 
     return cli([str(a) for a in args])
@@ -183,8 +183,8 @@ def table(rows: dict[tuple[str, int], float], accuracy: dict[str, float]) -> str
     ]
     for label in labels:
         cells = [f"{rows[(label, b)]:.3f} ms" if (label, b) in rows else "-" for b in BATCHES]
-        cosine = accuracy.get(label.removesuffix(" + CUDA graph"))
-        cosine = f"{cosine:.5f}" if cosine is not None else ""
+        found = accuracy.get(label.removesuffix(" + CUDA graph"))
+        cosine = f"{found:.5f}" if found is not None else ""
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {cosine} |")
     return "\n".join(lines)
 

