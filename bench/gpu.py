@@ -216,7 +216,11 @@ def init_rows(work: Path, model: Path) -> tuple[dict[tuple[str, int], float], di
                 f"  batch {batch}: engine run {path.name} failed (out/{name}/report.json says why)"
             )
             continue
-        selection = json.loads((work / "out" / name / "pick" / "selection.json").read_text())
+        chosen_file = work / "out" / name / "pick" / "selection.json"
+        if not chosen_file.is_file():  # pick is optional: skipped where speed could not be timed
+            print(f"  batch {batch}: no pick (out/{name}/report.json says why)")
+            continue
+        selection = json.loads(chosen_file.read_text())
         pick = next(c for c in selection["candidates"] if c["chosen"])
         rows[(PICK, batch)], chosen[batch] = pick["values"]["p50_ms"], pick["id"]
     return rows, chosen
@@ -272,7 +276,8 @@ def main(argv: list[str]) -> int:
 
 
 def measure(args: argparse.Namespace, work: Path) -> int:
-    """The whole table, on a machine with torch and a usable CUDA device (preflight said so)."""
+    """The whole table, on a machine with torch and a usable CUDA device (preflight said so); table.md and
+    results.json are rewritten after each part, so a run stopped at its time limit keeps what it measured."""
     from ortflow.engine.registry import installed_stages
 
     fixed = "specialize" in installed_stages()
@@ -284,18 +289,31 @@ def measure(args: argparse.Namespace, work: Path) -> int:
     print(f"BERT-base shapes, {args.layers} layers, sequence {args.sequence}; {rows_from}")
     if engine("run", work / "bert.yaml") != 0:
         return 1
-    rows = {
-        **torch_rows(work / "bert", args.sequence, args.runs),
-        **ort_rows(work / "out" / "bert"),
-    }
+    rows = ort_rows(work / "out" / "bert")
+    save(work, args, rows, {}, {}, started)
+    rows = {**torch_rows(work / "bert", args.sequence, args.runs), **rows}
+    save(work, args, rows, {}, {}, started)
     picked, chosen = init_rows(work, work / "out" / "bert" / "exported" / "model.onnx")
     rows.update(picked)
+    save(work, args, rows, {}, chosen, started)
     accuracy = minilm_accuracy(work, fixed)
-    said = table(rows, accuracy)
-    print(said)
+    print(save(work, args, rows, accuracy, chosen, started))
     for batch, name in chosen.items():
         print(f"  pick at batch {batch}: {name}")
-    seconds = time.perf_counter() - started
+    print(f"({time.perf_counter() - started:.0f} s; everything under {work})")
+    return 0
+
+
+def save(
+    work: Path,
+    args: argparse.Namespace,
+    rows: dict[tuple[str, int], float],
+    accuracy: dict[str, float],
+    chosen: dict[int, str],
+    started: float,
+) -> str:
+    """table.md and results.json as measured so far; returns the table."""
+    said = table(rows, accuracy)
     (work / "table.md").write_text(said + "\n")
     results = {
         "rows": [{"path": k[0], "batch": k[1], "p50_ms": v} for k, v in rows.items()],
@@ -304,11 +322,10 @@ def measure(args: argparse.Namespace, work: Path) -> int:
         "layers": args.layers,
         "sequence": args.sequence,
         "runs": args.runs,
-        "seconds": round(seconds),
+        "seconds": round(time.perf_counter() - started),
     }
     (work / "results.json").write_text(json.dumps(results, indent=1))
-    print(f"({seconds:.0f} s; everything under {work})")
-    return 0
+    return said
 
 
 def minilm_accuracy(work: Path, fixed: bool) -> dict[str, float]:

@@ -18,15 +18,15 @@
 # $WORK. The exit code is 0 unless a step really failed (a corrupt part, an install, a test, the table), 2 for
 # wrong arguments.
 #
-# Settings: PYTHON (python3), PARTS (/tmp/ortflow-device/parts), WORK (/tmp/ortflow-device/work), TESTS_S (150)
-# and BENCH_S (270): the two steps' time limits; BENCH_ARGS (--runs 200).
+# Settings: PYTHON (python3), PARTS (/tmp/ortflow-device/parts), WORK (/tmp/ortflow-device/work), TESTS_S (120)
+# and BENCH_S (300): the two steps' time limits; BENCH_ARGS (--runs 200).
 set -uo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 PARTS="${PARTS:-/tmp/ortflow-device/parts}"
 WORK="${WORK:-/tmp/ortflow-device/work}"
-TESTS_S="${TESTS_S:-150}"
-BENCH_S="${BENCH_S:-270}"
+TESTS_S="${TESTS_S:-120}"
+BENCH_S="${BENCH_S:-300}"
 BENCH_ARGS="${BENCH_ARGS:---runs 200}"
 GPU_TESTS=(
     tests/test_cuda_graph.py
@@ -34,6 +34,7 @@ GPU_TESTS=(
 )
 USAGE="usage: bash bench/device/run.sh [--dry-run] OUT | --keep DIR (bench/README.md, 'On a GPU machine')"
 FAILED=0
+export PYTHONUNBUFFERED=1  # a step stopped at its time limit still leaves what it printed in run.log
 
 say() { printf '%s\n' "$*" | tee -a "$OUT/summary.txt"; }
 ok() { say "ok: $*"; }
