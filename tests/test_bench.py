@@ -57,15 +57,33 @@ DEVICE = BENCH / "device" / "run.sh"
 OUT_FILES = 8  # what the device tool brings back from $OUT, at most two folders down
 
 
-def _carried_parts(tmp_path: Path, pieces: int = 3) -> tuple[Path, Path]:
-    """A real wheel (pip's, bundled with this Python's ensurepip) split into parts with its SHA256SUMS, as
-    bench/README.md carries onnxruntime-gpu's."""
-    import ensurepip
+def _wheel(folder: Path) -> Path:
+    """A small real wheel (a module, its METADATA, WHEEL and RECORD), the kind of file the parts carry."""
+    import base64
+    import zipfile
 
-    wheels = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
-    if not wheels:
-        pytest.skip("this Python's ensurepip bundles no pip wheel to split")
-    wheel, parts = wheels[-1], tmp_path / "parts"
+    files = {
+        "carried_probe.py": "SIZE = 1\n" + "# padding so the wheel splits into parts\n" * 400,
+        "carried_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: carried-probe\nVersion: 1.0\n",
+        "carried_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    files["carried_probe-1.0.dist-info/RECORD"] = "\n".join(
+        [*record, "carried_probe-1.0.dist-info/RECORD,,"]
+    )
+    wheel = folder / "carried_probe-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_STORED) as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+def _carried_parts(tmp_path: Path, pieces: int = 3) -> tuple[Path, Path]:
+    """A real wheel split into parts with its SHA256SUMS, as bench/README.md carries onnxruntime-gpu's."""
+    wheel, parts = _wheel(tmp_path), tmp_path / "parts"
     parts.mkdir()
     data = wheel.read_bytes()
     step = -(-len(data) // pieces)
@@ -109,9 +127,8 @@ def test_the_device_script_dry_runs_every_step_it_can_without_a_gpu(tmp_path):
     summary = (out / "summary.txt").read_text().splitlines()
     assert not [line for line in summary if line.startswith("FAILED")], summary
     assert f"ok: join: {wheel.name} matches SHA256SUMS" in summary, summary
-    assert (
-        tmp_path / "work" / "site" / "pip"
-    ).is_dir()  # the joined wheel, installed with --target
+    # the joined wheel, installed with --target
+    assert (tmp_path / "work" / "site" / "carried_probe.py").is_file()
     assert any(line.startswith("ok: engine doctor: CUDA provider: ") for line in summary), summary
     gpu = next(line for line in summary if "GPU tests" in line)
     assert gpu.startswith("ok: "), summary
