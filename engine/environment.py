@@ -197,6 +197,12 @@ def _cuda() -> str:
     return _dist_version("nvidia-cuda-runtime-cu12") if _gpus() != "none" else "none"
 
 
+def _cuda_provider() -> str:
+    from ortflow.engine.cuda_provider import describe
+
+    return describe().fact()
+
+
 def _providers() -> str:
     import onnxruntime
 
@@ -224,6 +230,9 @@ FACTS: dict[str, Callable[[], str]] = {
     "gpu": _gpus,
     "tensorrt": _tensorrt,
     "cuda": _cuda,
+    # The CUDA provider build ORT would load (in-tree or plugin EP, its package, CUDA and cuDNN majors), read
+    # from its files without a GPU: stages that run on it (engine/cuda_provider.py) name it.
+    "cuda_provider": _cuda_provider,
 }
 
 

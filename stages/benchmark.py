@@ -28,6 +28,7 @@ from ortflow.api import (
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import names as provider_names
+from ortflow.api.providers import uses_cuda
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
 from ortflow.stages.measurement.cuda_graph import require_capturable, session_settings
@@ -102,7 +103,9 @@ class Benchmark(Stage):
         return []
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python")
+        # timings on CUDA depend on the provider's build (in-tree or plugin EP, CUDA and cuDNN majors)
+        on_cuda = ("cuda_provider",) if uses_cuda(params["providers"]) else ()
+        return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python", *on_cuda)
 
     def run(self, ctx: StageContext) -> StageResult:
         from ortflow.api import (

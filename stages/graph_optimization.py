@@ -9,6 +9,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, providers
 from ortflow.api import onnx as onnx_model
+from ortflow.api.providers import uses_cuda
 
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",
@@ -77,6 +78,10 @@ class GraphOptimization(Stage):
             facts += ("cpu",)
         if params["providers"] != ["CPUExecutionProvider"]:
             facts += ("providers",)
+        if uses_cuda(
+            params["providers"]
+        ):  # the CUDA provider's build decides its fusions and kernels
+            facts += ("cuda_provider",)
         return facts
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -17,6 +17,7 @@ from ortflow.api import (
 
 # isort: split
 from ortflow.api import params_problems, stage_type
+from ortflow.api.providers import uses_cuda
 from ortflow.stages.search import space as search_space
 from ortflow.stages.search.quantization_search import FAMILIES, Search, accuracy_params
 
@@ -212,6 +213,7 @@ class QuantizeSearch(Stage):
             "gpu",
             "providers",
             "python",
+            *(("cuda_provider",) if uses_cuda(params["benchmark"].get("providers", [])) else ()),
         )
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -146,7 +146,8 @@ class TensorrtEngine(Stage):
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "gpu", "tensorrt", "cuda", "platform")
+        # the nodes TensorRT leaves run on the CUDA provider, whose build (cuda_provider) shapes the engine's session
+        return ("onnxruntime", "gpu", "tensorrt", "cuda", "cuda_provider", "platform")
 
     def run(self, ctx: StageContext) -> StageResult:
         from ortflow.api import model_inputs
