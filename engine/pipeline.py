@@ -21,7 +21,6 @@ from ortflow.engine.errors import (
 )
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
-from ortflow.engine.publish.out_folder import STAGE_MARKER as STAGE_MARKER  # its former home
 from ortflow.engine.publish.out_folder import (
     Publisher,
     publish_stage,
