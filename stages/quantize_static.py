@@ -11,6 +11,7 @@ from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import (
     calibration_table,
     isa,
+    op_table,
     ort_failures,
     pre_processing,
     quantized_graph,
@@ -98,12 +99,7 @@ class QuantizeStatic(Stage):
                 "description": "one scale per output channel of each weight",
             },
             "reduce_range": REDUCE_RANGE_PARAM,
-            "op_types_to_quantize": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "only these op types (default: every type ORT can quantize)",
-            },
+            "op_types_to_quantize": op_table.OP_TYPES_PARAM,
             "nodes_to_exclude": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -164,7 +160,8 @@ class QuantizeStatic(Stage):
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
+        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+        return ("onnxruntime", "onnx", "numpy") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
         reduce_range, why = isa.reduce_range(
@@ -173,7 +170,8 @@ class QuantizeStatic(Stage):
             onnx_model.op_counts(onnx_model.model_file(ctx.path("model"))),
             u8_activations=ctx.params["activation_type"] == "QUInt8",
         )
-        params = {**ctx.params, "reduce_range": reduce_range}
+        asked = {**ctx.params, "reduce_range": reduce_range}
+        params = op_table.without_auto(asked)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
@@ -189,19 +187,21 @@ class QuantizeStatic(Stage):
             prepared.model.parent / "prepared.onnx",
         )
         model = chosen.path
+        params, rule = op_table.rule(asked, ctx.env, onnx_model.load_graph(model))
         found = _find_traps(model, table, params)
-        excluded = sorted(set(chosen.kept_float) | found.nodes())
+        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
         target = self._quantize(
             model, ctx.output_path("model"), params, table, table_path, excluded
         )
         reordered = _repair(target)
         quantized = quantized_graph.quantized_ops(target)
-        _check_quantized(model, quantized, params)
+        _check_quantized(model, quantized, params, rule)
         metrics = {
             **_quantized_metrics(params, model, target, quantized, excluded),
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
             "opset_upgraded_from": chosen.opset_upgraded_from,
+            **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -211,8 +211,8 @@ class QuantizeStatic(Stage):
         measured: dict[str, Any] = {}
         checked = sanity.verify_quantized(ctx, model, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        notes = ([why] if why else []) + ([_traps_text(found)] if found.nodes() else [])
-        notes += [checked] + ([prepared.summary()] if prepared.summary() else [])
+        notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
+        notes = [n for n in [*notes, checked, prepared.summary()] if n]
         return StageResult(
             summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
             metrics={
@@ -289,8 +289,12 @@ def _repair(target: Path) -> bool:
     return reordered
 
 
-def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, Any]) -> None:
+def _check_quantized(
+    model: Path, quantized: dict[str, Any], params: dict[str, Any], rule: op_table.Rule | None
+) -> None:
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
+    if not quantized["by_op_type"] and rule and rule.slower:
+        raise StageError(f"quantize_static quantized nothing: {rule.nothing_faster()}")
     if not quantized["by_op_type"]:
         asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
         raise StageError(
