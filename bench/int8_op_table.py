@@ -183,8 +183,11 @@ def _sample(row: np.ndarray, shape: list) -> np.ndarray:
     return np.expand_dims(row, at)  # the open dim is the batch one: [2, batch, 128]
 
 
-def build(model: corpus.CorpusModel, folder: Path, limit: int | None) -> tuple[Path, Path, dict]:
-    """The fp32 model the recipe quantizes and its QDQ model, from init's recipe (calibrate + quantize_static)."""
+def build(
+    model: corpus.CorpusModel, folder: Path, limit: int | None, auto: bool = False
+) -> tuple[Path, Path, dict]:
+    """The fp32 model the recipe quantizes and its QDQ model, from init's recipe (calibrate + quantize_static);
+    with `auto`, also `int8_auto` (op_types_to_quantize: auto, optional) where init writes auto."""
     path = corpus.model_file(model, folder)
     recipe_path = folder / "recipe.yaml"
     step = corpus.engine(
@@ -206,6 +209,9 @@ def build(model: corpus.CorpusModel, folder: Path, limit: int | None) -> tuple[P
     settings = stages[int8].setdefault("with", {})
     if settings.get("op_types_to_quantize") == op_table.AUTO:  # the table measures whole-model INT8
         settings["op_types_to_quantize"] = []
+        if auto:
+            with_auto = {**settings, "op_types_to_quantize": op_table.AUTO}
+            recipe["stages"]["int8_auto"] = {**stages[int8], "with": with_auto, "optional": True}
     if limit:
         for data in recipe["datasets"].values():
             data["with"]["limit"] = min(limit, data["with"].get("limit", limit))
@@ -216,6 +222,57 @@ def build(model: corpus.CorpusModel, folder: Path, limit: int | None) -> tuple[P
     source, out = stages[int8]["in"]["model"], folder / "out" / recipe["name"]
     fp32 = path if source == "inputs.model" else out / source.split(".")[0] / "model.onnx"
     return fp32, out / int8 / "model.onnx", recipe
+
+
+def p50_ms(paths: dict[str, Path], feed: dict, rounds: int, runs: int) -> dict[str, list[float]]:
+    """Each model's p50 of `runs` runs per round (ORT's default threads, as the benchmark stage), interleaved."""
+    import onnxruntime as ort
+
+    sessions = {
+        k: ort.InferenceSession(str(p), providers=["CPUExecutionProvider"])
+        for k, p in paths.items()
+    }
+    times: dict[str, list[float]] = {k: [] for k in sessions}
+    for _ in range(rounds):
+        for k, sess in sessions.items():
+            for _ in range(5):
+                sess.run(None, feed)
+            laps = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                sess.run(None, feed)
+                laps.append((time.perf_counter() - started) * 1000)
+            times[k].append(statistics.median(laps))
+    return times
+
+
+def effect(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None) -> dict[str, Any]:
+    """fp32, whole-model INT8 and `auto` INT8 of init's recipe, timed interleaved: the table's effect."""
+    with tempfile.TemporaryDirectory(prefix=f"optable-{model.id}-") as name:
+        folder = Path(name)
+        fp32, int8, recipe = build(model, folder, limit, auto=True)
+        paths = {"fp32": fp32, "int8": int8}
+        auto = int8.parent.parent / "int8_auto" / "model.onnx"
+        same = auto.exists() and auto.read_bytes() == int8.read_bytes()
+        paths.update({"auto": auto} if auto.exists() and not same else {})
+        times = p50_ms(paths, feed_for(fp32, recipe, folder), rounds, runs)
+    found = {k: round(statistics.median(v), 3) for k, v in times.items()}
+    return {
+        "p50_ms": found,
+        "int8_speedup": round(found["fp32"] / found["int8"], 2),
+        "auto_speedup": round(found["fp32"] / found["auto"], 2)
+        if "auto" in found
+        else (round(found["fp32"] / found["int8"], 2) if same else None),
+        "auto": "the same bytes as int8"
+        if same
+        else "built"
+        if "auto" in found
+        else (
+            "refused: fp32 kept"
+            if "int8_auto" in recipe["stages"]
+            else "init keeps its own op types"
+        ),
+    }
 
 
 def measure(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None) -> dict[str, Any]:
@@ -273,12 +330,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--write", action="store_true", help="keep the result in the repository's table"
     )
+    parser.add_argument(
+        "--effect", action="store_true", help="time fp32, INT8 and auto INT8 per model"
+    )
     parser.add_argument("models", nargs="*")
     args = parser.parse_args(argv)
     chosen = args.models or (QUICK_MODELS if args.quick else MODELS)
     rounds, runs, limit = (1, 3, 4) if args.quick else (args.rounds, RUNS, None)
     manifest = {m.id: m for m in corpus.load_manifest().models}
     measured: dict[str, Any] = {}
+    if args.effect:
+        for mid in chosen:
+            print(mid, json.dumps(effect(manifest[mid], rounds, runs * 2, limit)), flush=True)
+        return 0
     for mid in chosen:
         started = time.perf_counter()
         try:

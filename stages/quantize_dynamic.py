@@ -92,7 +92,9 @@ class QuantizeDynamic(Stage):
 
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        params, rule = op_table.rule(ctx.params, ctx.env, onnx_model.load_graph(source))
+        params, rule = op_table.rule(
+            ctx.params, ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
+        )
         quantized_graph.check_excluded_nodes(
             onnx_model.load_graph(source), params["nodes_to_exclude"]
         )
@@ -111,7 +113,7 @@ class QuantizeDynamic(Stage):
         onnx_model.check(target)
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
-            raise _nothing_quantized(source, op_types, left, rule)
+            raise _nothing_quantized(source, op_types, left)
         metrics = {
             "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
             "quantized_nodes": quantized_graph.quantized_node_names(
@@ -187,12 +189,8 @@ def _quantize(
         raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
 
 
-def _nothing_quantized(
-    source: Path, op_types: list[str], left: list[str], rule: op_table.Rule | None
-) -> StageError:
+def _nothing_quantized(source: Path, op_types: list[str], left: list[str]) -> StageError:
     """The error for a model in which ORT quantized no node: why, and whether the default left Conv float."""
-    if rule and rule.slower:
-        return StageError(f"quantize_dynamic quantized nothing: {rule.nothing_faster()}")
     why_not = quantized_graph.nothing_quantized(source, op_types)
     if left:
         why_not += (

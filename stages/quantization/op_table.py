@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ortflow.api import StageError
+
 TABLE_FILE = "int8_op_table.json"
 TABLE_PATH = Path(__file__).with_name(TABLE_FILE)
 # The environment fact that puts the table's sha256 into the key of a stage that reads it (engine.environment).
@@ -29,6 +31,11 @@ SMALL_WEIGHT = 65536
 # with a small or large constant weight, or with two activations).
 _CONV = frozenset({"Conv", "ConvTranspose"})
 _GEMM = frozenset({"MatMul", "Gemm"})
+# The compute ops `auto` decides for. The table also measures the ops between them (Add, Mul, Concat, ...), but
+# keeping one of those float does not save its Q/DQ, it moves them to its quantized neighbours: with every class
+# the table measured slower kept float, NudeNet's YOLOv8n fell from 1.67x to 1.15x of fp32 (bench/README.md).
+# So those follow their neighbours, as ORT's quantizer places them.
+WEIGHTED = _CONV | _GEMM
 
 OP_TYPES_PARAM = {
     "oneOf": [{"type": "array", "items": {"type": "string"}}, {"enum": [AUTO]}],
@@ -70,6 +77,7 @@ class Rule:
     measured: bool
     slower: tuple[str, ...] = ()
     nodes: tuple[str, ...] = field(default=())
+    everything_float: bool = False  # every compute node of the model is of a slower class
 
     def metrics(self) -> dict[str, Any]:
         return {
@@ -82,7 +90,7 @@ class Rule:
     def nothing_faster(self) -> str:
         """Why `auto` left nothing to quantize: the stage's refusal (an optional candidate is then dropped)."""
         return (
-            f"op_types_to_quantize auto kept every node float: none of this model's quantizable op types "
+            f"op_types_to_quantize auto keeps every compute node float: none of this model's Conv/MatMul/Gemm "
             f"runs faster in INT8 on {self.family} ({', '.join(self.slower)} measured slower; "
             "int8_op_table.json), so the float model is the faster one; name op types to quantize anyway"
         )
@@ -140,9 +148,10 @@ def decide(isa: str, nodes: Iterable[tuple[str, str, str]], data: dict[str, Any]
     slower = slower_classes(isa, data)
     if slower is None:
         return Rule(family_of(isa), measured=False)
+    weighted = [(name, op, klass) for name, op, klass in nodes if op in WEIGHTED]
     kept = sorted(
         (class_name(op, klass), name)
-        for name, op, klass in nodes
+        for name, op, klass in weighted
         if class_name(op, klass) in slower or op in slower
     )
     return Rule(
@@ -150,6 +159,7 @@ def decide(isa: str, nodes: Iterable[tuple[str, str, str]], data: dict[str, Any]
         measured=True,
         slower=tuple(sorted({klass for klass, _ in kept})),
         nodes=tuple(name for _, name in kept),
+        everything_float=bool(weighted) and len(kept) == len(weighted),
     )
 
 
@@ -185,13 +195,16 @@ def without_auto(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def rule(
-    params: dict[str, Any], env: Mapping[str, str], model: Any
+    params: dict[str, Any], env: Mapping[str, str], model: Any, stage: str
 ) -> tuple[dict[str, Any], Rule | None]:
     """For `auto` (in `params` as given): the params (op types already `without_auto`) with the nodes of the
     classes the table measured slower on the target (env's target_isa) added to nodes_to_exclude, and the rule for the summary; None
-    when not auto. `model`: the float ModelProto the quantizer reads (its nodes named as there)."""
+    when not auto. `model`: the float ModelProto the quantizer reads (its nodes named as there). Refuses
+    (StageError, naming `stage`) a model none of whose compute nodes is faster in INT8: fp32 is the faster one."""
     if not is_auto(params):
         return params, None
     found = decide(env.get("target_isa", ""), model_nodes(model), table())
+    if found.everything_float:
+        raise StageError(f"{stage} quantized nothing: {found.nothing_faster()}")
     excluded = sorted(set(params.get("nodes_to_exclude", [])) | set(found.nodes))
     return {**without_auto(params), "nodes_to_exclude": excluded}, found
