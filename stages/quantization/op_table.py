@@ -32,9 +32,9 @@ SMALL_WEIGHT = 65536
 _CONV = frozenset({"Conv", "ConvTranspose"})
 _GEMM = frozenset({"MatMul", "Gemm"})
 # The compute ops `auto` decides for. The table also measures the ops between them (Add, Mul, Concat, ...), but
-# keeping one of those float does not save its Q/DQ, it moves them to its quantized neighbours: with every class
-# the table measured slower kept float, NudeNet's YOLOv8n fell from 1.67x to 1.15x of fp32 (bench/README.md).
-# So those follow their neighbours, as ORT's quantizer places them.
+# keeping one of those float does not save its Q/DQ, it moves them to its quantized neighbours (the profile
+# charges a Q/DQ to the INT8 op it serves, and cannot say what keeping that op float adds around it). So those
+# follow their neighbours, as ORT's quantizer places them.
 WEIGHTED = _CONV | _GEMM
 
 OP_TYPES_PARAM = {
