@@ -102,7 +102,10 @@ class Rule:
                 "is quantized (bench/int8_op_table.py measures one)"
             )
         if not self.slower:
-            return f"op_types_to_quantize auto: every op type here runs faster in INT8 on {self.family}"
+            return (
+                f"op_types_to_quantize auto: no compute op here was measured slower in INT8 on "
+                f"{self.family}, so every op type is quantized"
+            )
         return (
             f"kept float because faster so on {self.family}: {', '.join(self.slower)} "
             f"({len(self.nodes)} node{'s' if len(self.nodes) != 1 else ''}; int8_op_table.json)"
@@ -135,7 +138,8 @@ def digest(path: Path = TABLE_PATH) -> str:
 
 
 def slower_classes(isa: str, data: dict[str, Any]) -> set[str] | None:
-    """The classes measured slower in INT8 (with their Q/DQ) than float on this family; None: no table."""
+    """The classes measured slower in INT8 (with their Q/DQ) than float on this family; None: no table. A class
+    the table did not measure is not among them: it is quantized, as without a table."""
     found = data.get("families", {}).get(family_of(isa))
     if found is None:
         return None
