@@ -258,10 +258,29 @@ def _plugin_origin(name: str) -> str:
     return f"{dist.name} {dist.version}" if dist is not None else found[0].value
 
 
+# `data:<package>/<file>`: the sha256 of a data file a stage reads and ships with its package (a measured rule such
+# as stages/quantization/int8_op_table.json), so that a change of the data, and not a timing, changes the key.
+DATA_FACT = "data:"
+
+
+def _data_digest(name: str) -> str:
+    import hashlib
+    from importlib.resources import files
+
+    package, _, file = name.removeprefix(DATA_FACT).partition("/")
+    try:
+        found = files(package).joinpath(file).read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError):
+        return "missing"
+    return "sha256:" + hashlib.sha256(found).hexdigest()
+
+
 @lru_cache(maxsize=None)
 def fact(name: str) -> str:
     if name.startswith(PLUGIN_FACT):
         return _plugin_origin(name)
+    if name.startswith(DATA_FACT):
+        return _data_digest(name)
     if name not in FACTS:
         raise KeyError(f"unknown environment fact '{name}'; known: {', '.join(sorted(FACTS))}")
     return FACTS[name]()

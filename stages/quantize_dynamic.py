@@ -8,7 +8,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.quantization import isa, ort_failures, quantized_graph, sanity
+from ortflow.stages.quantization import isa, op_table, ort_failures, quantized_graph, sanity
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
@@ -62,12 +62,12 @@ class QuantizeDynamic(Stage):
             },
             "reduce_range": REDUCE_RANGE_PARAM,
             "op_types_to_quantize": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
+                **op_table.OP_TYPES_PARAM,
                 "description": "e.g. [MatMul, Attention] (default: every type ORT supports but Conv, "
                 "whose dynamic ConvInteger runs slower than fp32 on CPUs: 2.7x on "
-                "NudeNet's YOLOv8n here; name Conv to quantize it anyway)",
+                "NudeNet's YOLOv8n here; name Conv to quantize it anyway); auto: the default, less the op "
+                "types and shapes stages/quantization/int8_op_table.json measured slower in INT8 on the "
+                "target's kernel family (measured with static QDQ kernels)",
             },
             "nodes_to_exclude": {
                 "type": "array",
@@ -85,18 +85,17 @@ class QuantizeDynamic(Stage):
     }
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return (
-            ("onnxruntime", "onnx", "target_isa")
-            if isa.needs_isa(params)
-            else ("onnxruntime", "onnx")
-        )
+        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+        return ("onnxruntime", "onnx") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
-        params = ctx.params
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
+        params, rule = op_table.rule(
+            ctx.params, ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
+        )
         quantized_graph.check_excluded_nodes(
             onnx_model.load_graph(source), params["nodes_to_exclude"]
         )
@@ -120,6 +119,7 @@ class QuantizeDynamic(Stage):
                 source, target, set(IntegerOpsRegistry)
             ),
             "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            **({"op_types_auto": rule.metrics()} if rule else {}),
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -130,7 +130,7 @@ class QuantizeDynamic(Stage):
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        why = _with_left_float(why, left)
+        why = "; ".join(p for p in (_with_left_float(why, left), rule and rule.summary()) if p)
         summary = (
             f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}"
             + (f"; {why}" if why else "")

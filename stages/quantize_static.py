@@ -11,6 +11,7 @@ from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import (
     calibration_table,
     isa,
+    op_table,
     ort_failures,
     pre_processing,
     quantized_graph,
@@ -99,12 +100,7 @@ class QuantizeStatic(Stage):
                 "description": "one scale per output channel of each weight",
             },
             "reduce_range": REDUCE_RANGE_PARAM,
-            "op_types_to_quantize": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "only these op types (default: every type ORT can quantize)",
-            },
+            "op_types_to_quantize": op_table.OP_TYPES_PARAM,
             "nodes_to_exclude": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -165,10 +161,12 @@ class QuantizeStatic(Stage):
         return problems
 
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return ("onnxruntime", "onnx", "numpy") + (("target_isa",) if isa.needs_isa(params) else ())
+        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+        return ("onnxruntime", "onnx", "numpy") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = dict(ctx.params)
+        asked = dict(ctx.params)
+        params = op_table.without_auto(asked)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
@@ -184,8 +182,11 @@ class QuantizeStatic(Stage):
             prepared.model.parent / "prepared.onnx",
         )
         model = chosen.path
+        params, rule = op_table.rule(
+            asked, ctx.env, onnx_model.load_graph(model), "quantize_static"
+        )
         found = _find_traps(model, table, params)
-        excluded = sorted(set(chosen.kept_float) | found.nodes())
+        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
         reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
         params["reduce_range"] = reduce_range
         target = self._quantize(
@@ -199,6 +200,7 @@ class QuantizeStatic(Stage):
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
             "opset_upgraded_from": chosen.opset_upgraded_from,
+            **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
@@ -208,8 +210,8 @@ class QuantizeStatic(Stage):
         measured: dict[str, Any] = {}
         checked = sanity.verify_quantized(ctx, model, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
-        notes = ([why] if why else []) + ([_traps_text(found)] if found.nodes() else [])
-        notes += [checked] + ([prepared.summary()] if prepared.summary() else [])
+        notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
+        notes = [n for n in [*notes, checked, prepared.summary()] if n]
         return StageResult(
             summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
             metrics={

@@ -179,6 +179,13 @@ def _static_int8_stage(roles: ModelRoles, source: str, real_data: bool) -> Stage
     )
 
 
+# op_types_to_quantize: auto (stages/quantization/op_table.py): INT8 only where it was measured faster.
+AUTO_NOTE = [
+    "op_types_to_quantize auto: the op types (and shapes) measured slower in INT8 than float on the target's",
+    "kernel family stay float (stages/quantization/int8_op_table.json; a family without one: all quantized)",
+]
+
+
 def _static_settings(kind: ModelKind, convs: int, matmuls: int) -> tuple[JsonObject, list[str]]:
     """quantize_static's parameters for the kind of model, and why: a streaming model quantizes only its
     weighted ops; convolutions take per-channel scales; Gemm-heavy models per-tensor ones."""
@@ -193,12 +200,14 @@ def _static_settings(kind: ModelKind, convs: int, matmuls: int) -> tuple[JsonObj
             "outputs one 8-bit scale serves badly",
         ]
     if convs >= matmuls:
-        return {"per_channel": True}, [
-            "per-channel weight scales: one per filter, as convolutions need"
+        return {"per_channel": True, "op_types_to_quantize": "auto"}, [
+            "per-channel weight scales: one per filter, as convolutions need",
+            *AUTO_NOTE,
         ]
-    return {"per_channel": False}, [
+    return {"per_channel": False, "op_types_to_quantize": "auto"}, [
         "per-tensor scales: ORT's per-channel bias adjustment fails on [1, N] Gemm biases; if accuracy suffers,",
         "try op_types_to_quantize: [Gemm, MatMul] (the weighted ops only)",
+        *AUTO_NOTE,
     ]
 
 
