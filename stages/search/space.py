@@ -26,9 +26,16 @@ def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
     list is a choice or, for an array-typed parameter, one value."""
     if not isinstance(value, list):
         return [value]
-    if schema.get("properties", {}).get(name, {}).get("type") == "array":
+    if _takes_array(schema.get("properties", {}).get(name, {})):
         return value if value and all(isinstance(v, list) for v in value) else [value]
     return value
+
+
+def _takes_array(param: dict[str, Any]) -> bool:
+    """Whether a parameter's schema admits an array as one value (`type: array`, or one branch of a oneOf /
+    anyOf: `op_types_to_quantize` is a list of op types or `auto`)."""
+    branches = [param, *param.get("oneOf", []), *param.get("anyOf", [])]
+    return any(branch.get("type") == "array" for branch in branches)
 
 
 Params = dict[str, Any]  # one combination of a stage type's parameters
