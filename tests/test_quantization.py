@@ -49,7 +49,10 @@ def mean_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One run of the whole path (fusion, calibration, QDQ, dynamic, fp16); tests read its outputs."""
+    """One run of the whole path (fusion, calibration, QDQ, dynamic, fp16); tests read its outputs. qdq_all's sanity
+    check is off: every-op QDQ loses 93 of the 384 token-embedding channels on the calibration sentences, which the
+    check (run on the calibrate stage's own data since issue 35) rightly refuses; these tests read what it kept
+    float and its pooled embedding."""
     from ortflow.engine.cli import main
 
     folder = tmp_path_factory.mktemp("quant")
@@ -68,7 +71,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
           table: {{uses: calibrate, in: {{model: inputs.model, data: datasets.calib}}, with: {{samples: 12, batch_size: 4}}}}
           qdq: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}},
                 with: {{op_types_to_quantize: [MatMul, Gather], per_channel: true}}}}
-          qdq_all: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}}}}
+          qdq_all: {{uses: quantize_static, in: {{model: inputs.model, calibration: table.table}},
+                    with: {{sanity_check: false}}}}
           dynamic: {{uses: quantize_dynamic, in: {{model: fused.model}}}}
           fp16: {{uses: convert_float16, in: {{model: fused.model}}}}
     """,

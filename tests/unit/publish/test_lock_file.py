@@ -95,7 +95,9 @@ def test_a_missing_lock_is_an_empty_one(tmp_path):
 
 
 def toy_recipe(tmp_path: Path, *names: str, deterministic: bool = True) -> SimpleNamespace:
-    stage = SimpleNamespace(stage_cls=SimpleNamespace(deterministic=deterministic))
+    stage = SimpleNamespace(
+        stage_cls=SimpleNamespace(deterministic=deterministic), target_cpu="native"
+    )
     return SimpleNamespace(
         name="toy",
         stages={name: stage for name in names},
