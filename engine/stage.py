@@ -243,7 +243,7 @@ class StageContext:
         (a float model, dynamic INT8, or a model quantized before it came in). A choice among models reads it:
         ranges from random feeds fit noise, not the model's inputs, however well they score on noise."""
         given = self.calibrated_on.get(port, ())
-        value = self.inputs.get(port)
+        value = self._inputs.get(port)
         count = len(value) if isinstance(value, list) else 1
         return [given[i] if i < len(given) else None for i in range(count)]
 

@@ -262,7 +262,7 @@ def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
     if data is not None:
         feeds = list(itertools.islice(data.feeds(inputs, samples), samples))
         return Samples(feeds, False, f"{len(feeds)} samples")
-    ports = sorted(ctx.inputs, key=lambda port: port != "calibration")
+    ports = sorted(ctx.upstream_data, key=lambda port: port != "calibration")
     upstream = [(p, d) for p in ports for d in ctx.upstream_datasets(p)]
     found = next((u for u in upstream if u[1].source().provenance != DataProvenance.RANDOM), None)
     if found is not None:
