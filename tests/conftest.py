@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,11 @@ sys.path.insert(0, str(PLUGINS))
 # failure, and is far above what a busy 2-core machine needs.
 CEILING = 600.0
 os.environ["COLUMNS"] = "200"  # rich tables must not wrap the text the tests look for
+# A runner started in the background of a non-interactive shell ignores SIGINT, and a child inherits an ignored
+# signal across exec: the Ctrl-C tests' children then never see it and wait out the ceiling (seen when .ci/run
+# was started with `&`). Python's own handler here means every child starts with the default disposition.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from ci_skips import (  # noqa: E402, F401 - hooks: under CI=true an unexpected skip fails the run
     pytest_runtest_logreport,
