@@ -42,9 +42,13 @@ QUICK_CNN = {
 
 
 def run(recipe: Path) -> dict:
-    subprocess.run(
-        [sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", str(recipe)], check=True
+    """The recipe's report; a stage its gate refused (exit 3, `-k` finishing the rest) is a row saying so."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ortflow.engine.cli", "--quiet", "run", "-k", str(recipe)],
+        check=False,
     )
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"{recipe}: engine run exited {done.returncode}")
     return json.loads((recipe.parent / "out" / recipe.stem / "report.json").read_text())
 
 
@@ -62,6 +66,10 @@ def table(report: dict, reference: Path, feeds: list[dict], score, metric: str) 
     rows.append(f"| fp32 (original) | {reference.stat().st_size / 1e6:.1f} | | | | 1.0000 |")
     for stage in report["stages"]:
         model = stage["outputs"].get("model")
+        if stage.get("status") in ("gate failed", "failed"):  # refused: say why, no score
+            why = str(stage.get("error") or "").split(". ")[0][:120]
+            rows.append(f"| {stage['stage']} (refused: {why}) | | | | | |")
+            continue
         if not model:  # a calibration: only its build time belongs here
             rows.append(
                 f"| {stage['stage']} ({stage['summary'].split(':')[0]} table) | | | | {stage['build_seconds'] or 0:.1f} | |"
