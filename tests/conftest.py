@@ -157,9 +157,21 @@ def two_stage_recipe(project: Path, name: str = "twostep") -> Path:
 def in_a_terminal(project: Path, *args: str, size: tuple[int, int] = (40, 100)) -> tuple[int, str]:
     """`engine ARGS` under a pseudo-terminal of `size` (rows, columns): its exit code, and what it showed as one
     line of plain text (colours, table borders and line breaks taken out, so a wrapped cell reads whole)."""
+    code, shown = raw_terminal(project, *args, size=size)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    return code, re.sub(r"\s+", " ", re.sub(r"[│┃]", " ", plain))
+
+
+def raw_terminal(
+    project: Path, *args: str, size: tuple[int, int] = (40, 100), plugins: bool = False
+) -> tuple[int, str]:
+    """`engine ARGS` under a pseudo-terminal of `size`: its exit code and every character the terminal was
+    sent, colours included (`plugins`: the test plugin's stages importable)."""
     pexpect = pytest.importorskip("pexpect")
     env = dict(os.environ, TERM="xterm-256color")
     env.pop("COLUMNS", None)  # a terminal has its own width
+    if plugins:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
     child = pexpect.spawn(
         sys.executable,
         ["-m", "ortflow.engine.cli", *args],
@@ -171,5 +183,4 @@ def in_a_terminal(project: Path, *args: str, size: tuple[int, int] = (40, 100)) 
     )
     child.expect(pexpect.EOF)
     child.close()
-    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", child.before)
-    return child.exitstatus, re.sub(r"\s+", " ", re.sub(r"[│┃]", " ", plain))
+    return child.exitstatus, child.before

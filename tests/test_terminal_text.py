@@ -5,12 +5,11 @@ and read raw, colours included: a control sequence that reaches it is there byte
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
+import conftest
 import pytest
-from conftest import CEILING, PLUGINS, two_stage_recipe, write
+from conftest import two_stage_recipe, write
 
 from ortflow.engine.terminal_text import printable
 
@@ -23,21 +22,7 @@ RAW = ("\x1b]0;", "\x1b[2J", "\x07", "\u202e")
 
 def raw_terminal(project: Path, *args: str) -> tuple[int, str]:
     """`engine ARGS` in a pseudo-terminal: its exit code and every character the terminal was sent."""
-    env = dict(os.environ, TERM="xterm-256color")
-    env.pop("COLUMNS", None)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGINS), env.get("PYTHONPATH")]))
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "ortflow.engine.cli", *args],
-        cwd=str(project),
-        env=env,
-        encoding="utf-8",
-        timeout=CEILING,
-        dimensions=(50, 400),
-    )
-    child.expect(pexpect.EOF)
-    child.close()
-    return child.exitstatus, child.before
+    return conftest.raw_terminal(project, *args, size=(50, 400), plugins=True)
 
 
 def reached(text: str) -> list[str]:
