@@ -72,7 +72,9 @@ def _nudenet_feeds() -> list[dict]:
         side = max(image.size)
         square = Image.new("RGB", (side, side))
         square.paste(image, (0, 0))
-        pixels = np.asarray(square.resize((320, 320), Image.BILINEAR), dtype=np.float32) / 255
+        pixels = (
+            np.asarray(square.resize((320, 320), Image.Resampling.BILINEAR), dtype=np.float32) / 255
+        )
         feeds.append({"images": np.ascontiguousarray(pixels.transpose(2, 0, 1)[None])})
     return feeds
 
