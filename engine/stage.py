@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, Union
 
 from ortflow.engine.declarations import NOTHING, Declares
 from ortflow.engine.json_types import Json, JsonObject, Params
-from ortflow.engine.types import unpack_floats
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
@@ -357,18 +356,15 @@ class Stage:
 def within_tolerance(
     stage_cls: type[Stage],
     params: Params,
-    ours: dict[str, str | None],
-    locked: dict[str, str | None],
+    ours: dict[str, tuple[float, ...] | None],
+    locked: dict[str, tuple[float, ...] | None],
 ) -> bool:
-    """Whether every output that differs ({port: packed values} on each side, types.pack_floats) is, by its
-    stage type, the same result made on another CPU; an output with no values on either side is not."""
+    """Whether every output that differs ({port: float values} on each side) is, by its stage type, the same
+    result made on another CPU; an output with no values on either side (or values no run wrote) is not."""
     for port in sorted(ours):
         mine, theirs = ours[port], locked.get(port)
         if mine is None or theirs is None:
             return False
-        try:
-            if not stage_cls.same_result(params, port, unpack_floats(mine), unpack_floats(theirs)):
-                return False
-        except ValueError:  # values no run wrote
+        if not stage_cls.same_result(params, port, mine, theirs):
             return False
     return bool(ours)

@@ -176,9 +176,9 @@ class StageJob:
     spec: StageSpec
     identity: Identity  # what its outputs are made from: its cache key, computed once (engine.run.jobs.identify)
     input_paths: dict[str, Path | list[Path] | Dataset]
-    # The float values the lock file records for this key's outputs ({port: packed}), where it records any:
+    # The float values the lock file records for this key's outputs ({port: values}), where it records any:
     # a stage whose floats vary in their last bits from CPU to CPU keeps the locked ones when they agree.
-    pinned_values: dict[str, str] = field(default_factory=dict)
+    pinned_values: dict[str, tuple[float, ...]] = field(default_factory=dict)
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)

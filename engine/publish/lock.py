@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from ortflow.engine.builds import LockEntry, RunRecord
+from ortflow.engine.builds import FloatValues, LockEntry, RunRecord
 from ortflow.engine.environment import fact
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
@@ -255,8 +255,8 @@ class Lock:
             entry.key: entry.digests for entry in self.entries().values() if entry.key is not None
         }
 
-    def pinned_values(self) -> dict[str, dict[str, str]]:
-        """{cache key: {output: packed float values}} where the lock records values with an output."""
+    def pinned_values(self) -> dict[str, dict[str, FloatValues]]:
+        """{cache key: {output: float values}} where the lock records values with an output."""
         found = {}
         for entry in self.entries().values():
             values = {
@@ -341,7 +341,7 @@ def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = Fals
             host_specific += more_entries
 
         # this machine's result for a host-specific entry
-        def kept(key: str, record: Mapping[str, Any]) -> bool:
-            return any(entry.matches(key, record) for entry in host_specific)
+        def kept(record: RunRecord) -> bool:
+            return any(entry.matches(record.identity) for entry in host_specific)
 
         return store.collect(keys, digests, dry_run=dry_run, keep=kept)

@@ -25,15 +25,12 @@ from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
 from ortflow.engine.registry import Plugins
 from ortflow.engine.secrets import redact
-from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
 from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
 from ortflow.engine.yamlsource import MAX_BYTES, SourceMap
-
-FOLDER = "recipes"
 
 
 def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
@@ -117,9 +114,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     text = json.dumps(data)
     if redact(text) != text:
         return  # a recipe holding a URL with credentials: parsed on every run rather than kept in the cache
-    atomic.write_text(
-        store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}"
-    )
+    store.write_snapshot(key, f"{sign(secret, _signed(key, text))}\n{text}")
 
 
 def _signed(key: str, text: str) -> bytes:
@@ -159,10 +154,11 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
 def _read_signed(store: Store, key: str) -> JsonObject | None:
     """The snapshot stored under `key`, if there is one and this user's key signed it as it is."""
     secret = local_key()
+    stored = store.read_snapshot(key)
+    if stored is None:
+        return None
     try:
-        signature, _, text = (
-            (store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8").partition("\n")
-        )
+        signature, _, text = stored.partition("\n")
         if secret is None or not signature_ok(secret, _signed(key, text), signature):
             return None  # not written by this user (or altered since): validate the recipe itself
         return json.loads(text)
