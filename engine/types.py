@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from ortflow.engine.builds import Identity, RunRecord
@@ -237,3 +237,28 @@ class StageOutcome:
     @property
     def succeeded(self) -> bool:
         return self.status.succeeded
+
+
+@runtime_checkable
+class RunObserver(Protocol):
+    """What watches a run as it goes (as Kedro's runner hooks do): the lock writer, the out/ publisher and the
+    console each observe it; the run calls them in the order they were given, from the scheduling thread."""
+
+    def stage_started(self, name: str) -> None: ...
+
+    def stage_finished(self, outcome: StageOutcome) -> None: ...
+
+    def run_message(self, message: str) -> None: ...
+
+
+class QuietObserver:
+    """A RunObserver that takes no notice: an observer overrides what it watches."""
+
+    def stage_started(self, name: str) -> None:
+        return None
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        return None
+
+    def run_message(self, message: str) -> None:
+        return None

@@ -34,7 +34,7 @@ from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import Recipe, StageOutcome
+from ortflow.engine.types import QuietObserver, Recipe, StageOutcome, Status
 
 
 @lru_cache(maxsize=1)
@@ -269,7 +269,7 @@ class Lock:
         return found
 
 
-class LockWriter:
+class LockWriter(QuietObserver):
     """Merges finished stages into the lock file under a mutex, re-reading it each time, so runs of
     different stages of one recipe (or a run and a killed run) never lose each other's entries."""
 
@@ -284,6 +284,11 @@ class LockWriter:
         )
         self.unwritten: dict[str, StageOutcome] = {}
         self.last_write = 0.0
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        """A stage that ran goes into the lock file as it finishes (one served from the cache, at the end)."""
+        if outcome.status == Status.RAN:
+            self.add({outcome.name: outcome})
 
     def add(self, outcomes: Mapping[str, StageOutcome], final: bool = False) -> None:
         """Merge `outcomes` in; while the run goes on, writes are batched (a killed run loses at most a few
