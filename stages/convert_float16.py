@@ -6,8 +6,6 @@ import json
 from typing import Any
 
 from ortflow.api import (
-    ArtifactKind,
-    Port,
     Stage,
     StageContext,
     StageError,
@@ -15,6 +13,7 @@ from ortflow.api import (
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
+from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization.fp16_range import out_of_range
 
 
@@ -27,23 +26,10 @@ class ConvertFloat16(Stage):
         "the float32 model on a few samples first and keeps in float32 every node whose values float16 cannot hold."
     )
     inputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "a float32 model"),
-        Port(
-            "data",
-            ArtifactKind.DATASET,
-            "samples to find the nodes whose values overflow float16",
-            optional=True,
-        ),
+        model_in("a float32 model"),
+        samples_in("samples to find the nodes whose values overflow float16"),
     )
-    outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the float16 model", filename="model.onnx"),
-        Port(
-            "metrics",
-            ArtifactKind.METRICS,
-            "sizes and ops kept in float32",
-            filename="metrics.json",
-        ),
-    )
+    outputs = (model_out("the float16 model"), metrics_out("sizes and ops kept in float32"))
     params_schema = {
         "type": "object",
         "additionalProperties": False,
