@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, TypeVar, Union
 
 from ortflow.engine.declarations import NOTHING, Declares
 from ortflow.engine.json_types import Json, JsonObject, Params
+from ortflow.engine.params import settings_of
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
     from ortflow.engine.metric import Better, KnownMetrics
     from ortflow.engine.provenance import DataSource
+
+T = TypeVar("T")
 
 
 class ArtifactKind(str, Enum):
@@ -246,6 +250,10 @@ class StageContext:
         count = len(value) if isinstance(value, list) else 1
         return [given[i] if i < len(given) else None for i in range(count)]
 
+    def settings(self, cls: type[T]) -> T:
+        """The parameters as the stage's settings dataclass (Stage.settings), read by attribute, typed."""
+        return settings_of(cls, self.params)
+
     def pinned_values(self, port: str) -> tuple[float, ...] | None:
         """The float values the lock file records for output `port` under this very cache key (what the stage
         returned as StageResult.values when the lock was written, maybe on another CPU), or None. A stage
@@ -307,6 +315,9 @@ class Stage:
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
     # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.
     step_types: ClassVar[tuple[str, ...]] = ()
+    # Its parameters as a frozen dataclass (engine.params: settings_problems holds it to params_schema), read
+    # with ctx.settings(); None: read by key from ctx.params.
+    settings: ClassVar[builtins.type | None] = None  # `type` is the name of its type here
     # What it reports and how a reader shows it: its per-model measures (unit, which way is better, plotted?), its
     # report tables kept out of the terminal, the model it chooses (engine.declarations). The engine prints, plots
     # and reads results from these, never from a stage's type or file names.
