@@ -93,7 +93,7 @@ def lock_keys(recipe: Path, store) -> dict[str, str]:
 
 
 def object_files(store, keys: dict[str, str]) -> list[Path]:
-    digests = {out["digest"] for key in keys for out in store.read_run(key)["outputs"].values()}
+    digests = {d for key in keys for d in store.read_run(key).digests.values()}
     return [store.object_path(d) for d in sorted(digests)]
 
 

@@ -14,6 +14,11 @@ from functools import cached_property
 from typing import Any, Mapping
 
 from ortflow.engine.environment import HOST_FACTS
+from ortflow.engine.types import pack_floats, unpack_floats
+
+FloatValues = tuple[
+    float, ...
+]  # float values a stage kept with an output (stored packed: types.pack_floats)
 
 IDENTITY = (
     "type",
@@ -79,9 +84,7 @@ class RunOutput:
     kind: str
     filename: str
     size: int
-    values: str | None = (
-        None  # float values packed (types.pack_floats) that another CPU's run may keep
-    )
+    values: FloatValues | None = None  # float values that another CPU's run may keep
 
     def to_json(self) -> dict[str, Any]:
         found = {
@@ -90,7 +93,7 @@ class RunOutput:
             "filename": self.filename,
             "size": self.size,
         }
-        return found if self.values is None else {**found, "values": self.values}
+        return found if self.values is None else {**found, "values": pack_floats(self.values)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunOutput:
@@ -99,8 +102,18 @@ class RunOutput:
             data.get("kind", ""),
             data.get("filename", ""),
             data.get("size", 0),
-            data.get("values"),
+            floats_of(data.get("values")),
         )
+
+
+def floats_of(packed: object) -> FloatValues | None:
+    """Packed float values (types.pack_floats) as numbers; text no run wrote reads as none (never offered)."""
+    if not isinstance(packed, str):
+        return None
+    try:
+        return unpack_floats(packed)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,22 +208,33 @@ class RunRecord:
         )
 
 
+def parse_record(document: object) -> RunRecord | None:
+    """The one place a run record's JSON becomes a RunRecord, for documents nobody checked yet (every file
+    under runs/, for gc and listings): one that lacks what a record must hold reads as None."""
+    if not isinstance(document, Mapping):
+        return None
+    try:
+        record = RunRecord.from_json(document)
+    except (KeyError, TypeError, AttributeError, ValueError):
+        return None
+    return record if isinstance(record.env, Mapping) else None
+
+
 @dataclass(frozen=True)
 class LockedOutput:
     """An output as a lock file records it: its object and size, and the float values a stage may keep."""
 
     digest: str
     size: int
-    values: str | None = None
+    values: FloatValues | None = None
 
     def to_json(self) -> dict[str, Any]:
-        found = {"digest": self.digest, "size": self.size}
-        return found if self.values is None else {**found, "values": self.values}
+        found: dict[str, Any] = {"digest": self.digest, "size": self.size}
+        return found if self.values is None else {**found, "values": pack_floats(self.values)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LockedOutput:
-        values = data.get("values")
-        return cls(data["digest"], data.get("size", 0), values if isinstance(values, str) else None)
+        return cls(data["digest"], data.get("size", 0), floats_of(data.get("values")))
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,16 +271,11 @@ class LockEntry:
             measurement=not deterministic,
         )
 
-    def matches(self, key: str, made_from: Mapping[str, Any]) -> bool:
-        """Whether this entry records the build under `key`: by its key, or, for a host-specific entry (which
-        records no key), by what the result was made from (`made_from` names the five IDENTITY fields, as a
-        run record and Identity.to_json do)."""
+    def matches(self, identity: Identity) -> bool:
+        """Whether this entry records the build of `identity`: by its key, or, for a host-specific entry
+        (which records no key), by what the result was made from, its portable environment facts only."""
         if self.key is not None:
-            return self.key == key
-        if not all(name in made_from for name in IDENTITY) or not isinstance(
-            made_from["env"], Mapping
-        ):
-            return False  # a damaged record matches nothing
+            return self.key == identity.key
         return self.host_specific and (
             self.type,
             self.version,
@@ -264,11 +283,11 @@ class LockEntry:
             self.inputs,
             self.env,
         ) == (
-            made_from["type"],
-            made_from["version"],
-            made_from["params"],
-            made_from["inputs"],
-            portable_env(made_from["env"]),
+            identity.type,
+            identity.version,
+            identity.params,
+            identity.inputs,
+            portable_env(identity.env),
         )
 
     @property

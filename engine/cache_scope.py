@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ortflow.engine.builds import parse_record
 from ortflow.engine.errors import OrtflowError
 from ortflow.engine.pipeline import Workspace, plan
 from ortflow.engine.publish.lock import Lock
@@ -51,13 +52,14 @@ def lock_keys(
         if pulling:
             keys.update(planned_keys(recipe, store, host_specific))
         else:
+            records = ((key, parse_record(document)) for key, document in store.iter_runs())
             keys.update(
                 {
                     key: name
-                    for key, record in store.iter_runs()
+                    for key, record in records
                     if record is not None
                     for name in host_specific
-                    if name in entries and entries[name].matches(key, record)
+                    if name in entries and entries[name].matches(record.identity)
                 }
             )
     return keys, host_specific

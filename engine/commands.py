@@ -4,7 +4,6 @@ store, the records) and hands what to show to the console (engine.console). No c
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -196,20 +195,10 @@ def cmd_stages(args: argparse.Namespace, out: Any) -> int:
 
 
 def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
-    from ortflow.engine.pipeline import default_cache
     from ortflow.engine.store.artifacts import open_store
+    from ortflow.engine.store.location import cache_root
 
-    if args.cache:
-        root = Path(args.cache)
-    elif args.recipes:
-        root = default_cache(args.recipes[0])
-    elif os.environ.get("ORTFLOW_CACHE"):
-        root = Path(os.environ["ORTFLOW_CACHE"])
-    else:
-        from ortflow.engine.store.links import refuse_link
-
-        root = Path(".ortflow")
-        refuse_link(root)  # not one the user named (see default_cache)
+    root = cache_root(args.cache, args.recipes[0] if args.recipes else None)
     if not create and not (root / "objects").is_dir():
         raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
     return open_store(root)

@@ -1,9 +1,20 @@
-"""Stage and loader parameters: defaults from a JSON Schema, and problems with parameters built by code."""
+"""Stage and loader parameters: defaults from a JSON Schema, problems with parameters built by code, and
+typed parameters.
+
+A stage may declare its parameters as a frozen dataclass (its settings) and read them as attributes,
+`ctx.settings(Float16Settings).headroom`, rather than by key from `ctx.params`. The dataclass stands for the
+stage's params_schema, never beside it: settings_problems() says where the two disagree (a test holds every
+built-in stage's to none), and the schema stays what validates a recipe and what the cache key is computed
+from, so declaring settings changes no key. Reading `ctx.params` by key keeps working (plugins do); it is
+deprecated for stages that declare settings (Stage.settings)."""
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+import dataclasses
+from typing import Any, Mapping, TypeVar
+
+T = TypeVar("T")
 
 
 def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -33,3 +44,57 @@ def params_problems(stage_cls: type, params: dict[str, Any]) -> list[str]:
     """What is wrong with `params` for a stage type, defaults filled in: schema first, then its own check."""
     filled = fill_defaults(params, stage_cls.params_schema)
     return schema_problems(filled, stage_cls.params_schema) or stage_cls().check(filled)
+
+
+# The annotations (as written: modules use `from __future__ import annotations`) a JSON Schema type maps to.
+_ANNOTATIONS = {
+    "boolean": ("bool",),
+    "integer": ("int",),
+    "number": ("float", "int | float"),
+    "string": ("str",),
+    "array": ("tuple[", "list["),
+    "object": ("dict[", "Mapping["),
+}
+
+
+def settings_of(cls: type[T], params: Mapping[str, object]) -> T:
+    """The validated parameters (defaults filled in) as `cls`; a list arrives as a tuple (frozen settings)."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass: settings are declared as one")
+    values = {
+        f.name: tuple(params[f.name]) if isinstance(params[f.name], list) else params[f.name]  # type: ignore[arg-type]
+        for f in dataclasses.fields(cls)
+        if f.name in params
+    }
+    return cls(**values)
+
+
+def settings_problems(cls: type, schema: Mapping[str, Any]) -> list[str]:
+    """Where a settings dataclass and the params_schema it stands for disagree: a property with no field (or
+    the reverse), a field whose annotation is not the property's JSON type, or a default that differs."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    problems = [
+        f"property '{n}' has no field in {cls.__name__}" for n in properties if n not in fields
+    ]
+    problems += [f"field '{n}' is no property of the schema" for n in fields if n not in properties]
+    for name in sorted(set(fields) & set(properties)):
+        field, prop = fields[name], properties[name]
+        wanted = _ANNOTATIONS.get(prop.get("type", ""), ())
+        if wanted and not str(field.type).startswith(wanted):
+            problems.append(f"field '{name}' is {field.type}, the schema says {prop['type']}")
+        if "default" in prop and not _same_default(field, prop["default"]):
+            problems.append(
+                f"field '{name}' defaults otherwise than the schema ({prop['default']!r})"
+            )
+    return problems
+
+
+def _same_default(field: dataclasses.Field[Any], default: object) -> bool:
+    if field.default is not dataclasses.MISSING:
+        ours = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        ours = field.default_factory()
+    else:
+        return False
+    return (list(ours) if isinstance(ours, tuple) else ours) == default

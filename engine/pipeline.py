@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,12 +33,12 @@ from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
-from ortflow.engine.run.scheduler import Scheduler, SchedulerEvents
+from ortflow.engine.run.scheduler import EventsObserver, Scheduler, SchedulerEvents
 from ortflow.engine.run.temp_folder import run_temp_folder
 from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
-from ortflow.engine.store.links import refuse_link
+from ortflow.engine.store.location import cache_root
 from ortflow.engine.types import Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ class Workspace:
         """Open the store (once; with `remote`, one that reads through to it, saying what it pulls with `say`
         and `warn`), then the recipe: from its validated snapshot when nothing it depends on changed, else
         parsed and validated once. A bad recipe creates no cache folder."""
-        cache = Path(cache_dir) if cache_dir else default_cache(recipe_path)
+        cache = cache_root(cache_dir, recipe_path)
         plugins = Plugins()
         key = snapshot.snapshot_key(recipe_path, list(overrides), params_file)
         store = _open_store(cache, remote, say, warn) if cache.is_dir() else None
@@ -114,16 +113,6 @@ def _open_store(
     from ortflow.engine.store.shared import SharedStore
 
     return open_store(cache, lambda root: SharedStore(root, remote, say, warn))
-
-
-def default_cache(recipe_path: Path) -> Path:
-    """$ORTFLOW_CACHE as the user named it, else `.ortflow` beside the recipe, which must not be a link: one
-    that came with a cloned folder would put the cache, and gc's removals, wherever it points."""
-    if os.environ.get("ORTFLOW_CACHE"):
-        return Path(os.environ["ORTFLOW_CACHE"])
-    cache = Path(recipe_path).resolve().parent / ".ortflow"
-    refuse_link(cache)
-    return cache
 
 
 def load(
@@ -273,7 +262,10 @@ def run(
         lock_writer = LockWriter(ws.recipe, ws.store, digests) if not ws.recipe.overrides else None
         executor = executor or LocalExecutor(jobs)
         publisher = Publisher(ws.store, ws.out_dir)
-        events = _publishing(publisher, lock_writer, events or SchedulerEvents())
+        # each finished stage goes into the lock file (where it is written), then out/, then the caller's view:
+        # a killed run's lock file still lists what it built, and a full out/ loses none of it
+        observers = [o for o in (lock_writer, publisher) if o is not None]
+        events = SchedulerEvents.telling([*observers, EventsObserver(events or SchedulerEvents())])
         locked = LockedOutputs(
             ws.recipe.lock_path.name, lock.locked_outputs(), lock.pinned_values()
         )
@@ -284,22 +276,6 @@ def run(
             outcomes = _schedule(scheduler, executor, chosen)
         # Under the store mutex: a gc waiting for it must find the lock file naming what this run built.
         return _conclude(ws, lock, lock_writer, outcomes, digests, publisher)
-
-
-def _publishing(
-    publisher: Publisher, lock_writer: LockWriter | None, events: SchedulerEvents
-) -> SchedulerEvents:
-    """The caller's events, each finished stage first added to the lock file (where it ran) and then published
-    to out/ as it finishes, so a killed run's lock file still lists what it built, and a full out/ loses none
-    of it."""
-
-    def on_finished(outcome: StageOutcome) -> None:
-        if lock_writer is not None and outcome.status == Status.RAN:
-            lock_writer.add({outcome.name: outcome})
-        publisher.publish(outcome)
-        events.finished(outcome)
-
-    return SchedulerEvents(events.started, on_finished, events.log)
 
 
 def _schedule(

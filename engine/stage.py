@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import time
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, TypeVar, Union
 
 from ortflow.engine.declarations import NOTHING, Declares
 from ortflow.engine.json_types import Json, JsonObject, Params
-from ortflow.engine.types import unpack_floats
+from ortflow.engine.params import settings_of
 
 if TYPE_CHECKING:
     from ortflow.engine.dataset import Dataset
     from ortflow.engine.metric import Better, KnownMetrics
     from ortflow.engine.provenance import DataSource
+
+T = TypeVar("T")
 
 
 class ArtifactKind(str, Enum):
@@ -247,6 +250,10 @@ class StageContext:
         count = len(value) if isinstance(value, list) else 1
         return [given[i] if i < len(given) else None for i in range(count)]
 
+    def settings(self, cls: type[T]) -> T:
+        """The parameters as the stage's settings dataclass (Stage.settings), read by attribute, typed."""
+        return settings_of(cls, self.params)
+
     def pinned_values(self, port: str) -> tuple[float, ...] | None:
         """The float values the lock file records for output `port` under this very cache key (what the stage
         returned as StageResult.values when the lock was written, maybe on another CPU), or None. A stage
@@ -308,6 +315,9 @@ class Stage:
     deterministic: ClassVar[bool] = True  # same inputs, same bytes (measurements are not)
     # The stage types it runs as steps (StageContext.steps): their versions are part of its cache key.
     step_types: ClassVar[tuple[str, ...]] = ()
+    # Its parameters as a frozen dataclass (engine.params: settings_problems holds it to params_schema), read
+    # with ctx.settings(); None: read by key from ctx.params.
+    settings: ClassVar[builtins.type | None] = None  # `type` is the name of its type here
     # What it reports and how a reader shows it: its per-model measures (unit, which way is better, plotted?), its
     # report tables kept out of the terminal, the model it chooses (engine.declarations). The engine prints, plots
     # and reads results from these, never from a stage's type or file names.
@@ -357,18 +367,15 @@ class Stage:
 def within_tolerance(
     stage_cls: type[Stage],
     params: Params,
-    ours: dict[str, str | None],
-    locked: dict[str, str | None],
+    ours: dict[str, tuple[float, ...] | None],
+    locked: dict[str, tuple[float, ...] | None],
 ) -> bool:
-    """Whether every output that differs ({port: packed values} on each side, types.pack_floats) is, by its
-    stage type, the same result made on another CPU; an output with no values on either side is not."""
+    """Whether every output that differs ({port: float values} on each side) is, by its stage type, the same
+    result made on another CPU; an output with no values on either side (or values no run wrote) is not."""
     for port in sorted(ours):
         mine, theirs = ours[port], locked.get(port)
         if mine is None or theirs is None:
             return False
-        try:
-            if not stage_cls.same_result(params, port, unpack_floats(mine), unpack_floats(theirs)):
-                return False
-        except ValueError:  # values no run wrote
+        if not stage_cls.same_result(params, port, mine, theirs):
             return False
     return bool(ours)

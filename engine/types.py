@@ -10,7 +10,7 @@ from array import array
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence, runtime_checkable
 
 if TYPE_CHECKING:
     from ortflow.engine.builds import Identity, RunRecord
@@ -176,9 +176,9 @@ class StageJob:
     spec: StageSpec
     identity: Identity  # what its outputs are made from: its cache key, computed once (engine.run.jobs.identify)
     input_paths: dict[str, Path | list[Path] | Dataset]
-    # The float values the lock file records for this key's outputs ({port: packed}), where it records any:
+    # The float values the lock file records for this key's outputs ({port: values}), where it records any:
     # a stage whose floats vary in their last bits from CPU to CPU keeps the locked ones when they agree.
-    pinned_values: dict[str, str] = field(default_factory=dict)
+    pinned_values: dict[str, tuple[float, ...]] = field(default_factory=dict)
     # Per input port, the digests of the datasets its artifacts were made from anywhere upstream (a quantized
     # model: its calibration data), so a stage can tell a check on that same data (StageContext.made_from).
     made_from: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -237,3 +237,28 @@ class StageOutcome:
     @property
     def succeeded(self) -> bool:
         return self.status.succeeded
+
+
+@runtime_checkable
+class RunObserver(Protocol):
+    """What watches a run as it goes (as Kedro's runner hooks do): the lock writer, the out/ publisher and the
+    console each observe it; the run calls them in the order they were given, from the scheduling thread."""
+
+    def stage_started(self, name: str) -> None: ...
+
+    def stage_finished(self, outcome: StageOutcome) -> None: ...
+
+    def run_message(self, message: str) -> None: ...
+
+
+class QuietObserver:
+    """A RunObserver that takes no notice: an observer overrides what it watches."""
+
+    def stage_started(self, name: str) -> None:
+        return None
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        return None
+
+    def run_message(self, message: str) -> None:
+        return None

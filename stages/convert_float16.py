@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ortflow.api import (
-    ArtifactKind,
-    Port,
     Stage,
     StageContext,
     StageError,
@@ -15,7 +14,19 @@ from ortflow.api import (
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
+from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization.fp16_range import out_of_range
+
+
+@dataclass(frozen=True)
+class Float16Settings:
+    """ConvertFloat16's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    keep_io_types: bool = True
+    op_block_list: tuple[str, ...] = ()
+    node_block_list: tuple[str, ...] = ()
+    samples: int = 8
+    headroom: float = 2
 
 
 class ConvertFloat16(Stage):
@@ -27,23 +38,10 @@ class ConvertFloat16(Stage):
         "the float32 model on a few samples first and keeps in float32 every node whose values float16 cannot hold."
     )
     inputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "a float32 model"),
-        Port(
-            "data",
-            ArtifactKind.DATASET,
-            "samples to find the nodes whose values overflow float16",
-            optional=True,
-        ),
+        model_in("a float32 model"),
+        samples_in("samples to find the nodes whose values overflow float16"),
     )
-    outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the float16 model", filename="model.onnx"),
-        Port(
-            "metrics",
-            ArtifactKind.METRICS,
-            "sizes and ops kept in float32",
-            filename="metrics.json",
-        ),
-    )
+    outputs = (model_out("the float16 model"), metrics_out("sizes and ops kept in float32"))
     params_schema = {
         "type": "object",
         "additionalProperties": False,
@@ -80,27 +78,29 @@ class ConvertFloat16(Stage):
         },
     }
 
+    settings = Float16Settings
+
     def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
         return ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
         from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
-        params = ctx.params
+        params = ctx.settings(Float16Settings)
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)
         model = _with_shapes(source)
         overflowing: dict[str, float] = {}
         if ctx.has("data"):
-            feeds = list(ctx.dataset("data").feeds(model_inputs(source), limit=params["samples"]))
-            overflowing = out_of_range(source, feeds, params["headroom"])
+            feeds = list(ctx.dataset("data").feeds(model_inputs(source), limit=params.samples))
+            overflowing = out_of_range(source, feeds, params.headroom)
         try:
             converted = convert_float_to_float16(
                 model,
-                keep_io_types=params["keep_io_types"],
-                op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(params["op_block_list"])),
-                node_block_list=sorted(set(params["node_block_list"]) | set(overflowing)) or None,
+                keep_io_types=params.keep_io_types,
+                op_block_list=sorted(set(DEFAULT_OP_BLOCK_LIST) | set(params.op_block_list)),
+                node_block_list=sorted(set(params.node_block_list) | set(overflowing)) or None,
                 disable_shape_infer=True,  # done by _with_shapes, which works past 2 GB
             )
         except Exception as exc:
@@ -113,7 +113,7 @@ class ConvertFloat16(Stage):
         metrics = {
             "bytes_before": onnx_model.total_size(source),
             "bytes_after": onnx_model.total_size(target),
-            "keep_io_types": params["keep_io_types"],
+            "keep_io_types": params.keep_io_types,
             "kept_float32_for_range": overflowing,
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")

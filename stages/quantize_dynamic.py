@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
+from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import isa, op_table, ort_failures, quantized_graph, sanity
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
@@ -26,25 +27,8 @@ class QuantizeDynamic(Stage):
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
     )
-    inputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),
-        Port(
-            "data",
-            ArtifactKind.DATASET,
-            "a few samples for the sanity check (default: the data upstream inputs were made "
-            "from, e.g. the calibration table's, else random feeds)",
-            optional=True,
-        ),
-    )
-    outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
-        Port(
-            "metrics",
-            ArtifactKind.METRICS,
-            "quantized op counts and sizes",
-            filename="metrics.json",
-        ),
-    )
+    inputs = (model_in("an fp32 model, fused or not"), samples_in())
+    outputs = (model_out("the quantized model"), metrics_out("quantized op counts and sizes"))
     params_schema = {
         "type": "object",
         "additionalProperties": False,

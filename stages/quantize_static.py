@@ -8,6 +8,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
+from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
     calibration_table,
     isa,
@@ -58,26 +59,13 @@ class QuantizeStatic(Stage):
         "since such a model is weight-only and usually slower than fp32."
     )
     inputs = (
-        Port(
-            "model", ArtifactKind.ONNX_MODEL, "the fp32 model (the one the table was calibrated on)"
-        ),
+        model_in("the fp32 model (the one the table was calibrated on)"),
         Port("calibration", ArtifactKind.CALIBRATION_TABLE, "a calibrate stage's table"),
-        Port(
-            "data",
-            ArtifactKind.DATASET,
-            "a few samples for the sanity check (default: the data upstream inputs were made "
-            "from, e.g. the calibration table's, else random feeds)",
-            optional=True,
-        ),
+        samples_in(),
     )
     outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the quantized model", filename="model.onnx"),
-        Port(
-            "metrics",
-            ArtifactKind.METRICS,
-            "quantized op counts, sizes, excluded nodes",
-            filename="metrics.json",
-        ),
+        model_out("the quantized model"),
+        metrics_out("quantized op counts, sizes, excluded nodes"),
     )
     params_schema = {
         "type": "object",

@@ -8,12 +8,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
-    ArtifactKind,
     DataProvenance,
     DataSource,
     Feed,
     ModelInput,
-    Port,
     Stage,
     StageContext,
     StageError,
@@ -21,6 +19,7 @@ from ortflow.api import (
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
+from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.graphs.specialization import GraphCounts, Specialization, apply, fold, plan
 
 if TYPE_CHECKING:
@@ -39,22 +38,14 @@ class Specialize(Stage):
         "it (each frozen value checked, then left out)."
     )
     inputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the model to specialize"),
-        Port(
-            "data",
-            ArtifactKind.DATASET,
-            "samples: the values and shapes taken from the data, and the feeds of the equality check",
-            optional=True,
+        model_in("the model to specialize"),
+        samples_in(
+            "samples: the values and shapes taken from the data, and the feeds of the equality check"
         ),
     )
     outputs = (
-        Port("model", ArtifactKind.ONNX_MODEL, "the specialized model", filename="model.onnx"),
-        Port(
-            "metrics",
-            ArtifactKind.METRICS,
-            "what was fixed, frozen and removed, and the equality check",
-            filename="metrics.json",
-        ),
+        model_out("the specialized model"),
+        metrics_out("what was fixed, frozen and removed, and the equality check"),
     )
     params_schema = {
         "type": "object",

@@ -96,7 +96,7 @@ def teammates_cache(project: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
         record["outputs"][port]["size"] = target.stat().st_size
-    store.write_run(record["key"], record)
+    store.write_run_json(record["key"], record)
     return cache
 
 

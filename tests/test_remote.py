@@ -455,7 +455,7 @@ def folder_record(store, tmp_path: Path) -> tuple[str, str]:
     digest = store.add(folder)
     identity = {"type": "folder_maker", "version": "1", "params": {}, "inputs": {}, "env": {}}
     key = stage_key(*identity.values())
-    store.write_run(
+    store.write_run_json(
         key,
         {
             **identity,
@@ -544,7 +544,7 @@ def test_signed_records_keep_their_signature_and_need_the_teams_key(bucket, tmp_
     laptop = ArtifactStore(tmp_path / "laptop")  # unless it accepts unsigned records; kept signed
     trusting = Remote(f"s3://{bucket}/signed", allow_unsigned=True)
     assert pull(laptop, trusting, {key: "maker"}).records == 1
-    assert "signature" in laptop.read_run(key)
+    assert laptop.read_run(key).signature is not None
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "team-key-" + "1" * 32)
     assert pull(ArtifactStore(tmp_path / "deploy"), remote, {key: "maker"}).records == 1
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "another-team-" + "2" * 32)

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from ortflow.engine.builds import LockEntry, RunRecord
+from ortflow.engine.builds import FloatValues, LockEntry, RunRecord
 from ortflow.engine.environment import fact
 from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
@@ -34,7 +34,7 @@ from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import Recipe, StageOutcome
+from ortflow.engine.types import QuietObserver, Recipe, StageOutcome, Status
 
 
 @lru_cache(maxsize=1)
@@ -255,8 +255,8 @@ class Lock:
             entry.key: entry.digests for entry in self.entries().values() if entry.key is not None
         }
 
-    def pinned_values(self) -> dict[str, dict[str, str]]:
-        """{cache key: {output: packed float values}} where the lock records values with an output."""
+    def pinned_values(self) -> dict[str, dict[str, FloatValues]]:
+        """{cache key: {output: float values}} where the lock records values with an output."""
         found = {}
         for entry in self.entries().values():
             values = {
@@ -269,7 +269,7 @@ class Lock:
         return found
 
 
-class LockWriter:
+class LockWriter(QuietObserver):
     """Merges finished stages into the lock file under a mutex, re-reading it each time, so runs of
     different stages of one recipe (or a run and a killed run) never lose each other's entries."""
 
@@ -284,6 +284,11 @@ class LockWriter:
         )
         self.unwritten: dict[str, StageOutcome] = {}
         self.last_write = 0.0
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        """A stage that ran goes into the lock file as it finishes (one served from the cache, at the end)."""
+        if outcome.status == Status.RAN:
+            self.add({outcome.name: outcome})
 
     def add(self, outcomes: Mapping[str, StageOutcome], final: bool = False) -> None:
         """Merge `outcomes` in; while the run goes on, writes are batched (a killed run loses at most a few
@@ -341,7 +346,7 @@ def collect_garbage(store: Any, lock_paths: Iterable[Path], dry_run: bool = Fals
             host_specific += more_entries
 
         # this machine's result for a host-specific entry
-        def kept(key: str, record: Mapping[str, Any]) -> bool:
-            return any(entry.matches(key, record) for entry in host_specific)
+        def kept(record: RunRecord) -> bool:
+            return any(entry.matches(record.identity) for entry in host_specific)
 
         return store.collect(keys, digests, dry_run=dry_run, keep=kept)

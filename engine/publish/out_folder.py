@@ -16,7 +16,7 @@ from ortflow.engine.publish.report import stage_folder
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.links import real_folder, refuse_link, refuse_links_below
-from ortflow.engine.types import StageOutcome
+from ortflow.engine.types import QuietObserver, StageOutcome
 
 STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
 
@@ -72,7 +72,7 @@ def publish_stage(store: Store, out_dir: Path, outcome: StageOutcome) -> None:
 
 
 @dataclass
-class Publisher:
+class Publisher(QuietObserver):
     """Publishes each finished stage to out/ as the run goes. A full disk there ends the publishing, not the
     run: the cache is elsewhere, so the stages still build, are cached and go into the lock file; the stage
     whose copy failed keeps no folder (half this run's outputs beside the last run's would be neither), and
@@ -81,6 +81,9 @@ class Publisher:
     store: Store
     out_dir: Path
     full: str | None = None
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        self.publish(outcome)
 
     def publish(self, outcome: StageOutcome) -> None:
         if self.full is not None:

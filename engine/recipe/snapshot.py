@@ -17,15 +17,15 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import ortflow
 from ortflow.engine.errors import Location
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.json_types import Json
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
 from ortflow.engine.registry import Plugins
 from ortflow.engine.secrets import redact
-from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
@@ -33,7 +33,49 @@ from ortflow.engine.store.signing import local_key, sign, signature_ok
 from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
 from ortflow.engine.yamlsource import MAX_BYTES, SourceMap
 
-FOLDER = "recipes"
+if TYPE_CHECKING:
+    from ortflow.engine.dataset import DatasetLoader
+    from ortflow.engine.stage import Stage
+
+Place = tuple[str, "int | None", "int | None"]  # a Location as saved: file, line, column
+
+
+class _Dataset(TypedDict):
+    loader: str
+    contract: str
+    params: dict[str, Json]
+    location: Place
+
+
+class _Stage(TypedDict):
+    uses: str
+    contract: str
+    params: dict[str, Json]
+    inputs: dict[str, "str | list[str]"]
+    after: list[str]
+    location: Place
+    optional: bool
+    template: str
+    axes: dict[str, str]
+    resources: dict[str, float]
+    workers: list[str]
+    target_cpu: str
+
+
+class _Snapshot(TypedDict):
+    """The document save() writes (and signs): load() reads it by this shape, checked by its signature."""
+
+    name: str
+    target_cpu: str
+    path: str
+    file: str
+    overrides: list[str]
+    inputs: dict[str, tuple[str, str]]  # name -> [absolute path, as declared]
+    datasets: dict[str, _Dataset]
+    stages: dict[str, _Stage]
+    matrices: dict[str, list[str]]
+    order: list[str]
+    predecessors: dict[str, list[str]]
 
 
 def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | None) -> str | None:
@@ -58,7 +100,7 @@ def snapshot_key(recipe_path: Path, overrides: list[str], params_file: Path | No
     return hash_bytes(canonical_json(parts).encode())
 
 
-def contract(plugin: type) -> str:
+def contract(plugin: type[Stage] | type[DatasetLoader]) -> str:
     """What validation relied on from a stage type or dataset loader."""
     ports = [
         [p.name, p.kind.value, p.many, p.optional]
@@ -117,9 +159,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     text = json.dumps(data)
     if redact(text) != text:
         return  # a recipe holding a URL with credentials: parsed on every run rather than kept in the cache
-    atomic.write_text(
-        store.root / FOLDER / f"{key}.json", f"{sign(secret, _signed(key, text))}\n{text}"
-    )
+    store.write_snapshot(key, f"{sign(secret, _signed(key, text))}\n{text}")
 
 
 def _signed(key: str, text: str) -> bytes:
@@ -156,21 +196,22 @@ def load(store: Store, key: str, plugins: Plugins) -> tuple[Recipe, StageGraph] 
     return recipe, graph
 
 
-def _read_signed(store: Store, key: str) -> JsonObject | None:
+def _read_signed(store: Store, key: str) -> _Snapshot | None:
     """The snapshot stored under `key`, if there is one and this user's key signed it as it is."""
     secret = local_key()
+    stored = store.read_snapshot(key)
+    if stored is None:
+        return None
     try:
-        signature, _, text = (
-            (store.root / FOLDER / f"{key}.json").read_text(encoding="utf-8").partition("\n")
-        )
+        signature, _, text = stored.partition("\n")
         if secret is None or not signature_ok(secret, _signed(key, text), signature):
             return None  # not written by this user (or altered since): validate the recipe itself
-        return json.loads(text)
+        return cast(_Snapshot, json.loads(text))  # signed by this user: what save() wrote
     except (OSError, ValueError):
         return None
 
 
-def _datasets(data: JsonObject, plugins: Plugins) -> dict[str, DatasetSpec] | None:
+def _datasets(data: _Snapshot, plugins: Plugins) -> dict[str, DatasetSpec] | None:
     """The snapshot's datasets; None where a loader is gone or changed, or a file it reads is gone."""
     datasets: dict[str, DatasetSpec] = {}
     for name, item in data["datasets"].items():
@@ -179,18 +220,17 @@ def _datasets(data: JsonObject, plugins: Plugins) -> dict[str, DatasetSpec] | No
         loader_cls = plugins.datasets.get(item["loader"])
         if contract(loader_cls) != item["contract"]:
             return None
-        params = {
-            k: Path(v) if k in loader_cls.file_params else v for k, v in item["params"].items()
-        }
-        if not all(params[k].exists() for k in loader_cls.file_params if k in params):
+        files = {k: Path(str(v)) for k, v in item["params"].items() if k in loader_cls.file_params}
+        if not all(path.exists() for path in files.values()):
             return None
+        params: dict[str, object] = {**item["params"], **files}
         datasets[name] = DatasetSpec(
             name, item["loader"], loader_cls, params, Location(*item["location"])
         )
     return datasets
 
 
-def _stages(data: JsonObject, plugins: Plugins) -> dict[str, StageSpec] | None:
+def _stages(data: _Snapshot, plugins: Plugins) -> dict[str, StageSpec] | None:
     """The snapshot's stages; None where a stage type is gone or its contract changed."""
     stages: dict[str, StageSpec] = {}
     contracts: dict[type, str] = {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
-from ortflow.engine.builds import Identity, RunRecord
+from ortflow.engine.builds import FloatValues, Identity, RunRecord
 from ortflow.engine.dataset import Dataset
 from ortflow.engine.environment import facts, target_isa
 from ortflow.engine.errors import StageError
@@ -257,24 +257,23 @@ def settled(name: str, status: Status, seconds: float, key: str, record: RunReco
     return StageOutcome(name, status, seconds, key, record)
 
 
-def read_record(store: RunRecords, key: str, stage: str = "") -> RunRecord | None:
-    """The store's checked run record for `key` (engine.store.records), typed; `stage` asks (for messages)."""
-    found = store.read_run(key, stage)
-    return RunRecord.from_json(found) if found is not None else None
-
-
 def cached_outcome(store: RunRecords, job: StageJob) -> StageOutcome | None:
-    key = job.identity.key
-    record = read_record(store, key, job.spec.name)
-    if record is None or not served(record, job):
+    return cached_verdict(job.spec, store.read_run(job.identity.key, job.spec.name))
+
+
+def cached_verdict(spec: StageSpec, record: RunRecord | None) -> StageOutcome | None:
+    """The settling rule for a cached record, one for the plan and the run: the outcome it stands for (a
+    gate's or the stage's own refusal included, tolerated where the stage is optional, so dropped
+    downstream), or None where the record does not answer (none, or a required stage's refusal)."""
+    if record is None or not served(record, spec):
         return None
-    return settled(job.spec.name, Status.CACHED, 0.0, key, record)
+    return tolerated(settled(spec.name, Status.CACHED, 0.0, record.key, record), spec)
 
 
-def served(record: RunRecord, job: StageJob) -> bool:
-    """Whether a cached record answers the job: a refusal only for an optional stage (a required one is
+def served(record: RunRecord, spec: StageSpec) -> bool:
+    """Whether a cached record answers the stage: a refusal only for an optional stage (a required one is
     built again: its refusal fails the run, and the user may have fixed what it named)."""
-    return record.refused is None or job.spec.optional
+    return record.refused is None or spec.optional
 
 
 @dataclass(frozen=True)
@@ -284,9 +283,9 @@ class LockedOutputs:
 
     file: str = ""
     by_key: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    pinned_by_key: Mapping[str, Mapping[str, str]] = field(
+    pinned_by_key: Mapping[str, Mapping[str, FloatValues]] = field(
         default_factory=dict
-    )  # {key: {port: packed floats}}
+    )  # {key: {port: float values}}
 
     def for_job(self, job: StageJob) -> StageJob:
         """The job with the float values the lock records for its key (StageContext.pinned_values)."""
@@ -344,7 +343,7 @@ def tolerated_drift(outcome: StageOutcome, spec: StageSpec, locked: LockedOutput
     if not changed or outcome.record is None:
         return False
     ours = {port: outcome.record.outputs[port].values for port in changed}
-    theirs: dict[str, str | None] = dict(locked.pinned_by_key.get(outcome.key or "") or {})
+    theirs: dict[str, FloatValues | None] = dict(locked.pinned_by_key.get(outcome.key or "") or {})
     return within_tolerance(spec.stage_cls, dict(outcome.record.params), ours, theirs)
 
 

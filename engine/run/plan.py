@@ -9,7 +9,7 @@ from ortflow.engine.builds import Identity, LockEntry, portable_env
 from ortflow.engine.environment import fact
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.run.jobs import job_for, locator, without
+from ortflow.engine.run.jobs import cached_verdict, job_for, locator, without
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageSpec, TextEnum
 
@@ -101,33 +101,21 @@ class _Planner:
         from its lock-file entry; a lock entry with the same key makes its outputs known too."""
         key = identity.key
         entry = self.lock.entries().get(name)
-        versus_lock = (
-            ""
-            if entry is not None and entry.matches(key, identity.to_json())
-            else _why(entry, identity)
-        )
-        record = self.store.read_run(key, name)
-        if record is not None and record.get("refused") and not spec.optional:
-            record = None  # a required stage's refusal is not served: it is built again
-        if (
-            record is not None
-            and (record.get("gate_failed") or record.get("refused"))
-            and spec.optional
-        ):
-            self.refused.add(
-                name
-            )  # as a run settles it: its verdict is served, its output never is
+        versus_lock = "" if entry is not None and entry.matches(identity) else _why(entry, identity)
+        verdict = cached_verdict(spec, self.store.read_run(key, name))  # as a run settles it
+        if verdict is not None and verdict.tolerated and verdict.record is not None:
+            self.refused.add(name)  # its verdict is served, its output never is
             return PlannedStage(
                 name,
                 spec.uses,
                 PlanAction.CACHED,
-                f"up to date (refused by its {'gate' if record.get('gate_failed') else 'own verdict'}: "
+                f"up to date (refused by its {'gate' if verdict.record.gate_failed else 'own verdict'}: "
                 "dropped downstream)",
                 key,
                 versus_lock,
             )
-        if record is not None:
-            self.known[name] = {port: out["digest"] for port, out in record["outputs"].items()}
+        if verdict is not None and verdict.record is not None:
+            self.known[name] = verdict.record.digests
             return PlannedStage(name, spec.uses, PlanAction.CACHED, "up to date", key, versus_lock)
         if entry is not None and entry.key == key:
             self.known[name] = entry.digests

@@ -8,7 +8,7 @@ from typing import Any
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.run.jobs import job_for, locator, read_record, settled, tolerated, without
+from ortflow.engine.run.jobs import job_for, locator, settled, tolerated, without
 from ortflow.engine.store.base import Store
 from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
 
@@ -77,7 +77,7 @@ class _Cache:
         except StageError:  # a key that cannot be computed: not in the cache either
             return None
         record = (
-            read_record(self.store, job.identity.key)
+            self.store.read_run(job.identity.key)
             if job is not None and not isinstance(job, Missing)
             else None
         )

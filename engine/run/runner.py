@@ -24,13 +24,13 @@ from ortflow.engine.errors import (
     no_space,
 )
 from ortflow.engine.run.capture import captured_output
-from ortflow.engine.run.jobs import read_record, served, settled
+from ortflow.engine.run.jobs import served, settled
 from ortflow.engine.run.steps import StepRunner
 from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.store.files import tree_size
-from ortflow.engine.types import StageJob, StageOutcome, Status, pack_floats, unpack_floats
+from ortflow.engine.types import StageJob, StageOutcome, Status
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 
@@ -47,10 +47,8 @@ def execute(
     key = job.identity.key
     try:
         with store.key_mutex(key):
-            record = read_record(
-                store, key, spec.name
-            )  # another process may have built it while we waited
-            if record is not None and served(record, job):
+            record = store.read_run(key, spec.name)  # another process may have built it meanwhile
+            if record is not None and served(record, spec):
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
             record = _build(store, job, log, ran_on or {"host": socket.gethostname()})
         return settled(spec.name, Status.RAN, time.perf_counter() - started, key, record)
@@ -128,7 +126,7 @@ def _record_refusal(
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         refused=failed.error or "refused",
     )
-    store.write_run(identity.key, record.to_json())
+    store.write_run(record)
 
 
 def _failure(
@@ -226,7 +224,7 @@ def _build(
             tuple(sorted(set(steps.keys))),
             datetime.now(timezone.utc).isoformat(timespec="seconds"),
         )
-        store.write_run(identity.key, record.to_json())
+        store.write_run(record)
         return record
 
 
@@ -316,21 +314,16 @@ def _store_outputs(
                 f"stage type {job.spec.uses} did not write its output '{name}' ({path.name})"
                 " — this is a bug in the stage"
             )
-        values = pack_floats(result.values[name]) if name in result.values else None
+        values = tuple(map(float, result.values[name])) if name in result.values else None
         size = tree_size(path)  # before store.add, which moves the output into the store
         outputs[name] = RunOutput(store.add(path), port.kind.value, path.name, size, values)
     return outputs
 
 
 def _pinned(job: StageJob) -> dict[str, tuple[float, ...]]:
-    """The lock's recorded values for this job's outputs; a value the lock garbles is simply not offered."""
-    found = {}
-    for port, text in job.pinned_values.items():
-        try:
-            found[port] = unpack_floats(text)
-        except ValueError:
-            continue
-    return found
+    """The lock's recorded values for this job's outputs (a value the lock garbles was dropped as it was
+    read: engine.builds.floats_of)."""
+    return dict(job.pinned_values)
 
 
 def _check_sources_unchanged(store: Store, job: StageJob) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ortflow.engine.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
@@ -25,7 +25,15 @@ from ortflow.engine.run.jobs import (
     without,
 )
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Missing, Recipe, StageJob, StageOutcome, Status
+from ortflow.engine.types import (
+    Missing,
+    QuietObserver,
+    Recipe,
+    RunObserver,
+    StageJob,
+    StageOutcome,
+    Status,
+)
 
 
 @dataclass
@@ -35,6 +43,40 @@ class SchedulerEvents:
     started: Callable[[str], None] = lambda name: None
     finished: Callable[[StageOutcome], None] = lambda outcome: None
     log: Callable[[str], None] = lambda message: None
+
+    @classmethod
+    def telling(cls, observers: Sequence[RunObserver]) -> SchedulerEvents:
+        """Callbacks that tell each observer (types.RunObserver) in turn, in the order given."""
+
+        def started(name: str) -> None:
+            for observer in observers:
+                observer.stage_started(name)
+
+        def finished(outcome: StageOutcome) -> None:
+            for observer in observers:
+                observer.stage_finished(outcome)
+
+        def log(message: str) -> None:
+            for observer in observers:
+                observer.run_message(message)
+
+        return cls(started, finished, log)
+
+
+@dataclass(frozen=True)
+class EventsObserver(QuietObserver):
+    """A caller's callbacks (a console's progress display) as a RunObserver."""
+
+    events: SchedulerEvents
+
+    def stage_started(self, name: str) -> None:
+        self.events.started(name)
+
+    def stage_finished(self, outcome: StageOutcome) -> None:
+        self.events.finished(outcome)
+
+    def run_message(self, message: str) -> None:
+        self.events.log(message)
 
 
 @dataclass

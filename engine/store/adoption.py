@@ -67,7 +67,7 @@ def adopt(store: Any) -> Adoption:
         if problem:
             done.refused.append(f"{stage} ({key[:12]}): {problem}")
             continue
-        store.write_run(key, {k: v for k, v in record.items() if k != LOCAL_SIGNATURE})
+        store.write_run_json(key, {k: v for k, v in record.items() if k != LOCAL_SIGNATURE})
         done.adopted.append(stage)
     return done
 

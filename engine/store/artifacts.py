@@ -21,16 +21,18 @@ import re
 import shutil
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ortflow.engine.builds import RunRecord, parse_record
 from ortflow.engine.errors import StoreError
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
+from ortflow.engine.store.collection import Collected, collectable
 from ortflow.engine.store.files import (
     READ_ONLY,
     link_or_copy,
@@ -54,19 +56,6 @@ from ortflow.engine.store.records import (
     signature_of,
     signed,
 )
-
-
-@dataclass(frozen=True)
-class Collected:
-    """What gc removes (or, in a dry run, would remove)."""
-
-    runs: dict[str, str]  # cache key -> the stage it recorded
-    objects: dict[str, int]  # digest -> bytes
-    stale: dict[str, int] = field(default_factory=dict)  # tmp/ work folders nobody holds -> bytes
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.objects.values()) + sum(self.stale.values())
 
 
 class ArtifactStore:
@@ -159,9 +148,15 @@ class ArtifactStore:
     def run_path(self, key: str) -> Path:
         return self.runs / key[:2] / f"{key}.json"
 
-    def read_run(self, key: str, stage: str = "") -> JsonObject | None:
-        """The run record for `key` if it exists, holds what its key claims (engine.store.records) and every
-        object it names is intact, else None. A record that is not a regular file is never opened."""
+    def read_run(self, key: str, stage: str = "") -> RunRecord | None:
+        """The run record for `key`, typed: the one place a served record's JSON becomes a RunRecord."""
+        document = self.read_run_json(key, stage)
+        return RunRecord.from_json(document) if document is not None else None
+
+    def read_run_json(self, key: str, stage: str = "") -> JsonObject | None:
+        """The run record for `key` as the JSON document it is stored as (what push and pull move verbatim,
+        signature included), if it exists, holds what its key claims (engine.store.records) and every object
+        it names is intact, else None. A record that is not a regular file is never opened."""
         path = self.run_path(key)
         if not (real_folder(path.parent) and plain_file(path)):
             return None
@@ -192,8 +187,12 @@ class ArtifactStore:
             return None
         return Unsigned.HERE if written_here(record) else Unsigned.ELSEWHERE
 
-    def write_run(self, key: str, record: JsonObject, as_is: bool = False) -> None:
-        """Signed when this machine holds the team's key; `as_is` keeps a checked record from a remote
+    def write_run(self, record: RunRecord) -> None:
+        self.write_run_json(record.key, record.to_json())
+
+    def write_run_json(self, key: str, record: JsonObject, as_is: bool = False) -> None:
+        """The document form of write_run (push, pull and `cache adopt` move records as documents). Signed
+        when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
         if not as_is:  # without the team's key, signed with the local one: `cache adopt` (engine.store.adoption)
@@ -203,7 +202,9 @@ class ArtifactStore:
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
-        """Every run record that is a regular file in a real shard folder (odd_entries() names the rest)."""
+        """Every run record that is a regular file in a real shard folder (odd_entries() names the rest), as
+        unchecked documents: `cache verify` and `cache adopt` judge them, others parse them with
+        engine.builds.parse_record."""
         for path in sorted(self._plain_entries(self.runs)):
             if path.suffix != ".json":
                 continue
@@ -211,6 +212,20 @@ class ArtifactStore:
                 yield path.stem, json.loads(path.read_text(encoding="utf-8"))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 yield path.stem, None
+
+    # -- recipe snapshots (engine.recipe.snapshot) -----------------------------------------------
+
+    def snapshot_path(self, key: str) -> Path:
+        return self.root / "recipes" / f"{key}.json"
+
+    def read_snapshot(self, key: str) -> str | None:
+        try:
+            return self.snapshot_path(key).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def write_snapshot(self, key: str, text: str) -> None:
+        atomic.write_text(self.snapshot_path(key), text)
 
     # -- concurrency -------------------------------------------------------------------------
 
@@ -304,7 +319,7 @@ class ArtifactStore:
         keep_keys: set[str],
         keep_digests: set[str],
         dry_run: bool = False,
-        keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False,
+        keep: Callable[[RunRecord], bool] = lambda _record: False,
     ) -> Collected:
         """Remove run records not in `keep_keys` (nor accepted by `keep`) and objects no kept record or digest
         references (with `dry_run`, only say what would go). Refuses while any run is using the store."""
@@ -316,42 +331,19 @@ class ArtifactStore:
         keep_keys: set[str],
         keep_digests: set[str],
         dry_run: bool = False,
-        keep: Callable[[str, JsonObject], bool] = lambda _key, _record: False,
+        keep: Callable[[RunRecord], bool] = lambda _record: False,
     ) -> Collected:
-        """gc() for a caller already inside collecting() (which read what to keep under the mutex)."""
-        records = dict(self.iter_runs())
+        """gc() for a caller already inside collecting() (which read what to keep under the mutex). A file
+        under runs/ that does not parse as a record keeps nothing, and goes."""
+        records = {key: parse_record(document) for key, document in self.iter_runs()}
         wanted = set(keep_keys) | {
-            key for key, record in records.items() if record is not None and keep(key, record)
+            key for key, record in records.items() if record is not None and keep(record)
         }
-        collected = self._collectable(wanted, keep_digests, records)
+        collected = collectable(self, wanted, keep_digests, records)
         collected = replace(collected, stale=self.remove_stale_tmp(dry_run=True))
         if not dry_run:
             self._remove_collected(collected)
         return collected
-
-    def _collectable(
-        self, keep_keys: set[str], keep_digests: set[str], records: dict[str, JsonObject | None]
-    ) -> Collected:
-        live = set(keep_digests)
-        keep = set(keep_keys)
-        pending = [k for k in keep_keys if records.get(k)]
-        while pending:  # a kept run keeps the steps it ran (engine.run.steps), and theirs
-            for step in records[pending.pop()].get("steps") or []:
-                if step not in keep and records.get(step):
-                    keep.add(step)
-                    pending.append(step)
-        runs = {}
-        for key, record in records.items():
-            if key in keep and record is not None:
-                live.update(out["digest"] for out in record.get("outputs", {}).values())
-            else:
-                runs[key] = (record or {}).get("stage", "?")
-        objects = {
-            digest: tree_size(self.object_path(digest))
-            for digest in self.iter_objects()
-            if digest not in live
-        }
-        return Collected(runs, objects)
 
     def _remove_collected(self, collected: Collected) -> None:
         for key in collected.runs:

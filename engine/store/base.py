@@ -9,6 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
+from ortflow.engine.builds import RunRecord
 from ortflow.engine.store.hashing import HashCache
 
 
@@ -33,13 +34,14 @@ class Objects(Protocol):
 
 
 class RunRecords(Protocol):
-    """What one stage execution produced, by cache key: a JSON document naming its output objects."""
+    """What one stage execution produced, by cache key. The store keeps each as a JSON document and hands it
+    out typed: the JSON is parsed into a RunRecord in the store (RunRecord.from_json), nowhere else."""
 
-    def read_run(self, key: str, stage: str = "") -> dict[str, Any] | None:
+    def read_run(self, key: str, stage: str = "") -> RunRecord | None:
         """The record if it exists and every object it names is intact, else None (`stage`: who asks, for messages)."""
 
-    def write_run(self, key: str, record: dict[str, Any]) -> None:
-        """Written last, atomically: a record exists only once all its objects do."""
+    def write_run(self, record: RunRecord) -> None:
+        """Written last, atomically, under `record.key`: a record exists only once all its objects do."""
 
     def has_run(self, key: str) -> bool:
         """A record file exists for `key`, intact or not (a damaged entry, to be reported as such)."""
@@ -67,8 +69,20 @@ class Mutexes(Protocol):
         """LinkRefused for a folder of the store that is a symbolic link (engine.store.links)."""
 
 
-class Store(Objects, RunRecords, Mutexes, Protocol):
-    """An artifact store: objects, run records and mutexes, plus the hash cache of source files."""
+class Snapshots(Protocol):
+    """Validated-recipe snapshots (engine.recipe.snapshot) by their key: disposable text the store keeps for
+    the recipe loader, which signs and checks what it writes; gc removes them all."""
+
+    def read_snapshot(self, key: str) -> str | None:
+        """The text stored under `key`, or None when there is none (or it cannot be read)."""
+
+    def write_snapshot(self, key: str, text: str) -> None:
+        """Written atomically (a reader sees the old text or the new, never part of it)."""
+
+
+class Store(Objects, RunRecords, Snapshots, Mutexes, Protocol):
+    """An artifact store: objects, run records, recipe snapshots and mutexes, plus the hash cache of source
+    files."""
 
     root: Path
     hashes: HashCache

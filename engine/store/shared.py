@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ortflow.engine.errors import StoreError
+from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims
@@ -34,11 +35,11 @@ class SharedStore(ArtifactStore):
         self._claims: Claims | None = None
         self._lock = threading.Lock()
 
-    def read_run(self, key: str, stage: str = "") -> dict[str, Any] | None:
+    def read_run_json(self, key: str, stage: str = "") -> JsonObject | None:
         """This cache's record, else the remote's, checked as `engine cache pull` checks it (a record from a
         remote must be signed unless the user accepted unsigned ones); a refusal is a one-line warning naming
-        the stage, which then builds here."""
-        record = super().read_run(key)
+        the stage, which then builds here. read_run (the typed record) reads through this too."""
+        record = super().read_run_json(key)
         if record is not None:
             return record
         with self._lock:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ortflow.engine.builds import RunRecord
 from ortflow.engine.disk_space import PULL_FIX, PUSH_FIX, said_when_full
 from ortflow.engine.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
@@ -59,7 +60,7 @@ def _push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Met
     listing = remote.listing()
     records: dict[str, JsonObject] = {}
     for key, stage in sorted(keys.items()):
-        record = ArtifactStore.read_run(
+        record = ArtifactStore.read_run_json(
             store, key
         )  # this cache's own record: never a read-through download
         if record is None:
@@ -67,7 +68,7 @@ def _push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Met
                 tally.missing.append(stage)
             continue
         records[key] = for_remote(record, remote)
-    digests = {out["digest"] for record in records.values() for out in record["outputs"].values()}
+    digests = {digest for record in records.values() for digest in _digests(record)}
     upload_objects(store, remote, digests, listing, meter, tally)
     fresh = {
         remote.run_name(key): record for key, record in records.items() if key not in listing.runs
@@ -83,12 +84,12 @@ def publish_run(store: ArtifactStore, remote: Remote, key: str, tally: Tally) ->
     if remote.size(remote.run_name(key)) is not None:
         tally.skipped_records += 1
         return
-    record = store.read_run(key)
+    record = store.read_run_json(key)
     if record is None:
         tally.missing.append(key[:12])
         return
     record = for_remote(record, remote)
-    digests = {out["digest"] for out in record["outputs"].values()}
+    digests = _digests(record)
     upload_objects(store, remote, digests, _probe(store, remote, digests), NoMeter(), tally)
     remote.write_json(remote.run_name(key), record)
     tally.records += 1
@@ -173,7 +174,7 @@ def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Met
     remote_keys = []
     for key, stage in sorted(keys.items()):
         if (
-            ArtifactStore.read_run(store, key) is not None
+            ArtifactStore.read_run_json(store, key) is not None
         ):  # this cache's own record (no read-through)
             tally.skipped_records += 1
         elif key not in listing.runs:
@@ -188,11 +189,11 @@ def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Met
         )
         if record is not None:
             wanted[key] = record
-    digests = {out["digest"] for record in wanted.values() for out in record["outputs"].values()}
+    digests = {digest for record in wanted.values() for digest in _digests(record)}
     fetch_objects(store, remote, digests, meter, tally, listing)
     for key, record in wanted.items():
-        if all(store.object_intact(out["digest"]) for out in record["outputs"].values()):
-            store.write_run(key, record, as_is=True)
+        if all(store.object_intact(digest) for digest in _digests(record)):
+            store.write_run_json(key, record, as_is=True)
             tally.records += 1
     return tally
 
@@ -207,14 +208,17 @@ def fetch_run(
     record = _checked_record(remote, key, stage, lambda _digest: True, tally, claims)
     if record is None:
         return None, tally
-    fetch_objects(
-        store, remote, {out["digest"] for out in record["outputs"].values()}, NoMeter(), tally
-    )
+    fetch_objects(store, remote, _digests(record), NoMeter(), tally)
     if tally.problems:
         return None, tally
-    store.write_run(key, record, as_is=True)
+    store.write_run_json(key, record, as_is=True)
     tally.records += 1
-    return store.read_run(key), tally
+    return store.read_run_json(key), tally
+
+
+def _digests(record: JsonObject) -> set[str]:
+    """The objects a checked record names (its document moves verbatim; its fields are read typed)."""
+    return set(RunRecord.from_json(record).digests.values())
 
 
 def _checked_record(

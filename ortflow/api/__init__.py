@@ -68,7 +68,7 @@ from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outp
 
 # Parameters: defaults from a JSON Schema and its problems with given values, for a stage that validates the
 # parameters of a step or a metric it runs.
-from ortflow.engine.params import fill_defaults, params_problems
+from ortflow.engine.params import fill_defaults, params_problems, settings_of, settings_problems
 
 # Other plugins by name (stages never import each other): a stage type, a metric, a dataset loader.
 from ortflow.engine.registry import installed_metrics, loader_type, metric_type, stage_type
@@ -143,6 +143,8 @@ __all__ = [
     "OrtflowError",
     "Outputs",
     "Port",
+    "settings_of",
+    "settings_problems",
     "ProviderUnavailable",
     "SKIP_PARAM",
     "Stage",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 
 from ortflow.engine import builds
-from ortflow.engine.builds import Identity, LockEntry, RunOutput, RunRecord
+from ortflow.engine.builds import Identity, LockedOutput, LockEntry, RunOutput, RunRecord
 
 D1, D2, D3 = "1" * 64, "2" * 64, "3" * 64
+PACKED = "AAAAAAAA+D8AAAAAAADQvw=="  # types.pack_floats([1.5, -0.25])
 IDENTITY = {
     "type": "concat",
     "version": "2",
@@ -30,7 +31,7 @@ def record_json(**changes) -> dict:
                 "kind": "file",
                 "filename": "joined.txt",
                 "size": 12,
-                "values": "AAAA",
+                "values": PACKED,
             }
         },
         "summary": "ok",
@@ -103,7 +104,7 @@ def test_a_record_an_older_version_wrote_reads_with_defaults():
     assert (
         record.steps == ()
         and record.ran_on == {}
-        and record.outputs["file"] == RunOutput(D3, "file", "joined.txt", 12, "AAAA")
+        and record.outputs["file"] == RunOutput(D3, "file", "joined.txt", 12, (1.5, -0.25))
     )
 
 
@@ -114,12 +115,12 @@ def test_a_lock_entry_records_the_key_and_outputs_of_a_portable_build():
     assert entry.to_json() == {
         **{k: record.to_json()[k] for k in builds.IDENTITY},
         "key": record.key,
-        "outputs": {"file": {"digest": D3, "size": 12, "values": "AAAA"}},
+        "outputs": {"file": {"digest": D3, "size": 12, "values": PACKED}},
     }
     assert LockEntry.of(record, deterministic=False).to_json()["measurement"] is True
     assert "outputs" not in LockEntry.of(record, deterministic=False).to_json()
-    assert entry.matches(record.key, record.to_json()) and not entry.matches(
-        "0" * 64, record.to_json()
+    assert entry.matches(record.identity) and not entry.matches(
+        Identity(record.type, "other version", record.params, record.inputs, record.env)
     )
 
 
@@ -134,8 +135,19 @@ def test_a_lock_entry_for_a_host_specific_build_records_what_it_was_made_from_bu
         and "outputs" not in data
     )
     assert data["env"] == {"onnxruntime": "onnxruntime 1.2"}  # the host facts (cpu) are left out
-    other_machine = {**record.to_json(), "env": {**record.env, "cpu": "EPYC"}}
-    assert entry.matches("any key", other_machine)
-    assert not entry.matches("any key", {**other_machine, "params": {"text": "other"}})
-    assert not entry.matches("any key", {"type": "concat"})  # a damaged record matches nothing
+    other_machine = {**record.identity.to_json(), "env": {**record.env, "cpu": "EPYC"}}
+    assert entry.matches(Identity.from_json(other_machine))
+    assert not entry.matches(Identity.from_json({**other_machine, "params": {"text": "other"}}))
+    assert builds.parse_record({"type": "concat"}) is None  # a damaged record is no record at all
     assert LockEntry.from_json(data).to_json() == data
+
+
+def test_pinned_values_are_numbers_in_the_model_and_packed_text_in_json():
+    """Float values travel as tuples between layers; JSON keeps the exact packed form, and text no run wrote
+    (a hand-edited lock) is not offered as values."""
+    record = RunRecord.from_json(record_json())
+    assert record.outputs["file"].values == (1.5, -0.25)
+    assert record.to_json()["outputs"]["file"]["values"] == PACKED
+    garbled = {**record_json()["outputs"]["file"], "values": "AAAA"}
+    assert RunOutput.from_json(garbled).values is None
+    assert LockedOutput.from_json(garbled).values is None

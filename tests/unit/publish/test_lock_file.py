@@ -34,7 +34,7 @@ stages:
       file:
         digest: {D3}
         size: 5
-        values: AAAA
+        values: AAAAAAAA+D8=
     params:
       text: +x
     type: concat
@@ -171,7 +171,7 @@ def test_what_a_lock_keeps_and_pins(tmp_path):
     keys, digests, host_specific = lock.referenced()
     assert (keys, digests, host_specific) == ({D2}, {D3}, [])
     assert lock.locked_outputs() == {D2: {"file": D3}} and lock.pinned_values() == {
-        D2: {"file": "AAAA"}
+        D2: {"file": (1.5,)}  # the packed float64 text, read as the numbers
     }
     host = LockEntry("bench", "1", {}, {}, {}, host_specific=True, measurement=True)
     assert Lock(path, {"b": host}).referenced() == (set(), set(), [host])
