@@ -219,7 +219,7 @@ def _host_family(monkeypatch) -> str:
     return environment.fact("isa")
 
 
-@pytest.mark.e2e  # builds and benchmarks Silero VAD's INT8 model for two families: about a minute on 2 cores
+@pytest.mark.e2e  # builds and benchmarks Silero VAD's INT8 model for two families: 26-37 s on 2 busy cores
 def test_a_shipped_lock_gets_another_familys_entries_once_and_keeps_its_own(
     project, cli, monkeypatch
 ):
