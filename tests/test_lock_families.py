@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import minilm_model, write
 
+from ortflow.engine.contracts.types import pack_floats, unpack_floats
 from ortflow.engine.store.artifacts import open_store
-from ortflow.engine.types import pack_floats, unpack_floats
 
 ROOT = Path(__file__).parents[1]
 DATA = ROOT / "recipes" / "data" / "calibration.npz"
@@ -119,7 +119,7 @@ def add_locks_table(cache: Path, lock: Path) -> None:
 
 def run_on(cli, recipe: Path, monkeypatch, isa: str) -> tuple[int, str, str]:
     """A run with $ORTFLOW_ISA standing in for a CPU of that INT8 kernel family."""
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     monkeypatch.setenv("ORTFLOW_ISA", isa)
     environment.fact.cache_clear()

@@ -13,10 +13,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ortflow.engine.builds import RunOutput, RunRecord
-from ortflow.engine.dataset import Dataset
-from ortflow.engine.disk_space import CACHE_FIX, disk_full_message, mount_point
-from ortflow.engine.errors import (
+from ortflow.engine.contracts.builds import RunOutput, RunRecord
+from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.stage import StageContext, StageResult
+from ortflow.engine.contracts.types import (
+    StageJob,
+    StageOutcome,
+    Status,
+    pack_floats,
+    unpack_floats,
+)
+from ortflow.engine.leaves.disk_space import CACHE_FIX, disk_full_message, mount_point
+from ortflow.engine.leaves.errors import (
     LOW_SPACE,
     GateFailed,
     ProviderUnavailable,
@@ -26,11 +34,9 @@ from ortflow.engine.errors import (
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import read_record, served, settled
 from ortflow.engine.run.steps import StepRunner
-from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.store.files import tree_size
-from ortflow.engine.types import StageJob, StageOutcome, Status, pack_floats, unpack_floats
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
 

@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
 
-from ortflow.engine.errors import ProviderUnavailable, StageError
-from ortflow.engine.json_types import Params
-from ortflow.engine.params import fill_defaults, params_problems
-from ortflow.engine.registry import Registry, installed_stages
+from ortflow.engine.contracts.params import fill_defaults, params_problems
+from ortflow.engine.contracts.registry import Registry, installed_stages
+from ortflow.engine.contracts.stage import Artifact, Stage, StepResult
+from ortflow.engine.contracts.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
+from ortflow.engine.leaves.errors import ProviderUnavailable, StageError
+from ortflow.engine.leaves.json_types import Params
 from ortflow.engine.run.jobs import identify
-from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
 
 if TYPE_CHECKING:
-    from ortflow.engine.dataset import Dataset
+    from ortflow.engine.contracts.dataset import Dataset
 
 Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ortflow.engine.errors import StoreError
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.secrets import redact_json
+from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder

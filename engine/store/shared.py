@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims

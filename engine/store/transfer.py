@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine.disk_space import PULL_FIX, PUSH_FIX, said_when_full
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.disk_space import PULL_FIX, PUSH_FIX, said_when_full
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.manifests import DAMAGED, manifest_problem
 from ortflow.engine.store.meter import Counted, Meter, NoMeter
