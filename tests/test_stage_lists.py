@@ -1,6 +1,6 @@
 """Adding a built-in stage: the module in stages/, its line in [project.entry-points."ortflow.stages"] and its name
 in pyproject's two import-linter stage lists (docs/plugins.md). The lists are checked against the entry points here,
-so a stage missing from them (stages/attention_fusion.py was, being a helper in the stages' top folder) fails this
+so a stage missing from them (the attention-fusion helper was, in the stages' top folder) fails this
 test instead of escaping the isolation contracts. A plugin's stage takes one edit: its entry point line."""
 
 from __future__ import annotations
