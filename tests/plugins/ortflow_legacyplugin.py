@@ -4,8 +4,8 @@ it through an EntryPoint of their own), so other tests never see its warning."""
 
 from __future__ import annotations
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.errors import StageError  # type: ignore[import-not-found]
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult  # type: ignore[import-not-found]
 
 
 class Legacy(Stage):
