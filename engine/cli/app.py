@@ -9,7 +9,7 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ortflow
 from ortflow.engine.cli import cli_help, commands
@@ -22,10 +22,14 @@ from ortflow.engine.leaves.errors import (
     EXIT_NO_SPACE,
     EXIT_OK,
     OrtflowError,
+    StageError,
     no_space,
     no_space_message,
 )
 from ortflow.engine.leaves.secrets import redacted_output
+
+if TYPE_CHECKING:
+    from ortflow.engine.cli.console import Output
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -277,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
         BrokenPipeError
     ):  # a plain print (`engine dag | head`) found the reader gone; rich's writes end alike
         broken_pipe()
+    except (
+        StageError
+    ) as exc:  # a stage's verdict belongs in its outcome: one that got here is an engine bug
+        return _internal_error(out, args, exc)
     except OrtflowError as exc:
         out.error(str(exc))
         if args.debug:
@@ -290,19 +298,25 @@ def main(argv: list[str] | None = None) -> int:
             EXIT_INTERRUPTED
         )  # stage threads hold no state worth waiting for: their work folders are discarded
     except Exception as exc:  # noqa: BLE001 - boundary: CLI; an engine bug is said plainly, traceback only when asked
-        full = no_space(exc)
-        if full is not None:  # the machine, not ortflow: say which disk
-            written = full.filename2 or full.filename  # a copy's error names its source first
-            out.error(no_space_message(written or "the current folder"))
-            return EXIT_NO_SPACE
-        out.error(
-            f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback"
-        )
-        if args.debug:
-            out.traceback()
-        return EXIT_INTERNAL
+        return _internal_error(out, args, exc)
     finally:
         out.close()
+
+
+def _internal_error(out: Output, args: argparse.Namespace, exc: Exception) -> int:
+    """An error ortflow did not explain: a full disk said as the machine's (exit 5), anything else as a bug in
+    ortflow (exit 4), its traceback only under --debug."""
+    full = no_space(exc)
+    if full is not None:  # the machine, not ortflow: say which disk
+        written = full.filename2 or full.filename  # a copy's error names its source first
+        out.error(no_space_message(written or "the current folder"))
+        return EXIT_NO_SPACE
+    out.error(
+        f"internal error (a bug in ortflow): {type(exc).__name__}: {exc} — run with --debug for the traceback"
+    )
+    if args.debug:
+        out.traceback()
+    return EXIT_INTERNAL
 
 
 # Commands that read or write signed records: a key variable that cannot be used is refused before they start

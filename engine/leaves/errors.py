@@ -76,13 +76,19 @@ class StoreError(OrtflowError):
     """The artifact store cannot be used as asked (a damaged entry, a missing object)."""
 
 
-class StageError(Exception):
-    """Raised by a stage for a failure it can explain; the message is shown as is, without a traceback."""
+class StageError(OrtflowError):
+    """Raised by a stage for a failure it can explain; the message is shown as is, without a traceback. The
+    scheduler turns it into the stage's outcome (the run exits 1, EXIT_STAGE_FAILED); the CLI's boundary treats
+    one that reaches it anyway as an engine bug (exit 4), as it did before StageError was an OrtflowError."""
+
+    exit_code = EXIT_STAGE_FAILED
 
 
 class GateFailed(StageError):
     """Raised by a stage whose quality gate rejected the result (exit code 3, distinct from a crash).
     `metrics` are kept in the run record like a StageResult's, so reports still show the numbers."""
+
+    exit_code = EXIT_GATE_FAILED
 
     def __init__(
         self, message: str, metrics: dict | None = None, data_source: DataSource | None = None

@@ -93,9 +93,8 @@ class StepRunner:
         if outcome.status == Status.SKIPPED:
             raise ProviderUnavailable(str(outcome.error).removeprefix("optional stage skipped: "))
         if outcome.status not in (Status.RAN, Status.CACHED, Status.GATE_FAILED):
-            error = StageError(f"step {uses} failed: {outcome.error}")
-            error.stage_log = "\n".join(filter(None, [outcome.traceback, outcome.printed]))  # type: ignore[attr-defined]
-            raise error
+            # the step's own log is in its outcome (and its run record); the parent's outcome keeps what it printed
+            raise StageError(f"step {uses} failed: {outcome.error}")
         produced = outcome.record.digests if outcome.record is not None else {}
         outputs = {
             port: Artifact(digest, self.store.object_path(digest))
