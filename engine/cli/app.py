@@ -29,7 +29,7 @@ from ortflow.engine.leaves.errors import (
 from ortflow.engine.leaves.secrets import redacted_output
 
 if TYPE_CHECKING:
-    from ortflow.engine.cli.console import Output
+    from ortflow.engine.cli.output import Output
 
 
 def _recipe_options(parser: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -268,9 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for flag in ("debug", "quiet", "verbose"):
         setattr(args, flag, getattr(args, flag, False))
-    from ortflow.engine.cli.console import Output, broken_pipe
+    from ortflow.engine.cli.console import Output as Console
+    from ortflow.engine.cli.console import broken_pipe
 
-    out = Output(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
+    out: Output = Console(quiet=args.quiet, debug=args.debug, verbose=args.verbose)
     try:
         from ortflow.engine.cli.recipe_discovery import resolve
 

@@ -6,15 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.leaves.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.store.remote import remote_call
 
+if TYPE_CHECKING:
+    from ortflow.engine.cli.output import Output
 
-def _workspace(args: argparse.Namespace, remote: Any = None, out: Any = None) -> Any:
+
+def _workspace(args: argparse.Namespace, remote: Any = None, out: Output | None = None) -> Any:
     from ortflow.engine.pipeline import Workspace
 
     messages = {"say": out.say, "warn": out.warn} if out is not None else {}
@@ -29,7 +32,7 @@ def _workspace(args: argparse.Namespace, remote: Any = None, out: Any = None) ->
     )
 
 
-def cmd_run(args: argparse.Namespace, out: Any) -> int:
+def cmd_run(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine import pipeline
 
     if args.jobs is not None and args.jobs < 1:
@@ -84,7 +87,7 @@ def _run_remote(args: argparse.Namespace) -> Any:
     return setting.open()
 
 
-def cmd_validate(args: argparse.Namespace, out: Any) -> int:
+def cmd_validate(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.pipeline import load
 
     recipe, graph = load(args.recipe, args.overrides, args.params)
@@ -96,7 +99,7 @@ def cmd_validate(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def cmd_plan(args: argparse.Namespace, out: Any) -> int:
+def cmd_plan(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.pipeline import plan
 
@@ -110,7 +113,7 @@ def cmd_plan(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def _key_caveats(recipe: Any, out: Any) -> None:
+def _key_caveats(recipe: Any, out: Output) -> None:
     """What the recipe's dataset keys cannot cover, said before anything is trusted to be up to date."""
     for name, spec in recipe.datasets.items():
         caveat = spec.loader_cls().key_caveat(spec.params)
@@ -118,7 +121,7 @@ def _key_caveats(recipe: Any, out: Any) -> None:
             out.say(f"note: dataset '{name}' ({spec.loader}): {caveat}")
 
 
-def cmd_dag(args: argparse.Namespace, out: Any) -> int:
+def cmd_dag(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.pipeline import load
     from ortflow.engine.recipe import graph as dag
 
@@ -133,7 +136,7 @@ def cmd_dag(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def cmd_report(args: argparse.Namespace, out: Any) -> int:
+def cmd_report(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.pipeline import rerender_report
 
     path, missing, code = rerender_report(_workspace(args))
@@ -145,7 +148,7 @@ def cmd_report(args: argparse.Namespace, out: Any) -> int:
     return code if code != EXIT_OK else (EXIT_STAGE_FAILED if missing else EXIT_OK)
 
 
-def cmd_compare(args: argparse.Namespace, out: Any) -> int:
+def cmd_compare(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.publish.compare import compare_files
 
@@ -159,7 +162,7 @@ def cmd_compare(args: argparse.Namespace, out: Any) -> int:
     )  # like diff(1): scripts can ask "did anything change?"
 
 
-def cmd_status(args: argparse.Namespace, out: Any) -> int:
+def cmd_status(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.pipeline import status
 
@@ -171,7 +174,7 @@ def cmd_status(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK if all(row.up_to_date for row in rows) else EXIT_STAGE_FAILED
 
 
-def cmd_stages(args: argparse.Namespace, out: Any) -> int:
+def cmd_stages(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.contracts.registry import Plugins
     from ortflow.engine.leaves.errors import suggest
@@ -215,7 +218,7 @@ def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
     return open_store(root)
 
 
-def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_ls(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
 
     store = _cache_store(args)
@@ -223,7 +226,7 @@ def cmd_cache_ls(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_verify(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli.cache_scope import locked_outputs
 
     if args.remote is not None:
@@ -244,7 +247,7 @@ def cmd_cache_verify(args: argparse.Namespace, out: Any) -> int:
 
 
 def _damage_report(
-    out: Any,
+    out: Output,
     where: str,
     damage: list[Any],
     remove: bool,
@@ -265,7 +268,7 @@ def _damage_report(
     return EXIT_STAGE_FAILED if damage and not remove else EXIT_OK
 
 
-def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_gc(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.contracts.types import lock_path_for
     from ortflow.engine.publish.lock import collect_garbage
 
@@ -297,7 +300,7 @@ def cmd_cache_gc(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def cmd_cache_adopt(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_adopt(args: argparse.Namespace, out: Output) -> int:
     """Only records this machine's local key signed, each object re-hashed (engine.store.adoption)."""
     from ortflow.engine.store.adoption import adopt
     from ortflow.engine.store.signing import shared_key
@@ -318,7 +321,7 @@ def cmd_cache_adopt(args: argparse.Namespace, out: Any) -> int:
     return EXIT_STAGE_FAILED if done.refused else EXIT_OK
 
 
-def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_push(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli.cache_scope import lock_keys
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import push
@@ -345,7 +348,7 @@ def cmd_cache_push(args: argparse.Namespace, out: Any) -> int:
     )
 
 
-def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_pull(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli.cache_scope import lock_keys
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import pull
@@ -364,7 +367,7 @@ def cmd_cache_pull(args: argparse.Namespace, out: Any) -> int:
 
 
 def _transfer(
-    out: Any,
+    out: Output,
     verb: str,
     move: Callable[[Any], Any],
     remote: Any,

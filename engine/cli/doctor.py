@@ -22,10 +22,13 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.engine.leaves import environment
 from ortflow.engine.leaves.errors import OrtflowError
+
+if TYPE_CHECKING:
+    from ortflow.engine.cli.output import Output
 
 # The CPU flags MLAS's INT8 dispatch reads (engine/leaves/environment.py: int8_kernel_family); doctor lists those present.
 INT8_FLAGS = (
@@ -338,7 +341,7 @@ def register(sub: Any) -> None:
     parser.set_defaults(handler=command)
 
 
-def command(args: Any, out: Any) -> int:
+def command(args: Any, out: Output) -> int:
     """`engine doctor [--json] [--cache DIR]`."""
     found = examine(args.cache, Path.cwd())
     if args.json:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.engine.leaves.errors import EXIT_OK, OrtflowError
+
+if TYPE_CHECKING:
+    from ortflow.engine.cli.output import Output
 
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
@@ -66,7 +69,7 @@ def _branch_line(result: Any) -> str | None:
     )
 
 
-def cmd_init(args: argparse.Namespace, out: Any) -> int:
+def cmd_init(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.starter.write import init_recipe, recipe_name
 
     output = args.output or Path(f"{recipe_name(args.model, _target(args))}.yaml")
@@ -88,7 +91,7 @@ def _target(args: argparse.Namespace) -> Any:
     return Target(args.target)
 
 
-def cmd_optimize(args: argparse.Namespace, out: Any) -> int:
+def cmd_optimize(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine import pipeline
     from ortflow.engine.starter import optimize
     from ortflow.engine.starter.write import recipe_name

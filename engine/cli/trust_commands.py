@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.engine.leaves.errors import EXIT_OK, EXIT_STAGE_FAILED, StoreError
 from ortflow.engine.store.remote import remote_call
+
+if TYPE_CHECKING:
+    from ortflow.engine.cli.output import Output
 
 ALLOW_UNSIGNED_HELP = (
     "serve run records from the remote that are not signed with the team's key "
@@ -44,7 +47,7 @@ def add_trust_commands(cache_sub: Any, remote_help: str) -> None:
     sign.set_defaults(handler=cmd_cache_sign, recipes=[])
 
 
-def cmd_cache_key_new(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_key_new(args: argparse.Namespace, out: Output) -> int:
     """The key is written, never printed: output goes to terminals, CI logs and bug reports."""
     from ortflow.engine.store.signing import config_dir, new_key_file
 
@@ -68,7 +71,7 @@ def cmd_cache_key_new(args: argparse.Namespace, out: Any) -> int:
     return EXIT_OK
 
 
-def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_sign(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.remote_sign import sign_remote
 
@@ -97,7 +100,7 @@ def cmd_cache_sign(args: argparse.Namespace, out: Any) -> int:
     return EXIT_STAGE_FAILED if done.refused else EXIT_OK
 
 
-def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
+def cmd_cache_verify_remote(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli.cache_scope import locked_outputs
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.remote_verify import remove_remote_damage, verify_remote
@@ -123,7 +126,7 @@ def cmd_cache_verify_remote(args: argparse.Namespace, out: Any) -> int:
     return EXIT_STAGE_FAILED if failed else EXIT_OK
 
 
-def _say_unsigned(out: Any, remote: Any, unsigned: list[Any]) -> bool:
+def _say_unsigned(out: Output, remote: Any, unsigned: list[Any]) -> bool:
     """Names the records served only by the opt-in; True when there are none, or the user opted in."""
     if not unsigned:
         return True
