@@ -99,10 +99,8 @@ def execute(
         )
         return _refused(store, job, failed, ran_on)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
-        message = _readable(
-            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-            context,
-        )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        message = _readable(f"{type(exc).__name__}: {first}", context)
         return _failure(
             store,
             spec.name,
