@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ortflow.engine.cli.run_options import check_run_options, run_executor, run_remote
 from ortflow.engine.leaves.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
@@ -33,58 +34,36 @@ def _workspace(args: argparse.Namespace, remote: Any = None, out: Output | None 
 
 
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
+    """`engine run`: its options checked, the workspace opened (reading through to a remote), the recipe run
+    with progress shown, its table printed, and what it built pushed when asked."""
     from ortflow.engine import pipeline
 
-    if args.jobs is not None and args.jobs < 1:
-        raise OrtflowError("--jobs must be at least 1")
-    if (args.executor == "dask") != bool(args.scheduler):
-        raise OrtflowError(
-            "--executor dask needs --scheduler tcp://HOST:PORT"
-            if args.scheduler is None
-            else "--scheduler is for --executor dask"
-        )
-    remote = _run_remote(args)
+    check_run_options(args)
+    remote = run_remote(args)
     ws = _workspace(args, remote, out)
     _key_caveats(ws.recipe, out)
-    executor = None
-    if args.executor == "dask":
-        from ortflow.engine.run.dask_executor import DaskExecutor
-
-        executor = DaskExecutor(args.scheduler, args.jobs)
+    executor = run_executor(args)
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, args.jobs or 1, args.keep_going, args.stages, events, executor)
     out.run_table(ws.recipe, summary)
     if args.push:
-        from ortflow.engine.store.transfer import push
-
-        keys = {
-            o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key
-        }
-        code = _transfer(
-            out,
-            "pushed",
-            lambda meter: push(ws.store, remote, keys, meter),
-            remote,
-            "in the local cache",
-            set(),
-        )
-        return summary.exit_code or code
+        return summary.exit_code or _push_built(ws, remote, summary, out)
     return summary.exit_code
 
 
-def _run_remote(args: argparse.Namespace) -> Any:
-    """The remote configured (--remote, $ORTFLOW_REMOTE or ortflow.yaml), which the workspace's store reads
-    through to (engine.store.shared); None without one."""
-    from ortflow.engine.store.remote_config import remote_setting
+def _push_built(ws: Any, remote: Any, summary: Any, out: Output) -> int:
+    """`run --push`: what the run built or found (each outcome with a record) pushed to the remote."""
+    from ortflow.engine.store.transfer import push
 
-    setting = remote_setting(args.remote, args.recipe, args.allow_unsigned)
-    if setting is None:
-        if args.push:
-            raise OrtflowError(
-                "--push needs a remote: --remote URL, $ORTFLOW_REMOTE or `remote:` in ortflow.yaml"
-            )
-        return None
-    return setting.open()
+    keys = {o.key: name for name, o in summary.outcomes.items() if o.record is not None and o.key}
+    return _transfer(
+        out,
+        "pushed",
+        lambda meter: push(ws.store, remote, keys, meter),
+        remote,
+        "in the local cache",
+        set(),
+    )
 
 
 def cmd_validate(args: argparse.Namespace, out: Output) -> int:
