@@ -140,7 +140,6 @@ def _ctrl_c_seen() -> Iterator[list[bool]]:
 INSTEAD = (
     ("ortflow.engine.ort.providers", "ortflow.api.providers"),
     ("ortflow.engine.ort", "ortflow.api.onnx"),
-    ("ortflow.loaders", "ortflow.loaders"),
     ("ortflow.engine", "ortflow.api"),
 )
 _warned: set[str] = set()  # plugin modules already warned about, once per process
