@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from ortflow.engine.yamlsource import load_yaml
+from ortflow.engine.leaves.yamlsource import load_yaml
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -393,7 +393,7 @@ def _cut(text: str, limit: int = CELL) -> str:
 def host() -> str:
     import onnxruntime
 
-    from ortflow.engine.environment import fact
+    from ortflow.engine.leaves.environment import fact
 
     return (
         f"host: {fact('isa')}, {fact('cpu')}, {os.cpu_count()} cores, onnxruntime {onnxruntime.__version__}; "

@@ -41,7 +41,7 @@ from interleaved import (
     sessions,
 )  # 1-thread sessions: steadier on a shared 2-core machine
 
-from ortflow.engine.environment import fact
+from ortflow.engine.leaves.environment import fact
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 RECIPE = RECIPES / "minilm-cpu-flagship.yaml"

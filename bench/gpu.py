@@ -155,7 +155,7 @@ def recipe(work: Path, name: str, source: Path, sequence: int, runs: int, fixed:
 
 
 def engine(*args: str | Path) -> int:
-    from ortflow.engine.cli import main as cli
+    from ortflow.engine.cli.app import main as cli
 
     return cli([str(a) for a in args])
 
@@ -230,7 +230,7 @@ def preflight(args: argparse.Namespace, work: Path) -> int | None:
     """What this machine lacks, in one line with the command that provides it; None where it can run."""
     missing = torch_missing()
     if missing is None:
-        from ortflow.engine.registry import installed_stages
+        from ortflow.engine.contracts.registry import installed_stages
 
         fixed = "specialize" in installed_stages()
         bert = bert_folder(work / "bert", args.layers)
@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
 def measure(args: argparse.Namespace, work: Path) -> int:
     """The whole table, on a machine with torch and a usable CUDA device (preflight said so); table.md and
     results.json are rewritten after each part, so a run stopped at its time limit keeps what it measured."""
-    from ortflow.engine.registry import installed_stages
+    from ortflow.engine.contracts.registry import installed_stages
 
     fixed = "specialize" in installed_stages()
     started = time.perf_counter()

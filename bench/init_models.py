@@ -23,7 +23,7 @@ import quick  # noqa: E402
 from corpus import QUICK_RUN, by_stage_type  # noqa: E402
 from test_init import MODELS  # noqa: E402  (the same models the acceptance tests use)
 
-from ortflow.engine.environment import fact  # noqa: E402
+from ortflow.engine.leaves.environment import fact  # noqa: E402
 
 DATA = {"nudenet": ["--data", str(REPO / "recipes" / "data" / "images" / "people")]}
 

@@ -105,8 +105,8 @@ def iou(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
 def main() -> None:
     from importlib.metadata import distribution
 
-    from ortflow.engine.dataset import model_inputs
-    from ortflow.engine.loaders.images import ImagesLoader
+    from ortflow.engine.contracts.dataset import model_inputs
+    from ortflow.loaders.images import ImagesLoader
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     quick.add_flag(parser)

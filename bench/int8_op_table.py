@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # noqa: E402
 import quick  # noqa: E402
 
-from ortflow.engine.environment import fact  # noqa: E402
+from ortflow.engine.leaves.environment import fact  # noqa: E402
 from ortflow.stages.quantization import op_table  # noqa: E402
 
 # Models the table is measured on: CNNs (dense and depthwise), recurrent and MatMul models with real data.

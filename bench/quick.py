@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from ortflow.engine.yamlsource import load_yaml
+from ortflow.engine.leaves.yamlsource import load_yaml
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 HELP = "tiny runs on the same code path (a few samples, a short benchmark): checks the script still works; numbers mean nothing"

@@ -86,7 +86,7 @@ def lock_keys(recipe: Path, store) -> dict[str, str]:
     """{cache key: stage} of what `engine cache push RECIPE` sends: the lock's keys, and this machine's records of
     its host-specific entries (a benchmark, an accuracy check), which the lock records without a key. Read by the
     CLI's own function, so this bench moves what push moves (reading the lock here broke when that changed)."""
-    from ortflow.engine.cache_scope import lock_keys as recipe_lock_keys
+    from ortflow.engine.cli.cache_scope import lock_keys as recipe_lock_keys
 
     keys, _host_specific = recipe_lock_keys([recipe], store)
     return keys

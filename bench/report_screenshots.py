@@ -24,7 +24,7 @@ from pathlib import Path
 
 import quick
 
-from ortflow.engine.yamlsource import load_yaml
+from ortflow.engine.leaves.yamlsource import load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAGS = [

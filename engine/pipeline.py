@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from ortflow.engine.dataset import Dataset
-from ortflow.engine.errors import (
+from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.registry import Plugins
+from ortflow.engine.contracts.types import Recipe, StageOutcome, Status
+from ortflow.engine.leaves.errors import (
     EXIT_GATE_FAILED,
     EXIT_NO_SPACE,
     EXIT_OK,
@@ -18,7 +20,7 @@ from ortflow.engine.errors import (
     RecipeError,
     no_space,
 )
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.out_folder import (
     Publisher,
@@ -29,7 +31,6 @@ from ortflow.engine.publish.out_folder import (
 from ortflow.engine.publish.report import WrittenReport, write_report
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
-from ortflow.engine.registry import Plugins
 from ortflow.engine.run.executors import Executor, LocalExecutor
 from ortflow.engine.run.jobs import LockedOutputs
 from ortflow.engine.run.plan import PlanAction, PlannedStage, make_plan
@@ -39,7 +40,6 @@ from ortflow.engine.store.artifacts import open_store
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.store.location import cache_root
-from ortflow.engine.types import Recipe, StageOutcome, Status
 
 if TYPE_CHECKING:
     from ortflow.engine.store.remote import Remote
@@ -167,7 +167,7 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
     """The target stages and everything upstream of them (None: the whole recipe)."""
     if not targets:
         return None
-    from ortflow.engine.errors import suggest
+    from ortflow.engine.leaves.errors import suggest
 
     targets = [
         i for t in targets for i in ws.recipe.matrices.get(t, [t])

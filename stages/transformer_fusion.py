@@ -8,7 +8,7 @@ from typing import Any
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.attention_fusion import (
+from ortflow.stages.graphs.attention_fusion import (
     attention_fused,
     onnxscript_fusions,
     unfused_attention,

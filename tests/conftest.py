@@ -34,7 +34,7 @@ from data_wheels import (  # noqa: E402, F401 - hooks: a missing data wheel skip
     pytest_runtest_setup,
 )
 
-from ortflow.engine.cli import main  # noqa: E402
+from ortflow.engine.cli.app import main  # noqa: E402
 
 
 def minilm_model() -> Path:
@@ -48,7 +48,7 @@ def minilm_model() -> Path:
 def _facts_of_this_machine():
     """A test that injects an instruction set ($ORTFLOW_ISA) must not leave the remembered facts behind."""
     yield
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     environment.fact.cache_clear()
 

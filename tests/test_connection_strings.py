@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from conftest import two_stage_recipe, write
 
-from ortflow.engine.errors import EXIT_USAGE
-from ortflow.engine.secrets import redact
+from ortflow.engine.leaves.errors import EXIT_USAGE
+from ortflow.engine.leaves.secrets import redact
 
 SECRET = "Zm9vYmFy+c2VjcmV0/a2V5=="
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import toy_model, write
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.ort.onnx_model import private_model
 
 SECRET = b"the contents of a private file nobody may copy"

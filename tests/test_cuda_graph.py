@@ -119,7 +119,7 @@ def test_on_a_gpu_the_shape_nodes_on_the_cpu_are_named_as_what_stops_the_graph(p
 
 
 def test_optimize_says_the_session_its_choice_was_timed_with():
-    from ortflow.engine.documents import SessionSettings
+    from ortflow.engine.contracts.documents import SessionSettings
     from ortflow.engine.starter.optimize import Choice, closing_line
 
     graph = SessionSettings(

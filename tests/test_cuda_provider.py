@@ -16,8 +16,8 @@ import pytest
 from conftest import write
 from test_doctor import doctor
 
-from ortflow.engine import cuda_provider
-from ortflow.engine.cuda_provider import Build, elf_needed, installed
+from ortflow.engine.leaves import cuda_provider
+from ortflow.engine.leaves.cuda_provider import Build, elf_needed, installed
 
 DATA = Path(__file__).parent.parent / "recipes" / "data"
 IN_TREE = {"build": "in-tree", "package": "onnxruntime-gpu 1.31.1", "cuda": "13", "cudnn": "9"}
@@ -26,7 +26,7 @@ PLUGIN_CUDNN_10 = {**PLUGIN, "cudnn": "10"}
 
 
 def use_build(monkeypatch, described: dict | None) -> None:
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     if described is None:
         monkeypatch.delenv(cuda_provider.VARIABLE, raising=False)

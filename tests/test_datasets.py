@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import executions, minilm_model, write
 
-from ortflow.engine.dataset import ModelInput, check_feed
-from ortflow.engine.errors import StageError
+from ortflow.engine.contracts.dataset import ModelInput, check_feed
+from ortflow.engine.leaves.errors import StageError
 from ortflow.loaders.images import ImagesLoader
 from ortflow.loaders.random import RandomLoader
 

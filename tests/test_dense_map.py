@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.registry import metric_type
+from ortflow.engine.contracts.registry import metric_type
+from ortflow.engine.leaves.errors import StageError
 from ortflow.stages.measurement.task_metrics import configured, problems
 from ortflow.stages.metrics.dense_map import DenseMapAgreement
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import write
 
+from ortflow.engine.contracts.types import lock_path_for
 from ortflow.engine.publish.lock import Lock
 from ortflow.engine.store.atomic import STAGING_SUFFIX
-from ortflow.engine.types import lock_path_for
 
 
 @pytest.fixture(autouse=True)

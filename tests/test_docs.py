@@ -81,21 +81,22 @@ def test_links_resolve(page):
 
 
 def test_the_stage_reference_is_what_the_code_generates():
-    from ortflow.engine.stage_reference import render
+    from ortflow.engine.cli.stage_reference import render
 
     assert (ROOT / "docs" / "stages.md").read_text(encoding="utf-8") == render(), (
-        "docs/stages.md is stale — run: python -m ortflow.engine.stage_reference docs/stages.md"
+        "docs/stages.md is stale — run: python -m ortflow.engine.cli.stage_reference docs/stages.md"
     )
 
 
 def test_the_generator_rewrites_a_stale_page_and_check_says_so(tmp_path, capsys):
-    from ortflow.engine.stage_reference import main
+    from ortflow.engine.cli.stage_reference import main
 
     page = tmp_path / "stages.md"
     page.write_text("# an old reference\n")
     assert (
         main(["--check", str(page)]) == 1
-        and "is stale — run: python -m ortflow.engine.stage_reference" in capsys.readouterr().err
+        and "is stale — run: python -m ortflow.engine.cli.stage_reference"
+        in capsys.readouterr().err
     )
     assert main([str(page)]) == 0 and main(["--check", str(page)]) == 0
 
@@ -151,7 +152,7 @@ def test_the_command_finder_sees_chained_and_continued_commands(tmp_path):
 
 @pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_engine_command_in_the_docs_parses(page):
-    from ortflow.engine.cli import build_parser
+    from ortflow.engine.cli.app import build_parser
 
     parser, bad = build_parser(), []
     for number, command in shell_commands(page):

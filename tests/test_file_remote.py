@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import engine_process, two_stage_recipe
 
+from ortflow.engine.contracts.types import lock_path_for
 from ortflow.engine.publish.lock import Lock
-from ortflow.engine.types import lock_path_for
 
 
 @pytest.fixture(autouse=True)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import two_stage_recipe
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.contracts.types import lock_path_for
+from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.publish.lock import Lock, collect_garbage
 from ortflow.engine.store.artifacts import ArtifactStore
-from ortflow.engine.types import lock_path_for
 
 
 def _built(project: Path, cli) -> tuple[Path, Lock, ArtifactStore]:

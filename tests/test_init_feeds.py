@@ -14,8 +14,8 @@ import yaml
 from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
 
-from ortflow.engine.dataset import model_inputs
-from ortflow.engine.params import fill_defaults
+from ortflow.engine.contracts.dataset import model_inputs
+from ortflow.engine.contracts.params import fill_defaults
 from ortflow.engine.starter.data import MAX_FEED_ELEMENTS, MAX_FIXED_ELEMENTS
 from ortflow.loaders.images import ImagesLoader
 

@@ -14,7 +14,7 @@ DATA = Path(__file__).parent.parent / "recipes" / "data"
 
 
 def use_isa(monkeypatch, value: str | None) -> None:
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     if value is None:
         monkeypatch.delenv("ORTFLOW_ISA", raising=False)
@@ -109,7 +109,7 @@ def test_a_named_target_decides_the_model_and_the_host_keys_the_measurement(
 
 
 def test_the_isa_fact_names_this_machine(monkeypatch):
-    from ortflow.engine.environment import ARM_FAMILIES, X86_FAMILIES, fact
+    from ortflow.engine.leaves.environment import ARM_FAMILIES, X86_FAMILIES, fact
 
     use_isa(monkeypatch, None)
     arch, _, family = fact("isa").partition(": ")
@@ -150,7 +150,7 @@ def test_a_lock_written_on_one_vnni_host_is_unchanged_by_another_that_differs_on
 
 
 def test_the_int8_kernel_family_follows_mlas_dispatch_order():
-    from ortflow.engine.environment import int8_kernel_family
+    from ortflow.engine.leaves.environment import int8_kernel_family
 
     def family(flags: str, arch: str = "x86_64", system: str = "linux") -> str:
         return int8_kernel_family(set(flags.split(",")), arch, system)

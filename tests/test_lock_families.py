@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import minilm_model, write
 
+from ortflow.engine.contracts.types import pack_floats, unpack_floats
 from ortflow.engine.store.artifacts import open_store
-from ortflow.engine.types import pack_floats, unpack_floats
 
 ROOT = Path(__file__).parents[1]
 DATA = ROOT / "recipes" / "data" / "calibration.npz"
@@ -119,7 +119,7 @@ def add_locks_table(cache: Path, lock: Path) -> None:
 
 def run_on(cli, recipe: Path, monkeypatch, isa: str) -> tuple[int, str, str]:
     """A run with $ORTFLOW_ISA standing in for a CPU of that INT8 kernel family."""
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     monkeypatch.setenv("ORTFLOW_ISA", isa)
     environment.fact.cache_clear()
@@ -212,7 +212,7 @@ def _shipped(project: Path, name: str) -> tuple[Path, Path]:
 
 
 def _host_family(monkeypatch) -> str:
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     monkeypatch.delenv("ORTFLOW_ISA", raising=False)
     environment.fact.cache_clear()
@@ -228,7 +228,7 @@ def test_a_shipped_lock_gets_another_familys_entries_once_and_keeps_its_own(
     the lock restored by `git checkout`, leave it as the first left it; the committed entries are never
     touched. Under the lock's own family's facts on the AMX host that wrote it, every run leaves the lock
     as it found it (elsewhere this CPU's float results may drift from the lock's: docs/cache.md)."""
-    from ortflow.engine.environment import TARGETS
+    from ortflow.engine.leaves.environment import TARGETS
 
     own_bytes = _host_family(monkeypatch) == AMX
     other = "avx512_vnni" if _host_family(monkeypatch) == AVX2 else "avx2"

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import yaml
 
-from ortflow.engine.builds import LockedOutput, LockEntry
+from ortflow.engine.contracts.builds import LockedOutput, LockEntry
+from ortflow.engine.contracts.types import unpack_floats
 from ortflow.engine.publish.lock import Lock
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
-from ortflow.engine.types import unpack_floats
 from ortflow.stages.calibrate import Calibrate
 
 ROOT = Path(__file__).parents[1]

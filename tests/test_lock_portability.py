@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import minilm_model, write
 
-from ortflow.engine.types import pack_floats, unpack_floats
+from ortflow.engine.contracts.types import pack_floats, unpack_floats
 
 DATA = Path(__file__).parents[1] / "recipes" / "data" / "calibration.npz"
 
@@ -50,7 +50,7 @@ def table_digest(lock_text: str) -> str:
 
 def fresh_run(cli, project: Path, recipe: Path, monkeypatch, isa: str) -> tuple[int, str, str]:
     """A run on another machine: an empty cache, and $ORTFLOW_ISA standing in for that machine's CPU."""
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     monkeypatch.setenv("ORTFLOW_ISA", isa)
     environment.fact.cache_clear()

@@ -45,7 +45,7 @@ def measure_recipe(project: Path, gate: str) -> Path:
 
 @pytest.fixture(scope="module")
 def passing(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from ortflow.engine.cli import main
+    from ortflow.engine.cli.app import main
 
     project = tmp_path_factory.mktemp("measure")
     path = measure_recipe(project, "min: {cosine_mean: 0.9}, max: {mean_abs: 0.5}")
@@ -324,7 +324,7 @@ def test_sweeps_time_budget_and_io_binding(project, cli):
     # the lengths really reach the model (a latency comparison would be a timed unit test on a busy machine)
     import numpy as np
 
-    from ortflow.engine.dataset import model_inputs
+    from ortflow.engine.contracts.dataset import model_inputs
     from ortflow.stages.benchmark import _with_length
 
     feed = {

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import write
 
-from ortflow.engine import environment
+from ortflow.engine.leaves import environment
 from ortflow.stages.quantization import op_table
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"

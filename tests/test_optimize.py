@@ -133,10 +133,10 @@ def _selection(folder, data: dict, *candidates: tuple[str, float, float, bool]) 
 
 def _pick_files(folder):
     """Where `pick` (select) published its choice, found as optimize finds it: through select's declared ports."""
-    from ortflow.engine.builds import RunOutput, RunRecord
-    from ortflow.engine.registry import stage_type
+    from ortflow.engine.contracts.builds import RunOutput, RunRecord
+    from ortflow.engine.contracts.registry import stage_type
+    from ortflow.engine.contracts.types import StageOutcome, Status
     from ortflow.engine.starter.optimize import choice_files
-    from ortflow.engine.types import StageOutcome, Status
 
     selection = RunOutput("0" * 64, "metrics", "selection.json", 1)
     record = RunRecord("0" * 64, folder.name, "select", "3", {}, {}, {}, {"selection": selection})
@@ -147,7 +147,7 @@ def _pick_files(folder):
 
 def _record(stage: str, stage_type: str):
     """A run record of a stage that published no output (only its identity is filled in)."""
-    from ortflow.engine.builds import RunRecord
+    from ortflow.engine.contracts.builds import RunRecord
 
     return RunRecord("0" * 64, stage, stage_type, "1", {}, {}, {}, {})
 
@@ -156,9 +156,9 @@ def test_optimize_reads_the_choice_through_the_ports_a_stage_type_declares(tmp_p
     """optimize read `<pick>/selection.json` and `<pick>/model.onnx` by name; now the stage type declares which of
     its outputs hold the choice (Stage.declares.choice), so a choosing stage with other file names works too."""
     from ortflow.api import ArtifactKind, Choice, Declares, Port, Stage
-    from ortflow.engine.errors import OrtflowError
+    from ortflow.engine.contracts.types import StageOutcome, Status
+    from ortflow.engine.leaves.errors import OrtflowError
     from ortflow.engine.starter.optimize import choice_files
-    from ortflow.engine.types import StageOutcome, Status
 
     class Picker(Stage):
         type = "picker"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ortflow.engine.errors import OrtflowError
-from ortflow.engine.registry import Registry
+from ortflow.engine.contracts.registry import Registry
+from ortflow.engine.leaves.errors import OrtflowError
 
 
 def test_entry_point_discovery_lists_builtin_and_plugin_stages(cli):
@@ -90,11 +90,11 @@ def test_a_plugin_importing_engine_internals_loads_and_is_told_once_what_to_impo
     said = str(caught[0].message)
     assert "plugin 'legacy' (ortflow_legacyplugin:Legacy)" in said
     assert (
-        "ortflow_legacyplugin.py:7: StageError from ortflow.engine.errors -> import it from ortflow.api"
+        "ortflow_legacyplugin.py:7: StageError from ortflow.engine.errors -> import it from ortflow.api"  # floorplan: keep
         in said
     )
     assert (
-        ":8: ArtifactKind, Port, Stage, StageContext, StageResult from ortflow.engine.stage -> import it from ortflow.api"
+        ":8: ArtifactKind, Port, Stage, StageContext, StageResult from ortflow.engine.stage -> import it from ortflow.api"  # floorplan: keep
         in said
     )
     source = (
@@ -118,7 +118,7 @@ def test_built_in_stages_and_loaders_import_only_ortflow_api():
     """What the import-linter contract checks, said for a reader of the tests: no built-in plugin would warn."""
     import ortflow.loaders
     import ortflow.stages
-    from ortflow.engine.registry import engine_imports
+    from ortflow.engine.contracts.registry import engine_imports
 
     folders = [Path(package.__file__).parent for package in (ortflow.stages, ortflow.loaders)]
     found = {
@@ -129,17 +129,18 @@ def test_built_in_stages_and_loaders_import_only_ortflow_api():
     assert len(found) > 30 and not {p: f for p, f in found.items() if f}
 
 
-def test_the_old_loader_modules_still_import_and_say_where_the_loaders_went():
+def test_the_engine_modules_moved_by_the_floor_plan_import_under_their_old_names():
+    """A plugin written against the engine's old module paths gets the same modules, one release; the deprecated
+    loader shims under the engine are gone (CHANGELOG.md)."""
     import importlib
-    import sys
 
-    sys.modules.pop("ortflow.engine.loaders.random", None)
-    with pytest.warns(
-        DeprecationWarning,
-        match=r"ortflow.engine.loaders.random moved to ortflow.loaders.random: "
-        r"`from ortflow.loaders.random import RandomLoader`",
-    ):
-        old = importlib.import_module("ortflow.engine.loaders.random")
-    from ortflow.loaders.random import RandomLoader
+    import ortflow.engine.contracts.stage
+    import ortflow.engine.leaves.errors
 
-    assert old.RandomLoader is RandomLoader
+    old = importlib.import_module("ortflow.engine.stage")  # floorplan: keep
+    assert old is ortflow.engine.contracts.stage
+    from ortflow.engine import errors  # floorplan: keep
+
+    assert errors is ortflow.engine.leaves.errors
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("ortflow.engine.loaders.random")  # floorplan: keep

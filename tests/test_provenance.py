@@ -16,7 +16,7 @@ import pytest
 from conftest import in_a_terminal, write
 
 from ortflow.api import DataProvenance, Dataset, DatasetLoader
-from ortflow.engine.errors import EXIT_UNVERIFIED
+from ortflow.engine.leaves.errors import EXIT_UNVERIFIED
 from ortflow.loaders.python import PythonLoader
 
 IMAGES = Path(__file__).resolve().parent.parent / "recipes" / "data" / "images"
@@ -284,7 +284,7 @@ def test_skip_and_limit_cut_one_file_into_disjoint_samples(tmp_path):
     """The engine applies `skip` and `limit` for every loader: an .npz of 6 rows cut 3 + 3."""
     import numpy as np
 
-    from ortflow.engine.dataset import ModelInput
+    from ortflow.engine.contracts.dataset import ModelInput
     from ortflow.loaders.npz import NpzLoader
 
     np.savez(tmp_path / "d.npz", x=np.arange(12, dtype=np.float32).reshape(6, 2))

@@ -8,7 +8,7 @@ import onnxruntime as ort
 import pytest
 from conftest import minilm_model, write
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.ort.providers import resolve
 
 GPU_USABLE = (

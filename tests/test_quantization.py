@@ -53,7 +53,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     check is off: every-op QDQ loses 93 of the 384 token-embedding channels on the calibration sentences, which the
     check (run on the calibrate stage's own data since issue 35) rightly refuses; these tests read what it kept
     float and its pooled embedding."""
-    from ortflow.engine.cli import main
+    from ortflow.engine.cli.app import main
 
     folder = tmp_path_factory.mktemp("quant")
     shutil.copy(DATA / "sentences.txt", folder / "calibration.txt")
@@ -240,7 +240,7 @@ def test_cnn_per_channel_qdq_on_the_real_ocr_detector(project, cli, monkeypatch)
     """PP-OCRv4's detector (opset 12) through calibration and per-channel QDQ: the model is moved to opset 13,
     which per-channel DequantizeLinear needs, and the result passes onnx.checker and runs. Built for an AVX2
     target, it keeps 8-bit weights: 7-bit helps MatMul models there, and costs this Conv model accuracy."""
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     monkeypatch.setenv("ORTFLOW_ISA", "avx2")
     environment.fact.cache_clear()

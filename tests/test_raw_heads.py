@@ -53,7 +53,7 @@ def test_the_metric_refuses_a_reference_whose_boxes_are_not_plausible():
     from PIL import Image
 
     from ortflow.api import StageError
-    from ortflow.engine.params import fill_defaults
+    from ortflow.engine.contracts.params import fill_defaults
     from ortflow.stages.metrics.detection import DetectionAgreement
 
     session = ort.InferenceSession(

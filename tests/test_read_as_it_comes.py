@@ -85,7 +85,7 @@ def test_the_metric_refuses_a_yolov8_head_read_anchors_first():
     import onnxruntime as ort
 
     from ortflow.api import StageError
-    from ortflow.engine.params import fill_defaults
+    from ortflow.engine.contracts.params import fill_defaults
     from ortflow.stages.metrics.detection import DetectionAgreement
 
     session = ort.InferenceSession(str(_nudenet()), providers=["CPUExecutionProvider"])

@@ -130,7 +130,7 @@ def keys_in(bucket: str, prefix: str = "") -> list[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     """The recipe run once: its cache, lock file and out/ (copied by each test that needs a built project)."""
-    from ortflow.engine.cli import main
+    from ortflow.engine.cli.app import main
 
     folder = tmp_path_factory.mktemp("built")
     recipe = write(folder / "shared.yaml", RECIPE)
@@ -499,12 +499,12 @@ def test_folder_objects_travel_as_a_manifest_and_files_each_checked(bucket, tmp_
 def test_a_worker_without_the_recipe_input_fetches_it_by_hash(bucket, tmp_path):
     from conftest import minilm_model
 
-    from ortflow.engine.builds import Identity
+    from ortflow.engine.contracts.builds import Identity
+    from ortflow.engine.contracts.types import StageJob
     from ortflow.engine.run.remote_worker import localized, publish_inputs
     from ortflow.engine.store.hashing import hash_file
     from ortflow.engine.store.remote import Remote
     from ortflow.engine.store.shared import SharedStore
-    from ortflow.engine.types import StageJob
 
     url = f"s3://{bucket}/inputs"
     model = minilm_model()
@@ -560,7 +560,7 @@ def test_a_missing_bucket_is_a_configuration_error(bucket, said):
 
 
 def test_urls_are_redacted():
-    from ortflow.engine.secrets import redact
+    from ortflow.engine.leaves.secrets import redact
 
     assert redact("s3://AKIA:abc@bucket/p") == "s3://***@bucket/p"
     assert redact("https://acct.blob/c?sig=abc&sv=1") == "https://acct.blob/c?sig=***&sv=1"
@@ -661,7 +661,7 @@ def test_results_made_for_one_machine_travel_to_the_same_kind_only(
 ):
     """A benchmark is host-specific: the lock records it without a key; push takes this machine's result,
     a pull on the same kind of machine serves it, and another kind is told it will measure for itself."""
-    from ortflow.engine import environment
+    from ortflow.engine.leaves import environment
 
     def machine(isa: str) -> None:
         monkeypatch.setenv("ORTFLOW_ISA", isa)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import executions, two_stage_recipe, write
 
-from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE
+from ortflow.engine.leaves.errors import EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE
 
 KEY_A, KEY_B = "team-key-a-" + "1" * 40, "team-key-b-" + "2" * 40
 
@@ -157,7 +157,7 @@ def test_rotation_verifies_previous_keys_and_signs_with_the_current_one(project,
     monkeypatch.delenv("ORTFLOW_SIGNING_KEYS_PREVIOUS")
     for record in remote_records(remote).values():
         body = {k: v for k, v in record.items() if k != "signature"}
-        from ortflow.engine.builds import canonical_json
+        from ortflow.engine.contracts.builds import canonical_json
 
         assert record["signature"] == sign(KEY_B.encode(), canonical_json(body).encode())
     code, out, _ = cli(
@@ -230,7 +230,7 @@ def test_a_folder_manifest_naming_a_file_and_its_folder_is_refused(project, cli,
 
 
 def test_a_worker_without_the_team_key_does_not_publish_unsigned_records(project, cli):
-    from ortflow.engine.errors import StoreError
+    from ortflow.engine.leaves.errors import StoreError
     from ortflow.engine.store.remote import Remote
     from ortflow.engine.store.remote_trust import for_remote
 

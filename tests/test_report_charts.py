@@ -12,10 +12,10 @@ import pytest
 from test_matrix import report_stages, sweep_recipe
 
 from ortflow.api import ArtifactKind, Axis, Better, Declares, Measure, Port, Stage, Tables
-from ortflow.engine.declarations import units
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.contracts.declarations import units
+from ortflow.engine.contracts.registry import stage_type
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.publish import charts, report, report_html
-from ortflow.engine.registry import stage_type
 
 
 def _declared_units(*types: str) -> dict[str, str]:
@@ -86,7 +86,7 @@ def test_what_a_report_plots_and_prints_comes_from_what_stage_types_declare(tmp_
     """The engine knew benchmark and validate_accuracy by their metrics' names (it plotted only `speedup` against
     `cosine_mean`, and skipped tables titled `Top operators` in the terminal). A plugin's declarations now do the
     same for its own measures and tables, and the built-ins go through the same declarations."""
-    from ortflow.engine.console import Output
+    from ortflow.engine.cli.console import Output
 
     section = report._annotated(
         report._well_formed(

@@ -185,7 +185,7 @@ def test_search_axes_are_pruned_and_ordered_by_the_instruction_set(project, cli,
 def test_a_changed_quantizer_makes_the_search_a_new_result(project, cli, monkeypatch):
     """A search's key holds the versions of the stage types it runs as steps: after quantize_dynamic changes
     (a new version), a cached search built with the old one is not served."""
-    from ortflow.engine.registry import installed_stages
+    from ortflow.engine.contracts.registry import installed_stages
 
     path = search_recipe(project, "{per_channel: [true]}", 0.9)
     planned = lambda: {row["stage"]: row for row in json.loads(cli("plan", path, "--json")[1])}  # noqa: E731

@@ -130,7 +130,7 @@ def test_select_names_metrics_it_cannot_find_before_anything_runs(project, cli):
 def test_accuracy_metrics_count_at_their_worst_output_and_nan_is_never_hidden(project, cli):
     """The selection logic on hand-written per-output results, counted as validate_accuracy counts them (the
     engine's own arithmetic, no claim about models)."""
-    from ortflow.engine.metric import Better
+    from ortflow.engine.contracts.metric import Better
     from ortflow.stages.measurement.accuracy_gates import counted_values
 
     for name in ("a", "b"):

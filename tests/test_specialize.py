@@ -81,7 +81,7 @@ def test_the_if_wrapped_vad_frozen_from_its_data_becomes_a_plain_graph(project, 
     assert sum(n.op_type == "Conv" for n in model.graph.node) == 6  # the network, at the top level
     assert "froze sr = 16000 (data)" in out and "If 25 -> 0" in out and "real data" in out
     # data made for the original still feeds it: the model records sr, and a feed's sr is checked, then left out
-    from ortflow.engine.dataset import without_frozen
+    from ortflow.engine.contracts.dataset import without_frozen
 
     inputs = model_inputs(folder / "model.onnx")
     assert inputs.frozen == {"sr": 16000} and [i.name for i in inputs] == ["input", "state"]

@@ -364,7 +364,7 @@ def _package_file(dist: str, file: str) -> Path:
 
 def test_report_tables_never_cut_two_variant_ids_to_the_same_text(project, monkeypatch, capsys):
     """In a narrow terminal the candidates' table folds long ids instead of ending them in `…`."""
-    from ortflow.engine.console import Output
+    from ortflow.engine.cli.console import Output
 
     ids = [
         "int8[calibration=percentile,activation_type=QUInt8,per_channel=true]",
@@ -437,7 +437,7 @@ def test_detection_metric_arithmetic_on_hand_made_boxes():
     the wrong class, one extra box, one missed."""
     import numpy as np
 
-    from ortflow.engine.params import fill_defaults
+    from ortflow.engine.contracts.params import fill_defaults
     from ortflow.stages.metrics.detection import DetectionAgreement
 
     def outputs(boxes, classes, scores):

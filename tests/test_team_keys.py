@@ -15,8 +15,8 @@ import pytest
 from conftest import PLUGINS, two_stage_recipe
 from test_remote_trust import built, fresh, remote_records, rewrite
 
-from ortflow.engine.builds import canonical_json
-from ortflow.engine.errors import EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE
+from ortflow.engine.contracts.builds import canonical_json
+from ortflow.engine.leaves.errors import EXIT_OK, EXIT_STAGE_FAILED, EXIT_USAGE
 from ortflow.engine.store.signing import sign
 
 NEW_KEY = "c0ffee" * 10 + "abcd"  # 64 hex digits, as `engine cache key new` writes
@@ -58,7 +58,7 @@ def test_a_key_where_a_path_belongs_is_refused_and_never_printed(project, cli, m
 
 
 def test_the_redactor_masks_a_key_variable_in_any_text(monkeypatch):
-    from ortflow.engine.secrets import redact
+    from ortflow.engine.leaves.secrets import redact
 
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", NEW_KEY)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEYS_PREVIOUS", f"{OLD_KEY}\nanother-old-key-" + "7" * 30)

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from conftest import minilm_model, write
 
-from ortflow.engine import environment
+from ortflow.engine.leaves import environment
 from ortflow.engine.ort.providers import resolve
 
 TRT_USABLE = (

@@ -11,7 +11,7 @@ import conftest
 import pytest
 from conftest import two_stage_recipe, write
 
-from ortflow.engine.terminal_text import printable
+from ortflow.engine.leaves.terminal_text import printable
 
 pexpect = pytest.importorskip("pexpect")
 

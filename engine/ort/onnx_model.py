@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.leaves.errors import StageError
 
 TWO_GB = 2**31 - 1  # protobuf's limit: larger models must keep their weights in external data
 

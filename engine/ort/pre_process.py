@@ -8,10 +8,10 @@ import os
 import re
 from pathlib import Path
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.contracts.types import TextEnum
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.ort import onnx_model
 from ortflow.engine.ort.child_process import child_command
-from ortflow.engine.types import TextEnum
 
 
 class PreProcessFailure(TextEnum):

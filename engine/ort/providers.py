@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ortflow.engine.errors import ProviderUnavailable, StageError
+from ortflow.engine.leaves.errors import ProviderUnavailable, StageError
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
 
 INSTALL = {

@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
@@ -51,7 +51,7 @@ def distribution_figure(
 ) -> JsonObject:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
     series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
-    type declared it (engine.declarations.Distribution: benchmark's "latency per run", in ms), starting at zero
+    type declared it (engine.contracts.declarations.Distribution: benchmark's "latency per run", in ms), starting at zero
     so box lengths compare as ratios; each series in its model's colour (`colors`, from color_map)."""
     names = unique_names(list(series))
     data = [

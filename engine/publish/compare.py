@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.publish.lockfile import load_lock_yaml, read_bounded_text
 
 

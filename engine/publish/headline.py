@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ortflow.engine.json_types import Json, JsonObject, number, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, objects, text
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,14 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from ortflow.engine.builds import FloatValues, LockEntry, RunRecord
-from ortflow.engine.environment import fact
-from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.contracts.builds import FloatValues, LockEntry, RunRecord
+from ortflow.engine.contracts.stage import Stage
+from ortflow.engine.contracts.stage import within_tolerance as values_agree
+from ortflow.engine.contracts.types import QuietObserver, Recipe, StageOutcome, Status
+from ortflow.engine.leaves.environment import fact
+from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.leaves.schema_check import problem as schema_problem
+from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
 from ortflow.engine.publish.lockfile import (
     FIX,
@@ -27,14 +32,9 @@ from ortflow.engine.publish.lockfile import (
     load_lock_yaml,
     read_bounded_text,
 )
-from ortflow.engine.schema_check import problem as schema_problem
-from ortflow.engine.secrets import redact_json
-from ortflow.engine.stage import Stage
-from ortflow.engine.stage import within_tolerance as values_agree
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Mutexes
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import QuietObserver, Recipe, StageOutcome, Status
 
 
 @lru_cache(maxsize=1)
@@ -49,8 +49,8 @@ def _problems(path: Path, data: Any) -> list[Problem]:
     positions only here, for a lock that is already known to be damaged (by the compiled check)."""
     if schema_problem("lock", data) is None:
         return []
+    from ortflow.engine.leaves.yamlsource import parse_yaml
     from ortflow.engine.recipe.schema_errors import validate
-    from ortflow.engine.yamlsource import parse_yaml
 
     _, source = parse_yaml(read_bounded_text(path), str(path))
     found = validate(data, lock_schema(), source) or [
@@ -306,7 +306,7 @@ class LockWriter(QuietObserver):
 
 def within_tolerance(stage_cls: type[Stage], record: RunRecord, entry: LockEntry) -> bool:
     """Whether the record's outputs that differ from the entry's are, by their stage type, the same result
-    made on another CPU (engine.stage.within_tolerance)."""
+    made on another CPU (engine.contracts.stage.within_tolerance)."""
     locked = entry.outputs or {}
     changed = {
         port: out.values

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ortflow.engine.builds import LockEntry
-from ortflow.engine.types import Recipe
+from ortflow.engine.contracts.builds import LockEntry
+from ortflow.engine.contracts.types import Recipe
 
 
 def inferred_family(stages: Mapping[str, LockEntry], recipe: Recipe) -> str | None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from ortflow.engine.errors import Location, Problem, RecipeError
-from ortflow.engine.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
+from ortflow.engine.leaves.errors import Location, Problem, RecipeError
+from ortflow.engine.leaves.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
 
 LOCK_SCHEMA = 1
 HEADER = (

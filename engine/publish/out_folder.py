@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ortflow.engine.disk_space import OUT_FIX, disk_full_message
-from ortflow.engine.errors import no_space
+from ortflow.engine.contracts.types import QuietObserver, StageOutcome
+from ortflow.engine.leaves.disk_space import OUT_FIX, disk_full_message
+from ortflow.engine.leaves.errors import no_space
 from ortflow.engine.publish.report import stage_folder
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.links import real_folder, refuse_link, refuse_links_below
-from ortflow.engine.types import QuietObserver, StageOutcome
 
 STAGE_MARKER = ".ortflow-stage"  # in each out/<recipe>/<stage>/ folder ortflow publishes
 

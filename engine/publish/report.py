@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ortflow.engine.declarations import Axis, Declares, Measure, plotted, units
-from ortflow.engine.environment import facts, target_isa
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.contracts.declarations import Axis, Declares, Measure, plotted, units
+from ortflow.engine.contracts.report_section import ReportSection, report_section
+from ortflow.engine.contracts.types import Recipe, StageOutcome
+from ortflow.engine.leaves.environment import facts, target_isa
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
-from ortflow.engine.report_section import ReportSection, report_section
-from ortflow.engine.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import Recipe, StageOutcome
 
 SHELL_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}")
 
@@ -114,7 +114,7 @@ def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome
         "ran_on": record.ran_on if record is not None else None,
         "summary": record.summary if record is not None else "",
         "metrics": record.metrics if record is not None else {},
-        # a verdict's data (engine.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
+        # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
         # calibration_reused, verified, label), where the stage declared one
         "data_source": record.data_source if record is not None else None,
         "outputs": {
@@ -179,7 +179,7 @@ def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
 def _sections(
     outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]
 ) -> list[JsonObject]:
-    """Each metrics output's report section (engine.documents.report_section), in the order the stages ran, with
+    """Each metrics output's report section (engine.contracts.documents.report_section), in the order the stages ran, with
     what its stage type declares about it."""
     sections: list[JsonObject] = []
     for name, outcome in outcomes.items():

@@ -6,14 +6,14 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ortflow.engine.declarations import unit_of
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.provenance import with_label
+from ortflow.engine.contracts.declarations import unit_of
+from ortflow.engine.contracts.provenance import with_label
+from ortflow.engine.contracts.types import dropped_text
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.terminal_text import printable
+from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
 from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
-from ortflow.engine.terminal_text import printable
-from ortflow.engine.types import dropped_text
-from ortflow.engine.wording import counted
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -281,7 +281,7 @@ def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
 
 
 def _cell(value: Any) -> str:
-    """A cell as the terminal prints it (engine.console_tables): floats to four significant figures."""
+    """A cell as the terminal prints it (engine.cli.console_tables): floats to four significant figures."""
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
@@ -292,4 +292,4 @@ def _numeric(value: Any) -> bool:
 def _e(value: Any) -> str:
     return html.escape(
         printable(str(value))
-    )  # control characters: the terminal's rule (engine.terminal_text)
+    )  # control characters: the terminal's rule (engine.leaves.terminal_text)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ortflow.engine.errors import Problem
-from ortflow.engine.secrets import pair_secrets, redact, url_secrets, value_secrets
-from ortflow.engine.yamlsource import PathKey, SourceMap
+from ortflow.engine.leaves.errors import Problem
+from ortflow.engine.leaves.secrets import pair_secrets, redact, url_secrets, value_secrets
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 
 FIX = (
     "take the credentials out of the URL: give them through the environment or the tool's credential files "

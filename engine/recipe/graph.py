@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ortflow.engine.errors import Problem
+from ortflow.engine.contracts.types import Recipe
+from ortflow.engine.leaves.errors import Problem
 from ortflow.engine.store.hashing import hash_bytes
-from ortflow.engine.types import Recipe
 
 if TYPE_CHECKING:
     import networkx as nx

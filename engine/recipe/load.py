@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ortflow.engine.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.contracts.registry import Plugins
+from ortflow.engine.contracts.types import Recipe, StageSpec
+from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import load_yaml
 from ortflow.engine.recipe.credentials import credential_problems
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, Expansion, expand
 from ortflow.engine.recipe.overrides import apply_overrides
@@ -13,9 +16,6 @@ from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
 from ortflow.engine.recipe.stage_specs import Scope, resolve_stages
-from ortflow.engine.registry import Plugins
-from ortflow.engine.types import Recipe, StageSpec
-from ortflow.engine.yamlsource import load_yaml
 
 
 def read_recipe(

@@ -10,9 +10,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.engine.errors import Problem, RecipeError, suggest
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.yamlsource import PathKey, SourceMap, parse_yaml
+from ortflow.engine.leaves.errors import Problem, RecipeError, suggest
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap, parse_yaml
 
 RESERVED = ("include", "exclude")
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.errors import Location, Problem, RecipeError
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.errors import Location, Problem, RecipeError
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import SourceMap, parse_yaml
 from ortflow.engine.recipe.matrix_combinations import label
-from ortflow.engine.yamlsource import SourceMap, parse_yaml
 
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"

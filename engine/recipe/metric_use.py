@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ortflow.engine.errors import Problem
-from ortflow.engine.metric import Better, KnownMetrics
-from ortflow.engine.stage import ArtifactKind
-from ortflow.engine.types import StageSpec
-from ortflow.engine.yamlsource import SourceMap
+from ortflow.engine.contracts.metric import Better, KnownMetrics
+from ortflow.engine.contracts.stage import ArtifactKind
+from ortflow.engine.contracts.types import StageSpec
+from ortflow.engine.leaves.errors import Problem
+from ortflow.engine.leaves.yamlsource import SourceMap
 
 
 def metric_problems(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import Location, Problem, RecipeError, suggest
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.yamlsource import SourceMap, load_yaml, parse_yaml
+from ortflow.engine.leaves.errors import Location, Problem, RecipeError, suggest
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
 

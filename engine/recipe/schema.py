@@ -8,7 +8,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 
 
 def recipe_schema_text() -> str:

@@ -6,9 +6,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ortflow.engine.errors import Problem, suggest
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.yamlsource import PathKey, SourceMap
+from ortflow.engine.leaves.errors import Problem, suggest
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 
 _TYPE_NAMES = {
     "object": "a mapping",

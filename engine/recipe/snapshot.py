@@ -20,22 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
 import ortflow
-from ortflow.engine.errors import Location
-from ortflow.engine.json_types import Json
+from ortflow.engine.contracts.registry import Plugins
+from ortflow.engine.contracts.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
+from ortflow.engine.leaves.errors import Location
+from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.leaves.secrets import redact
+from ortflow.engine.leaves.yamlsource import MAX_BYTES, SourceMap
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.recipe.schema import recipe_schema_text
-from ortflow.engine.registry import Plugins
-from ortflow.engine.secrets import redact
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.hashing import hash_bytes
 from ortflow.engine.store.keys import canonical_json
 from ortflow.engine.store.signing import local_key, sign, signature_ok
-from ortflow.engine.types import Binding, DatasetSpec, InputSpec, Recipe, Ref, StageSpec
-from ortflow.engine.yamlsource import MAX_BYTES, SourceMap
 
 if TYPE_CHECKING:
-    from ortflow.engine.dataset import DatasetLoader
-    from ortflow.engine.stage import Stage
+    from ortflow.engine.contracts.dataset import DatasetLoader
+    from ortflow.engine.contracts.stage import Stage
 
 Place = tuple[str, "int | None", "int | None"]  # a Location as saved: file, line, column
 

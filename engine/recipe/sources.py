@@ -8,13 +8,13 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.params import fill_defaults
+from ortflow.engine.contracts.params import fill_defaults
+from ortflow.engine.contracts.registry import Registry
+from ortflow.engine.contracts.types import DatasetSpec, InputSpec
+from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import SourceMap
 from ortflow.engine.recipe.schema_errors import validate
-from ortflow.engine.registry import Registry
-from ortflow.engine.types import DatasetSpec, InputSpec
-from ortflow.engine.yamlsource import SourceMap
 
 
 def resolve_inputs(

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.params import fill_defaults
+from ortflow.engine.contracts.params import fill_defaults
+from ortflow.engine.contracts.registry import Plugins
+from ortflow.engine.contracts.stage import ArtifactKind, Port, Stage
+from ortflow.engine.contracts.types import SOURCES, Binding, Ref, StageSpec
+from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 from ortflow.engine.recipe.metric_use import metric_problems
 from ortflow.engine.recipe.schema_errors import validate
-from ortflow.engine.registry import Plugins
-from ortflow.engine.stage import ArtifactKind, Port, Stage
-from ortflow.engine.types import SOURCES, Binding, Ref, StageSpec
-from ortflow.engine.yamlsource import PathKey, SourceMap
 
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.

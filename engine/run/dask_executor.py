@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.contracts.types import StageOutcome, Status
+from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.store.shared import SharedStore
-from ortflow.engine.types import StageOutcome, Status
 
 if TYPE_CHECKING:
+    from ortflow.engine.contracts.types import StageJob
     from ortflow.engine.store.base import Store
-    from ortflow.engine.types import StageJob
 
 PINNED_WORKER_GRACE_S = (
     60.0  # how long a stage pinned to a worker that left waits for it to come back
@@ -301,7 +301,7 @@ def run_on_worker(
     remote, the store is the worker's own cache and objects move through the remote."""
     from distributed import get_worker
 
-    from ortflow.engine.errors import StageError, StoreError
+    from ortflow.engine.leaves.errors import StageError, StoreError
     from ortflow.engine.run.jobs import on_this_machine
     from ortflow.engine.run.runner import execute
     from ortflow.engine.store.artifacts import open_store

@@ -7,8 +7,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:
+    from ortflow.engine.contracts.types import StageJob, StageOutcome
     from ortflow.engine.store.base import Store
-    from ortflow.engine.types import StageJob, StageOutcome
 
 
 class Executor(Protocol):

@@ -7,19 +7,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Collection, Iterable, Mapping
 
-from ortflow.engine.builds import FloatValues, Identity, RunRecord
-from ortflow.engine.dataset import Dataset
-from ortflow.engine.environment import facts, target_isa
-from ortflow.engine.errors import StageError
-from ortflow.engine.provenance import DataProvenance, DataSource
-from ortflow.engine.registry import installed_stages
-from ortflow.engine.stage import ArtifactKind, within_tolerance
+from ortflow.engine.contracts.builds import FloatValues, Identity, RunRecord
+from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.provenance import DataProvenance, DataSource
+from ortflow.engine.contracts.registry import installed_stages
+from ortflow.engine.contracts.stage import ArtifactKind, within_tolerance
+from ortflow.engine.contracts.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
+from ortflow.engine.leaves.environment import facts, target_isa
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.store.base import RunRecords
 from ortflow.engine.store.records import kinds_problem, lock_disagreement
-from ortflow.engine.types import Missing, Ref, StageJob, StageOutcome, StageSpec, Status
 
 if TYPE_CHECKING:
-    from ortflow.engine.dataset import Dataset
+    from ortflow.engine.contracts.dataset import Dataset
 
 Located = tuple[str, Any]  # (content digest, a Path, a Dataset, or None where only keys are wanted)
 Locate = Callable[[Ref], "Located | None"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ortflow.engine.builds import Identity, LockEntry, portable_env
-from ortflow.engine.environment import fact
-from ortflow.engine.errors import StageError
+from ortflow.engine.contracts.builds import Identity, LockEntry, portable_env
+from ortflow.engine.contracts.types import Missing, Recipe, StageSpec, TextEnum
+from ortflow.engine.leaves.environment import fact
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import cached_verdict, job_for, locator, without
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Missing, Recipe, StageSpec, TextEnum
 
 if TYPE_CHECKING:
     from ortflow.engine.publish.lock import Lock
@@ -143,7 +143,7 @@ UNSIGNED_ELSEWHERE = (
 def _why(entry: LockEntry | None, identity: Identity) -> str:
     if entry is None:
         return "new stage"
-    # a host-specific entry records only the portable facts (engine.builds.LockEntry)
+    # a host-specific entry records only the portable facts (engine.contracts.builds.LockEntry)
     env = identity.env if entry.key is not None else portable_env(identity.env)
     if entry.type != identity.type:
         return f"stage type changed: {entry.type} -> {identity.type}"

@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.contracts.types import StageJob, StageOutcome, Status
+from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.shared import SharedStore
 from ortflow.engine.store.transfer import Tally, publish_run
-from ortflow.engine.types import StageJob, StageOutcome, Status
 
 _OPEN: dict[
     tuple[str, str, bool], SharedStore

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.contracts.types import Missing, Recipe, StageOutcome, Status
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.jobs import job_for, locator, settled, tolerated, without
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Missing, Recipe, StageOutcome, Status
 
 
 def replay(

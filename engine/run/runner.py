@@ -13,10 +13,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from ortflow.engine.builds import RunOutput, RunRecord
-from ortflow.engine.dataset import Dataset
-from ortflow.engine.disk_space import CACHE_FIX, disk_full_message, mount_point
-from ortflow.engine.errors import (
+from ortflow.engine.contracts.builds import RunOutput, RunRecord
+from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.stage import StageContext, StageResult
+from ortflow.engine.contracts.types import (
+    StageJob,
+    StageOutcome,
+    Status,
+)
+from ortflow.engine.leaves.disk_space import CACHE_FIX, disk_full_message, mount_point
+from ortflow.engine.leaves.errors import (
     LOW_SPACE,
     GateFailed,
     ProviderUnavailable,
@@ -26,13 +32,22 @@ from ortflow.engine.errors import (
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import served, settled
 from ortflow.engine.run.steps import StepRunner
-from ortflow.engine.stage import StageContext, StageResult
 from ortflow.engine.store.base import Store
 from ortflow.engine.store.digests import content_digest, input_digest
 from ortflow.engine.store.files import tree_size
-from ortflow.engine.types import StageJob, StageOutcome, Status
 
 LOG_TAIL = 4000  # characters of a stage's printed output kept in its run record
+
+
+@dataclass
+class FailureContext:
+    """What a stage left when its code raised, kept here rather than patched onto the exception: the tail of what
+    it printed (the outcome's log), its work folder (paths into it are taken out of the message: the folder is gone
+    by the time anyone reads it) and the space left on its disk then (a full disk is said as the cause)."""
+
+    printed: str = ""
+    workdir: Path | None = None
+    free_bytes: int | None = None
 
 
 def execute(
@@ -45,12 +60,13 @@ def execute(
     spec = job.spec
     started = time.perf_counter()
     key = job.identity.key
+    context = FailureContext()  # filled by _run_stage when the stage's code raises
     try:
         with store.key_mutex(key):
             record = store.read_run(key, spec.name)  # another process may have built it meanwhile
             if record is not None and served(record, spec):
                 return settled(spec.name, Status.CACHED, time.perf_counter() - started, key, record)
-            record = _build(store, job, log, ran_on or {"host": socket.gethostname()})
+            record = _build(store, job, log, ran_on or {"host": socket.gethostname()}, context)
         return settled(spec.name, Status.RAN, time.perf_counter() - started, key, record)
     except ProviderUnavailable as exc:
         status = Status.SKIPPED if spec.optional else Status.FAILED
@@ -73,15 +89,14 @@ def execute(
             time.perf_counter() - started,
             key,
             exc,
-            _readable(str(exc), exc),
+            _readable(str(exc), context),
             details,
+            context,
         )
         return _refused(store, job, failed, ran_on)
     except Exception as exc:  # noqa: BLE001 - boundary: stage code. Keep the traceback (and what it printed) for --debug
-        message = _readable(
-            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}",
-            exc,
-        )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        message = _readable(f"{type(exc).__name__}: {first}", context)
         return _failure(
             store,
             spec.name,
@@ -90,6 +105,7 @@ def execute(
             exc,
             message,
             traceback.format_exc(),
+            context,
         )
 
 
@@ -137,10 +153,11 @@ def _failure(
     exc: BaseException,
     message: str,
     details: str | None,
+    context: FailureContext,
 ) -> StageOutcome:
     """A failed stage's outcome. A full disk is said as such, whether the error says it (ENOSPC) or only shows
     its effect (a truncated model that no longer parses), judged by the space left when the stage failed."""
-    free = getattr(exc, "free_bytes", None)
+    free = context.free_bytes
     full_error = no_space(exc)
     if full_error is not None:
         message, full = _full_disk(store.root, full_error), True
@@ -162,7 +179,7 @@ def _failure(
         key,
         error=message,
         traceback=details,
-        printed=getattr(exc, "stage_log", ""),
+        printed=context.printed,
         out_of_space=full,
     )
 
@@ -185,10 +202,10 @@ def _free_bytes(folder: Path) -> int | None:
         return None
 
 
-def _readable(message: str, exc: BaseException) -> str:
+def _readable(message: str, context: FailureContext) -> str:
     """A message without paths into the stage's work folder, which is gone by the time anyone reads it:
     files the stage made there are named by their own names."""
-    workdir = getattr(exc, "workdir", None)
+    workdir = context.workdir
     if workdir is None:
         return message
     for folder in (workdir / "scratch", workdir / "out"):
@@ -197,12 +214,16 @@ def _readable(message: str, exc: BaseException) -> str:
 
 
 def _build(
-    store: Store, job: StageJob, log: Callable[[str], None], ran_on: dict[str, str]
+    store: Store,
+    job: StageJob,
+    log: Callable[[str], None],
+    ran_on: dict[str, str],
+    context: FailureContext,
 ) -> RunRecord:
     spec, identity = job.spec, job.identity
     with store.workdir(spec.name) as workdir:
         ctx, steps = _context(store, job, workdir, log)
-        ran = _run_stage(job, ctx, workdir)
+        ran = _run_stage(job, ctx, workdir, context)
         _check_sources_unchanged(store, job)
         outputs = _store_outputs(store, job, ctx, ran.result)
         record = RunRecord(
@@ -275,9 +296,9 @@ class _Ran:
     printed: str
 
 
-def _run_stage(job: StageJob, ctx: StageContext, workdir: Path) -> _Ran:
-    """Run the stage's code, its printed output captured. An error leaves with what the stage printed, its
-    work folder (to take out of messages) and the space left there (to tell a full disk)."""
+def _run_stage(job: StageJob, ctx: StageContext, workdir: Path, context: FailureContext) -> _Ran:
+    """Run the stage's code, its printed output captured. An error leaves `context` holding what the stage
+    printed, its work folder (to take out of messages) and the space left there (to tell a full disk)."""
     started = time.perf_counter()
     with captured_output() as printed:  # library chatter goes to the run record, not the terminal
         gate_failed = None
@@ -290,10 +311,10 @@ def _run_stage(job: StageJob, ctx: StageContext, workdir: Path) -> _Ran:
                 StageResult(summary=str(exc), metrics=exc.metrics, data_source=exc.data_source),
                 str(exc),
             )
-        except BaseException as exc:
-            exc.stage_log = printed.getvalue()[-LOG_TAIL:]  # type: ignore[attr-defined]
-            exc.workdir = workdir  # type: ignore[attr-defined]  # removed before the error is shown
-            exc.free_bytes = _free_bytes(workdir)  # type: ignore[attr-defined]  # before removing it frees space
+        except BaseException:
+            context.printed = printed.getvalue()[-LOG_TAIL:]
+            context.workdir = workdir  # removed before the error is shown
+            context.free_bytes = _free_bytes(workdir)  # before removing it frees space
             raise
     seconds = time.perf_counter() - started
     return _Ran(result, gate_failed, seconds, printed.getvalue()[-LOG_TAIL:])
@@ -322,7 +343,7 @@ def _store_outputs(
 
 def _pinned(job: StageJob) -> dict[str, tuple[float, ...]]:
     """The lock's recorded values for this job's outputs (a value the lock garbles was dropped as it was
-    read: engine.builds.floats_of)."""
+    read: engine.contracts.builds.floats_of)."""
     return dict(job.pinned_values)
 
 

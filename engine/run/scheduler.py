@@ -6,7 +6,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from ortflow.engine.errors import StageError
+from ortflow.engine.contracts.types import (
+    Missing,
+    QuietObserver,
+    Recipe,
+    RunObserver,
+    StageJob,
+    StageOutcome,
+    Status,
+)
+from ortflow.engine.leaves.errors import StageError
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor
 from ortflow.engine.run.jobs import (
@@ -25,15 +34,6 @@ from ortflow.engine.run.jobs import (
     without,
 )
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import (
-    Missing,
-    QuietObserver,
-    Recipe,
-    RunObserver,
-    StageJob,
-    StageOutcome,
-    Status,
-)
 
 
 @dataclass

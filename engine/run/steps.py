@@ -9,17 +9,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, cast
 
-from ortflow.engine.errors import ProviderUnavailable, StageError
-from ortflow.engine.json_types import Params
-from ortflow.engine.params import fill_defaults, params_problems
-from ortflow.engine.registry import Registry, installed_stages
+from ortflow.engine.contracts.params import fill_defaults, params_problems
+from ortflow.engine.contracts.registry import Registry, installed_stages
+from ortflow.engine.contracts.stage import Artifact, Stage, StepResult
+from ortflow.engine.contracts.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
+from ortflow.engine.leaves.errors import ProviderUnavailable, StageError
+from ortflow.engine.leaves.json_types import Params
 from ortflow.engine.run.jobs import identify
-from ortflow.engine.stage import Artifact, Stage, StepResult
 from ortflow.engine.store.base import Store
-from ortflow.engine.types import Binding, Ref, StageJob, StageOutcome, StageSpec, Status
 
 if TYPE_CHECKING:
-    from ortflow.engine.dataset import Dataset
+    from ortflow.engine.contracts.dataset import Dataset
 
 Execute = Callable[[StageJob, Callable[[str], None]], StageOutcome]
 
@@ -93,9 +93,8 @@ class StepRunner:
         if outcome.status == Status.SKIPPED:
             raise ProviderUnavailable(str(outcome.error).removeprefix("optional stage skipped: "))
         if outcome.status not in (Status.RAN, Status.CACHED, Status.GATE_FAILED):
-            error = StageError(f"step {uses} failed: {outcome.error}")
-            error.stage_log = "\n".join(filter(None, [outcome.traceback, outcome.printed]))  # type: ignore[attr-defined]
-            raise error
+            # the step's own log is in its outcome (and its run record); the parent's outcome keeps what it printed
+            raise StageError(f"step {uses} failed: {outcome.error}")
         produced = outcome.record.digests if outcome.record is not None else {}
         outputs = {
             port: Artifact(digest, self.store.object_path(digest))

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from ortflow.engine.errors import OrtflowError
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.errors import OrtflowError
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 from ortflow.engine.starter.sizes import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 
 
 class Target(enum.Enum):

@@ -7,9 +7,9 @@ where the `specialize` stage is installed."""
 
 from __future__ import annotations
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.contracts.registry import installed_stages
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import ModelFacts
-from ortflow.engine.registry import installed_stages
 from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.roles import ModelKind, ModelRoles
 

@@ -1,4 +1,4 @@
-"""Which reading of a detection head `engine init` writes (engine.detection_heads): the one whose boxes are
+"""Which reading of a detection head `engine init` writes (engine.leaves.detection_heads): the one whose boxes are
 plausible on the data's first images, said in the recipe with its figures; init refuses when none is, since a
 misread head agrees with itself and the accuracy gate would judge candidates on noise."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.engine.detection_heads import (
+from ortflow.engine.leaves.detection_heads import (
     READINGS,
     HeadReading,
     Plausibility,
@@ -16,7 +16,7 @@ from ortflow.engine.detection_heads import (
     feed_image_size,
     plausibility,
 )
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.errors import OrtflowError
 
 SAMPLES = 4  # images the readings are tried on
 SCORE_THRESHOLD = 0.25  # the detection metric's default

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning
 

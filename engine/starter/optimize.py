@@ -11,14 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ortflow.engine import documents
-from ortflow.engine.documents import Selection, SelectionCandidate, SessionSettings
-from ortflow.engine.errors import EXIT_GATE_FAILED, EXIT_STAGE_FAILED, EXIT_UNVERIFIED, OrtflowError
-from ortflow.engine.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
+from ortflow.engine.contracts import documents
+from ortflow.engine.contracts.documents import Selection, SelectionCandidate, SessionSettings
+from ortflow.engine.contracts.provenance import REUSED, UNVERIFIED_RANDOM, DataSource
+from ortflow.engine.contracts.stage import Stage
+from ortflow.engine.contracts.types import StageOutcome
+from ortflow.engine.leaves.errors import (
+    EXIT_GATE_FAILED,
+    EXIT_STAGE_FAILED,
+    EXIT_UNVERIFIED,
+    OrtflowError,
+)
 from ortflow.engine.publish.report import stage_folder
-from ortflow.engine.stage import Stage
 from ortflow.engine.starter.write import InitOptions, InitResult, init_recipe
-from ortflow.engine.types import StageOutcome
 
 PICK = "pick"  # the select stage engine init writes
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.errors import OrtflowError
 
 # mean and std on pixels scaled to [0, 1] (x / 255), per RGB channel: the images loader's `mean` and `std`
 PRESETS: dict[str, tuple[tuple[float, ...], tuple[float, ...], str]] = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
 from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.head_choice import ReadingChoice

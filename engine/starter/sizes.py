@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortflow.engine.dataset import MAX_FEED_VALUES
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.contracts.dataset import MAX_FEED_VALUES
+from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")

@@ -8,7 +8,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.errors import OrtflowError
 
 HELD_OUT_MOST = (
     16  # samples the accuracy check uses (validate_accuracy's `samples` in init's recipes)

@@ -12,11 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine.dataset import Dataset, model_inputs
-from ortflow.engine.errors import OrtflowError, StageError
+from ortflow.engine.contracts.dataset import Dataset, model_inputs
+from ortflow.engine.contracts.params import fill_defaults, schema_problems
+from ortflow.engine.contracts.registry import DATASETS, installed
+from ortflow.engine.leaves.errors import OrtflowError, StageError
+from ortflow.engine.leaves.yamlsource import parse_yaml
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
-from ortflow.engine.params import fill_defaults, schema_problems
-from ortflow.engine.registry import DATASETS, installed
 from ortflow.engine.starter.data import (
     DataKind,
     DatasetChoice,
@@ -26,7 +27,6 @@ from ortflow.engine.starter.data import (
     resolved_shape,
 )
 from ortflow.engine.starter.roles import InputRole, ModelRoles
-from ortflow.engine.yamlsource import parse_yaml
 
 MAX_TRIALS = (
     12  # runs after the first: a model whose single run is slow is fine, a loop over it is not

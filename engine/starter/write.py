@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
-from ortflow.engine.errors import OrtflowError, StageError
+from ortflow.engine.leaves.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import (
     DataKind,

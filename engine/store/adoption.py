@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.builds import canonical_json
+from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind
 from ortflow.engine.store.records import (

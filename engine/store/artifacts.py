@@ -25,10 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ortflow.engine.builds import RunRecord, parse_record
-from ortflow.engine.errors import StoreError
-from ortflow.engine.json_types import JsonObject
-from ortflow.engine.secrets import redact_json
+from ortflow.engine.contracts.builds import RunRecord, parse_record
+from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
@@ -204,7 +204,7 @@ class ArtifactStore:
     def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
         """Every run record that is a regular file in a real shard folder (odd_entries() names the rest), as
         unchecked documents: `cache verify` and `cache adopt` judge them, others parse them with
-        engine.builds.parse_record."""
+        engine.contracts.builds.parse_record."""
         for path in sorted(self._plain_entries(self.runs)):
             if path.suffix != ".json":
                 continue

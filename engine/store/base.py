@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Iterator, Protocol
 
-from ortflow.engine.builds import RunRecord
+from ortflow.engine.contracts.builds import RunRecord
 from ortflow.engine.store.hashing import HashCache
 
 

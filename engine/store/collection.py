@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ortflow.engine.builds import RunRecord
+from ortflow.engine.contracts.builds import RunRecord
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.files import tree_size
 

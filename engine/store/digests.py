@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ortflow.engine.environment import facts
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.environment import facts
+from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.ort.onnx_model import (
     ExternalDataOutside,
     NotAnOnnxModel,
@@ -19,7 +19,7 @@ from ortflow.engine.store.hashing import HashCache, hash_bytes
 from ortflow.engine.store.keys import canonical_json
 
 if TYPE_CHECKING:
-    from ortflow.engine.dataset import DatasetLoader
+    from ortflow.engine.contracts.dataset import DatasetLoader
 
 
 def input_digest(path: Path, hashes: HashCache) -> str:

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ortflow.engine.errors import OrtflowError
+from ortflow.engine.leaves.errors import OrtflowError
 
 CHUNK = 1 << 20
 

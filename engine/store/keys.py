@@ -1,11 +1,11 @@
 """Cache keys: the sha256 of everything that determines a stage's outputs, in canonical JSON. The key is
-computed by engine.builds.Identity, once per job; these names remain for code that imports them here."""
+computed by engine.contracts.builds.Identity, once per job; these names remain for code that imports them here."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ortflow.engine.builds import IDENTITY, Identity, canonical_json, portable_env
+from ortflow.engine.contracts.builds import IDENTITY, Identity, canonical_json, portable_env
 
 __all__ = ["IDENTITY", "canonical_json", "portable_env", "stage_key"]
 

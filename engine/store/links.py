@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from ortflow.engine.errors import EXIT_USAGE, OrtflowError
+from ortflow.engine.leaves.errors import EXIT_USAGE, OrtflowError
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),

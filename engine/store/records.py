@@ -9,8 +9,8 @@ import re
 from enum import Enum
 from typing import Any, Callable
 
-from ortflow.engine.builds import IDENTITY, Identity, canonical_json
-from ortflow.engine.schema_check import problem as schema_problem
+from ortflow.engine.contracts.builds import IDENTITY, Identity, canonical_json
+from ortflow.engine.leaves.schema_check import problem as schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signed_by_any, verifying_keys
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")

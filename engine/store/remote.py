@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ortflow.engine.errors import OrtflowError, StoreError
-from ortflow.engine.json_types import Json
-from ortflow.engine.secrets import redact, url_secrets
+from ortflow.engine.leaves.errors import OrtflowError, StoreError
+from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.leaves.secrets import redact, url_secrets
 from ortflow.engine.store.atomic import remove_stale_staging, staging_path
 from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
@@ -376,7 +376,7 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
 
 
 def remote_call(remote: Remote, call: Callable[[], Any]) -> Any:
-    """`call()` on a remote, with what its backend raises said as one line (engine.errors' boundary)."""
+    """`call()` on a remote, with what its backend raises said as one line (engine.leaves.errors' boundary)."""
     try:
         return call()
     except OrtflowError:

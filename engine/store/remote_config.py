@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ortflow.engine.errors import StoreError
-from ortflow.engine.secrets import is_secret_name, redact, value_secrets
+from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.secrets import is_secret_name, redact, value_secrets
+from ortflow.engine.leaves.yamlsource import PathKey, load_yaml
 from ortflow.engine.store.remote import CHAIN, Remote
-from ortflow.engine.yamlsource import PathKey, load_yaml
 
 CONFIG_NAME = "ortflow.yaml"
 REMOTE_ENV = "ORTFLOW_REMOTE"
@@ -148,7 +148,7 @@ def _holds_secret(key: object, value: object) -> bool:
 
 def default_recipe(path: Path) -> Path | None:
     """The recipe `engine run` (plan, status...) uses when none is named: `recipe: FILE` in this ortflow.yaml,
-    relative to its folder (engine.recipe_discovery); None without the file or the key."""
+    relative to its folder (engine.cli.recipe_discovery); None without the file or the key."""
     if not path.is_file():
         return None
     data, source = load_yaml(path, small=True)  # the parser limits every YAML read goes through

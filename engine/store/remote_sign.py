@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ortflow.engine.builds import canonical_json
-from ortflow.engine.errors import StoreError
+from ortflow.engine.contracts.builds import canonical_json
+from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.manifests import manifest_problem
 from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
 from ortflow.engine.store.remote import Remote

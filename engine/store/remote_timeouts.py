@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.leaves.errors import StoreError
 
 CONNECT_TIMEOUT_S = 5.0
 CONNECT_TIMEOUT_ENV = "ORTFLOW_REMOTE_CONNECT_TIMEOUT"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
 from ortflow.engine.store.signing import shared_key, verifying_keys
 

@@ -9,8 +9,8 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from ortflow.engine.errors import StoreError
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims

@@ -3,7 +3,7 @@
 - The current key signs and verifies: `$ORTFLOW_SIGNING_KEY`, else the file `$ORTFLOW_SIGNING_KEY_FILE` names.
   Both set is a warning naming the winner: a revoked key left in the variable beside a new file would go on
   signing and verifying, silently. A file variable that holds key material instead of a path is refused, and
-  no error ever prints a key variable's value (engine.secrets masks them in every line printed).
+  no error ever prints a key variable's value (engine.leaves.secrets masks them in every line printed).
 - A key that signs must have at least MIN_KEY_CHARS characters (`engine cache key new` writes 64 hex digits,
   32 random bytes): a shorter current key is refused. Previous keys only verify what was signed before a
   rotation; a short one is accepted with a warning that names the fix (re-sign, then drop it).
@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from ortflow.engine.errors import StoreError
+from ortflow.engine.leaves.errors import StoreError
 
 SIGNING_KEY_ENV = "ORTFLOW_SIGNING_KEY"
 SIGNING_KEY_FILE_ENV = "ORTFLOW_SIGNING_KEY_FILE"

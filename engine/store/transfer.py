@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ortflow.engine.builds import RunRecord
-from ortflow.engine.disk_space import PULL_FIX, PUSH_FIX, said_when_full
-from ortflow.engine.json_types import JsonObject
+from ortflow.engine.contracts.builds import RunRecord
+from ortflow.engine.leaves.disk_space import PULL_FIX, PUSH_FIX, said_when_full
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.manifests import DAMAGED, manifest_problem
 from ortflow.engine.store.meter import Counted, Meter, NoMeter

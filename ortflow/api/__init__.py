@@ -18,8 +18,15 @@ more release, with a warning naming what to import instead.
 # isort: off
 
 # The stage contract: what a stage declares (ports, parameters, the results it reports) and what it receives.
-from ortflow.engine.declarations import Axis, Choice, Declares, Distribution, Measure, Tables
-from ortflow.engine.stage import (
+from ortflow.engine.contracts.declarations import (
+    Axis,
+    Choice,
+    Declares,
+    Distribution,
+    Measure,
+    Tables,
+)
+from ortflow.engine.contracts.stage import (
     Artifact,
     ArtifactKind,
     Port,
@@ -32,12 +39,18 @@ from ortflow.engine.stage import (
 
 # Failures a stage raises: StageError (what is wrong, and the fix), GateFailed (ran, and its quality gate said
 # no), ProviderUnavailable (an execution provider ONNX Runtime cannot use here); OrtflowError for a broken plugin.
-from ortflow.engine.errors import GateFailed, OrtflowError, ProviderUnavailable, StageError, suggest
-from ortflow.engine.wording import counted  # "1 input", "3 inputs" in summaries
+from ortflow.engine.leaves.errors import (
+    GateFailed,
+    OrtflowError,
+    ProviderUnavailable,
+    StageError,
+    suggest,
+)
+from ortflow.engine.leaves.wording import counted  # "1 input", "3 inputs" in summaries
 
 # Datasets: the loader base class, the feeds a stage iterates, parameter schemas loaders share, and where the
 # data behind a verdict came from.
-from ortflow.engine.dataset import (
+from ortflow.engine.contracts.dataset import (
     BATCH_AXES_PARAM,
     FROZEN_INPUTS,
     LIMIT_PARAM,
@@ -56,7 +69,7 @@ from ortflow.engine.dataset import (
 
 # Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
 # metric names their parameters use.
-from ortflow.engine.detection_heads import (
+from ortflow.engine.leaves.detection_heads import (
     HeadReading,
     box_iou,
     confident_boxes,
@@ -64,24 +77,41 @@ from ortflow.engine.detection_heads import (
     feed_image_size,
     plausibility,
 )
-from ortflow.engine.metric import Better, KnownMetrics, Metric, MetricName, Outputs, bound_problems
+from ortflow.engine.contracts.metric import (
+    Better,
+    KnownMetrics,
+    Metric,
+    MetricName,
+    Outputs,
+    bound_problems,
+)
 
 # Parameters: defaults from a JSON Schema and its problems with given values, for a stage that validates the
 # parameters of a step or a metric it runs.
-from ortflow.engine.params import fill_defaults, params_problems, settings_of, settings_problems
+from ortflow.engine.contracts.params import (
+    fill_defaults,
+    params_problems,
+    settings_of,
+    settings_problems,
+)
 
 # Other plugins by name (stages never import each other): a stage type, a metric, a dataset loader.
-from ortflow.engine.registry import installed_metrics, loader_type, metric_type, stage_type
+from ortflow.engine.contracts.registry import (
+    installed_metrics,
+    loader_type,
+    metric_type,
+    stage_type,
+)
 
 # The environment facts a stage's outputs depend on (`Stage.env_facts` names them; `environment_facts` reads them).
-from ortflow.engine.environment import facts as environment_facts
-from ortflow.engine.environment import int8_saturates
+from ortflow.engine.leaves.environment import facts as environment_facts
+from ortflow.engine.leaves.environment import int8_saturates
 
 # A str Enum whose str() is its value: parameter choices and statuses that print as the user writes them.
-from ortflow.engine.types import TextEnum
+from ortflow.engine.contracts.types import TextEnum
 
 # JSON-shaped values: what a parsed JSON/YAML document holds, and a stage's opaque parameters.
-from ortflow.engine.json_types import Json, JsonObject, Params, Scalar
+from ortflow.engine.leaves.json_types import Json, JsonObject, Params, Scalar
 
 # Model files, kept at the top for plugins written against the first API (ortflow.api.onnx has the rest).
 from ortflow.engine.ort.onnx_model import check as check_model
@@ -94,7 +124,7 @@ from ortflow.engine.ort.onnx_model import save as save_model
 # first named (__getattr__ below): a cached run that writes and reads no document does not pay their import.
 _DOCUMENTS = {
     **{
-        name: ("ortflow.engine.documents", name)
+        name: ("ortflow.engine.contracts.documents", name)
         for name in (
             "BENCHMARK_CONFIG",
             "AccuracyResults",
@@ -113,8 +143,8 @@ _DOCUMENTS = {
             "with_speedups",
         )
     },
-    "read_document": ("ortflow.engine.documents", "read"),
-    "write_document": ("ortflow.engine.documents", "write"),
+    "read_document": ("ortflow.engine.contracts.documents", "read"),
+    "write_document": ("ortflow.engine.contracts.documents", "write"),
 }
 
 __all__ = [

@@ -7,7 +7,7 @@ out with its metrics. One declaration each, so stages that take and give the sam
 
 from __future__ import annotations
 
-from ortflow.engine.stage import ArtifactKind, Port
+from ortflow.engine.contracts.stage import ArtifactKind, Port
 
 # What the quantizers' `data` input is for: the sanity check after quantizing.
 SANITY_SAMPLES = (

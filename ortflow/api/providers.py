@@ -3,7 +3,7 @@ really use here (and how to install the others), and a recipe's provider list as
 `providers` argument, and whether a provider list runs on the CUDA provider (whose build, `cuda_provider`, a
 stage on it names in `env_facts`). Part of the stable plugin API (see ortflow.api)."""
 
-from ortflow.engine.cuda_provider import uses_cuda
+from ortflow.engine.leaves.cuda_provider import uses_cuda
 from ortflow.engine.ort.providers import ProviderCheck, for_session, names, resolve
 
 __all__ = ["ProviderCheck", "for_session", "names", "resolve", "uses_cuda"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ortflow.engine.dataset import model_inputs
-from ortflow.engine.loaders.text import TextLoader
+from ortflow.engine.contracts.dataset import model_inputs
+from ortflow.loaders.text import TextLoader
 
 HERE = Path(__file__).parent
 MAX_LENGTH = 128

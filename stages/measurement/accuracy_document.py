@@ -35,7 +35,7 @@ def accuracy_document(
 ) -> AccuracyResults:
     """accuracy.json: every value per model and output or metric group, and each metric's counted value
     (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
-    `data`: the data the verdict rests on (engine.provenance.DataSource), which select passes on."""
+    `data`: the data the verdict rests on (engine.contracts.provenance.DataSource), which select passes on."""
     from ortflow.api import AccuracyResults, Bounds
 
     results, counted, better = verdict.results, verdict.counted, verdict.better

@@ -7,7 +7,7 @@ the truth. A candidate detection matches an unmatched reference detection of the
 precision over the reference's classes (all-point interpolation, as COCO's and VOC's mAP@0.5).
 
 Before judging, the reference's boxes of a head (`output`) are checked for plausibility (inside the image, of a
-real size, not hundreds an image; engine.detection_heads): a wrong reading agrees with itself, so a metric that
+real size, not hundreds an image; engine.leaves.detection_heads): a wrong reading agrees with itself, so a metric that
 compared two misread heads would pass or fail candidates on noise."""
 
 from __future__ import annotations

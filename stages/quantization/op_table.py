@@ -22,7 +22,7 @@ from ortflow.api import StageError
 
 TABLE_FILE = "int8_op_table.json"
 TABLE_PATH = Path(__file__).with_name(TABLE_FILE)
-# The environment fact that puts the table's sha256 into the key of a stage that reads it (engine.environment).
+# The environment fact that puts the table's sha256 into the key of a stage that reads it (engine.leaves.environment).
 TABLE_FACT = f"data:ortflow.stages.quantization/{TABLE_FILE}"
 AUTO = "auto"
 # A MatMul/Gemm whose constant weight has fewer elements runs on a small GEMM, where Q/DQ weighs more.

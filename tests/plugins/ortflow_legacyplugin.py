@@ -1,11 +1,11 @@
-"""A plugin written against the engine's internals (before ortflow.api was the only door): it keeps working for
-one release, and loading it warns which imports to change. Not registered in any entry-point group (tests load
+"""A plugin written against the engine's old internals (floorplan: keep this file): it keeps working for one
+release, and loading it warns which imports to change. Not registered in any entry-point group (tests load
 it through an EntryPoint of their own), so other tests never see its warning."""
 
 from __future__ import annotations
 
-from ortflow.engine.errors import StageError
-from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.engine.errors import StageError  # type: ignore[import-not-found]
+from ortflow.engine.stage import ArtifactKind, Port, Stage, StageContext, StageResult  # type: ignore[import-not-found]
 
 
 class Legacy(Stage):

@@ -1,11 +1,11 @@
-"""engine.builds: the key of an Identity, and the JSON forms of run records and lock entries (no stage runs)."""
+"""engine.contracts.builds: the key of an Identity, and the JSON forms of run records and lock entries (no stage runs)."""
 
 from __future__ import annotations
 
 import hashlib
 
-from ortflow.engine import builds
-from ortflow.engine.builds import Identity, LockedOutput, LockEntry, RunOutput, RunRecord
+from ortflow.engine.contracts import builds
+from ortflow.engine.contracts.builds import Identity, LockedOutput, LockEntry, RunOutput, RunRecord
 
 D1, D2, D3 = "1" * 64, "2" * 64, "3" * 64
 PACKED = "AAAAAAAA+D8AAAAAAADQvw=="  # types.pack_floats([1.5, -0.25])

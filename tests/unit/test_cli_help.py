@@ -1,4 +1,4 @@
-"""The parser's answers to a wrong command line (engine.cli_help): "did you mean" for commands, choices and
+"""The parser's answers to a wrong command line (engine.cli.cli_help): "did you mean" for commands, choices and
 options, usage that shows RECIPE and STAGE as optional, and --help ending with where to start. In-process and
 without a recipe: milliseconds each."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ortflow.engine.cli import build_parser, main
+from ortflow.engine.cli.app import build_parser, main
 
 
 def refused(capsys, *argv: str) -> str:

@@ -1,4 +1,4 @@
-"""engine.documents: the result documents round-trip to the very bytes the stages wrote before they were typed
+"""engine.contracts.documents: the result documents round-trip to the very bytes the stages wrote before they were typed
 (their digests are in the shipped lock files), and a file that is not a document is refused with its path and
 the fix."""
 
@@ -23,8 +23,8 @@ from ortflow.api import (
     with_speedups,
     write_document,
 )
-from ortflow.engine.metric import Better
-from ortflow.engine.provenance import DataProvenance, DataSource
+from ortflow.engine.contracts.metric import Better
+from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 
 # As benchmark v1 wrote a row (key order included), before BenchmarkRow existed.
 ROW = {
@@ -243,7 +243,7 @@ def test_a_writer_cannot_drift_from_the_schema(tmp_path: Path):
 
 def test_the_schemas_are_valid_json_schemas():
     jsonschema = pytest.importorskip("jsonschema")
-    from ortflow.engine.documents import schema
+    from ortflow.engine.contracts.documents import schema
 
     for name in ("benchmark_results", "accuracy_results", "selection"):
         jsonschema.Draft202012Validator.check_schema(schema(name))

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from ortflow.engine import builds, pipeline
-from ortflow.engine.errors import RecipeError
+from ortflow.engine import pipeline
+from ortflow.engine.contracts import builds
+from ortflow.engine.leaves.errors import RecipeError
 from ortflow.engine.pipeline import Workspace
 from ortflow.engine.store import artifacts
 from ortflow.engine.store.shared import SharedStore

@@ -1,4 +1,4 @@
-"""A recipe found the way dvc finds dvc.yaml when none is named (engine.recipe_discovery): the one recipe in
+"""A recipe found the way dvc finds dvc.yaml when none is named (engine.cli.recipe_discovery): the one recipe in
 the current folder, or `recipe:` in its ortflow.yaml; never a parent folder's; several are an error that
 lists them. Toy recipes of the test plugin's `concat` stage: engine logic only."""
 

@@ -3,10 +3,10 @@ the scheduler's callbacks tell every observer, in the order the run gave them.""
 
 from __future__ import annotations
 
+from ortflow.engine.contracts.types import QuietObserver, RunObserver, StageOutcome, Status
 from ortflow.engine.publish.lock import LockWriter
 from ortflow.engine.publish.out_folder import Publisher
 from ortflow.engine.run.scheduler import EventsObserver, SchedulerEvents
-from ortflow.engine.types import QuietObserver, RunObserver, StageOutcome, Status
 
 
 class Noting(QuietObserver):

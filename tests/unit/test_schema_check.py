@@ -1,4 +1,4 @@
-"""engine.schema_check: the compiled checks of schemas/lock.schema.json, run_record.schema.json and the result
+"""engine.leaves.schema_check: the compiled checks of schemas/lock.schema.json, run_record.schema.json and the result
 documents' schemas say yes and no exactly where jsonschema does (which explains the no), on the shipped locks, a
 run record and each result document, and on every one-value damage of them."""
 
@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 from jsonschema import Draft202012Validator
 
-from ortflow.engine import schema_check
+from ortflow.engine.leaves import schema_check
 from ortflow.engine.publish.lockfile import load_lock_yaml
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""engine/secrets.py and the ortflow.yaml reader: the one redactor, URL credentials refused, credentials at any
+"""engine/leaves/secrets.py and the ortflow.yaml reader: the one redactor, URL credentials refused, credentials at any
 depth of ortflow.yaml refused, and ortflow.yaml read with the parser limits (no remote is opened)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ortflow.engine.errors import EXIT_USAGE, OrtflowError
-from ortflow.engine.secrets import redact, redact_json, url_secrets
+from ortflow.engine.leaves.errors import EXIT_USAGE, OrtflowError
+from ortflow.engine.leaves.secrets import redact, redact_json, url_secrets
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_config import read_config
 
@@ -132,9 +132,9 @@ def test_a_url_cut_or_folded_by_a_table_or_a_wrapped_line_shows_no_part_of_its_s
 
     from rich.console import Console
 
-    from ortflow.engine.console import Output
-    from ortflow.engine.console_tables import run_table
-    from ortflow.engine.types import StageOutcome, Status
+    from ortflow.engine.cli.console import Output
+    from ortflow.engine.cli.console_tables import run_table
+    from ortflow.engine.contracts.types import StageOutcome, Status
 
     url = "s3://AKIAKEYID:Sl/ash+Key/x@bucket/a/long/prefix/that/does/not/fit/in/the/column"
     outcome = StageOutcome("b", Status.FAILED, error=f"cannot reach {url}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ortflow.engine.errors import RecipeError
+from ortflow.engine.leaves.errors import RecipeError
 
 
 def test_an_invalid_stage_name_says_the_pattern_and_a_fix(project):

@@ -1,4 +1,4 @@
-"""Typed stage parameters (engine.params): a stage's settings dataclass stands for its params_schema, and
+"""Typed stage parameters (engine.contracts.params): a stage's settings dataclass stands for its params_schema, and
 reads the validated parameters by attribute."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from ortflow.api import settings_of, settings_problems
-from ortflow.engine.params import fill_defaults
-from ortflow.engine.registry import installed_stages
+from ortflow.engine.contracts.params import fill_defaults
+from ortflow.engine.contracts.registry import installed_stages
 
 
 def declaring_settings() -> list[str]:

@@ -1,4 +1,4 @@
-"""Terminal tables at 80 columns never split a word (engine.table_fit): the quickstart's latency table, with
+"""Terminal tables at 80 columns never split a word (engine.cli.table_fit): the quickstart's latency table, with
 its real model names, printed as `engine run` prints it. Layout only: the numbers are placeholders."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from ortflow.engine.console import Output
+from ortflow.engine.cli.console import Output
 
 QUICKSTART = Path(__file__).parents[2] / "recipes" / "quickstart.yaml"
 COLUMNS = ["model", "p50 ms", "p90 ms", "p99 ms", "mean ms", "throughput/s", "vs model", "size MB"]

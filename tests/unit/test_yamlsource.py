@@ -1,4 +1,4 @@
-"""engine/yamlsource.py: what a recipe's YAML may hold, its limits at their exact boundaries, and the
+"""engine/leaves/yamlsource.py: what a recipe's YAML may hold, its limits at their exact boundaries, and the
 positions errors are placed at. tests/test_parser_limits.py checks the same limits far past them, through the
 CLI and in a memory-capped process; these check the edges in memory, in milliseconds."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ortflow.engine import yamlsource
-from ortflow.engine.errors import RecipeError
-from ortflow.engine.yamlsource import MAX_DEPTH, SourceMap, byte_size, load_yaml, parse_yaml
+from ortflow.engine.leaves import yamlsource
+from ortflow.engine.leaves.errors import RecipeError
+from ortflow.engine.leaves.yamlsource import MAX_DEPTH, SourceMap, byte_size, load_yaml, parse_yaml
 
 from .recipe.helpers import NAME, at, parsed
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ortflow.engine.builds import LockEntry, RunRecord
-from ortflow.engine.errors import RecipeError
+from ortflow.engine.contracts.builds import LockEntry, RunRecord
+from ortflow.engine.contracts.types import StageOutcome, Status
+from ortflow.engine.leaves.errors import RecipeError
 from ortflow.engine.publish.lock import Lock
-from ortflow.engine.types import StageOutcome, Status
 
 RECIPES = Path(__file__).resolve().parents[3] / "recipes"
 D1, D2, D3 = "a1" * 32, "b2" * 32, "c3" * 32

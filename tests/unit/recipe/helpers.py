@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from ortflow.engine.errors import Location
-from ortflow.engine.types import Binding, Recipe, Ref, StageSpec
-from ortflow.engine.yamlsource import SourceMap, parse_yaml
+from ortflow.engine.contracts.types import Binding, Recipe, Ref, StageSpec
+from ortflow.engine.leaves.errors import Location
+from ortflow.engine.leaves.yamlsource import SourceMap, parse_yaml
 
 NAME = "recipe.yaml"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ortflow.engine.errors import RecipeError
+from ortflow.engine.leaves.errors import RecipeError
 from ortflow.engine.recipe.overrides import apply_overrides
 
 from .helpers import parsed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ortflow.engine.builds import Identity
+from ortflow.engine.contracts.builds import Identity
 from ortflow.engine.store.records import (
     kinds_problem,
     lock_disagreement,

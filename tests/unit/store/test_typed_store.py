@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ortflow.engine.builds import Identity, RunOutput, RunRecord, parse_record
+from ortflow.engine.contracts.builds import Identity, RunOutput, RunRecord, parse_record
 from ortflow.engine.store.artifacts import ArtifactStore
 
 IDENTITY = Identity("concat", "1", {"text": "+x"}, {"parts": ["1" * 64]}, {"onnxruntime": "1.2"})
