@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import minilm_model, write
 
-from ortflow.engine.contracts.types import pack_floats, unpack_floats
+from ortflow.engine.leaves.packed_floats import pack_floats, unpack_floats
 from ortflow.engine.store.artifacts import open_store
 
 ROOT = Path(__file__).parents[1]

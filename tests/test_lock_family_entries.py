@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import yaml
 
 from ortflow.engine.contracts.builds import LockedOutput, LockEntry
-from ortflow.engine.contracts.types import unpack_floats
+from ortflow.engine.leaves.packed_floats import unpack_floats
 from ortflow.engine.publish.lock import Lock
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
 from ortflow.stages.calibrate import Calibrate

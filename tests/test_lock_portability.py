@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import minilm_model, write
 
-from ortflow.engine.contracts.types import pack_floats, unpack_floats
+from ortflow.engine.leaves.packed_floats import pack_floats, unpack_floats
 
 DATA = Path(__file__).parents[1] / "recipes" / "data" / "calibration.npz"
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from ortflow.engine.contracts.types import pack_floats, unpack_floats
 from ortflow.engine.leaves.environment import HOST_FACTS
+from ortflow.engine.leaves.packed_floats import pack_floats, unpack_floats
 
 FloatValues = tuple[
     float, ...
-]  # float values a stage kept with an output (stored packed: types.pack_floats)
+]  # float values a stage kept with an output (stored packed: packed_floats.pack_floats)
 
 IDENTITY = (
     "type",
@@ -107,7 +107,7 @@ class RunOutput:
 
 
 def floats_of(packed: object) -> FloatValues | None:
-    """Packed float values (types.pack_floats) as numbers; text no run wrote reads as none (never offered)."""
+    """Packed float values (packed_floats.pack_floats) as numbers; text no run wrote reads as none (never offered)."""
     if not isinstance(packed, str):
         return None
     try:

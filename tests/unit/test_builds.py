@@ -8,7 +8,7 @@ from ortflow.engine.contracts import builds
 from ortflow.engine.contracts.builds import Identity, LockedOutput, LockEntry, RunOutput, RunRecord
 
 D1, D2, D3 = "1" * 64, "2" * 64, "3" * 64
-PACKED = "AAAAAAAA+D8AAAAAAADQvw=="  # types.pack_floats([1.5, -0.25])
+PACKED = "AAAAAAAA+D8AAAAAAADQvw=="  # packed_floats.pack_floats([1.5, -0.25])
 IDENTITY = {
     "type": "concat",
     "version": "2",
