@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine import starter_commands
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
@@ -36,6 +37,14 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="X",
         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
+    )
+    parser.add_argument(
+        "--partial-candidates",
+        type=int,
+        default=PARTIAL_CANDIDATES,
+        metavar="N",
+        help="with real data (--data): where whole-model INT8 misses the accuracy, a search for the largest INT8 "
+        f"part that keeps it, building at most N models (default {PARTIAL_CANDIDATES}; 0: no search)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
     parser.add_argument(
