@@ -46,6 +46,9 @@ QUICK_RUN = (
     "{benchmark}.with.warmup=1",
     "--set",
     "{calibrate}.with.batch_size=4",
+    # the partial-INT8 search only checks whole-model INT8 (tests/test_corpus_partial.py runs the search itself)
+    "--set",
+    "{quantize_partial}.with.max_candidates=1",
 )
 sys.path.insert(0, str(BENCH))
 

@@ -38,14 +38,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
     )
-    parser.add_argument(
-        "--partial-candidates",
-        type=int,
-        default=PARTIAL_CANDIDATES,
-        metavar="N",
-        help="with real data (--data): where whole-model INT8 misses the accuracy, a search for the largest INT8 "
-        f"part that keeps it, building at most N models (default {PARTIAL_CANDIDATES}; 0: no search)",
-    )
+    _partial_option(parser)
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
     parser.add_argument(
         "--preprocess",
@@ -77,6 +70,17 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="S",
         help="image std per channel (R G B, or one value), on [0, 1] pixels",
+    )
+
+
+def _partial_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partial-candidates",
+        type=int,
+        default=PARTIAL_CANDIDATES,
+        metavar="N",
+        help="with real data (--data): where whole-model INT8 misses the accuracy, a search for the largest INT8 "
+        f"part that keeps it, building at most N models (default {PARTIAL_CANDIDATES}; 0: no search)",
     )
 
 

@@ -93,8 +93,9 @@ class QuantizePartial(Stage):
             "max_candidates": {
                 "type": "integer",
                 "minimum": 1,
-                "default": 8,
-                "description": "a budget: at most this many models built (whole-model INT8 included)",
+                "default": 6,
+                "description": "a budget: at most this many models built (whole-model INT8 included; 1: "
+                "only check it, and say by how much it misses)",
             },
             "max_float": {
                 "type": "integer",

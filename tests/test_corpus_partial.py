@@ -48,7 +48,17 @@ def _partial_run(model_id: str, folder: Path) -> tuple[dict, dict, str, Path]:
     recipe = yaml.safe_load(recipe_path.read_text())
     assert "int8_partial" in recipe["stages"], "init with real data writes the partial-INT8 search"
     step = engine(
-        "run", ["run", str(recipe_path), "int8_partial", "--set", "calib.with.batch_size=4"], folder
+        "run",
+        [
+            "run",
+            str(recipe_path),
+            "int8_partial",
+            "--set",
+            "calib.with.batch_size=4",
+            "--set",
+            "int8_partial.with.max_candidates=3",
+        ],
+        folder,
     )
     said = " ".join((step.out + step.err).split())
     assert "Traceback" not in said and step.code in (0, 3), said

