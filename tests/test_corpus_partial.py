@@ -61,10 +61,11 @@ def _partial_run(model_id: str, folder: Path) -> tuple[dict, dict, str, Path]:
         folder,
     )
     said = " ".join((step.out + step.err).split())
-    assert "Traceback" not in said and step.code in (0, 3), said
+    assert "Traceback" not in said, said
     stage = folder / "out" / recipe["name"] / "int8_partial"
     document = json.loads((stage / "partial.json").read_text())
-    assert (step.code == 0) == (document["chosen"] is not None), said
+    # optional: a search that finds nothing is dropped from the choice ("gate failed"), not the end of the run
+    assert step.code == 0 and (document["chosen"] is not None or "gate failed" in said), said
     return recipe, document, said, stage
 
 
