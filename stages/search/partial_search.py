@@ -63,9 +63,11 @@ class PartialSearch(CandidateSteps):
             top=self.params["max_float"],
             log=self.ctx.log,
         )
-        quantized = set(whole.quantized_nodes)
-        if quantized:  # a node the quantizer left float already (a Softmax beside dynamic MatMuls) changes nothing
-            self.culprits = [c for c in self.culprits if c.node in quantized]
+        # dynamic INT8 quantizes only the nodes it lists: a Softmax beside them is float already, and keeping it
+        # float changes nothing. Static QDQ puts Q/DQ around more ops (Add, HardSigmoid, pooling) than
+        # quantized_nodes names, so every ranked node there is a culprit worth keeping float.
+        if self.family == "dynamic" and whole.quantized_nodes:
+            self.culprits = [c for c in self.culprits if c.node in set(whole.quantized_nodes)]
         if not self.culprits:
             write_document(self, None, self._metrics(None))
             raise GateFailed(
