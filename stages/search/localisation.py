@@ -4,6 +4,7 @@ model's nodes by how much SQNR drops across each, so repairs keep the likeliest 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from ortflow.api import Artifact, StageError, Steps
@@ -41,3 +42,12 @@ def ranked_culprits(
     for n in nodes:
         found.setdefault(n["node"], Culprit(n["node"], n["op_type"], float(n["jump_db"])))
     return list(found.values())
+
+
+def node_names(model: Path) -> set[str]:
+    """The node names of a model (its graph only; no weights read): a quantized model keeps those of the graph its
+    quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and Mul)."""
+    import onnx
+
+    target = model / "model.onnx" if model.is_dir() else model
+    return {n.name for n in onnx.load(str(target), load_external_data=False).graph.node if n.name}

@@ -7,6 +7,7 @@ chosen are the same on every machine; a time budget, where set, is said in the s
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ortflow.api import Artifact, GateFailed, StageContext, StageError, StageResult
@@ -14,7 +15,7 @@ from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
 from ortflow.stages.search.candidates import Candidate, shown_values
-from ortflow.stages.search.localisation import Culprit, ranked_culprits
+from ortflow.stages.search.localisation import Culprit, node_names, ranked_culprits
 from ortflow.stages.search.partial_report import PartialResult, deliver, write_document
 
 
@@ -68,6 +69,9 @@ class PartialSearch(CandidateSteps):
         # quantized_nodes names, so every ranked node there is a culprit worth keeping float.
         if self.family == "dynamic" and whole.quantized_nodes:
             self.culprits = [c for c in self.culprits if c.node in set(whole.quantized_nodes)]
+        # a node pre-processing rewrote is not in the graph nodes_to_exclude names
+        present = node_names(Path(whole.model.path))
+        self.culprits = [c for c in self.culprits if c.node in present]
         if not self.culprits:
             write_document(self, None, self._metrics(None))
             raise GateFailed(
