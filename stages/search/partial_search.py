@@ -64,13 +64,14 @@ class PartialSearch(CandidateSteps):
             top=self.params["max_float"],
             log=self.ctx.log,
         )
-        # dynamic INT8 quantizes only the nodes it lists: a Softmax beside them is float already, and keeping it
-        # float changes nothing. Static QDQ puts Q/DQ around more ops (Add, HardSigmoid, pooling) than
-        # quantized_nodes names, so every ranked node there is a culprit worth keeping float.
-        if self.family == "dynamic" and whole.quantized_nodes:
-            self.culprits = [c for c in self.culprits if c.node in set(whole.quantized_nodes)]
-        # a node pre-processing rewrote is not in the graph nodes_to_exclude names
-        present = node_names(Path(whole.model.path))
+        # dynamic INT8 quantizes only the nodes it lists (a Softmax beside them is float already). Static QDQ wraps
+        # more ops (Add, HardSigmoid, pooling) than quantized_nodes names, and keeps the names of the graph its
+        # quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and
+        # Mul): a culprit is any node of that graph.
+        if self.family == "dynamic":
+            present = set(whole.quantized_nodes)
+        else:
+            present = node_names(Path(whole.model.path))
         self.culprits = [c for c in self.culprits if c.node in present]
         if not self.culprits:
             write_document(self, None, self._metrics(None))
