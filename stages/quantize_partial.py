@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ortflow.api import (
     ArtifactKind,
     Better,
     KnownMetrics,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -113,30 +114,30 @@ class QuantizePartial(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
+        accuracy: dict[str, Any] = dict(cast("dict[str, Any]", params["accuracy"]))
         problems = [
-            f"accuracy: {p}"
-            for p in params_problems(stage_type("validate_accuracy"), params["accuracy"])
+            f"accuracy: {p}" for p in params_problems(stage_type("validate_accuracy"), accuracy)
         ]
-        if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
+        if not accuracy.get("min") and not accuracy.get("max"):
             problems.append(
                 "accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})"
             )
         return problems
 
-    def metric_names(
-        self, params: dict[str, Any], files: dict[str, Path]
-    ) -> dict[str, Better] | None:
-        return stage_type("validate_accuracy")().metric_names(accuracy_params(params), files)
+    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
+        return stage_type("validate_accuracy")().metric_names(accuracy_params(dict(params)), files)
 
-    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
         """Its target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
         return [
             f"accuracy: {p}"
-            for p in stage_type("validate_accuracy")().check_metrics(accuracy_params(params), known)
+            for p in stage_type("validate_accuracy")().check_metrics(
+                accuracy_params(dict(params)), known
+            )
         ]
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy", "isa", "target_isa")  # INT8 kernels differ by ISA
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -23,7 +23,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from corpus import data_args, engine, load_manifest, model_file  # noqa: E402
+from corpus import data_args, engine, load_manifest, model_file  # type: ignore[import-not-found]  # noqa: E402
 
 MODELS = {m.id: m for m in load_manifest().models}
 

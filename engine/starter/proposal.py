@@ -355,7 +355,11 @@ def _partial_stage(
         inputs["calibration"] = int8.inputs["calibration"]
     # every held-out sample, up to 32 (the accuracy stage checks 16): a step's cached record carries the labels of
     # whoever ran it first, so a check keyed like the `accuracy` stage's would hand that stage "c01" for "int8"
-    accuracy = {"samples": 32, **metric.validate, "min": {metric.name: metric.threshold}}
+    accuracy: JsonObject = {
+        "samples": 32,
+        **metric.validate,
+        "min": {metric.name: metric.threshold},
+    }
     return StageDraft(
         "int8_partial",
         "quantize_partial",

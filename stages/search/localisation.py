@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ortflow.api import Artifact, StageError, Steps
 
@@ -29,9 +29,13 @@ def ranked_culprits(
     """The nodes where error enters, worst first; [] (said through `log`) for a model the debug run cannot
     follow, so the caller falls back to graph order."""
     try:
-        inputs = {"reference": reference, "model": model, "data": data}
+        inputs: dict[str, Artifact | list[Artifact]] = {
+            "reference": reference,
+            "model": model,
+            "data": data,
+        }
         step = steps.run("quantization_debug", {"samples": 4, "top": top}, inputs, labels)
-        nodes = step.document("report")["nodes"]
+        nodes: list[dict[str, Any]] = cast(Any, step.document("report"))["nodes"]
     except StageError as exc:
         if log is not None:
             log(

@@ -29,10 +29,11 @@ def deliver(search: Any, result: PartialResult, metrics: dict[str, Any]) -> Stag
     chosen = result.chosen
     assert chosen.model is not None
     write_document(search, chosen, metrics)
-    if Path(chosen.model.path).is_dir():  # a model over 2 GB: a folder with its external data
-        shutil.copytree(chosen.model.path, search.ctx.output_path("model"))
+    source = Path(str(chosen.model.path))
+    if source.is_dir():  # a model over 2 GB: a folder with its external data
+        shutil.copytree(source, search.ctx.output_path("model"))
     else:
-        shutil.copyfile(chosen.model.path, search.ctx.output_path("model"))
+        shutil.copyfile(source, search.ctx.output_path("model"))
     return StageResult(
         summary=summary(search, result), metrics=metrics, data_source=search.data_source
     )
