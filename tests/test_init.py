@@ -290,7 +290,8 @@ def test_with_real_data_a_network_inside_an_if_is_specialized_before_int8(projec
     data = RECIPES / "data" / "audio" / "vad-calibration.npz"
     recipe, said = _init(cli, project, "vad_if", "--data", data)
     assert (
-        "candidates: spec, int8;" in said and "the `spec` stage freezes it from the data" in said
+        "candidates: spec, int8, int8_partial;" in said
+        and "the `spec` stage freezes it from the data" in said
     ), said
     stages = yaml.safe_load(recipe.read_text())["stages"]
     assert stages["spec"]["uses"] == "specialize"
@@ -298,7 +299,8 @@ def test_with_real_data_a_network_inside_an_if_is_specialized_before_int8(projec
     assert stages["calib"]["in"]["model"] == stages["int8"]["in"]["model"] == "spec.model"
     assert stages["int8"]["with"]["op_types_to_quantize"] == ["Conv", "MatMul", "Gemm"]
     assert stages["accuracy"]["in"]["reference"] == "spec.model"
-    assert stages["pick"]["in"]["models"] == ["spec.model", "int8.model"]
+    assert stages["pick"]["in"]["models"] == ["spec.model", "int8.model", "int8_partial.model"]
+    assert stages["int8_partial"]["in"]["model"] == "spec.model"  # partial INT8 of the same graph
     assert cli("validate", recipe)[0] == 0
 
 

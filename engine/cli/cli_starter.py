@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ortflow.engine.cli import starter_commands
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES
 from ortflow.engine.starter.preprocess import PRESET_HELP, PRESETS
 
 
@@ -37,6 +38,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
     )
+    _partial_option(parser)
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
     parser.add_argument(
         "--preprocess",
@@ -70,6 +72,17 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="image std per channel in --channels order (R G B; B G R with BGR), or one value, "
         "on [0, 1] pixels",
+    )
+
+
+def _partial_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--partial-candidates",
+        type=int,
+        default=PARTIAL_CANDIDATES,
+        metavar="N",
+        help="with real data (--data): where whole-model INT8 misses the accuracy, a search for the largest INT8 "
+        f"part that keeps it, building at most N models (default {PARTIAL_CANDIDATES}; 0: no search)",
     )
 
 

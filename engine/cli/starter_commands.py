@@ -25,6 +25,7 @@ def _init_options(args: argparse.Namespace, output: Path, name: str | None = Non
         data=args.data,
         tokenizer=args.tokenizer,
         min_accuracy=args.min_accuracy,
+        partial_candidates=args.partial_candidates,
         force=args.force,
         name=name,
         preprocessing=from_flags(args.preprocess, args.mean, args.std, args.channels, args.pixels),

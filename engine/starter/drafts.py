@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 
 from ortflow.engine.leaves.json_types import JsonObject
 
+# the partial-INT8 search's default budget (models built, whole-model INT8 included): a count, not seconds, so
+# the model init's recipe delivers is the same on every machine
+PARTIAL_CANDIDATES = 6
+
 
 class Target(enum.Enum):
     CPU = "cpu"

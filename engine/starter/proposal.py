@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
-from ortflow.engine.starter.drafts import StageDraft, Target
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, Target
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
@@ -316,6 +316,7 @@ def propose_stages(
     real_data: bool,
     min_accuracy: float | None,
     reading: ReadingChoice | None = None,
+    partial_candidates: int = PARTIAL_CANDIDATES,
 ) -> Proposal:
     if target != Target.CPU:
         from ortflow.engine.starter.gpu_target import (
@@ -331,7 +332,44 @@ def propose_stages(
         stages, candidates = _transformer_stages(real_data)
     else:
         stages, candidates = _static_stages(roles, real_data)
+    metric = choose_metric(roles, real_data, min_accuracy, reading)
+    partial = _partial_stage(stages, metric, partial_candidates) if real_data else None
+    if partial is not None and target == Target.CPU:
+        stages.append(partial)
+        candidates.append(f"{partial.name}.model")
     _candidates_optional(stages, candidates)
-    return Proposal(
-        stages, candidates, choose_metric(roles, real_data, min_accuracy, reading), candidates[0]
+    return Proposal(stages, candidates, metric, candidates[0])
+
+
+def _partial_stage(
+    stages: list[StageDraft], metric: MetricChoice, budget: int
+) -> StageDraft | None:
+    """Partial INT8 beside the whole-model `int8` stage, with its settings and the recipe's metric: where whole-model
+    INT8 misses the metric on the held-out data, quantize_partial keeps float the nodes where the error enters.
+    Real data only: on random feeds a metric says nothing, and neither would the nodes it blamed."""
+    int8 = next((s for s in stages if s.name == "int8" and s.uses.startswith("quantize_")), None)
+    if budget < 1 or int8 is None or int8.uses not in ("quantize_static", "quantize_dynamic"):
+        return None
+    inputs: JsonObject = {"model": int8.inputs["model"], "data": "datasets.held_out"}
+    if "calibration" in int8.inputs:
+        inputs["calibration"] = int8.inputs["calibration"]
+    # every held-out sample, up to 32 (the accuracy stage checks 16): a step's cached record carries the labels of
+    # whoever ran it first, so a check keyed like the `accuracy` stage's would hand that stage "c01" for "int8"
+    accuracy: JsonObject = {
+        "samples": 32,
+        **metric.validate,
+        "min": {metric.name: metric.threshold},
+    }
+    return StageDraft(
+        "int8_partial",
+        "quantize_partial",
+        inputs,
+        {"quantize": dict(int8.params), "accuracy": accuracy, "max_candidates": budget},
+        [
+            f"partial INT8: where `int8` misses {metric.name} >= {metric.threshold} on the held-out data, the nodes",
+            "where its error enters (SQNR drop, quantization_debug) stay float, fewest first, until the metric holds;",
+            f"at most {budget} models built (engine init/optimize --partial-candidates N; 0 leaves this stage out).",
+            "Its summary names what stayed float and why; `pick` times it against the rest",
+        ],
+        optional=True,
     )

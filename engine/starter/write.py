@@ -21,6 +21,7 @@ from ortflow.engine.starter.data import (
     relative,
     user_choice,
 )
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES
 from ortflow.engine.starter.gpu_target import attention_note, timing_params
 from ortflow.engine.starter.head_choice import SAMPLES, ReadingChoice, choose_reading
 from ortflow.engine.starter.preprocess import Preprocessing
@@ -54,6 +55,9 @@ class InitOptions:
     data: Path | None = None
     tokenizer: Path | None = None
     min_accuracy: float | None = None
+    partial_candidates: int = (
+        PARTIAL_CANDIDATES  # the partial-INT8 search's budget (real data only); 0: none
+    )
     force: bool = False
     name: str | None = None  # the recipe's name (its out/<name>/ folder); default <model>-<target>
     preprocessing: Preprocessing | None = (
@@ -332,6 +336,7 @@ def init_recipe(options: InitOptions) -> InitResult:
         data.kind != DataKind.RANDOM,
         options.min_accuracy,
         _head_reading(roles, data, folder),
+        options.partial_candidates,
     )
     model_ref = flow(
         package_file(model) or relative(model, folder)

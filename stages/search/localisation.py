@@ -1,0 +1,57 @@
+"""Where a quantized candidate's error enters: a quantization_debug step on held-out samples ranks the float
+model's nodes by how much SQNR drops across each, so repairs keep the likeliest culprits float first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, cast
+
+from ortflow.api import Artifact, StageError, Steps
+
+
+@dataclass(frozen=True)
+class Culprit:
+    node: str
+    op_type: str
+    sqnr_drop_db: float  # how much the signal-to-quantization-noise ratio fell across the node
+
+
+def ranked_culprits(
+    steps: Steps,
+    reference: Artifact,
+    model: Artifact,
+    data: Artifact,
+    labels: dict[str, Any],
+    top: int = 50,
+    log: Callable[[str], None] | None = None,
+) -> list[Culprit]:
+    """The nodes where error enters, worst first; [] (said through `log`) for a model the debug run cannot
+    follow, so the caller falls back to graph order."""
+    try:
+        inputs: dict[str, Artifact | list[Artifact]] = {
+            "reference": reference,
+            "model": model,
+            "data": data,
+        }
+        step = steps.run("quantization_debug", {"samples": 4, "top": top}, inputs, labels)
+        nodes: list[dict[str, Any]] = cast(Any, step.document("report"))["nodes"]
+    except StageError as exc:
+        if log is not None:
+            log(
+                f"{labels.get('model', 'model')}: no error ranking ({exc}); probing nodes in graph order"
+            )
+        return []
+    found: dict[str, Culprit] = {}
+    for n in nodes:
+        found.setdefault(n["node"], Culprit(n["node"], n["op_type"], float(n["jump_db"])))
+    return list(found.values())
+
+
+def node_names(model: Path) -> set[str]:
+    """The node names of a model (its graph only; no weights read): a quantized model keeps those of the graph its
+    quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and Mul)."""
+    import onnx
+
+    target = model / "model.onnx" if model.is_dir() else model
+    return {n.name for n in onnx.load(str(target), load_external_data=False).graph.node if n.name}

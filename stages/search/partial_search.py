@@ -1,0 +1,167 @@
+"""quantize_partial's search: the largest INT8 part of a model that keeps the task metric. Whole-model INT8 is
+built and checked first; where it misses, the error is localised on the held-out data (quantization_debug ranks
+the nodes by how much SQNR drops across each), the worst culprits are kept float, and the model is re-checked:
+1, 2, 4, ... culprits, then a bisection down to the fewest that pass. Candidates are judged on accuracy only
+(nothing is timed: `pick` times the winner against the others), so with a candidate-count budget the bytes
+chosen are the same on every machine; a time budget, where set, is said in the summary when it cut the search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ortflow.api import Artifact, GateFailed, StageContext, StageError, StageResult
+from ortflow.stages.measurement.accuracy_gates import verdict_data
+from ortflow.stages.search.budget import Budget
+from ortflow.stages.search.candidate_steps import CandidateSteps
+from ortflow.stages.search.candidates import Candidate, shown_values
+from ortflow.stages.search.localisation import Culprit, node_names, ranked_culprits
+from ortflow.stages.search.partial_report import PartialResult, deliver, write_document
+
+
+class PartialSearch(CandidateSteps):
+    """One partial-INT8 search over a single float model (and, for static INT8, its calibration table)."""
+
+    def __init__(self, ctx: StageContext):
+        model: Artifact = ctx.artifact("model")
+        tables = (ctx.artifact("calibration"),) if ctx.has("calibration") else ()
+        super().__init__(ctx, (model,), tables)
+        self.family = "static" if tables else "dynamic"
+        self.budget = Budget(self.params["max_candidates"], self.params.get("seconds"))
+        self.data_source = verdict_data(ctx, "data", ("calibration", "model"))
+        self.culprits: list[Culprit] = []
+        self.passing: dict[
+            int, Candidate
+        ] = {}  # culprits kept float -> the candidate that met the target
+        self.failing: dict[int, Candidate] = {}
+
+    @property
+    def reference(self) -> Artifact:
+        """Accuracy is measured against the very float model that is quantized."""
+        return self.models[0]
+
+    def _model_name(self, index: int) -> str:
+        return "model"
+
+    def _table_name(self, index: int) -> str:
+        return "calibration"
+
+    def run(self) -> StageResult:
+        whole = self._candidate([])
+        if whole.passed:
+            return self._result(PartialResult(whole, [], whole))
+        if whole.model is None or whole.passed is None:
+            raise StageError(f"whole-model INT8 could not be checked: {whole.note}")
+        self.failing[0] = whole
+        if self._over():  # a budget of one: no localisation either
+            self._nothing(whole)
+        self.culprits = ranked_culprits(
+            self.steps,
+            self.models[0],
+            whole.model,
+            self.data,
+            {"reference": "model", "model": whole.id, "data": "data"},
+            top=self.params["max_float"],
+            log=self.ctx.log,
+        )
+        # dynamic INT8 quantizes only the nodes it lists (a Softmax beside them is float already). Static QDQ wraps
+        # more ops (Add, HardSigmoid, pooling) than quantized_nodes names, and keeps the names of the graph its
+        # quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and
+        # Mul): a culprit is any node of that graph.
+        if self.family == "dynamic":
+            present = set(whole.quantized_nodes)
+        else:
+            present = node_names(Path(whole.model.path))
+        self.culprits = [c for c in self.culprits if c.node in present]
+        if not self.culprits:
+            write_document(self, None, self._metrics(None))
+            raise GateFailed(
+                f"whole-model INT8 misses the target ({shown_values(whole)}) and quantization_debug found no "
+                "node where the error enters — keep the model float, or relax the target",
+                data_source=self.data_source,
+            )
+        self._search()
+        if not self.passing:
+            self._nothing(whole)
+        fewest = min(self.passing)
+        return self._result(PartialResult(self.passing[fewest], self.culprits[:fewest], whole))
+
+    def _search(self) -> None:
+        """Double the culprits kept float until the target is met, then bisect down to the fewest."""
+        count = 1
+        while not self.passing and count <= len(self.culprits) and not self._over():
+            self._try(count)
+            if self.passing:
+                break
+            count = len(self.culprits) if count * 2 > len(self.culprits) > count else count * 2
+        while self.passing and not self._over():
+            low, high = max(self.failing), min(self.passing)
+            if high - low <= 1:
+                break
+            self._try((low + high) // 2)
+
+    def _over(self) -> bool:
+        return self.budget.over(len(self.candidates))
+
+    def _try(self, count: int) -> None:
+        candidate = self._candidate([c.node for c in self.culprits[:count]])
+        (self.passing if candidate.passed else self.failing)[count] = candidate
+
+    def _candidate(self, kept_float: list[str]) -> Candidate:
+        params = dict(self.params["quantize"])
+        params["nodes_to_exclude"] = sorted(
+            set(params.get("nodes_to_exclude", [])) | set(kept_float)
+        )
+        table = 0 if self.tables else None
+        role = "repair" if kept_float else "grid"
+        candidate = Candidate("", self.family, 0, table, {}, params, kept_float, role)
+        if self._build(candidate):
+            self._checked(candidate)
+        return candidate
+
+    def _nothing(self, whole: Candidate) -> None:
+        """No part met the target within the budget: say what was tried, the closest, and what to change."""
+        scored = [c for c in self.candidates if c.score is not None]
+        closest = max(scored, key=lambda c: c.score or 0)
+        most = max(self.failing)
+        why = (
+            f"the budget stopped it ({self.budget.stopped})"
+            if self.budget.stopped
+            else f"even {most} of {len(self.culprits)} culprits kept float miss it"
+        )
+        write_document(self, None, self._metrics(None))
+        raise GateFailed(
+            f"no partial INT8 met the target: whole-model INT8 {shown_values(whole)}; {why}; closest "
+            f"{closest.id} ({len(closest.excluded)} kept float) {shown_values(closest)} — raise max_candidates "
+            "or max_float, or relax the target",
+            metrics=self._metrics(None),
+            data_source=self.data_source,
+        )
+
+    def _metrics(self, result: PartialResult | None) -> dict[str, Any]:
+        metrics: dict[str, Any] = {
+            "candidates": len(self.candidates),
+            "stopped_early": self.budget.stopped or None,
+            "time_budget_cut": self.budget.out_of_time,
+        }
+        if result is not None:
+            metrics.update(
+                {
+                    "chosen": result.chosen.id,
+                    "kept_float": [
+                        {
+                            "node": c.node,
+                            "op_type": c.op_type,
+                            "sqnr_drop_db": round(c.sqnr_drop_db, 2),
+                        }
+                        for c in result.culprits
+                    ],
+                    "quantized_nodes": len(result.chosen.quantized_nodes),
+                    **{f"chosen_{k}": v for k, v in result.chosen.values.items()},
+                    **{f"whole_int8_{k}": v for k, v in result.whole.values.items()},
+                }
+            )
+        return metrics
+
+    def _result(self, result: PartialResult) -> StageResult:
+        return deliver(self, result, self._metrics(result))
