@@ -10,6 +10,7 @@ from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, Sta
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import (
     calibration_table,
+    float_retry,
     isa,
     op_table,
     ort_failures,
@@ -189,16 +190,17 @@ class QuantizeStatic(Stage):
         excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
         reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
         params["reduce_range"] = reduce_range
-        target = self._quantize(
-            model, ctx.output_path("model"), params, table, table_path, excluded
+        target, reordered, kept = self._write(
+            model, ctx.output_path("model"), params, (table, table_path), excluded
         )
-        reordered = _repair(target)
+        excluded = sorted({*excluded, *(k.node for k in kept)})
         quantized = quantized_graph.quantized_ops(target)
         _check_quantized(model, quantized, params)
         metrics = {
             **_quantized_metrics(params, model, target, quantized, excluded),
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
+            **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             "opset_upgraded_from": chosen.opset_upgraded_from,
             **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
@@ -211,6 +213,7 @@ class QuantizeStatic(Stage):
         checked = sanity.verify_quantized(ctx, model, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
+        notes.append(float_retry.summary(kept))
         notes = [n for n in [*notes, checked, prepared.summary()] if n]
         return StageResult(
             summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
@@ -237,6 +240,32 @@ class QuantizeStatic(Stage):
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
 
+    @classmethod
+    def _write(
+        cls,
+        model: Path,
+        output: Path,
+        params: dict[str, Any],
+        calibration: tuple[Any, Path],
+        excluded: list[str],
+    ) -> tuple[Path, bool, list[float_retry.KeptFloat]]:
+        """ORT's quantize_static, the result repaired and loaded once; where ORT fails or writes a model it
+        cannot load, again with the node it names kept float (float_retry). (file, re-sorted, kept float)"""
+        written: dict[str, Any] = {}
+
+        def attempt(floated: list[str]) -> None:
+            target = cls._quantize(model, output, params, *calibration, floated)
+            written.update(target=target, reordered=_repair(target))  # _repair loads it in ORT
+
+        graph = onnx_model.load_graph(model).graph
+        try:
+            kept = float_retry.quantize_with_retries(attempt, graph, excluded)
+        except (
+            Exception
+        ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
+            raise ort_failures.after_retries("quantize_static", exc) from exc
+        return written["target"], written["reordered"], kept
+
     @staticmethod
     def _quantize(
         model: Path,
@@ -253,29 +282,25 @@ class QuantizeStatic(Stage):
 
         large = onnx_model.needs_external_data(onnx_model.total_size(model))
         target = onnx_model.output_file(output, large)
-        try:
-            quantize_static(
-                str(model),
-                str(target),
-                calibration_data_reader=None,
-                quant_format=QuantFormat.QDQ
-                if params["format"] == "QDQ"
-                else QuantFormat.QOperator,
-                op_types_to_quantize=params["op_types_to_quantize"] or None,
-                per_channel=params["per_channel"],
-                reduce_range=params["reduce_range"],
-                activation_type=getattr(QuantType, params["activation_type"]),
-                weight_type=getattr(QuantType, params["weight_type"]),
-                nodes_to_exclude=excluded or None,
-                use_external_data_format=large,
-                calibrate_method=getattr(
-                    CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
-                ),
-                extra_options=dict(params["extra_options"]),
-                calibration_cache_path=str(table_path),
-            )
-        except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
-            raise ort_failures.quantizer_failed("quantize_static", exc) from exc
+        # ORT's quantizer: its failures go to float_retry (in run) as they are
+        quantize_static(
+            str(model),
+            str(target),
+            calibration_data_reader=None,
+            quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+            op_types_to_quantize=params["op_types_to_quantize"] or None,
+            per_channel=params["per_channel"],
+            reduce_range=params["reduce_range"],
+            activation_type=getattr(QuantType, params["activation_type"]),
+            weight_type=getattr(QuantType, params["weight_type"]),
+            nodes_to_exclude=excluded or None,
+            use_external_data_format=large,
+            calibrate_method=getattr(
+                CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
+            ),
+            extra_options=dict(params["extra_options"]),
+            calibration_cache_path=str(table_path),
+        )
         return target
 
 
