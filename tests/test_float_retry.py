@@ -145,3 +145,47 @@ stages:
         np.linalg.norm(float_out) * np.linalg.norm(int8_out)
     )
     assert cosine > 0.99
+
+
+OCR_CLS = "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"
+
+
+@pytest.mark.corpus  # reads a corpus wheel (rapidocr-onnxruntime), installed for the corpus step
+def test_ocr_angle_classifier_static_int8_keeps_the_softmax_ort_cannot_quantize_float(
+    tmp_path, cli
+):
+    """rapidocr's text-angle classifier, fed as the wheel feeds it (bench/corpus_feeds.py ppocr_cls_lines):
+    ORT's quantize_static raised "Only an existing tensor can be modified, 'softmax_0.tmp_0_intermediate' is
+    not." and the stage gave up. Now the node ORT was quantizing (its Softmax) stays float and the rest is
+    INT8; whether that INT8 keeps the angles is the sanity gate's and pick's business, off here."""
+    corpus_feeds.ppocr_cls_lines(tmp_path / "lines.npz")
+    write(
+        tmp_path / "r.yaml",
+        f"""
+version: 1
+name: cls
+inputs:
+  model: {{package: rapidocr-onnxruntime, file: {OCR_CLS}}}
+datasets:
+  calibration: {{loader: npz, with: {{path: lines.npz, limit: 8}}}}
+stages:
+  calib:
+    uses: calibrate
+    in: {{model: inputs.model, data: datasets.calibration}}
+  int8:
+    uses: quantize_static
+    in: {{model: inputs.model, calibration: calib.table, data: datasets.calibration}}
+    with: {{per_channel: true, sanity_check: false}}
+""",
+    )
+    code, out, err = cli("run", tmp_path / "r.yaml")
+    assert code == 0, (out, err)
+    metrics = json.loads((tmp_path / "out/cls/int8/metrics.json").read_text())
+    kept = metrics["kept_float_after_ort_failures"]
+    assert [k["node"] for k in kept] == ["Softmax@0"] and kept[0]["retry"] == 1
+    assert "Only an existing tensor can be modified" in kept[0]["why"]
+    assert "Softmax@0" in metrics["nodes_kept_float"]
+    assert metrics["quantized_by_op_type"].get("Conv", 0) > 10
+    ort.InferenceSession(
+        str(tmp_path / "out/cls/int8/model.onnx"), providers=["CPUExecutionProvider"]
+    )
