@@ -31,7 +31,9 @@ class QuantizeDynamic(Stage):
     version = "8"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
-        "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
+        "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs. Where "
+        "ORT's quantizer fails on a node, or writes a model ORT cannot load, that node is kept float and the "
+        "quantizer run again (at most 8 times; the summary and metrics name them)."
     )
     inputs = (
         Port("model", ArtifactKind.ONNX_MODEL, "an fp32 model, fused or not"),

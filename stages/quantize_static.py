@@ -56,7 +56,9 @@ class QuantizeStatic(Stage):
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
         "activation got quantized (e.g. a fused transformer graph whose Attention ops ORT leaves in float), "
-        "since such a model is weight-only and usually slower than fp32."
+        "since such a model is weight-only and usually slower than fp32. Where ORT's quantizer fails on a node, "
+        "or writes a model ORT cannot load, that node is kept float and the quantizer run again (at most 8 "
+        "times; the summary and metrics name them)."
     )
     inputs = (
         Port(
