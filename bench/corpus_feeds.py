@@ -115,7 +115,9 @@ def arabic_names(out: Path) -> None:
     np.savez(out, src=src.astype(np.int64), src_mask=mask.astype(bool))
 
 
-LINES = DATA / "images" / "lines" / "calibration"  # the repository's rendered text lines (images/lines/README.md)
+LINES = (
+    DATA / "images" / "lines" / "calibration"
+)  # the repository's rendered text lines (images/lines/README.md)
 
 
 def _bgr_lines() -> list[np.ndarray]:

@@ -115,14 +115,7 @@ class QuantizeDynamic(Stage):
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
         reduce_range, why = isa.dynamic_reduce_range(ctx, source, op_types)
         written = _Writer(ctx.scratch, source, target, params, op_types, reduce_range, large)
-        try:
-            kept = float_retry.quantize_with_retries(
-                written.attempt, onnx_model.load_graph(source).graph, params["nodes_to_exclude"]
-            )
-        except (
-            Exception
-        ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
-            raise ort_failures.after_retries("quantize_dynamic", exc) from exc
+        kept = written.write(onnx_model.load_graph(source).graph)
         reordered = written.reordered
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
@@ -190,6 +183,17 @@ class _Writer:
         self.scratch, self.source, self.target, self.params = scratch, source, target, params
         self.op_types, self.reduce_range, self.large = op_types, reduce_range, large
         self.reordered = False
+
+    def write(self, graph: Any) -> list[float_retry.KeptFloat]:
+        """Quantize, retrying with the nodes ORT fails on kept float; the nodes so kept."""
+        try:
+            return float_retry.quantize_with_retries(
+                self.attempt, graph, self.params["nodes_to_exclude"]
+            )
+        except (
+            Exception
+        ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
+            raise ort_failures.after_retries("quantize_dynamic", exc) from exc
 
     def attempt(self, excluded: list[str]) -> None:
         model, names = self.source, excluded
