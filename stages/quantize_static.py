@@ -11,6 +11,7 @@ from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
     calibration_table,
+    float_retry,
     isa,
     op_table,
     ort_failures,
@@ -56,7 +57,9 @@ class QuantizeStatic(Stage):
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
         "activation got quantized (e.g. a fused transformer graph whose Attention ops ORT leaves in float), "
-        "since such a model is weight-only and usually slower than fp32."
+        "since such a model is weight-only and usually slower than fp32. Where ORT's quantizer fails on a node, "
+        "or writes a model ORT cannot load, that node is kept float and the quantizer run again (at most 8 "
+        "times; the summary and metrics name them)."
     )
     inputs = (
         model_in("the fp32 model (the one the table was calibrated on)"),
@@ -177,16 +180,17 @@ class QuantizeStatic(Stage):
         excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
         reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
         params["reduce_range"] = reduce_range
-        target = self._quantize(
-            model, ctx.output_path("model"), params, table, table_path, excluded
+        target, reordered, kept = self._write(
+            model, ctx.output_path("model"), params, (table, table_path), excluded
         )
-        reordered = _repair(target)
+        excluded = sorted({*excluded, *(k.node for k in kept)})
         quantized = quantized_graph.quantized_ops(target)
         _check_quantized(model, quantized, params)
         metrics = {
             **_quantized_metrics(params, model, target, quantized, excluded),
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
+            **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             "opset_upgraded_from": chosen.opset_upgraded_from,
             **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
@@ -199,6 +203,7 @@ class QuantizeStatic(Stage):
         checked = sanity.verify_quantized(ctx, model, target, measured)
         ratio = metrics["bytes_after"] / metrics["bytes_before"]
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
+        notes.append(float_retry.summary(kept))
         notes = [n for n in [*notes, checked, prepared.summary()] if n]
         return StageResult(
             summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
@@ -225,6 +230,32 @@ class QuantizeStatic(Stage):
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
 
+    @classmethod
+    def _write(
+        cls,
+        model: Path,
+        output: Path,
+        params: dict[str, Any],
+        calibration: tuple[Any, Path],
+        excluded: list[str],
+    ) -> tuple[Path, bool, list[float_retry.KeptFloat]]:
+        """ORT's quantize_static, the result repaired and loaded once; where ORT fails or writes a model it
+        cannot load, again with the node it names kept float (float_retry). (file, re-sorted, kept float)"""
+        written: dict[str, Any] = {}
+
+        def attempt(floated: list[str]) -> None:
+            target = cls._quantize(model, output, params, *calibration, floated)
+            written.update(target=target, reordered=_repair(target))  # _repair loads it in ORT
+
+        graph = onnx_model.load_graph(model).graph
+        try:
+            kept = float_retry.quantize_with_retries(attempt, graph, excluded)
+        except (
+            Exception
+        ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
+            raise ort_failures.after_retries("quantize_static", exc) from exc
+        return written["target"], written["reordered"], kept
+
     @staticmethod
     def _quantize(
         model: Path,
@@ -241,29 +272,25 @@ class QuantizeStatic(Stage):
 
         large = onnx_model.needs_external_data(onnx_model.total_size(model))
         target = onnx_model.output_file(output, large)
-        try:
-            quantize_static(
-                str(model),
-                str(target),
-                calibration_data_reader=None,
-                quant_format=QuantFormat.QDQ
-                if params["format"] == "QDQ"
-                else QuantFormat.QOperator,
-                op_types_to_quantize=params["op_types_to_quantize"] or None,
-                per_channel=params["per_channel"],
-                reduce_range=params["reduce_range"],
-                activation_type=getattr(QuantType, params["activation_type"]),
-                weight_type=getattr(QuantType, params["weight_type"]),
-                nodes_to_exclude=excluded or None,
-                use_external_data_format=large,
-                calibrate_method=getattr(
-                    CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
-                ),
-                extra_options=dict(params["extra_options"]),
-                calibration_cache_path=str(table_path),
-            )
-        except Exception as exc:  # ORT's quantizer: its failures become one line with what to do
-            raise ort_failures.quantizer_failed("quantize_static", exc) from exc
+        # ORT's quantizer: its failures go to float_retry (in run) as they are
+        quantize_static(
+            str(model),
+            str(target),
+            calibration_data_reader=None,
+            quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
+            op_types_to_quantize=params["op_types_to_quantize"] or None,
+            per_channel=params["per_channel"],
+            reduce_range=params["reduce_range"],
+            activation_type=getattr(QuantType, params["activation_type"]),
+            weight_type=getattr(QuantType, params["weight_type"]),
+            nodes_to_exclude=excluded or None,
+            use_external_data_format=large,
+            calibrate_method=getattr(
+                CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
+            ),
+            extra_options=dict(params["extra_options"]),
+            calibration_cache_path=str(table_path),
+        )
         return target
 
 

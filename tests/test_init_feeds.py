@@ -175,7 +175,9 @@ def test_mean_and_std_flags_and_their_mistakes(project, cli):
         "init", model, "--data", PHOTOS, "-o", project / "x.yaml", "--mean", "0.5", "0.4"
     )
     assert (
-        code == 2 and "--mean: give three values (R G B) or one for all channels, not 2" in err
+        code == 2
+        and "--mean: give three values (one a channel, in --channels order) or one for all channels, not 2"
+        in err
     ), (out, err)
     magika = wheel_file("magika", "standard_v3_3/model.onnx")
     code, out, err = cli("init", magika, "-o", project / "y.yaml", "--preprocess", "imagenet")

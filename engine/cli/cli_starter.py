@@ -51,8 +51,8 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         nargs="+",
         metavar="M",
-        help="image mean per channel in --channels order (R G B; B G R with BGR), or one value, "
-        "on [0, 1] pixels",
+        help="image mean per channel, in --channels order (R G B, or B G R with --channels BGR), or one "
+        "value for all; on [0, 1] pixels",
     )
     parser.add_argument(
         "--channels",
@@ -70,8 +70,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         type=float,
         nargs="+",
         metavar="S",
-        help="image std per channel in --channels order (R G B; B G R with BGR), or one value, "
-        "on [0, 1] pixels",
+        help="image std per channel, in --channels order, or one value for all; on [0, 1] pixels",
     )
 
 

@@ -140,7 +140,8 @@ def _from_flags(
             return default
         if len(values) not in (1, 3):
             raise OrtflowError(
-                f"{flag}: give three values (R G B) or one for all channels, not {len(values)}"
+                f"{flag}: give three values (one a channel, in --channels order) or one for all channels, "
+                f"not {len(values)}"
             )
         if flag == "--std" and any(v <= 0 for v in values):
             raise OrtflowError(f"--std {' '.join(map(str, values))}: every std must be above 0")

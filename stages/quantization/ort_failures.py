@@ -38,10 +38,31 @@ KNOWN = (
 
 
 def quantizer_failed(tool: str, exc: BaseException) -> StageError:
-    """The one-line StageError for `tool` (e.g. "quantize_static") failing with `exc`; chain it with `from exc`."""
+    """The one-line StageError for `tool` (e.g. "quantize_static") failing with `exc`; chain it with `from exc`.
+    `exc` may be float_retry's RetriesSpent: the last failure after nodes were kept float for the others."""
+    from ortflow.stages.quantization.float_retry import RetriesSpent
+
+    tried = ""
+    if isinstance(exc, RetriesSpent):
+        names = ", ".join(k.node for k in exc.kept[:4]) + ("" if len(exc.kept) <= 4 else ", ...")
+        tried = f" (after keeping {len(exc.kept)} node(s) float one failure at a time: {names})"
+        exc = exc.original
     text = str(exc)
     hint = next((fix for pattern, fix in KNOWN if pattern in text), "")
     said = f"{type(exc).__name__}: {first_line(exc)}"
     return StageError(
-        f"{tool} failed: {said}" + (f" — {hint}" if hint else " — --debug shows ORT's traceback")
+        f"{tool} failed{tried}: {said}"
+        + (f" — {hint}" if hint else " — --debug shows ORT's traceback")
+    )
+
+
+def after_retries(tool: str, exc: BaseException) -> BaseException:
+    """What a quantize stage raises once float_retry gave up: ortflow's own StageError as it is (e.g. the
+    checker's), anything else from ORT as quantizer_failed's one line."""
+    from ortflow.stages.quantization.float_retry import RetriesSpent
+
+    return (
+        exc
+        if isinstance(exc, StageError) and not isinstance(exc, RetriesSpent)
+        else quantizer_failed(tool, exc)
     )
