@@ -16,6 +16,7 @@ under this host's kernel family (the other families' entries stay).
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -247,7 +248,8 @@ def p50_ms(paths: dict[str, Path], feed: dict, rounds: int, runs: int) -> dict[s
 
 
 def effect(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None) -> dict[str, Any]:
-    """fp32, whole-model INT8 and `auto` INT8 of init's recipe, timed interleaved: the table's effect."""
+    """fp32, whole-model INT8 and `auto` INT8 of init's recipe, timed interleaved: the table's effect. Each
+    speedup is [median, lowest, highest] of the per-round ratios."""
     with tempfile.TemporaryDirectory(prefix=f"optable-{model.id}-") as name:
         folder = Path(name)
         fp32, int8, recipe = build(model, folder, limit, auto=True)
@@ -257,12 +259,12 @@ def effect(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None)
         paths.update({"auto": auto} if auto.exists() and not same else {})
         times = p50_ms(paths, feed_for(fp32, recipe, folder), rounds, runs)
     found = {k: round(statistics.median(v), 3) for k, v in times.items()}
+    auto_key = "auto" if "auto" in found else "int8" if same else None
     return {
         "p50_ms": found,
-        "int8_speedup": round(found["fp32"] / found["int8"], 2),
-        "auto_speedup": round(found["fp32"] / found["auto"], 2)
-        if "auto" in found
-        else (round(found["fp32"] / found["int8"], 2) if same else None),
+        "int8_speedup": _ratio(times, "int8"),
+        "auto_speedup": _ratio(times, auto_key) if auto_key else None,
+        "load_1min": round(os.getloadavg()[0], 1),
         "auto": "the same bytes as int8"
         if same
         else "built"
@@ -273,6 +275,13 @@ def effect(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None)
             else "init keeps its own op types"
         ),
     }
+
+
+def _ratio(times: dict[str, list[float]], key: str) -> list[float]:
+    """fp32's p50 over `key`'s: the median of the per-round ratios (each round times both under the same
+    load), then the lowest and the highest: [median, low, high]."""
+    ratios = [f / q for f, q in zip(times["fp32"], times[key])]
+    return [round(statistics.median(ratios), 2), round(min(ratios), 2), round(max(ratios), 2)]
 
 
 def measure(model: corpus.CorpusModel, rounds: int, runs: int, limit: int | None) -> dict[str, Any]:

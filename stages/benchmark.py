@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -252,6 +253,7 @@ class Benchmark(Stage):
                     timings.append((time.perf_counter() - started) * 1000)
                     counters[index] += 1
                     done += 1
+                rows[index]["round_p50_ms"].append(round(statistics.median(timings[-done:]), 4))
         return [_row(row, batch_size) for row in rows]
 
 
@@ -307,6 +309,7 @@ def _started_row(
         else None,
         "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
         "latencies_ms": [],
+        "round_p50_ms": [],
     }
 
 
@@ -364,7 +367,7 @@ def _row(measured: dict[str, Any], batch_size: int) -> BenchmarkRow:
         **{f"p{q}": np.percentile(latencies, q) for q in PERCENTILES},
     }
     return BenchmarkRow(
-        **measured,
+        **{**measured, "round_p50_ms": tuple(measured["round_p50_ms"])},
         latency_ms=Latency(**{k: round(float(v), 3) for k, v in stats.items()}),
         throughput_per_s=round(batch_size * 1000 / float(latencies.mean()), 2),
         runs=len(latencies),

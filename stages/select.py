@@ -30,7 +30,14 @@ from ortflow.api import (
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
-from ortflow.stages.search.selection import Candidate, Outcome, selection_document, uncalibrated
+from ortflow.stages.search.selection import (
+    Candidate,
+    Outcome,
+    beyond_the_spread,
+    round_spread,
+    selection_document,
+    uncalibrated,
+)
 
 # Benchmark metrics, read from each result row; the rest of a candidate's metrics come from the accuracy results.
 LATENCY = {
@@ -56,6 +63,8 @@ UNITS = {
     "size_mb": "MB",
     "peak_rss_mb": "MB",
 }  # the rest: "" (named in full)
+# The objectives that make `select` choose on speed, where a candidate must beat the original beyond the spread.
+FASTER = {*LATENCY, "speedup", "throughput_per_s"}
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
 BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
@@ -63,8 +72,9 @@ BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default
 class Select(Stage):
     type = "select"
     # 3: selection.json and the summary name the data the accuracy verdict rests on; 4: a model whose activation
-    # ranges were calibrated on random or unknown data is never chosen
-    version = "4"
+    # ranges were calibrated on random or unknown data is never chosen; 5: on a speed objective, a model is
+    # chosen over the benchmark's baseline only if faster in every round (speedup_low > 1)
+    version = "5"
     description = (
         "Choose one model among variants (usually every instance of a matrix stage, `int8.model[*]`): the best by an "
         "objective (`minimize: p50_ms` or `maximize: speedup`, ...) among those meeting every constraint (`min: "
@@ -72,7 +82,10 @@ class Select(Stage):
         "results over the same models; accuracy metrics count at their worst over the model's outputs. A benchmark "
         "that sweeps threads or batch sizes makes each (model, configuration) a candidate. Writes why (every "
         "candidate, its metrics, what it missed, the Pareto front) and outputs the chosen model; exit 3 when none "
-        "qualifies, naming the closest. A choice on accuracy measured on random feeds says so (`unverified: random feeds`). "
+        "qualifies, naming the closest. On a speed objective, with the benchmark's baseline (the original) among the "
+        "eligible candidates, a model is chosen over it only if it was faster in every round of the benchmark "
+        "(`speedup_low`, its lowest per-round speedup, above 1): a difference within the spread over rounds is "
+        "noise, and the original is kept. A choice on accuracy measured on random feeds says so (`unverified: random feeds`). "
         "A model whose activation ranges were calibrated upstream on random feeds or data of unknown provenance "
         "(a calibrate stage on such a dataset, or a table given as a recipe input) is never chosen, however fast "
         "and however well it scores: selection.json says so among its misses."
@@ -160,12 +173,11 @@ class Select(Stage):
         names = ctx.labels("models")
         accuracy = _read(ctx, "accuracy", AccuracyResults)
         benchmark = _read(ctx, "benchmark", BenchmarkResults)
-        candidates = _candidates(names, benchmark, accuracy, ctx.calibration_data("models"))
         wanted = [objective, *params["min"], *params["max"]]
-        _require_measured(wanted, candidates, benchmark, accuracy)
-        for c in candidates:
-            _judge(c, objective, params)
-        outcome = _outcome(candidates, goal, objective, params, accuracy)
+        outcome = choose(
+            names, benchmark, accuracy, ctx.calibration_data("models"), (goal, objective), params
+        )
+        candidates = outcome.candidates
         write_document(ctx.output_path("selection"), selection_document(outcome, names))
         metrics = {
             "candidates": len(candidates),
@@ -182,6 +194,26 @@ class Select(Stage):
             )
         _copy_model(ctx, outcome.chosen.model)
         return _result(outcome, wanted, metrics)
+
+
+def choose(
+    names: list[str],
+    benchmark: BenchmarkResults | None,
+    accuracy: AccuracyResults | None,
+    calibrated_on: list[DataSource | None],
+    goal: tuple[str, Any],
+    params: Any,
+) -> Outcome:
+    """Every candidate judged (constraints, calibration data, the spread over rounds on a speed objective)
+    and the best eligible one: `goal` is (minimize or maximize, the objective)."""
+    direction, objective = goal
+    candidates = _candidates(names, benchmark, accuracy, calibrated_on)
+    _require_measured([objective, *params["min"], *params["max"]], candidates, benchmark, accuracy)
+    for c in candidates:
+        _judge(c, objective, params)
+    if objective in FASTER:
+        beyond_the_spread(candidates, names, benchmark.baseline if benchmark else None)
+    return _outcome(candidates, direction, objective, params, accuracy)
 
 
 def _require_measured(
@@ -298,6 +330,8 @@ def _candidates(
             c = Candidate(label, index, settings, calibrated_on=calibrated_on[index])
             if row is not None:
                 c.session = row.session
+                base = benchmark.row(benchmark.baseline, like=row) if benchmark else None
+                c.values.update(round_spread(row, base if base is not row else None))
                 c.values.update({m: getattr(row.latency_ms, p) for m, p in LATENCY.items()})
                 c.values.update(
                     {m: getattr(row, m) for m in ROW if isinstance(getattr(row, m), (int, float))}

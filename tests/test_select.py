@@ -71,6 +71,13 @@ def test_select_picks_the_fastest_variant_meeting_the_constraint(project, cli):
         miss = rows[f"int8[per_channel=false] (intra_op_threads {threads})"]
         assert not miss["meets_constraints"] and miss["misses"][0].startswith("cosine_mean 0.9")
     assert chosen["model"] in ("int8[per_channel=true]", "model")
+    # each row keeps its rounds' medians; a model is chosen over the original only if faster in every round
+    bench = json.loads((project / "out/pick/bench/benchmark.json").read_text())
+    assert all(len(r["round_p50_ms"]) == 2 for r in bench["results"])
+    for c in rows.values():
+        assert ("speedup_low" in c["values"]) == (c["model"] != "model")
+    if chosen["model"] != "model":
+        assert chosen["values"]["speedup_low"] > 1
     assert heldout_cosine(project / "out/pick/best/model.onnx") >= 0.99  # on text it never saw
     # The Pareto front over (p50 latency, cosine): nothing on it is beaten on both by another candidate.
     front = [c for c in rows.values() if c["pareto"]]

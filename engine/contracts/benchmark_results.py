@@ -132,6 +132,9 @@ class BenchmarkRow:
     session: SessionSettings | None = (
         None  # None in documents written before sessions were recorded
     )
+    # each round's median, in round order: what the run-to-run spread of a speedup is read from (select's
+    # rule that an optimized model beats the original in every round); empty in documents from before
+    round_p50_ms: tuple[float, ...] = ()
 
     def config(self) -> tuple[int, int, int | None, bool, bool]:
         """What makes two rows comparable: the same configuration (the order of BENCHMARK_CONFIG)."""
@@ -162,6 +165,7 @@ class BenchmarkRow:
             # absent from documents written before CUDA graphs and sessions were recorded (kept byte for byte)
             **({"cuda_graph": self.cuda_graph} if self.cuda_graph or self.session else {}),
             **({"session": self.session.to_json()} if self.session is not None else {}),
+            **({"round_p50_ms": list(self.round_p50_ms)} if self.round_p50_ms else {}),
         }
 
     @classmethod
@@ -170,10 +174,11 @@ class BenchmarkRow:
         known = {
             k: v
             for k, v in row.items()
-            if k in cls.__dataclass_fields__ and k not in ("latency_ms", "session")
+            if k in cls.__dataclass_fields__ and k not in ("latency_ms", "session", "round_p50_ms")
         }
         session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        return cls(**known, latency_ms=latency, session=session)  # type: ignore[arg-type]
+        rounds = tuple(row.get("round_p50_ms") or ())  # type: ignore[arg-type]
+        return cls(**known, latency_ms=latency, session=session, round_p50_ms=rounds)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -141,16 +141,30 @@ class Choice:
 def _measured(candidate: SelectionCandidate, metric: str, threshold: float) -> str:
     """A candidate as the closing line names it: its speed and its accuracy against the constraint."""
     value = _candidate_metric(candidate, metric)
+    low, high = candidate.values.get("speedup_low"), candidate.values.get("speedup_high")
+    spread = f" ({low:.2f}-{high:.2f}x over rounds)" if low is not None and high is not None else ""
     verdict = (
         ""
         if candidate.meets_constraints
         else f" < {threshold}"
         if value < threshold
+        else " (not faster in every round: noise)"
+        if low is not None and low <= 1.0
         else " (missed a constraint)"
     )
-    return (
-        f"'{candidate.id}' {candidate.values.get('speedup', 0):.2f}x, {metric} {value:.4f}{verdict}"
-    )
+    speed = f"{candidate.values.get('speedup', 0):.2f}x{spread}"
+    return f"'{candidate.id}' {speed}, {metric} {value:.4f}{verdict}"
+
+
+def _faster(candidate: SelectionCandidate, original: SelectionCandidate) -> bool:
+    """Faster than the original as pick judges it: in every round of the benchmark (speedup_low above 1,
+    select's rule), or by the median where the document has no rounds (written before they were kept)."""
+    if candidate is original:
+        return False
+    low = candidate.values.get("speedup_low")
+    if low is not None:
+        return float(low) > 1.0
+    return float(candidate.values["p50_ms"]) < float(original.values["p50_ms"])
 
 
 def _candidate_metric(candidate: SelectionCandidate, metric: str) -> float:
@@ -196,11 +210,7 @@ def read_choice(files: ChoiceFiles, metric: str, threshold: float) -> Choice:
     original = next((c for c in candidates if c.model == "model"), candidates[0])
     # refused for where their ranges came from, not for accuracy: never a reason to exit 3
     uncalibrated = [c for c in candidates if uncalibrated_ranges(c)]
-    faster = [
-        c
-        for c in candidates
-        if c.values["p50_ms"] < original.values["p50_ms"] and c not in uncalibrated
-    ]
+    faster = [c for c in candidates if _faster(c, original) and c not in uncalibrated]
     data = selection.data
     on = f" ({data.label()})" if data is not None else ""
     if faster and not any(c.meets_constraints for c in faster):

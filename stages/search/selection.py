@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ortflow.api import (
     Bounds,
@@ -177,3 +177,45 @@ def _scatter(outcome: Outcome, plotted: str) -> dict:
             else {}
         ),
     }
+
+
+# How the miss of a model no faster than the original beyond the spread begins (bench/corpus.py tells it from
+# an accuracy miss: such a model kept the accuracy, it is only not faster)
+SPREAD_MISS = "not faster than"
+
+
+class Rounds(Protocol):
+    """A benchmark row's medians per round (BenchmarkRow), in round order."""
+
+    round_p50_ms: tuple[float, ...]
+
+
+def round_spread(row: Rounds, base: Rounds | None) -> dict[str, float]:
+    """`speedup_low`/`speedup_high`: the lowest and highest of the per-round speedups of a model's row against
+    the baseline's row under the same configuration (rounds interleave the models, so each round's ratio is
+    taken under the same load); none without a baseline row (the baseline itself) or rounds (older documents)."""
+    if base is None or not row.round_p50_ms or len(base.round_p50_ms) != len(row.round_p50_ms):
+        return {}
+    ratios = [b / r for b, r in zip(base.round_p50_ms, row.round_p50_ms) if r > 0]
+    return {"speedup_low": round(min(ratios), 3), "speedup_high": round(max(ratios), 3)}
+
+
+def beyond_the_spread(candidates: list[Candidate], names: list[str], baseline: str | None) -> None:
+    """On a speed objective, a model is chosen over the original (the benchmark's `baseline`, when it is itself
+    an eligible candidate under the same configuration) only if it was faster in every round: its lowest
+    per-round speedup above 1. A median 1.02x over rounds that ranged 0.95-1.08x is noise, and delivering it
+    would make what ships depend on the machine's load."""
+    originals = {_config(c) for c in candidates if names[c.model] == baseline and not c.misses}
+    for c in candidates:
+        low = c.values.get("speedup_low")
+        if c.misses or low is None or _config(c) not in originals or low > 1.0:
+            continue
+        c.misses.append(
+            f"{SPREAD_MISS} {baseline} beyond the benchmark's spread: {low:.3g}-"
+            f"{c.values['speedup_high']:.3g}x over its rounds (faster in every round needed)"
+        )
+        c.shortfall = max(c.shortfall, 1.0 - low + 1e-9)
+
+
+def _config(c: Candidate) -> tuple[tuple[str, Scalar], ...]:
+    return tuple(sorted(c.config.items()))
