@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
 
 from grimp import ImportGraph
 from importlinter.application import output
@@ -56,6 +55,11 @@ def stage_layout(graph: ImportGraph, group: str, package: str) -> StageLayout:
     return StageLayout(frozenset(stages & children), frozenset(themes), tuple(problems))
 
 
+def _set_modules(contract: object, field: str, modules: frozenset[str]) -> None:
+    """A module field filled as import-linter fills it from the configuration (the parsed expressions)."""
+    setattr(contract, field, {ModuleExpression(module) for module in modules})
+
+
 def _broken_layout(layout: StageLayout) -> ContractCheck:
     return ContractCheck(kept=False, metadata={"layout_problems": list(layout.problems)})
 
@@ -80,7 +84,7 @@ class StagesIndependent(IndependenceContract):
         layout = stage_layout(graph, str(self.entry_point_group), str(self.package))
         if layout.problems:
             return _broken_layout(layout)
-        self.modules: Any = {ModuleExpression(m) for m in layout.stages}
+        _set_modules(self, "modules", layout.stages)
         return super().check(graph, verbose)
 
     def render_broken_contract(self, check: ContractCheck) -> None:
@@ -101,8 +105,8 @@ class ThemesImportNoStage(ForbiddenContract):
         layout = stage_layout(graph, str(self.entry_point_group), str(self.package))
         if layout.problems:
             return _broken_layout(layout)
-        self.source_modules: Any = {ModuleExpression(m) for m in layout.themes}
-        self.forbidden_modules: Any = {ModuleExpression(m) for m in layout.stages}
+        _set_modules(self, "source_modules", layout.themes)
+        _set_modules(self, "forbidden_modules", layout.stages)
         return super().check(graph, verbose)
 
     def render_broken_contract(self, check: ContractCheck) -> None:
