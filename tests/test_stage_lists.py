@@ -1,7 +1,7 @@
-"""Adding a built-in stage: the module in stages/, its line in [project.entry-points."ortflow.stages"] and its name
-in pyproject's two import-linter stage lists (docs/plugins.md). The lists are checked against the entry points here,
-so a stage missing from them (the attention-fusion helper was, in the stages' top folder) fails this
-test instead of escaping the isolation contracts. A plugin's stage takes one edit: its entry point line."""
+"""Adding a built-in stage is one edit beyond its module: its line in [project.entry-points."ortflow.stages"]. The
+import-linter contracts that keep stages apart (.ci/stage_contracts.py) read the stages from the installed entry points
+at lint time, so there is no list to keep in step by hand (the two lists that were could miss a stage:
+stages/graphs/attention_fusion.py was in neither). A plugin's stage takes one edit too: its entry point line."""
 
 from __future__ import annotations
 
@@ -14,51 +14,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("pyproject.toml", "README.md", "ortflow", "engine", "stages", "loaders", "schemas")
 INDEPENDENCE = "stages import each other only through the registry"
 SHARED = "what stages share (by theme) imports no stage"
-
-
-def stage_list_problems(root: Path) -> list[str]:
-    """What the entry points, the stages' top folder and the two import-linter lists disagree on, as the fix."""
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+; the check is the same on every version
-    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    points = config["project"]["entry-points"]["ortflow.stages"]
-    declared = {target.split(":")[0] for target in points.values()}
-    files = {
-        f"ortflow.stages.{p.stem}" for p in (root / "stages").glob("*.py") if p.stem != "__init__"
-    }
-    themes = {f"ortflow.stages.{p.parent.name}" for p in (root / "stages").glob("*/__init__.py")}
-    contracts = {c["name"]: c for c in config["tool"]["importlinter"]["contracts"]}
-    problems = [
-        f"stages/{m.rpartition('.')[2]}.py is in stages/'s top folder, which holds only stages: give it an entry "
-        f'point in [project.entry-points."ortflow.stages"], or move a helper into a theme package (stages/graphs/ ...)'
-        for m in sorted(files - declared)
-    ]
-    problems += [
-        f"{m}: an entry point names a module with no file in stages/'s top folder"
-        for m in sorted(declared - files)
-    ]
-    lists = {
-        f"[{INDEPENDENCE!r}] modules": set(contracts[INDEPENDENCE]["modules"]),
-        f"[{SHARED!r}] forbidden_modules": set(contracts[SHARED]["forbidden_modules"]),
-    }
-    for where, listed in lists.items():
-        problems += [
-            f"add {m!r} to pyproject's import-linter {where}" for m in sorted(files - listed)
-        ]
-        problems += [
-            f"remove {m!r} from pyproject's import-linter {where}: no such stage"
-            for m in sorted(listed - files)
-        ]
-    sources = set(contracts[SHARED]["source_modules"])
-    problems += [f"add {t!r} to [{SHARED!r}] source_modules" for t in sorted(themes - sources)]
-    return problems
-
-
-def test_import_linter_stage_lists_match_the_entry_points():
-    assert stage_list_problems(ROOT) == []
-
-
+ENTRY_POINTS = '[project.entry-points."ortflow.stages"]\n'
 STAGE = """
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
 
@@ -75,30 +34,111 @@ class Shout(Stage):
         return StageResult(summary="shouted")
 """
 
+RECIPE = textwrap.dedent("""\
+    version: 1
+    name: one-edit
+    stages:
+      loud: {uses: shout, with: {text: one edit}}
+    """)
 
-def test_a_built_in_stage_missing_from_the_lists_is_named_with_its_fix(tmp_path):
-    """A copy of the repository's pyproject and stages/ with a new stage module and its entry point, nothing else:
-    the check names the two lists still to edit (and is clean once they are)."""
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(
-        ROOT / "stages", tmp_path / "stages", ignore=shutil.ignore_patterns("__pycache__")
+
+def lint_imports(installed: Path, config: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter over an installed copy, as .ci/lint runs it (.ci/ on the path for the stage contracts)."""
+    return subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()"]
+        + ["--config", str(config)],
+        cwd=installed,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": f"{installed}:{ROOT / '.ci'}",
+            "HOME": str(installed),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    (tmp_path / "stages" / "shout.py").write_text(STAGE)
-    assert "stages/shout.py is in stages/'s top folder" in stage_list_problems(tmp_path)[0]
-    text = (tmp_path / "pyproject.toml").read_text()
-    text = text.replace(
-        '[project.entry-points."ortflow.stages"]\n',
-        '[project.entry-points."ortflow.stages"]\nshout = "ortflow.stages.shout:Shout"\n',
+
+
+def contract_line(lint: subprocess.CompletedProcess[str], name: str) -> str:
+    return next(line for line in lint.stdout.splitlines() if line.startswith(name))
+
+
+def test_a_built_in_stage_is_added_by_its_module_and_one_entry_point(tmp_path):
+    """A copy of the source with a new stage module and its entry-point line, nothing else: installed, the lint keeps
+    it apart from the other stages (a stage importing another breaks it, so the list holds the new stage), a module
+    left in the top folder without an entry point breaks it with the fix, and the registry lists and runs the stage."""
+    pytest.importorskip("importlinter")
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(
+                ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            shutil.copy(ROOT / name, source / name)
+    (source / "stages" / "shout.py").write_text(STAGE)
+    pyproject = source / "pyproject.toml"
+    text = pyproject.read_text()
+    assert ENTRY_POINTS in text
+    pyproject.write_text(
+        text.replace(ENTRY_POINTS, ENTRY_POINTS + 'shout = "ortflow.stages.shout:Shout"\n')
+    )  # the edit
+    installed = tmp_path / "installed"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(installed),
+            str(source),
+        ],
+        check=True,
+        timeout=300,
     )
-    (tmp_path / "pyproject.toml").write_text(text)
-    assert [p.split(" to ")[0] for p in stage_list_problems(tmp_path)] == [
-        "add 'ortflow.stages.shout'"
-    ] * 2
-    text = text.replace(
-        '"ortflow.stages.benchmark",', '"ortflow.stages.benchmark", "ortflow.stages.shout",'
+    lint = lint_imports(installed, pyproject)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert contract_line(lint, INDEPENDENCE).endswith("KEPT")
+
+    shout = installed / "ortflow" / "stages" / "shout.py"
+    shout.write_text("import ortflow.stages.select  # noqa: F401\n" + STAGE)
+    lint = lint_imports(installed, pyproject)
+    assert lint.returncode == 1 and contract_line(lint, INDEPENDENCE).endswith("BROKEN")
+    assert "ortflow.stages.shout is not allowed to import ortflow.stages.select" in lint.stdout
+    shout.write_text(STAGE)
+    (installed / "ortflow" / "stages" / "stray.py").write_text("HELPER = 1\n")
+    lint = lint_imports(installed, pyproject)
+    assert lint.returncode == 1 and contract_line(lint, SHARED).endswith("BROKEN")
+    assert "ortflow.stages.stray: a module in ortflow.stages's top folder" in lint.stdout
+    (installed / "ortflow" / "stages" / "stray.py").unlink()
+
+    (installed / "recipe.yaml").write_text(RECIPE)
+    env = {
+        "PYTHONPATH": str(installed),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "NO_COLOR": "1",
+    }
+    run = [sys.executable, "-m", "ortflow.engine.cli"]
+    listed = subprocess.run(
+        [*run, "stages"], cwd=installed, env=env, capture_output=True, text=True, timeout=120
     )
-    (tmp_path / "pyproject.toml").write_text(text)
-    assert stage_list_problems(tmp_path) == []
+    assert listed.returncode == 0 and "ortflow.stages.shout:Shout" in listed.stdout, listed.stdout
+    ran = subprocess.run(
+        [*run, "run", "recipe.yaml"],
+        cwd=installed,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0 and "shouted" in ran.stdout, ran.stderr
+    assert [p.read_text() for p in installed.rglob("shout.txt")][:1] == ["ONE EDIT"]
 
 
 def test_a_plugin_stage_is_added_by_one_entry_point_and_runs(tmp_path):
@@ -110,14 +150,7 @@ def test_a_plugin_stage_is_added_by_one_entry_point_and_runs(tmp_path):
     (info / "entry_points.txt").write_text(
         "[ortflow.stages]\nshout = shout_stage:Shout\n"
     )  # the one edit
-    (tmp_path / "recipe.yaml").write_text(
-        textwrap.dedent("""\
-        version: 1
-        name: one-edit
-        stages:
-          loud: {uses: shout, with: {text: one edit}}
-        """)
-    )
+    (tmp_path / "recipe.yaml").write_text(RECIPE)
     env = {
         "PYTHONPATH": str(tmp_path),
         "PATH": "/usr/bin:/bin",

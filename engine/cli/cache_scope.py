@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ortflow.engine.cli.command_base import open_workspace
 from ortflow.engine.contracts.builds import parse_record
 from ortflow.engine.contracts.types import lock_path_for
 from ortflow.engine.leaves.errors import OrtflowError
-from ortflow.engine.pipeline import Workspace, plan
+from ortflow.engine.pipeline import plan
 from ortflow.engine.publish.lock import Lock
 
 
@@ -67,5 +68,5 @@ def lock_keys(
 
 def planned_keys(recipe: Path, store: Any, names: set[str]) -> dict[str, str]:
     """{key: stage} this machine would build the named stages under (their upstream known from the lock)."""
-    ws = Workspace.open(recipe, [], None, store.root, None)
+    ws = open_workspace(recipe, store.root)
     return {item.key: item.name for item in plan(ws) if item.name in names and item.key}

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
+from ortflow.engine.cli.command_base import CommandBase
 from ortflow.engine.cli.run_options import check_run_options, run_executor, run_remote
 from ortflow.engine.leaves.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAILED, OrtflowError
 from ortflow.engine.leaves.terminal_text import printable
@@ -17,21 +18,6 @@ if TYPE_CHECKING:
     from ortflow.engine.cli.output import Output
 
 
-def _workspace(args: argparse.Namespace, remote: Any = None, out: Output | None = None) -> Any:
-    from ortflow.engine.pipeline import Workspace
-
-    messages = {"say": out.say, "warn": out.warn} if out is not None else {}
-    return Workspace.open(
-        args.recipe,
-        args.overrides,
-        args.params,
-        args.cache,
-        getattr(args, "out", None),
-        remote,
-        **messages,
-    )
-
-
 def cmd_run(args: argparse.Namespace, out: Output) -> int:
     """`engine run`: its options checked, the workspace opened (reading through to a remote), the recipe run
     with progress shown, its table printed, and what it built pushed when asked."""
@@ -39,7 +25,7 @@ def cmd_run(args: argparse.Namespace, out: Output) -> int:
 
     check_run_options(args)
     remote = run_remote(args)
-    ws = _workspace(args, remote, out)
+    ws = CommandBase(args, out).workspace(remote)
     _key_caveats(ws.recipe, out)
     executor = run_executor(args)
     with out.progress(ws.recipe) as events:
@@ -66,9 +52,7 @@ def _push_built(ws: Any, remote: Any, summary: Any, out: Output) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, out: Output) -> int:
-    from ortflow.engine.pipeline import load
-
-    recipe, graph = load(args.recipe, args.overrides, args.params)
+    recipe, graph = CommandBase(args).recipe()
     edges = sum(len(preds) for preds in graph.predecessors.values())
     out.say(
         f"{args.recipe}: valid — {counted(len(recipe.stages), 'stage')}, "
@@ -81,7 +65,7 @@ def cmd_plan(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.pipeline import plan
 
-    ws = _workspace(args)
+    ws = CommandBase(args).workspace()
     planned = plan(ws, args.stages)
     if args.json:
         out.json(listings.planned(planned))
@@ -100,10 +84,9 @@ def _key_caveats(recipe: Any, out: Output) -> None:
 
 
 def cmd_dag(args: argparse.Namespace, out: Output) -> int:
-    from ortflow.engine.pipeline import load
     from ortflow.engine.recipe import graph as dag
 
-    recipe, _ = load(args.recipe, args.overrides, args.params)
+    recipe, _ = CommandBase(args).recipe()
     render: Callable[..., str] = {
         "text": dag.render_text,
         "mermaid": dag.render_mermaid,
@@ -117,7 +100,7 @@ def cmd_dag(args: argparse.Namespace, out: Output) -> int:
 def cmd_report(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.pipeline import rerender_report
 
-    path, missing, code = rerender_report(_workspace(args))
+    path, missing, code = rerender_report(CommandBase(args).workspace())
     if missing:
         out.error(
             f"not in the cache, left out of the report: {', '.join(missing)} — run the recipe to build them"
@@ -144,7 +127,7 @@ def cmd_status(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
     from ortflow.engine.pipeline import status
 
-    rows = status(_workspace(args))
+    rows = status(CommandBase(args).workspace())
     if args.json:
         out.json(listings.statuses([(row.stage, row.state, row.reason) for row in rows]))
     else:
@@ -176,20 +159,10 @@ def cmd_stages(args: argparse.Namespace, out: Output) -> int:
     )
 
 
-def _cache_store(args: argparse.Namespace, create: bool = False) -> Any:
-    from ortflow.engine.store.artifacts import open_store
-    from ortflow.engine.store.location import cache_root
-
-    root = cache_root(args.cache, args.recipes[0] if args.recipes else None)
-    if not create and not (root / "objects").is_dir():
-        raise OrtflowError(f"no artifact store at {root} — name a recipe, or pass --cache DIR")
-    return open_store(root)
-
-
 def cmd_cache_ls(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.cli import listings
 
-    store = _cache_store(args)
+    store = CommandBase(args).store()
     out.json(listings.cached_runs(store)) if args.json else out.cache_list(store)
     return EXIT_OK
 
@@ -201,7 +174,7 @@ def cmd_cache_verify(args: argparse.Namespace, out: Output) -> int:
         from ortflow.engine.cli.trust_commands import cmd_cache_verify_remote
 
         return cmd_cache_verify_remote(args, out)
-    store = _cache_store(args)
+    store = CommandBase(args).store()
     damage = store.verify(locked_outputs(args.recipes, store.root))
     return _damage_report(
         out,
@@ -245,7 +218,7 @@ def cmd_cache_gc(args: argparse.Namespace, out: Output) -> int:
             "name the recipes whose builds to keep, e.g. `engine cache gc recipes/*.yaml` "
             "— everything their lock files do not reference is removed"
         )
-    store = _cache_store(args)
+    store = CommandBase(args).store()
     collected = collect_garbage(
         store, [lock_path_for(recipe) for recipe in args.recipes], dry_run=args.dry_run
     )
@@ -277,7 +250,7 @@ def cmd_cache_adopt(args: argparse.Namespace, out: Output) -> int:
         raise OrtflowError(
             "no ORTFLOW_SIGNING_KEY to adopt the cache under — set the team's key (ORTFLOW_SIGNING_KEY_FILE) first"
         )
-    store = _cache_store(args)
+    store = CommandBase(args).store()
     with store.in_use().held():
         done = adopt(store)
     for line in done.refused:
@@ -294,7 +267,7 @@ def cmd_cache_push(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import push
 
-    store = _cache_store(args)
+    store = CommandBase(args).store()
     remote = required_remote(
         args.remote, args.recipes[0] if args.recipes else Path.cwd(), args.allow_unsigned
     )
@@ -302,7 +275,10 @@ def cmd_cache_push(args: argparse.Namespace, out: Output) -> int:
         lock_keys(args.recipes, store)
         if args.recipes
         else (
-            {key: (record or {}).get("stage", key[:12]) for key, record in store.iter_runs()},
+            {  # a record's stage as it is recorded (a name)
+                key: cast(str, (record or {}).get("stage", key[:12]))
+                for key, record in store.iter_runs()
+            },
             set(),
         )
     )
@@ -321,7 +297,7 @@ def cmd_cache_pull(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine.store.remote_config import required_remote
     from ortflow.engine.store.transfer import pull
 
-    store = _cache_store(args, create=True)
+    store = CommandBase(args).store(create=True)
     remote = required_remote(args.remote, args.recipes[0], args.allow_unsigned)
     keys, host_specific = lock_keys(args.recipes, store, pulling=True)
     return _transfer(

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 from typing import Any, Iterator, NoReturn
 
 from ortflow.engine.cli import console_tables as tables
+from ortflow.engine.cli.safe_console import safe_console
 from ortflow.engine.contracts.types import Status, dropped_text
 from ortflow.engine.leaves.secrets import redact
-from ortflow.engine.leaves.terminal_text import printable, safe_console
+from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.run.scheduler import SchedulerEvents
 
@@ -52,7 +53,7 @@ class Output:
         # nothing is redirected into the display (rich's own redirection wrapped in that router wrote into
         # itself forever, so a run in a terminal never returned).
         # emoji=False: ":100:" in "recipe.yaml:100:3" is a location, not an emoji code; user text prints as written
-        # Every text they render passes the one terminal sanitiser (engine.leaves.terminal_text): a record's summary, a
+        # Every text they render passes the one terminal sanitiser (engine.cli.safe_console): a record's summary, a
         # file name or a library's message cannot drive the terminal.
         self.console = safe_console(file=sys.stdout, highlight=False, emoji=False, width=width)
         self.errors = safe_console(file=sys.stderr, highlight=False, emoji=False)

@@ -94,6 +94,7 @@ def _target(args: argparse.Namespace) -> Any:
 
 def cmd_optimize(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine import pipeline
+    from ortflow.engine.cli.command_base import open_workspace
     from ortflow.engine.starter import optimize
     from ortflow.engine.starter.write import recipe_name
 
@@ -111,7 +112,7 @@ def cmd_optimize(args: argparse.Namespace, out: Output) -> int:
         _init_options(args, recipe_path, recipe_name(args.output, _target(args)))
     )
     out.say(f"recipe: {_describe_init(result)}")
-    ws = pipeline.Workspace.open(result.recipe, [], None, args.cache)
+    ws = open_workspace(result.recipe, args.cache)
     with out.progress(ws.recipe) as events:
         summary = pipeline.run(ws, 1, False, [], events)
     out.run_table(ws.recipe, summary)

@@ -2,15 +2,15 @@
 paths, a plugin's or a library's error message): control characters are shown escaped, never sent.
 
 A record served from a cache or a remote is someone else's word; `ESC]0;...`, `ESC[2J` or a bidi override
-in it would retitle, clear or reorder the user's terminal. The terminal (engine.cli.console's consoles: every
-line, table cell and traceback they print) and report.html (engine.publish.report_html) apply the same
-rule, so a text reads the same in both: every C0 and C1 control but newline and tab, DEL, and the Unicode
+in it would retitle, clear or reorder the user's terminal. The terminal (engine.cli.safe_console: the
+consoles engine.cli.console prints every line, table cell and traceback through) and report.html
+(engine.publish.report_html, a floor below the CLI, which is why the rule is a leaf) apply the same rule, so a
+text reads the same in both: every C0 and C1 control but newline and tab, DEL, and the Unicode
 marks that reorder text, written as Python writes them in a string (`\\x1b`, `\\u202e`)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 # C0 controls but \t and \n, DEL and C1 controls, and the bidi marks, embeddings, overrides and isolates.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -24,17 +24,3 @@ def _escaped(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """`text` with every control character written out (`\\x1b[2J`) instead of acted on."""
     return _CONTROL.sub(_escaped, text)
-
-
-def safe_console(**options: Any) -> Any:
-    """A rich Console that applies `printable` to every text it renders (printed lines, table cells and
-    titles, the live display): rich itself drops only BEL, BS, CR, VT and FF, and passes ESC through. Its own
-    colours are added after this, as styles, so they still reach the terminal."""
-    from rich.console import Console
-    from rich.text import Text
-
-    class SafeConsole(Console):
-        def render_str(self, text: str, **render: Any) -> Text:
-            return super().render_str(printable(text), **render)
-
-    return SafeConsole(**options)
