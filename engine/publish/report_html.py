@@ -4,6 +4,7 @@ with plotly.js inlined: engine.publish.charts)."""
 from __future__ import annotations
 
 import html
+
 from ortflow.engine.contracts.declarations import unit_of
 from ortflow.engine.contracts.provenance import with_label
 from ortflow.engine.contracts.types import dropped_text
