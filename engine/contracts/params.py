@@ -107,8 +107,6 @@ KEYED_BUILTINS = frozenset(
     {
         "benchmark",
         "calibrate",
-        "export",
-        "graph_optimization",
         "quantization_debug",
         "quantize_dynamic",
         "quantize_search",
