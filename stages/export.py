@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from ortflow.api import (
     ArtifactKind,
     GateFailed,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -159,11 +160,11 @@ class Export(Stage):
 
     settings = ExportSettings
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
         missing = missing_torch()
         return [missing] if missing else []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("torch", "transformers", "onnxscript", "onnx", "onnxruntime")
 
     def run(self, ctx: StageContext) -> StageResult:

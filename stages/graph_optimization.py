@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -94,7 +95,7 @@ class GraphOptimization(Stage):
 
     settings = GraphOptimizationSettings
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         read = settings_of(GraphOptimizationSettings, params)
         facts: tuple[str, ...] = ("onnxruntime", "onnx")
         if read.level in MACHINE_SPECIFIC_LEVELS:

@@ -5,18 +5,20 @@ whose condition became constant, so the graph a quantizer or a CUDA graph sees i
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortflow.api import (
     DataProvenance,
     DataSource,
     Feed,
     ModelInput,
+    Params,
     Stage,
     StageContext,
     StageError,
     StageResult,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
@@ -113,15 +115,16 @@ class Specialize(Stage):
 
     settings = SpecializeSettings
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        both = sorted(set(params.get("freeze", {})) & set(params.get("freeze_from_data", [])))
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(SpecializeSettings, params)
+        both = sorted(set(read.freeze) & set(read.freeze_from_data))
         return (
             [f"specialize: {', '.join(both)} named in both freeze and freeze_from_data — keep one"]
             if both
             else []
         )
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "onnxscript")
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -113,8 +113,6 @@ KEYED_BUILTINS = frozenset(
         "quantize_static",
         "quantize_weights",
         "select",
-        "specialize",
-        "tensorrt_engine",
         "transformer_fusion",
         "validate_accuracy",
     }
