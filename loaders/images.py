@@ -212,18 +212,18 @@ class ImagesLoader(DatasetLoader):
                 f"cannot read image {path.name}: {exc} — remove it, or set skip_unreadable: true"
             ) from exc
         if mode == "stretch":
-            return np.asarray(image.resize((width, height), Image.BILINEAR))
+            return np.asarray(image.resize((width, height), Image.Resampling.BILINEAR))
         if mode == "crop":
             ratio = max(width / image.width, height / image.height)
             image = image.resize(
-                (round(image.width * ratio), round(image.height * ratio)), Image.BILINEAR
+                (round(image.width * ratio), round(image.height * ratio)), Image.Resampling.BILINEAR
             )
             left, top = (image.width - width) // 2, (image.height - height) // 2
             return np.asarray(image.crop((left, top, left + width, top + height)))
         ratio = min(width / image.width, height / image.height)
         image = image.resize(
             (max(1, round(image.width * ratio)), max(1, round(image.height * ratio))),
-            Image.BILINEAR,
+            Image.Resampling.BILINEAR,
         )
         canvas = Image.new("RGB", (width, height), (params.get("pad_value", 114),) * 3)
         corner = (

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import enum
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
     GateFailed,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -30,6 +32,25 @@ from ortflow.stages.sources.torch_export import (
 class Exporter(enum.Enum):
     DYNAMO = "dynamo"  # torch.onnx's default since PyTorch 2.9: torch.export, then onnxscript
     TORCHSCRIPT = "torchscript"  # the tracing exporter, for models torch.export cannot capture
+
+
+@dataclass(frozen=True)
+class ExportSettings:
+    """Export's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    exporter: str = "dynamo"  # an Exporter's value
+    fallback: bool = True
+    opset: int = 18
+    tolerance: float = 1e-3
+    outputs: tuple[str, ...] = ("last_hidden_state",)
+    texts: tuple[str, ...] = (
+        "ortflow exports this sentence.",
+        "A second, longer sentence, so that the batch needs padding.",
+    )
+    function: str = "model"
+    input_names: tuple[str, ...] = ()
+    output_names: tuple[str, ...] = ()
+    dynamic_axes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class Export(Stage):
@@ -137,29 +158,31 @@ class Export(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    settings = ExportSettings
+
+    def check(self, params: Params) -> list[str]:
         missing = missing_torch()
         return [missing] if missing else []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("torch", "transformers", "onnxscript", "onnx", "onnxruntime")
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
+        params = ctx.settings(ExportSettings)
         source = ctx.path("source")
         if source.is_dir():
-            exportable = from_hf_folder(source, params["texts"], params["outputs"])
+            exportable = from_hf_folder(source, list(params.texts), list(params.outputs))
         elif source.suffix == ".py":
             exportable = from_function(
                 source,
-                params["function"],
-                params["input_names"],
-                params["output_names"],
-                params["dynamic_axes"],
+                params.function,
+                list(params.input_names),
+                list(params.output_names),
+                {name: dict(axes) for name, axes in params.dynamic_axes.items()},
             )
         else:
             raise StageError(
-                f"{source.name}: give a Hugging Face model folder or a .py file defining `{params['function']}`"
+                f"{source.name}: give a Hugging Face model folder or a .py file defining `{params.function}`"
             )
         target = ctx.output_path("model")
         used, fallback_reason = self._export(exportable, target, params, ctx)
@@ -170,25 +193,25 @@ class Export(Stage):
         metrics = {
             "exporter": used.value,
             "fallback_reason": fallback_reason,
-            "opset": params["opset"],
+            "opset": params.opset,
             "inputs": exportable.input_names,
             "outputs": exportable.output_names,
             "dynamic_axes": {
                 k: {str(a): n for a, n in v.items()} for k, v in exportable.dynamic_axes.items()
             },
             "max_abs_error": errors,
-            "tolerance": params["tolerance"],
+            "tolerance": params.tolerance,
             "ops": dict(sorted(onnx_model.op_counts(target).items())),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         worst = max(errors.values())
         summary = (
-            f"{used.value} exporter, opset {params['opset']}: {counted(len(exportable.input_names), 'input')}, "
+            f"{used.value} exporter, opset {params.opset}: {counted(len(exportable.input_names), 'input')}, "
             f"outputs {', '.join(exportable.output_names)}; max abs error vs PyTorch {worst:.2e}"
         )
-        if worst > params["tolerance"]:
+        if worst > params.tolerance:
             raise GateFailed(
-                f"the exported model differs from PyTorch: max abs error {worst:.3g} > tolerance {params['tolerance']} "
+                f"the exported model differs from PyTorch: max abs error {worst:.3g} > tolerance {params.tolerance} "
                 f"({', '.join(f'{k} {v:.3g}' for k, v in errors.items())}) — try exporter: "
                 f"{'torchscript' if used == Exporter.DYNAMO else 'dynamo'}, another opset, or raise `tolerance`"
             )
@@ -198,13 +221,13 @@ class Export(Stage):
 
     @staticmethod
     def _export(
-        exportable: Exportable, target: Path, params: dict[str, Any], ctx: StageContext
+        exportable: Exportable, target: Path, params: ExportSettings, ctx: StageContext
     ) -> tuple[Exporter, str | None]:
-        chosen = Exporter(params["exporter"])
+        chosen = Exporter(params.exporter)
         try:
-            _torch_export(exportable, target, params["opset"], chosen)
+            _torch_export(exportable, target, params.opset, chosen)
         except Exception as exc:  # noqa: BLE001 - boundary: user code (the model's forward under torch.export); fall back or say why
-            if chosen != Exporter.DYNAMO or not params["fallback"]:
+            if chosen != Exporter.DYNAMO or not params.fallback:
                 raise StageError(
                     f"torch.onnx.export ({chosen.value}) failed: {type(exc).__name__}: {str(exc)[:400]}"
                 ) from exc
@@ -215,7 +238,7 @@ class Export(Stage):
         else:
             return chosen, None
         target.unlink(missing_ok=True)
-        _torch_export(exportable, target, params["opset"], Exporter.TORCHSCRIPT)
+        _torch_export(exportable, target, params.opset, Exporter.TORCHSCRIPT)
         return Exporter.TORCHSCRIPT, reason
 
 

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult, providers
+from ortflow.api import (
+    ArtifactKind,
+    Params,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    providers,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import uses_cuda
 
@@ -21,6 +32,16 @@ LEVELS = {
 # ORT's documentation: a model saved after layout optimizations (the 'layout' and 'all' levels) may use
 # kernels and layouts chosen for this machine's CPU instruction set, so it is only valid where it was made.
 MACHINE_SPECIFIC_LEVELS = ("layout", "all")
+
+
+@dataclass(frozen=True)
+class GraphOptimizationSettings:
+    """GraphOptimization's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    level: str = "extended"  # a key of LEVELS
+    providers: tuple[str, ...] = ("CPUExecutionProvider",)
+    free_dimension_overrides: Mapping[str, int] = field(default_factory=dict)
+    disabled_optimizers: tuple[str, ...] = ()
 
 
 class GraphOptimization(Stage):
@@ -72,14 +93,17 @@ class GraphOptimization(Stage):
         },
     }
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    settings = GraphOptimizationSettings
+
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        read = settings_of(GraphOptimizationSettings, params)
         facts: tuple[str, ...] = ("onnxruntime", "onnx")
-        if params["level"] in MACHINE_SPECIFIC_LEVELS:
+        if read.level in MACHINE_SPECIFIC_LEVELS:
             facts += ("cpu",)
-        if params["providers"] != ["CPUExecutionProvider"]:
+        if read.providers != ("CPUExecutionProvider",):
             facts += ("providers",)
         if uses_cuda(
-            params["providers"]
+            list(read.providers)
         ):  # the CUDA provider's build decides its fusions and kernels
             facts += ("cuda_provider",)
         return facts
@@ -96,15 +120,15 @@ class GraphOptimization(Stage):
             else onnx_model.output_file(ctx.output_path("model"), large)
         )
         target.parent.mkdir(parents=True, exist_ok=True)
-        params = ctx.params
+        params = ctx.settings(GraphOptimizationSettings)
         options = _session_options(params, target, weights_beside=large or gather)
-        providers.resolve(params["providers"]).require("optimizing for these providers")
+        providers.resolve(list(params.providers)).require("optimizing for these providers")
         started = time.perf_counter()
         session = onnx_model.load_for_ort(
             source,
             options,
-            params["providers"],
-            disabled_optimizers=params["disabled_optimizers"] or None,
+            list(params.providers),
+            disabled_optimizers=list(params.disabled_optimizers) or None,
         )
         seconds = time.perf_counter() - started
         used = session.get_providers()
@@ -118,37 +142,39 @@ class GraphOptimization(Stage):
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         note = "" if metrics["portable"] else " (tied to this CPU)"
         summary = (
-            f"{params['level']}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
+            f"{params.level}: nodes {metrics['nodes_before']} -> {metrics['nodes_after']}{note}"
         )
         kept = {k: metrics[k] for k in ("nodes_before", "nodes_after", "portable")}
         return StageResult(summary=summary, metrics={**kept, "optimize_seconds": round(seconds, 3)})
 
 
-def _session_options(params: dict[str, Any], target: Path, weights_beside: bool) -> Any:
+def _session_options(params: GraphOptimizationSettings, target: Path, weights_beside: bool) -> Any:
     """ORT session options that make loading the model save it, optimized, to `target` (the weights in a data
     file beside it when `weights_beside`)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params["level"]])
+    options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[params.level])
     options.optimized_model_filepath = str(target)
     if weights_beside:
         onnx_model.write_initializers_beside(options, target)
     options.log_severity_level = (
         3  # ORT warns that layout-optimized models are machine-specific; the metrics say so
     )
-    for name, value in params["free_dimension_overrides"].items():
+    for name, value in params.free_dimension_overrides.items():
         options.add_free_dimension_override_by_name(name, value)
     return options
 
 
-def _metrics(params: dict[str, Any], used: list[str], source: Path, target: Path) -> dict[str, Any]:
+def _metrics(
+    params: GraphOptimizationSettings, used: list[str], source: Path, target: Path
+) -> dict[str, Any]:
     """metrics.json: node counts by op type and sizes, before and after."""
     before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
     return {
-        "level": params["level"],
+        "level": params.level,
         "providers": used,
-        "portable": params["level"] not in MACHINE_SPECIFIC_LEVELS,
+        "portable": params.level not in MACHINE_SPECIFIC_LEVELS,
         "nodes_before": sum(before.values()),
         "nodes_after": sum(after.values()),
         "op_types_before": dict(sorted(before.items())),

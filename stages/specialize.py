@@ -5,22 +5,31 @@ whose condition became constant, so the graph a quantizer or a CUDA graph sees i
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortflow.api import (
     DataProvenance,
     DataSource,
     Feed,
     ModelInput,
+    Params,
     Stage,
     StageContext,
     StageError,
     StageResult,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
-from ortflow.stages.graphs.specialization import GraphCounts, Specialization, apply, fold, plan
+from ortflow.stages.graphs.specialization import (
+    GraphCounts,
+    Specialization,
+    SpecializeSettings,
+    apply,
+    fold,
+    plan,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -104,29 +113,30 @@ class Specialize(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        both = sorted(set(params.get("freeze", {})) & set(params.get("freeze_from_data", [])))
+    settings = SpecializeSettings
+
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(SpecializeSettings, params)
+        both = sorted(set(read.freeze) & set(read.freeze_from_data))
         return (
             [f"specialize: {', '.join(both)} named in both freeze and freeze_from_data — keep one"]
             if both
             else []
         )
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "onnxscript")
 
     def run(self, ctx: StageContext) -> StageResult:
         import onnx
 
-        params = ctx.params
+        params = ctx.settings(SpecializeSettings)
         source = onnx_model.model_file(ctx.path("model"))
         inputs = model_inputs(source)
         feeds = (
-            list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
-            if ctx.has("data")
-            else []
+            list(ctx.dataset("data").feeds(inputs, limit=params.samples)) if ctx.has("data") else []
         )
-        if not feeds and (params["freeze_from_data"] or params["shapes_from_data"]):
+        if not feeds and (params.freeze_from_data or params.shapes_from_data):
             raise StageError(
                 "specialize: freeze_from_data and shapes_from_data read the data — give the stage `data:`"
             )
@@ -138,9 +148,9 @@ class Specialize(Stage):
         after = GraphCounts.of(model)
         target = onnx_model.save(model, ctx.output_path("model"))
         onnx_model.check(target)
-        checked, data = _check_feeds(ctx, spec, inputs, feeds)
-        worst = compare(source, target, spec, checked, params["atol"], params["rtol"])
-        tolerance = f"atol {params['atol']:g} + rtol {params['rtol']:g}"
+        checked, data = _check_feeds(ctx, spec, inputs, feeds, params.samples)
+        worst = compare(source, target, spec, checked, params.atol, params.rtol)
+        tolerance = f"atol {params.atol:g} + rtol {params.rtol:g}"
         metrics = {  # no paths: the same inputs give the same bytes wherever the project lies
             "specialization": spec.to_json(),
             "before": before.__dict__,
@@ -194,9 +204,14 @@ def compare(
 
 
 def _check_feeds(
-    ctx: StageContext, spec: Specialization, inputs: list[ModelInput], feeds: list[Feed]
+    ctx: StageContext,
+    spec: Specialization,
+    inputs: list[ModelInput],
+    feeds: list[Feed],
+    samples: int,
 ) -> tuple[list[Feed], DataSource]:
-    """The feeds of the equality check: the data's samples in the fixed shapes, or random feeds in them."""
+    """The feeds of the equality check: the data's samples in the fixed shapes, or `samples` random feeds in
+    them."""
     if feeds:
         fitting = [f for f in feeds if all(f[n].shape == s for n, s in spec.shapes.items())]
         if not fitting:
@@ -204,9 +219,7 @@ def _check_feeds(
                 "specialize: no sample of the data has the fixed shapes — fix the shapes the data has (shapes_from_data: true)"
             )
         return fitting, ctx.dataset("data").source()
-    return _random_feeds(spec, inputs, ctx.params["samples"]), DataSource(
-        DataProvenance.RANDOM, "random"
-    )
+    return _random_feeds(spec, inputs, samples), DataSource(DataProvenance.RANDOM, "random")
 
 
 def _random_feeds(spec: Specialization, inputs: list[ModelInput], count: int) -> list[Feed]:

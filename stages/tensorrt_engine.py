@@ -4,14 +4,44 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    JsonObject,
+    Params,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 
-SHAPE = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+SHAPE: JsonObject = {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
 TRT = "TensorrtExecutionProvider"
+
+
+@dataclass(frozen=True)
+class TensorrtSettings:
+    """TensorrtEngine's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    fp16: bool = False
+    int8: bool = False
+    workspace_mb: int | None = None  # no default in the schema: TensorRT's own
+    builder_optimization_level: int = 3
+    min_subgraph_size: int = 1
+    max_partition_iterations: int = 1000
+    timing_cache: bool = True
+    profiles: Mapping[str, Mapping[str, Sequence[int]]] = field(default_factory=dict)  # min/opt/max
+    ep_context: bool = True
+    device_id: int = 0
+    fallback: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
+    max_fallback_nodes: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)  # trt_* provider options
 
 
 class TensorrtEngine(Stage):
@@ -135,9 +165,11 @@ class TensorrtEngine(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    settings = TensorrtSettings
+
+    def check(self, params: Params) -> list[str]:
         problems = []
-        for name, profile in params["profiles"].items():
+        for name, profile in settings_of(TensorrtSettings, params).profiles.items():
             shapes = [profile["min"], profile["opt"], profile["max"]]
             if len({len(s) for s in shapes}) != 1:
                 problems.append(f"profiles.{name}: min, opt and max must have the same rank")
@@ -145,7 +177,7 @@ class TensorrtEngine(Stage):
                 problems.append(f"profiles.{name}: each dimension needs min <= opt <= max")
         return problems
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         # the nodes TensorRT leaves run on the CUDA provider, whose build (cuda_provider) shapes the engine's session
         return ("onnxruntime", "gpu", "tensorrt", "cuda", "cuda_provider", "platform")
 
@@ -154,8 +186,8 @@ class TensorrtEngine(Stage):
         from ortflow.api.providers import resolve
         from ortflow.stages.measurement.placement import node_placement, summary
 
-        params = ctx.params
-        providers = [TRT, *params["fallback"]]
+        params = ctx.settings(TensorrtSettings)
+        providers = [TRT, *params.fallback]
         resolve(providers).require("building TensorRT engines")
         source = onnx_model.model_file(ctx.path("model"))
         inputs = model_inputs(source)
@@ -164,17 +196,17 @@ class TensorrtEngine(Stage):
         options = self._provider_options(
             params, engines, ctx.path("calibration") if ctx.has("calibration") else None, source
         )
-        session_options = _session_options(ctx)
+        session_options = _session_options(ctx, params.ep_context)
         started = time.perf_counter()
         session = onnx_model.load_for_ort(
-            source, session_options, [(TRT, options), *params["fallback"]]
+            source, session_options, [(TRT, options), *params.fallback]
         )
         if session.get_providers()[0] != TRT:
             raise StageError(
                 f"ONNX Runtime did not register TensorRT for {source.name} (it used "
                 f"{', '.join(session.get_providers())}) — check the TensorRT libraries and the model"
             )
-        shapes = _warmup_shapes(inputs, params["profiles"])
+        shapes = _warmup_shapes(inputs, params.profiles)
         for shape_set in shapes:
             session.run(None, {i.name: _feed(i, shape_set[i.name]) for i in inputs})
         seconds = time.perf_counter() - started
@@ -194,7 +226,7 @@ class TensorrtEngine(Stage):
             "options": {k: v for k, v in options.items() if "path" not in k},
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        _check_fallback(placement, params.get("max_fallback_nodes"))
+        _check_fallback(placement, params.max_fallback_nodes)
         return StageResult(
             summary=f"{len(built)} engine(s) in {seconds:.1f} s; {placement['fallback_nodes']} nodes "
             f"outside TensorRT",
@@ -207,29 +239,29 @@ class TensorrtEngine(Stage):
 
     @staticmethod
     def _provider_options(
-        params: dict[str, Any], engines: Path, calibration: Path | None, source: Path
+        params: TensorrtSettings, engines: Path, calibration: Path | None, source: Path
     ) -> dict[str, Any]:
         options: dict[str, Any] = {
-            "device_id": params["device_id"],
-            "trt_fp16_enable": params["fp16"],
-            "trt_int8_enable": params["int8"],
+            "device_id": params.device_id,
+            "trt_fp16_enable": params.fp16,
+            "trt_int8_enable": params.int8,
             "trt_engine_cache_enable": True,
             "trt_engine_cache_path": str(engines),
-            "trt_timing_cache_enable": params["timing_cache"],
+            "trt_timing_cache_enable": params.timing_cache,
             "trt_timing_cache_path": str(engines),
-            "trt_builder_optimization_level": params["builder_optimization_level"],
-            "trt_min_subgraph_size": params["min_subgraph_size"],
-            "trt_max_partition_iterations": params["max_partition_iterations"],
+            "trt_builder_optimization_level": params.builder_optimization_level,
+            "trt_min_subgraph_size": params.min_subgraph_size,
+            "trt_max_partition_iterations": params.max_partition_iterations,
         }
-        if "workspace_mb" in params:
-            options["trt_max_workspace_size"] = params["workspace_mb"] * 1024 * 1024
-        if params["profiles"]:
+        if params.workspace_mb is not None:  # no default: absent from the recipe, TensorRT's own
+            options["trt_max_workspace_size"] = params.workspace_mb * 1024 * 1024
+        if params.profiles:
             for key in ("min", "opt", "max"):
                 options[f"trt_profile_{key}_shapes"] = ",".join(
                     f"{name}:{'x'.join(map(str, p[key]))}"
-                    for name, p in sorted(params["profiles"].items())
+                    for name, p in sorted(params.profiles.items())
                 )
-        if params["int8"]:
+        if params.int8:
             if calibration is not None:
                 options.update(_trt_calibration(calibration, engines))
             elif not onnx_model.op_counts(source).get("QuantizeLinear"):
@@ -237,11 +269,11 @@ class TensorrtEngine(Stage):
                     "int8 needs a QDQ model (quantize_static) or a `calibration` input — TensorRT has no "
                     "ranges for this float model"
                 )
-        options.update(params["options"])
+        options.update(params.options)
         return options
 
 
-def _session_options(ctx: StageContext) -> Any:
+def _session_options(ctx: StageContext, ep_context: bool) -> Any:
     """Session options that profile the build (node placement comes from the profile) and, with ep_context,
     have ORT write its EP-context model (the engine embedded) as the `context_model` output."""
     import onnxruntime as ort
@@ -251,7 +283,7 @@ def _session_options(ctx: StageContext) -> Any:
     session_options.profile_file_prefix = str(ctx.scratch / "placement")
     session_options.log_severity_level = 3
     # session config keys, mapped 1:1 to the TensorRT EP's trt_*ep_context* options
-    if ctx.params["ep_context"]:
+    if ep_context:
         session_options.add_session_config_entry("ep.context_enable", "1")
         session_options.add_session_config_entry(
             "ep.context_file_path", str(ctx.output_path("context_model"))
@@ -297,7 +329,7 @@ def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:
 
 
 def _warmup_shapes(
-    inputs: list[Any], profiles: dict[str, dict[str, list[int]]]
+    inputs: list[Any], profiles: Mapping[str, Mapping[str, Sequence[int]]]
 ) -> list[dict[str, list[int]]]:
     """One shape set per profile point (min, opt, max); inputs without a profile need static shapes."""
     unknown = sorted(set(profiles) - {i.name for i in inputs})
@@ -310,7 +342,7 @@ def _warmup_shapes(
         shape_set = {}
         for spec in inputs:
             if spec.name in profiles:
-                shape_set[spec.name] = profiles[spec.name][point]
+                shape_set[spec.name] = list(profiles[spec.name][point])
             elif all(isinstance(d, int) and d > 0 for d in spec.shape):
                 shape_set[spec.name] = list(spec.shape)
             else:

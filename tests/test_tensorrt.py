@@ -206,3 +206,29 @@ def test_calibration_table_is_converted_to_symmetric_tensorrt_bounds(tmp_path):
     for name in ("skewed", "negative"):
         assert abs(float(np.asarray(bounds[name]["highest"]).max()) - 8.0) < 1e-6
         assert abs(float(np.asarray(bounds[name]["lowest"]).min()) + 8.0) < 1e-6
+
+
+def test_the_provider_options_come_from_the_typed_settings_as_from_the_keys(tmp_path):
+    """TensorrtSettings stands for the params (no GPU needed): a workspace left out is TensorRT's own (no
+    trt_max_workspace_size), one given is in bytes; profiles and extra options reach the provider as written."""
+    from ortflow.api import settings_of
+    from ortflow.engine.contracts.params import fill_defaults
+    from ortflow.stages.tensorrt_engine import TensorrtEngine, TensorrtSettings
+
+    def options(**given):
+        params = fill_defaults(given, TensorrtEngine.params_schema)
+        read = settings_of(TensorrtSettings, params)
+        return TensorrtEngine._provider_options(read, tmp_path, None, tmp_path / "m.onnx")
+
+    plain = options()
+    assert "trt_max_workspace_size" not in plain and plain["trt_builder_optimization_level"] == 3
+    shaped = options(
+        fp16=True,
+        workspace_mb=64,
+        profiles={"ids": {"min": [1, 4], "opt": [2, 8], "max": [4, 16]}},
+        options={"trt_layer_norm_fp32_fallback": True},
+    )
+    assert (
+        shaped["trt_max_workspace_size"] == 64 * 1024 * 1024 and shaped["trt_fp16_enable"] is True
+    )
+    assert shaped["trt_profile_opt_shapes"] == "ids:2x8" and shaped["trt_layer_norm_fp32_fallback"]

@@ -131,18 +131,18 @@ MAX_FEED_VALUES = 1 << 28
 # Schema fragments every loader uses the same way. `skip` and `limit` are applied by the engine (Dataset.feeds):
 # two datasets over one source, one with `limit: N` and one with `skip: N`, never share a sample, which is how a
 # held-out set is cut from the same folder or file as the calibration set.
-LIMIT_PARAM = {
+LIMIT_PARAM: JsonObject = {
     "type": "integer",
     "minimum": 1,
     "description": "use only the first N samples (after `skip`)",
 }
-SKIP_PARAM = {
+SKIP_PARAM: JsonObject = {
     "type": "integer",
     "minimum": 0,
     "description": "leave out the first N samples (a held-out set beside a calibration set with `limit: N`)",
 }
 # Where each input's batch axis is, for stages that join samples into batches (calibrate, benchmark).
-BATCH_AXES_PARAM = {
+BATCH_AXES_PARAM: JsonObject = {
     "type": "object",
     "additionalProperties": {"type": ["integer", "null"], "minimum": 0},
     "description": "per input, the axis that holds the batch (e.g. {state: 1} for a recurrent state "

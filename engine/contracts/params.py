@@ -6,12 +6,13 @@ A stage may declare its parameters as a frozen dataclass (its settings) and read
 stage's params_schema, never beside it: settings_problems() says where the two disagree (a test holds every
 built-in stage's to none), and the schema stays what validates a recipe and what the cache key is computed
 from, so declaring settings changes no key. Reading `ctx.params` by key keeps working (plugins do); it is
-deprecated for stages that declare settings (Stage.settings)."""
+deprecated: a stage type outside KEYED_BUILTINS that reads a parameter by key is told so once (KeyedParams)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from typing import Any, Mapping, TypeVar
 
 T = TypeVar("T")
@@ -98,3 +99,57 @@ def _same_default(field: dataclasses.Field[Any], default: object) -> bool:
     else:
         return False
     return (list(ours) if isinstance(ours, tuple) else ours) == default
+
+
+# The built-in stage types that still read ctx.params by key, spared the deprecation warning until each declares
+# settings (Stage.settings) and reads ctx.settings(): this list only shrinks (tests/unit/test_stage_settings.py).
+KEYED_BUILTINS = frozenset(
+    {
+        "benchmark",
+        "calibrate",
+        "quantization_debug",
+        "quantize_dynamic",
+        "quantize_search",
+        "quantize_static",
+        "quantize_weights",
+        "select",
+        "transformer_fusion",
+        "validate_accuracy",
+    }
+)
+_warned: set[str] = set()  # the stage types already told (once per process each)
+
+
+class KeyedParams(dict[str, object]):
+    """A stage's ctx.params (a plugin's, or a built-in's that declares settings): reading a parameter by key
+    works as it always did, and warns once per stage type (DeprecationWarning naming the stage and
+    ctx.settings). A dict still, so json.dumps, copies and `in` behave as before; only reads by key warn."""
+
+    def __init__(self, values: Mapping[str, object], stage_type: str) -> None:
+        super().__init__(values)
+        self.stage_type = stage_type
+
+    def __getitem__(self, key: str) -> object:
+        self._warn()
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: object = None) -> object:
+        self._warn()
+        return super().get(key, default)
+
+    def _warn(self) -> None:
+        if self.stage_type in _warned:
+            return
+        _warned.add(self.stage_type)
+        warnings.warn(
+            f"stage '{self.stage_type}' reads ctx.params by key, which is deprecated: declare its parameters as "
+            "a frozen dataclass (Stage.settings) and read them with ctx.settings(YourSettings) (docs/plugins.md)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+
+
+def stage_params(stage_type: str, params: Mapping[str, object]) -> dict[str, object]:
+    """A stage's own copy of its parameters as its ctx.params: plain for a built-in not yet converted
+    (KEYED_BUILTINS), else one that warns when read by key."""
+    return dict(params) if stage_type in KEYED_BUILTINS else KeyedParams(params, stage_type)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TypedDict
 
-from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.leaves.json_types import Json, JsonObject
 
 
 class _Table(TypedDict):
@@ -28,9 +28,11 @@ class ReportSection(TypedDict, total=False):
     ]  # {kind: distribution | scatter, title, ...}: report.py keeps what it can draw
 
 
-def report_section(path: Path | str) -> ReportSection | None:
+def report_section(path: Path | str) -> JsonObject | None:
     """The `report` section of any metrics document (a plugin's too), or None: the run report draws it. Here,
-    not in engine.contracts.documents, so that writing a report does not import the typed documents."""
+    not in engine.contracts.documents, so that writing a report does not import the typed documents. A plugin's
+    document is unchecked JSON, so this is a JSON object, not a ReportSection: report.py's _well_formed keeps
+    the tables and charts it can draw."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):

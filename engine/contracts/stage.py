@@ -252,7 +252,8 @@ class StageContext:
 
     def settings(self, cls: type[T]) -> T:
         """The parameters as the stage's settings dataclass (Stage.settings), read by attribute, typed."""
-        return settings_of(cls, self.params)
+        # a plain copy of them: ctx.params, a KeyedParams, warns when read by key
+        return settings_of(cls, dict(self.params))
 
     def pinned_values(self, port: str) -> tuple[float, ...] | None:
         """The float values the lock file records for output `port` under this very cache key (what the stage

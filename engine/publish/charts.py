@@ -10,11 +10,11 @@ import json
 from functools import lru_cache
 from importlib import resources
 
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject, number
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
-FONT = {"family": "system-ui, sans-serif", "size": 13}
+FONT: JsonObject = {"family": "system-ui, sans-serif", "size": 13}
 
 
 def axis(title: str, unit: str) -> JsonObject:
@@ -54,10 +54,10 @@ def distribution_figure(
     type declared it (engine.contracts.declarations.Distribution: benchmark's "latency per run", in ms), starting at zero
     so box lengths compare as ratios; each series in its model's colour (`colors`, from color_map)."""
     names = unique_names(list(series))
-    data = [
+    data: list[Json] = [
         {
             "type": "box",
-            "x": values,
+            "x": list(values),
             "name": name,
             "orientation": "h",
             "boxpoints": False,
@@ -67,7 +67,7 @@ def distribution_figure(
         for i, (name, (raw, values)) in enumerate(zip(names, series.items()))
         if values
     ]
-    layout = {
+    layout: JsonObject = {
         "xaxis": {**axis(value_title, unit), "rangemode": "tozero"},
         "yaxis": {"automargin": True, "autorange": "reversed"},
         "showlegend": False,
@@ -93,7 +93,7 @@ def scatter_figure(
     from a metric's name. The y axis starts at `y_bound` (the recipe's constraint) when there is one, else its
     title states the range it shows: a zoomed axis must not make a 0.0002 difference look like a cliff."""
     names = unique_names([str(p["label"]) for p in points])
-    data: list[JsonObject] = _front_line(points)
+    data: list[Json] = list(_front_line(points))
     hover = (
         f"<br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
         f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"
@@ -102,7 +102,7 @@ def scatter_figure(
         _point_trace(i, name, point, hover, _color(str(point["label"]), i, colors))
         for i, (name, point) in enumerate(zip(names, points))
     )
-    y_range, stated = _y_range([p["y"] for p in points], y_bound)
+    y_range, stated = _y_range([_coord(p, "y") for p in points], y_bound)
     y_axis = {**axis(y_label + stated, y_unit), **y_range}
     layout = _scatter_layout(points, names, axis(x_label, x_unit), y_axis)
     return {"data": data, "layout": layout}
@@ -110,7 +110,7 @@ def scatter_figure(
 
 def _front_line(points: list[JsonObject]) -> list[JsonObject]:
     """The Pareto front as one dotted line through its points, left to right; none for a front of one."""
-    front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
+    front = sorted((p for p in points if p.get("front")), key=lambda p: _coord(p, "x"))
     if len(front) <= 1:
         return []
     return [
@@ -174,7 +174,7 @@ def _scatter_layout(
     # Beside the plot, a legend of a few short names; below it, many or long ones (a sweep's 24 variant ids),
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
-    legend = (
+    legend: JsonObject = (
         {"orientation": "v", "x": 1.02, "y": 1}
         if beside
         else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
@@ -187,7 +187,7 @@ def _scatter_layout(
         "margin": {"t": 20, "r": 20},
         "legend": {**legend, "font": {"size": 12}},
     }
-    ys = [p["y"] for p in points]
+    ys = [_coord(p, "y") for p in points]
     if ys and min(ys) < 0 < max(ys):
         layout["shapes"] = [_zero_line()]
     return layout
@@ -233,6 +233,14 @@ def plotly_script() -> str:
         encoding="utf-8"
     )
     return "<script>" + source.replace("</script", "<\\/script") + "</script>"
+
+
+def _coord(point: JsonObject, key: str) -> float:
+    """A point's x or y: a number in every chart entry report.py passes on (engine.publish.report._scatter)."""
+    value = number(point[key])
+    if value is None:
+        raise TypeError(f"a chart point's {key} is not a number: {point[key]!r}")
+    return value
 
 
 def _suffix(unit: str) -> str:

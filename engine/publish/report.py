@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ortflow.engine.contracts.declarations import Axis, Declares, Measure, plotted, units
-from ortflow.engine.contracts.report_section import ReportSection, report_section
+from ortflow.engine.contracts.report_section import report_section
 from ortflow.engine.contracts.types import Recipe, StageOutcome
 from ortflow.engine.leaves.environment import facts, target_isa
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects, text
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
 from ortflow.engine.store import atomic
@@ -61,13 +61,15 @@ def write_report(
     store: Objects,
 ) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
-    stages = [_stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()]
-    report = {
+    stages: list[Json] = [
+        _stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()
+    ]
+    report: JsonObject = {
         "recipe": recipe.name,
         "recipe_path": str(recipe.path),
-        "overrides": recipe.overrides,
+        "overrides": list(recipe.overrides),
         "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "sources": source_digests,
+        "sources": dict(source_digests),
         "environment": {
             **facts(("onnxruntime", "onnx", "python", "platform", "cpu", "isa")),
             "target_isa": target_isa(recipe.target_cpu),
@@ -75,7 +77,7 @@ def write_report(
         "stages": stages,
     }
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
-    report["sections"] = _sections(outcomes, store, declared)
+    report["sections"] = list[Json](_sections(outcomes, store, declared))
     report.update(_declared(list(declared.values())))
     _add_constraints(report, recipe)
     found = find_headline(report)
@@ -85,7 +87,7 @@ def write_report(
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))
     render(report, out_dir)
-    return WrittenReport(path, report["sections"])
+    return WrittenReport(path, objects(report["sections"]))
 
 
 def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> JsonObject:
@@ -104,19 +106,21 @@ def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome
             {
                 "matrix": {
                     "stage": recipe.stages[name].template,
-                    "axes": recipe.stages[name].axes,
+                    "axes": dict(recipe.stages[name].axes),
                 }
             }
             if recipe.stages[name].template
             else {}
         ),
         # the machine that built or measured it
-        "ran_on": record.ran_on if record is not None else None,
+        "ran_on": dict(record.ran_on) if record is not None else None,
         "summary": record.summary if record is not None else "",
-        "metrics": record.metrics if record is not None else {},
+        "metrics": dict(record.metrics) if record is not None else {},
         # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
         # calibration_reused, verified, label), where the stage declared one
-        "data_source": record.data_source if record is not None else None,
+        "data_source": dict(record.data_source)
+        if record is not None and record.data_source is not None
+        else None,
         "outputs": {
             port: {
                 "digest": out.digest,
@@ -156,22 +160,26 @@ def _declared(declared: list[Declares]) -> JsonObject:
         }
 
     speed, accuracy = plotted(declared, Axis.SPEED), plotted(declared, Axis.ACCURACY)
-    trade_off = {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
-    return {"units": units(declared), **trade_off}
+    trade_off: JsonObject = (
+        {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
+    )
+    return {"units": dict(units(declared)), **trade_off}
 
 
 def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
     """The trade-off chart's axes start at the recipe's bound on their measure (a `min:`/`max:` parameter naming
     it, as validate_accuracy's gates and select's constraints do): a 0.0002 difference above a 0.99 bound must not
     fill the whole axis like a cliff. The strictest bound, where several stages name one."""
-    for axis in (report.get("trade_off") or {}).values():
+    for found in obj(report.get("trade_off")).values():
+        axis = obj(found)
         side = "max" if axis.get("better") == "lower" else "min"
-        bounds = [
-            spec.params[side][axis["metric"]]
-            for spec in recipe.stages.values()
-            if isinstance(spec.params.get(side), dict)
-            and isinstance(spec.params[side].get(axis["metric"]), (int, float))
-        ]
+        metric = text(axis["metric"])
+        bounds: list[float] = []
+        for spec in recipe.stages.values():
+            limits = spec.params.get(side)
+            bound = limits.get(metric) if isinstance(limits, dict) else None
+            if isinstance(bound, (int, float)):
+                bounds.append(bound)
         if bounds:
             axis["bound"] = min(bounds) if side == "max" else max(bounds)
 
@@ -197,36 +205,42 @@ def _sections(
 def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
     """A section with what its stage type declares about it: tables kept out of the terminal (`terminal: false`),
     the value axis and unit of its distribution charts."""
-    for table in section["tables"]:
-        if not declares.shown_in_terminal(table["title"]):
+    for table in objects(section["tables"]):
+        if not declares.shown_in_terminal(text(table["title"])):
             table["terminal"] = False
-    for chart in section["charts"]:
-        found = declares.distribution(chart["title"]) if chart["kind"] == "distribution" else None
+    for chart in objects(section["charts"]):
+        title = text(chart["title"])
+        found = declares.distribution(title) if chart["kind"] == "distribution" else None
         if found is not None:
             chart.setdefault("x_label", found.value)
             chart.setdefault("x_unit", found.unit)
     return section
 
 
-def _well_formed(section: ReportSection) -> JsonObject:
+def _well_formed(section: JsonObject) -> JsonObject:
     """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
-    tables = [
+    tables: list[Json] = [
         t
-        for t in section.get("tables") or []
+        for t in _list(section.get("tables"))
         if isinstance(t, dict)
         and isinstance(t.get("title"), str)
         and isinstance(t.get("columns"), list)
         and isinstance(t.get("rows"), list)
-        and all(isinstance(r, list) for r in t["rows"])
+        and all(isinstance(r, list) for r in _list(t["rows"]))
     ]
-    charts = [
+    charts: list[Json] = [
         c
-        for c in section.get("charts") or []
+        for c in _list(section.get("charts"))
         if isinstance(c, dict)
         and isinstance(c.get("title"), str)
         and (_distribution(c) or _scatter(c))
     ]
     return {"tables": tables, "charts": charts}
+
+
+def _list(value: Json) -> list[Json]:
+    """A JSON array as it is; anything else (null, an object a plugin wrote by mistake) reads as []."""
+    return value if isinstance(value, list) else []
 
 
 def _distribution(chart: JsonObject) -> bool:
@@ -235,7 +249,7 @@ def _distribution(chart: JsonObject) -> bool:
         and isinstance(chart.get("series"), dict)
         and all(
             isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-            for v in chart["series"].values()
+            for v in obj(chart["series"]).values()
         )
     )
 

@@ -4,12 +4,11 @@ with plotly.js inlined: engine.publish.charts)."""
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from ortflow.engine.contracts.declarations import unit_of
 from ortflow.engine.contracts.provenance import with_label
 from ortflow.engine.contracts.types import dropped_text
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, objects, text
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
@@ -29,7 +28,7 @@ STYLE = (
 
 
 def markdown_report(report: JsonObject) -> str:
-    env = report["environment"]
+    env = obj(report["environment"])
     lines = [f"# {report['recipe']}", "", *_md_headline(_headline(report)), ""]
     lines += [
         f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
@@ -38,21 +37,24 @@ def markdown_report(report: JsonObject) -> str:
     ]
     if report.get("overrides"):
         lines += [
-            f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.",
+            f"Run with overrides: {', '.join(f'`--set {o}`' for o in _texts(report['overrides']))}.",
             "",
         ]
     lines += _md_table(*_stage_table(report))
-    for section in report.get("sections", []):
-        for table in section.get("tables", []):
+    for section in objects(report.get("sections")):
+        for table in objects(section.get("tables")):
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
-            lines += _md_table(*_filled(table["columns"], table["rows"]))
+            lines += _md_table(*_table(table))
     points = trade_off(report)
     if points:
-        x, y = report["trade_off"]["x"], report["trade_off"]["y"]
+        x, y = _axes(report)
         lines += ["", "## Speed and accuracy", ""]
         lines += _md_table(
-            ["model", x["metric"], y["metric"]],
-            [[m, _with_unit(a, x["unit"]), _with_unit(b, y["unit"])] for m, a, b in points],
+            ["model", text(x["metric"]), text(y["metric"])],
+            [
+                [m, _with_unit(a, text(x["unit"])), _with_unit(b, text(y["unit"]))]
+                for m, a, b in points
+            ],
         )
     return "\n".join(lines) + "\n"
 
@@ -60,7 +62,7 @@ def markdown_report(report: JsonObject) -> str:
 def html_report(report: JsonObject) -> str:
     """The page leads with the answer (the headline), then the stages, then each stage's tables and charts;
     every model keeps one colour across the charts, and every table scrolls inside the page's width."""
-    env = report["environment"]
+    env = obj(report["environment"])
     colors = charts.color_map(_model_names(report))
     found = _headline(report)
     parts = [
@@ -69,19 +71,20 @@ def html_report(report: JsonObject) -> str:
         f"<p>Finished {_e(report['finished'])} on {_e(env.get('cpu', '?'))} ({_e(env.get('isa', '?'))}), "
         f"{_e(env.get('onnxruntime', '?'))}; built for {_e(env.get('target_isa', '?'))}.</p>",
         (
-            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
+            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in _texts(report['overrides'])))}.</p>"
             if report.get("overrides")
             else ""
         ),
         _html_table(*_stage_table(report)),
     ]
     figures: list[JsonObject] = []
-    for section in report.get("sections", []):
-        for table in section.get("tables", []):
+    units = {k: text(v) for k, v in obj(report.get("units")).items()}
+    for section in objects(report.get("sections")):
+        for table in objects(section.get("tables")):
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
-            parts.append(_html_table(*_filled(table["columns"], table["rows"])))
-        for chart in section.get("charts", []):
-            figure = _figure(chart, report.get("units") or {}, colors)
+            parts.append(_html_table(*_table(table)))
+        for chart in objects(section.get("charts")):
+            figure = _figure(chart, units, colors)
             if figure is not None:
                 parts.append(
                     f"<h2>{_e(chart['title'])} <small>({_e(section['stage'])})</small></h2>"
@@ -107,16 +110,38 @@ def _trade_off_figure(report: JsonObject, colors: dict[str, str]) -> JsonObject 
     points = trade_off(report)
     if not points:
         return None
-    x, y = report["trade_off"]["x"], report["trade_off"]["y"]
+    x, y = _axes(report)
     return charts.scatter_figure(
         [{"label": m, "x": a, "y": b} for m, a, b in points],
-        x["title"],
-        y["title"],
-        x["unit"],
-        y["unit"],
+        text(x["title"]),
+        text(y["title"]),
+        text(x["unit"]),
+        text(y["unit"]),
         colors=colors,
-        y_bound=y.get("bound"),
+        y_bound=number(y.get("bound")),
     )
+
+
+def _axes(report: JsonObject) -> tuple[JsonObject, JsonObject]:
+    """report.json's `trade_off` axes (x: speed, y: accuracy), each naming its metric, title, unit and bound."""
+    axes = obj(report["trade_off"])
+    return obj(axes["x"]), obj(axes["y"])
+
+
+def _texts(value: Json) -> list[str]:
+    """A JSON array of strings (the overrides a run was given); null reads as []."""
+    return [text(item) for item in value] if isinstance(value, list) else []
+
+
+def _table(table: JsonObject) -> tuple[list[str], list[list[Json]]]:
+    """A section's table (its columns and rows) without the columns no row fills."""
+    columns = _texts(table["columns"])
+    rows = (
+        [row for row in table["rows"] or [] if isinstance(row, list)]
+        if isinstance(table["rows"], list)
+        else []
+    )
+    return _filled(columns, rows)
 
 
 def _headline(report: JsonObject) -> Headline | None:
@@ -184,18 +209,21 @@ def _html_headline(found: Headline, colors: dict[str, str]) -> str:
 def _model_names(report: JsonObject) -> list[str]:
     """Every model the charts name, in the order they first appear (the report's colour order)."""
     names: list[str] = []
-    for section in report.get("sections", []):
-        for chart in section.get("charts", []):
-            names += list(chart.get("series") or {}) + [
-                str(p["label"]) for p in chart.get("points") or []
+    for section in objects(report.get("sections")):
+        for chart in objects(section.get("charts")):
+            names += list(obj(chart.get("series"))) + [
+                str(p["label"]) for p in objects(chart.get("points"))
             ]
     return names + [m for m, _, _ in trade_off(report)]
 
 
-def _stage_table(report: JsonObject) -> tuple[list[str], list[list[Any]]]:
+def _stage_table(report: JsonObject) -> tuple[list[str], list[list[Json]]]:
     """The stages: a cached stage's seconds are those of the run that built it (its run record), labelled so,
     not the 0.00 the cache hit took."""
-    rows = [[s["stage"], s["type"], s["status"], _seconds(s), _result(s)] for s in report["stages"]]
+    rows: list[list[Json]] = [
+        [s["stage"], s["type"], s["status"], _seconds(s), _result(s)]
+        for s in objects(report["stages"])
+    ]
     return ["stage", "type", "status", "seconds", "result"], rows
 
 
@@ -203,10 +231,10 @@ def _seconds(stage: JsonObject) -> str:
     built = stage.get("build_seconds")
     if stage["status"] == "cached" and isinstance(built, (int, float)):
         return f"{built:.2f} at build"
-    return f"{stage['seconds']:.2f}"
+    return f"{number(stage['seconds']) or 0.0:.2f}"
 
 
-def _filled(columns: list[str], rows: list[list[Any]]) -> tuple[list[str], list[list[Any]]]:
+def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list[list[Json]]]:
     """A table without the columns no row fills (`labels agree` where the data has no labels): an empty column
     only pushes the ones that say something off the page."""
     keep = [
@@ -221,21 +249,25 @@ def _figure(
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
+        series = {
+            name: [v for v in values if isinstance(v, (int, float))]
+            if isinstance(values, list)
+            else []
+            for name, values in obj(chart["series"]).items()
+        }
         return charts.distribution_figure(
-            chart["series"], chart.get("x_label", "value"), chart.get("x_unit", ""), colors
+            series, text(chart.get("x_label", "value")), text(chart.get("x_unit", "")), colors
         )
     if chart.get("kind") == "scatter" and chart.get("points"):
-        x_label, y_label = chart.get("x_label", ""), chart.get("y_label", "")
+        x_label, y_label = text(chart.get("x_label", "")), text(chart.get("y_label", ""))
         return charts.scatter_figure(
-            chart["points"],
+            objects(chart["points"]),
             x_label,
             y_label,
-            chart.get("x_unit", unit_of(x_label, units)),
-            chart.get("y_unit", unit_of(y_label, units)),
+            text(chart.get("x_unit", unit_of(x_label, units))),
+            text(chart.get("y_unit", unit_of(y_label, units))),
             colors=colors,
-            y_bound=chart.get("y_bound")
-            if isinstance(chart.get("y_bound"), (int, float))
-            else None,
+            y_bound=number(chart.get("y_bound")),
         )
     return None
 
@@ -251,13 +283,13 @@ def _with_unit(value: float, unit: str) -> str:
 def _result(stage: JsonObject) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
     return dropped_text(
-        stage.get("dropped_from") or (),
-        with_label(stage["summary"] or stage["error"] or "", stage.get("data_source")),
+        _texts(stage.get("dropped_from")),
+        with_label(text(stage["summary"] or stage["error"]), stage.get("data_source")),
     )
 
 
-def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
-    def cell(value: Any) -> str:
+def _md_table(columns: list[str], rows: list[list[Json]]) -> list[str]:
+    def cell(value: Json) -> str:
         return _cell(value).replace("|", "\\|").replace("\n", " ")
 
     return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)] + [
@@ -265,7 +297,7 @@ def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
     ]
 
 
-def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
+def _html_table(columns: list[str], rows: list[list[Json]]) -> str:
     """A table in a box that scrolls sideways: at 800 px a wide latency table scrolls, the page does not."""
     head = "".join(f"<th>{_e(c)}</th>" for c in columns)
     body = "".join(
@@ -280,16 +312,16 @@ def _html_table(columns: list[str], rows: list[list[Any]]) -> str:
     return f"<div class='scroll'><table><tr>{head}</tr>{body}</table></div>"
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Json) -> str:
     """A cell as the terminal prints it (engine.cli.console_tables): floats to four significant figures."""
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def _numeric(value: Any) -> bool:
+def _numeric(value: Json) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(
         printable(str(value))
     )  # control characters: the terminal's rule (engine.leaves.terminal_text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from ortflow.engine.contracts.registry import Plugins
 from ortflow.engine.contracts.types import Recipe, StageSpec
@@ -19,7 +20,7 @@ from ortflow.engine.recipe.stage_specs import Scope, resolve_stages
 
 
 def read_recipe(
-    path: Path, plugins: Plugins, overrides: list[str] = (), params_file: Path | None = None
+    path: Path, plugins: Plugins, overrides: Sequence[str] = (), params_file: Path | None = None
 ) -> tuple[Recipe, list[Problem]]:
     """The recipe as far as it could be resolved, and every problem found (syntax errors raise)."""
     path = Path(path)
@@ -41,10 +42,10 @@ def read_recipe(
         problems.extend(validate(data, recipe_schema(), source))
     # Go on past schema problems: every check below skips what has the wrong shape (already reported),
     # so one pass reports everything that is wrong.
-    raw = {
-        key: data.get(key) if isinstance(data.get(key), dict) else {}
-        for key in ("inputs", "datasets", "stages")
-    }
+    raw: dict[str, JsonObject] = {}
+    for key in ("inputs", "datasets", "stages"):
+        part = data.get(key)
+        raw[key] = part if isinstance(part, dict) else {}
     inputs = resolve_inputs(raw["inputs"], path.parent, source, problems)
     datasets = resolve_datasets(raw["datasets"], plugins.datasets, path.parent, source, problems)
     expansion = expand(
@@ -103,8 +104,9 @@ def _mark_instances(stages: dict[str, StageSpec], expansion: Expansion) -> None:
 
 def _target_cpu(data: JsonObject) -> str:
     """`target: {cpu: ...}`: the CPU the recipe builds for ("native": this machine's)."""
-    target = data.get("target") if isinstance(data.get("target"), dict) else {}
-    return target.get("cpu", "native") if isinstance(target.get("cpu"), str) else "native"
+    target = data.get("target")
+    cpu = target.get("cpu") if isinstance(target, dict) else None
+    return cpu if isinstance(cpu, str) else "native"
 
 
 def _once_per_matrix(problems: list[Problem], matrices: dict[str, list[str]]) -> list[Problem]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ortflow.engine.leaves.errors import Problem
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import JsonObject, obj
 from ortflow.engine.leaves.yamlsource import KEY, PathKey, SourceMap
 from ortflow.engine.recipe.matrix_combinations import Combination, combinations, label
 from ortflow.engine.recipe.matrix_references import Instance, fan_out, upstreams
@@ -58,7 +58,7 @@ def expand(
     total = len(pending)
     positions = _positions_by_stage(source)
     for name in _expansion_order(raw, pending):
-        spec = raw[name]
+        spec = obj(raw[name])  # a mapping: pending holds those only
         combos = combinations(name, spec, source, work.problems, max_stages)
         fanned = work.fan_out(name, spec, ports.get(name, {}), combos)
         # an instance has no `matrix:`: copying the matrix's own positions into every instance would be quadratic
@@ -161,10 +161,11 @@ class _Expanding:
 def _wait_on_every_variant(out: JsonObject, instances: dict[str, list[Instance] | None]) -> None:
     """`after: [int8]` waits for every variant of int8."""
     for spec in out.values():
-        if isinstance(spec, dict) and isinstance(spec.get("after"), list):
+        after = spec.get("after") if isinstance(spec, dict) else None
+        if isinstance(spec, dict) and isinstance(after, list):
             spec["after"] = [
                 x
-                for a in spec["after"]
+                for a in after
                 for x in (
                     [i.id for i in instances[a] or []]
                     if isinstance(a, str) and a in instances and a not in out
@@ -181,7 +182,7 @@ def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
     waits_on: dict[str, int] = {}
     consumers: dict[str, list[str]] = {}
     for name in pending:
-        ups = upstreams(raw[name]) & index.keys()
+        ups = upstreams(obj(raw[name])) & index.keys()
         waits_on[name] = len(ups)
         for up in ups:
             consumers.setdefault(up, []).append(name)

@@ -30,7 +30,8 @@ class Instance:
 
 def upstreams(spec: JsonObject) -> set[str]:
     found = set()
-    for value in (spec.get("in") or {}).values() if isinstance(spec.get("in"), dict) else ():
+    given = spec.get("in")
+    for value in given.values() if isinstance(given, dict) else ():
         for text in value if isinstance(value, list) else [value]:
             match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
             if match and match["stage"] not in ("inputs", "datasets"):
@@ -47,7 +48,8 @@ def fan_out(
     problems: list[Problem],
 ) -> list[tuple[dict[str, str], JsonObject]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
-    given = spec.get("in") if isinstance(spec.get("in"), dict) else None
+    written = spec.get("in")
+    given = written if isinstance(written, dict) else None
     if given is None:
         return [({}, spec.get("in"))]
     fixed: JsonObject = {}

@@ -65,7 +65,10 @@ def _apply_override(
             ".".join(parts[3:]),
         ]  # a matrix axis may itself be dotted: `extra_options.X`
     if parts[0] == "inputs" and len(parts) == 3 and parts[2] in ("path", "package", "file"):
-        inputs = data.setdefault("inputs", {}) if isinstance(data.get("inputs", {}), dict) else {}
+        current = data.setdefault(
+            "inputs", {}
+        )  # an `inputs:` of another shape: the schema reports it
+        inputs: JsonObject = current if isinstance(current, dict) else {}
         entry = inputs.get(parts[1])
         if parts[2] == "path" or not isinstance(entry, dict) or "path" in entry:
             entry = {}  # switching between a path and a package file replaces the input as a whole
@@ -74,7 +77,8 @@ def _apply_override(
         source.origins[tuple(parts)] = origin
         return []
     if parts[0] == "stages" and len(parts) > 2:
-        stages = data.get("stages") if isinstance(data.get("stages"), dict) else {}
+        found = data.get("stages")
+        stages = found if isinstance(found, dict) else {}
         if parts[1] not in stages:
             return [
                 Problem(

@@ -37,25 +37,26 @@ def resolve_datasets(
 ) -> dict[str, DatasetSpec]:
     datasets: dict[str, DatasetSpec] = {}
     for name, spec in raw.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("loader"), str):
+        loader = spec.get("loader") if isinstance(spec, dict) else None
+        if not isinstance(spec, dict) or not isinstance(loader, str):
             continue  # the recipe schema reports it
         where = ("datasets", name)
-        if spec["loader"] not in loaders:
+        if loader not in loaders:
             problems.append(
                 Problem(
-                    f"dataset '{name}': unknown loader '{spec['loader']}'",
+                    f"dataset '{name}': unknown loader '{loader}'",
                     source.locate(where + ("loader",)),
-                    suggest(spec["loader"], loaders.names())
-                    or f"loaders: {', '.join(loaders.names())}",
+                    suggest(loader, loaders.names()) or f"loaders: {', '.join(loaders.names())}",
                 )
             )
             continue
         try:
-            loader_cls = loaders.get(spec["loader"])
+            loader_cls = loaders.get(loader)
         except OrtflowError as exc:
             problems.append(Problem(f"dataset '{name}': {exc}", source.locate(where + ("loader",))))
             continue
-        params = dict(spec.get("with") or {}) if isinstance(spec.get("with"), dict) else {}
+        given = spec.get("with")
+        params: dict[str, object] = dict(given) if isinstance(given, dict) else {}
         subject = f"dataset '{name}' ({loader_cls.type})"
         before = len(problems)
         problems.extend(

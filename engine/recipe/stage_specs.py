@@ -9,14 +9,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeGuard
 
 from ortflow.engine.contracts.params import fill_defaults
 from ortflow.engine.contracts.registry import Plugins
 from ortflow.engine.contracts.stage import ArtifactKind, Port, Stage
 from ortflow.engine.contracts.types import SOURCES, Binding, Ref, StageSpec
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject, obj
 from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 from ortflow.engine.recipe.metric_use import metric_problems
 from ortflow.engine.recipe.schema_errors import validate
@@ -46,8 +46,7 @@ def resolve_stages(scope: Scope, plugins: Plugins) -> dict[str, StageSpec]:
     checked = _ParamsCheck(scope.source, scope.problems)
     valid: set[str] = set()  # the stages whose parameters passed: the metric checks read those only
     for name, stage_cls in scope.stage_classes.items():
-        spec = scope.raw[name]
-        params = spec.get("with") if isinstance(spec.get("with"), dict) else {}
+        params = _mapping(obj(scope.raw[name]).get("with"))
         before = len(scope.problems)
         filled = checked(stage_cls, params, ("stages", name), f"stage '{name}' ({stage_cls.type})")
         if len(scope.problems) == before:
@@ -62,19 +61,20 @@ def _find_types(scope: Scope, plugins: Plugins) -> None:
     where the recipe names it."""
     raw, source, problems, registry = scope.raw, scope.source, scope.problems, plugins.stages
     for name, spec in raw.items():
-        if not isinstance(spec, dict) or not _is_str(spec.get("uses")):
+        uses = spec.get("uses") if isinstance(spec, dict) else None
+        if not _is_str(uses):
             continue
-        if spec["uses"] not in registry:
+        if uses not in registry:
             problems.append(
                 Problem(
-                    f"stage '{name}': unknown stage type '{spec['uses']}'",
+                    f"stage '{name}': unknown stage type '{uses}'",
                     source.locate(("stages", name, "uses")),
-                    suggest(spec["uses"], registry.names()) or "see `engine stages`",
+                    suggest(uses, registry.names()) or "see `engine stages`",
                 )
             )
         else:
             try:
-                scope.stage_classes[name] = registry.get(spec["uses"])
+                scope.stage_classes[name] = registry.get(uses)
             except OrtflowError as exc:  # a broken plugin: say where the recipe uses it
                 problems.append(
                     Problem(f"stage '{name}': {exc}", source.locate(("stages", name, "uses")))
@@ -82,32 +82,34 @@ def _find_types(scope: Scope, plugins: Plugins) -> None:
 
 
 def _stage_spec(scope: Scope, name: str, stage_cls: type[Stage], filled: JsonObject) -> StageSpec:
-    spec = scope.raw[name]
+    spec = obj(scope.raw[name])
     where = ("stages", name)
-    given = spec.get("in") if isinstance(spec.get("in"), dict) else {}
+    given = _mapping(spec.get("in"))
     port_refs = _resolve_ports(scope, name, stage_cls, given)
     after = _after(scope, name, f"stage '{name}' ({stage_cls.type})")
-    resources = spec.get("resources") if isinstance(spec.get("resources"), dict) else {}
+    resources = _mapping(spec.get("resources"))
     workers = spec.get("workers", [])
     return StageSpec(
         name,
-        spec["uses"],
+        str(spec["uses"]),  # a str: _find_types found its class by it
         stage_cls,
         filled,
         port_refs,
         after,
         scope.source.locate(where, key=True),
         spec.get("optional") is True,
-        resources=dict(resources),
-        workers=[workers] if isinstance(workers, str) else list(workers),
+        resources={k: v for k, v in resources.items() if isinstance(v, (int, float))},
+        workers=[workers]
+        if isinstance(workers, str)
+        else [w for w in _list(workers) if isinstance(w, str)],
     )
 
 
 def _after(scope: Scope, name: str, subject: str) -> list[str]:
     """The other stages the stage's `after:` names; one that is not in the recipe is reported."""
-    spec, raw = scope.raw[name], scope.raw
+    raw = scope.raw
     after = []
-    for i, other in enumerate(spec["after"] if isinstance(spec.get("after"), list) else []):
+    for i, other in enumerate(_list(obj(raw[name]).get("after"))):
         if not isinstance(other, str):
             continue  # the recipe schema reports it
         if other in raw and other != name:
@@ -153,8 +155,19 @@ class _ParamsCheck:
         return filled
 
 
-def _is_str(value: Any) -> bool:
+def _is_str(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and bool(value)
+
+
+def _mapping(value: Json) -> JsonObject:
+    """A part of a stage's entry that is a mapping (`with:`, `in:`, `resources:`); anything else reads as {}:
+    the recipe schema reports it."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Json) -> list[Json]:
+    """A part of a stage's entry that is a list (`after:`, `workers:`); anything else reads as []."""
+    return value if isinstance(value, list) else []
 
 
 def _resolve_ports(

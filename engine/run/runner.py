@@ -15,6 +15,7 @@ from typing import Callable
 
 from ortflow.engine.contracts.builds import RunOutput, RunRecord
 from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.params import stage_params
 from ortflow.engine.contracts.stage import StageContext, StageResult
 from ortflow.engine.contracts.types import (
     StageJob,
@@ -267,7 +268,7 @@ def _context(
             steps.upstream[str(digest)] = datasets
     ctx = StageContext(
         spec.name,
-        copy.deepcopy(spec.params),
+        stage_params(spec.stage_cls.type, copy.deepcopy(spec.params)),
         dict(job.input_paths),
         out_dir,
         ports,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ortflow.api import FROZEN_INPUTS, Feed, ModelInput, StageError
+from ortflow.api import FROZEN_INPUTS, Feed, ModelInput, StageError, settings_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,32 +72,57 @@ class GraphCounts:
         )
 
 
-def plan(params: dict[str, Any], inputs: list[ModelInput], feeds: list[Feed]) -> Specialization:
-    """The shapes and values asked for, checked against the model's inputs (each message names the fix)."""
+@dataclass(frozen=True)
+class SpecializeSettings:
+    """The specialize stage's parameters (its params_schema, read typed: ortflow.api.settings_problems checks
+    them). Here, beside plan(), which reads them; the stage declares them as its settings."""
+
+    dims: Mapping[str, int] = field(default_factory=dict)
+    shapes: Mapping[str, Sequence[int]] = field(default_factory=dict)
+    freeze: Mapping[str, float | list[Any]] = field(
+        default_factory=dict
+    )  # a number or a nested array
+    freeze_from_data: tuple[str, ...] = ()
+    shapes_from_data: bool = False
+    samples: int = 16
+    atol: float = 1e-4
+    rtol: float = 1e-3
+
+
+def plan(
+    params: SpecializeSettings | Mapping[str, object], inputs: list[ModelInput], feeds: list[Feed]
+) -> Specialization:
+    """The shapes and values asked for, checked against the model's inputs (each message names the fix);
+    `params` as the stage's settings, or as validated parameters by key (the bench scripts build them so)."""
     import numpy as np
 
+    read = (
+        params
+        if isinstance(params, SpecializeSettings)
+        else settings_of(SpecializeSettings, params)
+    )
     by_name = {i.name: i for i in inputs}
     named = ", ".join(i.name for i in inputs)
-    for name in [*params["shapes"], *params["freeze"], *params["freeze_from_data"]]:
+    for name in [*read.shapes, *read.freeze, *read.freeze_from_data]:
         if name not in by_name:
             raise StageError(
                 f"specialize: the model has no input '{name}' — its inputs are {named}"
             )
     known = {d for i in inputs for d in i.shape if isinstance(d, str)}
-    for dim in params["dims"]:
+    for dim in read.dims:
         if dim not in known:
             raise StageError(
                 f"specialize: no input has a dim named '{dim}' (named dims: {', '.join(sorted(known)) or 'none'}) — use `shapes`"
             )
-    spec = Specialization(dims=dict(params["dims"]))
-    for name, value in params["freeze"].items():
+    spec = Specialization(dims=dict(read.dims))
+    for name, value in read.freeze.items():
         spec.frozen[name] = _value(by_name[name], np.asarray(value))
-    for name in params["freeze_from_data"]:
+    for name in read.freeze_from_data:
         spec.frozen[name] = _value(by_name[name], _one_value(name, feeds))
         spec.from_data.add(name)
-    for name, shape in params["shapes"].items():
+    for name, shape in read.shapes.items():
         spec.shapes[name] = _shape(by_name[name], tuple(shape))
-    if params["shapes_from_data"]:
+    if read.shapes_from_data:
         for name in by_name.keys() - spec.shapes.keys() - spec.frozen.keys():
             spec.shapes[name] = _shape(by_name[name], tuple(feeds[0][name].shape))
     return spec
