@@ -54,6 +54,13 @@ class QuantizePartial(Stage):
             optional=True,
         ),
         Port(
+            "sanity_data",
+            ArtifactKind.DATASET,
+            "samples for each candidate's sanity check, every output (state included) against the float "
+            "model's (default: `data`); init gives it the samples the whole-model INT8 stage checks on",
+            optional=True,
+        ),
+        Port(
             "metric",
             ArtifactKind.FILE,
             "a metric file for the accuracy checks, as validate_accuracy's `metric`",

@@ -93,7 +93,11 @@ def test_init_with_real_data_adds_a_bounded_partial_int8_search_to_the_choice(pr
     partial = stages["int8_partial"]
     assert partial["uses"] == "quantize_partial" and partial["optional"] is True
     # the whole-model stage's settings and source, judged on the held-out data by the recipe's metric
-    assert partial["in"] == {"model": stages["int8"]["in"]["model"], "data": "datasets.held_out"}
+    assert partial["in"] == {
+        "model": stages["int8"]["in"]["model"],
+        "data": "datasets.held_out",
+        "sanity_data": stages["int8"]["in"]["data"],  # each candidate checked on what int8 was checked on
+    }
     assert partial["with"]["quantize"] == stages["int8"]["with"]
     assert partial["with"]["accuracy"]["min"] == stages["pick"]["with"]["min"]
     assert partial["with"]["max_candidates"] == PARTIAL_CANDIDATES

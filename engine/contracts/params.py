@@ -109,6 +109,7 @@ KEYED_BUILTINS = frozenset(
         "calibrate",
         "quantization_debug",
         "quantize_dynamic",
+        "quantize_partial",
         "quantize_search",
         "quantize_static",
         "quantize_weights",

@@ -353,6 +353,10 @@ def _partial_stage(
     inputs: JsonObject = {"model": int8.inputs["model"], "data": "datasets.held_out"}
     if "calibration" in int8.inputs:
         inputs["calibration"] = int8.inputs["calibration"]
+    if (
+        "data" in int8.inputs
+    ):  # each candidate's sanity check on the samples `int8`'s own check used
+        inputs["sanity_data"] = int8.inputs["data"]
     # every held-out sample, up to 32 (the accuracy stage checks 16): a step's cached record carries the labels of
     # whoever ran it first, so a check keyed like the `accuracy` stage's would hand that stage "c01" for "int8"
     accuracy: JsonObject = {

@@ -31,6 +31,10 @@ FAMILIES = {
 class CandidateSteps:
     """Builds, checks and times candidates through the stage's cached steps; keeps every one in `candidates`."""
 
+    # quantize steps get the held-out data for their sanity check (every output, state included, not only the
+    # ones the task metric reads); without it they check random feeds and only warn
+    sanity_on_data = False
+
     def __init__(
         self, ctx: StageContext, models: tuple[Artifact, ...], tables: tuple[Artifact, ...]
     ):
@@ -54,6 +58,9 @@ class CandidateSteps:
         if c.calibration is not None:
             inputs["calibration"] = self.tables[c.calibration]
             labels["calibration"] = self._table_name(c.calibration)
+        if self.sanity_on_data and c.family in ("static", "dynamic"):
+            sanity = "sanity_data" if self.ctx.has("sanity_data") else "data"
+            inputs["data"], labels["data"] = self.ctx.artifact(sanity), sanity
         try:
             step = self.steps.run(FAMILIES[c.family], c.params, inputs, labels)
         except StageError as exc:

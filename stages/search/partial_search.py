@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Artifact, GateFailed, StageContext, StageError, StageResult
+from ortflow.api import Artifact, GateFailed, StageContext, StageResult
 from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
@@ -21,6 +21,10 @@ from ortflow.stages.search.partial_report import PartialResult, deliver, write_d
 
 class PartialSearch(CandidateSteps):
     """One partial-INT8 search over a single float model (and, for static INT8, its calibration table)."""
+
+    sanity_on_data = (
+        True  # a part that keeps the task metric but breaks another output is not delivered
+    )
 
     def __init__(self, ctx: StageContext):
         model: Artifact = ctx.artifact("model")
@@ -51,7 +55,9 @@ class PartialSearch(CandidateSteps):
         if whole.passed:
             return self._result(PartialResult(whole, [], whole))
         if whole.model is None or whole.passed is None:
-            raise StageError(f"whole-model INT8 could not be checked: {whole.note}")
+            raise GateFailed(
+                f"whole-model INT8 could not be checked: {whole.note}", data_source=self.data_source
+            )
         self.failing[0] = whole
         if self._over():  # a budget of one: no localisation either
             self._nothing(whole)
