@@ -49,7 +49,9 @@ class LoadWatch:
         if ticks and self.ticks and ticks[2] > self.ticks[2] and wall > 0:
             hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
             others_s = (ticks[0] - self.ticks[0]) / hz - (_own_cpu_s() - self.own)
-            found["others_percent"] = round(max(0.0, 100 * others_s / (wall * self.cpus)), 1)
+            found["others_percent"] = round(
+                min(100.0, max(0.0, 100 * others_s / (wall * self.cpus))), 1
+            )  # ticks round
             found["steal_percent"] = round(
                 100 * (ticks[1] - self.ticks[1]) / (ticks[2] - self.ticks[2]), 1
             )
