@@ -15,7 +15,12 @@ from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
 from ortflow.stages.search.candidates import Candidate, shown_values
-from ortflow.stages.search.localisation import Culprit, node_names, ranked_culprits
+from ortflow.stages.search.localisation import (
+    Culprit,
+    node_names,
+    quantizer_pre_process,
+    ranked_culprits,
+)
 from ortflow.stages.search.partial_report import PartialResult, deliver, write_document
 
 
@@ -63,11 +68,11 @@ class PartialSearch(CandidateSteps):
             {"reference": "model", "model": whole.id, "data": "data"},
             top=self.params["max_float"],
             log=self.ctx.log,
+            pre_process=quantizer_pre_process(self.family, self.params["quantize"]),
         )
         # dynamic INT8 quantizes only the nodes it lists (a Softmax beside them is float already). Static QDQ wraps
         # more ops (Add, HardSigmoid, pooling) than quantized_nodes names, and keeps the names of the graph its
-        # quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and
-        # Mul): a culprit is any node of that graph.
+        # quantizer was given (pre-processed, as the ranking's reference was): a culprit is any node of it.
         if self.family == "dynamic":
             present = set(whole.quantized_nodes)
         else:
