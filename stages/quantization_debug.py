@@ -106,4 +106,8 @@ def _as_quantized(reference: Path, setting: bool | str) -> Path:
         return reference
     prepared = pre_processing.prepare(reference, reference.parent, setting).model
     model = onnx_model.load_graph(prepared, external_data=True)
-    return onnx_model.save(model, prepared.parent / "named.onnx") if static_model.name_nodes(model) else prepared
+    return (
+        onnx_model.save(model, prepared.parent / "named.onnx")
+        if static_model.name_nodes(model)
+        else prepared
+    )

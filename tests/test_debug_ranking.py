@@ -7,7 +7,6 @@ node of the graph that was quantized."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import onnx
 import pytest
@@ -54,6 +53,4 @@ def test_culprits_are_nodes_of_the_pre_processed_graph_that_was_quantized(projec
     before, after = ranked("original"), ranked("quantized")
     missing = [n for n in before if n not in names]
     assert missing, "the original graph's ranking names only nodes of the quantized graph"
-    assert len(after) >= 10 and all(n in names for n in after), [
-        n for n in after if n not in names
-    ]
+    assert len(after) >= 10 and all(n in names for n in after), [n for n in after if n not in names]
