@@ -237,11 +237,14 @@ def on_this_machine(job: StageJob) -> StageJob:
 
 
 def _labels(spec: StageSpec) -> dict[str, str]:
-    """`label:<port>` -> the names a step's stage sees for that port's inputs (StageContext.label/labels), as
-    text: kept beside the step versions, facts that decide the outputs without being the host's."""
+    """`label:<port>` -> the names a step's stage sees for the inputs of each port that takes many (those a
+    stage names its per-input results by: validate_accuracy's candidates, benchmark's models), as text beside
+    the step versions: facts that decide the outputs without being the host's. A single-input port's label
+    stays out, so a search's quantize step is still served the bytes a recipe stage built alike."""
     return {
         f"label:{port}": ",".join(ref.source for ref in binding.refs)
         for port, binding in sorted(spec.inputs.items())
+        if binding.many
     }
 
 

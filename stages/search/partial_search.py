@@ -54,7 +54,7 @@ class PartialSearch(CandidateSteps):
     def run(self) -> StageResult:
         whole = self._candidate([])
         if whole.passed:
-            return self._result(PartialResult(whole, [], whole))
+            self._whole_keeps_it(whole)
         if whole.model is None or whole.passed is None:
             raise StageError(f"whole-model INT8 could not be checked: {whole.note}")
         self.failing[0] = whole
@@ -123,6 +123,17 @@ class PartialSearch(CandidateSteps):
         if self._build(candidate):
             self._checked(candidate)
         return candidate
+
+    def _whole_keeps_it(self, whole: Candidate) -> None:
+        """Whole-model INT8 meets the target: a partial model would be those very bytes, built and timed twice
+        under two names, so the stage delivers nothing (an optional stage is dropped) and says why."""
+        write_document(self, None, self._metrics(None))
+        raise GateFailed(
+            f"whole-model INT8 already keeps the metric ({shown_values(whole)}): nothing to keep float — "
+            "the quantize stage's own model is that candidate",
+            metrics=self._metrics(None),
+            data_source=self.data_source,
+        )
 
     def _nothing(self, whole: Candidate) -> None:
         """No part met the target within the budget: say what was tried, the closest, and what to change."""
