@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.api import onnx as onnx_model
@@ -53,7 +53,7 @@ class QuantizationDebug(Stage):
                 "description": "nodes listed in the report",
             },
             "pre_process": {
-                **pre_processing.PRE_PROCESS_PARAM,
+                "enum": ["auto", True, False],
                 "default": False,
                 "description": "pre-process the reference as quantize_static does (its `pre_process`: "
                 "auto, true) before comparing; false (the default, and for quantize_dynamic, which never "
@@ -75,7 +75,7 @@ class QuantizationDebug(Stage):
     def run(self, ctx: StageContext) -> StageResult:
         reference = _as_quantized(
             onnx_model.private_model(ctx.path("reference"), ctx.scratch / "reference"),
-            ctx.params["pre_process"],
+            cast("bool | str", ctx.params["pre_process"]),
         )
         quantized = onnx_model.private_model(ctx.path("model"), ctx.scratch / "quantized")
         feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])

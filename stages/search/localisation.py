@@ -62,7 +62,7 @@ def node_names(model: Path) -> set[str]:
     return {n.name for n in onnx.load(str(target), load_external_data=False).graph.node if n.name}
 
 
-def quantizer_pre_process(family: str, quantize: dict[str, Any]) -> bool | str:
+def quantizer_pre_process(family: str, quantize: Any) -> bool | str:
     """The `pre_process` a candidate's quantizer applied: quantize_static's setting (auto by default);
     dynamic INT8 never pre-processes."""
-    return quantize.get("pre_process", "auto") if family == "static" else False
+    return cast("bool | str", quantize.get("pre_process", "auto")) if family == "static" else False

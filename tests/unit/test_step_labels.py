@@ -57,7 +57,9 @@ def test_a_step_labelled_otherwise_is_not_served_from_the_cache(tmp_path: Path):
     def run(parent: str, label: str) -> tuple[str, str]:
         steps = StepRunner(store, parent, functools.partial(execute, store), registry=OnlyNamed())
         result = steps.run("named", {}, {"parts": [artifact]}, {"parts": [label]})
-        return result.outputs["file"].path.read_text(), steps.keys[-1]
+        written = result.outputs["file"].path
+        assert isinstance(written, Path)
+        return written.read_text(), steps.keys[-1]
 
     searched, search_key = run("partial", "c01")
     asked, asked_key = run("accuracy", "int8")
