@@ -102,7 +102,8 @@ class StepRunner:
             port: Artifact(digest, self.store.object_path(digest))
             for port, digest in produced.items()
         }
-        return StepResult(outputs)
+        refused = str(outcome.error) if outcome.status == Status.GATE_FAILED else None
+        return StepResult(outputs, refused)
 
     def _made_from(self, artifacts: list[Artifact]) -> tuple[Dataset, ...]:
         found: dict[str, Dataset] = {}

@@ -53,8 +53,12 @@ class PartialSearch(CandidateSteps):
 
     def run(self) -> StageResult:
         whole = self._candidate([])
-        if whole.passed:
+        if whole.passed and whole.gate_failed is None:
             self._whole_keeps_it(whole)
+        if (
+            whole.passed
+        ):  # the quantize stage's own gate refuses it; the task metric holds: the candidate
+            return self._result(PartialResult(whole, [], whole))
         if whole.model is None or whole.passed is None:
             raise StageError(f"whole-model INT8 could not be checked: {whole.note}")
         self.failing[0] = whole
@@ -125,8 +129,10 @@ class PartialSearch(CandidateSteps):
         return candidate
 
     def _whole_keeps_it(self, whole: Candidate) -> None:
-        """Whole-model INT8 meets the target: a partial model would be those very bytes, built and timed twice
-        under two names, so the stage delivers nothing (an optional stage is dropped) and says why."""
+        """Whole-model INT8 meets the target and its quantizer's gates: a partial model would be those very
+        bytes, built and timed twice under two names, so the stage delivers nothing (an optional stage is
+        dropped) and says why. Where the quantize stage's own gate (the sanity check) refused the model but
+        the task metric holds, `int8` is dropped, so this stage delivers it."""
         write_document(self, None, self._metrics(None))
         raise GateFailed(
             f"whole-model INT8 already keeps the metric ({shown_values(whole)}): nothing to keep float — "
