@@ -109,7 +109,7 @@ def test_doc_orientation_partial_int8(tmp_path):
 
 
 @pytest.mark.corpus
-def test_ocr_cls_whole_int8_refused_by_its_sanity_gate_but_keeping_the_labels_is_delivered(tmp_path):
+def test_ocr_cls_int8_its_sanity_gate_refused_but_keeping_the_labels_is_delivered(tmp_path):
     """The angle classifier's `int8` is refused by quantize_static's sanity check (its 2-class probabilities:
     one channel loses its signal on the calibration lines) while every held-out line keeps its label: the
     partial stage's whole-model candidate is then no duplicate of a delivered `int8`, and it delivers it."""
