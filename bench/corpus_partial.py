@@ -54,7 +54,12 @@ def partial_cell(
     found = json.loads(document.read_text())
     if found["chosen"] is None:
         tried = len(found["candidates"])
-        why = found.get("stopped_early") or "no part of the model met the metric"
+        whole = found["candidates"][0] if found["candidates"] else {}
+        why = found.get("stopped_early") or (
+            "whole-model INT8 already keeps the metric (the int8 row)"
+            if tried == 1 and whole.get("passed")
+            else "no part of the model met the metric"
+        )
         return PartialCell([], "", note=f"none: {why} ({tried} candidates tried)")
     chosen = next(c for c in found["candidates"] if c["id"] == found["chosen"])
     metric = ", ".join(f"{k} {v:.4f}" for k, v in chosen["values"].items())

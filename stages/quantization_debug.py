@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
 from ortflow.api import onnx as onnx_model
-from ortflow.stages.quantization import localization, sanity
+from ortflow.stages.quantization import localization, pre_processing, sanity, static_model
 
 
 class QuantizationDebug(Stage):
     type = "quantization_debug"
-    version = "1"
+    version = "2"  # 2: pre_process (rank the nodes of the graph the quantizer was given)
     description = (
         "Run a float model and its quantized version on the same samples, compare every activation both have "
         "(ORT's qdq_loss_debug building blocks) and rank the float model's nodes by how much the SQNR drops "
         "across each: the nodes to keep in float first. Also judges every output as the quantize stages' "
         "sanity check does. The node names are the ones nodes_to_exclude takes when `reference` is the graph "
-        "the quantizer was given."
+        "the quantizer was given: give `pre_process` quantize_static's value, so the reference is pre-processed "
+        "(and its unnamed nodes named) as quantize_static does before its quantizer sees it (ORT's "
+        "pre-processing rewrites a graph: a HardSwish becomes HardSigmoid and Mul)."
     )
     inputs = (
         Port("reference", ArtifactKind.ONNX_MODEL, "the float model that was quantized"),
@@ -49,6 +52,13 @@ class QuantizationDebug(Stage):
                 "default": 20,
                 "description": "nodes listed in the report",
             },
+            "pre_process": {
+                "enum": ["auto", True, False],
+                "default": False,
+                "description": "pre-process the reference as quantize_static does (its `pre_process`: "
+                "auto, true) before comparing; false (the default, and for quantize_dynamic, which never "
+                "pre-processes): compare the reference as given",
+            },
             "min_cosine": {
                 "type": "number",
                 "minimum": -1,
@@ -63,7 +73,10 @@ class QuantizationDebug(Stage):
         return ("onnxruntime", "onnx", "numpy", "isa")  # integer kernels differ by instruction set
 
     def run(self, ctx: StageContext) -> StageResult:
-        reference = onnx_model.private_model(ctx.path("reference"), ctx.scratch / "reference")
+        reference = _as_quantized(
+            onnx_model.private_model(ctx.path("reference"), ctx.scratch / "reference"),
+            cast("bool | str", ctx.params["pre_process"]),
+        )
         quantized = onnx_model.private_model(ctx.path("model"), ctx.scratch / "quantized")
         feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
         ranked = localization.rank_nodes(reference, quantized, feeds)
@@ -84,3 +97,17 @@ class QuantizationDebug(Stage):
         return StageResult(
             summary=summary, metrics={"culprits": [e.node for e in ranked[:5]], **worst}
         )
+
+
+def _as_quantized(reference: Path, setting: bool | str) -> Path:
+    """The graph quantize_static hands ORT's quantizer for `pre_process: setting`: pre-processed (auto: unless
+    ORT cannot follow the model, as there) and its unnamed nodes named, so the ranking names its nodes."""
+    if setting is False:
+        return reference
+    prepared = pre_processing.prepare(reference, reference.parent, setting).model
+    model = onnx_model.load_graph(prepared, external_data=True)
+    return (
+        onnx_model.save(model, prepared.parent / "named.onnx")
+        if static_model.name_nodes(model)
+        else prepared
+    )

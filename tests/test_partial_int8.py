@@ -110,3 +110,14 @@ def test_init_with_real_data_adds_a_bounded_partial_int8_search_to_the_choice(pr
     )
     # random feeds never: a metric on noise would blame nodes for nothing
     assert "int8_partial" not in _init_minilm(cli, project, "random")["stages"]
+
+
+def test_where_whole_model_int8_keeps_the_metric_the_partial_stage_delivers_no_duplicate(
+    project, cli
+):
+    code, out, err = cli("run", partial_recipe(project, target=0.9, budget=4))
+    said = " ".join((out + err).split())
+    assert code == 3 and "whole-model INT8 already keeps the metric" in said, said
+    document = json.loads((project / "out/partial/partial/partial.json").read_text())
+    assert len(document["candidates"]) == 1 and document["candidates"][0]["passed"] is True
+    assert not (project / "out/partial/partial/model.onnx").exists()  # no second copy of int8

@@ -66,9 +66,11 @@ Labels = Union[
 
 @dataclass
 class StepResult:
-    """What a step produced: its outputs, each readable where its Artifact points."""
+    """What a step produced: its outputs, each readable where its Artifact points, and the verdict of a gate of its
+    own that refused them (a quantizer's sanity check), which a recipe stage alike would have been dropped for."""
 
     outputs: dict[str, Artifact]
+    gate_failed: str | None = None
 
     def path(self, port: str) -> Path:
         """Where an output lies: e.g. to read a results document with ortflow.api.read_document."""

@@ -97,6 +97,10 @@ class StageSpec:
     target_cpu: str = (
         "native"  # the recipe's `target: {cpu: ...}`: what the target_isa fact stands for
     )
+    # A step's (engine.run.steps) labels on ports that take many enter its key: a stage names its per-input
+    # results by them (validate_accuracy's candidates), so a step labelled "c01" must never be served to a stage
+    # that asks for "int8". A recipe stage's labels are its recipe's stage names and stay out of its key.
+    labels_keyed: bool = False
 
     def refs(self) -> list[Ref]:
         return [ref for binding in self.inputs.values() for ref in binding.refs]

@@ -225,6 +225,8 @@ def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:
     if "target_isa" in env:
         env["target_isa"] = target_isa(spec.target_cpu)
     env.update(_step_versions(spec.stage_cls.step_types))
+    if spec.labels_keyed:
+        env.update(_labels(spec))
     return Identity(spec.uses, spec.stage_cls.version, spec.params, dict(input_digests), env)
 
 
@@ -232,6 +234,18 @@ def on_this_machine(job: StageJob) -> StageJob:
     """The job with its identity computed here: a worker that runs a job the client planned keys it with its
     own environment facts, as it would had it planned the job itself."""
     return replace(job, identity=identify(job.spec, job.input_digests))
+
+
+def _labels(spec: StageSpec) -> dict[str, str]:
+    """`label:<port>` -> the names a step's stage sees for the inputs of each port that takes many (those a
+    stage names its per-input results by: validate_accuracy's candidates, benchmark's models), as text beside
+    the step versions: facts that decide the outputs without being the host's. A single-input port's label
+    stays out, so a search's quantize step is still served the bytes a recipe stage built alike."""
+    return {
+        f"label:{port}": ",".join(ref.source for ref in binding.refs)
+        for port, binding in sorted(spec.inputs.items())
+        if binding.many
+    }
 
 
 def _step_versions(step_types: tuple[str, ...]) -> dict[str, str]:

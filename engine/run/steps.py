@@ -55,7 +55,8 @@ class StepRunner:
         labels: dict[str, str | list[str]] | None = None,
     ) -> StepResult:
         """Run stage type `uses` (or serve it from the cache). `labels` name the inputs in its outputs, the
-        way `<stage>.<port>` references name them in a recipe; they are not part of the key."""
+        way `<stage>.<port>` references name them in a recipe, and are part of its key (a stage writes them into its
+        results: a step labelled "c01" is never served to one that asks for "int8")."""
         stage_cls = self.stage_type(uses)
         # the Steps protocol takes any mapping (a stage passes its own read-only params): a copy to fill in
         problems = params_problems(stage_cls, dict(params))
@@ -72,6 +73,7 @@ class StepRunner:
         spec = StageSpec(
             f"{self.parent}.{uses}", uses, stage_cls, filled, refs, [], None, optional=True
         )
+        spec.labels_keyed = True  # the labels are written into its results: part of its key
         digests = {
             port: [a.digest for a in v] if isinstance(v, list) else v.digest
             for port, v in inputs.items()
@@ -100,7 +102,8 @@ class StepRunner:
             port: Artifact(digest, self.store.object_path(digest))
             for port, digest in produced.items()
         }
-        return StepResult(outputs)
+        refused = str(outcome.error) if outcome.status == Status.GATE_FAILED else None
+        return StepResult(outputs, refused)
 
     def _made_from(self, artifacts: list[Artifact]) -> tuple[Dataset, ...]:
         found: dict[str, Dataset] = {}

@@ -357,10 +357,9 @@ def _partial_stage(
         "data" in int8.inputs
     ):  # each candidate's sanity check on the samples `int8`'s own check used
         inputs["sanity_data"] = int8.inputs["data"]
-    # every held-out sample, up to 32 (the accuracy stage checks 16): a step's cached record carries the labels of
-    # whoever ran it first, so a check keyed like the `accuracy` stage's would hand that stage "c01" for "int8"
+    # the samples the `accuracy` stage checks, so both judge the same data (a step's labels are in its key: the
+    # two never serve each other a check named for the other)
     accuracy: JsonObject = {
-        "samples": 32,
         **metric.validate,
         "min": {metric.name: metric.threshold},
     }

@@ -55,6 +55,12 @@ def prepare(
 # -- the checks and choices of prepare, in order ----------------------------------------------------
 
 
+def name_nodes(model: Any) -> bool:
+    """Name each unnamed node as quantize_static does before ORT's quantizer sees it (quantization_debug names
+    the reference graph alike, so its culprits are names nodes_to_exclude takes). Whether any was."""
+    return _name_nodes(model)
+
+
 def _name_nodes(model: Any) -> bool:
     """Name each unnamed node `<op type>_<index>`, since nodes are kept in float by name. Whether any was."""
     changed = False

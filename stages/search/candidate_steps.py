@@ -69,6 +69,7 @@ class CandidateSteps:
             self._say(c, f"not built: {c.note}")
             return False
         c.model = step.outputs["model"]
+        c.gate_failed = step.gate_failed
         c.quantized_nodes = step.document("metrics").get("quantized_nodes", [])
         return True
 

@@ -32,6 +32,9 @@ class Candidate:
     speedup: float | None = None
     p50_ms: float | None = None
     note: str = ""
+    gate_failed: str | None = (
+        None  # the quantize step's own gate refused it (a recipe stage would be dropped)
+    )
 
 
 def search_report(

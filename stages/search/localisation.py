@@ -1,5 +1,7 @@
-"""Where a quantized candidate's error enters: a quantization_debug step on held-out samples ranks the float
-model's nodes by how much SQNR drops across each, so repairs keep the likeliest culprits float first."""
+"""Where a quantized candidate's error enters: a quantization_debug step on held-out samples ranks the nodes of
+the graph the quantizer was given (for static INT8, the float model after ORT's pre-processing, which rewrites
+it: a HardSwish into HardSigmoid and Mul) by how much SQNR drops across each, so repairs keep the likeliest
+culprits float first, under names nodes_to_exclude takes."""
 
 from __future__ import annotations
 
@@ -25,16 +27,19 @@ def ranked_culprits(
     labels: dict[str, Any],
     top: int = 50,
     log: Callable[[str], None] | None = None,
+    pre_process: bool | str = False,
 ) -> list[Culprit]:
     """The nodes where error enters, worst first; [] (said through `log`) for a model the debug run cannot
-    follow, so the caller falls back to graph order."""
+    follow, so the caller falls back to graph order. `pre_process`: quantize_static's (the reference is
+    pre-processed as it was there); False for dynamic INT8, whose quantizer is given the model as it is."""
     try:
         inputs: dict[str, Artifact | list[Artifact]] = {
             "reference": reference,
             "model": model,
             "data": data,
         }
-        step = steps.run("quantization_debug", {"samples": 4, "top": top}, inputs, labels)
+        params = {"samples": 4, "top": top, "pre_process": pre_process}
+        step = steps.run("quantization_debug", params, inputs, labels)
         nodes: list[dict[str, Any]] = cast(Any, step.document("report"))["nodes"]
     except StageError as exc:
         if log is not None:
@@ -55,3 +60,9 @@ def node_names(model: Path) -> set[str]:
 
     target = model / "model.onnx" if model.is_dir() else model
     return {n.name for n in onnx.load(str(target), load_external_data=False).graph.node if n.name}
+
+
+def quantizer_pre_process(family: str, quantize: Any) -> bool | str:
+    """The `pre_process` a candidate's quantizer applied: quantize_static's setting (auto by default);
+    dynamic INT8 never pre-processes."""
+    return cast("bool | str", quantize.get("pre_process", "auto")) if family == "static" else False

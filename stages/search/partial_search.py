@@ -15,7 +15,12 @@ from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
 from ortflow.stages.search.candidates import Candidate, shown_values
-from ortflow.stages.search.localisation import Culprit, node_names, ranked_culprits
+from ortflow.stages.search.localisation import (
+    Culprit,
+    node_names,
+    quantizer_pre_process,
+    ranked_culprits,
+)
 from ortflow.stages.search.partial_report import PartialResult, deliver, write_document
 
 
@@ -52,7 +57,11 @@ class PartialSearch(CandidateSteps):
 
     def run(self) -> StageResult:
         whole = self._candidate([])
-        if whole.passed:
+        if whole.passed and whole.gate_failed is None:
+            self._whole_keeps_it(whole)
+        if (
+            whole.passed
+        ):  # the quantize stage's own gate refuses it; the task metric holds: the candidate
             return self._result(PartialResult(whole, [], whole))
         if whole.model is None or whole.passed is None:
             raise GateFailed(
@@ -69,11 +78,11 @@ class PartialSearch(CandidateSteps):
             {"reference": "model", "model": whole.id, "data": "data"},
             top=self.params["max_float"],
             log=self.ctx.log,
+            pre_process=quantizer_pre_process(self.family, self.params["quantize"]),
         )
         # dynamic INT8 quantizes only the nodes it lists (a Softmax beside them is float already). Static QDQ wraps
         # more ops (Add, HardSigmoid, pooling) than quantized_nodes names, and keeps the names of the graph its
-        # quantizer was given, which ORT's pre-processing may have rewritten (a HardSwish into HardSigmoid and
-        # Mul): a culprit is any node of that graph.
+        # quantizer was given (pre-processed, as the ranking's reference was): a culprit is any node of it.
         if self.family == "dynamic":
             present = set(whole.quantized_nodes)
         else:
@@ -124,6 +133,19 @@ class PartialSearch(CandidateSteps):
         if self._build(candidate):
             self._checked(candidate)
         return candidate
+
+    def _whole_keeps_it(self, whole: Candidate) -> None:
+        """Whole-model INT8 meets the target and its quantizer's gates: a partial model would be those very
+        bytes, built and timed twice under two names, so the stage delivers nothing (an optional stage is
+        dropped) and says why. Where the quantize stage's own gate (the sanity check) refused the model but
+        the task metric holds, `int8` is dropped, so this stage delivers it."""
+        write_document(self, None, self._metrics(None))
+        raise GateFailed(
+            f"whole-model INT8 already keeps the metric ({shown_values(whole)}): nothing to keep float — "
+            "the quantize stage's own model is that candidate",
+            metrics=self._metrics(None),
+            data_source=self.data_source,
+        )
 
     def _nothing(self, whole: Candidate) -> None:
         """No part met the target within the budget: say what was tried, the closest, and what to change."""

@@ -14,7 +14,7 @@ from ortflow.stages.search import space as search_space
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import FAMILIES, CandidateSteps, accuracy_params
 from ortflow.stages.search.candidates import Candidate
-from ortflow.stages.search.localisation import ranked_culprits
+from ortflow.stages.search.localisation import quantizer_pre_process, ranked_culprits
 
 __all__ = ["FAMILIES", "Search", "accuracy_params"]
 
@@ -158,7 +158,13 @@ class Search(CandidateSteps):
         ranked = [
             c.node
             for c in ranked_culprits(
-                self.steps, self.models[base.start], base.model, self.data, labels, log=self.ctx.log
+                self.steps,
+                self.models[base.start],
+                base.model,
+                self.data,
+                labels,
+                log=self.ctx.log,
+                pre_process=quantizer_pre_process(base.family, base.params),
             )
         ]
         # Any node the ranking names, not only those of the op types ORT quantizes itself: a Concat or a Sigmoid
