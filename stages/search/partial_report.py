@@ -69,14 +69,6 @@ def summary(search: Any, result: PartialResult) -> str:
         tried += f"; the time budget cut the search ({search.budget.stopped}): a faster machine may go further"
     elif search.budget.stopped:
         tried += f"; {search.budget.stopped}"
-    if (
-        chosen is whole
-    ):  # only where the quantizer's own gate refused it (else the stage delivers nothing)
-        refused = (chosen.gate_failed or "").split(":")[0]
-        return (
-            f"{chosen.id}: whole-model INT8 meets the target on the held-out data, nothing kept float: "
-            f"{shown_values(chosen)}, though the quantize stage's gate refused it ({refused}) ({tried})"
-        )
     named = ", ".join(
         f"{search._short(c.node)} ({c.op_type}, SQNR drops {c.sqnr_drop_db:.1f} dB across it)"
         for c in result.culprits[:NAMED]

@@ -59,10 +59,8 @@ class PartialSearch(CandidateSteps):
         whole = self._candidate([])
         if whole.passed and whole.gate_failed is None:
             self._whole_keeps_it(whole)
-        if (
-            whole.passed
-        ):  # the quantize stage's own gate refuses it; the task metric holds: the candidate
-            return self._result(PartialResult(whole, [], whole))
+        # a model its quantize step's own gate refused (the sanity check: every output, state included) is
+        # never delivered, whatever the task metric says: the search goes on to keep its culprits float
         if whole.model is None or whole.passed is None:
             raise GateFailed(
                 f"whole-model INT8 could not be checked: {whole.note}", data_source=self.data_source
@@ -120,7 +118,8 @@ class PartialSearch(CandidateSteps):
 
     def _try(self, count: int) -> None:
         candidate = self._candidate([c.node for c in self.culprits[:count]])
-        (self.passing if candidate.passed else self.failing)[count] = candidate
+        kept = candidate.passed and candidate.gate_failed is None
+        (self.passing if kept else self.failing)[count] = candidate
 
     def _candidate(self, kept_float: list[str]) -> Candidate:
         params = dict(self.params["quantize"])
