@@ -96,7 +96,9 @@ def test_init_with_real_data_adds_a_bounded_partial_int8_search_to_the_choice(pr
     assert partial["in"] == {
         "model": stages["int8"]["in"]["model"],
         "data": "datasets.held_out",
-        "sanity_data": stages["int8"]["in"]["data"],  # each candidate checked on what int8 was checked on
+        "sanity_data": stages["int8"]["in"][
+            "data"
+        ],  # each candidate checked on what int8 was checked on
     }
     assert partial["with"]["quantize"] == stages["int8"]["with"]
     assert partial["with"]["accuracy"]["min"] == stages["pick"]["with"]["min"]
