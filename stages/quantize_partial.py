@@ -18,6 +18,7 @@ from ortflow.api import (
 
 # isort: split
 from ortflow.api import params_problems, stage_type
+from ortflow.api.ports import metric_in
 from ortflow.stages.search.candidate_steps import accuracy_params
 from ortflow.stages.search.partial_search import PartialSearch
 
@@ -64,12 +65,7 @@ class QuantizePartial(Stage):
             "model's (default: `data`); init gives it the samples the whole-model INT8 stage checks on",
             optional=True,
         ),
-        Port(
-            "metric",
-            ArtifactKind.FILE,
-            "a metric file for the accuracy checks, as validate_accuracy's `metric`",
-            optional=True,
-        ),
+        metric_in(),
     )
     outputs = (
         Port(

@@ -17,6 +17,7 @@ from ortflow.api import (
 
 # isort: split
 from ortflow.api import params_problems, stage_type
+from ortflow.api.ports import metric_in
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.search import space as search_space
 from ortflow.stages.search.quantization_search import FAMILIES, Search, accuracy_params
@@ -60,12 +61,7 @@ class QuantizeSearch(Stage):
             many=True,
             optional=True,
         ),
-        Port(
-            "metric",
-            ArtifactKind.FILE,
-            "a metric file for the accuracy checks, as validate_accuracy's `metric`",
-            optional=True,
-        ),
+        metric_in(),
     )
     outputs = (
         Port(

@@ -2,7 +2,7 @@
 out with its metrics. One declaration each, so stages that take and give the same things say so the same way
 (the docs each stage's page shows come from these descriptions). Part of the stable plugin API.
 
-    from ortflow.api.ports import model_in, samples_in, model_out, metrics_out
+    from ortflow.api.ports import model_in, samples_in, model_out, metrics_out, metric_in
 """
 
 from __future__ import annotations
@@ -34,3 +34,13 @@ def model_out(description: str) -> Port:
 def metrics_out(description: str) -> Port:
     """The `metrics` output, written as metrics.json."""
     return Port("metrics", ArtifactKind.METRICS, description, filename="metrics.json")
+
+
+def metric_in() -> Port:
+    """The optional `metric` input of a stage that runs accuracy checks as steps (the searches)."""
+    return Port(
+        "metric",
+        ArtifactKind.FILE,
+        "a metric file for the accuracy checks, as validate_accuracy's `metric`",
+        optional=True,
+    )
