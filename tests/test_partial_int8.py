@@ -48,6 +48,7 @@ def partial_recipe(project: Path, target: float = 0.99, budget: int = 8) -> Path
     return write(project / "recipe.yaml", text)
 
 
+@pytest.mark.e2e  # a real search (about 25 s): CI's e2e step, keeping the everyday suite under 10 minutes
 def test_partial_int8_keeps_the_culprits_float_and_meets_the_target(project, cli):
     code, out, err = cli("run", partial_recipe(project))
     assert code == 0, out + err

@@ -64,6 +64,7 @@ def contract_line(lint: subprocess.CompletedProcess[str], name: str) -> str:
     return next(line for line in lint.stdout.splitlines() if line.startswith(name))
 
 
+@pytest.mark.e2e  # a pip install of a copy of the source and a lint (7-16 s): CI's e2e step
 def test_a_built_in_stage_is_added_by_its_module_and_one_entry_point(tmp_path):
     """A copy of the source with a new stage module and its entry-point line, nothing else: installed, the lint keeps
     it apart from the other stages (a stage importing another breaks it, so the list holds the new stage), a module
