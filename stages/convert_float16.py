@@ -105,10 +105,19 @@ class ConvertFloat16(Stage):
             )
         except Exception as exc:
             raise StageError(f"float16 conversion failed: {type(exc).__name__}: {exc}") from exc
+        del model  # the converter rewrote it in place: `converted` is the one reference left
         onnx_model.sort_graph(
             converted.graph
         )  # the converter appends its input Casts after their consumers
+        if onnx_model.held_bytes(converted) > onnx_model.HELD_BYTES_TO_MOVE:
+            # the converter rewrote the weights in place: the message still holds the float32 bytes (weights_out)
+            staged = onnx_model.written_out(converted, ctx.scratch / "float16")
+            del converted
+            converted = onnx_model.load_graph(staged, external_data=True)
         target = onnx_model.save(converted, ctx.output_path("model"))
+        del (
+            converted
+        )  # the check's session needs the room (ORT may fold float32 copies of float16 weights)
         onnx_model.check(target)
         metrics = {
             "bytes_before": onnx_model.total_size(source),

@@ -33,6 +33,9 @@ from ortflow.engine.ort.onnx_model import (
 # ONNX Runtime on a model file: a checked load, a session, its exception types and their one-line message.
 from ortflow.engine.ort.onnx_model import check, first_line, load_for_ort, ort_errors
 
+# Memory: a large model rewritten in place, written out and read back so its old weights' memory is given back.
+from ortflow.engine.ort.weights_out import HELD_BYTES_TO_MOVE, held_bytes, written_out
+
 # Graph order: nodes topologically sorted again after a rewrite (ORT refuses an unsorted graph).
 from ortflow.engine.ort.graph_order import resort_if_needed, sort_graph
 
@@ -46,6 +49,7 @@ from ortflow.engine.ort.pre_process import (
 # isort: on
 
 __all__ = [
+    "HELD_BYTES_TO_MOVE",
     "MODEL_CAUSES",
     "QUANTIZE_BEFORE_OPTIMIZING",
     "TWO_GB",
@@ -55,6 +59,7 @@ __all__ = [
     "first_line",
     "gathered",
     "has_external_data",
+    "held_bytes",
     "load_for_ort",
     "load_graph",
     "model_file",
@@ -70,4 +75,5 @@ __all__ = [
     "sort_graph",
     "total_size",
     "write_initializers_beside",
+    "written_out",
 ]
