@@ -23,15 +23,21 @@ def _classifier(path, recurrent: bool):
     rng = np.random.default_rng(0)
     if recurrent:
         weights = [
-            numpy_helper.from_array(rng.normal(size=(1, 4 * HIDDEN, FEATURES)).astype(np.float32), "W"),
-            numpy_helper.from_array(rng.normal(size=(1, 4 * HIDDEN, HIDDEN)).astype(np.float32), "R"),
+            numpy_helper.from_array(
+                rng.normal(size=(1, 4 * HIDDEN, FEATURES)).astype(np.float32), "W"
+            ),
+            numpy_helper.from_array(
+                rng.normal(size=(1, 4 * HIDDEN, HIDDEN)).astype(np.float32), "R"
+            ),
         ]
         body = [
             helper.make_node("Transpose", ["frames"], ["seq"], perm=[1, 0, 2]),
             helper.make_node("LSTM", ["seq", "W", "R"], ["", "h"], hidden_size=HIDDEN),
         ]
     else:
-        weights = [numpy_helper.from_array(rng.normal(size=(FEATURES, HIDDEN)).astype(np.float32), "W")]
+        weights = [
+            numpy_helper.from_array(rng.normal(size=(FEATURES, HIDDEN)).astype(np.float32), "W")
+        ]
         body = [helper.make_node("MatMul", ["frames", "W"], ["h"])]
     nodes = body + [
         helper.make_node("ReduceMean", ["h"], ["m"], axes=[-1], keepdims=0),
@@ -65,3 +71,17 @@ def test_without_an_lstm_no_lstm_is_named(tmp_path):
     stages, _ = _stages(_classifier(tmp_path / "mm.onnx", False), True)
     if "int8_dynamic" in stages:  # MatMul-heavy: the MatMul/Gemm candidate, LSTM not named
         assert "LSTM" not in stages["int8_dynamic"].params["op_types_to_quantize"]
+
+
+def test_ort_s_dynamic_lstm_counts_as_quantized(tmp_path):
+    """ORT's quantize_dynamic turns an LSTM into com.microsoft's DynamicQuantizeLSTM; the stage counted only
+    MatMul-family ops, said "quantized nothing" and dropped silero-vad-v6's candidate."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    from ortflow.stages.quantization.quantized_graph import quantized_ops
+
+    quantized = tmp_path / "lstm-int8.onnx"
+    quantize_dynamic(
+        _classifier(tmp_path / "lstm.onnx", True), quantized, op_types_to_quantize=["LSTM"]
+    )
+    assert quantized_ops(quantized)["by_op_type"] == {"DynamicQuantizeLSTM": 1}
