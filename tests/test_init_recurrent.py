@@ -11,7 +11,7 @@ from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.engine.ort.model_facts import read_model_facts
-from ortflow.engine.starter.drafts import Target
+from ortflow.engine.starter.drafts import StageDraft, Target
 from ortflow.engine.starter.proposal import propose_stages
 from ortflow.engine.starter.roles import read_roles
 
@@ -52,7 +52,7 @@ def _classifier(path, recurrent: bool):
     )
 
 
-def _stages(path, real_data: bool) -> dict:
+def _stages(path, real_data: bool) -> tuple[dict[str, StageDraft], list[str]]:
     roles = read_roles(read_model_facts(path))
     proposal = propose_stages(roles, Target.CPU, real_data=real_data, min_accuracy=None)
     return {stage.name: stage for stage in proposal.stages}, proposal.candidates
