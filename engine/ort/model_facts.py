@@ -23,6 +23,7 @@ QUANTIZED_OPS = (
     "MatMulNBits",
     "QAttention",
     "DynamicQuantizeMatMul",
+    "DynamicQuantizeLSTM",
     "QGemm",
 )
 MIN_WEIGHT = (

@@ -124,7 +124,9 @@ def _static_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraft]
     # without real data the static model is never chosen (its ranges would fit noise), so dynamic INT8, which
     # needs no calibration, is the candidate wherever MatMul/Gemm hold a share of the weights worth timing
     weights = roles.facts.weight_share("MatMul", "Gemm")
-    if weights >= MATMUL_HEAVY or (weights >= MATMUL_SOME and not real_data):
+    # an LSTM op has no static INT8 kernel (its QDQ stays float around it), only ORT's DynamicQuantizeLSTM
+    recurrent = roles.facts.has_ops("LSTM")
+    if weights >= MATMUL_HEAVY or (weights >= MATMUL_SOME and not real_data) or recurrent:
         stages.append(_dynamic_stage(roles, real_data))
         return stages, ["inputs.model", "int8.model", "int8_dynamic.model"]
     return stages, ["inputs.model", "int8.model"]
@@ -215,15 +217,21 @@ def _dynamic_stage(roles: ModelRoles, real_data: bool) -> StageDraft:
     """Dynamic INT8 beside static where MatMul/Gemm hold most weights (a ViT): activations quantized per call, no
     calibration, often faster and closer on attention blocks; select measures both."""
     share = roles.facts.weight_share("MatMul", "Gemm")
+    lstm = roles.facts.count("LSTM")
     return StageDraft(
         "int8_dynamic",
         "quantize_dynamic",
         _sanity({"model": "inputs.model"}, real_data),
-        {"per_channel": True, "op_types_to_quantize": ["MatMul", "Gemm"]},
+        {
+            "per_channel": True,
+            "op_types_to_quantize": ["MatMul", "Gemm", *(["LSTM"] if lstm else [])],
+        },
         [
-            f"dynamic INT8 of the MatMul/Gemm weights ({share:.0%} of the model's): no calibration, and activation",
-            "scales taken per call; Conv stays float (ORT runs ConvInteger slowly on CPUs). A candidate beside the",
-            "static one: `pick` measures which is faster and holds accuracy",
+            f"dynamic INT8 of the MatMul/Gemm weights ({share:.0%} of the model's)"
+            + (f" and of its {lstm} LSTM (ORT's DynamicQuantizeLSTM;" if lstm else ":"),
+            *(["static INT8 has no LSTM kernel and leaves it float):"] if lstm else []),
+            "no calibration, and activation scales taken per call; Conv stays float (ORT runs ConvInteger slowly",
+            "on CPUs). A candidate beside the static one: `pick` measures which is faster and holds accuracy",
         ],
     )
 

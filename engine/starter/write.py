@@ -268,7 +268,12 @@ def _families(roles: ModelRoles, proposal: Proposal) -> str:
             "what a run would do; static INT8 with a `calibrate` stage is the other family to try."
         )
     if "int8_dynamic.model" in proposal.candidates:
-        return "what a run would do. Static and dynamic INT8 are both candidates: MatMul/Gemm hold most of the weights."
+        why = (
+            "it has an LSTM"
+            if roles.facts.has_ops("LSTM")
+            else "MatMul/Gemm hold most of the weights"
+        )
+        return f"what a run would do. Static and dynamic INT8 are both candidates: {why}."
     return "what a run would do. Dynamic INT8 is left out for convolutions: ORT runs ConvInteger slowly on CPUs."
 
 

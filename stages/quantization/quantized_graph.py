@@ -63,7 +63,13 @@ def quantized_ops(path: Path) -> dict[str, Any]:
             or node.op_type.endswith("Integer")
             or node.domain == "com.microsoft"
             and node.op_type
-            in ("QAttention", "QEmbedLayerNormalization", "DynamicQuantizeMatMul", "QGemm")
+            in (
+                "QAttention",
+                "QEmbedLayerNormalization",
+                "DynamicQuantizeMatMul",
+                "DynamicQuantizeLSTM",
+                "QGemm",
+            )
         ):
             by_op_type[node.op_type] += 1
             continue

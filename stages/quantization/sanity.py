@@ -386,6 +386,9 @@ def fewer_op_types(float_model: Path, quantized: Path) -> list[str]:
 def _float_op(quantized_op: str) -> str:
     """The float op type a quantized one stands for: QLinearConv, ConvInteger -> Conv; QGemm -> Gemm."""
     name = quantized_op.removeprefix("QLinear").removesuffix("Integer")
-    return {"DynamicQuantizeMatMul": "MatMul", "QGemm": "Gemm", "QAttention": "Attention"}.get(
-        name, name
-    )
+    return {
+        "DynamicQuantizeMatMul": "MatMul",
+        "DynamicQuantizeLSTM": "LSTM",
+        "QGemm": "Gemm",
+        "QAttention": "Attention",
+    }.get(name, name)
