@@ -55,11 +55,11 @@ def render(found: Plugins | None = None) -> str:
     return "".join(parts)
 
 
-def _built_in(entry: dict[str, Any]) -> bool:
+def _built_in(entry: listings.PluginSummary) -> bool:
     return entry["provided_by"].endswith("(ortflow)") and "error" not in entry
 
 
-def _plugin(detail: dict[str, Any], summary: dict[str, Any]) -> str:
+def _plugin(detail: listings.PluginDetail, summary: listings.PluginSummary) -> str:
     version = f" (version {detail['version']})" if detail.get("version") is not None else ""
     lines = [
         f"\n### {detail['type']}\n",

@@ -345,6 +345,8 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
     from fsspec.callbacks import Callback
 
     class Child(Callback):
+        value: int  # fsspec's Callback sets it in __init__, unannotated
+
         def __init__(self, destination: str = ""):
             super().__init__()
             self.destination = destination
