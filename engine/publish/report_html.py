@@ -12,6 +12,7 @@ from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, obje
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
+from ortflow.engine.publish.figure_types import ChartPoint, Figure
 from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
@@ -77,7 +78,7 @@ def html_report(report: JsonObject) -> str:
         ),
         _html_table(*_stage_table(report)),
     ]
-    figures: list[JsonObject] = []
+    figures: list[Figure] = []
     units = {k: text(v) for k, v in obj(report.get("units")).items()}
     for section in objects(report.get("sections")):
         for table in objects(section.get("tables")):
@@ -105,14 +106,14 @@ def html_report(report: JsonObject) -> str:
     )
 
 
-def _trade_off_figure(report: JsonObject, colors: dict[str, str]) -> JsonObject | None:
+def _trade_off_figure(report: JsonObject, colors: dict[str, str]) -> Figure | None:
     """The speed-against-accuracy chart; its y axis starts at the recipe's bound on the accuracy measure."""
     points = trade_off(report)
     if not points:
         return None
     x, y = _axes(report)
     return charts.scatter_figure(
-        [{"label": m, "x": a, "y": b} for m, a, b in points],
+        [ChartPoint(label=m, x=a, y=b) for m, a, b in points],
         text(x["title"]),
         text(y["title"]),
         text(x["unit"]),
@@ -245,7 +246,7 @@ def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list
 
 def _figure(
     chart: JsonObject, units: dict[str, str], colors: dict[str, str] | None = None
-) -> JsonObject | None:
+) -> Figure | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
@@ -261,7 +262,7 @@ def _figure(
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = text(chart.get("x_label", "")), text(chart.get("y_label", ""))
         return charts.scatter_figure(
-            objects(chart["points"]),
+            [charts.chart_point(point) for point in objects(chart["points"])],
             x_label,
             y_label,
             text(chart.get("x_unit", unit_of(x_label, units))),
