@@ -70,12 +70,15 @@ class TradeOffAxis:
     title: str
     unit: str
     better: str
+    bound: (
+        float | None
+    )  # the recipe's constraint on the measure, where it sets one (report._add_constraints)
 
     @classmethod
     def from_json(cls, value: Json) -> TradeOffAxis:
         found = obj(value)
         metric, title, unit = (text(found[k]) for k in ("metric", "title", "unit"))
-        return cls(metric, title, unit, text(found.get("better")))
+        return cls(metric, title, unit, text(found.get("better")), number(found.get("bound")))
 
 
 @dataclass(frozen=True)
@@ -86,19 +89,27 @@ class StageResult:
     stage: str
     type: str
     status: str
+    seconds: float
+    build_seconds: float | None  # a cached stage's: those of the run that built it
+    summary: str
     error: str  # "" when none
+    dropped_from: tuple[str, ...]  # a refused optional stage's dependents that went on without it
     metrics: dict[str, Json]
     data_source: dict[str, Json]  # {} when the stage recorded none
     outputs: dict[str, str]  # port: the path its file was published at
 
     @classmethod
     def from_json(cls, entry: JsonObject) -> StageResult:
-        outputs = obj(entry.get("outputs"))
+        outputs, dropped = obj(entry.get("outputs")), entry.get("dropped_from")
         return cls(
             text(entry["stage"]),
             text(entry.get("type")),
             text(entry.get("status")),
+            number(entry.get("seconds")) or 0.0,
+            number(entry.get("build_seconds")),
+            text(entry.get("summary")),
             str(entry["error"]) if entry.get("error") else "",
+            tuple(text(d) for d in dropped) if isinstance(dropped, list) else (),
             obj(entry.get("metrics")),
             obj(entry.get("data_source")),
             {port: str(obj(out).get("path", "")) for port, out in outputs.items()},
@@ -123,10 +134,10 @@ class ReportFacts:
 def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
     """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
     accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
-    return _trade_off(ReportFacts.of(report))
+    return trade_off_points(ReportFacts.of(report))
 
 
-def _trade_off(facts: ReportFacts) -> list[tuple[str, float, float]]:
+def trade_off_points(facts: ReportFacts) -> list[tuple[str, float, float]]:
     if facts.x is None or facts.y is None:
         return []
     found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
@@ -143,7 +154,7 @@ def find_headline(report: JsonObject) -> Headline | None:
     """The chosen model: the one a stage chose (its metrics name it `chosen`, as select's do), else the best by
     the speed measure among the models measured for accuracy as well; None when the run measured neither."""
     facts = ReportFacts.of(report)
-    points = {m: (x, y) for m, x, y in _trade_off(facts)}
+    points = {m: (x, y) for m, x, y in trade_off_points(facts)}
     chooser = next((s for s in facts.stages if isinstance(s.metrics.get("chosen"), str)), None)
     if chooser is not None:
         model = text(chooser.metrics["chosen"])
