@@ -62,9 +62,8 @@ class DaskExecutor:
         self._topic = f"ortflow-stage-log-{uuid.uuid4().hex}"  # this run's log lines only, on a shared cluster
         self._subscribed = False
         self._lock = threading.Lock()
-        self._tasks: dict[
-            str, DaskFuture
-        ] = {}  # Dask futures in flight by key, to cancel on Ctrl-C
+        # Dask futures in flight by key, to cancel on Ctrl-C
+        self._tasks: dict[str, DaskFuture] = {}
         self._pinned: dict[
             str, _Submission
         ] = {}  # tasks restricted to named workers, watched for worker restarts
@@ -280,9 +279,7 @@ class DaskExecutor:
         self.client.close()
 
 
-class WorkerInfo(TypedDict, total=False):
-    """The parts of a worker's entry in Dask's scheduler_info() that placement reads."""
-
+class WorkerInfo(TypedDict, total=False):  # what placement reads of Dask's scheduler_info()
     name: str | int
     resources: dict[str, float]
 
