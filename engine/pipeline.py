@@ -184,7 +184,7 @@ def select(ws: Workspace, targets: list[str]) -> set[str] | None:
     return chosen
 
 
-def plan(ws: Workspace, targets: list[str] = ()) -> list[PlannedStage]:
+def plan(ws: Workspace, targets: Sequence[str] = ()) -> list[PlannedStage]:
     chosen = select(ws, list(targets))
     digests = {ref: digest for ref, (digest, _) in ws.sources().items()}
     planned = make_plan(ws.recipe, ws.graph, ws.store, digests, ws.lock())
@@ -246,7 +246,7 @@ def run(
     ws: Workspace,
     jobs: int = 1,
     keep_going: bool = False,
-    targets: list[str] = (),
+    targets: Sequence[str] = (),
     events: SchedulerEvents | None = None,
     executor: Executor | None = None,
 ) -> RunSummary:

@@ -454,7 +454,7 @@ def folder_record(store, tmp_path: Path) -> tuple[str, str]:
     write(folder / "sub" / "same.bin", "first file")  # the same bytes twice: one object, two places
     digest = store.add(folder)
     identity = {"type": "folder_maker", "version": "1", "params": {}, "inputs": {}, "env": {}}
-    key = stage_key(*identity.values())
+    key = stage_key("folder_maker", "1", params={}, inputs={}, env={})
     store.write_run_json(
         key,
         {

@@ -8,15 +8,79 @@ cache key, `reason` why a stage is in the state shown, `field` a dotted path ins
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from ortflow.engine.contracts.registry import Plugins, Registry
+from ortflow.engine.contracts.stage import Port
 from ortflow.engine.leaves.errors import OrtflowError
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.run.plan import PlannedStage
 from ortflow.engine.store.base import Store
 
 
-def plugins(found: Plugins) -> dict[str, list[JsonObject]]:
+class PluginSummary(TypedDict, total=False):
+    """One entry of `engine stages --json`: `type` and `provided_by` always; `error` for a plugin that cannot be
+    imported; `names` for a metric; `version` with ports (a stage) or `file_params` (a loader) otherwise."""
+
+    type: str
+    provided_by: str
+    error: str
+    names: dict[str, str]
+    version: int
+    inputs: list[str]
+    outputs: list[str]
+    file_params: list[str]
+
+
+class MetricName(TypedDict):
+    name: str
+    better: str
+    description: str
+
+
+class PortView(TypedDict):
+    name: str
+    kind: str
+    description: str
+    many: bool
+    optional: bool
+
+
+class PluginDetail(TypedDict, total=False):
+    """`engine stages NAME --json`: `names` for a metric, `inputs`/`outputs` for a stage."""
+
+    type: str
+    version: int | None
+    provided_by: str
+    description: str
+    params_schema: dict[str, Json]
+    names: list[MetricName]
+    inputs: list[PortView]
+    outputs: list[PortView]
+
+
+class CachedRun(TypedDict, total=False):
+    """One row of `cache ls --json`; an unreadable record has only `key` and `unreadable`."""
+
+    key: str
+    unreadable: bool
+    stage: str
+    type: str
+    created: str
+    outputs: list[str]
+    bytes: int
+
+
+class PlannedRow(TypedDict):
+    stage: str
+    type: str
+    action: str
+    reason: str
+    key: str | None
+    against_lock: str
+
+
+def plugins(found: Plugins) -> dict[str, list[PluginSummary]]:
     """Every stage type and dataset loader, one entry each; a plugin that cannot be imported says why."""
     return {
         "stages": [_summary(found.stages, name) for name in found.stages.names()],
@@ -25,8 +89,8 @@ def plugins(found: Plugins) -> dict[str, list[JsonObject]]:
     }
 
 
-def _summary(registry: Registry, name: str) -> JsonObject:
-    entry: JsonObject = {"type": name, "provided_by": registry.origin(name)}
+def _summary(registry: Registry, name: str) -> PluginSummary:
+    entry: PluginSummary = {"type": name, "provided_by": registry.origin(name)}
     try:
         cls = registry.get(name)
     except OrtflowError as exc:  # one broken plugin must not hide the others
@@ -35,16 +99,17 @@ def _summary(registry: Registry, name: str) -> JsonObject:
         return {**entry, "names": {n.name: n.better.value for n in cls.names}}
     entry["version"] = cls.version
     if hasattr(cls, "outputs"):
-        entry.update(inputs=[p.name for p in cls.inputs], outputs=[p.name for p in cls.outputs])
+        entry["inputs"] = [p.name for p in cls.inputs]
+        entry["outputs"] = [p.name for p in cls.outputs]
     else:
         entry["file_params"] = list(cls.file_params)
     return entry
 
 
-def plugin(registry: Registry, name: str) -> JsonObject:
+def plugin(registry: Registry, name: str) -> PluginDetail:
     """One plugin in full: its ports and its parameters (the JSON Schema `with:` is checked against)."""
     cls = registry.get(name)
-    detail: JsonObject = {
+    detail: PluginDetail = {
         "type": name,
         "version": getattr(cls, "version", None),
         "provided_by": registry.origin(name),
@@ -62,7 +127,7 @@ def plugin(registry: Registry, name: str) -> JsonObject:
     return detail
 
 
-def _port(port: Any) -> JsonObject:
+def _port(port: Port) -> PortView:
     return {
         "name": port.name,
         "kind": port.kind.value,
@@ -72,9 +137,9 @@ def _port(port: Any) -> JsonObject:
     }
 
 
-def cached_runs(store: Store) -> list[JsonObject]:
+def cached_runs(store: Store) -> list[CachedRun]:
     """Every run record in the store (an unreadable one as such)."""
-    runs = []
+    runs: list[CachedRun] = []
     for key, record in store.iter_runs():
         if record is None:
             runs.append({"key": key, "unreadable": True})
@@ -93,7 +158,7 @@ def cached_runs(store: Store) -> list[JsonObject]:
     return runs
 
 
-def planned(items: list[Any]) -> list[JsonObject]:
+def planned(items: list[PlannedStage]) -> list[PlannedRow]:
     """`engine plan --json`: what a run would do with each stage (`action`: cached, run, skip or fail) and why;
     `against_lock` says how the stage differs from its lock-file entry ("" when they agree)."""
     return [

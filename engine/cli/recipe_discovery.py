@@ -86,7 +86,7 @@ def resolve(args: argparse.Namespace) -> None:
         return
     found = find_recipe()
     if named is not None:  # `engine run int8`: a stage of the recipe found here
-        args.stages = [str(named), *stages]
+        args.stages = [str(named), *(stages or [])]
     args.recipe = found.path
 
 

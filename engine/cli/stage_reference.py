@@ -17,6 +17,7 @@ from typing import Any
 
 from ortflow.engine.cli import listings
 from ortflow.engine.contracts.registry import Plugins, Registry
+from ortflow.engine.leaves.json_types import Json, obj, text
 
 _HEADER = """# Stage reference
 
@@ -55,11 +56,11 @@ def render(found: Plugins | None = None) -> str:
     return "".join(parts)
 
 
-def _built_in(entry: dict[str, Any]) -> bool:
+def _built_in(entry: listings.PluginSummary) -> bool:
     return entry["provided_by"].endswith("(ortflow)") and "error" not in entry
 
 
-def _plugin(detail: dict[str, Any], summary: dict[str, Any]) -> str:
+def _plugin(detail: listings.PluginDetail, summary: listings.PluginSummary) -> str:
     version = f" (version {detail['version']})" if detail.get("version") is not None else ""
     lines = [
         f"\n### {detail['type']}\n",
@@ -87,13 +88,14 @@ def _plugin(detail: dict[str, Any], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _params(schema: dict[str, Any], file_params: set[str]) -> str:
-    properties = schema.get("properties", {})
+def _params(schema: dict[str, Json], file_params: set[str]) -> str:
+    properties = obj(schema.get("properties"))
     if not properties:
         return "No parameters.\n"
-    required = set(schema.get("required", []))
+    required = set(_texts(schema.get("required")))
     rows = ["| parameter (`with:`) | type | default | description |", "|---|---|---|---|"]
-    for name, prop in properties.items():
+    for name, found in properties.items():
+        prop = obj(found)
         kind = "path or `{package, file}`" if name in file_params else _kind(prop)
         default = (
             f"`{_json(prop['default'])}`"
@@ -101,23 +103,33 @@ def _params(schema: dict[str, Any], file_params: set[str]) -> str:
             else ("required" if name in required else "")
         )
         rows.append(
-            f"| `{name}` | {kind} | {_cell(default)} | {_cell(prop.get('description', ''))} |"
+            f"| `{name}` | {kind} | {_cell(default)} | {_cell(text(prop.get('description')))} |"
         )
     return "\n".join(rows) + "\n"
 
 
-def _kind(prop: dict[str, Any]) -> str:
+def _kind(prop: dict[str, Json]) -> str:
+    """A parameter's type as the page shows it, from its JSON Schema fragment."""
     if "enum" in prop:
-        return "one of " + ", ".join(f"`{_json(v)}`" for v in prop["enum"])
+        return "one of " + ", ".join(f"`{_json(v)}`" for v in _list(prop["enum"]))
     kind = prop.get("type")
     if isinstance(kind, list):
-        return " or ".join(kind)
-    if kind == "array" and isinstance(prop.get("items"), dict) and prop["items"].get("type"):
-        return f"array of {_kind(prop['items'])}"
+        return " or ".join(_texts(kind))
+    items = prop.get("items")
+    if kind == "array" and isinstance(items, dict) and items.get("type"):
+        return f"array of {_kind(items)}"
     choices = prop.get("anyOf") or prop.get("oneOf")
     if not kind and choices:
-        return " or ".join(dict.fromkeys(_kind(choice) for choice in choices))
-    return kind or "any"
+        return " or ".join(dict.fromkeys(_kind(obj(choice)) for choice in _list(choices)))
+    return text(kind) or "any"
+
+
+def _list(value: Json) -> list[Json]:
+    return value if isinstance(value, list) else []
+
+
+def _texts(value: Json) -> list[str]:
+    return [text(item) for item in _list(value)]
 
 
 def _json(value: Any) -> str:

@@ -11,7 +11,10 @@ by ortflow.api)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    import numpy as np
 
 GRID_STRIDES = (8, 16, 32)  # YOLOX's P3-P5; a P6 model adds 64
 MARGIN = 0.05  # a box may overhang the image by 5% of its side (detectors clip later)
@@ -201,7 +204,7 @@ def box_iou(box: Any, others: Any) -> Any:
     return inter / np.maximum(area + areas - inter, 1e-12)
 
 
-def feed_image_size(feed: dict[str, Any]) -> tuple[int, int] | None:
+def feed_image_size(feed: Mapping[str, np.ndarray]) -> tuple[int, int] | None:
     """[height, width] of a feed's image (its 4-D array, NCHW when axis 1 holds 1 or 3 channels, else NHWC)."""
     for array in feed.values():
         shape: tuple[int, ...] = tuple(getattr(array, "shape", ()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sized
 from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
@@ -137,7 +138,7 @@ def _enum(allowed: list[Any]) -> Check:
     return check
 
 
-def _count(kind: type, least: int, most: int | None, what: str) -> Check:
+def _count(kind: type[Sized], least: int, most: int | None, what: str) -> Check:
     """minItems (lists) or minProperties/maxProperties (objects)."""
 
     def check(value: Any, where: str) -> str | None:

@@ -8,8 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ortflow.engine.ort.onnx_model import external_data_files, load_graph, total_size
+
+if TYPE_CHECKING:
+    from onnx import GraphProto, NodeProto, TensorProto
 
 Dim = int | str | None  # a fixed size, a symbolic name, or unknown
 QUANTIZED_OPS = (
@@ -238,28 +242,32 @@ _PASS = {"Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape"}
 
 
 def _scalar(
-    name: str, producers: dict[str, object], initializers: dict[str, object]
+    name: str, producers: dict[str, NodeProto], initializers: dict[str, TensorProto]
 ) -> object | None:
     """The value of a one-element constant (a Constant node's or an initializer's), else None."""
     from onnx import numpy_helper
 
     node = producers.get(name)
-    constant = node is not None and node.op_type == "Constant" and node.attribute  # type: ignore[attr-defined]
-    tensor = node.attribute[0].t if constant else initializers.get(name)
+    constant = node is not None and node.op_type == "Constant" and node.attribute
+    tensor = node.attribute[0].t if node is not None and constant else initializers.get(name)
     if tensor is None or _elements(tensor.dims) != 1 or tensor.data_location == 1:
         return None
     return numpy_helper.to_array(tensor).reshape(-1)[0].item()
 
 
-def _through(name: str, producers: dict[str, object]) -> str:
+def _through(name: str, producers: dict[str, NodeProto]) -> str:
     """`name` traced back through casts and reshapes to the tensor they pass on."""
-    while (node := producers.get(name)) is not None and node.op_type in _PASS and node.input:  # type: ignore[attr-defined]
-        name = node.input[0]  # type: ignore[attr-defined]
+    while (node := producers.get(name)) is not None and node.op_type in _PASS and node.input:
+        name = node.input[0]
     return name
 
 
 def _condition(
-    name: str, producers: dict, initializers: dict, inputs: set[str], negate: bool = False
+    name: str,
+    producers: dict[str, NodeProto],
+    initializers: dict[str, TensorProto],
+    inputs: set[str],
+    negate: bool = False,
 ) -> str | None:
     """A comparison of one graph input with a constant, as text ("sr == 16000"), else None."""
     node = producers.get(_through(name, producers))
@@ -277,7 +285,9 @@ def _condition(
     return f"{left} {_NEGATED[op] if negate else op} {value}"
 
 
-def _deciding_inputs(name: str, producers: dict[str, object], inputs: set[str]) -> tuple[str, ...]:
+def _deciding_inputs(
+    name: str, producers: dict[str, NodeProto], inputs: set[str]
+) -> tuple[str, ...]:
     """The graph inputs a tensor is computed from, through the top-level nodes."""
     found, seen, stack = [], set(), [name]
     while stack:
@@ -288,16 +298,16 @@ def _deciding_inputs(name: str, producers: dict[str, object], inputs: set[str]) 
         if current in inputs:
             found.append(current)
         node = producers.get(current)
-        stack.extend(node.input if node is not None else ())  # type: ignore[attr-defined]
+        stack.extend(node.input if node is not None else ())
     return tuple(sorted(found))
 
 
-def _branches(graph: object, inputs: set[str], sizes: dict[str, int]) -> tuple[BranchFact, ...]:
-    producers = {out: node for node in graph.node for out in node.output}  # type: ignore[attr-defined]
-    initializers = {t.name: t for t in graph.initializer}  # type: ignore[attr-defined]
+def _branches(graph: GraphProto, inputs: set[str], sizes: dict[str, int]) -> tuple[BranchFact, ...]:
+    producers = {out: node for node in graph.node for out in node.output}
+    initializers = {t.name: t for t in graph.initializer}
     outer = {name: name for name in initializers}
     facts = []
-    for node in graph.node:  # type: ignore[attr-defined]
+    for node in graph.node:
         if node.op_type != "If":
             continue
         inside = _Tally()

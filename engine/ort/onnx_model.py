@@ -120,7 +120,7 @@ NOT_A_MODEL_HINT = "check that the path names an .onnx file, or re-export / re-d
 def load_graph(path: Path, external_data: bool = False) -> Any:
     """onnx.load, with a file that is not an ONNX model said as such (by name) instead of protobuf's riddle."""
     import onnx
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]  # protobuf: no stubs installed
 
     try:
         model = onnx.load(str(path), load_external_data=external_data)
@@ -143,7 +143,7 @@ def external_data_files(path: Path) -> list[str]:
     import onnx
 
     model = load_graph(path)
-    found = set()
+    found: set[str] = set()
     for tensor in all_tensors(model.graph):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             found.update(e.value for e in tensor.external_data if e.key == "location")

@@ -7,17 +7,28 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 
-from ortflow.engine.leaves.json_types import Json, JsonObject, number
+from ortflow.engine.leaves.json_types import Json, number
+from ortflow.engine.publish.figure_types import (
+    Axis,
+    ChartPoint,
+    Figure,
+    Font,
+    Layout,
+    Legend,
+    Shape,
+    Trace,
+)
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
-FONT: JsonObject = {"family": "system-ui, sans-serif", "size": 13}
+FONT: Font = {"family": "system-ui, sans-serif", "size": 13}
 
 
-def axis(title: str, unit: str) -> JsonObject:
+def axis(title: str, unit: str) -> Axis:
     """An axis titled with its unit, the unit on each tick too."""
     text = f"{title} ({unit})" if unit and f"({unit})" not in title else title
     suffix = {"x": "x", "ms": " ms", "MB": " MB"}.get(unit, "")
@@ -48,13 +59,13 @@ def distribution_figure(
     value_title: str,
     unit: str,
     colors: dict[str, str] | None = None,
-) -> JsonObject:
+) -> Figure:
     """One horizontal box per series (whiskers at 1.5 IQR, outliers hidden: a few slow runs are noise), the
     series named on the category axis, which grows to fit the longest name; the value axis titled as the stage
     type declared it (engine.contracts.declarations.Distribution: benchmark's "latency per run", in ms), starting at zero
     so box lengths compare as ratios; each series in its model's colour (`colors`, from color_map)."""
     names = unique_names(list(series))
-    data: list[Json] = [
+    data: list[Trace] = [
         {
             "type": "box",
             "x": list(values),
@@ -67,7 +78,7 @@ def distribution_figure(
         for i, (name, (raw, values)) in enumerate(zip(names, series.items()))
         if values
     ]
-    layout: JsonObject = {
+    layout: Layout = {
         "xaxis": {**axis(value_title, unit), "rangemode": "tozero"},
         "yaxis": {"automargin": True, "autorange": "reversed"},
         "showlegend": False,
@@ -79,38 +90,38 @@ def distribution_figure(
 
 
 def scatter_figure(
-    points: list[JsonObject],
+    points: list[ChartPoint],
     x_label: str,
     y_label: str,
     x_unit: str = "",
     y_unit: str = "",
     colors: dict[str, str] | None = None,
     y_bound: float | None = None,
-) -> JsonObject:
+) -> Figure:
     """One trace per point, so each has its own legend entry and hover text; the Pareto front (points with
     `front`) joined by a dashed line; the chosen point (`chosen`) ringed; a zero line where the y axis is a
     margin that crosses zero. Units come from the chart entry or the stage types' declared measures, never
     from a metric's name. The y axis starts at `y_bound` (the recipe's constraint) when there is one, else its
     title states the range it shows: a zoomed axis must not make a 0.0002 difference look like a cliff."""
-    names = unique_names([str(p["label"]) for p in points])
-    data: list[Json] = list(_front_line(points))
+    names = unique_names([p["label"] for p in points])
+    data: list[Trace] = list(_front_line(points))
     hover = (
         f"<br>{html.escape(x_label)}: %{{x:.4g}}{_suffix(x_unit)}"
         f"<br>{html.escape(y_label)}: %{{y:.4g}}{_suffix(y_unit)}<extra></extra>"
     )
     data.extend(
-        _point_trace(i, name, point, hover, _color(str(point["label"]), i, colors))
+        _point_trace(i, name, point, hover, _color(point["label"], i, colors))
         for i, (name, point) in enumerate(zip(names, points))
     )
-    y_range, stated = _y_range([_coord(p, "y") for p in points], y_bound)
-    y_axis = {**axis(y_label + stated, y_unit), **y_range}
+    y_range, stated = _y_range([p["y"] for p in points], y_bound)
+    y_axis: Axis = {**axis(y_label + stated, y_unit), **y_range}
     layout = _scatter_layout(points, names, axis(x_label, x_unit), y_axis)
     return {"data": data, "layout": layout}
 
 
-def _front_line(points: list[JsonObject]) -> list[JsonObject]:
+def _front_line(points: list[ChartPoint]) -> list[Trace]:
     """The Pareto front as one dotted line through its points, left to right; none for a front of one."""
-    front = sorted((p for p in points if p.get("front")), key=lambda p: _coord(p, "x"))
+    front = sorted((p for p in points if p.get("front")), key=lambda p: p["x"])
     if len(front) <= 1:
         return []
     return [
@@ -126,7 +137,7 @@ def _front_line(points: list[JsonObject]) -> list[JsonObject]:
     ]
 
 
-def _y_range(ys: list[float], bound: float | None) -> tuple[JsonObject, str]:
+def _y_range(ys: list[float], bound: float | None) -> tuple[Axis, str]:
     """The y axis's range: from the constraint (`bound`) to past the highest point, where a constraint is
     known; else plotly's own range, stated in the axis title when it is a narrow window far from zero."""
     if not ys:
@@ -147,7 +158,7 @@ def _y_range(ys: list[float], bound: float | None) -> tuple[JsonObject, str]:
     return {}, ""
 
 
-def _point_trace(index: int, name: str, point: JsonObject, hover: str, color: str) -> JsonObject:
+def _point_trace(index: int, name: str, point: ChartPoint, hover: str, color: str) -> Trace:
     """One point as its own trace: its model's colour, its shape from its index, larger and ringed when
     chosen; `hover` is the axes' part of its hover text."""
     chosen = bool(point.get("chosen"))
@@ -169,17 +180,17 @@ def _point_trace(index: int, name: str, point: JsonObject, hover: str, color: st
 
 
 def _scatter_layout(
-    points: list[JsonObject], names: list[str], x_axis: JsonObject, y_axis: JsonObject
-) -> JsonObject:
+    points: list[ChartPoint], names: list[str], x_axis: Axis, y_axis: Axis
+) -> Layout:
     # Beside the plot, a legend of a few short names; below it, many or long ones (a sweep's 24 variant ids),
     # so the plot keeps its width instead of being squeezed to a strip.
     beside = len(points) <= 8 and max((len(n) for n in names), default=0) <= 40
-    legend: JsonObject = (
+    legend: Legend = (
         {"orientation": "v", "x": 1.02, "y": 1}
         if beside
         else {"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"}
     )
-    layout: JsonObject = {
+    layout: Layout = {
         "xaxis": x_axis,
         "yaxis": y_axis,
         "font": FONT,
@@ -187,13 +198,13 @@ def _scatter_layout(
         "margin": {"t": 20, "r": 20},
         "legend": {**legend, "font": {"size": 12}},
     }
-    ys = [_coord(p, "y") for p in points]
+    ys = [p["y"] for p in points]
     if ys and min(ys) < 0 < max(ys):
         layout["shapes"] = [_zero_line()]
     return layout
 
 
-def _zero_line() -> JsonObject:
+def _zero_line() -> Shape:
     """A dashed line at y = 0 across the plot, where a margin's values cross zero."""
     return {
         "type": "line",
@@ -216,7 +227,7 @@ def unique_names(names: list[str]) -> list[str]:
     return unique
 
 
-def figure_html(figure: JsonObject, index: int) -> str:
+def figure_html(figure: Figure, index: int) -> str:
     """A div and the script that draws the figure into it (needs plotly_script() once on the page)."""
     spec = json.dumps(figure, default=str)  # NaN stays NaN, which is JavaScript
     spec = spec.replace("</", "<\\/")  # no name can close the script element early
@@ -235,10 +246,25 @@ def plotly_script() -> str:
     return "<script>" + source.replace("</script", "<\\/script") + "</script>"
 
 
-def _coord(point: JsonObject, key: str) -> float:
-    """A point's x or y: a number in every chart entry report.py passes on (engine.publish.report._scatter)."""
-    value = number(point[key])
-    if value is None:
+def chart_point(entry: Mapping[str, Json]) -> ChartPoint:
+    """A chart entry's point (engine.publish.report._scatter) read once, here: x and y must be numbers (kept as
+    written, so the figure's JSON is the entry's), `front` and `chosen` flags."""
+    point: ChartPoint = {
+        "label": str(entry["label"]),
+        "x": _coord(entry, "x"),
+        "y": _coord(entry, "y"),
+    }
+    if "front" in entry:
+        point["front"] = bool(entry["front"])
+    if "chosen" in entry:
+        point["chosen"] = bool(entry["chosen"])
+    return point
+
+
+def _coord(point: Mapping[str, Json], key: str) -> float:
+    """A point's x or y, as written: a number in every chart entry report.py passes on."""
+    value = point[key]
+    if number(value) is None or not isinstance(value, (int, float)):
         raise TypeError(f"a chart point's {key} is not a number: {point[key]!r}")
     return value
 

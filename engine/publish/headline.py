@@ -62,17 +62,89 @@ def _measured_json(value: Json) -> Measured | None:
     return Measured(metric, title, unit, number(found["value"]) or 0.0)
 
 
+@dataclass(frozen=True)
+class TradeOffAxis:
+    """One axis of report.json's `trade_off` (engine.publish.report._declared): the measure it plots."""
+
+    metric: str
+    title: str
+    unit: str
+    better: str
+    bound: (
+        float | None
+    )  # the recipe's constraint on the measure, where it sets one (report._add_constraints)
+
+    @classmethod
+    def from_json(cls, value: Json) -> TradeOffAxis:
+        found = obj(value)
+        metric, title, unit = (text(found[k]) for k in ("metric", "title", "unit"))
+        return cls(metric, title, unit, text(found.get("better")), number(found.get("bound")))
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """A stage's entry in report.json's `stages`, as the headline reads it. `metrics` stays JSON: each stage
+    type names its own (one number for the stage, or one per model)."""
+
+    stage: str
+    type: str
+    status: str
+    seconds: float
+    build_seconds: float | None  # a cached stage's: those of the run that built it
+    summary: str
+    error: str  # "" when none
+    dropped_from: tuple[str, ...]  # a refused optional stage's dependents that went on without it
+    metrics: dict[str, Json]
+    data_source: dict[str, Json]  # {} when the stage recorded none
+    outputs: dict[str, str]  # port: the path its file was published at
+
+    @classmethod
+    def from_json(cls, entry: JsonObject) -> StageResult:
+        outputs, dropped = obj(entry.get("outputs")), entry.get("dropped_from")
+        return cls(
+            text(entry["stage"]),
+            text(entry.get("type")),
+            text(entry.get("status")),
+            number(entry.get("seconds")) or 0.0,
+            number(entry.get("build_seconds")),
+            text(entry.get("summary")),
+            str(entry["error"]) if entry.get("error") else "",
+            tuple(text(d) for d in dropped) if isinstance(dropped, list) else (),
+            obj(entry.get("metrics")),
+            obj(entry.get("data_source")),
+            {port: str(obj(out).get("path", "")) for port, out in outputs.items()},
+        )
+
+
+@dataclass(frozen=True)
+class ReportFacts:
+    """What the headline and the trade-off chart read from report.json, parsed once (ReportFacts.of)."""
+
+    stages: tuple[StageResult, ...]
+    x: TradeOffAxis | None  # speed; both axes or neither
+    y: TradeOffAxis | None  # accuracy
+
+    @classmethod
+    def of(cls, report: JsonObject) -> ReportFacts:
+        axes = obj(report.get("trade_off"))
+        x, y = (TradeOffAxis.from_json(axes[side]) if axes else None for side in ("x", "y"))
+        return cls(tuple(StageResult.from_json(s) for s in objects(report["stages"])), x, y)
+
+
 def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
     """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
     accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
-    axes = obj(report.get("trade_off"))
-    if not axes:
+    return trade_off_points(ReportFacts.of(report))
+
+
+def trade_off_points(facts: ReportFacts) -> list[tuple[str, float, float]]:
+    if facts.x is None or facts.y is None:
         return []
     found: dict[str, dict[str, float]] = {"x": {}, "y": {}}
-    for stage in objects(report["stages"]):
-        metrics = obj(stage.get("metrics"))
+    metric = {"x": facts.x.metric, "y": facts.y.metric}
+    for stage in facts.stages:
         for side, values in found.items():
-            per_model = metrics.get(text(obj(axes[side])["metric"]))
+            per_model = stage.metrics.get(metric[side])
             if isinstance(per_model, dict):
                 values.update({k: v for k, v in _numbers(per_model).items()})
     return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
@@ -81,38 +153,29 @@ def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
 def find_headline(report: JsonObject) -> Headline | None:
     """The chosen model: the one a stage chose (its metrics name it `chosen`, as select's do), else the best by
     the speed measure among the models measured for accuracy as well; None when the run measured neither."""
-    axes = obj(report.get("trade_off"))
-    points = {m: (x, y) for m, x, y in trade_off(report)}
-    chooser = next(
-        (
-            s
-            for s in objects(report["stages"])
-            if isinstance(obj(s.get("metrics")).get("chosen"), str)
-        ),
-        None,
-    )
+    facts = ReportFacts.of(report)
+    points = {m: (x, y) for m, x, y in trade_off_points(facts)}
+    chooser = next((s for s in facts.stages if isinstance(s.metrics.get("chosen"), str)), None)
     if chooser is not None:
-        model = text(obj(chooser["metrics"])["chosen"])
-        how = f"chosen by stage {text(chooser['stage'])} ({text(chooser['type'])})"
-    elif points and axes:
-        lower = obj(axes["x"]).get("better") == "lower"
+        model = text(chooser.metrics["chosen"])
+        how = f"chosen by stage {chooser.stage} ({chooser.type})"
+    elif points and facts.x is not None:
+        lower = facts.x.better == "lower"
         model = (min if lower else max)(points, key=lambda m: points[m][0])
         best = "lowest" if lower else "highest"
-        how = f"the {best} {text(obj(axes['x'])['title'])} of the {len(points)} models whose accuracy was measured"
+        how = f"the {best} {facts.x.title} of the {len(points)} models whose accuracy was measured"
     else:
         return None
-    speed = _measured(report, obj(axes.get("x")), model, chooser)
-    accuracy = _measured(report, obj(axes.get("y")), model, chooser)
-    source = _data_source(report, obj(axes.get("y")), model, chooser)
+    source = _data_source(facts, model, chooser)
     return Headline(
         model=model,
         how=how,
-        speed=speed,
-        accuracy=accuracy,
+        speed=_measured(facts, facts.x, model, chooser),
+        accuracy=_measured(facts, facts.y, model, chooser),
         data=text(source.get("label"), "data not recorded"),
         verified=bool(source.get("verified")),
-        path=_model_path(report, model, chooser),
-        refused=_refusals(report) if _is_input(report, model) else [],
+        path=_model_path(facts, model, chooser),
+        refused=_refusals(facts) if _is_input(facts, model) else [],
     )
 
 
@@ -122,65 +185,60 @@ REFUSED = (
 )  # a stage's status when it refused (its gate, or its own verdict)
 
 
-def _is_input(report: JsonObject, model: str) -> bool:
+def _is_input(facts: ReportFacts, model: str) -> bool:
     """Whether the chosen model is one no stage built (a recipe input: the original)."""
-    return not any(s["stage"] == model for s in objects(report["stages"]))
+    return not any(s.stage == model for s in facts.stages)
 
 
-def _refusals(report: JsonObject) -> list[str]:
+def _refusals(facts: ReportFacts) -> list[str]:
     """Each stage that refused its output, with the first sentence of why (a gate's verdict runs long)."""
-    found = []
-    for stage in objects(report["stages"]):
-        status = text(stage.get("status"))
-        if status in REFUSED and stage.get("error"):
-            why = str(stage["error"]).split(". ")[0]
-            found.append(f"{text(stage['stage'])}: {status}: {why}")
-    return found
+    return [
+        f"{stage.stage}: {stage.status}: {stage.error.split('. ')[0]}"
+        for stage in facts.stages
+        if stage.status in REFUSED and stage.error
+    ]
 
 
 def _measured(
-    report: JsonObject, axis: JsonObject, model: str, chooser: JsonObject | None
+    facts: ReportFacts, axis: TradeOffAxis | None, model: str, chooser: StageResult | None
 ) -> Measured | None:
     """The model's value of one trade-off measure: from the stage that measured it per model, else from the
     choosing stage's `chosen_<metric>`."""
-    if not axis:
+    if axis is None:
         return None
-    metric, title, unit = (text(axis[name]) for name in ("metric", "title", "unit"))
-    for stage in objects(report["stages"]):
-        per_model = obj(stage.get("metrics")).get(metric)  # per model, or one number for the stage
+    for stage in facts.stages:
+        per_model = stage.metrics.get(axis.metric)  # per model, or one number for the stage
         value = number(per_model.get(model)) if isinstance(per_model, dict) else None
         if value is not None:
-            return Measured(metric, title, unit, value)
-    value = number(obj(obj(chooser).get("metrics")).get(f"chosen_{metric}"))
-    return Measured(metric, title, unit, value) if value is not None else None
+            return Measured(axis.metric, axis.title, axis.unit, value)
+    chosen = chooser.metrics.get(f"chosen_{axis.metric}") if chooser is not None else None
+    value = number(chosen)
+    return Measured(axis.metric, axis.title, axis.unit, value) if value is not None else None
 
 
-def _data_source(
-    report: JsonObject, axis: JsonObject, model: str, chooser: JsonObject | None
-) -> JsonObject:
+def _data_source(facts: ReportFacts, model: str, chooser: StageResult | None) -> dict[str, Json]:
     """The data source recorded by the stage that measured the model's accuracy (or by the choosing stage)."""
-    for stage in objects(report["stages"]):
-        per_model = obj(stage.get("metrics")).get(text(axis["metric"])) if axis else None
-        if isinstance(per_model, dict) and model in per_model and stage.get("data_source"):
-            return obj(stage["data_source"])
-    return obj(obj(chooser).get("data_source"))
+    for stage in facts.stages:
+        per_model = stage.metrics.get(facts.y.metric) if facts.y is not None else None
+        if isinstance(per_model, dict) and model in per_model and stage.data_source:
+            return stage.data_source
+    return chooser.data_source if chooser is not None else {}
 
 
-def _model_path(report: JsonObject, model: str, chooser: JsonObject | None) -> str:
+def _model_path(facts: ReportFacts, model: str, chooser: StageResult | None) -> str:
     """Where the chosen model's file was published: the choosing stage's copy, else the output of the stage
     the model is named after; empty for a recipe input (not published)."""
-    stages = [chooser] if chooser else [s for s in objects(report["stages"]) if s["stage"] == model]
+    stages = [chooser] if chooser else [s for s in facts.stages if s.stage == model]
     for stage in stages:
-        outputs = obj(stage.get("outputs"))
-        found = outputs.get("model") or next(
-            (o for o in outputs.values() if str(obj(o).get("path", "")).endswith(".onnx")), None
+        found = stage.outputs.get("model") or next(
+            (path for path in stage.outputs.values() if path.endswith(".onnx")), None
         )
         if found:
-            return str(obj(found)["path"])
+            return found
     return ""
 
 
-def _numbers(per_model: JsonObject) -> dict[str, float]:
+def _numbers(per_model: dict[str, Json]) -> dict[str, float]:
     """The entries of a per-model metric that are numbers (true/false are not)."""
     found = {model: number(value) for model, value in per_model.items()}
     return {model: value for model, value in found.items() if value is not None}

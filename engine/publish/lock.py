@@ -21,6 +21,7 @@ from ortflow.engine.contracts.stage import within_tolerance as values_agree
 from ortflow.engine.contracts.types import QuietObserver, Recipe, StageOutcome, Status
 from ortflow.engine.leaves.environment import fact
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, RecipeError
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.schema_check import problem as schema_problem
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
@@ -38,7 +39,7 @@ from ortflow.engine.store.hashing import hash_bytes
 
 
 @lru_cache(maxsize=1)
-def lock_schema() -> dict[str, Any]:
+def lock_schema() -> dict[str, Json]:  # a JSON Schema document
     return json.loads(
         resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8")
     )

@@ -12,7 +12,16 @@ from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, obje
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
-from ortflow.engine.publish.headline import Headline, Measured, find_headline, trade_off
+from ortflow.engine.publish.figure_types import ChartPoint, Figure
+from ortflow.engine.publish.headline import (
+    Headline,
+    Measured,
+    ReportFacts,
+    StageResult,
+    find_headline,
+    trade_off,
+    trade_off_points,
+)
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -28,7 +37,7 @@ STYLE = (
 
 
 def markdown_report(report: JsonObject) -> str:
-    env = obj(report["environment"])
+    env, facts = obj(report["environment"]), ReportFacts.of(report)
     lines = [f"# {report['recipe']}", "", *_md_headline(_headline(report)), ""]
     lines += [
         f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
@@ -40,21 +49,18 @@ def markdown_report(report: JsonObject) -> str:
             f"Run with overrides: {', '.join(f'`--set {o}`' for o in _texts(report['overrides']))}.",
             "",
         ]
-    lines += _md_table(*_stage_table(report))
+    lines += _md_table(*_stage_table(facts))
     for section in objects(report.get("sections")):
         for table in objects(section.get("tables")):
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
             lines += _md_table(*_table(table))
-    points = trade_off(report)
-    if points:
-        x, y = _axes(report)
+    points = trade_off_points(facts)
+    if points and facts.x is not None and facts.y is not None:
+        x, y = facts.x, facts.y
         lines += ["", "## Speed and accuracy", ""]
         lines += _md_table(
-            ["model", text(x["metric"]), text(y["metric"])],
-            [
-                [m, _with_unit(a, text(x["unit"])), _with_unit(b, text(y["unit"]))]
-                for m, a, b in points
-            ],
+            ["model", x.metric, y.metric],
+            [[m, _with_unit(a, x.unit), _with_unit(b, y.unit)] for m, a, b in points],
         )
     return "\n".join(lines) + "\n"
 
@@ -62,8 +68,8 @@ def markdown_report(report: JsonObject) -> str:
 def html_report(report: JsonObject) -> str:
     """The page leads with the answer (the headline), then the stages, then each stage's tables and charts;
     every model keeps one colour across the charts, and every table scrolls inside the page's width."""
-    env = obj(report["environment"])
-    colors = charts.color_map(_model_names(report))
+    env, facts = obj(report["environment"]), ReportFacts.of(report)
+    colors = charts.color_map(_model_names(report, facts))
     found = _headline(report)
     parts = [
         f"<h1>{_e(report['recipe'])}</h1>",
@@ -75,9 +81,9 @@ def html_report(report: JsonObject) -> str:
             if report.get("overrides")
             else ""
         ),
-        _html_table(*_stage_table(report)),
+        _html_table(*_stage_table(facts)),
     ]
-    figures: list[JsonObject] = []
+    figures: list[Figure] = []
     units = {k: text(v) for k, v in obj(report.get("units")).items()}
     for section in objects(report.get("sections")):
         for table in objects(section.get("tables")):
@@ -91,7 +97,7 @@ def html_report(report: JsonObject) -> str:
                 )
                 parts.append(charts.figure_html(figure, len(figures)))
                 figures.append(figure)
-    trade = _trade_off_figure(report, colors)
+    trade = _trade_off_figure(facts, colors)
     if trade is not None:
         parts += ["<h2>Speed and accuracy</h2>", charts.figure_html(trade, len(figures))]
         figures.append(trade)
@@ -105,27 +111,21 @@ def html_report(report: JsonObject) -> str:
     )
 
 
-def _trade_off_figure(report: JsonObject, colors: dict[str, str]) -> JsonObject | None:
+def _trade_off_figure(facts: ReportFacts, colors: dict[str, str]) -> Figure | None:
     """The speed-against-accuracy chart; its y axis starts at the recipe's bound on the accuracy measure."""
-    points = trade_off(report)
-    if not points:
+    points = trade_off_points(facts)
+    if not points or facts.x is None or facts.y is None:
         return None
-    x, y = _axes(report)
+    x, y = facts.x, facts.y
     return charts.scatter_figure(
-        [{"label": m, "x": a, "y": b} for m, a, b in points],
-        text(x["title"]),
-        text(y["title"]),
-        text(x["unit"]),
-        text(y["unit"]),
+        [ChartPoint(label=m, x=a, y=b) for m, a, b in points],
+        x.title,
+        y.title,
+        x.unit,
+        y.unit,
         colors=colors,
-        y_bound=number(y.get("bound")),
+        y_bound=y.bound,
     )
-
-
-def _axes(report: JsonObject) -> tuple[JsonObject, JsonObject]:
-    """report.json's `trade_off` axes (x: speed, y: accuracy), each naming its metric, title, unit and bound."""
-    axes = obj(report["trade_off"])
-    return obj(axes["x"]), obj(axes["y"])
 
 
 def _texts(value: Json) -> list[str]:
@@ -206,7 +206,7 @@ def _html_headline(found: Headline, colors: dict[str, str]) -> str:
     )
 
 
-def _model_names(report: JsonObject) -> list[str]:
+def _model_names(report: JsonObject, facts: ReportFacts) -> list[str]:
     """Every model the charts name, in the order they first appear (the report's colour order)."""
     names: list[str] = []
     for section in objects(report.get("sections")):
@@ -214,24 +214,22 @@ def _model_names(report: JsonObject) -> list[str]:
             names += list(obj(chart.get("series"))) + [
                 str(p["label"]) for p in objects(chart.get("points"))
             ]
-    return names + [m for m, _, _ in trade_off(report)]
+    return names + [m for m, _, _ in trade_off_points(facts)]
 
 
-def _stage_table(report: JsonObject) -> tuple[list[str], list[list[Json]]]:
+def _stage_table(facts: ReportFacts) -> tuple[list[str], list[list[Json]]]:
     """The stages: a cached stage's seconds are those of the run that built it (its run record), labelled so,
     not the 0.00 the cache hit took."""
     rows: list[list[Json]] = [
-        [s["stage"], s["type"], s["status"], _seconds(s), _result(s)]
-        for s in objects(report["stages"])
+        [s.stage, s.type, s.status, _seconds(s), _result(s)] for s in facts.stages
     ]
     return ["stage", "type", "status", "seconds", "result"], rows
 
 
-def _seconds(stage: JsonObject) -> str:
-    built = stage.get("build_seconds")
-    if stage["status"] == "cached" and isinstance(built, (int, float)):
-        return f"{built:.2f} at build"
-    return f"{number(stage['seconds']) or 0.0:.2f}"
+def _seconds(stage: StageResult) -> str:
+    if stage.status == "cached" and stage.build_seconds is not None:
+        return f"{stage.build_seconds:.2f} at build"
+    return f"{stage.seconds:.2f}"
 
 
 def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list[list[Json]]]:
@@ -245,7 +243,7 @@ def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list
 
 def _figure(
     chart: JsonObject, units: dict[str, str], colors: dict[str, str] | None = None
-) -> JsonObject | None:
+) -> Figure | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
@@ -261,7 +259,7 @@ def _figure(
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = text(chart.get("x_label", "")), text(chart.get("y_label", ""))
         return charts.scatter_figure(
-            objects(chart["points"]),
+            [charts.chart_point(point) for point in objects(chart["points"])],
             x_label,
             y_label,
             text(chart.get("x_unit", unit_of(x_label, units))),
@@ -280,11 +278,10 @@ def _with_unit(value: float, unit: str) -> str:
     return f"{value:.4g}" if not unit else f"{value:.4g} {unit}"
 
 
-def _result(stage: JsonObject) -> str:
+def _result(stage: StageResult) -> str:
     """A stage's result cell: its summary (or error) with the label of the data its verdict rests on."""
     return dropped_text(
-        _texts(stage.get("dropped_from")),
-        with_label(text(stage["summary"] or stage["error"]), stage.get("data_source")),
+        stage.dropped_from, with_label(stage.summary or stage.error, stage.data_source)
     )
 
 

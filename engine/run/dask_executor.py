@@ -20,13 +20,16 @@ import uuid
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
 from ortflow.engine.contracts.types import StageOutcome, Status
 from ortflow.engine.leaves.errors import OrtflowError
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.shared import SharedStore
 
 if TYPE_CHECKING:
+    from distributed import Future as DaskFuture
+
     from ortflow.engine.contracts.types import StageJob
     from ortflow.engine.store.base import Store
 
@@ -59,7 +62,8 @@ class DaskExecutor:
         self._topic = f"ortflow-stage-log-{uuid.uuid4().hex}"  # this run's log lines only, on a shared cluster
         self._subscribed = False
         self._lock = threading.Lock()
-        self._tasks: dict[str, Any] = {}  # Dask futures in flight by key, to cancel on Ctrl-C
+        # Dask futures in flight by key, to cancel on Ctrl-C
+        self._tasks: dict[str, DaskFuture] = {}
         self._pinned: dict[
             str, _Submission
         ] = {}  # tasks restricted to named workers, watched for worker restarts
@@ -224,7 +228,7 @@ class DaskExecutor:
             item.gone_since = None
             self._submit(item)
 
-    def _workers(self) -> dict[str, dict[str, Any]]:
+    def _workers(self) -> dict[str, WorkerInfo]:
         return self.client.scheduler_info(n_workers=-1)[
             "workers"
         ]  # every worker, not the first few
@@ -275,6 +279,11 @@ class DaskExecutor:
         self.client.close()
 
 
+class WorkerInfo(TypedDict, total=False):  # what placement reads of Dask's scheduler_info()
+    name: str | int
+    resources: dict[str, float]
+
+
 @dataclass
 class _Submission:
     """A stage submitted to the cluster, with what it takes to submit it again."""
@@ -282,7 +291,7 @@ class _Submission:
     store_root: str
     job: "StageJob"
     result: Future
-    remote: tuple[str, dict[str, Any], bool] | None = (
+    remote: tuple[str, dict[str, Json], bool] | None = (
         None  # the remote's URL, options and opt-in to unsigned records, when there is one
     )
     task: Any = None
@@ -295,7 +304,7 @@ def run_on_worker(
     store_root: str,
     job: "StageJob",
     topic: str,
-    remote: tuple[str, dict[str, Any], bool] | None = None,
+    remote: tuple[str, dict[str, Json], bool] | None = None,
 ) -> "StageOutcome":
     """The task: run the stage with this worker's store handle, streaming its log lines to the client. With a
     remote, the store is the worker's own cache and objects move through the remote."""

@@ -48,8 +48,8 @@ def job_for(spec: StageSpec, locate: Locate) -> StageJob | Missing:
     """The stage's job, its inputs resolved by `locate` and its Identity (so its key) computed, once; or which
     reference could not be resolved (an optional output its upstream stage did not produce). A StageError
     where the key cannot be computed (a stage naming an environment fact that does not exist)."""
-    digests: dict[str, Any] = {}
-    values: dict[str, Any] = {}
+    digests: dict[str, str | list[str]] = {}
+    values: dict[str, Path | list[Path] | Dataset] = {}
     for port, binding in sorted(spec.inputs.items()):
         resolved = []
         for ref in binding.refs:
@@ -214,7 +214,7 @@ def upstream_datasets(
     return found
 
 
-def identify(spec: StageSpec, input_digests: Mapping[str, Any]) -> Identity:
+def identify(spec: StageSpec, input_digests: Mapping[str, str | list[str]]) -> Identity:
     """What the stage's outputs are made from, with the environment facts its type declares: its cache key."""
     try:
         env = facts(tuple(spec.stage_cls().env_facts(spec.params)))

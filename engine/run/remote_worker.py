@@ -13,6 +13,7 @@ from typing import Any
 
 from ortflow.engine.contracts.types import StageJob, StageOutcome, Status
 from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.shared import SharedStore
 from ortflow.engine.store.transfer import Tally, publish_run
@@ -24,7 +25,7 @@ _LOCK = threading.Lock()
 
 
 def worker_store(
-    url: str, options: dict[str, Any], local_directory: str, allow_unsigned: bool = False
+    url: str, options: dict[str, Json], local_directory: str, allow_unsigned: bool = False
 ) -> SharedStore:
     """This worker's own cache: $ORTFLOW_CACHE where the worker sets it (workers on one machine may share
     it: the store is safe for concurrent processes), else a folder in the worker's local directory. The

@@ -3,9 +3,10 @@ computed by engine.contracts.builds.Identity, once per job; these names remain f
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from ortflow.engine.contracts.builds import IDENTITY, Identity, canonical_json, portable_env
+from ortflow.engine.leaves.json_types import Json
 
 __all__ = ["IDENTITY", "canonical_json", "portable_env", "stage_key"]
 
@@ -13,8 +14,8 @@ __all__ = ["IDENTITY", "canonical_json", "portable_env", "stage_key"]
 def stage_key(
     stage_type: str,
     stage_version: str,
-    params: dict[str, Any],
-    inputs: dict[str, Any],
+    params: Mapping[str, Json],
+    inputs: Mapping[str, str | list[str]],
     env: dict[str, str],
 ) -> str:
     """`inputs` maps each input name to a digest (or a list of digests); paths never enter the key."""

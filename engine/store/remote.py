@@ -64,7 +64,7 @@ class Remote:
     """One remote, opened from its URL (s3://bucket/prefix, gs://..., az://..., file:///mnt/share/cache)."""
 
     def __init__(
-        self, url: str, options: Mapping[str, object] | None = None, allow_unsigned: bool = False
+        self, url: str, options: Mapping[str, Json] | None = None, allow_unsigned: bool = False
     ):
         self.url = url
         self.options = dict(options or {})  # for a Dask worker to open the same remote
@@ -294,7 +294,7 @@ class Unreadable(StoreError):
     """A name on a folder remote that is not a regular file inside it: refused before anything reads it."""
 
 
-def _filesystem(url: str, options: Mapping[str, object]) -> tuple[Any, str, bool]:
+def _filesystem(url: str, options: Mapping[str, Json]) -> tuple[Any, str, bool]:
     """(fsspec filesystem, root path inside it, whether a put is atomic by itself)."""
     try:
         import fsspec
@@ -345,6 +345,8 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
     from fsspec.callbacks import Callback
 
     class Child(Callback):
+        value: int  # fsspec's Callback sets it in __init__, unannotated
+
         def __init__(self, destination: str = ""):
             super().__init__()
             self.destination = destination

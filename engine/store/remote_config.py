@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ortflow.engine.leaves.errors import StoreError
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.secrets import is_secret_name, redact, value_secrets
 from ortflow.engine.leaves.yamlsource import PathKey, load_yaml
 from ortflow.engine.store.remote import CHAIN, Remote
@@ -33,7 +33,7 @@ REMOTE_ENV = "ORTFLOW_REMOTE"
 class RemoteSetting:
     url: str
     origin: str  # where it was set: "--remote", "$ORTFLOW_REMOTE" or the config file's path
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Json] = field(default_factory=dict)  # fsspec's, passed on unread
     allow_unsigned: bool = False  # opt-in to unsigned records (engine.store.remote_trust)
 
     def open(self) -> Remote:

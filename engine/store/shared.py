@@ -67,12 +67,11 @@ class SharedStore(ArtifactStore):
 
         def claims() -> Claims:
             with self._lock:
-                known = self._claims is not None and any(
-                    key in keys for keys in self._claims.values()
-                )
-                if not known:
-                    self._claims = remote_claims(self.remote, self.remote.listing().runs)
-                return self._claims
+                read = self._claims
+                if read is None or not any(key in keys for keys in read.values()):
+                    read = remote_claims(self.remote, self.remote.listing().runs)
+                    self._claims = read
+                return read
 
         return claims
 

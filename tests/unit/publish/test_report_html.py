@@ -5,7 +5,7 @@ without empty columns or unrounded numbers. tests/test_report_charts.py checks t
 from __future__ import annotations
 
 from ortflow.engine.publish import charts, report_html
-from ortflow.engine.publish.headline import find_headline
+from ortflow.engine.publish.headline import ReportFacts, find_headline
 
 RANDOM = {
     "provenance": "random",
@@ -113,4 +113,4 @@ def test_tables_hold_rounded_numbers_no_empty_columns_and_build_times():
         and report_html._html_table(columns, rows).count("0.0095") == 1
     )
     cached = _stage("speed", "benchmark", {}, status="cached", seconds=0.0, build_seconds=46.518)
-    assert report_html._stage_table(_report(cached))[1][0][3] == "46.52 at build"
+    assert report_html._stage_table(ReportFacts.of(_report(cached)))[1][0][3] == "46.52 at build"
