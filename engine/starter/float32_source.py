@@ -5,13 +5,15 @@ INT8 candidate from it instead of from the float16 original."""
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from ortflow.engine.ort.model_facts import ModelFacts
 from ortflow.engine.starter.drafts import StageDraft
 
 FP32 = "fp32"
 
 
-def wants_float32(facts: ModelFacts, installed: set[str] | frozenset[str]) -> bool:
+def wants_float32(facts: ModelFacts, installed: Container[str]) -> bool:
     """Whether init converts the model to float32 first: float16 inside, not quantized already, and the
     convert_float32 stage installed."""
     return (
