@@ -137,8 +137,11 @@ class ConvertFloat32(Stage):
             + f"; outputs within {tolerance} of the original's on {len(feeds)} feeds (max |diff| "
             f"{worst:.2g}, {data.label()})"
         )
-        numbers = {"weights": counts.weights, "casts": counts.casts, "max_abs": worst}
-        return StageResult(summary=summary, metrics=numbers, data_source=data)
+        return StageResult(
+            summary=summary,
+            metrics={"weights": counts.weights, "casts": counts.casts, "max_abs": worst},
+            data_source=data,
+        )
 
 
 def compare(source: Path, target: Path, feeds: list[Feed], atol: float, rtol: float) -> float:

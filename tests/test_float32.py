@@ -123,7 +123,9 @@ def test_init_converts_a_float16_model_first_and_builds_int8_from_the_copy(proje
     assert stages["fp32"]["uses"] == "convert_float32" and stages["fp32"]["optional"] is True
     int8 = [s for s in stages.values() if s["uses"].startswith("quantize_")]
     assert int8 and all(s["in"]["model"] in ("fp32.model", "fused.model") for s in int8)
-    assert stages["fused"]["in"]["model"] == "fp32.model"  # the fusion too: nothing builds on float16
+    assert (
+        stages["fused"]["in"]["model"] == "fp32.model"
+    )  # the fusion too: nothing builds on float16
     assert stages["pick"]["in"]["models"][:2] == ["inputs.model", "fp32.model"]
     code, out, err = cli("validate", recipe)
     assert code == 0, out + err

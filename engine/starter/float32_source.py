@@ -5,20 +5,17 @@ INT8 candidate from it instead of from the float16 original."""
 
 from __future__ import annotations
 
-from collections.abc import Container
-
+from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import ModelFacts
 from ortflow.engine.starter.drafts import StageDraft
 
 FP32 = "fp32"
 
 
-def wants_float32(facts: ModelFacts, installed: Container[str]) -> bool:
+def wants_float32(facts: ModelFacts, stage_installed: bool) -> bool:
     """Whether init converts the model to float32 first: float16 inside, not quantized already, and the
     convert_float32 stage installed."""
-    return (
-        facts.float16_parts > 0 and not facts.already_quantized and "convert_float32" in installed
-    )
+    return facts.float16_parts > 0 and not facts.already_quantized and stage_installed
 
 
 def from_float32(
@@ -34,7 +31,9 @@ def from_float32(
 
 
 def _fp32_stage(facts: ModelFacts, real_data: bool) -> StageDraft:
-    inputs = {"model": "inputs.model", **({"data": "datasets.calibration"} if real_data else {})}
+    inputs: JsonObject = {"model": "inputs.model"}
+    if real_data:
+        inputs["data"] = "datasets.calibration"
     return StageDraft(
         FP32,
         "convert_float32",

@@ -337,7 +337,7 @@ def propose_stages(
     if (
         target == Target.CPU
         and candidates[0] == "inputs.model"
-        and wants_float32(roles.facts, installed_stages())
+        and wants_float32(roles.facts, "convert_float32" in installed_stages())
     ):
         from_float32(stages, candidates, roles.facts, real_data)
     metric = choose_metric(roles, real_data, min_accuracy, reading)
