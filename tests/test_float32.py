@@ -120,7 +120,7 @@ def test_init_converts_a_float16_model_first_and_builds_int8_from_the_copy(proje
     code, out, err = cli("init", half, "-o", recipe)
     assert code == 0, out + err
     stages = yaml.safe_load(recipe.read_text())["stages"]
-    assert stages["fp32"]["uses"] == "convert_float32" and stages["fp32"]["optional"] is True
+    assert stages["fp32"]["uses"] == "convert_float32" and "optional" not in stages["fp32"]
     int8 = [s for s in stages.values() if s["uses"].startswith("quantize_")]
     assert int8 and all(s["in"]["model"] in ("fp32.model", "fused.model") for s in int8)
     assert (

@@ -44,7 +44,7 @@ def _fp32_stage(facts: ModelFacts, real_data: bool) -> StageDraft:
             "ORT has few float16 kernels, and its quantizer cannot quantize float16 tensors, so the float32 copy",
             "is a candidate and the source of every INT8 one; checked close to the original on "
             + ("your data" if real_data else "random feeds"),
-            "optional: where the check refuses it, the candidates built from it are left out, not the run",
+            "not optional: every INT8 candidate is built from it, so a refused copy stops the run with its",
+            "reason (the original's float16 rounding mattered: raise the stage's atol/rtol, or leave it out)",
         ],
-        optional=True,
     )
