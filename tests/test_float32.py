@@ -79,6 +79,51 @@ def test_float16_outputs_keep_their_type_behind_a_cast(tmp_path):
         assert got.dtype == np.float16 and _cosine(got, wanted) > 0.999
 
 
+def _branches(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
+    found = []
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                found += [attribute.g, *_branches(attribute.g)]
+    return found
+
+
+def test_float16_inside_if_branches_is_converted_too(tmp_path):
+    """Silero VAD's default file (its network inside an If on `sr`), made float16 by ORT's converter: the
+    branches' Constants and Casts are float32 again, and the outputs match the float32 original's on real
+    held-out chunks."""
+    from importlib.metadata import distribution
+
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    dist = distribution("silero-vad")
+    source = Path(dist.locate_file("silero_vad/data/silero_vad.onnx"))
+    model = convert_float_to_float16(onnx.load(str(source)), keep_io_types=True)
+    assert any(float16_count(_as_model(b)) for b in _branches(model.graph))
+    to_float32(model)
+    assert _branches(model.graph) and not any(
+        float16_count(_as_model(b)) for b in _branches(model.graph)
+    )
+    path = tmp_path / "vad.onnx"
+    onnx.save(model, str(path))
+    chunks = np.load(Path(__file__).parent.parent / "recipes/data/audio/vad-held-out.npz")
+    sessions = [
+        ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]) for p in (source, path)
+    ]
+    for i in range(4):
+        feed = {
+            "input": chunks["input"][i : i + 1],
+            "state": chunks["state"][i][:, None, :],
+            "sr": np.array(16000, np.int64),
+        }
+        wanted, got = (s.run(None, feed) for s in sessions)
+        assert all(np.abs(w - g).max() < 1e-2 for w, g in zip(wanted, got))
+
+
+def _as_model(graph: onnx.GraphProto) -> onnx.ModelProto:
+    return onnx.helper.make_model(graph)
+
+
 RECIPE = """
 version: 1
 name: up
