@@ -100,6 +100,9 @@ class ModelFacts:
         default_factory=Counter
     )  # weight elements each op type consumes (through Cast, Transpose, ...)
     branches: tuple[BranchFact, ...] = ()  # top-level If nodes
+    # float16 initializers, Constant tensors and Cast(to=float16) nodes, subgraphs too: a float16 model, or
+    # float16 islands inside a float one (a converter's Cast before an LSTM), which CPUs run slowly
+    float16_parts: int = 0
     integer_weights: int = 0  # initializers of 8 bits or fewer holding at least MIN_WEIGHT values: weights quantized already
 
     def weight_share(self, *op_types: str) -> float:
@@ -177,6 +180,7 @@ class _Tally:
     consumers: dict[str, str] = field(
         default_factory=dict
     )  # weight -> the op type that first consumes it
+    float16: int = 0  # float16 weights and Cast(to=float16) nodes
 
     @property
     def weights(self) -> int:
@@ -205,6 +209,17 @@ def _subgraphs(node: object) -> list[object]:
     return found
 
 
+_FLOAT16 = 10  # onnx.TensorProto.FLOAT16
+
+
+def _makes_float16(node: object) -> bool:
+    """A Cast to float16, or a Constant holding a float16 tensor."""
+    return any(
+        (a.name == "to" and a.i == _FLOAT16) or (a.HasField("t") and a.t.data_type == _FLOAT16)
+        for a in node.attribute  # type: ignore[attr-defined]
+    )
+
+
 def _walk(graph: object, outer: dict[str, str], tally: _Tally) -> None:
     """Count the graph's nodes and op types, its weights and which op type consumes each; subgraphs see their
     enclosing graphs' weights, as ONNX scoping does. `outer` maps a tensor to the weight it carries."""
@@ -212,9 +227,11 @@ def _walk(graph: object, outer: dict[str, str], tally: _Tally) -> None:
     for tensor in graph.initializer:  # type: ignore[attr-defined]
         carries[tensor.name] = tensor.name
         tally.sizes[tensor.name] = _elements(tensor.dims)
+        tally.float16 += tensor.data_type == _FLOAT16
     for node in graph.node:  # type: ignore[attr-defined]
         tally.nodes += 1
         tally.ops[node.op_type] += 1
+        tally.float16 += _makes_float16(node)
         if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
             key = f"{id(graph)}:{node.output[0]}"  # a subgraph may reuse a name: its own weight all the same
             carries[node.output[0]] = key
@@ -364,6 +381,7 @@ def read_model_facts(path: Path) -> ModelFacts:
         weights_by_op=tally.weights_by_op(tally.sizes),
         branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes),
         integer_weights=integer_weights,
+        float16_parts=tally.float16 + sum(f.dtype == "float16" for f in inputs),
     )
 
 

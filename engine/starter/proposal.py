@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ortflow.engine.contracts.registry import installed_stages
 from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
 from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, Target
+from ortflow.engine.starter.float32_source import from_float32, wants_float32
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
@@ -340,6 +342,12 @@ def propose_stages(
         stages, candidates = _transformer_stages(real_data)
     else:
         stages, candidates = _static_stages(roles, real_data)
+    if (
+        target == Target.CPU
+        and candidates[0] == "inputs.model"
+        and wants_float32(roles.facts, "convert_float32" in installed_stages())
+    ):
+        from_float32(stages, candidates, roles.facts, real_data)
     metric = choose_metric(roles, real_data, min_accuracy, reading)
     partial = _partial_stage(stages, metric, partial_candidates) if real_data else None
     if partial is not None and target == Target.CPU:
