@@ -12,7 +12,7 @@ from ortflow.api import Better, DataSource
 from ortflow.stages.measurement import task_metrics
 
 if TYPE_CHECKING:  # annotations only: the documents load when the stage runs
-    from ortflow.api import AccuracyResults, ReferenceValues, ReportSection
+    from ortflow.api import AccuracyResults, Json, ReferenceValues, ReportSection, Table
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
 
@@ -97,7 +97,7 @@ def _report(
     return {"tables": tables}
 
 
-def _outputs_table(results: dict[str, dict[str, Any]], groups: set[str], on: str) -> dict:
+def _outputs_table(results: dict[str, dict[str, Any]], groups: set[str], on: str) -> Table:
     """The output comparisons, one row per model and compared output (metric groups have tables of their own)."""
     columns = [
         "model",
@@ -129,9 +129,11 @@ def _outputs_table(results: dict[str, dict[str, Any]], groups: set[str], on: str
 
 def _labels_table(
     results: dict[str, dict[str, Any]], reference_labelled: dict[str, float], on: str
-) -> dict:
+) -> Table:
     """Accuracy and macro F1 against the dataset's labels, the reference's first."""
-    rows = [["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]]
+    rows: list[list[Json]] = [
+        ["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]
+    ]
     rows += [
         [name, per[LABELS_GROUP]["accuracy"], per[LABELS_GROUP]["f1_macro"]]
         for name, per in results.items()

@@ -225,7 +225,9 @@ def _decisions_lost(f: Any, q: Any) -> list[str]:
 
 
 def _ranges(indices: Any) -> str:
-    spans, start, last = [], None, None
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    last = 0
     for i in map(int, indices):
         if start is None:
             start = last = i

@@ -4,24 +4,26 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import Any
 
+from ortflow.api import Json
 from ortflow.stages.quantization import isa
 
 
-def grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+def grid(space: Mapping[str, Json], schema: dict[str, Any]) -> list[dict[str, Json]]:
     """Every combination of the choices in `space` (a list is a choice, except a plain list given to an
     array-typed parameter, which is one value; a list of lists is a choice between them)."""
     axes = [[(name, v) for v in choices(name, value, schema)] for name, value in space.items()]
     return [dict(combination) for combination in itertools.product(*axes)]
 
 
-def varying(space: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def varying(space: Mapping[str, Json], schema: dict[str, Any]) -> list[str]:
     """The parameters that take more than one value across the grid (the ones a candidate is told apart by)."""
     return [name for name, value in space.items() if len(choices(name, value, schema)) > 1]
 
 
-def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
+def choices(name: str, value: Json, schema: dict[str, Any]) -> list[Json]:
     """The values parameter `name` takes in the grid; `schema` (the stage's params schema) tells whether a
     list is a choice or, for an array-typed parameter, one value."""
     if not isinstance(value, list):
