@@ -32,7 +32,7 @@ def _static() -> dict[str, Json]:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """quantize_search's parameters (its params_schema; tests/unit/stages/test_search_settings.py keeps them
+    """quantize_search's parameters (its params_schema; tests/unit/test_typed_settings.py keeps them
     in step)."""
 
     accuracy: Mapping[str, Json] = field(default_factory=dict)  # validate_accuracy's, with the target

@@ -1,12 +1,18 @@
-"""The searches' typed settings (stages/search/settings.py) stand for their stages' params_schema: the same
-properties, JSON types and defaults, and reading validated parameters gives the values the recipe wrote."""
+"""The searches' and the built-in metrics' typed settings (stages/search/settings.py, stages/metrics/*) stand for
+their params_schema: the same properties, JSON types and defaults, and reading validated parameters gives the
+values the recipe wrote."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from ortflow.api import fill_defaults, settings_of, settings_problems
+import pytest
+
+from ortflow.api import fill_defaults, metric_type, settings_of, settings_problems
 from ortflow.engine.contracts.registry import installed_stages
+from ortflow.stages.metrics.dense_map import DenseMapSettings
+from ortflow.stages.metrics.detection import DetectionSettings
+from ortflow.stages.metrics.exact import ExactSettings
 from ortflow.stages.search.settings import PartialSettings, SearchSettings
 
 
@@ -31,3 +37,11 @@ def test_search_settings_read_the_recipes_values_and_keep_nested_blocks_as_given
     assert read.space("weights") == {"bits": [8, 4]}
     assert read.accuracy == {"min": {"cosine_mean": 0.99}}
     assert read.benchmark == {"runs": 200, "rounds": 4, "peak_memory": False}
+
+
+@pytest.mark.parametrize(
+    ("metric", "settings"),
+    [("exact", ExactSettings), ("dense_map", DenseMapSettings), ("detection", DetectionSettings)],
+)
+def test_metric_settings_agree_with_the_metrics_params_schema(metric, settings):
+    assert settings_problems(settings, metric_type(metric).params_schema) == []
