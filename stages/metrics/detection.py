@@ -17,10 +17,10 @@ from typing import Any
 
 from ortflow.api import (
     Better,
+    Feed,
     HeadReading,
     Metric,
     MetricName,
-    Feed,
     Outputs,
     Params,
     StageError,

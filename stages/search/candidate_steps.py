@@ -124,7 +124,8 @@ class CandidateSteps:
             self._say(c, f"not timed: {c.note}")
 
     def _time(self, c: Candidate) -> None:
-        assert c.model is not None and self.benchmark is not None  # only a search that times has this
+        # only a search that times its candidates (quantize_search) was given `benchmark`
+        assert c.model is not None and self.benchmark is not None
         step = self.steps.run(
             "benchmark",
             self.benchmark,

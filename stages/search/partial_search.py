@@ -8,13 +8,13 @@ chosen are the same on every machine; a time budget, where set, is said in the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ortflow.api import Artifact, GateFailed, Json, StageContext, StageResult
 from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
 from ortflow.stages.search.candidates import Candidate, shown_values
+from ortflow.stages.search.candidates import kept_float as with_kept_float
 from ortflow.stages.search.localisation import (
     Culprit,
     node_names,
@@ -126,11 +126,7 @@ class PartialSearch(CandidateSteps):
         (self.passing if kept else self.failing)[count] = candidate
 
     def _candidate(self, kept_float: list[str]) -> Candidate:
-        params = dict(self.settings.quantize)
-        given = params.get("nodes_to_exclude")
-        excluded = {str(node) for node in given} if isinstance(given, list) else set()
-        nodes: list[Json] = [*sorted(excluded | set(kept_float))]
-        params["nodes_to_exclude"] = nodes
+        params = with_kept_float(self.settings.quantize, kept_float)
         table = 0 if self.tables else None
         role = "repair" if kept_float else "grid"
         candidate = Candidate("", self.family, 0, table, {}, params, kept_float, role)
@@ -170,8 +166,8 @@ class PartialSearch(CandidateSteps):
             data_source=self.data_source,
         )
 
-    def _metrics(self, result: PartialResult | None) -> dict[str, Any]:
-        metrics: dict[str, Any] = {
+    def _metrics(self, result: PartialResult | None) -> dict[str, Json]:
+        metrics: dict[str, Json] = {
             "candidates": len(self.candidates),
             "stopped_early": self.budget.stopped or None,
             "time_budget_cut": self.budget.out_of_time,

@@ -5,7 +5,6 @@ The stage (stages/quantize_search.py) declares the ports and parameters; this mo
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from ortflow.api import Artifact, StageContext, StageResult
 from ortflow.stages.measurement.accuracy_gates import verdict_data
@@ -13,7 +12,7 @@ from ortflow.stages.search import search_result
 from ortflow.stages.search import space as search_space
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import FAMILIES, CandidateSteps, accuracy_params
-from ortflow.stages.search.candidates import Candidate
+from ortflow.stages.search.candidates import Candidate, NotBuilt, kept_float
 from ortflow.stages.search.localisation import quantizer_pre_process, ranked_culprits
 from ortflow.stages.search.settings import SearchSettings
 
@@ -48,7 +47,7 @@ class Search(CandidateSteps):
         self.tried: set[tuple[str, frozenset[str]]] = set()
         self.budget = Budget(self.settings.max_candidates, self.settings.seconds)
         # grid combinations not built: pruned for the ISA, or dominated
-        self.skipped: list[dict[str, Any]] = []
+        self.skipped: list[NotBuilt] = []
 
     # -- the search --------------------------------------------------------------------------------
 
@@ -162,7 +161,11 @@ class Search(CandidateSteps):
         """The base's quantized nodes, those where error enters first (as a quantization_debug step ranks
         them), so the probe budget goes to the likeliest culprits, not to the first nodes of the graph."""
         assert base.model is not None
-        labels = {"reference": self._model_name(base.start), "model": base.id, "data": "data"}
+        labels: dict[str, str | list[str]] = {
+            "reference": self._model_name(base.start),
+            "model": base.id,
+            "data": "data",
+        }
         ranked = [
             c.node
             for c in ranked_culprits(
@@ -182,10 +185,7 @@ class Search(CandidateSteps):
         return first + [n for n in base.quantized_nodes if n not in set(first)]
 
     def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
-        params = dict(base.params)
-        params["nodes_to_exclude"] = sorted(
-            set(base.params.get("nodes_to_exclude", [])) | set(excluded)
-        )
+        params = kept_float(base.params, excluded)
         return Candidate(
             "", base.family, base.start, base.calibration, base.knobs, params, excluded, role
         )

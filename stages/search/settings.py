@@ -17,7 +17,11 @@ def _benchmark() -> dict[str, Json]:
 
 
 def _dynamic() -> dict[str, Json]:
-    return {"per_channel": [True, False], "weight_type": ["QInt8", "QUInt8"], "reduce_range": [True, False]}
+    return {
+        "per_channel": [True, False],
+        "weight_type": ["QInt8", "QUInt8"],
+        "reduce_range": [True, False],
+    }
 
 
 def _static() -> dict[str, Json]:
@@ -35,7 +39,8 @@ class SearchSettings:
     """quantize_search's parameters (its params_schema; tests/unit/test_typed_settings.py keeps them
     in step)."""
 
-    accuracy: Mapping[str, Json] = field(default_factory=dict)  # validate_accuracy's, with the target
+    # validate_accuracy's parameters, with the target
+    accuracy: Mapping[str, Json] = field(default_factory=dict)
     benchmark: Mapping[str, Json] = field(default_factory=_benchmark)
     families: tuple[str, ...] = ("dynamic", "static")
     dynamic: Mapping[str, Json] = field(default_factory=_dynamic)
@@ -57,8 +62,9 @@ class SearchSettings:
 class PartialSettings:
     """quantize_partial's parameters (its params_schema)."""
 
-    accuracy: Mapping[str, Json] = field(default_factory=dict)  # validate_accuracy's, with the target
-    quantize: Mapping[str, Json] = field(default_factory=dict)  # quantize_static's or quantize_dynamic's
+    # validate_accuracy's parameters, with the target; quantize_static's or quantize_dynamic's
+    accuracy: Mapping[str, Json] = field(default_factory=dict)
+    quantize: Mapping[str, Json] = field(default_factory=dict)
     max_candidates: int = 6
     max_float: int = 64
     seconds: float | None = None  # None: no time budget
