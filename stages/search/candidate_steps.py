@@ -12,6 +12,7 @@ from ortflow.api import (
     AccuracyResults,
     Artifact,
     BenchmarkResults,
+    Bounds,
     Json,
     StageContext,
     StageError,
@@ -96,8 +97,9 @@ class CandidateSteps:
             inputs["metric"] = self.ctx.artifact("metric")
         labels: dict[str, str | list[str]] = {"reference": "reference", "candidates": [c.id]}
         step = self.steps.run("validate_accuracy", ungated, inputs, labels)
+        gates = Bounds(accuracy["min"], accuracy["max"])
         c.values, c.score, c.passed = judged(
-            read_document(step.path("results"), AccuracyResults), accuracy
+            read_document(step.path("results"), AccuracyResults), gates
         )
         if c.role != "probe" or c.passed:
             self._say(
