@@ -6,10 +6,11 @@ number a search can rank candidates by."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ortflow.api import Better, DataSource, StageContext, StageError
+from ortflow.api import Better, DataSource, Json, StageContext, StageError
 
 if TYPE_CHECKING:  # annotations only
     from ortflow.api import AccuracyResults, Bounds
@@ -20,7 +21,7 @@ Counted = dict[
 
 
 def counted_values(
-    per_entry: dict[str, dict[str, Any]],
+    per_entry: Mapping[str, Mapping[str, Json]],  # output or metric group -> metric -> value
     groups: set[str],
     gate_outputs: list[str],
     better: dict[str, Better],
