@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
-from ortflow.api import FROZEN_INPUTS, Feed, ModelInput, StageError, settings_of
+from ortflow.api import FROZEN_INPUTS, Feed, Json, ModelInput, StageError, settings_of
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,6 +20,15 @@ FOLD_INPUT_LIMIT = 1 << 22
 FOLD_OUTPUT_LIMIT = 1 << 22
 FOLD_ROUNDS = 4
 SHAPE_SOURCES = ("Shape", "Size")
+
+
+class SpecializationRecord(TypedDict):
+    """A Specialization as the stage's metrics record it."""
+
+    shapes: dict[str, list[int]]
+    dims: dict[str, int]
+    frozen: dict[str, Json]  # each frozen value as a (nested) list
+    from_data: list[str]
 
 
 @dataclass
@@ -45,7 +54,7 @@ class Specialization:
         )
         return "; ".join(parts) or "nothing fixed or frozen"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SpecializationRecord:
         return {
             "shapes": {n: list(s) for n, s in self.shapes.items()},
             "dims": dict(self.dims),

@@ -5,14 +5,21 @@ measurement, each saying what data it was measured on)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from ortflow.api import Better, DataSource
+from ortflow.api import Better, DataSource, Json
 from ortflow.stages.measurement import task_metrics
+from ortflow.stages.measurement.accuracy_gates import Counted
 
 if TYPE_CHECKING:  # annotations only: the documents load when the stage runs
-    from ortflow.api import AccuracyResults, ReferenceValues, ReportSection
+    from ortflow.api import AccuracyResults, ReferenceValues, ReportSection, Table
+
+Results = dict[
+    str, dict[str, dict[str, Json]]
+]  # model -> output or metric group -> metric -> value
+Values = Mapping[str, Mapping[str, Json]]  # model -> metric -> counted value
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
 
@@ -21,8 +28,8 @@ LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled datase
 class Verdict:
     """What a validate_accuracy run measured and decided, as accuracy.json records it."""
 
-    results: dict[str, dict[str, Any]]  # model -> output or metric group -> metric -> value
-    counted: dict[str, Any]  # model -> metric -> (counted value, where it was counted)
+    results: Results
+    counted: dict[str, Counted]  # model -> metric -> (counted value, where it was counted)
     better: dict[str, Better]
     reference_scores: dict[str, float] | None  # the reference against the labels, when labelled
     samples: int
@@ -60,14 +67,22 @@ def accuracy_document(
     )
 
 
-def rounded_value(value: Any) -> Any:
+@overload
+def rounded_value(value: float) -> float: ...
+
+
+@overload
+def rounded_value(value: Json) -> Json: ...
+
+
+def rounded_value(value: Json) -> Json:
     """A finite float to 6 significant digits (as recorded, and as gates are re-judged); the rest as they are."""
     return float(f"{value:.6g}") if isinstance(value, float) and math.isfinite(value) else value
 
 
 def _report(
-    results: dict[str, dict[str, Any]],
-    values: dict[str, dict[str, Any]],
+    results: Results,
+    values: Values,
     reference_labelled: dict[str, float] | None,
     params: dict[str, Any],
     source: DataSource,
@@ -97,7 +112,7 @@ def _report(
     return {"tables": tables}
 
 
-def _outputs_table(results: dict[str, dict[str, Any]], groups: set[str], on: str) -> dict:
+def _outputs_table(results: Results, groups: set[str], on: str) -> Table:
     """The output comparisons, one row per model and compared output (metric groups have tables of their own)."""
     columns = [
         "model",
@@ -127,11 +142,11 @@ def _outputs_table(results: dict[str, dict[str, Any]], groups: set[str], on: str
     return {"title": "Accuracy against the reference" + on, "columns": columns, "rows": rows}
 
 
-def _labels_table(
-    results: dict[str, dict[str, Any]], reference_labelled: dict[str, float], on: str
-) -> dict:
+def _labels_table(results: Results, reference_labelled: dict[str, float], on: str) -> Table:
     """Accuracy and macro F1 against the dataset's labels, the reference's first."""
-    rows = [["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]]
+    rows: list[list[Json]] = [
+        ["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]
+    ]
     rows += [
         [name, per[LABELS_GROUP]["accuracy"], per[LABELS_GROUP]["f1_macro"]]
         for name, per in results.items()

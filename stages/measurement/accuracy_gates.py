@@ -6,13 +6,14 @@ number a search can rank candidates by."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ortflow.api import Better, DataSource, StageContext, StageError
+from ortflow.api import Better, DataSource, Json, StageContext, StageError
 
 if TYPE_CHECKING:  # annotations only
-    from ortflow.api import AccuracyResults
+    from ortflow.api import AccuracyResults, Bounds
 
 Counted = dict[
     str, tuple[float, str]
@@ -20,7 +21,7 @@ Counted = dict[
 
 
 def counted_values(
-    per_entry: dict[str, dict[str, Any]],
+    per_entry: Mapping[str, Mapping[str, Json]],  # output or metric group -> metric -> value
     groups: set[str],
     gate_outputs: list[str],
     better: dict[str, Better],
@@ -50,19 +51,11 @@ def _worse(value: float, than: float, direction: Better) -> bool:
     return value < than if direction is Better.HIGHER else value > than
 
 
-def margin(values: dict[str, float], accuracy: dict[str, Any]) -> float | None:
+def margin(values: dict[str, float], gates: Bounds) -> float | None:
     """The smallest margin over the gates, relative to each bound: >= 0 when all are met; None when no
     gated metric was measured."""
-    margins = [
-        (values[m] - b) / (abs(b) or 1)
-        for m, b in (accuracy.get("min") or {}).items()
-        if m in values
-    ]
-    margins += [
-        (b - values[m]) / (abs(b) or 1)
-        for m, b in (accuracy.get("max") or {}).items()
-        if m in values
-    ]
+    margins = [(values[m] - b) / (abs(b) or 1) for m, b in gates.min.items() if m in values]
+    margins += [(b - values[m]) / (abs(b) or 1) for m, b in gates.max.items() if m in values]
     return round(min(margins), 6) if margins else None
 
 
@@ -94,15 +87,14 @@ def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[s
     return failures
 
 
-def judged(
-    document: AccuracyResults, accuracy: dict[str, Any]
-) -> tuple[dict[str, float], float | None, bool]:
+def judged(document: AccuracyResults, gates: Bounds) -> tuple[dict[str, float], float | None, bool]:
     """One model's gated values, margin and verdict from a validate_accuracy results document that checked it
     alone, on the values it recorded (6 significant digits)."""
     ((label, values),) = document.values.items()  # its label may be another search's
     counted = {m: (v, document.counted_at[label].get(m, "")) for m, v in values.items()}
-    gated = {m: v for m, (v, _) in counted.items() if m in {*accuracy["min"], *accuracy["max"]}}
-    return gated, margin(gated, accuracy), not gate_failures({label: counted}, accuracy)
+    gated = {m: v for m, (v, _) in counted.items() if m in {*gates.min, *gates.max}}
+    bounds = {"min": gates.min, "max": gates.max}  # as validate_accuracy's parameters name them
+    return gated, margin(gated, gates), not gate_failures({label: counted}, bounds)
 
 
 def verdict_data(ctx: StageContext, data_port: str, built_from: tuple[str, ...]) -> DataSource:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TypedDict
 
 BUSY_OTHERS_PERCENT = 20.0  # other processes used a fifth of the machine or more while timing
 BUSY_STEAL_PERCENT = 5.0
@@ -28,6 +28,15 @@ def _own_cpu_s() -> float:
     return times.user + times.system
 
 
+class Load(TypedDict):
+    """The benchmark document's `load` (its schema's MachineLoad): None where the platform does not tell."""
+
+    cpus: int
+    load_1min: float | None
+    others_percent: float | None
+    steal_percent: float | None
+
+
 class LoadWatch:
     """Started before the timings, finished after them."""
 
@@ -37,10 +46,10 @@ class LoadWatch:
         self.own = _own_cpu_s()
         self.ticks = _cpu_ticks()
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> Load:
         wall, ticks = time.monotonic() - self.started, _cpu_ticks()
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        found: dict[str, Any] = {
+        found: Load = {
             "cpus": self.cpus,
             "load_1min": load,
             "others_percent": None,
@@ -58,7 +67,7 @@ class LoadWatch:
         return found
 
     @staticmethod
-    def warning(load: dict[str, Any]) -> str:
+    def warning(load: Load) -> str:
         """A warning for the summary when the machine was busy, else ""."""
         if load["others_percent"] is not None and load["others_percent"] >= BUSY_OTHERS_PERCENT:
             return f"machine busy: other processes used {load['others_percent']}% of the CPU while timing; timings are noisy"

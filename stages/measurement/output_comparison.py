@@ -5,6 +5,7 @@ where cosine and argmax mean nothing."""
 from __future__ import annotations
 
 import re
+from types import EllipsisType
 from typing import Any
 
 from ortflow.api import Better, MetricName, StageError
@@ -166,7 +167,7 @@ def sliced(arrays: list, output: str, text: str | None) -> list:
 
 
 def _apply_slice(arrays: list, text: str) -> list:
-    parts = []
+    parts: list[EllipsisType | slice | int] = []
     for item in text.strip()[1:-1].split(","):
         item = item.strip()
         if item == "...":

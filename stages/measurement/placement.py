@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ortflow.api import Placement
 
 
 def node_placement(profile: Path) -> dict[str, str]:
@@ -29,7 +32,7 @@ def node_placement(profile: Path) -> dict[str, str]:
     return placed
 
 
-def summary(placed: dict[str, str], requested: str) -> dict[str, Any]:
+def summary(placed: dict[str, str], requested: str) -> Placement:
     """Node counts per provider, and the nodes not on `requested` (the first provider asked for). A
     TensorRT engine shows up as one node per fused subgraph (`TensorrtExecutionProvider_TRTKernel_...`)."""
     elsewhere = sorted(node for node, provider in placed.items() if provider != requested)

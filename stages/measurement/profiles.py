@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ortflow.stages.measurement.sessions import configured_session
 
 if TYPE_CHECKING:
-    from ortflow.api import Placement, Profile
+    from ortflow.api import Json, Profile
 
 
 def profile(
@@ -37,10 +37,10 @@ def profile(
             by_node[f"{node} ({op_type})"] = by_node.get(f"{node} ({op_type})", 0) + event["dur"]
     total = sum(by_type.values()) or 1
 
-    def top(d: dict[str, float]) -> list[list[object]]:
+    def top(d: dict[str, float]) -> list[list[Json]]:
         return [
             [k, round(100 * v / total, 1)] for k, v in sorted(d.items(), key=lambda kv: -kv[1])[:10]
         ]
 
-    placement: Placement = summary(node_placement(trace), session.get_providers()[0])
+    placement = summary(node_placement(trace), session.get_providers()[0])
     return {"op_types_percent": top(by_type), "nodes_percent": top(by_node), "placement": placement}

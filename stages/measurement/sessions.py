@@ -90,6 +90,7 @@ def timed_session(
         session = configured_session(path, params, threads)
         return session, time.perf_counter() - started, caller(session, feeds, params)
     graphed = {**params, "providers": cuda_graph.with_cuda_graph(params["providers"])}
+    refusals: tuple[type[BaseException], ...] = (StageError, *onnx_model.ort_errors())
     try:
         started = time.perf_counter()
         session = configured_session(path, graphed, threads)
@@ -99,7 +100,7 @@ def timed_session(
             created,
             cuda_graph.graph_caller(session, feeds, cuda_graph.device_id(params["providers"])),
         )
-    except (StageError, *onnx_model.ort_errors()) as exc:
+    except refusals as exc:
         if isinstance(exc, cuda_graph.ProviderUnavailable):
             raise
         said = onnx_model.first_line(exc)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ortflow.api import (
     Better,
+    Json,
     Metric,
     OrtflowError,
     Outputs,
@@ -39,11 +41,12 @@ class Configured:
     """One entry of `metrics:`, its parameters filled in."""
 
     metric: Metric
-    params: dict[str, Any]
+    params: Mapping[str, Json]  # validated against the metric's params_schema; it reads them
 
 
-def problems(metrics: dict[str, Any]) -> list[str]:
-    """What is wrong with a `metrics:` mapping (unknown types, their parameters)."""
+def problems(metrics: Mapping[str, Json]) -> list[str]:
+    """What is wrong with a `metrics:` mapping (unknown types, their parameters): the user's block, metric type
+    -> its parameters, free JSON until each metric's schema has checked them here."""
     found = []
     registry = installed_metrics()
     for name, params in metrics.items():
@@ -64,15 +67,16 @@ def problems(metrics: dict[str, Any]) -> list[str]:
     return found
 
 
-def configured(metrics: dict[str, Any]) -> list[Configured]:
+def configured(metrics: Mapping[str, Json]) -> list[Configured]:
     entries = []
     for name, params in metrics.items():
         cls = metric_type(name)
-        entries.append(Configured(cls(), fill_defaults(params or {}, cls.params_schema)))
+        given = params if isinstance(params, dict) else {}  # `name:` alone: its defaults
+        entries.append(Configured(cls(), fill_defaults(given, cls.params_schema)))
     return entries
 
 
-def directions(metrics: dict[str, Any]) -> dict[str, Better]:
+def directions(metrics: Mapping[str, Json]) -> dict[str, Better]:
     """The names the `metrics:` entries report."""
     found: dict[str, Better] = {}
     for name in metrics:

@@ -12,9 +12,18 @@ scale (a heatmap in pixels, a density) need `threshold` set."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ortflow.api import Better, Metric, MetricName, Outputs, StageError
+from ortflow.api import Better, Feed, Metric, MetricName, Outputs, Params, StageError, settings_of
+
+
+@dataclass(frozen=True)
+class DenseMapSettings:
+    """dense_map's parameters (its params_schema), read once per call from the validated mapping."""
+
+    outputs: tuple[str, ...]
+    threshold: float | str = "auto"  # a number, or "auto"
 
 
 class DenseMapAgreement(Metric):
@@ -53,19 +62,20 @@ class DenseMapAgreement(Metric):
         },
     }
 
-    def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return tuple(params["outputs"])
+    def reads(self, params: Params) -> tuple[str, ...]:
+        return settings_of(DenseMapSettings, params).outputs
 
     def compute(
         self,
         reference: Outputs,
         candidate: Outputs,
-        feeds: list[dict[str, Any]],
-        params: dict[str, Any],
+        feeds: list[Feed],
+        params: Params,
     ) -> dict[str, float]:
         import numpy as np
 
-        thresholds = {o: _threshold(reference[o], params["threshold"]) for o in params["outputs"]}
+        read = settings_of(DenseMapSettings, params)
+        thresholds = {o: _threshold(reference[o], read.threshold) for o in read.outputs}
         ious: list[float] = []
         dices: list[float] = []
         for i in range(len(feeds)):

@@ -17,17 +17,38 @@ from typing import Any
 
 from ortflow.api import (
     Better,
+    Feed,
     HeadReading,
     Metric,
     MetricName,
     Outputs,
+    Params,
     StageError,
     box_iou,
     confident_boxes,
     decode_head,
     feed_image_size,
     plausibility,
+    settings_of,
 )
+
+
+@dataclass(frozen=True)
+class DetectionSettings:
+    """detection's parameters (its params_schema), read once per call from the validated mapping; an empty
+    `output`, `boxes`, `scores` or `image_size` is one not given."""
+
+    output: str = ""
+    layout: str = "channels_first"
+    strides: tuple[int, ...] = (8, 16, 32)
+    image_size: tuple[int, ...] = ()
+    objectness: bool = False
+    boxes: str = ""
+    scores: str = ""
+    box_format: str = "cxcywh"
+    score_threshold: float = 0.25
+    nms_iou: float = 0.45
+    match_iou: float = 0.5
 
 
 @dataclass
@@ -133,22 +154,15 @@ class DetectionAgreement(Metric):
         },
     }
 
-    def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return (
-            (params["output"],)
-            if params.get("output")
-            else (params.get("boxes", ""), params.get("scores", ""))
-        )
+    def reads(self, params: Params) -> tuple[str, ...]:
+        read = settings_of(DetectionSettings, params)
+        return (read.output,) if read.output else (read.boxes, read.scores)
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        if bool(params.get("output")) == bool(params.get("boxes") or params.get("scores")):
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(DetectionSettings, params)
+        if bool(read.output) == bool(read.boxes or read.scores):
             return ["give either `output` (a YOLO-style head) or both `boxes` and `scores`"]
-        if (
-            params.get("boxes")
-            and not params.get("scores")
-            or params.get("scores")
-            and not params.get("boxes")
-        ):
+        if read.boxes and not read.scores or read.scores and not read.boxes:
             return ["`boxes` and `scores` go together"]
         return []
 
@@ -156,15 +170,16 @@ class DetectionAgreement(Metric):
         self,
         reference: Outputs,
         candidate: Outputs,
-        feeds: list[dict[str, Any]],
-        params: dict[str, Any],
+        feeds: list[Feed],
+        params: Params,
     ) -> dict[str, float]:
         import numpy as np
 
-        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, params, feeds[i])]
-        _check_reference(truth, params, feeds)
-        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, params, feeds[i])]
-        matches = [_match(t, f, params["match_iou"]) for t, f in zip(truth, found)]
+        read = settings_of(DetectionSettings, params)
+        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, read, feeds[i])]
+        _check_reference(truth, read, feeds)
+        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, read, feeds[i])]
+        matches = [_match(t, f, read.match_iou) for t, f in zip(truth, found)]
         tp = sum(int(m.sum()) for m in matches)
         predicted = sum(len(f.scores) for f in found)
         expected = sum(len(t.scores) for t in truth)
@@ -179,51 +194,49 @@ class DetectionAgreement(Metric):
         }
 
 
-def _image_size(params: dict[str, Any], feed: dict[str, Any]) -> tuple[int, int] | None:
+def _image_size(params: DetectionSettings, feed: Feed) -> tuple[int, int] | None:
     """[height, width] of the boxes: `image_size`, else the feed's image (a 4-D array, NCHW or NHWC)."""
-    if params.get("image_size"):
-        return params["image_size"][0], params["image_size"][1]
+    if params.image_size:
+        return params.image_size[0], params.image_size[1]
     return feed_image_size(feed)
 
 
-def _check_reference(truth: list[Detections], params: dict[str, Any], feeds: list[Any]) -> None:
+def _check_reference(truth: list[Detections], params: DetectionSettings, feeds: list[Feed]) -> None:
     """The reference's boxes of a head must be plausible: else the reading is wrong, and every comparison
     with it is noise. No box at all passes (random images find nothing)."""
-    size = _image_size(params, feeds[0]) if params.get("output") and feeds else None
+    size = _image_size(params, feeds[0]) if params.output and feeds else None
     if size is None or not any(len(t.scores) for t in truth):
         return
     found = plausibility([t.boxes for t in truth], size)
     if not found.plausible:
         raise StageError(
-            f"detection: the reference's boxes of '{params['output']}' read as layout "
-            f"{params['layout']}, objectness {str(params['objectness']).lower()} are not plausible "
+            f"detection: the reference's boxes of '{params.output}' read as layout "
+            f"{params.layout}, objectness {str(params.objectness).lower()} are not plausible "
             f"({found.describe()}) — set `layout` (channels_first, anchors_first, grid) and `objectness` to "
             "how the head is laid out (engine init chooses them on real images)"
         )
 
 
 def _decoded(
-    outputs: Outputs, index: int, params: dict[str, Any], feed: dict[str, Any]
+    outputs: Outputs, index: int, params: DetectionSettings, feed: Feed
 ) -> list[Detections]:
     """The detections of each image of feed `index` (a feed may hold a batch)."""
     import numpy as np
 
-    if params.get("output"):
-        reading = HeadReading(
-            params["layout"], params["objectness"], tuple(params.get("strides") or (8, 16, 32))
-        )
+    if params.output:
+        reading = HeadReading(params.layout, params.objectness, params.strides or (8, 16, 32))
         try:
             boxes, scores = decode_head(
-                outputs[params["output"]][index], reading, _image_size(params, feed)
+                outputs[params.output][index], reading, _image_size(params, feed)
             )
         except ValueError as exc:
             raise StageError(
-                f"detection: output '{params['output']}' read as {reading.describe()}: {exc} — set "
+                f"detection: output '{params.output}' read as {reading.describe()}: {exc} — set "
                 "layout (channels_first, anchors_first, grid), or give boxes and scores"
             ) from exc
     else:
-        boxes = np.asarray(outputs[params["boxes"]][index], dtype=np.float64)
-        scores = np.asarray(outputs[params["scores"]][index], dtype=np.float64)
+        boxes = np.asarray(outputs[params.boxes][index], dtype=np.float64)
+        scores = np.asarray(outputs[params.scores][index], dtype=np.float64)
         scores = scores[..., None] if scores.ndim == 2 else scores
         if boxes.ndim != 3 or boxes.shape[-1] != 4 or scores.shape[:2] != boxes.shape[:2]:
             raise StageError(
@@ -237,9 +250,9 @@ def _decoded(
     return [_image(b, s, params) for b, s in zip(boxes, scores)]
 
 
-def _image(boxes: Any, scores: Any, params: dict[str, Any]) -> Detections:
+def _image(boxes: Any, scores: Any, params: DetectionSettings) -> Detections:
     corners, classes, best = confident_boxes(
-        boxes, scores, params["score_threshold"], params["nms_iou"], params["box_format"]
+        boxes, scores, params.score_threshold, params.nms_iou, params.box_format
     )
     return Detections(corners, classes, best)
 

@@ -6,9 +6,20 @@ samples (sentences, files, audio chunks) whose labels all stayed the same."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ortflow.api import Better, Metric, MetricName, Outputs, StageError
+from ortflow.api import Better, Feed, Metric, MetricName, Outputs, Params, StageError, settings_of
+
+
+@dataclass(frozen=True)
+class ExactSettings:
+    """exact's parameters (its params_schema), read once per call from the validated mapping."""
+
+    outputs: tuple[str, ...]
+    argmax_axis: int | None = None  # labels are the argmax over this axis
+    threshold: float | None = None  # labels are value > threshold
+    mask_input: str | None = None  # an input marking the positions counted
 
 
 class ExactAgreement(Metric):
@@ -51,11 +62,12 @@ class ExactAgreement(Metric):
         },
     }
 
-    def reads(self, params: dict[str, Any]) -> tuple[str, ...]:
-        return tuple(params["outputs"])
+    def reads(self, params: Params) -> tuple[str, ...]:
+        return settings_of(ExactSettings, params).outputs
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        if "argmax_axis" in params and "threshold" in params:
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(ExactSettings, params)
+        if read.argmax_axis is not None and read.threshold is not None:
             return ["set one of argmax_axis and threshold, not both"]
         return []
 
@@ -63,20 +75,21 @@ class ExactAgreement(Metric):
         self,
         reference: Outputs,
         candidate: Outputs,
-        feeds: list[dict[str, Any]],
-        params: dict[str, Any],
+        feeds: list[Feed],
+        params: Params,
     ) -> dict[str, float]:
         import numpy as np
 
+        read = settings_of(ExactSettings, params)
         equal = counted = 0
         unchanged: list[bool] = []
         for i, feed in enumerate(feeds):
             same_sample = None
-            for output in params["outputs"]:
+            for output in read.outputs:
                 ref, cand = (
-                    _labels(values[output][i], output, params) for values in (reference, candidate)
+                    _labels(values[output][i], output, read) for values in (reference, candidate)
                 )
-                keep = _mask(feed, params, ref.shape)
+                keep = _mask(feed, read, ref.shape)
                 agree = (ref == cand) | ~keep
                 equal += int(np.sum((ref == cand) & keep))
                 counted += int(np.sum(keep))
@@ -86,6 +99,7 @@ class ExactAgreement(Metric):
                     else agree.reshape(1)
                 )
                 same_sample = rows if same_sample is None else same_sample & rows
+            assert same_sample is not None  # `outputs` has one at least (minItems)
             unchanged.extend(bool(x) for x in same_sample)
         return {
             "label_agreement": equal / counted if counted else 1.0,
@@ -93,18 +107,18 @@ class ExactAgreement(Metric):
         }
 
 
-def _labels(array: Any, output: str, params: dict[str, Any]) -> Any:
+def _labels(array: Any, output: str, params: ExactSettings) -> Any:
     import numpy as np
 
     array = np.asarray(array)
-    if "argmax_axis" in params:
+    if params.argmax_axis is not None:
         if array.ndim == 0:
             raise StageError(
                 f"exact: output '{output}' is a single number; argmax_axis needs an axis of class scores"
             )
-        return np.argmax(array, axis=params["argmax_axis"])
-    if "threshold" in params:
-        return array > params["threshold"]
+        return np.argmax(array, axis=params.argmax_axis)
+    if params.threshold is not None:
+        return array > params.threshold
     if array.dtype.kind == "f":
         raise StageError(
             f"exact: output '{output}' holds floating-point scores, not labels — set argmax_axis "
@@ -113,10 +127,10 @@ def _labels(array: Any, output: str, params: dict[str, Any]) -> Any:
     return array
 
 
-def _mask(feed: dict[str, Any], params: dict[str, Any], shape: tuple[int, ...]) -> Any:
+def _mask(feed: Feed, params: ExactSettings, shape: tuple[int, ...]) -> Any:
     import numpy as np
 
-    name = params.get("mask_input")
+    name = params.mask_input
     if not name:
         return np.ones(shape, dtype=bool)
     if name not in feed:

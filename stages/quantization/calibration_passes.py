@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import onnx as onnx_model
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 MB = 1024 * 1024
 
@@ -73,7 +76,7 @@ def session(path: Path) -> Any:
 
 
 def bytes_per_sample(
-    model: Path, tensors: dict[str, Any], sample: dict[str, Any], samples: int
+    model: Path, tensors: dict[str, Any], sample: Feed, samples: int
 ) -> dict[str, int]:
     """Each tensor's bytes for one sample, measured by running `sample` (holding `samples` samples) once with
     every tensor an output: one sample's values, a batch-size share of an unbounded batch."""

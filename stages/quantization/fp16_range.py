@@ -5,15 +5,18 @@ those nodes in float32 instead of a hand-written block list."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ortflow.stages.quantization.localization import activations
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 FP16_MAX = 65504.0
 MASK_FILL = 1e38  # attention-mask fills (-3.4e38) are meant to be -inf: float16 keeps their meaning
 
 
-def out_of_range(model: Path, feeds: Sequence[dict[str, Any]], headroom: float) -> dict[str, float]:
+def out_of_range(model: Path, feeds: Sequence[Feed], headroom: float) -> dict[str, float]:
     """Node name -> the largest magnitude it produced, for nodes whose outputs exceed FP16_MAX / headroom
     (headroom: how much larger than on these samples a value may get elsewhere)."""
     import numpy as np

@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 EXACT_DB = 100.0  # the SQNR of a tensor quantization did not touch (graph inputs, identical values)
 HARMLESS_DB = 40.0  # above this SQNR (noise at 1% of the signal's amplitude) the error is not what breaks a model
@@ -47,9 +50,7 @@ class NodeError:
         }
 
 
-def rank_nodes(
-    float_model: Path, quantized: Path, feeds: Sequence[dict[str, Any]]
-) -> list[NodeError]:
+def rank_nodes(float_model: Path, quantized: Path, feeds: Sequence[Feed]) -> list[NodeError]:
     """The float model's nodes, worst jump in SQNR first. `float_model` must be the graph the quantizer was
     given (its node and tensor names are the quantized model's)."""
     import onnx
@@ -103,7 +104,7 @@ def _with_scale_owners(ranked: list[NodeError], nodes: Any) -> list[NodeError]:
     return ordered
 
 
-def activations(model: Path, feeds: Sequence[dict[str, Any]]) -> dict[str, list[Any]]:
+def activations(model: Path, feeds: Sequence[Feed]) -> dict[str, list[Any]]:
     """Every float tensor of the model, per feed, in its own shape. (ORT's
     modify_model_output_intermediate_tensors flattens what it saves, which loses the channels.) The
     augmented copy is saved beside `model` so that external-data locations still resolve."""

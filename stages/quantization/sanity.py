@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.stages.quantization import output_groups
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 SANITY_PARAMS = {
     "sanity_check": {
@@ -93,7 +96,7 @@ class FeedsDoNotFit(Exception):
 def check_outputs(
     float_model: Path,
     quantized: Path,
-    feeds: list[dict[str, Any]],
+    feeds: list[Feed],
     min_cosine: float,
     synthetic: bool,
 ) -> SanityReport:
@@ -225,7 +228,9 @@ def _decisions_lost(f: Any, q: Any) -> list[str]:
 
 
 def _ranges(indices: Any) -> str:
-    spans, start, last = [], None, None
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    last = 0
     for i in map(int, indices):
         if start is None:
             start = last = i
@@ -244,7 +249,7 @@ def _ranges(indices: Any) -> str:
 class Samples:
     """The feeds a check runs, and what they are, for its summary."""
 
-    feeds: list[dict[str, Any]]
+    feeds: list[Feed]
     synthetic: bool  # random feeds, not the user's data
     described: str  # "3 samples" (of `data`), "8 samples of the calibration data 'photos'"
 
@@ -280,7 +285,7 @@ def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
     return Samples(feeds, True, f"{len(feeds)} random samples")
 
 
-def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[dict[str, Any]], bool]:
+def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[Feed], bool]:
     """samples_for's feeds, and whether they are random: (feeds, synthetic)."""
     found = samples_for(ctx, model, samples)
     return found.feeds, found.synthetic

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from ortflow.stages.quantization.saturation import (
     quantize_weights,
 )
 from ortflow.stages.quantization.saturation_outputs import OutputDamage
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 ROWS = 96  # output positions (rows of the GEMM) measured per op and sample
 SAMPLES = 4  # real samples run through the float model
@@ -118,7 +121,7 @@ def _pair(values: list[int]) -> tuple[int, int]:
 def measure(
     model_path: Path,
     ranges: dict[str, tuple[float, float]] | None,
-    feeds: list[dict[str, Any]],
+    feeds: list[Feed],
     per_channel: bool,
     excluded: frozenset[str] | set[str] = frozenset(),
     op_types: tuple[str, ...] | list[str] = (),

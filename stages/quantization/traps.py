@@ -103,20 +103,20 @@ def find_traps(nodes: list[Any], ranges: dict[str, tuple[float, float]], ratio: 
             n.op_type == "Exp" for i in node.input if (n := producers.get(i))
         ):
             divs = [n for n in _appliers(node, readers) if n.op_type == "Div"]
-            group = {n for div in divs for n in _region(div, producers, SOFTMAX_OPS, ("Exp",))}
-            if group:  # and its input: logits rounded to 8 bits move every probability (exp amplifies the step)
+            softmax = {n for div in divs for n in _region(div, producers, SOFTMAX_OPS, ("Exp",))}
+            if softmax:  # and its input: logits rounded to 8 bits move every probability (exp amplifies the step)
                 exps = [
                     producers[i]
                     for i in node.input
                     if i in producers and producers[i].op_type == "Exp"
                 ]
-                group |= {
+                softmax |= {
                     n.name
                     for e in exps
                     for n in _walk_back(e, producers, LOGIT_OPS, set())
                     if n is not e
                 }
-                traps.decomposed[f"Softmax at {node.name}"] = sorted(group)
+                traps.decomposed[f"Softmax at {node.name}"] = sorted(softmax)
     return traps
 
 

@@ -6,10 +6,13 @@ of `block_size` along the reduction axis, one scale per block): an estimate to r
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import calibration_passes
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed
 
 
 def quantizable_matmuls(model: Any, excluded: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -55,7 +58,7 @@ def round_to_nearest(weight: Any, bits: int, block_size: int, symmetric: bool) -
 def ranked(
     model_path: Path,
     layers: dict[str, tuple[str, str]],
-    feeds: list[dict[str, Any]] | None,
+    feeds: list[Feed] | None,
     bits: int,
     block_size: int,
     symmetric: bool,
@@ -80,7 +83,7 @@ def ranked(
     return sorted(errors, key=lambda item: -item[1])
 
 
-def _layer_inputs(model_path: Path, names: set[str], feeds: list[dict[str, Any]]) -> dict[str, Any]:
+def _layer_inputs(model_path: Path, names: set[str], feeds: list[Feed]) -> dict[str, Any]:
     """The values of tensors `names` over `feeds`, concatenated sample after sample along a flattened axis."""
     import numpy as np
     from onnx import helper

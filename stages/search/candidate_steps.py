@@ -5,12 +5,15 @@ reports. The searches (quantization_search.Search, partial_search.PartialSearch)
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ortflow.api import (
     AccuracyResults,
     Artifact,
     BenchmarkResults,
+    Bounds,
+    Json,
     StageContext,
     StageError,
     Steps,
@@ -36,9 +39,15 @@ class CandidateSteps:
     sanity_on_data = False
 
     def __init__(
-        self, ctx: StageContext, models: tuple[Artifact, ...], tables: tuple[Artifact, ...]
+        self,
+        ctx: StageContext,
+        models: tuple[Artifact, ...],
+        tables: tuple[Artifact, ...],
+        accuracy: Mapping[str, Json],
+        benchmark: Mapping[str, Json] | None = None,
     ):
-        self.ctx, self.params = ctx, ctx.params
+        # the search's own settings are read by its subclass; these two blocks are its steps' parameters
+        self.ctx, self.accuracy, self.benchmark = ctx, accuracy, benchmark
         assert ctx.steps is not None  # the runner always hands a stage its steps
         self.steps: Steps = ctx.steps
         self.models, self.tables = models, tables
@@ -53,8 +62,8 @@ class CandidateSteps:
     def _build(self, c: Candidate) -> bool:
         c.id = f"c{len(self.candidates) + 1:02d}"
         self.candidates.append(c)
-        inputs: dict[str, Any] = {"model": self.models[c.start]}
-        labels: dict[str, Any] = {"model": self._model_name(c.start)}
+        inputs: dict[str, Artifact | list[Artifact]] = {"model": self.models[c.start]}
+        labels: dict[str, str | list[str]] = {"model": self._model_name(c.start)}
         if c.calibration is not None:
             inputs["calibration"] = self.tables[c.calibration]
             labels["calibration"] = self._table_name(c.calibration)
@@ -70,22 +79,27 @@ class CandidateSteps:
             return False
         c.model = step.outputs["model"]
         c.gate_failed = step.gate_failed
-        c.quantized_nodes = step.document("metrics").get("quantized_nodes", [])
+        c.quantized_nodes = _quantized_nodes(step.document("metrics"))
         return True
 
     def _check(self, c: Candidate) -> bool:
         """Accuracy without gates, so a re-run with another target reuses the check; the verdict is
         validate_accuracy's own, on the values it recorded (6 significant digits)."""
         assert c.model is not None
-        accuracy = accuracy_params(self.params)
+        accuracy = accuracy_target(self.accuracy)
         ungated = {k: v for k, v in accuracy.items() if k not in ("min", "max")}
-        inputs = {"reference": self.reference, "candidates": [c.model], "data": self.data}
+        inputs: dict[str, Artifact | list[Artifact]] = {
+            "reference": self.reference,
+            "candidates": [c.model],
+            "data": self.data,
+        }
         if self.ctx.has("metric"):
             inputs["metric"] = self.ctx.artifact("metric")
-        labels = {"reference": "reference", "candidates": [c.id]}
+        labels: dict[str, str | list[str]] = {"reference": "reference", "candidates": [c.id]}
         step = self.steps.run("validate_accuracy", ungated, inputs, labels)
+        gates = Bounds(accuracy["min"], accuracy["max"])
         c.values, c.score, c.passed = judged(
-            read_document(step.path("results"), AccuracyResults), accuracy
+            read_document(step.path("results"), AccuracyResults), gates
         )
         if c.role != "probe" or c.passed:
             self._say(
@@ -112,10 +126,11 @@ class CandidateSteps:
             self._say(c, f"not timed: {c.note}")
 
     def _time(self, c: Candidate) -> None:
-        assert c.model is not None
+        # only a search that times its candidates (quantize_search) was given `benchmark`
+        assert c.model is not None and self.benchmark is not None
         step = self.steps.run(
             "benchmark",
-            self.params["benchmark"],
+            self.benchmark,
             {"models": [self.reference, c.model], "data": self.data},
             {"models": ["reference", c.id]},
         )
@@ -159,6 +174,19 @@ class CandidateSteps:
         return self._table_name(c.calibration) if c.calibration is not None else None
 
 
-def accuracy_params(params: dict[str, Any]) -> dict[str, Any]:
+def accuracy_params(params: Mapping[str, object]) -> dict[str, Any]:
+    """The accuracy checks' parameters from a search stage's validated parameters (its `accuracy` block)."""
+    accuracy = params["accuracy"]
+    assert isinstance(accuracy, dict)  # the params_schema makes it an object
+    return accuracy_target(accuracy)
+
+
+def accuracy_target(accuracy: Mapping[str, Json]) -> dict[str, Any]:
     """The accuracy checks' parameters: the target as given, with validate_accuracy's defaults filled in."""
-    return fill_defaults(params["accuracy"], stage_type("validate_accuracy").params_schema)
+    return fill_defaults(dict(accuracy), stage_type("validate_accuracy").params_schema)
+
+
+def _quantized_nodes(metrics: Json) -> list[str]:
+    """The nodes a quantize step's metrics document says it quantized (none listed: empty)."""
+    nodes = metrics.get("quantized_nodes") if isinstance(metrics, dict) else None
+    return [str(node) for node in nodes] if isinstance(nodes, list) else []

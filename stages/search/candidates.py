@@ -3,11 +3,15 @@ of the run report (every candidate, the node rankings, speed against accuracy ma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypedDict
 
-from ortflow.api import Artifact
+from ortflow.api import Artifact, Json
 from ortflow.stages.search.pareto import pareto_front
+
+if TYPE_CHECKING:
+    from ortflow.api import ReportSection, Table
 
 
 @dataclass
@@ -16,8 +20,8 @@ class Candidate:
     family: str
     start: int  # index into the `models` input
     calibration: int | None  # index into the `calibrations` input
-    knobs: dict[str, Any]  # the searched parameters' values
-    params: dict[str, Any]  # the quantize step's parameters, exclusions included
+    knobs: dict[str, Json]  # the searched parameters' values
+    params: dict[str, Json]  # the quantize step's parameters, exclusions included
     excluded: list[str] = field(default_factory=list)  # nodes the search kept in float
     role: str = (
         "grid"  # grid, probe (one node kept float) or repair (the most harmful nodes kept float)
@@ -37,13 +41,33 @@ class Candidate:
     )
 
 
+def kept_float(params: Mapping[str, Json], nodes: list[str]) -> dict[str, Json]:
+    """A quantize step's parameters with `nodes` added to its nodes_to_exclude (sorted, each once)."""
+    given = params.get("nodes_to_exclude")
+    excluded = {str(node) for node in given} if isinstance(given, list) else set()
+    merged: list[Json] = [*sorted(excluded | set(nodes))]
+    return {**params, "nodes_to_exclude": merged}
+
+
+class _NotBuilt(TypedDict):
+    family: str
+    knobs: dict[str, Json]
+    why: str
+
+
+class NotBuilt(_NotBuilt, total=False):
+    """A grid combination the search did not build, and why (search.json's `not_built`)."""
+
+    model: str  # when it was dominated: the float model it would have been made from
+
+
 def search_report(
     candidates: list[Any],
     rankings: dict[str, list[tuple[str, float | None]]],
     chosen: Any,
     front: list[Any],
     describe: Callable[..., str],
-) -> dict[str, Any]:
+) -> ReportSection:
     tables = [_candidates_table(candidates, chosen, front, describe)]
     tables += _ranking_tables(rankings)
     return {"tables": tables, "charts": [_margin_chart(candidates, chosen, front, describe)]}
@@ -51,13 +75,13 @@ def search_report(
 
 def _candidates_table(
     candidates: list[Any], chosen: Any, front: list[Any], describe: Callable[..., str]
-) -> dict[str, Any]:
+) -> Table:
     """Every candidate with its gated metrics; probes only where they were timed (the rest are ranked below)."""
     metrics = sorted({k for c in candidates for k in c.values})
     shown = [
         c for c in candidates if c.role != "probe" or c.speedup
     ]  # probes: in the node rankings
-    rows = [
+    rows: list[list[Json]] = [
         [
             c.id + (" (chosen)" if c is chosen else ""),
             c.role,
@@ -88,7 +112,7 @@ def _candidates_table(
     }
 
 
-def _ranking_tables(rankings: dict[str, list[tuple[str, float | None]]]) -> list[dict[str, Any]]:
+def _ranking_tables(rankings: dict[str, list[tuple[str, float | None]]]) -> list[Table]:
     """Per repaired base, its nodes by harm, under their exact names: what nodes_to_exclude takes."""
     return [
         {
@@ -102,8 +126,8 @@ def _ranking_tables(rankings: dict[str, list[tuple[str, float | None]]]) -> list
 
 def _margin_chart(
     candidates: list[Any], chosen: Any, front: list[Any], describe: Callable[..., str]
-) -> dict[str, Any]:
-    points = [
+) -> dict[str, Json]:
+    points: list[Json] = [
         {
             "label": f"{c.id} {describe(c)}",
             "x": c.speedup,
@@ -135,7 +159,26 @@ def shown_values(c: Candidate) -> str:
     return ", ".join(f"{k} {v:.4f}" for k, v in c.values.items())
 
 
-def candidate_row(c: Candidate, on_front: bool, model: str, table: str | None) -> dict[str, Any]:
+class CandidateRow(TypedDict):
+    """One candidate as search.json records it."""
+
+    id: str
+    role: str
+    family: str
+    model: str
+    calibration: str | None
+    knobs: dict[str, Json]
+    kept_float: list[str]
+    quantized_nodes: int
+    values: dict[str, float]
+    meets_target: bool | None
+    speedup: float | None
+    p50_ms: float | None
+    pareto: bool
+    note: str
+
+
+def candidate_row(c: Candidate, on_front: bool, model: str, table: str | None) -> CandidateRow:
     """One candidate in search.json: `model` and `table` name its float model and calibration table."""
     return {
         "id": c.id,

@@ -5,11 +5,12 @@ culprits float first, under names nodes_to_exclude takes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, cast
+from typing import Callable, cast
 
-from ortflow.api import Artifact, StageError, Steps
+from ortflow.api import Artifact, Json, StageError, Steps
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ def ranked_culprits(
     reference: Artifact,
     model: Artifact,
     data: Artifact,
-    labels: dict[str, Any],
+    labels: dict[str, str | list[str]],
     top: int = 50,
     log: Callable[[str], None] | None = None,
     pre_process: bool | str = False,
@@ -40,7 +41,7 @@ def ranked_culprits(
         }
         params = {"samples": 4, "top": top, "pre_process": pre_process}
         step = steps.run("quantization_debug", params, inputs, labels)
-        nodes: list[dict[str, Any]] = cast(Any, step.document("report"))["nodes"]
+        report = step.document("report")
     except StageError as exc:
         if log is not None:
             log(
@@ -48,9 +49,24 @@ def ranked_culprits(
             )
         return []
     found: dict[str, Culprit] = {}
-    for n in nodes:
-        found.setdefault(n["node"], Culprit(n["node"], n["op_type"], float(n["jump_db"])))
+    for n in _nodes(report):
+        node = str(n["node"])
+        found.setdefault(node, Culprit(node, str(n["op_type"]), _number(n["jump_db"])))
     return list(found.values())
+
+
+def _nodes(report: Json) -> list[dict[str, Json]]:
+    """quantization_debug's ranked nodes (its report's `nodes`, each {node, op_type, jump_db, ...})."""
+    nodes = report.get("nodes") if isinstance(report, dict) else None
+    if not isinstance(nodes, list):
+        raise TypeError("quantization_debug's report has no `nodes` list")
+    return [n for n in nodes if isinstance(n, dict)]
+
+
+def _number(value: Json) -> float:
+    if not isinstance(value, (int, float)):
+        raise TypeError(f"quantization_debug's report: {value!r} is no number")
+    return float(value)
 
 
 def node_names(model: Path) -> set[str]:
@@ -62,7 +78,7 @@ def node_names(model: Path) -> set[str]:
     return {n.name for n in onnx.load(str(target), load_external_data=False).graph.node if n.name}
 
 
-def quantizer_pre_process(family: str, quantize: Any) -> bool | str:
+def quantizer_pre_process(family: str, quantize: Mapping[str, Json]) -> bool | str:
     """The `pre_process` a candidate's quantizer applied: quantize_static's setting (auto by default);
     dynamic INT8 never pre-processes."""
     return cast("bool | str", quantize.get("pre_process", "auto")) if family == "static" else False

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import StageResult
+from ortflow.api import Json, StageResult
 from ortflow.stages.search.candidates import Candidate, shown_values
 from ortflow.stages.search.localisation import Culprit
 
@@ -25,7 +25,7 @@ class PartialResult:
     whole: Candidate
 
 
-def deliver(search: Any, result: PartialResult, metrics: dict[str, Any]) -> StageResult:
+def deliver(search: Any, result: PartialResult, metrics: dict[str, Json]) -> StageResult:
     chosen = result.chosen
     assert chosen.model is not None
     write_document(search, chosen, metrics)
@@ -39,7 +39,7 @@ def deliver(search: Any, result: PartialResult, metrics: dict[str, Any]) -> Stag
     )
 
 
-def write_document(search: Any, chosen: Candidate | None, metrics: dict[str, Any]) -> None:
+def write_document(search: Any, chosen: Candidate | None, metrics: dict[str, Json]) -> None:
     """partial.json: every candidate tried (how many nodes it kept float, its values, its verdict), the nodes the
     chosen one keeps float with their SQNR drop, and why the search stopped early where it did."""
     document = {

@@ -8,13 +8,13 @@ chosen are the same on every machine; a time budget, where set, is said in the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ortflow.api import Artifact, GateFailed, StageContext, StageResult
+from ortflow.api import Artifact, GateFailed, Json, StageContext, StageResult
 from ortflow.stages.measurement.accuracy_gates import verdict_data
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import CandidateSteps
 from ortflow.stages.search.candidates import Candidate, shown_values
+from ortflow.stages.search.candidates import kept_float as with_kept_float
 from ortflow.stages.search.localisation import (
     Culprit,
     node_names,
@@ -22,6 +22,7 @@ from ortflow.stages.search.localisation import (
     ranked_culprits,
 )
 from ortflow.stages.search.partial_report import PartialResult, deliver, write_document
+from ortflow.stages.search.settings import PartialSettings
 
 
 class PartialSearch(CandidateSteps):
@@ -34,9 +35,10 @@ class PartialSearch(CandidateSteps):
     def __init__(self, ctx: StageContext):
         model: Artifact = ctx.artifact("model")
         tables = (ctx.artifact("calibration"),) if ctx.has("calibration") else ()
-        super().__init__(ctx, (model,), tables)
+        self.settings = ctx.settings(PartialSettings)
+        super().__init__(ctx, (model,), tables, self.settings.accuracy)
         self.family = "static" if tables else "dynamic"
-        self.budget = Budget(self.params["max_candidates"], self.params.get("seconds"))
+        self.budget = Budget(self.settings.max_candidates, self.settings.seconds)
         self.data_source = verdict_data(ctx, "data", ("calibration", "model"))
         self.culprits: list[Culprit] = []
         self.passing: dict[
@@ -74,9 +76,9 @@ class PartialSearch(CandidateSteps):
             whole.model,
             self.data,
             {"reference": "model", "model": whole.id, "data": "data"},
-            top=self.params["max_float"],
+            top=self.settings.max_float,
             log=self.ctx.log,
-            pre_process=quantizer_pre_process(self.family, self.params["quantize"]),
+            pre_process=quantizer_pre_process(self.family, self.settings.quantize),
         )
         # dynamic INT8 quantizes only the nodes it lists (a Softmax beside them is float already). Static QDQ wraps
         # more ops (Add, HardSigmoid, pooling) than quantized_nodes names, and keeps the names of the graph its
@@ -84,7 +86,9 @@ class PartialSearch(CandidateSteps):
         if self.family == "dynamic":
             present = set(whole.quantized_nodes)
         else:
-            present = node_names(Path(whole.model.path))
+            built = whole.model.path
+            assert isinstance(built, Path)  # a quantize step's output: a file, never a dataset
+            present = node_names(built)
         self.culprits = [c for c in self.culprits if c.node in present]
         if not self.culprits:
             write_document(self, None, self._metrics(None))
@@ -122,10 +126,7 @@ class PartialSearch(CandidateSteps):
         (self.passing if kept else self.failing)[count] = candidate
 
     def _candidate(self, kept_float: list[str]) -> Candidate:
-        params = dict(self.params["quantize"])
-        params["nodes_to_exclude"] = sorted(
-            set(params.get("nodes_to_exclude", [])) | set(kept_float)
-        )
+        params = with_kept_float(self.settings.quantize, kept_float)
         table = 0 if self.tables else None
         role = "repair" if kept_float else "grid"
         candidate = Candidate("", self.family, 0, table, {}, params, kept_float, role)
@@ -165,8 +166,8 @@ class PartialSearch(CandidateSteps):
             data_source=self.data_source,
         )
 
-    def _metrics(self, result: PartialResult | None) -> dict[str, Any]:
-        metrics: dict[str, Any] = {
+    def _metrics(self, result: PartialResult | None) -> dict[str, Json]:
+        metrics: dict[str, Json] = {
             "candidates": len(self.candidates),
             "stopped_early": self.budget.stopped or None,
             "time_budget_cut": self.budget.out_of_time,

@@ -5,7 +5,6 @@ The stage (stages/quantize_search.py) declares the ports and parameters; this mo
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 from ortflow.api import Artifact, StageContext, StageResult
 from ortflow.stages.measurement.accuracy_gates import verdict_data
@@ -13,8 +12,9 @@ from ortflow.stages.search import search_result
 from ortflow.stages.search import space as search_space
 from ortflow.stages.search.budget import Budget
 from ortflow.stages.search.candidate_steps import FAMILIES, CandidateSteps, accuracy_params
-from ortflow.stages.search.candidates import Candidate
+from ortflow.stages.search.candidates import Candidate, NotBuilt, kept_float
 from ortflow.stages.search.localisation import quantizer_pre_process, ranked_culprits
+from ortflow.stages.search.settings import SearchSettings
 
 __all__ = ["FAMILIES", "Search", "accuracy_params"]
 
@@ -27,7 +27,14 @@ class Search(CandidateSteps):
 
     def __init__(self, ctx: StageContext):
         models: tuple[Artifact, ...] = ctx.artifacts("models")
-        super().__init__(ctx, models, ctx.artifacts("calibrations"))
+        self.settings = ctx.settings(SearchSettings)
+        super().__init__(
+            ctx,
+            models,
+            ctx.artifacts("calibrations"),
+            self.settings.accuracy,
+            self.settings.benchmark,
+        )
         self.data_source = verdict_data(ctx, "data", ("calibrations", "models"))
         # base id -> (node, margin when kept float)
         self.rankings: dict[str, list[tuple[str, float | None]]] = {}
@@ -38,9 +45,9 @@ class Search(CandidateSteps):
         self.probes: dict[str, list[Candidate]] = {}  # per repaired base: its probes so far
         # (base, node set) a repair candidate kept float
         self.tried: set[tuple[str, frozenset[str]]] = set()
-        self.budget = Budget(self.params["max_candidates"], self.params["seconds"])
+        self.budget = Budget(self.settings.max_candidates, self.settings.seconds)
         # grid combinations not built: pruned for the ISA, or dominated
-        self.skipped: list[dict[str, Any]] = []
+        self.skipped: list[NotBuilt] = []
 
     # -- the search --------------------------------------------------------------------------------
 
@@ -59,10 +66,10 @@ class Search(CandidateSteps):
         )
         # the likeliest culprits of every base first, then the rest
         for limit in (CULPRIT_PROBES, None):
-            for base in failing[: self.params["repair"]]:
+            for base in failing[: self.settings.repair]:
                 best = self.best()
                 if best is not None and (base.speedup or 0) <= (best.speedup or 0) * (
-                    1 + self.params["tie"]
+                    1 + self.settings.tie
                 ):
                     break  # keeping nodes in float only slows a model down: it cannot beat the best any more
                 if self._repair(base, limit):
@@ -71,17 +78,17 @@ class Search(CandidateSteps):
     def _grid_candidates(self) -> list[Candidate]:
         found = []
         for family in FAMILIES:
-            if family not in self.params["families"]:
+            if family not in self.settings.families:
                 continue
             stage_cls = self.steps.stage_type(FAMILIES[family])
-            varying = search_space.varying(self.params[family], stage_cls.params_schema)
+            varying = search_space.varying(self.settings.space(family), stage_cls.params_schema)
             tables: list[int | None] = (
                 list(range(len(self.tables))) if family == "static" else [None]
             )
             if family == "static" and not tables:
                 self.ctx.log("static candidates skipped: no calibration tables given")
                 continue
-            grid = search_space.grid(self.params[family], stage_cls.params_schema)
+            grid = search_space.grid(self.settings.space(family), stage_cls.params_schema)
             combinations, pruned = search_space.admitted(grid, self.ctx.env["target_isa"])
             self.skipped += [
                 {"family": family, "knobs": {k: c[k] for k in varying}, "why": why}
@@ -138,7 +145,7 @@ class Search(CandidateSteps):
         ranked = sorted((p for p in probes if p.score is not None), key=lambda p: -(p.score or 0))
         self.rankings[base.id] = [(p.excluded[0], p.score) for p in ranked]
         order = [p.excluded[0] for p in ranked]
-        for count in range(2, min(self.params["max_excluded"], len(order)) + 1):
+        for count in range(2, min(self.settings.max_excluded, len(order)) + 1):
             if self._over_budget():
                 return False
             if (base.id, frozenset(order[:count])) in self.tried:
@@ -154,7 +161,11 @@ class Search(CandidateSteps):
         """The base's quantized nodes, those where error enters first (as a quantization_debug step ranks
         them), so the probe budget goes to the likeliest culprits, not to the first nodes of the graph."""
         assert base.model is not None
-        labels = {"reference": self._model_name(base.start), "model": base.id, "data": "data"}
+        labels: dict[str, str | list[str]] = {
+            "reference": self._model_name(base.start),
+            "model": base.id,
+            "data": "data",
+        }
         ranked = [
             c.node
             for c in ranked_culprits(
@@ -174,10 +185,7 @@ class Search(CandidateSteps):
         return first + [n for n in base.quantized_nodes if n not in set(first)]
 
     def _derived(self, base: Candidate, excluded: list[str], role: str) -> Candidate:
-        params = dict(base.params)
-        params["nodes_to_exclude"] = sorted(
-            set(base.params.get("nodes_to_exclude", [])) | set(excluded)
-        )
+        params = kept_float(base.params, excluded)
         return Candidate(
             "", base.family, base.start, base.calibration, base.knobs, params, excluded, role
         )
@@ -192,7 +200,7 @@ class Search(CandidateSteps):
         if not timed:
             return None
         fastest = max(c.speedup or 0 for c in timed)
-        close = [c for c in timed if (c.speedup or 0) >= fastest * (1 - self.params["tie"])]
+        close = [c for c in timed if (c.speedup or 0) >= fastest * (1 - self.settings.tie)]
         return max(close, key=lambda c: (c.score or 0, c.speedup or 0))
 
     def finish(self) -> StageResult:

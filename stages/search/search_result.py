@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import GateFailed, StageError, StageResult
+from ortflow.api import GateFailed, Json, StageError, StageResult
 from ortflow.stages.search.candidates import candidate_row, pareto, search_report, shown_values
 
 
@@ -16,7 +16,7 @@ def finish(search: Any) -> StageResult:
     """The search document and report, the chosen model copied to `model`; GateFailed when none was chosen."""
     chosen = search.best()
     front = pareto([c for c in search.candidates if c.speedup and c.score is not None])
-    target = search.params["accuracy"]
+    target = search.accuracy
     document = {
         "gates": {"min": target.get("min", {}), "max": target.get("max", {})},
         "chosen": chosen.id if chosen else None,
@@ -39,7 +39,10 @@ def finish(search: Any) -> StageResult:
     tried = f"{len(search.candidates)} candidates"
     if search.budget.stopped:
         tried += f"; stopped early: {search.budget.stopped}"
-    metrics = {"candidates": len(search.candidates), "pareto": [c.id for c in front]}
+    metrics: dict[str, Json] = {
+        "candidates": len(search.candidates),
+        "pareto": [c.id for c in front],
+    }
     if chosen is None:
         _none_chosen(search, tried, metrics)
     assert chosen is not None and chosen.model is not None
@@ -56,7 +59,7 @@ def finish(search: Any) -> StageResult:
     return StageResult(summary=summary, metrics=metrics, data_source=search.data_source)
 
 
-def _none_chosen(search: Any, tried: str, metrics: dict[str, Any]) -> None:
+def _none_chosen(search: Any, tried: str, metrics: dict[str, Json]) -> None:
     """No candidate met the gates: say why (out of time, or the closest one) and what to change."""
     if search.budget.out_of_time:
         raise StageError(

@@ -19,7 +19,7 @@ from ortflow.api import (
 )
 
 if TYPE_CHECKING:
-    from ortflow.api import SessionSettings
+    from ortflow.api import Json, SessionSettings, Table
 
 
 @dataclass
@@ -102,13 +102,13 @@ def selection_document(outcome: Outcome, names: list[str]) -> Selection:
 
 
 def _report(outcome: Outcome) -> ReportSection:
-    charts = []
+    charts: list[dict[str, Json]] = []
     if outcome.plotted:
         charts.append(_scatter(outcome, outcome.plotted))
     return {"tables": [_candidates_table(outcome)], "charts": charts}
 
 
-def _candidates_table(outcome: Outcome) -> dict:
+def _candidates_table(outcome: Outcome) -> Table:
     """The candidates, those meeting the constraints first, each group best first by the objective; the
     columns: the objective, the constrained metrics, then the usual ones where any candidate has them."""
     objective, goal, candidates = outcome.objective, outcome.goal, outcome.candidates
@@ -133,7 +133,7 @@ def _candidates_table(outcome: Outcome) -> dict:
             (-1 if goal == "maximize" else 1) * c.values.get(objective, math.inf),
         ),
     )
-    rows = [
+    rows: list[list[Json]] = [
         [
             c.id + (" (chosen)" if c is outcome.chosen else ""),
             *[c.values.get(m, "") for m in metrics],
@@ -151,9 +151,9 @@ def _candidates_table(outcome: Outcome) -> dict:
     }
 
 
-def _scatter(outcome: Outcome, plotted: str) -> dict:
+def _scatter(outcome: Outcome, plotted: str) -> dict[str, Json]:
     objective = outcome.objective
-    points = [
+    points: list[Json] = [
         {
             "label": c.id,
             "x": c.values[objective],

@@ -4,56 +4,61 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Mapping
 
+from ortflow.api import Json
 from ortflow.stages.quantization import isa
 
 
-def grid(space: dict[str, Any], schema: dict[str, Any]) -> list[dict[str, Any]]:
+def grid(space: Mapping[str, Json], schema: Mapping[str, Json]) -> list[dict[str, Json]]:
     """Every combination of the choices in `space` (a list is a choice, except a plain list given to an
     array-typed parameter, which is one value; a list of lists is a choice between them)."""
     axes = [[(name, v) for v in choices(name, value, schema)] for name, value in space.items()]
     return [dict(combination) for combination in itertools.product(*axes)]
 
 
-def varying(space: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def varying(space: Mapping[str, Json], schema: Mapping[str, Json]) -> list[str]:
     """The parameters that take more than one value across the grid (the ones a candidate is told apart by)."""
     return [name for name, value in space.items() if len(choices(name, value, schema)) > 1]
 
 
-def choices(name: str, value: Any, schema: dict[str, Any]) -> list[Any]:
+def choices(name: str, value: Json, schema: Mapping[str, Json]) -> list[Json]:
     """The values parameter `name` takes in the grid; `schema` (the stage's params schema) tells whether a
     list is a choice or, for an array-typed parameter, one value."""
     if not isinstance(value, list):
         return [value]
-    if _takes_array(schema.get("properties", {}).get(name, {})):
+    properties = schema.get("properties")
+    param = properties.get(name) if isinstance(properties, dict) else None
+    if _takes_array(param if isinstance(param, dict) else {}):
         return value if value and all(isinstance(v, list) for v in value) else [value]
     return value
 
 
-def _takes_array(param: dict[str, Any]) -> bool:
+def _takes_array(param: Mapping[str, Json]) -> bool:
     """Whether a parameter's schema admits an array as one value (`type: array`, or one branch of a oneOf /
     anyOf: `op_types_to_quantize` is a list of op types or `auto`)."""
-    branches = [param, *param.get("oneOf", []), *param.get("anyOf", [])]
-    return any(branch.get("type") == "array" for branch in branches)
+    branches = [param, *_listed(param.get("oneOf")), *_listed(param.get("anyOf"))]
+    return any(isinstance(b, Mapping) and b.get("type") == "array" for b in branches)
 
 
-Params = dict[str, Any]  # one combination of a stage type's parameters
+def _listed(value: Json) -> list[Json]:
+    return value if isinstance(value, list) else []
 
 
 def admitted(
-    combinations: list[Params], isa_fact: str
-) -> tuple[list[Params], list[tuple[Params, str]]]:
+    combinations: list[dict[str, Json]], isa_fact: str
+) -> tuple[list[dict[str, Json]], list[tuple[dict[str, Json], str]]]:
     """The combinations worth building for a target with instruction set `isa_fact`, likeliest to meet an
     accuracy target on the fastest kernel first (so a budget that runs out cuts the least promising), and
-    those pruned, each with why."""
+    those pruned, each with why. A combination is a quantize stage's parameters: the user's JSON, checked by
+    the stage it is given to."""
     pruned = [(c, unsupported(c) or isa.wasted(c, isa_fact)) for c in combinations]
     kept = [c for c, why in pruned if not why]
     pruned = [(c, why) for c, why in pruned if why]
     return sorted(kept, key=lambda c: rank(c, isa_fact)), pruned
 
 
-def rank(params: dict[str, Any], isa_fact: str) -> tuple[int, int]:
+def rank(params: dict[str, Json], isa_fact: str) -> tuple[int, int]:
     return isa.accuracy_rank(params, isa_fact), isa.kernel_rank(params, isa_fact)
 
 
@@ -64,7 +69,7 @@ SPEED_NEUTRAL = frozenset(
 )
 
 
-def dominated(params: dict[str, Any], passed: dict[str, Any], isa_fact: str) -> bool:
+def dominated(params: dict[str, Json], passed: dict[str, Json], isa_fact: str) -> bool:
     """Whether `params` cannot beat the passing combination `passed`: the same except for speed-neutral
     knobs and the kernel's expected speed, and no faster a kernel."""
     same = all(
@@ -73,7 +78,7 @@ def dominated(params: dict[str, Any], passed: dict[str, Any], isa_fact: str) -> 
     return same and isa.kernel_rank(params, isa_fact) >= isa.kernel_rank(passed, isa_fact)
 
 
-def unsupported(params: dict[str, Any]) -> str:
+def unsupported(params: Mapping[str, Json]) -> str:
     """Why ORT cannot build this combination on any CPU (a grid crossing axes meets it; a stage given it
     outright refuses it in its check). Empty when it can."""
     if params.get("weight_type") == "QUInt8" and params.get("activation_type") == "QInt8":
