@@ -6,10 +6,11 @@ before these classes existed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, TypedDict
+from typing import Callable, TypedDict, cast
 
 from ortflow.engine.contracts.report_section import ReportSection
-from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.contracts.json_values import json_value
+from ortflow.engine.leaves.json_types import Json, obj, objects, text
 
 
 class Placement(TypedDict):
@@ -99,7 +100,7 @@ class SessionSettings:
     def describe(self) -> str:
         """One line, e.g. "CUDAExecutionProvider {enable_cuda_graph: 1}, IO binding, CUDA graph, threads default"."""
         providers = ", ".join(
-            p if isinstance(p, str) else f"{p['name']} {p.get('options') or {}}"  # type: ignore[index, union-attr]
+            p if isinstance(p, str) else f"{obj(p)['name']} {obj(p).get('options') or {}}"
             for p in self.providers
         )
         feeding = ", IO binding" if self.io_binding else ""
@@ -156,7 +157,7 @@ class BenchmarkRow:
             "peak_rss_mb": self.peak_rss_mb,
             "size_mb": self.size_mb,
             "latencies_ms": list(self.latencies_ms),
-            "latency_ms": self.latency_ms.to_json(),
+            "latency_ms": json_value(self.latency_ms.to_json()),
             "throughput_per_s": self.throughput_per_s,
             "runs": self.runs,
             "sequence_length": self.sequence_length,
@@ -212,26 +213,32 @@ class BenchmarkResults:
         return {
             "baseline": self.baseline,
             "note": self.note,
-            "load": dict(self.load),
-            "machine": self.machine,
+            "load": json_value(self.load),
+            "machine": json_value(self.machine),
             "results": [r.to_json() for r in self.results],
-            "profiles": dict(self.profiles),
-            "report": dict(self.report),
+            "profiles": json_value(self.profiles),
+            "report": json_value(self.report),
             **({"skipped": list(self.skipped)} if self.skipped else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> BenchmarkResults:
+        # read() checked `data` against the schema: its parts have the shapes the TypedDicts name
         return cls(
-            data["baseline"],
-            data.get("note", ""),
-            data.get("load") or {},
-            data.get("machine") or {},  # type: ignore[arg-type]
-            [BenchmarkRow.from_json(r) for r in data["results"]],
-            data.get("profiles") or {},
-            data.get("report") or {},
-            tuple(data.get("skipped") or ()),  # type: ignore[arg-type]
+            text(data["baseline"]),
+            text(data.get("note", "")),
+            cast(MachineLoad, obj(data.get("load"))),
+            {key: text(value) for key, value in obj(data.get("machine")).items()},
+            [BenchmarkRow.from_json(r) for r in objects(data["results"])],
+            cast("dict[str, Profile]", obj(data.get("profiles"))),
+            cast(ReportSection, obj(data.get("report"))),
+            _texts(data.get("skipped")),
         )
+
+
+def _texts(value: Json) -> tuple[str, ...]:
+    """A JSON array of strings as a tuple (null or absent: empty)."""
+    return tuple(text(item) for item in value) if isinstance(value, list) else ()
 
 
 def with_speedups(
