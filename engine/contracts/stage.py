@@ -236,7 +236,8 @@ class StageContext:
         report per model (benchmark, validate_accuracy, select) name the same input the same way."""
         seen: dict[str, int] = {}
         names = []
-        for index in range(len(self._inputs[port])):
+        value = self._inputs[port]
+        for index in range(len(value) if isinstance(value, list) else 1):
             name = self.label(port, index)
             seen[name] = seen.get(name, 0) + 1
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
