@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, TypedDict, cast
 
-from ortflow.engine.contracts.report_section import ReportSection
 from ortflow.engine.contracts.json_values import json_value
+from ortflow.engine.contracts.report_section import ReportSection
 from ortflow.engine.leaves.json_types import Json, obj, objects, text
 
 

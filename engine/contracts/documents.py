@@ -25,6 +25,7 @@ from ortflow.engine.contracts.benchmark_results import Placement as Placement
 from ortflow.engine.contracts.benchmark_results import Profile as Profile
 from ortflow.engine.contracts.benchmark_results import SessionSettings as SessionSettings
 from ortflow.engine.contracts.benchmark_results import with_speedups as with_speedups
+from ortflow.engine.contracts.json_values import integer, json_value, number_map, text_map, texts
 from ortflow.engine.contracts.metric import Better
 from ortflow.engine.contracts.provenance import DataSource
 from ortflow.engine.contracts.report_section import ReportSection
@@ -32,7 +33,6 @@ from ortflow.engine.contracts.report_section import Table as Table
 from ortflow.engine.contracts.report_section import report_section as report_section
 from ortflow.engine.leaves import schema_check
 from ortflow.engine.leaves.errors import StageError
-from ortflow.engine.contracts.json_values import integer, json_value, number_map, text_map, texts
 from ortflow.engine.leaves.json_types import Json, Scalar, obj, objects, text
 
 

@@ -9,7 +9,6 @@ from typing import Mapping, SupportsFloat
 from ortflow.engine.leaves.json_types import Json, obj, text
 
 
-
 def json_value(value: object) -> Json:
     """`value` as a JSON value: containers copied (tuples as lists, as json.dumps writes them), numbers that are
     not Python's (numpy scalars) as floats, as the documents' writer (json.dumps default=float) always wrote them."""
