@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ortflow.engine.leaves.errors import Location, Problem, RecipeError
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import SourceMap, parse_yaml
 from ortflow.engine.recipe.matrix_combinations import label
 
@@ -43,10 +43,10 @@ def fan_out(
     name: str,
     spec: JsonObject,
     ports: dict[str, bool],
-    instances: dict[str, list[Instance]],
+    instances: dict[str, list[Instance] | None],
     source: SourceMap,
     problems: list[Problem],
-) -> list[tuple[dict[str, str], JsonObject]]:
+) -> list[tuple[dict[str, str], Json]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
     written = spec.get("in")
     given = written if isinstance(written, dict) else None
@@ -88,7 +88,7 @@ def fan_out(
             fixed[port] = (
                 resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
             )
-    variants = []
+    variants: list[tuple[dict[str, str], Json]] = []
     for picked in itertools.product(*choices):
         axes: dict[str, str] = {}
         if any(
@@ -103,11 +103,11 @@ def fan_out(
 
 def _resolve(
     text: Any,
-    instances: dict[str, list[Instance]],
+    instances: dict[str, list[Instance] | None],
     where: Location,
     owner: str,
     problems: list[Problem],
-) -> tuple[str, bool, list[Instance]] | None | bool:
+) -> tuple[str, bool, list[Instance]] | Literal[False] | None:
     """(output, fans out, instances) for a reference to a stage; False for one it reported as wrong; None for
     anything else (a source, a malformed reference, an unknown stage: checked later)."""
     match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
@@ -128,13 +128,16 @@ def _resolve(
                 )
             )
             return False
-        found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
+        every, found = (
+            found,
+            [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())],
+        )
         if not found:
             problems.append(
                 Problem(
                     f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]",
                     where,
-                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]]),
+                    "its variants: " + ", ".join(i.id for i in every),
                 )
             )
             return False
