@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ortflow.engine.contracts.dataset import Feed
 from ortflow.engine.leaves.detection_heads import (
     READINGS,
     HeadReading,
@@ -64,7 +65,7 @@ def _figures(heads: list[Any], reading: HeadReading, size: tuple[int, int]) -> P
 
 
 def choose_reading(
-    model: str, output: str, feeds: list[dict[str, Any]], session: Any
+    model: str, output: str, feeds: list[Feed], session: Any
 ) -> ReadingChoice:
     """The first plausible reading (READINGS' order) of `output` on `feeds`; OrtflowError naming the
     parameters to set when none is."""
