@@ -64,9 +64,7 @@ def _figures(heads: list[Any], reading: HeadReading, size: tuple[int, int]) -> P
     return plausibility(corners, size)
 
 
-def choose_reading(
-    model: str, output: str, feeds: list[Feed], session: Any
-) -> ReadingChoice:
+def choose_reading(model: str, output: str, feeds: list[Feed], session: Any) -> ReadingChoice:
     """The first plausible reading (READINGS' order) of `output` on `feeds`; OrtflowError naming the
     parameters to set when none is."""
     size = feed_image_size(feeds[0])

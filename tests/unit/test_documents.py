@@ -23,6 +23,7 @@ from ortflow.api import (
     with_speedups,
     write_document,
 )
+from ortflow.engine.contracts import documents  # typed here (ortflow.api loads these lazily)
 from ortflow.engine.contracts.metric import Better
 from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 
@@ -254,20 +255,20 @@ def test_numpy_numbers_in_a_document_write_the_bytes_they_always_did(tmp_path: P
     what json.dumps(default=float) always wrote for them (an int64 as a float, a float32 widened)."""
     np = pytest.importorskip("numpy")
     values = {"int8": {"cosine_mean": np.float32(0.75), "max_abs": np.int64(3)}}
-    accuracy = AccuracyResults(
+    accuracy = documents.AccuracyResults(
         8,
         {"int8": {"out": {"cosine_mean": np.float32(0.75)}}},
         values,
         {},
         {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER},
         None,
-        Bounds({"cosine_mean": np.float32(0.5)}),
+        documents.Bounds({"cosine_mean": np.float32(0.5)}),
         [],
         None,
         {"tables": []},
     )
     path = tmp_path / "accuracy.json"
-    write_document(path, accuracy)
+    documents.write(path, accuracy)
     before = {**ACCURACY, "results": {"int8": {"out": {"cosine_mean": np.float32(0.75)}}}}
     before.update(values=values, counted_at={}, reference_labelled=None, failures=[])
     before.update(gates={"min": {"cosine_mean": np.float32(0.5)}, "max": {}}, report={"tables": []})
@@ -276,7 +277,7 @@ def test_numpy_numbers_in_a_document_write_the_bytes_they_always_did(tmp_path: P
     order = ["samples", "results", "values", "counted_at", "better", "reference_labelled", "gates"]
     expected = {k: before[k] for k in [*order, "failures", "report"]}
     assert path.read_text() == json.dumps(expected, indent=2, default=float)
-    assert read_document(path, AccuracyResults).model_values("int8") == {
+    assert documents.read(path, documents.AccuracyResults).model_values("int8") == {
         "cosine_mean": 0.75,
         "max_abs": 3.0,
     }
