@@ -11,13 +11,11 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
     file_param,
-    settings_of,
 )
 
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
@@ -43,7 +41,7 @@ class ImagesSettings:
     limit: int | None = None
 
 
-class ImagesLoader(DatasetLoader):
+class ImagesLoader(SettingsLoader[ImagesSettings]):
     type = "images"
     provenance = DataProvenance.REAL
     description = (
@@ -135,11 +133,10 @@ class ImagesLoader(DatasetLoader):
 
     settings = ImagesSettings
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
+    def samples(self, settings: ImagesSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
         from PIL import Image
 
-        settings = settings_of(ImagesSettings, params)
         spec = self._input(settings, inputs)
         layout = self._layout(settings.layout, spec)
         height, width = self._size(settings, spec, layout)

@@ -11,13 +11,11 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
     file_param,
-    settings_of,
 )
 
 
@@ -31,7 +29,7 @@ class NpyDirSettings:
     batch_axes: dict[str, int | None] | None = None
 
 
-class NpyDirLoader(DatasetLoader):
+class NpyDirLoader(SettingsLoader[NpyDirSettings]):
     type = "npy_dir"
     provenance = DataProvenance.REAL
     description = (
@@ -53,10 +51,9 @@ class NpyDirLoader(DatasetLoader):
 
     settings = NpyDirSettings
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
+    def samples(self, settings: NpyDirSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        settings = settings_of(NpyDirSettings, params)
         root = settings.path
         if not root.is_dir():
             raise StageError(

@@ -19,13 +19,11 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
     file_param,
-    settings_of,
 )
 
 MAX_BYTES = (
@@ -74,7 +72,7 @@ class NpzSettings:
     max_bytes: int = MAX_BYTES
 
 
-class NpzLoader(DatasetLoader):
+class NpzLoader(SettingsLoader[NpzSettings]):
     type = "npz"
     provenance = DataProvenance.REAL
     description = (
@@ -108,8 +106,7 @@ class NpzLoader(DatasetLoader):
 
     settings = NpzSettings
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
-        settings = settings_of(NpzSettings, params)
+    def samples(self, settings: NpzSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         path = settings.path
         with _open_npz(path) as archive:
             members = _members(archive, path.name)
@@ -132,8 +129,7 @@ class NpzLoader(DatasetLoader):
         for i in range(min((len(a) for a in arrays.values()), default=0)):
             yield {key: _with_batch_axis(a[i], axes.get(key, 0)) for key, a in arrays.items()}
 
-    def labels(self, params: Params) -> Any:
-        settings = settings_of(NpzSettings, params)
+    def labels_of(self, settings: NpzSettings) -> Any:
         if not settings.labels:
             return None
         path = settings.path

@@ -11,13 +11,11 @@ from typing import Iterator
 from ortflow.api import (
     BATCH_AXES_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
     file_param,
-    settings_of,
 )
 
 
@@ -33,7 +31,7 @@ class PythonSettings:
     provenance: str = DataProvenance.UNKNOWN.value
 
 
-class PythonLoader(DatasetLoader):
+class PythonLoader(SettingsLoader[PythonSettings]):
     type = "python"
     description = (
         "Calls `function(model_inputs, **kwargs)` from a Python file and uses the feeds it yields. The file's "
@@ -69,12 +67,11 @@ class PythonLoader(DatasetLoader):
 
     settings = PythonSettings
 
-    def data_provenance(self, params: Params) -> DataProvenance:
+    def provenance_of(self, settings: PythonSettings) -> DataProvenance:
         """Only the user knows what their function yields: `unknown` unless the recipe says."""
-        return DataProvenance(settings_of(PythonSettings, params).provenance)
+        return DataProvenance(settings.provenance)
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
-        settings = settings_of(PythonSettings, params)
+    def samples(self, settings: PythonSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         path = settings.path
         module_name = f"ortflow_user_data_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(module_name, path)
@@ -94,7 +91,7 @@ class PythonLoader(DatasetLoader):
             raise StageError(
                 f"{path.name} has no function '{settings.function}' (it has: {', '.join(names) or 'none'})"
             )
-        extra = {"data": settings.data} if "data" in params else {}
+        extra = {"data": settings.data} if settings.data is not None else {}
         produced = function(inputs, **settings.kwargs, **extra)
         if produced is None or not hasattr(produced, "__iter__"):
             raise StageError(
@@ -103,10 +100,9 @@ class PythonLoader(DatasetLoader):
             )
         yield from produced
 
-    def key_caveat(self, params: Params) -> str | None:
-        if "data" in params:
+    def caveat_of(self, settings: PythonSettings) -> str | None:
+        if settings.data is not None:
             return None  # the user declared what the function reads
-        settings = settings_of(PythonSettings, params)
         return (
             f"only {Path(settings.path).name} is in its cache key: a file {settings.function}() reads is not, so "
             "editing it re-runs nothing (name the file or folder it reads as `data`)"

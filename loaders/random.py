@@ -9,12 +9,10 @@ from ortflow.api import (
     BATCH_AXES_PARAM,
     MAX_FEED_VALUES,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
-    settings_of,
 )
 
 
@@ -30,7 +28,7 @@ class RandomSettings:
     ranges: dict[str, list[float]] = field(default_factory=dict)
 
 
-class RandomLoader(DatasetLoader):
+class RandomLoader(SettingsLoader[RandomSettings]):
     type = "random"
     provenance = DataProvenance.RANDOM
     description = (
@@ -80,10 +78,9 @@ class RandomLoader(DatasetLoader):
 
     settings = RandomSettings
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
+    def samples(self, settings: RandomSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        settings = settings_of(RandomSettings, params)
         for name, (low, high) in settings.ranges.items():
             if low >= high:
                 raise StageError(

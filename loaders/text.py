@@ -11,13 +11,11 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
-    Params,
+    SettingsLoader,
     StageError,
     file_param,
-    settings_of,
 )
 
 # What a Hugging Face tokenizer produces, by the input names transformer exports use.
@@ -37,7 +35,7 @@ class TextSettings:
     limit: int | None = None
 
 
-class TextLoader(DatasetLoader):
+class TextLoader(SettingsLoader[TextSettings]):
     type = "text"
     provenance = DataProvenance.REAL
     data_params = ("path",)
@@ -81,10 +79,9 @@ class TextLoader(DatasetLoader):
 
     settings = TextSettings
 
-    def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterator[Feed]:
+    def samples(self, settings: TextSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        settings = settings_of(TextSettings, params)
         tokenizer = self._tokenizer(settings)
         unknown = [i.name for i in inputs if i.name not in PRODUCES]
         if unknown:

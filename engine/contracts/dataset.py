@@ -7,7 +7,6 @@ version, its parameters, and the content of every file it reads: never a path.
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
@@ -178,9 +177,6 @@ class DatasetLoader:
     # The file parameters that hold the samples, named in verdicts (default: every file parameter; a text
     # loader's tokenizer is a file it reads, not its data).
     data_params: ClassVar[tuple[str, ...] | None] = None
-    # Its parameters as a frozen dataclass (settings_problems holds it to params_schema), read with
-    # settings_of(); None: the loader reads them by key.
-    settings: ClassVar[builtins.type | None] = None  # `type` is the loader's name here
 
     def data_provenance(self, params: Params) -> DataProvenance:
         """What these parameters' samples are (by default the class's `provenance`); a loader whose data

@@ -41,3 +41,24 @@ def test_npz_feeds_read_through_settings_put_the_batch_axis_where_asked(tmp_path
     feeds = list(loader_cls().feeds(params, inputs))
     assert [f["x"].shape for f in feeds] == [(2, 1)] * 3
     assert loader_cls().labels(params).tolist() == [1, 2, 3]
+
+
+def test_python_loader_passes_data_only_when_named_and_says_what_its_key_misses(tmp_path: Path):
+    (tmp_path / "feeds.py").write_text(
+        "import numpy as np\n"
+        "def make(inputs, count, data=None):\n"
+        "    for i in range(count):\n"
+        "        yield {'x': np.full((1, 1), 0 if data is None else len(data.name), np.float32)}\n"
+    )
+    loader = Registry.discover(DATASETS).get("python")()
+    params = {"path": tmp_path / "feeds.py", "function": "make", "kwargs": {"count": 2}}
+    inputs = [ModelInput("x", "float32", (1, 1))]
+    assert [f["x"].item() for f in loader.feeds(params, inputs)] == [0, 0]
+    assert "only feeds.py is in its cache key: a file make() reads is not" in loader.key_caveat(
+        params
+    )
+    named = {**params, "data": tmp_path / "abcd"}
+    assert [f["x"].item() for f in loader.feeds(named, inputs)] == [4, 4]
+    assert loader.key_caveat(named) is None
+    assert loader.data_provenance(params).value == "unknown"
+    assert loader.data_provenance({**params, "provenance": "real"}).value == "real"
