@@ -215,9 +215,9 @@ class ImagesLoader(SettingsLoader[ImagesSettings]):
     def _size(settings: ImagesSettings, spec: ModelInput, layout: str) -> tuple[int, int]:
         if settings.size is not None:
             return settings.size[0], settings.size[1]
-        dims = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
-        if all(isinstance(d, int) and d > 0 for d in dims):
-            return dims[0], dims[1]  # type: ignore[return-value]
+        height, width = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
+        if isinstance(height, int) and isinstance(width, int) and height > 0 and width > 0:
+            return height, width
         raise StageError(
             f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`"
         )

@@ -17,6 +17,7 @@ from ortflow.engine.leaves.json_types import JsonObject, Params
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnx
 
 Feed = dict[str, "np.ndarray"]
 __all__ = [
@@ -98,10 +99,10 @@ def model_inputs(model_path: Path) -> ModelInputs:
     return ModelInputs(found, _frozen(model))
 
 
-def _frozen(model: object) -> dict[str, object]:
+def _frozen(model: onnx.ModelProto) -> dict[str, object]:
     import json
 
-    for prop in model.metadata_props:  # type: ignore[attr-defined]
+    for prop in model.metadata_props:
         if prop.key == FROZEN_INPUTS:
             return dict(json.loads(prop.value))
     return {}

@@ -66,11 +66,11 @@ def settings_of(cls: type[T], params: Mapping[str, object]) -> T:
     """The validated parameters (defaults filled in) as `cls`; a list arrives as a tuple (frozen settings)."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a dataclass: settings are declared as one")
-    values = {
-        f.name: tuple(params[f.name]) if isinstance(params[f.name], list) else params[f.name]  # type: ignore[arg-type]
-        for f in dataclasses.fields(cls)
-        if f.name in params
-    }
+    values: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in params:
+            value = params[f.name]
+            values[f.name] = tuple(value) if isinstance(value, list) else value
     return cls(**values)
 
 

@@ -60,6 +60,7 @@ def fan_out(
         many = ports.get(port, isinstance(value, list))
         texts = value if isinstance(value, list) else [value]
         resolved: list[Any] = []
+        fans = False  # the port takes one reference to a stage with variants: this stage fans out on it
         for i, text in enumerate(texts):
             where = (
                 ("stages", name, "in", port, i)
@@ -82,9 +83,9 @@ def fan_out(
                 resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
             else:
                 choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
-                resolved = None  # type: ignore[assignment]
+                fans = True
                 break
-        if resolved is not None:
+        if not fans:
             fixed[port] = (
                 resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
             )
