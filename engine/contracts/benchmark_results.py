@@ -8,7 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, TypedDict, cast
 
-from ortflow.engine.contracts.json_values import json_value
+from ortflow.engine.contracts.json_values import (
+    flag,
+    integer,
+    json_value,
+    number_map,
+    real,
+    reals,
+    texts,
+)
 from ortflow.engine.contracts.report_section import ReportSection
 from ortflow.engine.leaves.json_types import Json, obj, objects, text
 
@@ -95,7 +103,16 @@ class SessionSettings:
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> SessionSettings:
-        return cls(**data)  # type: ignore[arg-type]  # the schema checked every field
+        providers = data["providers"]
+        return cls(
+            providers if isinstance(providers, list) else [],
+            text(data["optimization_level"]),
+            integer(data["intra_op_threads"]),
+            integer(data["inter_op_threads"]),
+            text(data["execution_mode"]),
+            flag(data["io_binding"]),
+            flag(data["cuda_graph"]),
+        )
 
     def describe(self) -> str:
         """One line, e.g. "CUDAExecutionProvider {enable_cuda_graph: 1}, IO binding, CUDA graph, threads default"."""
@@ -171,15 +188,26 @@ class BenchmarkRow:
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> BenchmarkRow:
-        latency = Latency(**row["latency_ms"])  # type: ignore[arg-type]  # the schema checked its numbers
-        known = {
-            k: v
-            for k, v in row.items()
-            if k in cls.__dataclass_fields__ and k not in ("latency_ms", "session", "round_p50_ms")
-        }
-        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        rounds = tuple(row.get("round_p50_ms") or ())  # type: ignore[arg-type]
-        return cls(**known, latency_ms=latency, session=session, round_p50_ms=rounds)  # type: ignore[arg-type]
+        session, sequence = row.get("session"), row.get("sequence_length")
+        return cls(
+            text(row["model"]),
+            integer(row["intra_op_threads"]),
+            integer(row["batch_size"]),
+            texts(row["providers_used"]),
+            real(row["session_create_s"]),
+            None if row["peak_rss_mb"] is None else real(row["peak_rss_mb"]),
+            real(row["size_mb"]),
+            reals(row["latencies_ms"]),
+            Latency(**number_map(row["latency_ms"])),
+            real(row["throughput_per_s"]),
+            integer(row["runs"]),
+            None if sequence is None else integer(sequence),
+            flag(row.get("io_binding", False)),
+            real(row.get("speedup", 1.0)),
+            flag(row.get("cuda_graph", False)),
+            SessionSettings.from_json(obj(session)) if session else None,
+            tuple(reals(row.get("round_p50_ms"))),
+        )
 
 
 @dataclass(frozen=True)
@@ -232,13 +260,8 @@ class BenchmarkResults:
             [BenchmarkRow.from_json(r) for r in objects(data["results"])],
             cast("dict[str, Profile]", obj(data.get("profiles"))),
             cast(ReportSection, obj(data.get("report"))),
-            _texts(data.get("skipped")),
+            tuple(texts(data.get("skipped"))),
         )
-
-
-def _texts(value: Json) -> tuple[str, ...]:
-    """A JSON array of strings as a tuple (null or absent: empty)."""
-    return tuple(text(item) for item in value) if isinstance(value, list) else ()
 
 
 def with_speedups(

@@ -25,7 +25,15 @@ from ortflow.engine.contracts.benchmark_results import Placement as Placement
 from ortflow.engine.contracts.benchmark_results import Profile as Profile
 from ortflow.engine.contracts.benchmark_results import SessionSettings as SessionSettings
 from ortflow.engine.contracts.benchmark_results import with_speedups as with_speedups
-from ortflow.engine.contracts.json_values import integer, json_value, number_map, text_map, texts
+from ortflow.engine.contracts.json_values import (
+    flag,
+    integer,
+    json_value,
+    number_map,
+    scalar_map,
+    text_map,
+    texts,
+)
 from ortflow.engine.contracts.metric import Better
 from ortflow.engine.contracts.provenance import DataSource
 from ortflow.engine.contracts.report_section import ReportSection
@@ -178,11 +186,19 @@ class SelectionCandidate:
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
-        typed = ("session", "calibrated_on")
-        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k not in typed}
-        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        calibrated_on = DataSource.from_json(row.get("calibrated_on"))
-        return cls(**known, session=session, calibrated_on=calibrated_on)  # type: ignore[arg-type]
+        session = row.get("session")
+        return cls(
+            text(row["id"]),
+            text(row["model"]),
+            scalar_map(row["config"]),
+            number_map(row["values"]),
+            flag(row["meets_constraints"]),
+            texts(row["misses"]),
+            flag(row["pareto"]),
+            flag(row["chosen"]),
+            SessionSettings.from_json(obj(session)) if session else None,
+            DataSource.from_json(row.get("calibrated_on")),
+        )
 
 
 @dataclass(frozen=True)

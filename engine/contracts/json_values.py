@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping, SupportsFloat
 
-from ortflow.engine.leaves.json_types import Json, obj, text
+from ortflow.engine.leaves.json_types import Json, Scalar, obj, text
 
 
 def json_value(value: object) -> Json:
@@ -60,3 +60,36 @@ def integer(value: Json) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"expected a JSON integer, found {type(value).__name__}")
     return value
+
+
+def real(value: Json) -> float:
+    """A JSON number as written (an int stays an int: the same bytes when written again)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(f"expected a JSON number, found {type(value).__name__}")
+    return value
+
+
+def reals(value: Json) -> list[float]:
+    """A JSON array of numbers (null: [])."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a JSON array, found {type(value).__name__}")
+    return [real(item) for item in value]
+
+
+def flag(value: Json) -> bool:
+    """A JSON boolean."""
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, found {type(value).__name__}")
+    return value
+
+
+def scalar_map(value: Json) -> dict[str, Scalar]:
+    """A JSON object of strings, numbers, booleans and nulls (null: {})."""
+    found: dict[str, Scalar] = {}
+    for key, item in obj(value).items():
+        if isinstance(item, (list, dict)):
+            raise TypeError(f"expected a single value at '{key}', found {type(item).__name__}")
+        found[key] = item
+    return found
