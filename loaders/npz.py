@@ -54,7 +54,7 @@ class _Member:
         return self.shape[0] if self.fortran or not limit else min(self.shape[0], limit)
 
     def bytes_for(self, rows: int) -> int:
-        count = rows * self.dtype.itemsize
+        count = rows * int(self.dtype.itemsize)
         for extent in self.shape[1:]:
             count *= extent
         return count

@@ -56,9 +56,7 @@ class ModelInput:
 FROZEN_INPUTS = "ortflow.frozen_inputs"
 
 
-class ModelInputs(
-    list
-):  # list[ModelInput]; a list so every caller of model_inputs reads it as before
+class ModelInputs(list[ModelInput]):  # a list, so every caller of model_inputs reads it as before
     """The inputs a caller feeds, and `frozen`: inputs the model was specialized for (constants now), which data
     made for the original model still carries; Dataset.feeds drops them after checking the data's value."""
 

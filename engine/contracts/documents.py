@@ -290,11 +290,8 @@ def read(path: Path | str, kind: type[D]) -> D:
 
 @lru_cache(maxsize=None)
 def schema(name: str) -> dict[str, Json]:
-    return json.loads(
-        resources.files("ortflow.schemas")
-        .joinpath(f"{name}.schema.json")
-        .read_text(encoding="utf-8")
-    )
+    found = resources.files("ortflow.schemas").joinpath(f"{name}.schema.json")
+    return obj(json.loads(found.read_text(encoding="utf-8")))
 
 
 def _problem(name: str, data: object) -> str:

@@ -81,7 +81,8 @@ class StepResult:
 
     def document(self, port: str) -> Json:
         """A metrics output, parsed (a results document: read it typed with ortflow.api.read_document)."""
-        return json.loads(self.path(port).read_text(encoding="utf-8"))
+        found: Json = json.loads(self.path(port).read_text(encoding="utf-8"))
+        return found
 
 
 class Steps(Protocol):
