@@ -89,6 +89,13 @@ def fan_out(
             fixed[port] = (
                 resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
             )
+    return _variants(fixed, choices)
+
+
+def _variants(
+    fixed: JsonObject, choices: list[list[tuple[str, Instance | None, str]]]
+) -> list[tuple[dict[str, str], Json]]:
+    """One `in:` per combination of the fanning ports' upstream variants that agree on the axes they share."""
     variants: list[tuple[dict[str, str], Json]] = []
     for picked in itertools.product(*choices):
         axes: dict[str, str] = {}
