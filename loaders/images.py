@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
     file_param,
 )
@@ -20,7 +21,27 @@ from ortflow.api import (
 EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
-class ImagesLoader(DatasetLoader):
+@dataclass(frozen=True)
+class ImagesSettings:
+    """The loader's parameters as validated against its params_schema (`path` resolved; arrays as tuples)."""
+
+    path: Path
+    input: str | None = None
+    size: tuple[int, int] | None = None
+    resize: str = "stretch"
+    layout: str = "auto"
+    channels: str = "RGB"
+    scale: float = 0.00392156862745098
+    mean: tuple[float, ...] = (0, 0, 0)
+    std: tuple[float, ...] = (1, 1, 1)
+    pad_value: int = 114
+    pad_position: str = "centre"
+    skip_unreadable: bool = False
+    skip: int | None = None
+    limit: int | None = None
+
+
+class ImagesLoader(SettingsLoader[ImagesSettings]):
     type = "images"
     provenance = DataProvenance.REAL
     description = (
@@ -110,38 +131,40 @@ class ImagesLoader(DatasetLoader):
     def env_facts(self) -> tuple[str, ...]:
         return ("pillow",)  # resampling can change between Pillow releases
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+    settings = ImagesSettings
+
+    def samples(self, settings: ImagesSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
         from PIL import Image
 
-        spec = self._input(params, inputs)
-        layout = self._layout(params["layout"], spec)
-        height, width = self._size(params, spec, layout)
-        if not Path(params["path"]).is_dir():
-            raise StageError(f"{params['path']} is not a folder — `path` names a folder of images")
-        files = sorted(p for p in Path(params["path"]).iterdir() if p.suffix.lower() in EXTENSIONS)
+        spec = self._input(settings, inputs)
+        layout = self._layout(settings.layout, spec)
+        height, width = self._size(settings, spec, layout)
+        if not Path(settings.path).is_dir():
+            raise StageError(f"{settings.path} is not a folder — `path` names a folder of images")
+        files = sorted(p for p in Path(settings.path).iterdir() if p.suffix.lower() in EXTENSIONS)
         if not files:
-            raise StageError(f"{params['path']} holds no images ({', '.join(EXTENSIONS)})")
-        depth = 1 if params["channels"] == "gray" else 3
-        mean = _per_channel(params["mean"], depth, "mean")
-        std = _per_channel(params["std"], depth, "std")
+            raise StageError(f"{settings.path} holds no images ({', '.join(EXTENSIONS)})")
+        depth = 1 if settings.channels == "gray" else 3
+        mean = _per_channel(settings.mean, depth, "mean")
+        std = _per_channel(settings.std, depth, "std")
         raw = np.issubdtype(
             np.dtype(spec.dtype), np.integer
         )  # an integer input takes the pixels as they are
         skipped: list[str] = []
         for path in files:
             try:
-                pixels = self._resized(path, params, height, width)
+                pixels = self._resized(path, settings, height, width)
             except StageError:
-                if not params.get("skip_unreadable"):
+                if not settings.skip_unreadable:
                     raise
                 skipped.append(path.name)
                 continue
-            if params["channels"] == "BGR":
+            if settings.channels == "BGR":
                 pixels = pixels[..., ::-1]
-            elif params["channels"] == "gray":
+            elif settings.channels == "gray":
                 pixels = np.asarray(Image.fromarray(pixels).convert("L"))[..., None]
-            array = pixels if raw else (pixels.astype(np.float32) * params["scale"] - mean) / std
+            array = pixels if raw else (pixels.astype(np.float32) * settings.scale - mean) / std
             if layout == "NCHW":
                 array = array.transpose(2, 0, 1)
             yield {spec.name: np.ascontiguousarray(array[None]).astype(spec.dtype)}
@@ -150,21 +173,21 @@ class ImagesLoader(DatasetLoader):
                 "images: skipped %d unreadable file(s) of %d in %s: %s",
                 len(skipped),
                 len(files),
-                params["path"],
+                settings.path,
                 ", ".join(skipped[:5]),
             )
             if len(skipped) == len(files):
                 raise StageError(
-                    f"none of the {len(files)} files in {params['path']} is a readable image"
+                    f"none of the {len(files)} files in {settings.path} is a readable image"
                 )
 
     @staticmethod
-    def _input(params: dict[str, Any], inputs: list[ModelInput]) -> ModelInput:
-        if "input" in params:
-            found = [i for i in inputs if i.name == params["input"]]
+    def _input(settings: ImagesSettings, inputs: list[ModelInput]) -> ModelInput:
+        if settings.input is not None:
+            found = [i for i in inputs if i.name == settings.input]
             if not found:
                 raise StageError(
-                    f"the model has no input '{params['input']}' (it has {', '.join(i.name for i in inputs)})"
+                    f"the model has no input '{settings.input}' (it has {', '.join(i.name for i in inputs)})"
                 )
             return found[0]
         if len(inputs) != 1:
@@ -189,22 +212,22 @@ class ImagesLoader(DatasetLoader):
         )
 
     @staticmethod
-    def _size(params: dict[str, Any], spec: ModelInput, layout: str) -> tuple[int, int]:
-        if "size" in params:
-            return params["size"][0], params["size"][1]
-        dims = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
-        if all(isinstance(d, int) and d > 0 for d in dims):
-            return dims[0], dims[1]  # type: ignore[return-value]
+    def _size(settings: ImagesSettings, spec: ModelInput, layout: str) -> tuple[int, int]:
+        if settings.size is not None:
+            return settings.size[0], settings.size[1]
+        height, width = spec.shape[2:4] if layout == "NCHW" else spec.shape[1:3]
+        if isinstance(height, int) and isinstance(width, int) and height > 0 and width > 0:
+            return height, width
         raise StageError(
             f"input '{spec.name}' {spec.describe()} has no fixed height and width — set `size: [h, w]`"
         )
 
     @staticmethod
-    def _resized(path: Path, params: dict[str, Any], height: int, width: int) -> Any:
+    def _resized(path: Path, settings: ImagesSettings, height: int, width: int) -> Any:
         import numpy as np
         from PIL import Image
 
-        mode = params["resize"]
+        mode = settings.resize
         try:
             image = Image.open(path).convert("RGB")
         except (OSError, ValueError, Image.DecompressionBombError) as exc:
@@ -225,17 +248,17 @@ class ImagesLoader(DatasetLoader):
             (max(1, round(image.width * ratio)), max(1, round(image.height * ratio))),
             Image.Resampling.BILINEAR,
         )
-        canvas = Image.new("RGB", (width, height), (params.get("pad_value", 114),) * 3)
+        canvas = Image.new("RGB", (width, height), (settings.pad_value,) * 3)
         corner = (
             (0, 0)
-            if params.get("pad_position") == "bottom_right"
+            if settings.pad_position == "bottom_right"
             else ((width - image.width) // 2, (height - image.height) // 2)
         )
         canvas.paste(image, corner)
         return np.asarray(canvas)
 
 
-def _per_channel(values: list[float], width: int, name: str) -> Any:
+def _per_channel(values: Sequence[float], width: int, name: str) -> Any:
     """`mean` or `std` as one value a channel: one value serves all; three for one gray channel is an error."""
     import numpy as np
 

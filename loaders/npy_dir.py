@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ortflow.api import (
     BATCH_AXES_PARAM,
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
     file_param,
 )
 
 
-class NpyDirLoader(DatasetLoader):
+@dataclass(frozen=True)
+class NpyDirSettings:
+    """The loader's parameters as validated against its params_schema (`path` resolved)."""
+
+    path: Path
+    skip: int | None = None
+    limit: int | None = None
+    batch_axes: dict[str, int | None] | None = None
+
+
+class NpyDirLoader(SettingsLoader[NpyDirSettings]):
     type = "npy_dir"
     provenance = DataProvenance.REAL
     description = (
@@ -38,10 +49,12 @@ class NpyDirLoader(DatasetLoader):
         },
     }
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+    settings = NpyDirSettings
+
+    def samples(self, settings: NpyDirSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        root: Path = params["path"]
+        root = settings.path
         if not root.is_dir():
             raise StageError(
                 f"{root} is not a folder — npy_dir wants <input name>/<sample>.npy under it"
@@ -53,7 +66,7 @@ class NpyDirLoader(DatasetLoader):
                 f"{root}: the input folders hold different numbers of .npy files: {counts}"
             )
         ranks = {i.name: len(i.shape) for i in inputs}
-        axes = params.get("batch_axes") or {}
+        axes = settings.batch_axes or {}
         for index in range(min(counts.values(), default=0)):
             feed = {}
             for name, found in files.items():

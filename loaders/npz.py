@@ -7,6 +7,7 @@ checked against `max_bytes` before any of it is allocated, and `limit` reads onl
 
 from __future__ import annotations
 
+import io
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -18,9 +19,9 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
     file_param,
 )
@@ -53,13 +54,25 @@ class _Member:
         return self.shape[0] if self.fortran or not limit else min(self.shape[0], limit)
 
     def bytes_for(self, rows: int) -> int:
-        count = rows * self.dtype.itemsize
+        count = rows * int(self.dtype.itemsize)
         for extent in self.shape[1:]:
             count *= extent
         return count
 
 
-class NpzLoader(DatasetLoader):
+@dataclass(frozen=True)
+class NpzSettings:
+    """The loader's parameters as validated against its params_schema (`path` resolved)."""
+
+    path: Path
+    skip: int | None = None
+    limit: int | None = None
+    batch_axes: dict[str, int | None] | None = None
+    labels: str | None = None
+    max_bytes: int = MAX_BYTES
+
+
+class NpzLoader(SettingsLoader[NpzSettings]):
     type = "npz"
     provenance = DataProvenance.REAL
     description = (
@@ -91,8 +104,10 @@ class NpzLoader(DatasetLoader):
         },
     }
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
-        path: Path = params["path"]
+    settings = NpzSettings
+
+    def samples(self, settings: NpzSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
+        path = settings.path
         with _open_npz(path) as archive:
             members = _members(archive, path.name)
             scalars = sorted(m.key for m in members if not m.shape)
@@ -105,32 +120,26 @@ class NpzLoader(DatasetLoader):
             if len(set(counts.values())) > 1:
                 raise StageError(f"{path.name}: arrays have different sample counts {counts}")
             arrays = {
-                m.key: _read(archive, m, params, path.name)
+                m.key: _read(archive, m, settings, path.name)
                 for m in members
-                if m.key != params.get("labels")
+                if m.key != settings.labels
             }
-        import numpy as np
 
-        axes = params.get("batch_axes") or {}
+        axes = settings.batch_axes or {}
         for i in range(min((len(a) for a in arrays.values()), default=0)):
-            yield {
-                key: np.asarray(a[i])
-                if axes.get(key, 0) is None
-                else np.expand_dims(a[i], axes.get(key, 0))
-                for key, a in arrays.items()
-            }
+            yield {key: _with_batch_axis(a[i], axes.get(key, 0)) for key, a in arrays.items()}
 
-    def labels(self, params: dict[str, Any]) -> Any:
-        if not params.get("labels"):
+    def labels_of(self, settings: NpzSettings) -> Any:
+        if not settings.labels:
             return None
-        path: Path = params["path"]
+        path = settings.path
         with _open_npz(path) as archive:
             members = {m.key: m for m in _members(archive, path.name)}
-            if params["labels"] not in members:
+            if settings.labels not in members:
                 raise StageError(
-                    f"{path.name} has no array '{params['labels']}' (it has {', '.join(members)})"
+                    f"{path.name} has no array '{settings.labels}' (it has {', '.join(members)})"
                 )
-            return _read(archive, members[params["labels"]], params, path.name)
+            return _read(archive, members[settings.labels], settings, path.name)
 
 
 def _open_npz(path: Path) -> zipfile.ZipFile:
@@ -191,14 +200,21 @@ def _header(member: IO[bytes]) -> tuple[tuple[int, ...], bool, Any]:
     )
 
 
-def _read(archive: zipfile.ZipFile, member: _Member, params: dict[str, Any], name: str) -> Any:
+def _with_batch_axis(row: Any, axis: int | None) -> Any:
+    """One sample's array with its batch axis where `batch_axes` puts it (None: an input not batched)."""
+    import numpy as np
+
+    return np.asarray(row) if axis is None else np.expand_dims(row, axis)
+
+
+def _read(archive: zipfile.ZipFile, member: _Member, settings: NpzSettings, name: str) -> Any:
     """The rows of `member` that `skip` and `limit` ask for (the engine drops the skipped ones), refused before
     allocation if they exceed `max_bytes`."""
     import numpy as np
 
-    limit = params.get("limit")
-    rows = member.rows_to_read(limit + (params.get("skip") or 0) if limit else None)
-    size, bound = member.bytes_for(rows), params.get("max_bytes", MAX_BYTES)
+    limit = settings.limit
+    rows = member.rows_to_read(limit + (settings.skip or 0) if limit else None)
+    size, bound = member.bytes_for(rows), settings.max_bytes
     if size > bound:
         raise StageError(
             f"{name}: array '{member.key}' is {member.dtype} {list(member.shape)}, {_gib(size)} once "
@@ -224,6 +240,8 @@ def _read(archive: zipfile.ZipFile, member: _Member, params: dict[str, Any], nam
 
 def _fill(stream: IO[bytes], flat: Any, member: _Member, name: str) -> None:
     """Decompress straight into `flat` (uint8), a chunk at a time: no second copy of the data."""
+    if not isinstance(stream, io.BufferedIOBase):  # zipfile's member streams are (ZipExtFile)
+        raise TypeError(f"{type(stream).__name__} cannot read into a buffer")
     filled = 0
     while filled < flat.size:
         got = stream.readinto(memoryview(flat[filled : filled + CHUNK]))

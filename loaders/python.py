@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ortflow.api import (
     BATCH_AXES_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
     file_param,
 )
 
 
-class PythonLoader(DatasetLoader):
+@dataclass(frozen=True)
+class PythonSettings:
+    """The loader's parameters as validated against its params_schema (file parameters resolved to paths)."""
+
+    path: Path
+    function: str
+    kwargs: dict[str, object] = field(default_factory=dict)
+    data: Path | None = None
+    batch_axes: dict[str, int | None] | None = None
+    provenance: str = DataProvenance.UNKNOWN.value
+
+
+class PythonLoader(SettingsLoader[PythonSettings]):
     type = "python"
     description = (
         "Calls `function(model_inputs, **kwargs)` from a Python file and uses the feeds it yields. The file's "
@@ -52,12 +65,14 @@ class PythonLoader(DatasetLoader):
         },
     }
 
-    def data_provenance(self, params: dict[str, Any]) -> DataProvenance:
-        """Only the user knows what their function yields: `unknown` unless the recipe says."""
-        return DataProvenance(params.get("provenance", DataProvenance.UNKNOWN.value))
+    settings = PythonSettings
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
-        path = params["path"]
+    def provenance_of(self, settings: PythonSettings) -> DataProvenance:
+        """Only the user knows what their function yields: `unknown` unless the recipe says."""
+        return DataProvenance(settings.provenance)
+
+    def samples(self, settings: PythonSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
+        path = settings.path
         module_name = f"ortflow_user_data_{abs(hash(str(path)))}"
         spec = importlib.util.spec_from_file_location(module_name, path)
         if spec is None or spec.loader is None:
@@ -68,27 +83,27 @@ class PythonLoader(DatasetLoader):
             spec.loader.exec_module(module)
         except Exception as exc:
             raise StageError(f"importing {path.name} failed: {type(exc).__name__}: {exc}") from exc
-        function = getattr(module, params["function"], None)
+        function = getattr(module, settings.function, None)
         if not callable(function):
             names = [
                 n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")
             ]
             raise StageError(
-                f"{path.name} has no function '{params['function']}' (it has: {', '.join(names) or 'none'})"
+                f"{path.name} has no function '{settings.function}' (it has: {', '.join(names) or 'none'})"
             )
-        extra = {"data": params["data"]} if "data" in params else {}
-        produced = function(inputs, **params["kwargs"], **extra)
+        extra = {"data": settings.data} if settings.data is not None else {}
+        produced = function(inputs, **settings.kwargs, **extra)
         if produced is None or not hasattr(produced, "__iter__"):
             raise StageError(
-                f"{path.name}: {params['function']}() returned {type(produced).__name__}, not feeds"
+                f"{path.name}: {settings.function}() returned {type(produced).__name__}, not feeds"
                 " — return or yield {input name: numpy array} mappings"
             )
         yield from produced
 
-    def key_caveat(self, params: dict[str, Any]) -> str | None:
-        if "data" in params:
+    def caveat_of(self, settings: PythonSettings) -> str | None:
+        if settings.data is not None:
             return None  # the user declared what the function reads
         return (
-            f"only {Path(params['path']).name} is in its cache key: a file {params['function']}() reads is not, so "
+            f"only {Path(settings.path).name} is in its cache key: a file {settings.function}() reads is not, so "
             "editing it re-runs nothing (name the file or folder it reads as `data`)"
         )

@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from dataclasses import dataclass, field
+from typing import Iterator
 
 from ortflow.api import (
     BATCH_AXES_PARAM,
     MAX_FEED_VALUES,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
 )
 
 
-class RandomLoader(DatasetLoader):
+@dataclass(frozen=True)
+class RandomSettings:
+    """The loader's parameters as validated against its params_schema (defaults filled in)."""
+
+    samples: int = 16
+    seed: int = 0
+    dims: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, list[int]] | None = None
+    batch_axes: dict[str, int | None] | None = None
+    ranges: dict[str, list[float]] = field(default_factory=dict)
+
+
+class RandomLoader(SettingsLoader[RandomSettings]):
     type = "random"
     provenance = DataProvenance.RANDOM
     description = (
@@ -63,17 +76,19 @@ class RandomLoader(DatasetLoader):
         },
     }
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+    settings = RandomSettings
+
+    def samples(self, settings: RandomSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        for name, (low, high) in params["ranges"].items():
+        for name, (low, high) in settings.ranges.items():
             if low >= high:
                 raise StageError(
                     f"ranges: {name}: [{low}, {high}) is empty — the upper bound is excluded, e.g. [1, 2] gives 1"
                 )
-        rng = np.random.default_rng(params["seed"])
+        rng = np.random.default_rng(settings.seed)
         shapes = {
-            i.name: self._shape(i, params["dims"], params.get("shapes", {}).get(i.name))
+            i.name: self._shape(i, settings.dims, (settings.shapes or {}).get(i.name))
             for i in inputs
         }
         for name, shape in shapes.items():
@@ -84,11 +99,11 @@ class RandomLoader(DatasetLoader):
                     f"the loader's bound of {MAX_FEED_VALUES:,} (1 GiB of float32) — give it smaller `dims` or "
                     "`shapes`, or use a dataset of real samples (npz, images, text)"
                 )
-        for _ in range(params["samples"]):
+        for _ in range(settings.samples):
             feed = {}
             for spec in inputs:
-                low, high = params["ranges"].get(
-                    spec.name, (0, 100) if spec.dtype != "float32" else (-1, 1)
+                low, high = settings.ranges.get(
+                    spec.name, [0, 100] if spec.dtype != "float32" else [-1, 1]
                 )
                 if np.issubdtype(np.dtype(spec.dtype), np.integer):
                     feed[spec.name] = rng.integers(

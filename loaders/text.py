@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -10,9 +11,9 @@ from ortflow.api import (
     LIMIT_PARAM,
     SKIP_PARAM,
     DataProvenance,
-    DatasetLoader,
     Feed,
     ModelInput,
+    SettingsLoader,
     StageError,
     file_param,
 )
@@ -21,7 +22,20 @@ from ortflow.api import (
 PRODUCES = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
 
 
-class TextLoader(DatasetLoader):
+@dataclass(frozen=True)
+class TextSettings:
+    """The loader's parameters as validated against its params_schema (file parameters resolved)."""
+
+    path: Path
+    tokenizer: Path
+    field: str = "text"
+    max_length: int = 128
+    padding: str = "max_length"
+    skip: int | None = None
+    limit: int | None = None
+
+
+class TextLoader(SettingsLoader[TextSettings]):
     type = "text"
     provenance = DataProvenance.REAL
     data_params = ("path",)
@@ -63,17 +77,19 @@ class TextLoader(DatasetLoader):
     def env_facts(self) -> tuple[str, ...]:
         return ("tokenizers",)
 
-    def feeds(self, params: dict[str, Any], inputs: list[ModelInput]) -> Iterator[Feed]:
+    settings = TextSettings
+
+    def samples(self, settings: TextSettings, inputs: list[ModelInput]) -> Iterator[Feed]:
         import numpy as np
 
-        tokenizer = self._tokenizer(params)
+        tokenizer = self._tokenizer(settings)
         unknown = [i.name for i in inputs if i.name not in PRODUCES]
         if unknown:
             raise StageError(
                 f"the text loader produces {', '.join(PRODUCES)}; the model also wants {', '.join(unknown)}"
                 " — use a `python` dataset for this model"
             )
-        for text in self._texts(params["path"], params["field"]):
+        for text in self._texts(settings.path, settings.field):
             encoding = tokenizer.encode(text)
             yield {
                 i.name: np.asarray([getattr(encoding, PRODUCES[i.name])], dtype=i.dtype)
@@ -81,22 +97,20 @@ class TextLoader(DatasetLoader):
             }
 
     @staticmethod
-    def _tokenizer(params: dict[str, Any]) -> Any:
+    def _tokenizer(settings: TextSettings) -> Any:
         from tokenizers import Tokenizer
 
         try:
-            tokenizer = Tokenizer.from_file(str(params["tokenizer"]))
+            tokenizer = Tokenizer.from_file(str(settings.tokenizer))
         except Exception as exc:
             raise StageError(
-                f"{params['tokenizer']} is not a tokenizers tokenizer.json: {exc}"
+                f"{settings.tokenizer} is not a tokenizers tokenizer.json: {exc}"
             ) from exc
-        tokenizer.enable_truncation(max_length=params["max_length"])
-        if params["padding"] == "max_length":
+        tokenizer.enable_truncation(max_length=settings.max_length)
+        if settings.padding == "max_length":
             pad_token = "[PAD]" if tokenizer.token_to_id("[PAD]") is not None else "<pad>"
             pad_id = tokenizer.token_to_id(pad_token) or 0
-            tokenizer.enable_padding(
-                length=params["max_length"], pad_id=pad_id, pad_token=pad_token
-            )
+            tokenizer.enable_padding(length=settings.max_length, pad_id=pad_id, pad_token=pad_token)
         else:
             tokenizer.no_padding()
         return tokenizer

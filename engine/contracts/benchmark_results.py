@@ -6,10 +6,19 @@ before these classes existed."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, TypedDict
+from typing import Callable, TypedDict, cast
 
+from ortflow.engine.contracts.json_values import (
+    flag,
+    integer,
+    json_value,
+    number_map,
+    real,
+    reals,
+    texts,
+)
 from ortflow.engine.contracts.report_section import ReportSection
-from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.leaves.json_types import Json, obj, objects, text
 
 
 class Placement(TypedDict):
@@ -94,12 +103,21 @@ class SessionSettings:
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> SessionSettings:
-        return cls(**data)  # type: ignore[arg-type]  # the schema checked every field
+        providers = data["providers"]
+        return cls(
+            providers if isinstance(providers, list) else [],
+            text(data["optimization_level"]),
+            integer(data["intra_op_threads"]),
+            integer(data["inter_op_threads"]),
+            text(data["execution_mode"]),
+            flag(data["io_binding"]),
+            flag(data["cuda_graph"]),
+        )
 
     def describe(self) -> str:
         """One line, e.g. "CUDAExecutionProvider {enable_cuda_graph: 1}, IO binding, CUDA graph, threads default"."""
         providers = ", ".join(
-            p if isinstance(p, str) else f"{p['name']} {p.get('options') or {}}"  # type: ignore[index, union-attr]
+            p if isinstance(p, str) else f"{obj(p)['name']} {obj(p).get('options') or {}}"
             for p in self.providers
         )
         feeding = ", IO binding" if self.io_binding else ""
@@ -156,7 +174,7 @@ class BenchmarkRow:
             "peak_rss_mb": self.peak_rss_mb,
             "size_mb": self.size_mb,
             "latencies_ms": list(self.latencies_ms),
-            "latency_ms": self.latency_ms.to_json(),
+            "latency_ms": json_value(self.latency_ms.to_json()),
             "throughput_per_s": self.throughput_per_s,
             "runs": self.runs,
             "sequence_length": self.sequence_length,
@@ -170,15 +188,26 @@ class BenchmarkRow:
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> BenchmarkRow:
-        latency = Latency(**row["latency_ms"])  # type: ignore[arg-type]  # the schema checked its numbers
-        known = {
-            k: v
-            for k, v in row.items()
-            if k in cls.__dataclass_fields__ and k not in ("latency_ms", "session", "round_p50_ms")
-        }
-        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        rounds = tuple(row.get("round_p50_ms") or ())  # type: ignore[arg-type]
-        return cls(**known, latency_ms=latency, session=session, round_p50_ms=rounds)  # type: ignore[arg-type]
+        session, sequence = row.get("session"), row.get("sequence_length")
+        return cls(
+            text(row["model"]),
+            integer(row["intra_op_threads"]),
+            integer(row["batch_size"]),
+            texts(row["providers_used"]),
+            real(row["session_create_s"]),
+            None if row["peak_rss_mb"] is None else real(row["peak_rss_mb"]),
+            real(row["size_mb"]),
+            reals(row["latencies_ms"]),
+            Latency(**number_map(row["latency_ms"])),
+            real(row["throughput_per_s"]),
+            integer(row["runs"]),
+            None if sequence is None else integer(sequence),
+            flag(row.get("io_binding", False)),
+            real(row.get("speedup", 1.0)),
+            flag(row.get("cuda_graph", False)),
+            SessionSettings.from_json(obj(session)) if session else None,
+            tuple(reals(row.get("round_p50_ms"))),
+        )
 
 
 @dataclass(frozen=True)
@@ -212,25 +241,26 @@ class BenchmarkResults:
         return {
             "baseline": self.baseline,
             "note": self.note,
-            "load": dict(self.load),
-            "machine": self.machine,
+            "load": json_value(self.load),
+            "machine": json_value(self.machine),
             "results": [r.to_json() for r in self.results],
-            "profiles": dict(self.profiles),
-            "report": dict(self.report),
+            "profiles": json_value(self.profiles),
+            "report": json_value(self.report),
             **({"skipped": list(self.skipped)} if self.skipped else {}),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> BenchmarkResults:
+        # read() checked `data` against the schema: its parts have the shapes the TypedDicts name
         return cls(
-            data["baseline"],
-            data.get("note", ""),
-            data.get("load") or {},
-            data.get("machine") or {},  # type: ignore[arg-type]
-            [BenchmarkRow.from_json(r) for r in data["results"]],
-            data.get("profiles") or {},
-            data.get("report") or {},
-            tuple(data.get("skipped") or ()),  # type: ignore[arg-type]
+            text(data["baseline"]),
+            text(data.get("note", "")),
+            cast(MachineLoad, obj(data.get("load"))),
+            {key: text(value) for key, value in obj(data.get("machine")).items()},
+            [BenchmarkRow.from_json(r) for r in objects(data["results"])],
+            cast("dict[str, Profile]", obj(data.get("profiles"))),
+            cast(ReportSection, obj(data.get("report"))),
+            tuple(texts(data.get("skipped"))),
         )
 
 

@@ -17,6 +17,7 @@ from ortflow.engine.leaves.json_types import JsonObject, Params
 
 if TYPE_CHECKING:
     import numpy as np
+    import onnx
 
 Feed = dict[str, "np.ndarray"]
 __all__ = [
@@ -55,9 +56,7 @@ class ModelInput:
 FROZEN_INPUTS = "ortflow.frozen_inputs"
 
 
-class ModelInputs(
-    list
-):  # list[ModelInput]; a list so every caller of model_inputs reads it as before
+class ModelInputs(list[ModelInput]):  # a list, so every caller of model_inputs reads it as before
     """The inputs a caller feeds, and `frozen`: inputs the model was specialized for (constants now), which data
     made for the original model still carries; Dataset.feeds drops them after checking the data's value."""
 
@@ -69,7 +68,7 @@ class ModelInputs(
 def model_inputs(model_path: Path) -> ModelInputs:
     """The inputs a caller must feed (initializers that double as inputs are optional and left out)."""
     import onnx
-    from google.protobuf.message import DecodeError
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]  # protobuf: no stubs here
     from onnx import helper
 
     try:
@@ -98,10 +97,10 @@ def model_inputs(model_path: Path) -> ModelInputs:
     return ModelInputs(found, _frozen(model))
 
 
-def _frozen(model: object) -> dict[str, object]:
+def _frozen(model: onnx.ModelProto) -> dict[str, object]:
     import json
 
-    for prop in model.metadata_props:  # type: ignore[attr-defined]
+    for prop in model.metadata_props:
         if prop.key == FROZEN_INPUTS:
             return dict(json.loads(prop.value))
     return {}
@@ -231,25 +230,33 @@ class Dataset:
     @property
     def batch_axes(self) -> dict[str, int | None]:
         """Per input, its batch axis (None: not batched) where the dataset declares one."""
-        return dict(self.params.get("batch_axes") or {})
+        axes = self.params.get("batch_axes")
+        if not isinstance(axes, dict):
+            return {}
+        return {name: axis for name, axis in axes.items() if axis is None or isinstance(axis, int)}
+
+    def _count(self, name: str) -> int | None:
+        """`skip` or `limit`: an integer the engine applies (the loader's schema declares it), or None."""
+        value = self.params.get(name)
+        return value if isinstance(value, int) else None
 
     def labels(self, limit: int | None = None) -> "np.ndarray | None":
         """The dataset's labels for its first `limit` samples, or None if it has none."""
         found = self.loader.labels(self.params)
         if found is None:
             return None
-        found = found[self.params.get("skip") or 0 :]
-        limits = [n for n in (limit, self.params.get("limit")) if n]
+        found = found[self._count("skip") or 0 :]
+        limits = [n for n in (limit, self._count("limit")) if n]
         return found[: min(limits)] if limits else found
 
     def feeds(self, inputs: list[ModelInput], limit: int | None = None) -> Iterator[Feed]:
         """The loader's feeds, each checked against the model's inputs before anyone runs it."""
         where = f"dataset '{self.name}' ({self.location})"
-        limits = [n for n in (limit, self.params.get("limit")) if n]
+        limits = [n for n in (limit, self._count("limit")) if n]
         most = min(limits) if limits else None
         count = 0
         feeds = iter(self.loader.feeds(self.params, inputs))
-        skip, skipped = self.params.get("skip") or 0, 0
+        skip, skipped = self._count("skip") or 0, 0
         while most is None or count < most:
             try:
                 feed = next(feeds)

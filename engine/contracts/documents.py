@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar, Union
+from typing import TypeVar, Union, cast
 
 # The benchmark document and the report section's shape have modules of their own; their names are
 # imported from here too (ortflow.api does), hence the `X as X` re-exports.
 from ortflow.engine.contracts.benchmark_results import BENCHMARK_CONFIG as BENCHMARK_CONFIG
-from ortflow.engine.contracts.benchmark_results import BenchmarkResults
+from ortflow.engine.contracts.benchmark_results import BenchmarkResults as BenchmarkResults
 from ortflow.engine.contracts.benchmark_results import BenchmarkRow as BenchmarkRow
 from ortflow.engine.contracts.benchmark_results import Latency as Latency
 from ortflow.engine.contracts.benchmark_results import MachineLoad as MachineLoad
@@ -25,14 +25,23 @@ from ortflow.engine.contracts.benchmark_results import Placement as Placement
 from ortflow.engine.contracts.benchmark_results import Profile as Profile
 from ortflow.engine.contracts.benchmark_results import SessionSettings as SessionSettings
 from ortflow.engine.contracts.benchmark_results import with_speedups as with_speedups
+from ortflow.engine.contracts.json_values import (
+    flag,
+    integer,
+    json_value,
+    number_map,
+    scalar_map,
+    text_map,
+    texts,
+)
 from ortflow.engine.contracts.metric import Better
 from ortflow.engine.contracts.provenance import DataSource
-from ortflow.engine.contracts.report_section import ReportSection
+from ortflow.engine.contracts.report_section import ReportSection as ReportSection
 from ortflow.engine.contracts.report_section import Table as Table
 from ortflow.engine.contracts.report_section import report_section as report_section
 from ortflow.engine.leaves import schema_check
 from ortflow.engine.leaves.errors import StageError
-from ortflow.engine.leaves.json_types import Json, Scalar
+from ortflow.engine.leaves.json_types import Json, Scalar, obj, objects, text
 
 
 @dataclass(frozen=True)
@@ -46,8 +55,8 @@ class Bounds:
         return {"min": self.min, "max": self.max}
 
     @classmethod
-    def from_json(cls, data: dict[str, dict[str, float]]) -> Bounds:
-        return cls(dict(data.get("min") or {}), dict(data.get("max") or {}))
+    def from_json(cls, data: dict[str, Json]) -> Bounds:
+        return cls(number_map(data.get("min")), number_map(data.get("max")))
 
 
 # -- accuracy -------------------------------------------------------------------------------------------
@@ -97,36 +106,41 @@ class AccuracyResults:
     def to_json(self) -> dict[str, Json]:
         document: dict[str, Json] = {
             "samples": self.samples,
-            "results": self.results,
-            "values": self.values,  # type: ignore[dict-item]
-            "counted_at": self.counted_at,
+            "results": json_value(self.results),
+            "values": json_value(self.values),
+            "counted_at": json_value(self.counted_at),
             "better": {m: b.value for m, b in self.better.items()},
-            "reference_labelled": self.reference_labelled,
-            "gates": self.gates.to_json(),  # type: ignore[dict-item]
+            "reference_labelled": json_value(self.reference_labelled),
+            "gates": json_value(self.gates.to_json()),
             "failures": list(self.failures),
         }
         if self.data is not None:
             document["data"] = self.data.to_json()
-        document["report"] = dict(self.report)
+        document["report"] = json_value(self.report)
         if self.reference is not None:
-            document["reference"] = {"name": self.reference.name, "values": self.reference.values}  # type: ignore[dict-item]
+            document["reference"] = {
+                "name": self.reference.name,
+                "values": json_value(self.reference.values),
+            }
         return document
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> AccuracyResults:
+        # read() checked `data` against the schema: each part has the shape its field names
         reference = data.get("reference")
+        labelled = data.get("reference_labelled")
         return cls(
-            data.get("samples", 0),
-            data["results"],
-            data["values"],
-            data.get("counted_at") or {},  # type: ignore[arg-type]
-            {m: Better(b) for m, b in (data.get("better") or {}).items()},
-            data.get("reference_labelled"),
-            Bounds.from_json(data.get("gates") or {}),  # type: ignore[arg-type]
-            list(data.get("failures") or []),
+            integer(data.get("samples", 0)),
+            cast("dict[str, dict[str, dict[str, Json]]]", data["results"]),
+            {name: number_map(values) for name, values in obj(data["values"]).items()},
+            {name: text_map(where) for name, where in obj(data.get("counted_at")).items()},
+            {m: Better(text(b)) for m, b in obj(data.get("better")).items()},
+            number_map(labelled) if isinstance(labelled, dict) else None,
+            Bounds.from_json(obj(data.get("gates"))),
+            texts(data.get("failures")),
             DataSource.from_json(data.get("data")),
-            data.get("report") or {},  # type: ignore[arg-type]
-            ReferenceValues(reference["name"], reference["values"])  # type: ignore[arg-type]
+            cast(ReportSection, obj(data.get("report"))),
+            ReferenceValues(text(reference["name"]), number_map(reference["values"]))
             if isinstance(reference, dict)
             else None,
         )
@@ -156,8 +170,8 @@ class SelectionCandidate:
         return {
             "id": self.id,
             "model": self.model,
-            "config": self.config,
-            "values": self.values,  # type: ignore[dict-item]
+            "config": json_value(self.config),
+            "values": json_value(self.values),
             "meets_constraints": self.meets_constraints,
             "misses": list(self.misses),
             "pareto": self.pareto,
@@ -172,11 +186,19 @@ class SelectionCandidate:
 
     @classmethod
     def from_json(cls, row: dict[str, Json]) -> SelectionCandidate:
-        typed = ("session", "calibrated_on")
-        known = {k: v for k, v in row.items() if k in cls.__dataclass_fields__ and k not in typed}
-        session = SessionSettings.from_json(row["session"]) if row.get("session") else None  # type: ignore[arg-type]
-        calibrated_on = DataSource.from_json(row.get("calibrated_on"))
-        return cls(**known, session=session, calibrated_on=calibrated_on)  # type: ignore[arg-type]
+        session = row.get("session")
+        return cls(
+            text(row["id"]),
+            text(row["model"]),
+            scalar_map(row["config"]),
+            number_map(row["values"]),
+            flag(row["meets_constraints"]),
+            texts(row["misses"]),
+            flag(row["pareto"]),
+            flag(row["chosen"]),
+            SessionSettings.from_json(obj(session)) if session else None,
+            DataSource.from_json(row.get("calibrated_on")),
+        )
 
 
 @dataclass(frozen=True)
@@ -204,24 +226,25 @@ class Selection:
     def to_json(self) -> dict[str, Json]:
         return {
             "objective": {self.goal: self.objective},
-            "constraints": self.constraints.to_json(),  # type: ignore[dict-item]
+            "constraints": json_value(self.constraints.to_json()),
             "data": self.data.to_json() if self.data is not None else None,
             "chosen": self.chosen,
             "candidates": [c.to_json() for c in self.candidates],
-            "report": dict(self.report),
+            "report": json_value(self.report),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Json]) -> Selection:
-        ((goal, objective),) = (data.get("objective") or {"minimize": "p50_ms"}).items()  # type: ignore[union-attr]
+        ((goal, objective),) = (obj(data.get("objective")) or {"minimize": "p50_ms"}).items()
+        chosen = data.get("chosen")
         return cls(
             goal,
-            objective,
-            Bounds.from_json(data.get("constraints") or {}),  # type: ignore[arg-type]
+            text(objective),
+            Bounds.from_json(obj(data.get("constraints"))),
             DataSource.from_json(data.get("data")),
-            data.get("chosen"),  # type: ignore[arg-type]
-            [SelectionCandidate.from_json(c) for c in data["candidates"]],  # type: ignore[union-attr]
-            data.get("report") or {},
+            chosen if isinstance(chosen, str) else None,
+            [SelectionCandidate.from_json(c) for c in objects(data["candidates"])],
+            cast(ReportSection, obj(data.get("report"))),  # read() checked it against the schema
         )
 
 
@@ -267,11 +290,8 @@ def read(path: Path | str, kind: type[D]) -> D:
 
 @lru_cache(maxsize=None)
 def schema(name: str) -> dict[str, Json]:
-    return json.loads(
-        resources.files("ortflow.schemas")
-        .joinpath(f"{name}.schema.json")
-        .read_text(encoding="utf-8")
-    )
+    found = resources.files("ortflow.schemas").joinpath(f"{name}.schema.json")
+    return obj(json.loads(found.read_text(encoding="utf-8")))
 
 
 def _problem(name: str, data: object) -> str:

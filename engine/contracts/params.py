@@ -13,7 +13,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from typing import Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
+
+if TYPE_CHECKING:  # both import this module: named here for the type checker only
+    from ortflow.engine.contracts.metric import Metric
+    from ortflow.engine.contracts.stage import Stage
 
 T = TypeVar("T")
 
@@ -33,7 +37,7 @@ def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, A
 
 def schema_problems(params: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     """Each way `params` breaks `schema`, as `where: what` (for parameters built by code, not a recipe)."""
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # jsonschema ships no stubs
 
     return [
         f"{'.'.join(map(str, e.absolute_path)) or 'parameters'}: {e.message}"
@@ -41,7 +45,7 @@ def schema_problems(params: dict[str, Any], schema: dict[str, Any]) -> list[str]
     ]
 
 
-def params_problems(stage_cls: type, params: dict[str, Any]) -> list[str]:
+def params_problems(stage_cls: type[Stage] | type[Metric], params: dict[str, Any]) -> list[str]:
     """What is wrong with `params` for a stage type, defaults filled in: schema first, then its own check."""
     filled = fill_defaults(params, stage_cls.params_schema)
     return schema_problems(filled, stage_cls.params_schema) or stage_cls().check(filled)
@@ -62,11 +66,11 @@ def settings_of(cls: type[T], params: Mapping[str, object]) -> T:
     """The validated parameters (defaults filled in) as `cls`; a list arrives as a tuple (frozen settings)."""
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls.__name__} is not a dataclass: settings are declared as one")
-    values = {
-        f.name: tuple(params[f.name]) if isinstance(params[f.name], list) else params[f.name]  # type: ignore[arg-type]
-        for f in dataclasses.fields(cls)
-        if f.name in params
-    }
+    values: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in params:
+            value = params[f.name]
+            values[f.name] = tuple(value) if isinstance(value, list) else value
     return cls(**values)
 
 

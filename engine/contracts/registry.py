@@ -71,7 +71,7 @@ class Registry:
             undeclared = [
                 p
                 for p in getattr(plugin, "declares", NOTHING).ports()
-                if plugin.output_port(p) is None
+                if issubclass(plugin, Stage) and plugin.output_port(p) is None
             ]
             if undeclared:
                 raise OrtflowError(

@@ -74,11 +74,15 @@ class StepResult:
 
     def path(self, port: str) -> Path:
         """Where an output lies: e.g. to read a results document with ortflow.api.read_document."""
-        return Path(self.outputs[port].path)  # type: ignore[arg-type]  # a step's outputs are files, never datasets
+        found = self.outputs[port].path
+        if isinstance(found, (Path, str)):  # a step's outputs are files, never datasets
+            return Path(found)
+        raise TypeError(f"output '{port}' is a dataset, not a file")
 
     def document(self, port: str) -> Json:
         """A metrics output, parsed (a results document: read it typed with ortflow.api.read_document)."""
-        return json.loads(self.path(port).read_text(encoding="utf-8"))
+        found: Json = json.loads(self.path(port).read_text(encoding="utf-8"))
+        return found
 
 
 class Steps(Protocol):
@@ -174,7 +178,7 @@ class StageContext:
 
     def paths(self, port: str) -> tuple[Path, ...]:
         """The files or folders on a port that takes many (none for an optional one not given)."""
-        return tuple(Path(a.path) for a in self.artifacts(port))  # type: ignore[arg-type]
+        return tuple(self._file(port, a) for a in self.artifacts(port))
 
     def dataset(self, port: str) -> Dataset:
         """The dataset on a port of kind dataset."""
@@ -214,6 +218,12 @@ class StageContext:
             )
         return tuple(Artifact(d, v) for d, v in zip(digest, value))
 
+    def _file(self, port: str, artifact: Artifact) -> Path:
+        """One of a port's files (a port that takes many holds files, never datasets)."""
+        if isinstance(artifact.path, (Path, str)):
+            return Path(artifact.path)
+        raise TypeError(f"input '{port}' of {self.stage_name} holds a dataset, not files")
+
     def _one(self, port: str) -> Path | Dataset:
         value = self._inputs[port]
         if isinstance(value, list):
@@ -236,7 +246,8 @@ class StageContext:
         report per model (benchmark, validate_accuracy, select) name the same input the same way."""
         seen: dict[str, int] = {}
         names = []
-        for index in range(len(self._inputs[port])):
+        value = self._inputs[port]
+        for index in range(len(value) if isinstance(value, list) else 1):
             name = self.label(port, index)
             seen[name] = seen.get(name, 0) + 1
             names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")

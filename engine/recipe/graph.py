@@ -13,7 +13,7 @@ from ortflow.engine.leaves.errors import Problem
 from ortflow.engine.store.hashing import hash_bytes
 
 if TYPE_CHECKING:
-    import networkx as nx
+    import networkx as nx  # type: ignore[import-untyped]  # networkx ships no stubs
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ortflow.engine.leaves.errors import Problem
-from ortflow.engine.leaves.json_types import JsonObject, obj
+from ortflow.engine.leaves.json_types import Json, JsonObject, obj
 from ortflow.engine.leaves.yamlsource import KEY, PathKey, SourceMap
 from ortflow.engine.recipe.matrix_combinations import Combination, combinations, label
 from ortflow.engine.recipe.matrix_references import Instance, fan_out, upstreams
@@ -96,7 +96,7 @@ class _Expanding:
 
     def fan_out(
         self, name: str, spec: JsonObject, ports: dict[str, bool], combos: list[Combination]
-    ) -> list[tuple[dict[str, str], JsonObject]]:
+    ) -> list[tuple[dict[str, str], Json]]:
         """The variants of the stage's inputs (see matrix_references.fan_out), checked against its own
         combinations: an axis both inherited and its own keeps only the first variant; none at all is
         reported."""
@@ -131,7 +131,7 @@ class _Expanding:
         name: str,
         spec: JsonObject,
         combos: list[Combination],
-        fanned: list[tuple[dict[str, str], JsonObject]],
+        fanned: list[tuple[dict[str, str], Json]],
         written: list[tuple[PathKey, tuple[int, int] | str]],
     ) -> list[Instance]:
         """One instance per input variant and combination, added to `out` (an id taken already is reported
@@ -249,20 +249,23 @@ def _alias_positions(
     """Errors about an instance point into the stage as written; a parameter set by the matrix, at the axis
     value, include entry or override that set it."""
     for rest, where in written:
-        table = source.origins if isinstance(where, str) else source.positions
-        table[("stages", instance_id, *rest)] = where  # type: ignore[assignment]
+        alias: PathKey = ("stages", instance_id, *rest)
+        if isinstance(where, str):
+            source.origins[alias] = where
+        else:
+            source.positions[alias] = where
     for dotted, path in origin.items():
-        where = _written_at(source, path)
-        if where is None:
+        set_at = _written_at(source, path)
+        if set_at is None:
             continue
         parts = dotted.split(".")
         for depth in range(1, len(parts) + 1):  # an error about `x` in `x.y` points there too
             target = ("stages", instance_id, "with", *parts[:depth])
-            if isinstance(where, str):
-                source.origins[target] = where
+            if isinstance(set_at, str):
+                source.origins[target] = set_at
             else:
-                source.positions[target] = where
-                source.positions[target + (KEY,)] = where
+                source.positions[target] = set_at
+                source.positions[target + (KEY,)] = set_at
 
 
 def _written_at(source: SourceMap, path: PathKey) -> tuple[int, int] | str | None:

@@ -107,7 +107,8 @@ def _excluded(
     source: SourceMap,
     problems: list[Problem],
 ) -> list[Combination]:
-    for i, entry in enumerate(matrix.get("exclude") or []):
+    excluded = matrix.get("exclude")
+    for i, entry in enumerate(excluded if isinstance(excluded, list) else []):
         if not isinstance(entry, dict):
             continue
         unknown = [k for k in entry if k not in axes]
@@ -128,7 +129,8 @@ def _check_with_overlap(
     name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap, problems: list[Problem]
 ) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
-    written = spec.get("with") if isinstance(spec.get("with"), dict) else {}
+    block = spec.get("with")
+    written = block if isinstance(block, dict) else {}
     for axis in axes:
         top = axis.split(".")[0]
         if top in written and (
@@ -151,7 +153,8 @@ def _included(
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
     extended (as in GitHub Actions), never an earlier include's."""
     originals = list(combos)
-    for i, entry in enumerate(matrix.get("include") or []):
+    included = matrix.get("include")
+    for i, entry in enumerate(included if isinstance(included, list) else []):
         if not isinstance(entry, dict):
             continue
         on_axes = {k: v for k, v in entry.items() if k in axes}

@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ortflow.engine.leaves.errors import Location, Problem, RecipeError
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import SourceMap, parse_yaml
 from ortflow.engine.recipe.matrix_combinations import label
 
@@ -43,10 +43,10 @@ def fan_out(
     name: str,
     spec: JsonObject,
     ports: dict[str, bool],
-    instances: dict[str, list[Instance]],
+    instances: dict[str, list[Instance] | None],
     source: SourceMap,
     problems: list[Problem],
-) -> list[tuple[dict[str, str], JsonObject]]:
+) -> list[tuple[dict[str, str], Json]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
     written = spec.get("in")
     given = written if isinstance(written, dict) else None
@@ -60,6 +60,7 @@ def fan_out(
         many = ports.get(port, isinstance(value, list))
         texts = value if isinstance(value, list) else [value]
         resolved: list[Any] = []
+        fans = False  # the port takes one reference to a stage with variants: this stage fans out on it
         for i, text in enumerate(texts):
             where = (
                 ("stages", name, "in", port, i)
@@ -82,13 +83,20 @@ def fan_out(
                 resolved.extend(f"{inst.id}.{found[0]}" for inst in found[2])
             else:
                 choices.append([(port, inst, f"{inst.id}.{found[0]}") for inst in found[2]])
-                resolved = None  # type: ignore[assignment]
+                fans = True
                 break
-        if resolved is not None:
+        if not fans:
             fixed[port] = (
                 resolved if many or isinstance(value, list) or len(resolved) != 1 else resolved[0]
             )
-    variants = []
+    return _variants(fixed, choices)
+
+
+def _variants(
+    fixed: JsonObject, choices: list[list[tuple[str, Instance | None, str]]]
+) -> list[tuple[dict[str, str], Json]]:
+    """One `in:` per combination of the fanning ports' upstream variants that agree on the axes they share."""
+    variants: list[tuple[dict[str, str], Json]] = []
     for picked in itertools.product(*choices):
         axes: dict[str, str] = {}
         if any(
@@ -103,11 +111,11 @@ def fan_out(
 
 def _resolve(
     text: Any,
-    instances: dict[str, list[Instance]],
+    instances: dict[str, list[Instance] | None],
     where: Location,
     owner: str,
     problems: list[Problem],
-) -> tuple[str, bool, list[Instance]] | None | bool:
+) -> tuple[str, bool, list[Instance]] | Literal[False] | None:
     """(output, fans out, instances) for a reference to a stage; False for one it reported as wrong; None for
     anything else (a source, a malformed reference, an unknown stage: checked later)."""
     match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
@@ -128,13 +136,16 @@ def _resolve(
                 )
             )
             return False
-        found = [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())]
+        every, found = (
+            found,
+            [i for i in found if all(i.axes.get(k) == v for k, v in wanted.items())],
+        )
         if not found:
             problems.append(
                 Problem(
                     f"stage '{owner}': no variant of '{match['stage']}' matches [{match['select']}]",
                     where,
-                    "its variants: " + ", ".join(i.id for i in instances[match["stage"]]),
+                    "its variants: " + ", ".join(i.id for i in every),
                 )
             )
             return False

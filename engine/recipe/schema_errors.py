@@ -29,7 +29,7 @@ def _validator(schema: JsonObject) -> Any:
     validator costs more than using it."""
     cached = _VALIDATORS.get(id(schema))
     if cached is None or cached[0] is not schema:
-        from jsonschema import Draft202012Validator
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # ships no stubs
 
         cached = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema))
     return cached[1]
@@ -118,7 +118,7 @@ def _problem(error: Any, source: SourceMap, at: _Subject) -> Problem:
             if isinstance(error.validator_value, list)
             else [error.validator_value]
         )
-        names = " or ".join(_TYPE_NAMES.get(t, t) for t in expected)
+        names = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in expected)
         return Problem(f"{what} must be {names}, got {_show(error.instance)}", where, _hint(schema))
     if kind == "enum":
         choices = [str(c) for c in error.validator_value]
@@ -153,8 +153,11 @@ def _example(value: Any, pattern: str) -> str | None:
 
 
 def _expected(schema: JsonObject, name: str) -> str | None:
-    prop = schema.get("properties", {}).get(name, {})
-    return f"add '{name}': {prop['description']}" if "description" in prop else f"add '{name}'"
+    properties = schema.get("properties")
+    prop = properties.get(name) if isinstance(properties, dict) else None
+    if isinstance(prop, dict) and "description" in prop:
+        return f"add '{name}': {prop['description']}"
+    return f"add '{name}'"
 
 
 def _hint(schema: JsonObject) -> str | None:

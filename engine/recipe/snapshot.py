@@ -139,7 +139,7 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
                     port: b.shaped([str(r) for r in b.refs]) for port, b in spec.inputs.items()
                 },
                 "after": spec.after,
-                "location": [spec.location.file, spec.location.line, spec.location.col],
+                "location": _place(spec.location),
                 "optional": spec.optional,
                 "template": spec.template,
                 "axes": spec.axes,
@@ -160,6 +160,13 @@ def save(store: Store, key: str, recipe: Recipe, graph: StageGraph) -> None:
     if redact(text) != text:
         return  # a recipe holding a URL with credentials: parsed on every run rather than kept in the cache
     store.write_snapshot(key, f"{sign(secret, _signed(key, text))}\n{text}")
+
+
+def _place(location: Location | None) -> list[Json]:
+    """A stage's Location as saved (a Place); a stage made by code rather than written has none."""
+    if location is None:
+        return ["", None, None]
+    return [location.file, location.line, location.col]
 
 
 def _signed(key: str, text: str) -> bytes:

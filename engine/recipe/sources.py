@@ -204,4 +204,4 @@ def _package_file(package: str, file: str, where: Location, problems: list[Probl
             )
         )
         return None
-    return Path(dist.locate_file(matches[0])).resolve()
+    return Path(str(dist.locate_file(matches[0]))).resolve()

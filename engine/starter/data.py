@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ortflow.engine.contracts.json_values import json_value
 from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
@@ -213,7 +214,7 @@ def random_choice(
         ("batch_axes", batch_axes),
     ):
         if value:
-            params[key] = value
+            params[key] = json_value(value)
     return DatasetChoice(
         DataKind.RANDOM,
         "random",
@@ -253,10 +254,10 @@ def user_choice(
         return _images_choice(roles, data, where, preprocessing).split(data)
     if kind == DataKind.TEXT:
         return _text_choice(roles, data, where, recipe_dir, tokenizer).split(data)
-    params = {"path": where}
+    params: JsonObject = {"path": where}
     batch_axes = {i.fact.name: i.batch_axis for i in roles.inputs if i.batch_axis != 0}
     if batch_axes:
-        params["batch_axes"] = batch_axes
+        params["batch_axes"] = json_value(batch_axes)
     return DatasetChoice(
         kind,
         "npz",
@@ -310,7 +311,7 @@ def _text_choice(
             f"--data {data}: text needs the model's tokenizer.json, and none lies beside the model — "
             "pass --tokenizer PATH/tokenizer.json"
         )
-    params = {
+    params: JsonObject = {
         "path": where,
         "tokenizer": relative(tokenizer, recipe_dir),
         "max_length": SEQUENCE_LENGTH,

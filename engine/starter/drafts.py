@@ -20,11 +20,16 @@ class Target(enum.Enum):
     TENSORRT = "tensorrt"
 
 
+# A drafted stage's `in:`: each port's reference (`inputs.model`, `quant.model`), or several for a port that
+# takes a list.
+InputRefs = dict[str, "str | list[str]"]
+
+
 @dataclass
 class StageDraft:
     name: str
     uses: str
-    inputs: JsonObject
+    inputs: InputRefs
     params: JsonObject = field(default_factory=dict)
     comments: list[str] = field(default_factory=list)
     optional: bool = False

@@ -5,9 +5,8 @@ INT8 candidate from it instead of from the float16 original."""
 
 from __future__ import annotations
 
-from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import ModelFacts
-from ortflow.engine.starter.drafts import StageDraft
+from ortflow.engine.starter.drafts import InputRefs, StageDraft
 
 FP32 = "fp32"
 
@@ -31,7 +30,7 @@ def from_float32(
 
 
 def _fp32_stage(facts: ModelFacts, real_data: bool) -> StageDraft:
-    inputs: JsonObject = {"model": "inputs.model"}
+    inputs: InputRefs = {"model": "inputs.model"}
     if real_data:
         inputs["data"] = "datasets.calibration"
     return StageDraft(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ortflow.engine.contracts.dataset import Feed
 from ortflow.engine.leaves.detection_heads import (
     READINGS,
     HeadReading,
@@ -63,9 +64,7 @@ def _figures(heads: list[Any], reading: HeadReading, size: tuple[int, int]) -> P
     return plausibility(corners, size)
 
 
-def choose_reading(
-    model: str, output: str, feeds: list[dict[str, Any]], session: Any
-) -> ReadingChoice:
+def choose_reading(model: str, output: str, feeds: list[Feed], session: Any) -> ReadingChoice:
     """The first plausible reading (READINGS' order) of `output` on `feeds`; OrtflowError naming the
     parameters to set when none is."""
     size = feed_image_size(feeds[0])

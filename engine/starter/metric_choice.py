@@ -50,7 +50,7 @@ def _task_metric(roles: ModelRoles, real_data: bool, reading: ReadingChoice | No
     if roles.kind == ModelKind.TRANSFORMER:
         outs = _gated_outputs(roles, OutputMeaning.EMBEDDING, OutputMeaning.TOKEN_EMBEDDINGS)
         return (
-            {"outputs": outs},
+            {"outputs": [*outs]},
             "cosine_mean",
             0.99,
             [
@@ -65,7 +65,7 @@ def _task_metric(roles: ModelRoles, real_data: bool, reading: ReadingChoice | No
         return _dense_map_metric([o.fact.name for o in maps], real_data)
     outs = _gated_outputs(roles, OutputMeaning.MAP, OutputMeaning.EMBEDDING, OutputMeaning.OTHER)
     return (
-        {"outputs": outs},
+        {"outputs": [*outs]},
         "cosine_mean",
         0.99,
         [
@@ -128,7 +128,7 @@ def _class_score_metric(roles: ModelRoles) -> _Metric | None:
         return None
     outs = [o.fact.name for o in scores]
     return (
-        {"outputs": outs, "metrics": {"exact": {"outputs": outs, "argmax_axis": -1}}},
+        {"outputs": [*outs], "metrics": {"exact": {"outputs": [*outs], "argmax_axis": -1}}},
         "samples_unchanged",
         0.9,
         [
@@ -148,7 +148,7 @@ def _probability_metric(roles: ModelRoles) -> _Metric | None:
         return None
     outs = [o.fact.name for o in probability]
     return (
-        {"outputs": outs, "metrics": {"exact": {"outputs": outs, "threshold": 0.5}}},
+        {"outputs": [*outs], "metrics": {"exact": {"outputs": [*outs], "threshold": 0.5}}},
         "label_agreement",
         0.97,
         [
@@ -166,7 +166,7 @@ def _label_metric(roles: ModelRoles) -> _Metric | None:
         return None
     outs = [o.fact.name for o in labels]
     return (
-        {"outputs": outs, "metrics": {"exact": {"outputs": outs}}},
+        {"outputs": [*outs], "metrics": {"exact": {"outputs": [*outs]}}},
         "samples_unchanged",
         0.9,
         [
@@ -178,7 +178,7 @@ def _label_metric(roles: ModelRoles) -> _Metric | None:
 def _dense_map_metric(outs: list[str], real_data: bool) -> _Metric:
     """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
     those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
-    validate = {"outputs": outs, "metrics": {"dense_map": {"outputs": outs}}}
+    validate: JsonObject = {"outputs": [*outs], "metrics": {"dense_map": {"outputs": [*outs]}}}
     what = [
         f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
         "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ortflow.engine.contracts.registry import installed_stages
 from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
-from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, Target
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, InputRefs, StageDraft, Target
 from ortflow.engine.starter.float32_source import from_float32, wants_float32
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
@@ -74,7 +74,7 @@ UNCALIBRATED_NOTE = [
 ]
 
 
-def _sanity(inputs: JsonObject, real_data: bool) -> JsonObject:
+def _sanity(inputs: InputRefs, real_data: bool) -> InputRefs:
     """The quantize stages' `data` (their sanity check) only where the data is real."""
     return {**inputs, "data": "datasets.calibration"} if real_data else inputs
 
@@ -251,7 +251,7 @@ def _branched_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraf
         "spec",
         "specialize",
         {"model": "inputs.model", "data": "datasets.calibration"},
-        {"freeze_from_data": deciding, "shapes_from_data": True},
+        {"freeze_from_data": [*deciding], "shapes_from_data": True},
         [
             f"specialize: {', '.join(deciding)} frozen to the value the data carries, the inputs fixed to its shapes,",
             "then the If and the shape arithmetic folded (onnxscript's optimizer), so INT8 reaches the network;",
@@ -366,7 +366,7 @@ def _partial_stage(
     int8 = next((s for s in stages if s.name == "int8" and s.uses.startswith("quantize_")), None)
     if budget < 1 or int8 is None or int8.uses not in ("quantize_static", "quantize_dynamic"):
         return None
-    inputs: JsonObject = {"model": int8.inputs["model"], "data": "datasets.held_out"}
+    inputs: InputRefs = {"model": int8.inputs["model"], "data": "datasets.held_out"}
     if "calibration" in int8.inputs:
         inputs["calibration"] = int8.inputs["calibration"]
     if (

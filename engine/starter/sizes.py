@@ -55,11 +55,8 @@ def image_size(roles: ModelRoles, info: InputInfo, folder: Path | None = None) -
 
 
 def fixed_sides(info: InputInfo) -> list[int | None]:
-    shape = info.fact.shape
-    return [
-        int(shape[a]) if isinstance(shape[a], int) and shape[a] > 0 else None
-        for a in image_axes(info)
-    ]
+    dims = [info.fact.shape[a] for a in image_axes(info)]
+    return [int(d) if isinstance(d, int) and d > 0 else None for d in dims]
 
 
 def median_size(folder: Path) -> tuple[int, int] | None:
@@ -80,7 +77,7 @@ def median_size(folder: Path) -> tuple[int, int] | None:
     shrink = min(1.0, MAX_SIDE / max(height, width))
     return tuple(
         max(STRIDE, -(-round(side * shrink) // STRIDE) * STRIDE) for side in (height, width)
-    )  # type: ignore[return-value]
+    )
 
 
 def _axis_size(roles: ModelRoles, info: InputInfo, axis: int) -> int:
@@ -126,7 +123,13 @@ def size_guesses(roles: ModelRoles) -> dict[str, SizeGuess]:
 
 def resolved_shape(info: InputInfo, guesses: dict[str, SizeGuess]) -> list[int]:
     by_axis = {a: g.size for g in guesses.values() for name, a in g.axes if name == info.fact.name}
-    return [by_axis.get(axis, dim) for axis, dim in enumerate(info.fact.shape)]  # type: ignore[misc]
+    shape = []
+    for axis, dim in enumerate(info.fact.shape):
+        size = by_axis.get(axis, dim)
+        if not isinstance(size, int):  # size_guesses guessed every open axis: a fixed one is an int
+            raise TypeError(f"{info.fact.name} axis {axis} ({dim}) has no size guessed")
+        shape.append(size)
+    return shape
 
 
 def cap_sizes(roles: ModelRoles, guesses: dict[str, SizeGuess]) -> list[str]:

@@ -10,9 +10,9 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ortflow.engine.contracts.dataset import Dataset, model_inputs
+from ortflow.engine.contracts.dataset import Dataset, Feed, model_inputs
 from ortflow.engine.contracts.params import fill_defaults, schema_problems
 from ortflow.engine.contracts.registry import DATASETS, installed
 from ortflow.engine.leaves.errors import OrtflowError, StageError
@@ -117,7 +117,7 @@ class Trial:
         names = [o.name for o in self.session.get_outputs()]
         return Attempt(shapes, None, {n: list(r.shape) for n, r in zip(names, results)})
 
-    def feeds(self, choice: DatasetChoice, count: int) -> list[dict[str, Any]]:
+    def feeds(self, choice: DatasetChoice, count: int) -> list[Feed]:
         """The first `count` feeds of the dataset the recipe declares."""
         return list(self.dataset(choice).feeds(self.inputs, limit=count))
 
@@ -207,7 +207,7 @@ def _ran(
     )
 
 
-def _shapes(shapes: dict[str, Any]) -> str:
+def _shapes(shapes: dict[str, list[int]]) -> str:
     return ", ".join(f"{name} {shape}" for name, shape in shapes.items()) or "no feed"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import ortflow
 from ortflow.engine.leaves.errors import OrtflowError, StageError
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import (
     DataKind,
@@ -164,7 +165,8 @@ def _stage_lines(stage: StageDraft) -> list[str]:
     return lines
 
 
-PROVIDERS = {
+# per target, the benchmark's `providers` (none on the CPU: ORT's default)
+PROVIDERS: dict[Target, dict[str, list[Json]]] = {
     Target.CPU: {},
     Target.CUDA: {"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
     Target.TENSORRT: {

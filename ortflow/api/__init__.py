@@ -68,6 +68,9 @@ from ortflow.engine.contracts.dataset import (
     file_param,
     model_inputs,
 )
+from ortflow.engine.contracts.settings_loader import (
+    SettingsLoader,
+)  # a loader with typed parameters
 
 # Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
 # metric names their parameters use.
@@ -200,6 +203,7 @@ __all__ = [
     "settings_problems",
     "ProviderUnavailable",
     "SKIP_PARAM",
+    "SettingsLoader",
     "Stage",
     "StageContext",
     "StageError",

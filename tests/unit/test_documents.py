@@ -23,6 +23,7 @@ from ortflow.api import (
     with_speedups,
     write_document,
 )
+from ortflow.engine.contracts import documents  # typed here (ortflow.api loads these lazily)
 from ortflow.engine.contracts.metric import Better
 from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 
@@ -247,3 +248,44 @@ def test_the_schemas_are_valid_json_schemas():
 
     for name in ("benchmark_results", "accuracy_results", "selection"):
         jsonschema.Draft202012Validator.check_schema(schema(name))
+
+
+def test_numpy_numbers_in_a_document_write_the_bytes_they_always_did(tmp_path: Path):
+    """A stage's values are often numpy scalars: to_json() makes them JSON (json_value, typed) and the file holds
+    what json.dumps(default=float) always wrote for them (an int64 as a float, a float32 widened)."""
+    np = pytest.importorskip("numpy")
+    values = {"int8": {"cosine_mean": np.float32(0.75), "max_abs": np.int64(3)}}
+    accuracy = documents.AccuracyResults(
+        8,
+        {"int8": {"out": {"cosine_mean": np.float32(0.75)}}},
+        values,
+        {},
+        {"cosine_mean": Better.HIGHER, "max_abs": Better.LOWER},
+        None,
+        documents.Bounds({"cosine_mean": np.float32(0.5)}),
+        [],
+        None,
+        {"tables": []},
+    )
+    path = tmp_path / "accuracy.json"
+    documents.write(path, accuracy)
+    before = {**ACCURACY, "results": {"int8": {"out": {"cosine_mean": np.float32(0.75)}}}}
+    before.update(values=values, counted_at={}, reference_labelled=None, failures=[])
+    before.update(gates={"min": {"cosine_mean": np.float32(0.5)}, "max": {}}, report={"tables": []})
+    for key in ("data", "reference"):
+        before.pop(key, None)
+    order = ["samples", "results", "values", "counted_at", "better", "reference_labelled", "gates"]
+    expected = {k: before[k] for k in [*order, "failures", "report"]}
+    assert path.read_text() == json.dumps(expected, indent=2, default=float)
+    assert documents.read(path, documents.AccuracyResults).model_values("int8") == {
+        "cosine_mean": 0.75,
+        "max_abs": 3.0,
+    }
+
+
+def test_a_value_that_is_not_json_is_refused_naming_its_type():
+    from ortflow.engine.contracts.json_values import json_value
+
+    assert json_value({"a": (1, 2.5), "b": [None, True]}) == {"a": [1, 2.5], "b": [None, True]}
+    with pytest.raises(TypeError, match=r"not a JSON value: \w*Path"):
+        json_value({"a": Path("x")})
