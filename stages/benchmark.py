@@ -16,6 +16,7 @@ from ortflow.api import (
     Declares,
     Distribution,
     Measure,
+    Params,
     Port,
     ProviderUnavailable,
     Stage,
@@ -103,9 +104,10 @@ class Benchmark(Stage):
             ]
         return []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         # timings on CUDA depend on the provider's build (in-tree or plugin EP, CUDA and cuDNN majors)
-        on_cuda = ("cuda_provider",) if uses_cuda(params["providers"]) else ()
+        providers = params["providers"]  # a list: the schema says so, and defaults are filled in
+        on_cuda = ("cuda_provider",) if isinstance(providers, list) and uses_cuda(providers) else ()
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python", *on_cuda)
 
     def run(self, ctx: StageContext) -> StageResult:

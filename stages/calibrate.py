@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -138,7 +139,7 @@ class Calibrate(Stage):
             )
         return problems
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
 
     @classmethod

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Stage, StageContext, StageError, StageResult
+from ortflow.api import Params, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -77,8 +77,9 @@ class QuantizeDynamic(Stage):
         },
     }
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        plain = dict(params)  # isa and op_table read the parameters by key
+        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
         return ("onnxruntime", "onnx") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ortflow.api import (
     ArtifactKind,
+    Json,
     Params,
     Port,
     Stage,
@@ -169,7 +170,7 @@ class QuantizeWeights(Stage):
         if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):
             why_not = quantized_graph.nothing_quantized(source, list(params.op_types_to_quantize))
             raise StageError(f"quantize_weights quantized nothing: {why_not}")
-        quantized_ops = {
+        quantized_ops: dict[str, Json] = {
             op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op
         }
         before, after = onnx_model.total_size(source), onnx_model.total_size(target)

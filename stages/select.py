@@ -19,6 +19,7 @@ from ortflow.api import (
     GateFailed,
     KnownMetrics,
     Measure,
+    Params,
     Port,
     Scalar,
     Stage,
@@ -142,7 +143,7 @@ class Select(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
         if params.get("minimize") and params.get("maximize"):
             return ["set one of minimize and maximize, not both"]
         return []

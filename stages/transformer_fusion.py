@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
+    Json,
     Params,
     Port,
     Stage,
@@ -218,10 +219,11 @@ class TransformerFusion(Stage):
             bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
         )
         unfused = unfused_attention(fused.model.graph)
+        fused_counts: dict[str, Json] = dict(sorted(stats.items()))
         metrics = {
             "model_type": params.model_type,
             "fused_by": route,
-            "fused": dict(sorted(stats.items())),
+            "fused": fused_counts,
             "attention_not_fused": unfused,
             "fully_optimized": complete,
             "nodes_before": sum(onnx_model.op_counts(source).values()),
@@ -236,7 +238,7 @@ class TransformerFusion(Stage):
             summary += f"; {unfused}"
             ctx.log(f"{ctx.stage_name}: {unfused}")
         return StageResult(
-            summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete}
+            summary=summary, metrics={"fused": fused_counts, "fully_optimized": complete}
         )
 
 
@@ -292,7 +294,8 @@ def _fuse(source: Path, params: FusionSettings) -> Any:
 
     options = FusionOptions(params.model_type)
     for name, value in params.fusion.items():
-        setattr(options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value)
+        is_format = name == "attention_mask_format" and isinstance(value, str)
+        setattr(options, name, MASK_FORMATS[str(value)] if is_format else value)
     try:
         return optimizer.optimize_model(
             str(source),
