@@ -7,7 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
 from ortflow.api import (
     ArtifactKind,
@@ -15,6 +15,7 @@ from ortflow.api import (
     Better,
     Declares,
     Distribution,
+    Json,
     Measure,
     Params,
     Port,
@@ -26,6 +27,7 @@ from ortflow.api import (
     Tables,
     counted,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
@@ -48,6 +50,33 @@ if TYPE_CHECKING:  # the result documents are imported when the stage runs (engi
 
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BenchmarkSettings:
+    """Benchmark's parameters (benchmark_params.PARAMS_SCHEMA; tests/unit/test_stages_typed.py holds the two
+    together); a swept one is a value or a list of them. Not declared as Stage.settings yet: the measurement
+    helpers (sessions, profiles, peak memory) take the parameters by key."""
+
+    providers: tuple[str | Mapping[str, Json], ...] = ("CPUExecutionProvider",)
+    optimization_level: str = "all"
+    intra_op_threads: int | tuple[int, ...] = 0
+    inter_op_threads: int = 0
+    execution_mode: str = "sequential"
+    batch_size: int | tuple[int, ...] = 1
+    sequence_length: int | tuple[int, ...] | None = None  # None: as fed
+    samples: int = 16
+    warmup: int = 10
+    runs: int = 100
+    seconds: float | None = None  # None: `runs` runs, not a time budget
+    io_binding: bool | tuple[bool, ...] = False
+    cuda_graph: bool | tuple[bool, ...] = False
+    rounds: int = 5
+    baseline: str | None = None  # None: the first model
+    note: str = ""
+    peak_memory: bool = True
+    profile: bool = False
 
 
 class Benchmark(Stage):
@@ -94,10 +123,11 @@ class Benchmark(Stage):
     )
     params_schema = PARAMS_SCHEMA
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        if "seconds" not in params and params["runs"] < params["rounds"]:
-            return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
-        graphs, bindings = _as_list(params.get("cuda_graph", False)), _as_list(params["io_binding"])
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(BenchmarkSettings, params)
+        if read.seconds is None and read.runs < read.rounds:
+            return [f"runs ({read.runs}) must be at least rounds ({read.rounds})"]
+        graphs, bindings = _swept(read.cuda_graph), _swept(read.io_binding)
         if True in graphs and True not in bindings:
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
@@ -106,8 +136,8 @@ class Benchmark(Stage):
 
     def env_facts(self, params: Params) -> tuple[str, ...]:
         # timings on CUDA depend on the provider's build (in-tree or plugin EP, CUDA and cuDNN majors)
-        providers = params["providers"]  # a list: the schema says so, and defaults are filled in
-        on_cuda = ("cuda_provider",) if isinstance(providers, list) and uses_cuda(providers) else ()
+        providers = list(settings_of(BenchmarkSettings, params).providers)
+        on_cuda = ("cuda_provider",) if uses_cuda(providers) else ()
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python", *on_cuda)
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -117,22 +147,22 @@ class Benchmark(Stage):
             write_document,
         )  # documents: when run
 
-        params = ctx.params
+        params = ctx.settings(BenchmarkSettings)
         models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
-        baseline = params.get("baseline") or names[0]
+        baseline = params.baseline or names[0]
         if baseline not in names:
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
         work = _Workload.of(ctx, models, names)
         watch = LoadWatch()
         # from the unrounded medians: rounding first could make two tiny models look equal
-        timed, skipped = self._sweep(ctx, work)
+        timed, skipped = self._sweep(ctx, params, work)
         results = with_speedups(timed, baseline, _median_speedup)
-        profiles = _profiles(work, params, ctx.scratch)
+        profiles = _profiles(work, params, dict(ctx.params), ctx.scratch)
         load = watch.finish()
         document = BenchmarkResults(
             baseline,
-            params["note"],
+            params.note,
             load,
             facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
             results,
@@ -156,31 +186,33 @@ class Benchmark(Stage):
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
         return StageResult(summary=summary, metrics=_metrics(results, profiles, len(work.models)))
 
-    def _sweep(self, ctx: StageContext, work: _Workload) -> tuple[list[BenchmarkRow], list[str]]:
+    def _sweep(
+        self, ctx: StageContext, params: BenchmarkSettings, work: _Workload
+    ) -> tuple[list[BenchmarkRow], list[str]]:
         """Every model timed under every combination of the swept settings, a row per model and setting, and the
         combinations left untimed with why (a CUDA graph that cannot be captured); when none could be timed, the
         first reason is raised (ProviderUnavailable: an optional stage skips)."""
-        params = ctx.params
         results: list[BenchmarkRow] = []
         skipped: list[str] = []
         settings = [
             combination
             for combination in itertools.product(
-                _as_list(params["intra_op_threads"]),
-                _as_list(params.get("sequence_length")),
-                _as_list(params["batch_size"]),
-                _as_list(params["io_binding"]),
-                _as_list(params.get("cuda_graph", False)),
+                _swept(params.intra_op_threads),
+                _swept(params.sequence_length),
+                _swept(params.batch_size),
+                _swept(params.io_binding),
+                _swept(params.cuda_graph),
             )
             if combination[3] or not combination[4]  # a CUDA graph needs IO binding
         ]
         for done, (thread_count, length, batch_size, bound, graph) in enumerate(settings, start=1):
             shaped = work.batches(length, batch_size)
-            config = {**params, "io_binding": bound, "cuda_graph": graph}
+            # what the measurement helpers read by key: the parameters at this point of the sweep
+            config = {**ctx.params, "io_binding": bound, "cuda_graph": graph}
             refused: list[str] = []
             try:
                 if graph:
-                    require_capturable(params["providers"], shaped)
+                    require_capturable(list(params.providers), shaped)
                 rows = self._measure(
                     work.models, work.names, shaped, thread_count, batch_size, config, refused
                 )
@@ -279,7 +311,8 @@ class _Workload:
                     f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
                     "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)"
                 )
-        feeds = list(ctx.dataset("data").feeds(inputs, limit=ctx.params["samples"]))
+        samples = ctx.settings(BenchmarkSettings).samples
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=samples))
         return cls(models, names, inputs, feeds, ctx.dataset("data").batch_axes)
 
     def batches(self, length: int | None, batch_size: int) -> list[dict]:
@@ -321,20 +354,19 @@ def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
     return round(float(np.median(base.latencies_ms) / np.median(row.latencies_ms)), 3)
 
 
-def _profiles(work: _Workload, params: dict[str, Any], scratch: Path) -> dict[str, Profile]:
+def _profiles(
+    work: _Workload, params: BenchmarkSettings, plain: dict[str, Any], scratch: Path
+) -> dict[str, Profile]:
     """Each model profiled under the first configuration of the sweep, with the same providers, options and
     threads; only when asked, except on a GPU provider, where the profile pass always runs: it is what shows
     nodes falling back to the CPU."""
-    first_feeds = work.batches(
-        _as_list(params.get("sequence_length"))[0], _as_list(params["batch_size"])[0]
-    )
-    threads = _as_list(params["intra_op_threads"])[0]
-    on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
-    if not (params["profile"] or on_device):
+    first_feeds = work.batches(_swept(params.sequence_length)[0], _swept(params.batch_size)[0])
+    threads = _swept(params.intra_op_threads)[0]
+    on_device = provider_names(list(params.providers))[0] != "CPUExecutionProvider"
+    if not (params.profile or on_device):
         return {}
     return {
-        n: profile(m, first_feeds, params, threads, scratch)
-        for n, m in zip(work.names, work.models)
+        n: profile(m, first_feeds, plain, threads, scratch) for n, m in zip(work.names, work.models)
     }
 
 
@@ -389,5 +421,6 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+def _swept(value: T | tuple[T, ...]) -> list[T]:
+    """A swept parameter's values: its list (read as a tuple), or the one value given."""
+    return list(value) if isinstance(value, tuple) else [value]

@@ -112,7 +112,6 @@ KEYED_BUILTINS = frozenset(
         "quantize_search",
         "quantize_static",
         "quantize_weights",
-        "select",
         "validate_accuracy",
     }
 )
