@@ -7,7 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
     ArtifactKind,
@@ -15,7 +15,6 @@ from ortflow.api import (
     Better,
     Declares,
     Distribution,
-    Json,
     Measure,
     Params,
     Port,
@@ -35,6 +34,7 @@ from ortflow.api.providers import names as provider_names
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
+from ortflow.stages.measurement.benchmark_settings import BenchmarkSettings, swept
 from ortflow.stages.measurement.cuda_graph import require_capturable, session_settings
 from ortflow.stages.measurement.feeds import full_batches
 from ortflow.stages.measurement.feeds import (
@@ -50,33 +50,6 @@ if TYPE_CHECKING:  # the result documents are imported when the stage runs (engi
 
 PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class BenchmarkSettings:
-    """Benchmark's parameters (benchmark_params.PARAMS_SCHEMA; tests/unit/test_stages_typed.py holds the two
-    together); a swept one is a value or a list of them. Not declared as Stage.settings yet: the measurement
-    helpers (sessions, profiles, peak memory) take the parameters by key."""
-
-    providers: tuple[str | Mapping[str, Json], ...] = ("CPUExecutionProvider",)
-    optimization_level: str = "all"
-    intra_op_threads: int | tuple[int, ...] = 0
-    inter_op_threads: int = 0
-    execution_mode: str = "sequential"
-    batch_size: int | tuple[int, ...] = 1
-    sequence_length: int | tuple[int, ...] | None = None  # None: as fed
-    samples: int = 16
-    warmup: int = 10
-    runs: int = 100
-    seconds: float | None = None  # None: `runs` runs, not a time budget
-    io_binding: bool | tuple[bool, ...] = False
-    cuda_graph: bool | tuple[bool, ...] = False
-    rounds: int = 5
-    baseline: str | None = None  # None: the first model
-    note: str = ""
-    peak_memory: bool = True
-    profile: bool = False
 
 
 class Benchmark(Stage):
@@ -127,7 +100,7 @@ class Benchmark(Stage):
         read = settings_of(BenchmarkSettings, params)
         if read.seconds is None and read.runs < read.rounds:
             return [f"runs ({read.runs}) must be at least rounds ({read.rounds})"]
-        graphs, bindings = _swept(read.cuda_graph), _swept(read.io_binding)
+        graphs, bindings = swept(read.cuda_graph), swept(read.io_binding)
         if True in graphs and True not in bindings:
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
@@ -197,11 +170,11 @@ class Benchmark(Stage):
         settings = [
             combination
             for combination in itertools.product(
-                _swept(params.intra_op_threads),
-                _swept(params.sequence_length),
-                _swept(params.batch_size),
-                _swept(params.io_binding),
-                _swept(params.cuda_graph),
+                swept(params.intra_op_threads),
+                swept(params.sequence_length),
+                swept(params.batch_size),
+                swept(params.io_binding),
+                swept(params.cuda_graph),
             )
             if combination[3] or not combination[4]  # a CUDA graph needs IO binding
         ]
@@ -360,8 +333,8 @@ def _profiles(
     """Each model profiled under the first configuration of the sweep, with the same providers, options and
     threads; only when asked, except on a GPU provider, where the profile pass always runs: it is what shows
     nodes falling back to the CPU."""
-    first_feeds = work.batches(_swept(params.sequence_length)[0], _swept(params.batch_size)[0])
-    threads = _swept(params.intra_op_threads)[0]
+    first_feeds = work.batches(swept(params.sequence_length)[0], swept(params.batch_size)[0])
+    threads = swept(params.intra_op_threads)[0]
     on_device = provider_names(list(params.providers))[0] != "CPUExecutionProvider"
     if not (params.profile or on_device):
         return {}
@@ -419,8 +392,3 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     """What models run on the same feeds must share: input names, dtypes and ranks (not their order, nor the
     names of symbolic dimensions)."""
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
-
-
-def _swept(value: T | tuple[T, ...]) -> list[T]:
-    """A swept parameter's values: its list (read as a tuple), or the one value given."""
-    return list(value) if isinstance(value, tuple) else [value]

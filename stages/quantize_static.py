@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
@@ -80,11 +80,11 @@ class QuantizeStatic(Stage):
                 "description": "QDQ (ORT's recommendation) or QOperator",
             },
             "activation_type": {
-                "enum": QUANT_TYPES,
+                "enum": [*QUANT_TYPES],
                 "default": "QUInt8",
                 "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs",
             },
-            "weight_type": {"enum": QUANT_TYPES, "default": "QInt8", "description": "weights"},
+            "weight_type": {"enum": [*QUANT_TYPES], "default": "QInt8", "description": "weights"},
             "per_channel": {
                 "type": "boolean",
                 "default": False,
@@ -124,7 +124,7 @@ class QuantizeStatic(Stage):
             },
             "extra_options": {
                 "type": "object",
-                "propertyNames": {"enum": EXTRA_OPTIONS},
+                "propertyNames": {"enum": [*EXTRA_OPTIONS]},
                 "default": {},
                 "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}",
             },
@@ -133,19 +133,21 @@ class QuantizeStatic(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
+        # validated against the schema first: three strings, and a mapping of ORT's extra options
+        form, activation_type, weight_type = (
+            str(params[k]) for k in ("format", "activation_type", "weight_type")
+        )
+        extra = params["extra_options"]
         problems = []
-        if params["extra_options"].get("SmoothQuant"):
+        if isinstance(extra, Mapping) and extra.get("SmoothQuant"):
             problems.append(
                 "SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
                 " it is not supported here yet"
             )
-        if (
-            params["format"] == "QOperator"
-            and "16" in params["activation_type"] + params["weight_type"]
-        ):
+        if form == "QOperator" and "16" in activation_type + weight_type:
             problems.append("16-bit types need format QDQ")
-        if params["activation_type"] == "QInt8" and params["weight_type"] == "QUInt8":
+        if activation_type == "QInt8" and weight_type == "QUInt8":
             problems.append(
                 "ORT does not support int8 activations with uint8 weights — use QInt8 weights"
             )

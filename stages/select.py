@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from dataclasses import dataclass, field
-from typing import Mapping, TypeVar
+from typing import TypeVar
 
 from ortflow.api import (
     BENCHMARK_CONFIG,
@@ -34,6 +33,7 @@ from ortflow.api import (
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
+from ortflow.stages.search.select_params import PARAMS_SCHEMA, SelectSettings
 from ortflow.stages.search.selection import (
     Candidate,
     Outcome,
@@ -70,25 +70,6 @@ UNITS = {
 # The objectives that make `select` choose on speed, where a candidate must beat the original beyond the spread.
 FASTER = {*LATENCY, "speedup", "throughput_per_s"}
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
-
-
-@dataclass(frozen=True)
-class SelectSettings:
-    """Select's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
-
-    minimize: str | None = None  # None: p50_ms, when maximize is not set either
-    maximize: str | None = None
-    min: Mapping[str, float] = field(default_factory=dict)
-    max: Mapping[str, float] = field(default_factory=dict)
-
-    def goal(self) -> tuple[str, str]:
-        """(minimize or maximize, the objective)."""
-        if self.maximize:
-            return "maximize", self.maximize
-        return "minimize", self.minimize or "p50_ms"
-
-    def bounds(self) -> Bounds:
-        return Bounds(dict(self.min), dict(self.max))
 
 
 class Select(Stage):
@@ -147,32 +128,7 @@ class Select(Stage):
         measures=tuple(Measure(m, b, UNITS.get(m, "")) for m, b in SPEED.items()),
         choice=Choice(model="model", document="selection"),
     )
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "minimize": {
-                "type": "string",
-                "description": "metric to minimize (default p50_ms when maximize is not set)",
-            },
-            "maximize": {
-                "type": "string",
-                "description": "metric to maximize, e.g. speedup or cosine_mean",
-            },
-            "min": {
-                "type": "object",
-                "additionalProperties": {"type": "number"},
-                "default": {},
-                "description": "constraints: metric -> lowest acceptable value",
-            },
-            "max": {
-                "type": "object",
-                "additionalProperties": {"type": "number"},
-                "default": {},
-                "description": "constraints: metric -> highest acceptable value",
-            },
-        },
-    }
+    params_schema = PARAMS_SCHEMA
 
     settings = SelectSettings
 
@@ -206,13 +162,9 @@ class Select(Stage):
         accuracy = _read(ctx, "accuracy", AccuracyResults)
         benchmark = _read(ctx, "benchmark", BenchmarkResults)
         wanted = [objective, *params.min, *params.max]
+        bounds = Bounds(dict(params.min), dict(params.max))
         outcome = choose(
-            names,
-            benchmark,
-            accuracy,
-            ctx.calibration_data("models"),
-            (goal, objective),
-            params.bounds(),
+            names, benchmark, accuracy, ctx.calibration_data("models"), (goal, objective), bounds
         )
         candidates = outcome.candidates
         write_document(ctx.output_path("selection"), selection_document(outcome, names))
