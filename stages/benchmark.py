@@ -15,6 +15,7 @@ from ortflow.api import (
     Better,
     Declares,
     Distribution,
+    Json,
     Measure,
     Params,
     Port,
@@ -345,7 +346,7 @@ def _profiles(
 
 def _metrics(
     results: list[BenchmarkRow], profiles: dict[str, Profile], models: int
-) -> dict[str, Any]:
+) -> dict[str, Json]:
     """One value per model, from the first configuration of the sweep; nodes falling back when profiled."""
     first = [r for r in results if r.config() == results[0].config()]
     return {

@@ -28,7 +28,12 @@ from ortflow.api import (
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.measurement import task_metrics
-from ortflow.stages.measurement.accuracy_gates import counted_values, gate_failures, verdict_data
+from ortflow.stages.measurement.accuracy_gates import (
+    Counted,
+    counted_values,
+    gate_failures,
+    verdict_data,
+)
 from ortflow.stages.measurement.accuracy_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.output_comparison import (
     BUILT_IN,
@@ -284,7 +289,7 @@ def _measured(
     return results, reference_scores
 
 
-def _summary(counted: dict[str, Any], shown: list[str], params: AccuracySettings) -> str:
+def _summary(counted: dict[str, Counted], shown: list[str], params: AccuracySettings) -> str:
     summary = "; ".join(
         f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v)
         or f"{n} (nothing measured)"
@@ -293,7 +298,7 @@ def _summary(counted: dict[str, Any], shown: list[str], params: AccuracySettings
     return summary + (" — gates passed" if params.min or params.max else "")
 
 
-def _shown(params: AccuracySettings, counted: dict[str, Any]) -> list[str]:
+def _shown(params: AccuracySettings, counted: dict[str, Counted]) -> list[str]:
     """The metrics a run's table and records show: the gated ones, the task metrics', and cosine where measured
     (the report plots it against speed)."""
     names = [*params.min, *params.max]
@@ -336,7 +341,7 @@ def _check_same_inputs(names: list[str], candidates: list[Path], inputs: list[An
 
 
 def _refuse_meaningless(
-    params: AccuracySettings, expected: dict[str, Any], chosen: list[str]
+    params: AccuracySettings, expected: dict[str, list[Any]], chosen: list[str]
 ) -> None:
     """A gate on cosine or argmax over integer outputs would pass a tagger whose labels changed: say what to
     gate instead."""
@@ -357,7 +362,7 @@ def _label_scores(
     names: list[str],
     candidates: list[Path],
     feeds: list[dict],
-    expected: dict[str, Any],
+    expected: dict[str, list[Any]],
     labels: Any,
     label_output: str,
 ) -> dict[str, float]:
