@@ -15,7 +15,9 @@ from ortflow.api import (
     Better,
     Declares,
     Distribution,
+    Json,
     Measure,
+    Params,
     Port,
     ProviderUnavailable,
     Stage,
@@ -25,6 +27,7 @@ from ortflow.api import (
     Tables,
     counted,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
@@ -32,6 +35,7 @@ from ortflow.api.providers import names as provider_names
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
+from ortflow.stages.measurement.benchmark_settings import BenchmarkSettings, swept
 from ortflow.stages.measurement.cuda_graph import require_capturable, session_settings
 from ortflow.stages.measurement.feeds import full_batches
 from ortflow.stages.measurement.feeds import (
@@ -93,19 +97,21 @@ class Benchmark(Stage):
     )
     params_schema = PARAMS_SCHEMA
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        if "seconds" not in params and params["runs"] < params["rounds"]:
-            return [f"runs ({params['runs']}) must be at least rounds ({params['rounds']})"]
-        graphs, bindings = _as_list(params.get("cuda_graph", False)), _as_list(params["io_binding"])
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(BenchmarkSettings, params)
+        if read.seconds is None and read.runs < read.rounds:
+            return [f"runs ({read.runs}) must be at least rounds ({read.rounds})"]
+        graphs, bindings = swept(read.cuda_graph), swept(read.io_binding)
         if True in graphs and True not in bindings:
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
             ]
         return []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         # timings on CUDA depend on the provider's build (in-tree or plugin EP, CUDA and cuDNN majors)
-        on_cuda = ("cuda_provider",) if uses_cuda(params["providers"]) else ()
+        providers = list(settings_of(BenchmarkSettings, params).providers)
+        on_cuda = ("cuda_provider",) if uses_cuda(providers) else ()
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python", *on_cuda)
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -115,22 +121,22 @@ class Benchmark(Stage):
             write_document,
         )  # documents: when run
 
-        params = ctx.params
+        params = ctx.settings(BenchmarkSettings)
         models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
-        baseline = params.get("baseline") or names[0]
+        baseline = params.baseline or names[0]
         if baseline not in names:
             raise StageError(f"baseline '{baseline}' is not one of the models ({', '.join(names)})")
         work = _Workload.of(ctx, models, names)
         watch = LoadWatch()
         # from the unrounded medians: rounding first could make two tiny models look equal
-        timed, skipped = self._sweep(ctx, work)
+        timed, skipped = self._sweep(ctx, params, work)
         results = with_speedups(timed, baseline, _median_speedup)
-        profiles = _profiles(work, params, ctx.scratch)
+        profiles = _profiles(work, params, dict(ctx.params), ctx.scratch)
         load = watch.finish()
         document = BenchmarkResults(
             baseline,
-            params["note"],
+            params.note,
             load,
             facts(("cpu", "isa", "gpu", "onnxruntime", "platform")),
             results,
@@ -154,31 +160,33 @@ class Benchmark(Stage):
             ctx.log(f"{ctx.stage_name}: warning: {LoadWatch.warning(load)}")
         return StageResult(summary=summary, metrics=_metrics(results, profiles, len(work.models)))
 
-    def _sweep(self, ctx: StageContext, work: _Workload) -> tuple[list[BenchmarkRow], list[str]]:
+    def _sweep(
+        self, ctx: StageContext, params: BenchmarkSettings, work: _Workload
+    ) -> tuple[list[BenchmarkRow], list[str]]:
         """Every model timed under every combination of the swept settings, a row per model and setting, and the
         combinations left untimed with why (a CUDA graph that cannot be captured); when none could be timed, the
         first reason is raised (ProviderUnavailable: an optional stage skips)."""
-        params = ctx.params
         results: list[BenchmarkRow] = []
         skipped: list[str] = []
         settings = [
             combination
             for combination in itertools.product(
-                _as_list(params["intra_op_threads"]),
-                _as_list(params.get("sequence_length")),
-                _as_list(params["batch_size"]),
-                _as_list(params["io_binding"]),
-                _as_list(params.get("cuda_graph", False)),
+                swept(params.intra_op_threads),
+                swept(params.sequence_length),
+                swept(params.batch_size),
+                swept(params.io_binding),
+                swept(params.cuda_graph),
             )
             if combination[3] or not combination[4]  # a CUDA graph needs IO binding
         ]
         for done, (thread_count, length, batch_size, bound, graph) in enumerate(settings, start=1):
             shaped = work.batches(length, batch_size)
-            config = {**params, "io_binding": bound, "cuda_graph": graph}
+            # what the measurement helpers read by key: the parameters at this point of the sweep
+            config = {**ctx.params, "io_binding": bound, "cuda_graph": graph}
             refused: list[str] = []
             try:
                 if graph:
-                    require_capturable(params["providers"], shaped)
+                    require_capturable(list(params.providers), shaped)
                 rows = self._measure(
                     work.models, work.names, shaped, thread_count, batch_size, config, refused
                 )
@@ -277,7 +285,8 @@ class _Workload:
                     f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
                     "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)"
                 )
-        feeds = list(ctx.dataset("data").feeds(inputs, limit=ctx.params["samples"]))
+        samples = ctx.settings(BenchmarkSettings).samples
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=samples))
         return cls(models, names, inputs, feeds, ctx.dataset("data").batch_axes)
 
     def batches(self, length: int | None, batch_size: int) -> list[dict]:
@@ -319,26 +328,25 @@ def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
     return round(float(np.median(base.latencies_ms) / np.median(row.latencies_ms)), 3)
 
 
-def _profiles(work: _Workload, params: dict[str, Any], scratch: Path) -> dict[str, Profile]:
+def _profiles(
+    work: _Workload, params: BenchmarkSettings, plain: dict[str, Any], scratch: Path
+) -> dict[str, Profile]:
     """Each model profiled under the first configuration of the sweep, with the same providers, options and
     threads; only when asked, except on a GPU provider, where the profile pass always runs: it is what shows
     nodes falling back to the CPU."""
-    first_feeds = work.batches(
-        _as_list(params.get("sequence_length"))[0], _as_list(params["batch_size"])[0]
-    )
-    threads = _as_list(params["intra_op_threads"])[0]
-    on_device = provider_names(params["providers"])[0] != "CPUExecutionProvider"
-    if not (params["profile"] or on_device):
+    first_feeds = work.batches(swept(params.sequence_length)[0], swept(params.batch_size)[0])
+    threads = swept(params.intra_op_threads)[0]
+    on_device = provider_names(list(params.providers))[0] != "CPUExecutionProvider"
+    if not (params.profile or on_device):
         return {}
     return {
-        n: profile(m, first_feeds, params, threads, scratch)
-        for n, m in zip(work.names, work.models)
+        n: profile(m, first_feeds, plain, threads, scratch) for n, m in zip(work.names, work.models)
     }
 
 
 def _metrics(
     results: list[BenchmarkRow], profiles: dict[str, Profile], models: int
-) -> dict[str, Any]:
+) -> dict[str, Json]:
     """One value per model, from the first configuration of the sweep; nodes falling back when profiled."""
     first = [r for r in results if r.config() == results[0].config()]
     return {
@@ -385,7 +393,3 @@ def _signature(inputs: list[Any]) -> dict[str, tuple[str, int]]:
     """What models run on the same feeds must share: input names, dtypes and ranks (not their order, nor the
     names of symbolic dimensions)."""
     return {i.name: (i.dtype, len(i.shape)) for i in inputs}
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]

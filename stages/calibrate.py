@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ortflow.api import (
     ArtifactKind,
+    Feed,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -15,9 +18,37 @@ from ortflow.api import (
     StageResult,
     batched,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import activation_ranges, calibration_passes, pre_processing
+
+
+@dataclass(frozen=True)
+class CalibrateSettings:
+    """Calibrate's parameters (its params_schema; tests/unit/test_stages_typed.py holds the two together). Not
+    declared as Stage.settings yet: activation_ranges still reads ctx.params by key."""
+
+    method: str = "minmax"  # one of activation_ranges.METHODS
+    percentile: float = 99.999
+    num_bins: int | None = None  # None: ORT's for the method
+    num_quantized_bins: int = 128
+    symmetric: bool = False
+    moving_average: bool = False
+    samples: int = 200
+    batch_size: int = 8
+    op_types_to_calibrate: tuple[str, ...] = ()
+    mask_threshold: float = 1e30
+    max_memory_mb: int | None = None  # None: one pass
+    pre_process: bool | str = "auto"
+
+
+@dataclass(frozen=True)
+class PassUse:
+    """How the tensors were read: in how many passes over the data, and the most one batch's values held."""
+
+    passes: int
+    held_mb: float
 
 
 class Calibrate(Stage):
@@ -119,10 +150,11 @@ class Calibrate(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        method, bins = params["method"], params.get("num_bins")
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(CalibrateSettings, params)
+        method, bins = read.method, read.num_bins
         problems = []
-        if params["moving_average"] and method != "minmax":
+        if read.moving_average and method != "minmax":
             problems.append("moving_average applies to method minmax only")
         if bins is not None and method == "minmax":
             problems.append(
@@ -132,19 +164,19 @@ class Calibrate(Stage):
             problems.append(
                 f"num_bins {bins} is too few for method distribution: ORT needs at least 512"
             )
-        if bins is not None and method == "entropy" and bins < params["num_quantized_bins"]:
+        if bins is not None and method == "entropy" and bins < read.num_quantized_bins:
             problems.append(
-                f"num_bins {bins} is below num_quantized_bins {params['num_quantized_bins']}"
+                f"num_bins {bins} is below num_quantized_bins {read.num_quantized_bins}"
             )
         return problems
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
 
     @classmethod
     def same_result(
         cls,
-        params: Mapping[str, Any],
+        params: Params,
         port: str,
         ours: tuple[float, ...],
         locked: tuple[float, ...],
@@ -157,13 +189,13 @@ class Calibrate(Stage):
         return activation_ranges.worst_difference(ours, locked) <= limit
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
+        params = ctx.settings(CalibrateSettings)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
+        prepared = pre_processing.prepare(source, ctx.scratch, params.pre_process)
         model = prepared.model
-        value_infos, passes = self._schedule(ctx, model)
-        observed = activation_ranges.ActivationRanges(params)
+        value_infos, passes = self._schedule(ctx, params, model)
+        observed = activation_ranges.ActivationRanges(dict(ctx.params))  # it reads them by key
         held, samples = 0, 0
         for index, group in enumerate(passes):
             session = calibration_passes.session(
@@ -173,6 +205,7 @@ class Calibrate(Stage):
             )
             samples, peak = self._observe(
                 ctx,
+                params,
                 model,
                 session,
                 observed,
@@ -184,18 +217,19 @@ class Calibrate(Stage):
         if not ranges:
             raise StageError(
                 "no tensor could be calibrated: the model has no float activations to quantize "
-                f"(or every value was at or above mask_threshold {params['mask_threshold']:g})"
+                f"(or every value was at or above mask_threshold {params.mask_threshold:g})"
             )
         ranges = activation_ranges.agree_with_lock(ctx, ranges)
         activation_ranges.write_table(
-            ctx.output_path("table"), params["method"], ranges, masked, prepared.pre_processed
+            ctx.output_path("table"), params.method, ranges, masked, prepared.pre_processed
         )
         result = self._result(
             ctx,
+            params,
             ranges,
             masked,
             samples,
-            {"passes": len(passes), "held_mb": round(held / calibration_passes.MB, 1)},
+            PassUse(len(passes), round(held / calibration_passes.MB, 1)),
             prepared,
         )
         result.values = {"table": [value for name in sorted(ranges) for value in ranges[name]]}
@@ -205,15 +239,14 @@ class Calibrate(Stage):
 
     @staticmethod
     def _schedule(
-        ctx: StageContext, model: Path
+        ctx: StageContext, params: CalibrateSettings, model: Path
     ) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
         """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
         without it)."""
-        params = ctx.params
         value_infos = calibration_passes.tensors_to_calibrate(
-            model, params["op_types_to_calibrate"]
+            model, list(params.op_types_to_calibrate)
         )
-        bound = params.get("max_memory_mb")
+        bound = params.max_memory_mb
         if bound is None:
             return value_infos, calibration_passes.schedule(dict.fromkeys(value_infos, 0), 1, None)
         dataset = ctx.dataset("data")
@@ -224,7 +257,7 @@ class Calibrate(Stage):
         sizes = calibration_passes.bytes_per_sample(
             model, value_infos, first, _batch_length(first, inputs, dataset.batch_axes)
         )
-        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
+        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params.batch_size
         return value_infos, calibration_passes.schedule(
             sizes, batch_size, bound * calibration_passes.MB
         )
@@ -232,6 +265,7 @@ class Calibrate(Stage):
     @staticmethod
     def _observe(
         ctx: StageContext,
+        params: CalibrateSettings,
         model: Path,
         session: Any,
         observed: activation_ranges.ActivationRanges,
@@ -241,14 +275,13 @@ class Calibrate(Stage):
         values go to the histogram, or, for minmax, their per-batch extremes are recorded; mask fills are
         counted). Each tensor is reduced and dropped in turn, and a batch's values are gone before the next
         batch runs. Returns (samples run, the most bytes one batch's values held)."""
-        params = ctx.params
         names = [o.name for o in session.get_outputs()]
         samples, held = 0, 0
         inputs = model_inputs(model)
         dataset = ctx.dataset("data")
-        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params["batch_size"]
+        batch_size = 1 if _fixed_batch(inputs, dataset.batch_axes) else params.batch_size
         for batch in batched(
-            dataset.feeds(inputs, limit=params["samples"]), batch_size, dataset.batch_axes
+            dataset.feeds(inputs, limit=params.samples), batch_size, dataset.batch_axes
         ):
             samples += _batch_length(batch, inputs, dataset.batch_axes)
             try:
@@ -258,7 +291,7 @@ class Calibrate(Stage):
                     f"running the model on the dataset failed at sample {samples}: {exc}"
                 ) from exc
             held = max(held, sum(v.nbytes for v in outputs.values()))
-            ctx.progress(samples, None, f"samples calibrated (at most {params['samples']}){said}")
+            ctx.progress(samples, None, f"samples calibrated (at most {params.samples}){said}")
             for name in sorted(outputs):  # sorted: the table's bytes must not vary run to run
                 values = observed.clean(name, outputs.pop(name))
                 if values is not None:
@@ -269,14 +302,15 @@ class Calibrate(Stage):
     @staticmethod
     def _result(
         ctx: StageContext,
+        params: CalibrateSettings,
         ranges: dict[str, tuple[float, float]],
         masked: dict[str, int],
         samples: int,
-        passes: dict[str, Any],
+        passes: PassUse,
         prepared: pre_processing.Prepared,
     ) -> StageResult:
         """Write the metrics (with the five widest ranges) and sum the calibration up."""
-        method = ctx.params["method"]
+        method = params.method
         metrics = {
             "method": method,
             "samples": samples,
@@ -294,14 +328,14 @@ class Calibrate(Stage):
         summary = f"{method}: {len(ranges) - len(masked)} tensors from {samples} samples"
         if masked:
             summary += f"; mask fills left out of {len(masked)} tensors"
-        bound = ctx.params.get("max_memory_mb")
-        if bound is not None and passes["held_mb"] > bound:
+        bound = params.max_memory_mb
+        if bound is not None and passes.held_mb > bound:
             summary += (
-                f"; {passes['passes']} passes, one batch held {passes['held_mb']} MB, over max_memory_mb {bound} "
+                f"; {passes.passes} passes, one batch held {passes.held_mb} MB, over max_memory_mb {bound} "
                 "(a tensor larger than the bound, or samples larger than the first): lower batch_size"
             )
-        elif passes["passes"] > 1:
-            summary += f"; {passes['passes']} passes within max_memory_mb {bound}"
+        elif passes.passes > 1:
+            summary += f"; {passes.passes} passes within max_memory_mb {bound}"
         summary += f"; {prepared.summary()}" if prepared.summary() else ""
         return StageResult(
             summary=summary,
@@ -310,7 +344,8 @@ class Calibrate(Stage):
                 "tensors": len(ranges) - len(masked),
                 "masked": len(masked),
                 "process_peak_rss_mb": _peak_rss_mb(),
-                **passes,
+                "passes": passes.passes,
+                "held_mb": passes.held_mb,
                 **prepared.metrics(),
             },
         )
@@ -327,7 +362,7 @@ def _fixed_batch(inputs: list[Any], axes: dict[str, int | None]) -> bool:
     return any(isinstance(d, int) and d > 0 for d in dims)
 
 
-def _batch_length(batch: dict[str, Any], inputs: list[Any], axes: dict[str, int | None]) -> int:
+def _batch_length(batch: Feed, inputs: list[Any], axes: dict[str, int | None]) -> int:
     """The samples in a batch: the size of the first batched input's batch axis."""
     for spec in inputs:
         axis = _batch_axis(spec, axes)

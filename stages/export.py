@@ -242,7 +242,7 @@ class Export(Stage):
         return Exporter.TORCHSCRIPT, reason
 
 
-def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any], ...] | None:
+def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any] | None, ...] | None:
     """The inputs' named dynamic axes as torch.export Dims (one Dim per name, shared across inputs), which the
     dynamo exporter takes in place of `dynamic_axes`; None when a name is no Python identifier (Dim needs one)."""
     import torch

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
+    Json,
     Params,
     Port,
     Stage,
@@ -168,17 +169,17 @@ def _session_options(params: GraphOptimizationSettings, target: Path, weights_be
 
 def _metrics(
     params: GraphOptimizationSettings, used: list[str], source: Path, target: Path
-) -> dict[str, Any]:
+) -> dict[str, Json]:
     """metrics.json: node counts by op type and sizes, before and after."""
     before, after = onnx_model.op_counts(source), onnx_model.op_counts(target)
     return {
         "level": params.level,
-        "providers": used,
+        "providers": [*used],
         "portable": params.level not in MACHINE_SPECIFIC_LEVELS,
         "nodes_before": sum(before.values()),
         "nodes_after": sum(after.values()),
-        "op_types_before": dict(sorted(before.items())),
-        "op_types_after": dict(sorted(after.items())),
+        "op_types_before": {op: n for op, n in sorted(before.items())},
+        "op_types_after": {op: n for op, n in sorted(after.items())},
         "bytes_before": onnx_model.total_size(source),
         "bytes_after": onnx_model.total_size(target),
     }  # no timings in the file: the same inputs must give the same bytes

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import localization, pre_processing, sanity, static_model
+
+
+@dataclass(frozen=True)
+class DebugSettings:
+    """QuantizationDebug's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    samples: int = 4
+    top: int = 20
+    pre_process: bool | str = False  # "auto", True or False
+    min_cosine: float = 0.5
 
 
 class QuantizationDebug(Stage):
@@ -69,23 +79,26 @@ class QuantizationDebug(Stage):
         },
     }
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    settings = DebugSettings
+
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy", "isa")  # integer kernels differ by instruction set
 
     def run(self, ctx: StageContext) -> StageResult:
+        params = ctx.settings(DebugSettings)
         reference = _as_quantized(
             onnx_model.private_model(ctx.path("reference"), ctx.scratch / "reference"),
-            cast("bool | str", ctx.params["pre_process"]),
+            params.pre_process,
         )
         quantized = onnx_model.private_model(ctx.path("model"), ctx.scratch / "quantized")
-        feeds, _ = sanity.feeds_for(ctx, reference, ctx.params["samples"])
+        feeds, _ = sanity.feeds_for(ctx, reference, params.samples)
         ranked = localization.rank_nodes(reference, quantized, feeds)
         outputs = sanity.check_outputs(
-            reference, quantized, feeds, ctx.params["min_cosine"], synthetic=False
+            reference, quantized, feeds, params.min_cosine, synthetic=False
         )
         report = {
             "samples": len(feeds),
-            "nodes": [e.as_dict() for e in ranked[: ctx.params["top"]]],
+            "nodes": [e.as_dict() for e in ranked[: params.top]],
             "nodes_compared": len(ranked),
             "outputs": outputs.metrics()["outputs"],
         }

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Stage, StageContext, StageError, StageResult
+from ortflow.api import Json, Params, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -77,8 +77,9 @@ class QuantizeDynamic(Stage):
         },
     }
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        plain = dict(params)  # isa and op_table read the parameters by key
+        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
         return ("onnxruntime", "onnx") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -87,7 +88,7 @@ class QuantizeDynamic(Stage):
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         params, rule = op_table.rule(
-            ctx.params, ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
+            dict(ctx.params), ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
         )
         quantized_graph.check_excluded_nodes(
             onnx_model.load_graph(source), params["nodes_to_exclude"]
@@ -104,8 +105,10 @@ class QuantizeDynamic(Stage):
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
             raise _nothing_quantized(source, op_types, left)
+        by_op_type: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
+        before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
-            "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
+            "quantized_by_op_type": by_op_type,
             "quantized_nodes": quantized_graph.quantized_node_names(
                 source, target, set(IntegerOpsRegistry)
             ),
@@ -113,14 +116,14 @@ class QuantizeDynamic(Stage):
             **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             **({"op_types_auto": rule.metrics()} if rule else {}),
             "reduce_range": reduce_range,
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
+            "bytes_before": before,
+            "bytes_after": after,
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, Any] = {}
         checked = sanity.verify_quantized(ctx, source, target, measured)
-        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ratio = after / before
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         notes = (_with_left_float(why, left), rule and rule.summary(), float_retry.summary(kept))
         why = "; ".join(p for p in notes if p)
@@ -132,7 +135,7 @@ class QuantizeDynamic(Stage):
         return StageResult(
             summary=summary,
             metrics={
-                "quantized": metrics["quantized_by_op_type"],
+                "quantized": by_op_type,
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
                 **measured,

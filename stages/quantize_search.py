@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Mapping
 
 from ortflow.api import (
     ArtifactKind,
     Better,
+    Json,
     KnownMetrics,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -16,7 +19,7 @@ from ortflow.api import (
 )
 
 # isort: split
-from ortflow.api import params_problems, stage_type
+from ortflow.api import params_problems, settings_of, stage_type
 from ortflow.api.ports import metric_in
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.search import space as search_space
@@ -165,40 +168,41 @@ class QuantizeSearch(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(_Steps, params)
         problems = [
-            f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), params["accuracy"])
+            f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), read.accuracy)
         ]
-        if not params["accuracy"].get("min") and not params["accuracy"].get("max"):
+        if not read.accuracy.get("min") and not read.accuracy.get("max"):
             problems.append(
                 "accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})"
             )
-        problems += [
-            f"benchmark: {p}" for p in _problems(stage_type("benchmark"), params["benchmark"])
-        ]
+        problems += [f"benchmark: {p}" for p in _problems(stage_type("benchmark"), read.benchmark)]
         for family in FAMILIES:
             stage_cls = stage_type(FAMILIES[family])
-            if family in params["families"]:
-                for combination in search_space.grid(params[family], stage_cls.params_schema):
+            space = params[family]  # an object: the schema says so
+            if family in read.families and isinstance(space, dict):
+                for combination in search_space.grid(space, stage_cls.params_schema):
                     if not search_space.unsupported(
                         combination
                     ):  # pruned from the grid, not an error
                         problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
-    def metric_names(
-        self, params: dict[str, Any], files: dict[str, Path]
-    ) -> dict[str, Better] | None:
-        return stage_type("validate_accuracy")().metric_names(accuracy_params(params), files)
+    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
+        return stage_type("validate_accuracy")().metric_names(accuracy_params(dict(params)), files)
 
-    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
         """Its accuracy target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
         return [
             f"accuracy: {p}"
-            for p in stage_type("validate_accuracy")().check_metrics(accuracy_params(params), known)
+            for p in stage_type("validate_accuracy")().check_metrics(
+                accuracy_params(dict(params)), known
+            )
         ]
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        providers = settings_of(_Steps, params).benchmark.get("providers", [])
         return (
             "onnxruntime",
             "onnx",
@@ -209,7 +213,7 @@ class QuantizeSearch(Stage):
             "gpu",
             "providers",
             "python",
-            *(("cuda_provider",) if uses_cuda(params["benchmark"].get("providers", [])) else ()),
+            *(("cuda_provider",) if isinstance(providers, list) and uses_cuda(providers) else ()),
         )
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -218,7 +222,17 @@ class QuantizeSearch(Stage):
         return search.finish()
 
 
-def _problems(stage_cls: type[Stage], params: dict[str, Any]) -> list[str]:
+@dataclass(frozen=True)
+class _Steps:
+    """What check() and env_facts() read of the parameters, typed: the steps' own parameters as given (free
+    JSON until each step's schema validates it) and the families searched. The search itself reads the rest."""
+
+    accuracy: Mapping[str, Json] = field(default_factory=dict)
+    benchmark: Mapping[str, Json] = field(default_factory=dict)
+    families: tuple[str, ...] = ()
+
+
+def _problems(stage_cls: type[Stage], params: Mapping[str, Json]) -> list[str]:
     if not isinstance(params, dict):
         return ["must be a mapping"]
     return params_problems(stage_cls, params)

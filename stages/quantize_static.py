@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageError, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -80,11 +80,11 @@ class QuantizeStatic(Stage):
                 "description": "QDQ (ORT's recommendation) or QOperator",
             },
             "activation_type": {
-                "enum": QUANT_TYPES,
+                "enum": [*QUANT_TYPES],
                 "default": "QUInt8",
                 "description": "activations; unsigned 8-bit is several times faster on x86 VNNI CPUs",
             },
-            "weight_type": {"enum": QUANT_TYPES, "default": "QInt8", "description": "weights"},
+            "weight_type": {"enum": [*QUANT_TYPES], "default": "QInt8", "description": "weights"},
             "per_channel": {
                 "type": "boolean",
                 "default": False,
@@ -124,7 +124,7 @@ class QuantizeStatic(Stage):
             },
             "extra_options": {
                 "type": "object",
-                "propertyNames": {"enum": EXTRA_OPTIONS},
+                "propertyNames": {"enum": [*EXTRA_OPTIONS]},
                 "default": {},
                 "description": "ORT's extra_options, e.g. {ActivationSymmetric: true}",
             },
@@ -133,26 +133,29 @@ class QuantizeStatic(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
+        # validated against the schema first: three strings, and a mapping of ORT's extra options
+        form, activation_type, weight_type = (
+            str(params[k]) for k in ("format", "activation_type", "weight_type")
+        )
+        extra = params["extra_options"]
         problems = []
-        if params["extra_options"].get("SmoothQuant"):
+        if isinstance(extra, Mapping) and extra.get("SmoothQuant"):
             problems.append(
                 "SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
                 " it is not supported here yet"
             )
-        if (
-            params["format"] == "QOperator"
-            and "16" in params["activation_type"] + params["weight_type"]
-        ):
+        if form == "QOperator" and "16" in activation_type + weight_type:
             problems.append("16-bit types need format QDQ")
-        if params["activation_type"] == "QInt8" and params["weight_type"] == "QUInt8":
+        if activation_type == "QInt8" and weight_type == "QUInt8":
             problems.append(
                 "ORT does not support int8 activations with uint8 weights — use QInt8 weights"
             )
         return problems
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
-        needs = (("target_isa",) if isa.needs_isa(params) else ()) + op_table.env_facts(params)
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        plain = dict(params)  # isa and op_table read the parameters by key
+        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
         return ("onnxruntime", "onnx", "numpy") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:

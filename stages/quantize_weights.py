@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Json,
+    Params,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import ort_failures, quantized_graph, sanity, weight_sensitivity
 
@@ -17,6 +28,24 @@ class Algorithm(str, Enum):
     DEFAULT = "default"  # ORT's own block-wise round-to-nearest, any bit width it supports
     RTN = "rtn"  # round-to-nearest from ORT's bundled neural-compressor code (4-bit)
     K_QUANT = "k_quant"  # k-quant scales, from the same code (4-bit)
+
+
+@dataclass(frozen=True)
+class WeightsSettings:
+    """QuantizeWeights' parameters (its params_schema; tests/unit/test_stages_typed.py holds the two together).
+    Not declared as Stage.settings yet: sanity.verify_quantized still reads ctx.params by key."""
+
+    algorithm: str = Algorithm.DEFAULT.value  # an Algorithm's value
+    bits: int = 4  # 4 or 8
+    block_size: int = 32
+    symmetric: bool = True
+    accuracy_level: int = 0
+    op_types_to_quantize: tuple[str, ...] = ("MatMul",)
+    nodes_to_exclude: tuple[str, ...] = ()
+    layers_at_8_bits: int = 0
+    sanity_check: bool = True
+    sanity_samples: int = 8
+    sanity_min_cosine: float = 0.5
 
 
 class QuantizeWeights(Stage):
@@ -108,90 +137,89 @@ class QuantizeWeights(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(WeightsSettings, params)
         problems = []
-        if params["algorithm"] != Algorithm.DEFAULT.value and params["bits"] != 4:
+        if read.algorithm != Algorithm.DEFAULT.value and read.bits != 4:
             problems.append(
-                f"algorithm {params['algorithm']} quantizes to 4 bits: set bits: 4, or algorithm: default"
+                f"algorithm {read.algorithm} quantizes to 4 bits: set bits: 4, or algorithm: default"
             )
-        if params["layers_at_8_bits"] and params["bits"] != 4:
+        if read.layers_at_8_bits and read.bits != 4:
             problems.append(
                 "layers_at_8_bits raises some MatMuls from 4 to 8 bits: set bits: 4, or layers_at_8_bits: 0"
             )
-        if params["algorithm"] != Algorithm.DEFAULT.value and params["op_types_to_quantize"] != [
-            "MatMul"
-        ]:
+        if read.algorithm != Algorithm.DEFAULT.value and read.op_types_to_quantize != ("MatMul",):
             problems.append(
-                f"algorithm {params['algorithm']} quantizes MatMul weights only: use algorithm: default for Gather"
+                f"algorithm {read.algorithm} quantizes MatMul weights only: use algorithm: default for Gather"
             )
         return problems
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy")
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
+        params = ctx.settings(WeightsSettings)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)
         graph = onnx_model.load_graph(source)
-        quantized_graph.check_excluded_nodes(graph, params["nodes_to_exclude"])
-        ranking = _sensitivity(ctx, source, graph) if params["layers_at_8_bits"] else []
-        eight_bit = sorted(node for node, _ in ranking[: params["layers_at_8_bits"]])
+        quantized_graph.check_excluded_nodes(graph, list(params.nodes_to_exclude))
+        ranking = _sensitivity(ctx, params, source, graph) if params.layers_at_8_bits else []
+        eight_bit = sorted(node for node, _ in ranking[: params.layers_at_8_bits])
         target = _quantized(source, ctx.output_path("model"), params, eight_bit)
         counts = onnx_model.op_counts(target)
         if not any("MatMulNBits" in op or "GatherBlockQuantized" in op for op in counts):
-            why_not = quantized_graph.nothing_quantized(source, params["op_types_to_quantize"])
+            why_not = quantized_graph.nothing_quantized(source, list(params.op_types_to_quantize))
             raise StageError(f"quantize_weights quantized nothing: {why_not}")
+        quantized_ops: dict[str, Json] = {
+            op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op
+        }
+        before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
-            "algorithm": params["algorithm"],
-            "bits": params["bits"],
-            "block_size": params["block_size"],
-            "quantized_by_op_type": {
-                op: n for op, n in sorted(counts.items()) if "NBits" in op or "BlockQuantized" in op
-            },
-            "nodes_kept_float": sorted(params["nodes_to_exclude"]),
+            "algorithm": params.algorithm,
+            "bits": params.bits,
+            "block_size": params.block_size,
+            "quantized_by_op_type": quantized_ops,
+            "nodes_kept_float": sorted(params.nodes_to_exclude),
             "nodes_at_8_bits": eight_bit,
             "error_at_4_bits": dict(
                 ranking
             ),  # the ranking layers_at_8_bits took its layers from, largest first
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
+            "bytes_before": before,
+            "bytes_after": after,
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}
+        measured: dict[str, Any] = {}  # sanity's measurements (its own module's type)
         checked = sanity.verify_quantized(ctx, source, target, measured)
-        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ratio = after / before
         ops = ", ".join(
-            f"{op.removeprefix('com.microsoft.')} {n}"
-            for op, n in metrics["quantized_by_op_type"].items()
+            f"{op.removeprefix('com.microsoft.')} {n}" for op, n in quantized_ops.items()
         )
         mixed = f" ({len(eight_bit)} MatMuls at 8 bits)" if eight_bit else ""
         summary = (
-            f"{params['bits']}-bit {params['algorithm']}{mixed}, blocks of {params['block_size']}: {ops}; "
+            f"{params.bits}-bit {params.algorithm}{mixed}, blocks of {params.block_size}: {ops}; "
             f"size x{ratio:.2f}; {checked}"
         )
         return StageResult(
             summary=summary,
             metrics={
-                "quantized": metrics["quantized_by_op_type"],
+                "quantized": quantized_ops,
                 "size_ratio": round(ratio, 3),
                 **measured,
             },
         )
 
 
-def _sensitivity(ctx: StageContext, source: Any, graph: Any) -> list[tuple[str, float]]:
+def _sensitivity(
+    ctx: StageContext, params: WeightsSettings, source: Any, graph: Any
+) -> list[tuple[str, float]]:
     """The MatMuls this stage quantizes, by their 4-bit error, largest first (on the `data` samples' inputs to
     each layer when given, else on the weights alone)."""
-    params = ctx.params
-    layers = weight_sensitivity.quantizable_matmuls(graph, params["nodes_to_exclude"])
-    feeds = sanity.feeds_for(ctx, source, params["sanity_samples"])[0] if ctx.has("data") else None
-    return weight_sensitivity.ranked(
-        source, layers, feeds, 4, params["block_size"], params["symmetric"]
-    )
+    layers = weight_sensitivity.quantizable_matmuls(graph, params.nodes_to_exclude)
+    feeds = sanity.feeds_for(ctx, source, params.sanity_samples)[0] if ctx.has("data") else None
+    return weight_sensitivity.ranked(source, layers, feeds, 4, params.block_size, params.symmetric)
 
 
-def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list[str]) -> Any:
+def _quantized(source: Any, target: Any, params: WeightsSettings, eight_bit: list[str]) -> Any:
     """ORT's MatMulNBits quantizer on `source` (first `eight_bit` at 8 bits, alone, then the rest at `bits`: a
     quantized node is a MatMulNBits, which the second pass leaves alone), written to `target` and checked."""
     import onnx
@@ -201,12 +229,12 @@ def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list
         others = [n.name for n in model.graph.node if n.name not in set(eight_bit)]
         model = _nbits_pass(
             model,
-            {
-                **params,
-                "algorithm": Algorithm.DEFAULT.value,
-                "bits": 8,
-                "nodes_to_exclude": sorted(set(params["nodes_to_exclude"]) | set(others)),
-            },
+            replace(
+                params,
+                algorithm=Algorithm.DEFAULT.value,
+                bits=8,
+                nodes_to_exclude=tuple(sorted(set(params.nodes_to_exclude) | set(others))),
+            ),
         )
     model = _nbits_pass(model, params)
     if any(n.domain == "com.microsoft" for n in model.graph.node) and "com.microsoft" not in {
@@ -221,21 +249,21 @@ def _quantized(source: Any, target: Any, params: dict[str, Any], eight_bit: list
     return written
 
 
-def _nbits_pass(model: Any, params: dict[str, Any]) -> Any:
+def _nbits_pass(model: Any, params: WeightsSettings) -> Any:
     """One run of ORT's MatMulNBits quantizer over `model` (a ModelProto), with `params`' settings."""
     from onnxruntime.quantization import matmul_nbits_quantizer as nbits
     from onnxruntime.quantization.quant_utils import QuantFormat
 
-    op_types = tuple(params["op_types_to_quantize"])
-    algorithm = Algorithm(params["algorithm"])
+    op_types = params.op_types_to_quantize
+    algorithm = Algorithm(params.algorithm)
     if algorithm is Algorithm.DEFAULT:
         config: Any = nbits.DefaultWeightOnlyQuantConfig(
-            block_size=params["block_size"],
-            is_symmetric=params["symmetric"],
-            accuracy_level=params["accuracy_level"] or None,
+            block_size=params.block_size,
+            is_symmetric=params.symmetric,
+            accuracy_level=params.accuracy_level or None,
             quant_format=QuantFormat.QOperator,
             op_types_to_quantize=op_types,
-            bits=params["bits"],
+            bits=params.bits,
         )
     elif algorithm is Algorithm.RTN:
         config = nbits.RTNWeightOnlyQuantConfig(op_types_to_quantize=op_types)
@@ -244,11 +272,11 @@ def _nbits_pass(model: Any, params: dict[str, Any]) -> Any:
     try:
         quantizer = nbits.MatMulNBitsQuantizer(
             model,
-            bits=params["bits"],
-            block_size=params["block_size"],
-            is_symmetric=params["symmetric"],
-            accuracy_level=params["accuracy_level"] or None,
-            nodes_to_exclude=params["nodes_to_exclude"],
+            bits=params.bits,
+            block_size=params.block_size,
+            is_symmetric=params.symmetric,
+            accuracy_level=params.accuracy_level or None,
+            nodes_to_exclude=list(params.nodes_to_exclude),
             algo_config=config,
         )
         quantizer.process()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ortflow.api import (
     BENCHMARK_CONFIG,
@@ -17,8 +17,10 @@ from ortflow.api import (
     DataSource,
     Declares,
     GateFailed,
+    Json,
     KnownMetrics,
     Measure,
+    Params,
     Port,
     Scalar,
     Stage,
@@ -27,9 +29,11 @@ from ortflow.api import (
     StageResult,
     bound_problems,
     read_document,
+    settings_of,
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
+from ortflow.stages.search.select_params import PARAMS_SCHEMA, SelectSettings
 from ortflow.stages.search.selection import (
     Candidate,
     Outcome,
@@ -66,7 +70,6 @@ UNITS = {
 # The objectives that make `select` choose on speed, where a candidate must beat the original beyond the spread.
 FASTER = {*LATENCY, "speedup", "throughput_per_s"}
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
-BOUNDS = {"type": "object", "additionalProperties": {"type": "number"}, "default": {}}
 
 
 class Select(Stage):
@@ -125,29 +128,17 @@ class Select(Stage):
         measures=tuple(Measure(m, b, UNITS.get(m, "")) for m, b in SPEED.items()),
         choice=Choice(model="model", document="selection"),
     )
-    params_schema = {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "minimize": {
-                "type": "string",
-                "description": "metric to minimize (default p50_ms when maximize is not set)",
-            },
-            "maximize": {
-                "type": "string",
-                "description": "metric to maximize, e.g. speedup or cosine_mean",
-            },
-            "min": {**BOUNDS, "description": "constraints: metric -> lowest acceptable value"},
-            "max": {**BOUNDS, "description": "constraints: metric -> highest acceptable value"},
-        },
-    }
+    params_schema = PARAMS_SCHEMA
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        if params.get("minimize") and params.get("maximize"):
+    settings = SelectSettings
+
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(SelectSettings, params)
+        if read.minimize and read.maximize:
             return ["set one of minimize and maximize, not both"]
         return []
 
-    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
+    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
         """Constraints and the objective name metrics the benchmark or the accuracy results carry."""
         if "accuracy" in known.inputs and known.inputs["accuracy"] is None:
             return []  # its producer cannot say before it runs
@@ -155,34 +146,32 @@ class Select(Stage):
             **(SPEED if "benchmark" in known.inputs else {}),
             **(known.inputs.get("accuracy") or {}),
         }
-        objective = params.get("maximize") or params.get("minimize") or "p50_ms"
+        read = settings_of(SelectSettings, params)
+        objective = read.maximize or read.minimize or "p50_ms"
         if objective in SPEED and "benchmark" not in known.inputs:
             return [
                 f"the objective {objective} is a benchmark result — give a `benchmark` input",
-                *bound_problems(params["min"], params["max"], names),
+                *bound_problems(read.min, read.max, names),
             ]
-        return bound_problems(params["min"], params["max"], names, (objective,))
+        return bound_problems(read.min, read.max, names, (objective,))
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
-        goal, objective = (
-            ("maximize", params["maximize"])
-            if params.get("maximize")
-            else ("minimize", params.get("minimize") or "p50_ms")
-        )
+        params = ctx.settings(SelectSettings)
+        goal, objective = params.goal()
         names = ctx.labels("models")
         accuracy = _read(ctx, "accuracy", AccuracyResults)
         benchmark = _read(ctx, "benchmark", BenchmarkResults)
-        wanted = [objective, *params["min"], *params["max"]]
+        wanted = [objective, *params.min, *params.max]
+        bounds = Bounds(dict(params.min), dict(params.max))
         outcome = choose(
-            names, benchmark, accuracy, ctx.calibration_data("models"), (goal, objective), params
+            names, benchmark, accuracy, ctx.calibration_data("models"), (goal, objective), bounds
         )
         candidates = outcome.candidates
         write_document(ctx.output_path("selection"), selection_document(outcome, names))
-        metrics = {
+        metrics: dict[str, Json] = {
             "candidates": len(candidates),
             "eligible": len(outcome.eligible),
-            "pareto": sorted(outcome.front),
+            "pareto": [*sorted(outcome.front)],  # a list of Json (a list is invariant)
         }
         if outcome.chosen is None:
             closest = min(candidates, key=lambda c: c.shortfall)
@@ -201,19 +190,19 @@ def choose(
     benchmark: BenchmarkResults | None,
     accuracy: AccuracyResults | None,
     calibrated_on: list[DataSource | None],
-    goal: tuple[str, Any],
-    params: Any,
+    goal: tuple[str, str],
+    bounds: Bounds,
 ) -> Outcome:
     """Every candidate judged (constraints, calibration data, the spread over rounds on a speed objective)
     and the best eligible one: `goal` is (minimize or maximize, the objective)."""
     direction, objective = goal
     candidates = _candidates(names, benchmark, accuracy, calibrated_on)
-    _require_measured([objective, *params["min"], *params["max"]], candidates, benchmark, accuracy)
+    _require_measured([objective, *bounds.min, *bounds.max], candidates, benchmark, accuracy)
     for c in candidates:
-        _judge(c, objective, params)
+        _judge(c, objective, bounds)
     if objective in FASTER:
         beyond_the_spread(candidates, names, benchmark.baseline if benchmark else None)
-    return _outcome(candidates, direction, objective, params, accuracy)
+    return _outcome(candidates, direction, objective, bounds, accuracy)
 
 
 def _require_measured(
@@ -241,7 +230,7 @@ def _outcome(
     candidates: list[Candidate],
     goal: str,
     objective: str,
-    params: dict[str, Any],
+    bounds: Bounds,
     accuracy: AccuracyResults | None,
 ) -> Outcome:
     """The judged candidates' outcome: the best eligible one by the objective, and the Pareto front."""
@@ -251,11 +240,11 @@ def _outcome(
     return Outcome(
         goal,
         objective,
-        Bounds(params["min"], params["max"]),
+        bounds,
         candidates,
         chosen,
-        _front(candidates, objective, sign, params),
-        next((m for m in [*params["min"], *params["max"]] if m != objective), None),
+        _front(candidates, objective, sign, bounds),
+        next((m for m in [*bounds.min, *bounds.max] if m != objective), None),
         accuracy.data if accuracy is not None else None,
     )
 
@@ -268,7 +257,7 @@ def _copy_model(ctx: StageContext, index: int) -> None:
         shutil.copyfile(source, ctx.output_path("model"))
 
 
-def _result(outcome: Outcome, wanted: list[str], metrics: dict[str, Any]) -> StageResult:
+def _result(outcome: Outcome, wanted: list[str], metrics: dict[str, Json]) -> StageResult:
     """The chosen candidate's values of the wanted metrics, in the summary and the metrics, and whether the
     accuracy it was chosen on was measured on real data."""
     chosen, measured_on = outcome.chosen, outcome.measured_on
@@ -346,12 +335,12 @@ def _order(config: tuple[Scalar, ...]) -> tuple[tuple[bool, Scalar], ...]:
     return tuple((value is not None, value) for value in config)
 
 
-def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
+def _judge(c: Candidate, objective: str, constraints: Bounds) -> None:
     refused = uncalibrated(c.calibrated_on)
     if refused is not None:  # before any metric: no score makes ranges fitted to noise eligible
         c.misses.append(refused)
         c.shortfall = math.inf
-    for metric in dict.fromkeys([objective, *params["min"], *params["max"]]):
+    for metric in dict.fromkeys([objective, *constraints.min, *constraints.max]):
         if metric not in c.values or not math.isfinite(c.values[metric]):
             c.misses.append(
                 f"{metric} not measured"
@@ -359,7 +348,7 @@ def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
                 else f"{metric} is {c.values[metric]}"
             )
             c.shortfall = math.inf
-    for bounds, sign in ((params["min"], 1), (params["max"], -1)):
+    for bounds, sign in ((constraints.min, 1), (constraints.max, -1)):
         for metric, bound in bounds.items():
             if metric not in c.values:
                 continue
@@ -371,14 +360,12 @@ def _judge(c: Candidate, objective: str, params: dict[str, Any]) -> None:
                 c.shortfall = max(c.shortfall, abs(value - bound) / (abs(bound) or 1))
 
 
-def _front(
-    candidates: list[Candidate], objective: str, sign: int, params: dict[str, Any]
-) -> set[str]:
+def _front(candidates: list[Candidate], objective: str, sign: int, bounds: Bounds) -> set[str]:
     """Pareto front over the objective and every constrained metric, each in its better direction."""
     axes = [
         (objective, sign),
-        *[(m, 1) for m in params["min"] if m != objective],
-        *[(m, -1) for m in params["max"] if m != objective],
+        *[(m, 1) for m in bounds.min if m != objective],
+        *[(m, -1) for m in bounds.max if m != objective],
     ]
     measured = [
         c for c in candidates if all(m in c.values and math.isfinite(c.values[m]) for m, _ in axes)

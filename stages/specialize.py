@@ -232,10 +232,16 @@ def _random_feeds(spec: Specialization, inputs: list[ModelInput], count: int) ->
         for item in inputs:
             if item.name in spec.frozen:
                 continue
-            shape = spec.shapes.get(item.name) or tuple(
-                d if isinstance(d, int) and d > 0 else spec.dims.get(d) for d in item.shape
+            wanted: tuple[int | None, ...] = spec.shapes.get(item.name) or tuple(
+                d
+                if isinstance(d, int) and d > 0
+                else spec.dims.get(d)
+                if isinstance(d, str)
+                else None
+                for d in item.shape
             )
-            if any(not isinstance(d, int) for d in shape):
+            shape = tuple(d for d in wanted if isinstance(d, int))
+            if len(shape) < len(wanted):
                 raise StageError(
                     f"specialize: input '{item.name}' ({item.describe()}) keeps a free dim — fix it (dims or shapes), or give `data:`"
                 )

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ortflow.api import (
     ArtifactKind,
+    Json,
     JsonObject,
     Params,
     Port,
@@ -41,7 +42,7 @@ class TensorrtSettings:
     device_id: int = 0
     fallback: tuple[str, ...] = ("CUDAExecutionProvider", "CPUExecutionProvider")
     max_fallback_nodes: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)  # trt_* provider options
+    options: Mapping[str, Json] = field(default_factory=dict)  # trt_* provider options
 
 
 class TensorrtEngine(Stage):
@@ -240,8 +241,8 @@ class TensorrtEngine(Stage):
     @staticmethod
     def _provider_options(
         params: TensorrtSettings, engines: Path, calibration: Path | None, source: Path
-    ) -> dict[str, Any]:
-        options: dict[str, Any] = {
+    ) -> dict[str, Json]:
+        options: dict[str, Json] = {
             "device_id": params.device_id,
             "trt_fp16_enable": params.fp16,
             "trt_int8_enable": params.int8,

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from ortflow.api import ArtifactKind, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Json,
+    Params,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.graphs.attention_fusion import (
     attention_fused,
@@ -67,6 +78,21 @@ CORE_FUSIONS = (
 )
 
 
+@dataclass(frozen=True)
+class FusionSettings:
+    """TransformerFusion's parameters (its params_schema, read typed: ortflow.api.settings_problems checks them)."""
+
+    model_type: str = "bert"  # one of MODEL_TYPES
+    num_heads: int = 0
+    hidden_size: int = 0
+    opt_level: int = 0  # 0, 1, 2 or 99
+    use_gpu: bool = False
+    float16: bool = False
+    keep_io_types: bool = True
+    onnxscript: bool = True
+    fusion: Mapping[str, bool | str] = field(default_factory=dict)  # FusionOptions switches
+
+
 class TransformerFusion(Stage):
     type = "transformer_fusion"
     version = "2"
@@ -92,7 +118,7 @@ class TransformerFusion(Stage):
         "additionalProperties": False,
         "properties": {
             "model_type": {
-                "enum": MODEL_TYPES,
+                "enum": [*MODEL_TYPES],
                 "default": "bert",
                 "description": "architecture family",
             },
@@ -147,8 +173,11 @@ class TransformerFusion(Stage):
         },
     }
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        heads, hidden = params["num_heads"], params["hidden_size"]
+    settings = FusionSettings
+
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(FusionSettings, params)
+        heads, hidden = read.num_heads, read.hidden_size
         if heads and hidden and hidden % heads:
             return [
                 f"hidden_size {hidden} is not divisible by num_heads {heads} — check the model's config"
@@ -157,15 +186,17 @@ class TransformerFusion(Stage):
             return ["give both num_heads and hidden_size, or neither (0: detect both)"]
         return []
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         # opt_level 99 lets ORT apply layout optimizations for this machine's CPU
         return (
-            ("onnxruntime", "onnx", "cpu") if params["opt_level"] == 99 else ("onnxruntime", "onnx")
+            ("onnxruntime", "onnx", "cpu")
+            if settings_of(FusionSettings, params).opt_level == 99
+            else ("onnxruntime", "onnx")
         )
 
     def run(self, ctx: StageContext) -> StageResult:
-        params = ctx.params
-        _require_torch(params["opt_level"])
+        params = ctx.settings(FusionSettings)
+        _require_torch(params.opt_level)
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         # a clear error for a broken file before the optimizer's own
@@ -173,12 +204,12 @@ class TransformerFusion(Stage):
         fused, stats, route = _fuse_reaching_attention(source, params, ctx)
         if not any(stats.get(op) for op in CORE_FUSIONS):
             raise StageError(
-                f"nothing fused for model_type {params['model_type']} (fused: {stats or 'none'}) — usually a wrong "
+                f"nothing fused for model_type {params.model_type} (fused: {stats or 'none'}) — usually a wrong "
                 "num_heads/hidden_size, a different model_type, or an export the optimizer does not recognise "
                 "(it matches the legacy exporter's eager-attention patterns)"
             )
-        if params["float16"]:
-            fused.convert_float_to_float16(keep_io_types=params["keep_io_types"])
+        if params.float16:
+            fused.convert_float_to_float16(keep_io_types=params.keep_io_types)
         large = onnx_model.needs_external_data(onnx_model.serialized_size(fused.model))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         fused.save_model_to_file(str(target), use_external_data_format=large)
@@ -188,10 +219,11 @@ class TransformerFusion(Stage):
             bool(fused.is_fully_optimized()) if hasattr(fused, "is_fully_optimized") else None
         )
         unfused = unfused_attention(fused.model.graph)
+        fused_counts: dict[str, Json] = dict(sorted(stats.items()))
         metrics = {
-            "model_type": params["model_type"],
+            "model_type": params.model_type,
             "fused_by": route,
-            "fused": dict(sorted(stats.items())),
+            "fused": fused_counts,
             "attention_not_fused": unfused,
             "fully_optimized": complete,
             "nodes_before": sum(onnx_model.op_counts(source).values()),
@@ -206,7 +238,7 @@ class TransformerFusion(Stage):
             summary += f"; {unfused}"
             ctx.log(f"{ctx.stage_name}: {unfused}")
         return StageResult(
-            summary=summary, metrics={"fused": metrics["fused"], "fully_optimized": complete}
+            summary=summary, metrics={"fused": fused_counts, "fully_optimized": complete}
         )
 
 
@@ -223,18 +255,14 @@ def _require_torch(opt_level: int) -> None:
 
 
 def _fuse_reaching_attention(
-    source: Path, params: dict[str, Any], ctx: StageContext
+    source: Path, params: FusionSettings, ctx: StageContext
 ) -> tuple[Any, dict[str, int], str]:
     """ORT's optimizer; where it fused no attention but Softmax remains, onnxscript's ORT fusions first and
     ORT's on their result, kept if that fused attention. Returns the fused OnnxModel, its fused-op counts and
     which fusions made it ("onnxruntime" or "onnxscript+onnxruntime")."""
     fused = _fuse(source, params)
     stats = _statistics(fused)
-    if (
-        attention_fused(stats)
-        or not params["onnxscript"]
-        or not unfused_attention(fused.model.graph)
-    ):
+    if attention_fused(stats) or not params.onnxscript or not unfused_attention(fused.model.graph):
         return fused, stats, "onnxruntime"
     rewritten = ctx.scratch / "onnxscript-fused.onnx"
     applied = onnxscript_fusions(source, rewritten)
@@ -258,24 +286,25 @@ def _statistics(fused: Any) -> dict[str, int]:
     return {k: v for k, v in fused.get_fused_operator_statistics().items() if v}
 
 
-def _fuse(source: Path, params: dict[str, Any]) -> Any:
+def _fuse(source: Path, params: FusionSettings) -> Any:
     """Run onnxruntime.transformers' optimizer on `source` with the fusion settings given (unset ones keep
     ORT's defaults). Returns its OnnxModel, fused in memory."""
     from onnxruntime.transformers import optimizer
     from onnxruntime.transformers.fusion_options import FusionOptions
 
-    options = FusionOptions(params["model_type"])
-    for name, value in params["fusion"].items():
-        setattr(options, name, MASK_FORMATS[value] if name == "attention_mask_format" else value)
+    options = FusionOptions(params.model_type)
+    for name, value in params.fusion.items():
+        is_format = name == "attention_mask_format" and isinstance(value, str)
+        setattr(options, name, MASK_FORMATS[str(value)] if is_format else value)
     try:
         return optimizer.optimize_model(
             str(source),
-            model_type=params["model_type"],
-            num_heads=params["num_heads"],
-            hidden_size=params["hidden_size"],
+            model_type=params.model_type,
+            num_heads=params.num_heads,
+            hidden_size=params.hidden_size,
             optimization_options=options,
-            opt_level=params["opt_level"],
-            use_gpu=params["use_gpu"],
+            opt_level=params.opt_level,
+            use_gpu=params.use_gpu,
         )
     except Exception as exc:
         raise StageError(f"the transformer optimizer failed: {type(exc).__name__}: {exc}") from exc

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
@@ -12,8 +12,10 @@ from ortflow.api import (
     Better,
     Declares,
     GateFailed,
+    Json,
     KnownMetrics,
     Measure,
+    Params,
     Port,
     Stage,
     StageContext,
@@ -22,10 +24,16 @@ from ortflow.api import (
     bound_problems,
     counted,
     model_inputs,
+    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.measurement import task_metrics
-from ortflow.stages.measurement.accuracy_gates import counted_values, gate_failures, verdict_data
+from ortflow.stages.measurement.accuracy_gates import (
+    Counted,
+    counted_values,
+    gate_failures,
+    verdict_data,
+)
 from ortflow.stages.measurement.accuracy_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.output_comparison import (
     BUILT_IN,
@@ -34,6 +42,27 @@ from ortflow.stages.measurement.output_comparison import (
     labelled,
     sliced,
 )
+
+
+@dataclass(frozen=True)
+class AccuracySettings:
+    """ValidateAccuracy's parameters (accuracy_params.PARAMS_SCHEMA; tests/unit/test_stages_typed.py holds the
+    two together). Not declared as Stage.settings yet: the measurement helpers take the parameters by key."""
+
+    samples: int = 100
+    outputs: tuple[str, ...] = ()
+    slices: Mapping[str, str] = field(default_factory=dict)
+    pooling: str = "none"
+    mask_input: str = "attention_mask"
+    top_k: int = 5
+    label_output: str | None = None
+    metrics: Mapping[str, Mapping[str, Json]] = field(
+        default_factory=dict
+    )  # a metric's own `with:`
+    min: Mapping[str, float] = field(default_factory=dict)
+    max: Mapping[str, float] = field(default_factory=dict)
+    gate_outputs: tuple[str, ...] = ()
+    metric_function: str = "metric"
 
 
 class ValidateAccuracy(Stage):
@@ -83,23 +112,22 @@ class ValidateAccuracy(Stage):
     )
     params_schema = PARAMS_SCHEMA
 
-    def check(self, params: dict[str, Any]) -> list[str]:
-        problems = task_metrics.problems(params["metrics"])
-        if params["outputs"] and set(params["gate_outputs"]) - set(params["outputs"]):
+    def check(self, params: Params) -> list[str]:
+        read = settings_of(AccuracySettings, params)
+        problems = task_metrics.problems(dict(read.metrics))
+        if read.outputs and set(read.gate_outputs) - set(read.outputs):
             problems.append(
-                f"gate_outputs {sorted(set(params['gate_outputs']) - set(params['outputs']))} are not among `outputs`"
+                f"gate_outputs {sorted(set(read.gate_outputs) - set(read.outputs))} are not among `outputs`"
             )
-        if {"accuracy", "f1_macro"} & set(params["min"]) and not params.get("label_output"):
+        if {"accuracy", "f1_macro"} & set(read.min) and not read.label_output:
             problems.append(
                 "gates on accuracy or f1_macro need label_output (and a dataset with labels)"
             )
         return problems
 
-    def metric_names(
-        self, params: dict[str, Any], files: dict[str, Path]
-    ) -> dict[str, Better] | None:
+    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
         names = {n.name: n.better for n in BUILT_IN}
-        names.update(task_metrics.directions(params["metrics"]))
+        names.update(task_metrics.directions(dict(settings_of(AccuracySettings, params).metrics)))
         if "metric" in files:
             try:
                 names.update(task_metrics.declared(files["metric"]))
@@ -107,10 +135,11 @@ class ValidateAccuracy(Stage):
                 return None  # the run says what is wrong with the file
         return names
 
-    def check_metrics(self, params: dict[str, Any], known: KnownMetrics) -> list[str]:
-        return bound_problems(params["min"], params["max"], known.own)
+    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
+        read = settings_of(AccuracySettings, params)
+        return bound_problems(read.min, read.max, known.own)
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the instruction set it was
         # made on; the CPU's model name alone is the same for VNNI and non-VNNI hosts of one cloud family.
         # An installed metric's package and version too: its results are only as good as its code.
@@ -119,7 +148,10 @@ class ValidateAccuracy(Stage):
             "numpy",
             "cpu",
             "isa",
-            *(f"plugin:ortflow.metrics:{name}" for name in params["metrics"]),
+            *(
+                f"plugin:ortflow.metrics:{name}"
+                for name in settings_of(AccuracySettings, params).metrics
+            ),
         )
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -131,27 +163,30 @@ class ValidateAccuracy(Stage):
             rounded_value,
         )
 
-        params = ctx.params
+        params = ctx.settings(AccuracySettings)
+        plain = dict(ctx.params)  # for the measurement helpers, which read the parameters by key
         reference = onnx_model.model_file(ctx.path("reference"))
         candidates = [onnx_model.model_file(p) for p in ctx.paths("candidates")]
         names = ctx.labels("candidates") if candidates else []
         inputs = model_inputs(reference)
         _check_same_inputs(names, candidates, inputs)
         comparison = _Comparison.of(ctx, reference, inputs)
-        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(params["metrics"])
+        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(
+            dict(params.metrics)
+        )
         better |= task_metrics.declared(comparison.metric) if comparison.metric is not None else {}
         _refuse_meaningless(params, comparison.expected, comparison.chosen)
         results, reference_scores = _measured(ctx, comparison, names, candidates)
-        groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
+        groups = {*params.metrics, LABELS_GROUP, task_metrics.FILE_GROUP}
+        gate_outputs = list(params.gate_outputs)
         counted = {
-            n: counted_values(per, groups, params["gate_outputs"], better)
-            for n, per in results.items()
+            n: counted_values(per, groups, gate_outputs, better) for n, per in results.items()
         }
-        failures = gate_failures(counted, params)  # on the unrounded values
+        failures = gate_failures(counted, plain)  # on the unrounded values
         # The reference against itself: what select counts for it when it is also one of the models to choose from.
         itself = comparison.results("reference", comparison.expected)
         own = counted_values(
-            itself | {LABELS_GROUP: reference_scores or {}}, groups, params["gate_outputs"], better
+            itself | {LABELS_GROUP: reference_scores or {}}, groups, gate_outputs, better
         )
         source = verdict_data(ctx, "data", ("candidates",))
         verdict = Verdict(
@@ -159,11 +194,13 @@ class ValidateAccuracy(Stage):
         )
         own_values = {m: rounded_value(v) for m, (v, _) in own.items()}
         document = accuracy_document(
-            verdict, params, ReferenceValues(ctx.label("reference"), own_values)
+            verdict, plain, ReferenceValues(ctx.label("reference"), own_values)
         )
         write_document(ctx.output_path("results"), document)
         shown = _shown(params, counted)
-        metrics = {m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown}
+        metrics: dict[str, Json] = {
+            m: {n: round(v[m][0], 6) for n, v in counted.items() if m in v} for m in shown
+        }
         if failures:
             raise GateFailed("; ".join(failures), metrics=metrics, data_source=source)
         return StageResult(
@@ -182,30 +219,29 @@ class _Comparison:
     feeds: list[dict]
     expected: dict[str, list[Any]]  # the reference's outputs, per feed
     chosen: list[str]  # the outputs compared
-    params: dict[str, Any]
+    settings: AccuracySettings
+    params: dict[str, Any]  # the same, by key, for output_comparison.compare
     metric: Path | None  # the recipe's metric file
 
     @classmethod
     def of(cls, ctx: StageContext, reference: Path, inputs: list[Any]) -> _Comparison:
         """Runs the reference on the feeds; every output the parameters name must be among its outputs."""
-        params = ctx.params
-        feeds = list(ctx.dataset("data").feeds(inputs, limit=params["samples"]))
+        params = ctx.settings(AccuracySettings)
+        feeds = list(ctx.dataset("data").feeds(inputs, limit=params.samples))
         expected = _outputs(reference, feeds)
-        chosen = params["outputs"] or list(expected)
-        missing = [
-            o for o in chosen + list(params["slices"]) + params["gate_outputs"] if o not in expected
-        ]
+        chosen = list(params.outputs) or list(expected)
+        missing = [o for o in [*chosen, *params.slices, *params.gate_outputs] if o not in expected]
         if missing:
             raise StageError(
                 f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})"
             )
         metric = ctx.path("metric") if ctx.has("metric") else None
-        return cls(feeds, expected, chosen, params, metric)
+        return cls(feeds, expected, chosen, params, dict(ctx.params), metric)
 
     def results(self, name: str, got: dict[str, list[Any]]) -> dict[str, Any]:
         """One model's metrics (`got`: its outputs) against the reference's outputs: per compared output,
         sliced where asked; each task metric's values under its type; the metric file's under "python"."""
-        params, expected, feeds = self.params, self.expected, self.feeds
+        params, expected, feeds = self.settings, self.expected, self.feeds
         results: dict[str, Any] = {}
         for output in self.chosen:
             if output not in got:
@@ -213,15 +249,15 @@ class _Comparison:
                     f"candidate {name} has no output '{output}' (it has {', '.join(got)})"
                 )
             ref, cand = (
-                sliced(a, output, params["slices"].get(output))
+                sliced(a, output, params.slices.get(output))
                 for a in (expected[output], got[output])
             )
-            results[output] = compare(ref, cand, feeds, params)
-        for entry in task_metrics.configured(params["metrics"]):
+            results[output] = compare(ref, cand, feeds, self.params)
+        for entry in task_metrics.configured(dict(params.metrics)):
             results[entry.metric.type] = task_metrics.run_configured(entry, expected, got, feeds)
         if self.metric is not None:
             results[task_metrics.FILE_GROUP] = task_metrics.run_file(
-                self.metric, params["metric_function"], expected, got, feeds
+                self.metric, params.metric_function, expected, got, feeds
             )
         return results
 
@@ -231,16 +267,16 @@ def _measured(
 ) -> tuple[dict[str, dict[str, Any]], dict[str, float] | None]:
     """Every candidate's results against the reference, and with label_output, the reference's scores against
     the dataset's labels (the candidates' are added to their results)."""
-    params = ctx.params
+    params = comparison.settings
     results: dict[str, dict[str, Any]] = {}
     for done, (name, path) in enumerate(zip(names, candidates), start=1):
         results[name] = comparison.results(name, _outputs(path, comparison.feeds))
         ctx.progress(
             done, len(candidates), f"models checked on {counted(len(comparison.feeds), 'sample')}"
         )
-    labels = ctx.dataset("data").labels(limit=params["samples"])
+    labels = ctx.dataset("data").labels(limit=params.samples)
     reference_scores = None
-    if params.get("label_output"):
+    if params.label_output:
         reference_scores = _label_scores(
             results,
             names,
@@ -248,25 +284,25 @@ def _measured(
             comparison.feeds,
             comparison.expected,
             labels,
-            params["label_output"],
+            params.label_output,
         )
     return results, reference_scores
 
 
-def _summary(counted: dict[str, Any], shown: list[str], params: dict[str, Any]) -> str:
+def _summary(counted: dict[str, Counted], shown: list[str], params: AccuracySettings) -> str:
     summary = "; ".join(
         f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v)
         or f"{n} (nothing measured)"
         for n, v in counted.items()
     )
-    return summary + (" — gates passed" if params["min"] or params["max"] else "")
+    return summary + (" — gates passed" if params.min or params.max else "")
 
 
-def _shown(params: dict[str, Any], counted: dict[str, Any]) -> list[str]:
+def _shown(params: AccuracySettings, counted: dict[str, Counted]) -> list[str]:
     """The metrics a run's table and records show: the gated ones, the task metrics', and cosine where measured
     (the report plots it against speed)."""
-    names = [*params["min"], *params["max"]]
-    for entry in task_metrics.configured(params["metrics"]):
+    names = [*params.min, *params.max]
+    for entry in task_metrics.configured(dict(params.metrics)):
         names += [n.name for n in entry.metric.names]
     names += [
         n
@@ -305,15 +341,15 @@ def _check_same_inputs(names: list[str], candidates: list[Path], inputs: list[An
 
 
 def _refuse_meaningless(
-    params: dict[str, Any], expected: dict[str, Any], chosen: list[str]
+    params: AccuracySettings, expected: dict[str, list[Any]], chosen: list[str]
 ) -> None:
     """A gate on cosine or argmax over integer outputs would pass a tagger whose labels changed: say what to
     gate instead."""
     import numpy as np
 
-    gated = params["gate_outputs"] or chosen
+    gated = list(params.gate_outputs) or chosen
     integer = [o for o in gated if np.asarray(expected[o][0]).dtype.kind in "iub"]
-    wrong = [m for m in (*params["min"], *params["max"]) if m in FLOAT_ONLY]
+    wrong = [m for m in (*params.min, *params.max) if m in FLOAT_ONLY]
     if integer and wrong and len(integer) == len(gated):
         raise StageError(
             f"output {', '.join(integer)} holds integers (labels or ids): {', '.join(wrong)} means nothing "
@@ -326,7 +362,7 @@ def _label_scores(
     names: list[str],
     candidates: list[Path],
     feeds: list[dict],
-    expected: dict[str, Any],
+    expected: dict[str, list[Any]],
     labels: Any,
     label_output: str,
 ) -> dict[str, float]:

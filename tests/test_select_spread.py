@@ -13,13 +13,14 @@ from ortflow.engine.contracts.benchmark_results import (
     Latency,
     MachineLoad,
 )
+from ortflow.engine.contracts.documents import Bounds
 from ortflow.engine.contracts.documents import read as read_document
 from ortflow.engine.contracts.documents import write as write_document
 from ortflow.engine.starter.optimize import ChoiceFiles, closing_line, read_choice
 from ortflow.stages.search.selection import selection_document
 from ortflow.stages.select import choose
 
-PARAMS: dict[str, dict[str, float]] = {"min": {}, "max": {}}
+PARAMS = Bounds()  # no constraints
 
 
 def _row(model: str, rounds: list[list[float]]) -> BenchmarkRow:

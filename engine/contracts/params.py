@@ -111,14 +111,11 @@ KEYED_BUILTINS = frozenset(
     {
         "benchmark",
         "calibrate",
-        "quantization_debug",
         "quantize_dynamic",
         "quantize_partial",
         "quantize_search",
         "quantize_static",
         "quantize_weights",
-        "select",
-        "transformer_fusion",
         "validate_accuracy",
     }
 )

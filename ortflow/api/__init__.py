@@ -124,6 +124,30 @@ from ortflow.engine.ort.onnx_model import model_file
 from ortflow.engine.ort.onnx_model import save as save_model
 # isort: on
 
+import typing
+
+# What __getattr__ below gives, named for the type checker (nothing is imported at run time).
+if typing.TYPE_CHECKING:
+    from ortflow.engine.contracts.documents import (
+        BENCHMARK_CONFIG,
+        AccuracyResults,
+        BenchmarkResults,
+        BenchmarkRow,
+        Bounds,
+        Latency,
+        Placement,
+        Profile,
+        ReferenceValues,
+        ReportSection,
+        Selection,
+        SelectionCandidate,
+        SessionSettings,
+        Table,
+        with_speedups,
+    )
+    from ortflow.engine.contracts.documents import read as read_document
+    from ortflow.engine.contracts.documents import write as write_document
+
 # Result documents (the benchmark's, validate_accuracy's and select's outputs as typed dataclasses, checked against
 # their JSON Schemas in schemas/, written and read only through read_document/write_document) are loaded when
 # first named (__getattr__ below): a cached run that writes and reads no document does not pay their import.

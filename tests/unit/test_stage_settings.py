@@ -67,6 +67,6 @@ def test_built_ins_not_yet_converted_are_spared_and_the_list_only_shrinks():
     assert not KEYED_BUILTINS & set(declaring_settings())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert stage_params("select", {"top": 1})["top"] == 1
+        assert stage_params("benchmark", {"top": 1})["top"] == 1
     converted = stage_params("convert_float16", {"samples": 8})
     assert isinstance(converted, KeyedParams) and dict(converted) == {"samples": 8}
