@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortflow.api import (
+    Params,
     Stage,
     StageContext,
     StageError,
@@ -80,7 +81,7 @@ class ConvertFloat16(Stage):
 
     settings = Float16Settings
 
-    def env_facts(self, params: dict[str, Any]) -> tuple[str, ...]:
+    def env_facts(self, params: Params) -> tuple[str, ...]:
         return ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -119,14 +120,15 @@ class ConvertFloat16(Stage):
             converted
         )  # the check's session needs the room (ORT may fold float32 copies of float16 weights)
         onnx_model.check(target)
+        before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
+            "bytes_before": before,
+            "bytes_after": after,
             "keep_io_types": params.keep_io_types,
             "kept_float32_for_range": overflowing,
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ratio = after / before
         kept = (
             f"; {len(overflowing)} nodes kept float32 (values up to {max(overflowing.values()):.3g})"
             if overflowing

@@ -13,6 +13,7 @@ from ortflow.api import (
     Json,
     JsonObject,
     Params,
+    Placement,
     Port,
     Stage,
     StageContext,
@@ -293,7 +294,7 @@ def _session_options(ctx: StageContext, ep_context: bool) -> Any:
     return session_options
 
 
-def _check_fallback(placement: dict[str, Any], limit: int | None) -> None:
+def _check_fallback(placement: Placement, limit: int | None) -> None:
     """Fail when more nodes than max_fallback_nodes (`limit`) run outside TensorRT."""
     if limit is not None and placement["fallback_nodes"] > limit:
         raise StageError(

@@ -13,6 +13,7 @@ from ortflow.api import (
     Declares,
     GateFailed,
     Json,
+    JsonObject,
     KnownMetrics,
     Measure,
     Params,
@@ -56,9 +57,9 @@ class AccuracySettings:
     mask_input: str = "attention_mask"
     top_k: int = 5
     label_output: str | None = None
-    metrics: Mapping[str, Mapping[str, Json]] = field(
+    metrics: JsonObject = field(
         default_factory=dict
-    )  # a metric's own `with:`
+    )  # each metric's own `with:`, checked by the metric
     min: Mapping[str, float] = field(default_factory=dict)
     max: Mapping[str, float] = field(default_factory=dict)
     gate_outputs: tuple[str, ...] = ()

@@ -58,7 +58,7 @@ _ANNOTATIONS = {
     "number": ("float", "int | float"),
     "string": ("str",),
     "array": ("tuple[", "list["),
-    "object": ("dict[", "Mapping["),
+    "object": ("dict[", "Mapping[", "JsonObject"),
 }
 
 

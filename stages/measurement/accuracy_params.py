@@ -3,9 +3,10 @@ fills its `accuracy` parameter's defaults from it)."""
 
 from __future__ import annotations
 
+from ortflow.api import JsonObject
 from ortflow.stages.measurement.output_comparison import SLICE
 
-PARAMS_SCHEMA = {
+PARAMS_SCHEMA: JsonObject = {
     "type": "object",
     "additionalProperties": False,
     "properties": {

@@ -3,6 +3,8 @@ to measure (its `params_schema`), and ORT's names of the graph optimization leve
 
 from __future__ import annotations
 
+from ortflow.api import JsonObject
+
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",
     "basic": "ORT_ENABLE_BASIC",
@@ -11,7 +13,7 @@ LEVELS = {
 }
 
 
-PARAMS_SCHEMA = {
+PARAMS_SCHEMA: JsonObject = {
     "type": "object",
     "additionalProperties": False,
     "properties": {

@@ -35,7 +35,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import StageError, int8_saturates
+from ortflow.api import JsonObject, StageError, int8_saturates
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import saturation_evidence
 from ortflow.stages.quantization.saturation_evidence import Evidence
@@ -45,7 +45,7 @@ from ortflow.stages.quantization.saturation_evidence import Evidence
 CLEAR = 3.0
 NEGLIGIBLE = 1e-5  # output damage (squared relative error) below this is no evidence of harm
 
-REDUCE_RANGE_PARAM = {
+REDUCE_RANGE_PARAM: JsonObject = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "7-bit weights; auto: for an x86 target without VNNI, on where an emulation of its "

@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ortflow.api import StageError
+from ortflow.api import JsonObject, StageError
 
 TABLE_FILE = "int8_op_table.json"
 TABLE_PATH = Path(__file__).with_name(TABLE_FILE)
@@ -37,7 +37,7 @@ _GEMM = frozenset({"MatMul", "Gemm"})
 # follow their neighbours, as ORT's quantizer places them.
 WEIGHTED = _CONV | _GEMM
 
-OP_TYPES_PARAM = {
+OP_TYPES_PARAM: JsonObject = {
     "oneOf": [{"type": "array", "items": {"type": "string"}}, {"enum": [AUTO]}],
     "default": [],
     "description": "only these op types (default: every type ORT can quantize); auto: those whose INT8 "

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortflow.api import StageError, TextEnum
+from ortflow.api import JsonObject, StageError, TextEnum
 from ortflow.api import onnx as onnx_model
 
-PRE_PROCESS_PARAM = {
+PRE_PROCESS_PARAM: JsonObject = {
     "enum": ["auto", True, False],
     "default": "auto",
     "description": "run ORT's quant_pre_process first (symbolic shape inference, ORT optimization); auto: run it, and "

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ortflow.api import JsonObject
 from ortflow.stages.quantization import output_groups
 
 if TYPE_CHECKING:
     from ortflow.api import Feed
 
-SANITY_PARAMS = {
+SANITY_PARAMS: JsonObject = {
     "sanity_check": {
         "type": "boolean",
         "default": True,

@@ -15,7 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-TRAP_PARAMS = {
+from ortflow.api import JsonObject
+
+TRAP_PARAMS: JsonObject = {
     "avoid_traps": {
         "type": "boolean",
         "default": True,

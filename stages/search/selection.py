@@ -187,7 +187,8 @@ SPREAD_MISS = "not faster than"
 class Rounds(Protocol):
     """A benchmark row's medians per round (BenchmarkRow), in round order."""
 
-    round_p50_ms: tuple[float, ...]
+    @property
+    def round_p50_ms(self) -> tuple[float, ...]: ...
 
 
 def round_spread(row: Rounds, base: Rounds | None) -> dict[str, float]:
