@@ -21,7 +21,7 @@ from ortflow.engine.contracts.stage import within_tolerance as values_agree
 from ortflow.engine.contracts.types import QuietObserver, Recipe, StageOutcome, Status
 from ortflow.engine.leaves.environment import fact
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.leaves.json_types import Json, obj
 from ortflow.engine.leaves.schema_check import problem as schema_problem
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.lock_families import inferred_family, split_by_family
@@ -40,8 +40,12 @@ from ortflow.engine.store.hashing import hash_bytes
 
 @lru_cache(maxsize=1)
 def lock_schema() -> dict[str, Json]:  # a JSON Schema document
-    return json.loads(
-        resources.files("ortflow.schemas").joinpath("lock.schema.json").read_text(encoding="utf-8")
+    return obj(
+        json.loads(
+            resources.files("ortflow.schemas")
+            .joinpath("lock.schema.json")
+            .read_text(encoding="utf-8")
+        )
     )
 
 
@@ -137,13 +141,15 @@ class Lock:
         return {**self.stages, **self.families.get(family, {})}
 
     def text(self) -> str:
-        return HEADER + yaml.dump(
-            redact_json(self.to_json()),  # a parameter may hold a URL with credentials
-            Dumper=PlainDumper,
-            sort_keys=True,
-            default_flow_style=False,
-            allow_unicode=True,
-            width=120,
+        return HEADER + str(
+            yaml.dump(
+                redact_json(self.to_json()),  # a parameter may hold a URL with credentials
+                Dumper=PlainDumper,
+                sort_keys=True,
+                default_flow_style=False,
+                allow_unicode=True,
+                width=120,
+            )
         )
 
     def write(self) -> None:

@@ -220,7 +220,7 @@ class Scheduler:
     def _cached(self, job: StageJob) -> StageOutcome | None:
         return cached_outcome(self.store, job)
 
-    def _has_slot(self, name: str, running: dict[Future, str]) -> bool:
+    def _has_slot(self, name: str, running: dict[Future[StageOutcome], str]) -> bool:
         if len(running) >= self.executor.slots:
             return False
         exclusive = self.recipe.stages[name].stage_cls.exclusive
@@ -277,5 +277,5 @@ class _RunState:
             str, set[str]
         ] = {}  # stage -> its optional upstream stages that refused: left out of its inputs
         self.runnable: dict[str, StageJob] = {}
-        self.running: dict[Future, str] = {}
+        self.running: dict[Future[StageOutcome], str] = {}
         self.stopping = False

@@ -45,7 +45,10 @@ class StepRunner:
             raise StageError(
                 f"step type '{uses}' is not installed (installed: {', '.join(self.registry.names())})"
             )
-        return self.registry.get(uses)
+        stage: type[Stage] = self.registry.get(
+            uses
+        )  # the stages' registry checked it subclasses Stage
+        return stage
 
     def run(
         self,

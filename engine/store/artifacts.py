@@ -23,7 +23,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ortflow.engine.contracts.builds import RunRecord, parse_record
 from ortflow.engine.leaves.errors import StoreError
@@ -56,6 +56,9 @@ from ortflow.engine.store.records import (
     signature_of,
     signed,
 )
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 class ArtifactStore:
@@ -229,7 +232,7 @@ class ArtifactStore:
 
     # -- concurrency -------------------------------------------------------------------------
 
-    def key_mutex(self, key: str):
+    def key_mutex(self, key: str) -> FileLock:
         from filelock import FileLock
 
         refuse_link(self.mutexes / f"{key}.lock")  # FileLock truncates what it opens

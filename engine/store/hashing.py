@@ -28,7 +28,7 @@ def hash_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def hash_tree(path: Path, file_hash=hash_file) -> str:
+def hash_tree(path: Path, file_hash: Callable[[Path], str] = hash_file) -> str:
     """A folder's hash: the hash of its sorted (relative path, file hash) manifest."""
     manifest = {
         f.relative_to(path).as_posix(): file_hash(f) for f in sorted(path.rglob("*")) if f.is_file()
@@ -84,7 +84,7 @@ class HashCache:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self._db_path}{suffix}").unlink(missing_ok=True)
 
-    def _execute(self, sql: str, args: tuple) -> sqlite3.Cursor:
+    def _execute(self, sql: str, args: tuple[object, ...]) -> sqlite3.Cursor:
         try:
             return self._conn().execute(sql, args)
         except sqlite3.OperationalError:
@@ -110,7 +110,7 @@ class HashCache:
         """A value computed from content, remembered under a key that includes the content's digest."""
         row = self._execute("SELECT value FROM derived WHERE key = ?", (key,)).fetchone()
         if row:
-            return row[0]
+            return str(row[0])
         value = compute()
         self._execute("INSERT OR REPLACE INTO derived VALUES (?, ?)", (key, value))
         return value
@@ -143,7 +143,7 @@ class HashCache:
             "SELECT inode, mtime_ns, ctime_ns, size, digest FROM files WHERE path = ?", (key,)
         ).fetchone()
         if row and tuple(row[:4]) == (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size):
-            return row[4]
+            return str(row[4])
         digest = hash_file(path)
         self._execute(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",

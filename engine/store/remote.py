@@ -212,7 +212,8 @@ class Remote:
         if getattr(self.fs, "async_impl", False) and hasattr(self.fs, "open_async"):
             from fsspec.asyn import sync
 
-            return sync(self.fs.loop, self._streamed, pairs, progress)
+            digests: dict[Path, str] = sync(self.fs.loop, self._streamed, pairs, progress)
+            return digests
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rehash") as hashing:
             hashed: dict[
                 Path, Future[str]
@@ -344,7 +345,7 @@ def _is_digest(text: str) -> bool:
 def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p: None) -> Any:
     from fsspec.callbacks import Callback
 
-    class Child(Callback):
+    class Child(Callback):  # type: ignore[misc]  # fsspec ships no type information
         value: int  # fsspec's Callback sets it in __init__, unannotated
 
         def __init__(self, destination: str = ""):
@@ -365,7 +366,7 @@ def _byte_counter(progress: Progress, landed: Callable[[Path], None] = lambda _p
                 progress(value - self.value)
             self.value = value
 
-    class Parent(Callback):
+    class Parent(Callback):  # type: ignore[misc]  # fsspec ships no type information
         """Counts bytes from every file of a batch (fsspec hands each transfer a child callback)."""
 
         def branched(self, path_1: str, path_2: str, **kwargs: Any) -> Callback:

@@ -12,9 +12,10 @@ from typing import Callable
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
+from ortflow.engine.store.meter import NoMeter
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims
-from ortflow.engine.store.transfer import NoMeter, Tally, fetch_objects, fetch_run
+from ortflow.engine.store.transfer import Tally, fetch_objects, fetch_run
 
 
 class SharedStore(ArtifactStore):

@@ -245,7 +245,8 @@ def _checked_record(
     if problem:
         tally.problems.append(f"{remote.shown}: {stage} not pulled: {problem}")
         return None
-    return record
+    checked: JsonObject = record  # remote_record_problem refuses anything but a JSON object
+    return checked
 
 
 def fetch_objects(
