@@ -16,8 +16,6 @@ more release, with a warning naming what to import instead.
 
 # Grouped by purpose, each group under a line saying what it is for (so not sorted by module):
 # isort: off
-from typing import TYPE_CHECKING
-
 
 # The stage contract: what a stage declares (ports, parameters, the results it reports) and what it receives.
 from ortflow.engine.contracts.declarations import (
@@ -175,27 +173,6 @@ _DOCUMENTS = {
     "read_document": ("ortflow.engine.contracts.documents", "read"),
     "write_document": ("ortflow.engine.contracts.documents", "write"),
 }
-
-if TYPE_CHECKING:  # the same names for the type checker, which cannot follow __getattr__ below
-    from ortflow.engine.contracts.documents import (
-        BENCHMARK_CONFIG,
-        AccuracyResults,
-        BenchmarkResults,
-        BenchmarkRow,
-        Bounds,
-        Latency,
-        Placement,
-        Profile,
-        ReferenceValues,
-        ReportSection,
-        Selection,
-        SelectionCandidate,
-        SessionSettings,
-        Table,
-        with_speedups,
-    )
-    from ortflow.engine.contracts.documents import read as read_document
-    from ortflow.engine.contracts.documents import write as write_document
 
 __all__ = [
     "Artifact",
