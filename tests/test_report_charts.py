@@ -245,9 +245,13 @@ def test_the_report_leads_with_the_answer_and_keeps_build_times(minilm_report):
     timed = json.loads((out / "speed" / "benchmark.json").read_text())["results"]
     p50 = {r["model"]: r["latency_ms"]["p50"] for r in timed}
     # the headline's speedup is the int8 model's against the float model it came from, the ratio of their timed
-    # medians (benchmark.json's rows), which differ: neither the baseline's own 1.0 nor another model's value
-    assert abs(p50["model"] / p50["int8"] - 1) > 0.02, p50
-    assert headline["speed"]["value"] == pytest.approx(p50["model"] / p50["int8"], rel=1e-2)
+    # medians (benchmark.json's rows; written to 3 decimals). Which way the ratio goes on a busy 2-core machine is
+    # not this test's business (one CI run timed int8 at 0.99x): the value must be that ratio, and not the
+    # baseline's own 1.0 wherever the two medians differ by more than the rounding can hide
+    ratio = p50["model"] / p50["int8"]
+    assert headline["speed"]["value"] == pytest.approx(ratio, abs=6e-4), p50
+    if abs(ratio - 1) > 2e-3:
+        assert headline["speed"]["value"] != pytest.approx(1.0, abs=6e-4), p50
     page = (out / "report.html").read_text()
     assert page.index("id='headline'") < page.index("<table")
     answer = re.search(r"<section class='headline'.*?</section>", page).group(0)
