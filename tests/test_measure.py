@@ -71,9 +71,12 @@ def test_benchmark_measures_each_model_with_the_providers_ort_used(passing):
         assert row["peak_rss_mb"] > 50 and row["size_mb"] > 10
     assert rows["model"]["speedup"] == 1.0
     model_p50, dynamic_p50 = (rows[m]["latency_ms"]["p50"] for m in ("model", "dynamic"))
-    # int8 and float32 time differently, so a speedup taken against the row itself (1.0) cannot pass below
-    assert abs(model_p50 / dynamic_p50 - 1) > 0.02, (model_p50, dynamic_p50)
-    assert rows["dynamic"]["speedup"] == pytest.approx(model_p50 / dynamic_p50, rel=1e-2)
+    # the speedup is the ratio of the two rows' medians (not the row against itself, 1.0, wherever the medians
+    # differ by more than rounding to 3 decimals can hide); which way it goes is timing, not this test's business
+    ratio = model_p50 / dynamic_p50
+    assert rows["dynamic"]["speedup"] == pytest.approx(ratio, abs=1.5e-3), (model_p50, dynamic_p50)
+    if abs(ratio - 1) > 4e-3:
+        assert rows["dynamic"]["speedup"] != pytest.approx(1.0, abs=1.5e-3)
     assert (
         results["profiles"]["model"]["op_types_percent"][0][0] == "MatMul"
     )  # a BERT's time goes to MatMul

@@ -247,11 +247,12 @@ def test_the_report_leads_with_the_answer_and_keeps_build_times(minilm_report):
     # the headline's speedup is the int8 model's against the float model it came from, the ratio of their timed
     # medians (benchmark.json's rows; written to 3 decimals). Which way the ratio goes on a busy 2-core machine is
     # not this test's business (one CI run timed int8 at 0.99x): the value must be that ratio, and not the
-    # baseline's own 1.0 wherever the two medians differ by more than the rounding can hide
+    # baseline's own 1.0 wherever the two medians differ by more than rounding (the medians and the ratio
+    # are each written to 3 decimals) can hide
     ratio = p50["model"] / p50["int8"]
-    assert headline["speed"]["value"] == pytest.approx(ratio, abs=6e-4), p50
-    if abs(ratio - 1) > 2e-3:
-        assert headline["speed"]["value"] != pytest.approx(1.0, abs=6e-4), p50
+    assert headline["speed"]["value"] == pytest.approx(ratio, abs=1.5e-3), p50
+    if abs(ratio - 1) > 4e-3:
+        assert headline["speed"]["value"] != pytest.approx(1.0, abs=1.5e-3), p50
     page = (out / "report.html").read_text()
     assert page.index("id='headline'") < page.index("<table")
     answer = re.search(r"<section class='headline'.*?</section>", page).group(0)
