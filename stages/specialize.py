@@ -22,6 +22,7 @@ from ortflow.api import (
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
+from ortflow.stages.graphs.random_feeds import random_feeds
 from ortflow.stages.graphs.specialization import (
     GraphCounts,
     Specialization,
@@ -223,33 +224,18 @@ def _check_feeds(
 
 
 def _random_feeds(spec: Specialization, inputs: list[ModelInput], count: int) -> list[Feed]:
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    feeds = []
-    for _ in range(count):
-        feed = {}
-        for item in inputs:
-            if item.name in spec.frozen:
-                continue
-            wanted: tuple[int | None, ...] = spec.shapes.get(item.name) or tuple(
-                d
-                if isinstance(d, int) and d > 0
-                else spec.dims.get(d)
-                if isinstance(d, str)
-                else None
-                for d in item.shape
+    shapes: dict[str, tuple[tuple[int, ...], str]] = {}
+    for item in inputs:
+        if item.name in spec.frozen:
+            continue
+        wanted: tuple[int | None, ...] = spec.shapes.get(item.name) or tuple(
+            d if isinstance(d, int) and d > 0 else spec.dims.get(d) if isinstance(d, str) else None
+            for d in item.shape
+        )
+        shape = tuple(d for d in wanted if isinstance(d, int))
+        if len(shape) < len(wanted):
+            raise StageError(
+                f"specialize: input '{item.name}' ({item.describe()}) keeps a free dim — fix it (dims or shapes), or give `data:`"
             )
-            shape = tuple(d for d in wanted if isinstance(d, int))
-            if len(shape) < len(wanted):
-                raise StageError(
-                    f"specialize: input '{item.name}' ({item.describe()}) keeps a free dim — fix it (dims or shapes), or give `data:`"
-                )
-            kind = np.dtype(item.dtype)
-            feed[item.name] = (
-                rng.integers(0, 2, size=shape).astype(kind)
-                if kind.kind in "iub"
-                else rng.standard_normal(shape).astype(kind)
-            )
-        feeds.append(feed)
-    return feeds
+        shapes[item.name] = (shape, item.dtype)
+    return random_feeds(shapes, count)
