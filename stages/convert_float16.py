@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortflow.api import (
-    Params,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
@@ -30,7 +29,7 @@ class Float16Settings:
     headroom: float = 2
 
 
-class ConvertFloat16(Stage):
+class ConvertFloat16(SettingsStage[Float16Settings]):
     type = "convert_float16"
     version = "3"  # 2: nodes sorted keeping their order where valid; 3: the overflow block list from `data`
     description = (
@@ -81,13 +80,13 @@ class ConvertFloat16(Stage):
 
     settings = Float16Settings
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: Float16Settings) -> tuple[str, ...]:
         return ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:
         from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
-        params = ctx.settings(Float16Settings)
+        params = self.read(ctx)
         # a private copy: onnx refuses external data in a file with other hard links (the store links its files into out/)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)
         onnx_model.load_for_ort(source)

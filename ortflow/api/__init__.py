@@ -69,6 +69,9 @@ from ortflow.engine.contracts.dataset import (
 from ortflow.engine.contracts.settings_loader import (
     SettingsLoader,
 )  # a loader with typed parameters
+from ortflow.engine.contracts.settings_stage import (
+    SettingsStage,
+)  # a stage type with typed parameters
 
 # Accuracy metrics: the Metric base class, its declared names and directions, and the checks stages run on the
 # metric names their parameters use.
@@ -205,6 +208,7 @@ __all__ = [
     "ProviderUnavailable",
     "SKIP_PARAM",
     "SettingsLoader",
+    "SettingsStage",
     "Stage",
     "StageContext",
     "StageError",
