@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortflow.engine.leaves.errors import Problem, RecipeError, suggest
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import PathKey, SourceMap, parse_yaml
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 RESERVED = ("include", "exclude")
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')
@@ -46,11 +47,11 @@ class Combination:
 
 
 def combinations(
-    name: str, spec: JsonObject, source: SourceMap, problems: list[Problem], limit: int
+    name: str, spec: StageEntry, source: SourceMap, problems: list[Problem], limit: int
 ) -> list[Combination]:
     """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
     `include` (each value remembers where it is written, for error messages)."""
-    matrix = spec.get("matrix")
+    matrix = spec.matrix
     if not isinstance(matrix, dict):
         return [Combination({}, {})]  # no matrix (or a malformed one, which the schema reports)
     where = ("stages", name, "matrix")
@@ -126,10 +127,10 @@ def _excluded(
 
 
 def _check_with_overlap(
-    name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap, problems: list[Problem]
+    name: str, spec: StageEntry, axes: dict[str, list], source: SourceMap, problems: list[Problem]
 ) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
-    block = spec.get("with")
+    block = spec.params
     written = block if isinstance(block, dict) else {}
     for axis in axes:
         top = axis.split(".")[0]
@@ -186,8 +187,9 @@ def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list
     return unique
 
 
-def _nested(params: JsonObject, dotted: str) -> Any:
-    node: Any = params
+def _nested(params: Json, dotted: str) -> Json:
+    """The value at a dotted key (`session.threads`), or None where there is none."""
+    node = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
             return None
