@@ -102,7 +102,7 @@ def combinations(
 def _excluded(
     name: str,
     matrix: JsonObject,
-    axes: dict[str, list],
+    axes: dict[str, list[Json]],
     combos: list[Combination],
     where: PathKey,
     source: SourceMap,
@@ -127,7 +127,11 @@ def _excluded(
 
 
 def _check_with_overlap(
-    name: str, spec: StageEntry, axes: dict[str, list], source: SourceMap, problems: list[Problem]
+    name: str,
+    spec: StageEntry,
+    axes: dict[str, list[Json]],
+    source: SourceMap,
+    problems: list[Problem],
 ) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
     block = spec.params
@@ -148,7 +152,7 @@ def _check_with_overlap(
 
 
 def _included(
-    matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey
+    matrix: JsonObject, axes: dict[str, list[Json]], combos: list[Combination], where: PathKey
 ) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
@@ -171,7 +175,7 @@ def _included(
     return combos
 
 
-def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list[Combination]:
+def _unique_axes_first(axes: dict[str, list[Json]], combos: list[Combination]) -> list[Combination]:
     """Each distinct combination once, its values ordered axes first (the order ids show them in)."""
     rank = {
         k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))

@@ -23,7 +23,8 @@ def recipe_schema_text() -> str:
 @lru_cache(maxsize=1)
 def recipe_schema() -> SchemaFragment:
     """The schema as an object (its keys the error messages read are typed); validators take it whole."""
-    return json.loads(recipe_schema_text())
+    schema: SchemaFragment = json.loads(recipe_schema_text())
+    return schema
 
 
 @lru_cache(maxsize=1)

@@ -13,7 +13,7 @@ from ortflow.engine.contracts.registry import Registry
 from ortflow.engine.contracts.types import DatasetSpec, InputSpec
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
 from ortflow.engine.leaves.json_types import Json, JsonObject
-from ortflow.engine.leaves.yamlsource import SourceMap
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 from ortflow.engine.recipe.schema_errors import validate
 
 
@@ -90,7 +90,7 @@ def resolve_file(
     value: Any,
     base: Path,
     source: SourceMap,
-    where: tuple,
+    where: PathKey,
     subject: str,
     problems: list[Problem],
     report_shape: bool = True,
