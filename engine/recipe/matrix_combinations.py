@@ -77,9 +77,9 @@ def combinations(
         if axes
         else []
     )
-    combos = _excluded(name, matrix, axes, combos, where, source, problems)
+    combos = _excluded(name, matrix.get("exclude"), axes, combos, where, source, problems)
     _check_with_overlap(name, spec, axes, source, problems)
-    combos = _included(matrix, axes, combos, where)
+    combos = _included(matrix.get("include"), axes, combos, where)
     if not combos:
         what = (
             "exclude removes every combination of its matrix"
@@ -101,14 +101,14 @@ def combinations(
 
 def _excluded(
     name: str,
-    matrix: JsonObject,
+    excluded: Json,
     axes: dict[str, list[Json]],
     combos: list[Combination],
     where: PathKey,
     source: SourceMap,
     problems: list[Problem],
 ) -> list[Combination]:
-    excluded = matrix.get("exclude")
+    """Less the combinations an `exclude:` entry matches (`excluded`: the list as written)."""
     for i, entry in enumerate(excluded if isinstance(excluded, list) else []):
         if not isinstance(entry, dict):
             continue
@@ -122,7 +122,7 @@ def _excluded(
                 )
             )
             continue
-        combos = [c for c in combos if not _matches(c.values, entry)]
+        combos = [c for c in combos if not _matches(c, entry)]
     return combos
 
 
@@ -152,18 +152,17 @@ def _check_with_overlap(
 
 
 def _included(
-    matrix: JsonObject, axes: dict[str, list[Json]], combos: list[Combination], where: PathKey
+    included: Json, axes: dict[str, list[Json]], combos: list[Combination], where: PathKey
 ) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
-    extended (as in GitHub Actions), never an earlier include's."""
+    extended (as in GitHub Actions), never an earlier include's. `included`: the `include:` list as written."""
     originals = list(combos)
-    included = matrix.get("include")
     for i, entry in enumerate(included if isinstance(included, list) else []):
         if not isinstance(entry, dict):
             continue
         on_axes = {k: v for k, v in entry.items() if k in axes}
-        matching = [c for c in originals if _matches(c.values, on_axes)]
+        matching = [c for c in originals if _matches(c, on_axes)]
         extra = {k: v for k, v in entry.items() if k not in axes}
         written = {k: where + ("include", i, k) for k in entry}
         if matching:
@@ -201,5 +200,7 @@ def _nested(params: Json, dotted: str) -> Json:
     return node
 
 
-def _matches(values: JsonObject, entry: JsonObject) -> bool:
+def _matches(combo: Combination, entry: JsonObject) -> bool:
+    """Whether the combination has each of an include or exclude entry's values (as its id shows them)."""
+    values = combo.values
     return all(k in values and label(values[k]) == label(v) for k, v in entry.items())
