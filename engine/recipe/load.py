@@ -80,7 +80,8 @@ def read_recipe(
 
 
 def _section(value: Json) -> JsonObject:
-    """`inputs:` or `datasets:`, name -> entry; anything but a mapping reads as none (the schema reports it)."""
+    """`inputs:` or `datasets:`, name -> entry; anything but a mapping reads as none (the schema
+    reports it)."""
     return value if isinstance(value, dict) else {}
 
 

@@ -156,7 +156,7 @@ def _included(
 ) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
-    extended (as in GitHub Actions), never an earlier include's. `included`: the `include:` list as written."""
+    extended (as in GitHub Actions), never an earlier include's. `included`: `include:` as written."""
     originals = list(combos)
     for i, entry in enumerate(included if isinstance(included, list) else []):
         if not isinstance(entry, dict):

@@ -68,7 +68,7 @@ def validate(
     instance: Json, schema: object, source: SourceMap, base: PathKey = (), subject: str = ""
 ) -> list[Problem]:
     """All problems of `instance` against `schema`; `base` is where `instance` sits in the document. The
-    schema (a JSON Schema document: an object, or true/false) is handed to jsonschema whole, never read here."""
+    schema (a JSON Schema document: an object, or true/false) goes to jsonschema whole, never read here."""
     validator = _validator(schema)
     problems: list[Problem] = []
     for error in sorted(
