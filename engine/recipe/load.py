@@ -8,7 +8,7 @@ from typing import Sequence
 from ortflow.engine.contracts.registry import Plugins
 from ortflow.engine.contracts.types import Recipe, StageSpec
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, RecipeError
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import load_yaml
 from ortflow.engine.recipe.credentials import credential_problems
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, Expansion, expand
@@ -16,6 +16,7 @@ from ortflow.engine.recipe.overrides import apply_overrides
 from ortflow.engine.recipe.schema import recipe_is_valid, recipe_schema
 from ortflow.engine.recipe.schema_errors import validate
 from ortflow.engine.recipe.sources import resolve_datasets, resolve_inputs
+from ortflow.engine.recipe.stage_entry import StageEntry, read_stages
 from ortflow.engine.recipe.stage_specs import Scope, resolve_stages
 
 
@@ -42,28 +43,26 @@ def read_recipe(
         problems.extend(validate(data, recipe_schema(), source))
     # Go on past schema problems: every check below skips what has the wrong shape (already reported),
     # so one pass reports everything that is wrong.
-    raw: dict[str, JsonObject] = {}
-    for key in ("inputs", "datasets", "stages"):
-        part = data.get(key)
-        raw[key] = part if isinstance(part, dict) else {}
-    inputs = resolve_inputs(raw["inputs"], path.parent, source, problems)
-    datasets = resolve_datasets(raw["datasets"], plugins.datasets, path.parent, source, problems)
+    inputs_part, datasets_part = (_section(data.get(k)) for k in ("inputs", "datasets"))
+    inputs = resolve_inputs(inputs_part, path.parent, source, problems)
+    datasets = resolve_datasets(datasets_part, plugins.datasets, path.parent, source, problems)
+    written = read_stages(data.get("stages"))
     expansion = expand(
-        raw["stages"], _port_shapes(raw["stages"], plugins), source, _max_stages(data)
+        written, _port_shapes(written, plugins), source, _max_stages(data.get("max_stages"))
     )
     problems.extend(expansion.problems)
     scope = Scope(
         expansion.stages,
         {},
-        set(raw["inputs"]),
-        set(raw["datasets"]),
+        set(inputs_part),
+        set(datasets_part),
         source,
         problems,
         {name: spec.path for name, spec in inputs.items()},
     )
     stages = resolve_stages(scope, plugins)
     _mark_instances(stages, expansion)
-    target_cpu = _target_cpu(data)
+    target_cpu = _target_cpu(data.get("target"))
     for spec in stages.values():
         spec.target_cpu = target_cpu
     recipe = Recipe(
@@ -80,9 +79,14 @@ def read_recipe(
     return recipe, _once_per_matrix(problems, expansion.matrices)
 
 
-def _max_stages(data: JsonObject) -> int:
+def _section(value: Json) -> JsonObject:
+    """`inputs:` or `datasets:`, name -> entry; anything but a mapping reads as none (the schema
+    reports it)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _max_stages(limit: Json) -> int:
     """The recipe's `max_stages:` where it is a positive integer (else the schema reports it), or the default."""
-    limit = data.get("max_stages")
     return (
         limit
         if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
@@ -102,9 +106,8 @@ def _mark_instances(stages: dict[str, StageSpec], expansion: Expansion) -> None:
                 )
 
 
-def _target_cpu(data: JsonObject) -> str:
+def _target_cpu(target: Json) -> str:
     """`target: {cpu: ...}`: the CPU the recipe builds for ("native": this machine's)."""
-    target = data.get("target")
     cpu = target.get("cpu") if isinstance(target, dict) else None
     return cpu if isinstance(cpu, str) else "native"
 
@@ -155,12 +158,12 @@ def _generalized(
     return Problem("".join([*parts, message[start:]]), problem.location, problem.hint), variants
 
 
-def _port_shapes(raw: JsonObject, plugins: Plugins) -> dict[str, dict[str, bool]]:
+def _port_shapes(raw: dict[str, StageEntry], plugins: Plugins) -> dict[str, dict[str, bool]]:
     """Per stage, whether each input port takes many references: it decides what `x.model[*]` means there."""
     shapes: dict[str, dict[str, bool]] = {}
     for name, spec in raw.items():
-        uses = spec.get("uses") if isinstance(spec, dict) else None
-        if isinstance(uses, str) and uses in plugins.stages:
+        uses = spec.uses
+        if uses in plugins.stages:
             try:
                 shapes[name] = {p.name: p.many for p in plugins.stages.get(uses).inputs}
             except OrtflowError:

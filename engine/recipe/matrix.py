@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import heapq
 import json
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, replace
+from typing import Iterator
 
 from ortflow.engine.leaves.errors import Problem
-from ortflow.engine.leaves.json_types import Json, JsonObject, obj
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.yamlsource import KEY, PathKey, SourceMap
 from ortflow.engine.recipe.matrix_combinations import Combination, combinations, label
 from ortflow.engine.recipe.matrix_references import Instance, fan_out, upstreams
@@ -23,13 +23,14 @@ from ortflow.engine.recipe.matrix_references import selector as _selector  # noq
 from ortflow.engine.recipe.matrix_references import (  # noqa: F401 (tests read it here)
     split_top_level as _split_top_level,
 )
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 DEFAULT_MAX_STAGES = 256
 
 
 @dataclass
 class Expansion:
-    stages: JsonObject  # the `stages:` mapping with every matrix expanded and references rewritten
+    stages: dict[str, StageEntry]  # `stages:` with every matrix expanded and references rewritten
     instances: dict[
         str, list[Instance] | None
     ]  # template -> its instances (one, named as written, without a
@@ -47,18 +48,21 @@ class Expansion:
 
 
 def expand(
-    raw: JsonObject, ports: dict[str, dict[str, bool]], source: SourceMap, max_stages: int
+    raw: dict[str, StageEntry],
+    ports: dict[str, dict[str, bool]],
+    source: SourceMap,
+    max_stages: int,
 ) -> Expansion:
     """`ports`: per stage name, its input ports and whether each takes many references (unknown types: {})."""
-    pending = [name for name, spec in raw.items() if isinstance(spec, dict)]
+    pending = [name for name, spec in raw.items() if spec.mapping]
     # the schema reports the stages that are not mappings
     work = _Expanding(
-        source, [], {}, {name: spec for name, spec in raw.items() if not isinstance(spec, dict)}
+        source, [], {}, {name: spec for name, spec in raw.items() if not spec.mapping}
     )
     total = len(pending)
     positions = _positions_by_stage(source)
     for name in _expansion_order(raw, pending):
-        spec = obj(raw[name])  # a mapping: pending holds those only
+        spec = raw[name]  # a mapping: pending holds those only
         combos = combinations(name, spec, source, work.problems, max_stages)
         fanned = work.fan_out(name, spec, ports.get(name, {}), combos)
         # an instance has no `matrix:`: copying the matrix's own positions into every instance would be quadratic
@@ -92,10 +96,10 @@ class _Expanding:
     source: SourceMap
     problems: list[Problem]
     instances: dict[str, list[Instance] | None]
-    out: JsonObject
+    out: dict[str, StageEntry]
 
     def fan_out(
-        self, name: str, spec: JsonObject, ports: dict[str, bool], combos: list[Combination]
+        self, name: str, spec: StageEntry, ports: dict[str, bool], combos: list[Combination]
     ) -> list[tuple[dict[str, str], Json]]:
         """The variants of the stage's inputs (see matrix_references.fan_out), checked against its own
         combinations: an axis both inherited and its own keeps only the first variant; none at all is
@@ -129,7 +133,7 @@ class _Expanding:
     def instantiate(
         self,
         name: str,
-        spec: JsonObject,
+        spec: StageEntry,
         combos: list[Combination],
         fanned: list[tuple[dict[str, str], Json]],
         written: list[tuple[PathKey, tuple[int, int] | str]],
@@ -152,20 +156,21 @@ class _Expanding:
                     )
                     made.pop()
                     continue
-                self.out[made[-1].id] = _instance_spec(spec, combo.values, rewritten)
+                self.out[made[-1].id] = _instance_spec(spec, combo, rewritten)
                 if made[-1].id != name:
                     _alias_positions(self.source, written, made[-1].id, combo.origin)
         return made
 
 
-def _wait_on_every_variant(out: JsonObject, instances: dict[str, list[Instance] | None]) -> None:
+def _wait_on_every_variant(
+    out: dict[str, StageEntry], instances: dict[str, list[Instance] | None]
+) -> None:
     """`after: [int8]` waits for every variant of int8."""
     for spec in out.values():
-        after = spec.get("after") if isinstance(spec, dict) else None
-        if isinstance(spec, dict) and isinstance(after, list):
-            spec["after"] = [
+        if spec.mapping:
+            spec.after = [
                 x
-                for a in after
+                for a in spec.after
                 for x in (
                     [i.id for i in instances[a] or []]
                     if isinstance(a, str) and a in instances and a not in out
@@ -174,7 +179,7 @@ def _wait_on_every_variant(out: JsonObject, instances: dict[str, list[Instance] 
             ]
 
 
-def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
+def _expansion_order(raw: dict[str, StageEntry], pending: list[str]) -> Iterator[str]:
     """Stages in the order they expand: each once every stage it references has (Kahn's algorithm; among the
     ready ones the first written; on a cycle the first written of what is left: it is reported later).
     Linear in stages plus references."""
@@ -182,7 +187,7 @@ def _expansion_order(raw: JsonObject, pending: list[str]) -> Iterator[str]:
     waits_on: dict[str, int] = {}
     consumers: dict[str, list[str]] = {}
     for name in pending:
-        ups = upstreams(obj(raw[name])) & index.keys()
+        ups = upstreams(raw[name]) & index.keys()
         waits_on[name] = len(ups)
         for up in ups:
             consumers.setdefault(up, []).append(name)
@@ -224,20 +229,17 @@ def _instance_id(name: str, axes: dict[str, str]) -> str:
     return f"{name}[{','.join(f'{k}={v}' for k, v in axes.items())}]" if axes else name
 
 
-def _instance_spec(spec: JsonObject, combo: JsonObject, rewritten_in: Any) -> JsonObject:
-    instance = {k: v for k, v in spec.items() if k != "matrix"}
-    params = json.loads(json.dumps(spec.get("with"))) if isinstance(spec.get("with"), dict) else {}
-    for dotted, value in combo.items():
+def _instance_spec(spec: StageEntry, combo: Combination, rewritten_in: Json) -> StageEntry:
+    """The stage as written less its matrix, the combination's values set in its `with:` (a copy: each
+    instance's own) and its `in:` rewritten to the upstream instances it reads."""
+    params = json.loads(json.dumps(spec.params)) if isinstance(spec.params, dict) else {}
+    for dotted, value in combo.values.items():
         node = params
         *parents, last = dotted.split(".")  # `session.threads` sets a nested parameter
         for part in parents:
             node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
         node[last] = value
-    if combo or "with" in spec:
-        instance["with"] = params
-    if rewritten_in is not None:
-        instance["in"] = rewritten_in
-    return instance
+    return replace(spec, matrix=None, params=params, inputs=rewritten_in)
 
 
 def _alias_positions(

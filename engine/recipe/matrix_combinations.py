@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ortflow.engine.leaves.errors import Problem, RecipeError, suggest
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import PathKey, SourceMap, parse_yaml
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 RESERVED = ("include", "exclude")
 SPECIAL = re.compile(r'[,=\[\]{}"#:\\]|[\x00-\x1f]')
@@ -46,11 +47,11 @@ class Combination:
 
 
 def combinations(
-    name: str, spec: JsonObject, source: SourceMap, problems: list[Problem], limit: int
+    name: str, spec: StageEntry, source: SourceMap, problems: list[Problem], limit: int
 ) -> list[Combination]:
     """The matrix's combinations, in CI-matrix order: the product of its axes, less `exclude`, plus
     `include` (each value remembers where it is written, for error messages)."""
-    matrix = spec.get("matrix")
+    matrix = spec.matrix
     if not isinstance(matrix, dict):
         return [Combination({}, {})]  # no matrix (or a malformed one, which the schema reports)
     where = ("stages", name, "matrix")
@@ -76,9 +77,9 @@ def combinations(
         if axes
         else []
     )
-    combos = _excluded(name, matrix, axes, combos, where, source, problems)
+    combos = _excluded(name, matrix.get("exclude"), axes, combos, where, source, problems)
     _check_with_overlap(name, spec, axes, source, problems)
-    combos = _included(matrix, axes, combos, where)
+    combos = _included(matrix.get("include"), axes, combos, where)
     if not combos:
         what = (
             "exclude removes every combination of its matrix"
@@ -100,14 +101,14 @@ def combinations(
 
 def _excluded(
     name: str,
-    matrix: JsonObject,
-    axes: dict[str, list],
+    excluded: Json,
+    axes: dict[str, list[Json]],
     combos: list[Combination],
     where: PathKey,
     source: SourceMap,
     problems: list[Problem],
 ) -> list[Combination]:
-    excluded = matrix.get("exclude")
+    """Less the combinations an `exclude:` entry matches (`excluded`: the list as written)."""
     for i, entry in enumerate(excluded if isinstance(excluded, list) else []):
         if not isinstance(entry, dict):
             continue
@@ -121,15 +122,19 @@ def _excluded(
                 )
             )
             continue
-        combos = [c for c in combos if not _matches(c.values, entry)]
+        combos = [c for c in combos if not _matches(c, entry)]
     return combos
 
 
 def _check_with_overlap(
-    name: str, spec: JsonObject, axes: dict[str, list], source: SourceMap, problems: list[Problem]
+    name: str,
+    spec: StageEntry,
+    axes: dict[str, list[Json]],
+    source: SourceMap,
+    problems: list[Problem],
 ) -> None:
     """A parameter set both in `with:` and by the matrix is ambiguous: refused."""
-    block = spec.get("with")
+    block = spec.params
     written = block if isinstance(block, dict) else {}
     for axis in axes:
         top = axis.split(".")[0]
@@ -147,18 +152,17 @@ def _check_with_overlap(
 
 
 def _included(
-    matrix: JsonObject, axes: dict[str, list], combos: list[Combination], where: PathKey
+    included: Json, axes: dict[str, list[Json]], combos: list[Combination], where: PathKey
 ) -> list[Combination]:
     """As in CI matrices: an entry that agrees with existing combinations on their axes extends them with its
     other keys; one that matches none is a combination of its own. Only the product's own combinations are
-    extended (as in GitHub Actions), never an earlier include's."""
+    extended (as in GitHub Actions), never an earlier include's. `included`: `include:` as written."""
     originals = list(combos)
-    included = matrix.get("include")
     for i, entry in enumerate(included if isinstance(included, list) else []):
         if not isinstance(entry, dict):
             continue
         on_axes = {k: v for k, v in entry.items() if k in axes}
-        matching = [c for c in originals if _matches(c.values, on_axes)]
+        matching = [c for c in originals if _matches(c, on_axes)]
         extra = {k: v for k, v in entry.items() if k not in axes}
         written = {k: where + ("include", i, k) for k in entry}
         if matching:
@@ -170,7 +174,7 @@ def _included(
     return combos
 
 
-def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list[Combination]:
+def _unique_axes_first(axes: dict[str, list[Json]], combos: list[Combination]) -> list[Combination]:
     """Each distinct combination once, its values ordered axes first (the order ids show them in)."""
     rank = {
         k: i for i, k in enumerate(dict.fromkeys([*axes, *(k for c in combos for k in c.values)]))
@@ -186,8 +190,9 @@ def _unique_axes_first(axes: dict[str, list], combos: list[Combination]) -> list
     return unique
 
 
-def _nested(params: JsonObject, dotted: str) -> Any:
-    node: Any = params
+def _nested(params: Json, dotted: str) -> Json:
+    """The value at a dotted key (`session.threads`), or None where there is none."""
+    node = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
             return None
@@ -195,5 +200,7 @@ def _nested(params: JsonObject, dotted: str) -> Any:
     return node
 
 
-def _matches(values: JsonObject, entry: JsonObject) -> bool:
+def _matches(combo: Combination, entry: JsonObject) -> bool:
+    """Whether the combination has each of an include or exclude entry's values (as its id shows them)."""
+    values = combo.values
     return all(k in values and label(values[k]) == label(v) for k, v in entry.items())

@@ -13,6 +13,7 @@ from ortflow.engine.leaves.errors import Location, Problem, RecipeError
 from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import SourceMap, parse_yaml
 from ortflow.engine.recipe.matrix_combinations import label
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 MATRIX_REFERENCE = re.compile(
     r"^(?P<stage>[A-Za-z_][A-Za-z0-9_-]*)(?:\[(?P<select>.*)\])?\.(?P<output>[A-Za-z_][A-Za-z0-9_-]*)(?P<all>\[\*\])?$"
@@ -28,9 +29,9 @@ class Instance:
     axes: dict[str, str] = field(default_factory=dict)
 
 
-def upstreams(spec: JsonObject) -> set[str]:
+def upstreams(spec: StageEntry) -> set[str]:
     found = set()
-    given = spec.get("in")
+    given = spec.inputs
     for value in given.values() if isinstance(given, dict) else ():
         for text in value if isinstance(value, list) else [value]:
             match = MATRIX_REFERENCE.match(text) if isinstance(text, str) else None
@@ -41,17 +42,16 @@ def upstreams(spec: JsonObject) -> set[str]:
 
 def fan_out(
     name: str,
-    spec: JsonObject,
+    spec: StageEntry,
     ports: dict[str, bool],
     instances: dict[str, list[Instance] | None],
     source: SourceMap,
     problems: list[Problem],
 ) -> list[tuple[dict[str, str], Json]]:
     """Each variant of the stage's inputs: the axes it inherits, and `in:` with references to instance ids."""
-    written = spec.get("in")
-    given = written if isinstance(written, dict) else None
+    given = spec.inputs if isinstance(spec.inputs, dict) else None
     if given is None:
-        return [({}, spec.get("in"))]
+        return [({}, spec.inputs)]
     fixed: JsonObject = {}
     choices: list[
         list[tuple[str, Instance | None, str]]

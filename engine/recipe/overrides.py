@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ortflow.engine.leaves.errors import Location, Problem, RecipeError, suggest
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import SourceMap, load_yaml, parse_yaml
 
 TOP_LEVEL_KEYS = ("version", "name", "description", "max_stages", "inputs", "datasets", "stages")
+
+
+@dataclass(frozen=True)
+class Override:
+    """One value set over the recipe: `dotted` names where (`opt.with.level`), `value` is the user's (read as
+    YAML) and `origin` says where it was given, for the errors that name it (`--set opt.with.level`)."""
+
+    dotted: str
+    value: Json
+    origin: str
 
 
 def apply_overrides(
@@ -19,22 +29,22 @@ def apply_overrides(
     assignments = _read_params_file(params_file) if params_file else []
     assignments += [_parse_set(text) for text in overrides]
     problems: list[Problem] = []
-    for dotted, value, origin in assignments:
-        problems.extend(_apply_override(data, source, dotted, value, origin))
+    for override in assignments:
+        problems.extend(_apply_override(data, source, override))
     return problems
 
 
-def _parse_set(text: str) -> tuple[str, Any, str]:
+def _parse_set(text: str) -> Override:
     if "=" not in text:
         raise RecipeError(
             [Problem(f"--set {text}: expected KEY=VALUE, e.g. --set opt.with.level=all")]
         )
     dotted, raw = text.split("=", 1)
     value, _ = parse_yaml(raw, f"--set {dotted}") if raw.strip() else ("", None)
-    return dotted.strip(), value, f"--set {dotted.strip()}"
+    return Override(dotted.strip(), value, f"--set {dotted.strip()}")
 
 
-def _read_params_file(path: Path) -> list[tuple[str, Any, str]]:
+def _read_params_file(path: Path) -> list[Override]:
     data, source = load_yaml(Path(path))
     if not isinstance(data, dict):
         raise RecipeError(
@@ -46,12 +56,11 @@ def _read_params_file(path: Path) -> list[tuple[str, Any, str]]:
                 )
             ]
         )
-    return [(str(k), v, str(source.locate((k,), key=True))) for k, v in data.items()]
+    return [Override(str(k), v, str(source.locate((k,), key=True))) for k, v in data.items()]
 
 
-def _apply_override(
-    data: JsonObject, source: SourceMap, dotted: str, value: Any, origin: str
-) -> list[Problem]:
+def _apply_override(data: JsonObject, source: SourceMap, override: Override) -> list[Problem]:
+    dotted, value, origin = override.dotted, override.value, override.origin
     parts = [p for p in dotted.split(".")]
     if not all(parts):
         return [
@@ -86,7 +95,7 @@ def _apply_override(
                     hint=suggest(parts[1], list(stages)),
                 )
             ]
-    node: Any = data
+    node: Json = data
     for depth, part in enumerate(parts[:-1]):
         if not isinstance(node, dict):
             return [

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ortflow.engine.leaves.json_types import JsonObject
+if TYPE_CHECKING:  # named in an annotation only
+    from ortflow.engine.recipe.schema_errors import SchemaFragment
 
 
 def recipe_schema_text() -> str:
@@ -20,15 +21,17 @@ def recipe_schema_text() -> str:
 
 
 @lru_cache(maxsize=1)
-def recipe_schema() -> JsonObject:
-    return json.loads(recipe_schema_text())
+def recipe_schema() -> SchemaFragment:
+    """The schema as an object (its keys the error messages read are typed); validators take it whole."""
+    schema: SchemaFragment = json.loads(recipe_schema_text())
+    return schema
 
 
 @lru_cache(maxsize=1)
 def _compiled() -> Callable[[Any], Any]:
     import fastjsonschema
 
-    return fastjsonschema.compile(recipe_schema())
+    return fastjsonschema.compile(json.loads(recipe_schema_text()))  # its own copy: compiled once
 
 
 def recipe_is_valid(document: Any) -> bool:

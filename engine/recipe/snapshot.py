@@ -230,7 +230,7 @@ def _datasets(data: _Snapshot, plugins: Plugins) -> dict[str, DatasetSpec] | Non
         files = {k: Path(str(v)) for k, v in item["params"].items() if k in loader_cls.file_params}
         if not all(path.exists() for path in files.values()):
             return None
-        params: dict[str, object] = {**item["params"], **files}
+        params: dict[str, Json | Path] = {**item["params"], **files}
         datasets[name] = DatasetSpec(
             name, item["loader"], loader_cls, params, Location(*item["location"])
         )

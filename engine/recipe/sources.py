@@ -12,8 +12,8 @@ from ortflow.engine.contracts.params import fill_defaults
 from ortflow.engine.contracts.registry import Registry
 from ortflow.engine.contracts.types import DatasetSpec, InputSpec
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.leaves.json_types import JsonObject
-from ortflow.engine.leaves.yamlsource import SourceMap
+from ortflow.engine.leaves.json_types import Json, JsonObject
+from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 from ortflow.engine.recipe.schema_errors import validate
 
 
@@ -56,12 +56,14 @@ def resolve_datasets(
             problems.append(Problem(f"dataset '{name}': {exc}", source.locate(where + ("loader",))))
             continue
         given = spec.get("with")
-        params: dict[str, object] = dict(given) if isinstance(given, dict) else {}
+        written = given if isinstance(given, dict) else {}
         subject = f"dataset '{name}' ({loader_cls.type})"
         before = len(problems)
         problems.extend(
-            validate(params, loader_cls.params_schema, source, where + ("with",), subject)
+            validate(written, loader_cls.params_schema, source, where + ("with",), subject)
         )
+        # the values as written, each file parameter's then its resolved Path (None: not found, reported)
+        params: dict[str, Json | Path | None] = dict(written)
         for param in loader_cls.file_params:
             if param in params:
                 found = resolve_file(
@@ -88,7 +90,7 @@ def resolve_file(
     value: Any,
     base: Path,
     source: SourceMap,
-    where: tuple,
+    where: PathKey,
     subject: str,
     problems: list[Problem],
     report_shape: bool = True,

@@ -16,10 +16,11 @@ from ortflow.engine.contracts.registry import Plugins
 from ortflow.engine.contracts.stage import ArtifactKind, Port, Stage
 from ortflow.engine.contracts.types import SOURCES, Binding, Ref, StageSpec
 from ortflow.engine.leaves.errors import Location, OrtflowError, Problem, suggest
-from ortflow.engine.leaves.json_types import Json, JsonObject, obj
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.yamlsource import PathKey, SourceMap
 from ortflow.engine.recipe.metric_use import metric_problems
 from ortflow.engine.recipe.schema_errors import validate
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 # After matrix expansion a stage's name can be an instance id, `int8[per_channel=true]`, so the output is
 # what follows the last dot.
@@ -30,7 +31,7 @@ REFERENCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\[.*\])?\.[A-Za-z_][A-Za-z0-9_
 class Scope:
     """What reference checks look at while stages are resolved."""
 
-    raw: JsonObject  # the `stages:` mapping as written
+    raw: dict[str, StageEntry]  # `stages:` as written (matrices expanded)
     stage_classes: dict[str, type[Stage]]
     inputs: set[str]
     datasets: set[str]
@@ -46,7 +47,7 @@ def resolve_stages(scope: Scope, plugins: Plugins) -> dict[str, StageSpec]:
     checked = _ParamsCheck(scope.source, scope.problems)
     valid: set[str] = set()  # the stages whose parameters passed: the metric checks read those only
     for name, stage_cls in scope.stage_classes.items():
-        params = _mapping(obj(scope.raw[name]).get("with"))
+        params = _mapping(scope.raw[name].params)
         before = len(scope.problems)
         filled = checked(stage_cls, params, ("stages", name), f"stage '{name}' ({stage_cls.type})")
         if len(scope.problems) == before:
@@ -61,8 +62,8 @@ def _find_types(scope: Scope, plugins: Plugins) -> None:
     where the recipe names it."""
     raw, source, problems, registry = scope.raw, scope.source, scope.problems, plugins.stages
     for name, spec in raw.items():
-        uses = spec.get("uses") if isinstance(spec, dict) else None
-        if not _is_str(uses):
+        uses = spec.uses
+        if not uses:
             continue
         if uses not in registry:
             problems.append(
@@ -82,26 +83,20 @@ def _find_types(scope: Scope, plugins: Plugins) -> None:
 
 
 def _stage_spec(scope: Scope, name: str, stage_cls: type[Stage], filled: JsonObject) -> StageSpec:
-    spec = obj(scope.raw[name])
-    where = ("stages", name)
-    given = _mapping(spec.get("in"))
-    port_refs = _resolve_ports(scope, name, stage_cls, given)
+    spec = scope.raw[name]
+    port_refs = _resolve_ports(scope, name, stage_cls, _mapping(spec.inputs))
     after = _after(scope, name, f"stage '{name}' ({stage_cls.type})")
-    resources = _mapping(spec.get("resources"))
-    workers = spec.get("workers", [])
     return StageSpec(
         name,
-        str(spec["uses"]),  # a str: _find_types found its class by it
+        spec.uses,  # _find_types found its class by it
         stage_cls,
         filled,
         port_refs,
         after,
-        scope.source.locate(where, key=True),
-        spec.get("optional") is True,
-        resources={k: v for k, v in resources.items() if isinstance(v, (int, float))},
-        workers=[workers]
-        if isinstance(workers, str)
-        else [w for w in _list(workers) if isinstance(w, str)],
+        scope.source.locate(("stages", name), key=True),
+        spec.optional,
+        resources=dict(spec.resources),
+        workers=list(spec.workers),
     )
 
 
@@ -109,7 +104,7 @@ def _after(scope: Scope, name: str, subject: str) -> list[str]:
     """The other stages the stage's `after:` names; one that is not in the recipe is reported."""
     raw = scope.raw
     after = []
-    for i, other in enumerate(_list(obj(raw[name]).get("after"))):
+    for i, other in enumerate(raw[name].after):
         if not isinstance(other, str):
             continue  # the recipe schema reports it
         if other in raw and other != name:
@@ -160,14 +155,9 @@ def _is_str(value: object) -> TypeGuard[str]:
 
 
 def _mapping(value: Json) -> JsonObject:
-    """A part of a stage's entry that is a mapping (`with:`, `in:`, `resources:`); anything else reads as {}:
-    the recipe schema reports it."""
+    """A part of a stage's entry that is a mapping (`with:`, `in:`); anything else reads as {}: the recipe
+    schema reports it."""
     return value if isinstance(value, dict) else {}
-
-
-def _list(value: Json) -> list[Json]:
-    """A part of a stage's entry that is a list (`after:`, `workers:`); anything else reads as []."""
-    return value if isinstance(value, list) else []
 
 
 def _resolve_ports(

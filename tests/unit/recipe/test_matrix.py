@@ -4,6 +4,7 @@ in-memory recipes (tests/test_matrix.py runs the same through `engine` on real s
 from __future__ import annotations
 
 from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, _selector, _split_top_level, expand
+from ortflow.engine.recipe.stage_entry import StageEntry, read_stages
 
 from .helpers import at, parsed
 
@@ -19,7 +20,7 @@ MANY = {"speed": {"models": True}}  # benchmark's `models` takes a list
 
 def expanded(text: str, ports: dict | None = None, limit: int = DEFAULT_MAX_STAGES):
     data, source = parsed(text)
-    return expand(data["stages"], ports or {}, source, limit), source
+    return expand(read_stages(data["stages"]), ports or {}, source, limit), source
 
 
 def test_instances_are_named_by_their_axes_in_matrix_order_and_carry_their_values():
@@ -32,11 +33,11 @@ def test_instances_are_named_by_their_axes_in_matrix_order_and_carry_their_value
         "int8[per_channel=false,activation_type=QInt8]",
     ]
     first = result.stages["int8[per_channel=true,activation_type=QUInt8]"]
-    assert first == {
-        "uses": "quantize_static",
-        "in": {"model": "inputs.model"},
-        "with": {"per_channel": True, "activation_type": "QUInt8"},
-    }
+    assert first == StageEntry(
+        uses="quantize_static",
+        inputs={"model": "inputs.model"},
+        params={"per_channel": True, "activation_type": "QUInt8"},
+    )
     assert result.matrices == {"int8": list(result.stages)}
 
 
@@ -46,11 +47,9 @@ def test_a_stage_without_matrix_is_one_instance_named_as_written():
           opt: {uses: graph_optimization, in: {model: inputs.model}, with: {level: all}}
     """)
     assert result.stages == {
-        "opt": {
-            "uses": "graph_optimization",
-            "in": {"model": "inputs.model"},
-            "with": {"level": "all"},
-        }
+        "opt": StageEntry(
+            uses="graph_optimization", inputs={"model": "inputs.model"}, params={"level": "all"}
+        )
     }
     assert result.matrices == {} and [i.id for i in result.instances["opt"]] == ["opt"]
 
@@ -63,7 +62,7 @@ def test_all_variants_go_to_a_port_taking_many():
 """,
         MANY,
     )
-    assert result.stages["speed"]["in"]["models"] == [
+    assert result.stages["speed"].inputs["models"] == [
         f"{i}.model" for i in result.matrices["int8"]
     ] + ["inputs.model"]
 
@@ -78,7 +77,7 @@ def test_a_port_taking_one_fans_the_consumer_out_per_variant_and_inherits_the_ax
     )
     checks = [name for name in result.stages if name.startswith("check")]
     assert checks == [f"check[{i.removeprefix('int8[')}" for i in result.matrices["int8"]]
-    assert result.stages[checks[0]]["in"]["candidates"] == f"{result.matrices['int8'][0]}.model"
+    assert result.stages[checks[0]].inputs["candidates"] == f"{result.matrices['int8'][0]}.model"
 
 
 def test_a_selector_picks_one_variant_and_its_values_read_as_yaml():
@@ -89,7 +88,7 @@ def test_a_selector_picks_one_variant_and_its_values_read_as_yaml():
 """,
         {"pick": {"models": True}},
     )
-    assert result.stages["pick"]["in"]["models"] == [
+    assert result.stages["pick"].inputs["models"] == [
         "int8[per_channel=true,activation_type=QInt8].model"
     ]
 
@@ -119,7 +118,7 @@ def test_after_a_matrix_stage_waits_for_every_variant():
   report: {uses: select, after: [int8]}
 """
     )
-    assert result.stages["report"]["after"] == result.matrices["int8"]
+    assert result.stages["report"].after == result.matrices["int8"]
 
 
 def test_fanning_out_over_two_matrices_keeps_the_variants_that_agree_on_shared_axes():
@@ -132,7 +131,7 @@ def test_fanning_out_over_two_matrices_keeps_the_variants_that_agree_on_shared_a
     """,
         {"pair": {"left": False, "right": False}},
     )
-    pairs = {name: spec["in"] for name, spec in result.stages.items() if name.startswith("pair")}
+    pairs = {name: spec.inputs for name, spec in result.stages.items() if name.startswith("pair")}
     assert pairs == {
         "pair[bits=4,block=32]": {"left": "a[bits=4].model", "right": "b[bits=4,block=32].model"},
         "pair[bits=8,block=32]": {"left": "a[bits=8].model", "right": "b[bits=8,block=32].model"},

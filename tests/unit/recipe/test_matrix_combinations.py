@@ -4,6 +4,7 @@ include), the labels in instance ids, and the problems a matrix can have, each a
 from __future__ import annotations
 
 from ortflow.engine.recipe.matrix_combinations import combinations, label
+from ortflow.engine.recipe.stage_entry import StageEntry
 
 from .helpers import at, parsed
 
@@ -20,7 +21,7 @@ def combos(matrix: str, with_: str = "{}", limit: int = LIMIT):
     """
     data, source = parsed(text)
     problems = []
-    found = combinations("base", data["stages"]["base"], source, problems, limit)
+    found = combinations("base", StageEntry.read(data["stages"]["base"]), source, problems, limit)
     return [c.values for c in found], problems, text
 
 
