@@ -19,10 +19,6 @@ from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.yamlsource import KEY, PathKey, SourceMap
 from ortflow.engine.recipe.matrix_combinations import Combination, combinations, label
 from ortflow.engine.recipe.matrix_references import Instance, fan_out, upstreams
-from ortflow.engine.recipe.matrix_references import selector as _selector  # noqa: F401 (tests read it here)
-from ortflow.engine.recipe.matrix_references import (  # noqa: F401 (tests read it here)
-    split_top_level as _split_top_level,
-)
 from ortflow.engine.recipe.stage_entry import StageEntry
 
 DEFAULT_MAX_STAGES = 256

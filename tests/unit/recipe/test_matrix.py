@@ -3,7 +3,9 @@ in-memory recipes (tests/test_matrix.py runs the same through `engine` on real s
 
 from __future__ import annotations
 
-from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, _selector, _split_top_level, expand
+from ortflow.engine.recipe.matrix import DEFAULT_MAX_STAGES, expand
+from ortflow.engine.recipe.matrix_references import selector as _selector
+from ortflow.engine.recipe.matrix_references import split_top_level as _split_top_level
 from ortflow.engine.recipe.stage_entry import StageEntry, read_stages
 
 from .helpers import at, parsed
