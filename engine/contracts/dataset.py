@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
 
 from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 from ortflow.engine.leaves.errors import StageError
-from ortflow.engine.leaves.json_types import JsonObject, Params
+from ortflow.engine.leaves.json_types import Json, JsonObject, Params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,7 +60,7 @@ class ModelInputs(list[ModelInput]):  # a list, so every caller of model_inputs 
     """The inputs a caller feeds, and `frozen`: inputs the model was specialized for (constants now), which data
     made for the original model still carries; Dataset.feeds drops them after checking the data's value."""
 
-    def __init__(self, found: Iterable[ModelInput] = (), frozen: dict[str, object] | None = None):
+    def __init__(self, found: Iterable[ModelInput] = (), frozen: dict[str, Json] | None = None):
         super().__init__(found)
         self.frozen = dict(frozen or {})
 
@@ -97,7 +97,7 @@ def model_inputs(model_path: Path) -> ModelInputs:
     return ModelInputs(found, _frozen(model))
 
 
-def _frozen(model: onnx.ModelProto) -> dict[str, object]:
+def _frozen(model: onnx.ModelProto) -> dict[str, Json]:
     import json
 
     for prop in model.metadata_props:
