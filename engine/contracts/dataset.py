@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, Mapping
 
 from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 from ortflow.engine.leaves.errors import StageError
@@ -177,7 +177,7 @@ class DatasetLoader:
     # loader's tokenizer is a file it reads, not its data).
     data_params: ClassVar[tuple[str, ...] | None] = None
 
-    def data_provenance(self, params: Params) -> DataProvenance:
+    def data_provenance(self, params: Mapping[str, Json | Path]) -> DataProvenance:
         """What these parameters' samples are (by default the class's `provenance`); a loader whose data
         depends on its parameters (a user function) says so here."""
         return self.provenance
@@ -191,11 +191,11 @@ class DatasetLoader:
         """Environment facts (engine.leaves.environment) the feeds depend on, e.g. the tokenizers version."""
         return ()
 
-    def labels(self, params: Params) -> "np.ndarray | None":
+    def labels(self, params: Mapping[str, Json | Path]) -> "np.ndarray | None":
         """Ground-truth labels, one per sample in feed order, if the data has them."""
         return None
 
-    def key_caveat(self, params: Params) -> str | None:
+    def key_caveat(self, params: Mapping[str, Json | Path]) -> str | None:
         """What the dataset's cache key cannot cover (e.g. files a user function reads), said by plan and run."""
         return None
 
@@ -206,7 +206,9 @@ class Dataset:
 
     name: str
     loader: DatasetLoader
-    params: Params  # file parameters already resolved to absolute Paths
+    params: Mapping[
+        str, Json | Path
+    ]  # validated; file parameters already resolved to absolute Paths
     digest: str
     location: str  # where the recipe declares it, for messages
 
