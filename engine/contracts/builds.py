@@ -21,12 +21,10 @@ FloatValues = tuple[
     float, ...
 ]  # float values a stage kept with an output (stored packed: packed_floats.pack_floats)
 
-Version = Union[
-    str, int
-]  # a stage type's version (a record written by an older ortflow may hold an int)
-Digests = Union[
-    str, list[str]
-]  # an input port's content digest, or one per item of a port that takes many
+# A stage type's version: a string (Stage.version); a record written by an older ortflow may hold an int.
+Version = Union[str, int]
+# An input port's content digest, or one per item of a port that takes many: paths never enter a key.
+Digests = Union[str, list[str]]
 
 IDENTITY = (
     "type",
@@ -185,10 +183,10 @@ class RunRecord:
         default_factory=dict
     )  # where it was measured or built; not part of the key
     summary: str = ""
-    metrics: Mapping[str, Json] = field(
-        default_factory=dict
-    )  # each metric's value, as the stage gave it
-    # the data its verdict rests on (a DataSourceJson as DataSource.to_json wrote it; report.py copies it as a dict)
+    # each metric's value as the stage gave it: free JSON (a number, a table per model...)
+    metrics: Mapping[str, Json] = field(default_factory=dict)
+    # the data its verdict rests on, as DataSource.to_json wrote it (provenance.DataSourceJson); read back with
+    # DataSource.from_json, which tolerates what an older version wrote (engine/publish/report.py copies it)
     data_source: Mapping[str, Any] | None = None
     seconds: float = 0.0
     log: str = ""

@@ -182,6 +182,8 @@ class DatasetLoader:
         depends on its parameters (a user function) says so here."""
         return self.provenance
 
+    # `params` as the other hooks take them; Params (any values) while code feeds the random loader parameters
+    # built as a dict of objects (stages/quantization/sanity.py)
     def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterable[Feed]:
         """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
         if the schema declares one, is applied by the engine."""
@@ -206,9 +208,8 @@ class Dataset:
 
     name: str
     loader: DatasetLoader
-    params: Mapping[
-        str, Json | Path
-    ]  # validated; file parameters already resolved to absolute Paths
+    # validated, defaults filled in: JSON values, its file parameters resolved to absolute Paths
+    params: Mapping[str, Json | Path]
     digest: str
     location: str  # where the recipe declares it, for messages
 
