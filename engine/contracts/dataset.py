@@ -182,8 +182,8 @@ class DatasetLoader:
         depends on its parameters (a user function) says so here."""
         return self.provenance
 
-    # `params` as the other hooks take them; Params (any values) while code feeds the random loader parameters
-    # built as a dict of objects (stages/quantization/sanity.py)
+    # `params` typed as the other hooks take them once no caller builds them as a dict of objects (the quantizers'
+    # sanity check feeds the random loader so: stages/quantization/sanity.py)
     def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterable[Feed]:
         """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
         if the schema declares one, is applied by the engine."""
