@@ -11,14 +11,20 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict, Union
 
 from ortflow.engine.leaves.environment import HOST_FACTS
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.packed_floats import pack_floats, unpack_floats
 
 FloatValues = tuple[
     float, ...
 ]  # float values a stage kept with an output (stored packed: packed_floats.pack_floats)
+
+# A stage type's version: a string (Stage.version); a record written by an older ortflow may hold an int.
+Version = Union[str, int]
+# An input port's content digest, or one per item of a port that takes many: paths never enter a key.
+Digests = Union[str, list[str]]
 
 IDENTITY = (
     "type",
@@ -27,6 +33,47 @@ IDENTITY = (
     "inputs",
     "env",
 )  # what a key is computed from, as a record names it
+
+
+class IdentityJson(TypedDict):
+    """An Identity as JSON: the five fields a key is computed from, as a run record and a lock entry name them."""
+
+    type: str
+    version: Version
+    params: Mapping[str, Json]
+    inputs: Mapping[str, Digests]
+    env: Mapping[str, str]
+
+
+class _OutputJson(TypedDict):
+    digest: str
+    size: int
+
+
+class LockedOutputJson(_OutputJson, total=False):
+    """An output as a lock file records it."""
+
+    values: str  # packed_floats.pack_floats: the exact floats as text
+
+
+class _RunOutputJson(_OutputJson):
+    kind: str
+    filename: str
+
+
+class RunOutputJson(_RunOutputJson, total=False):
+    """An output as a run record records it."""
+
+    values: str  # packed_floats.pack_floats
+
+
+class LockEntryJson(IdentityJson, total=False):
+    """A stage's entry in a lock file (schemas/lock.schema.json's entry): the identity, then what applies."""
+
+    measurement: bool
+    host_specific: bool
+    key: str
+    outputs: dict[str, LockedOutputJson]
 
 
 def canonical_json(value: Any) -> str:
@@ -45,9 +92,9 @@ class Identity:
     digests): paths never enter the key."""
 
     type: str
-    version: Any
-    params: Mapping[str, Any]
-    inputs: Mapping[str, Any]
+    version: Version
+    params: Mapping[str, Json]
+    inputs: Mapping[str, Digests]
     env: Mapping[str, str]
     key: str = field(init=False)
 
@@ -56,7 +103,7 @@ class Identity:
             self, "key", hashlib.sha256(canonical_json(self.to_json()).encode()).hexdigest()
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IdentityJson:
         return {
             "type": self.type,
             "version": self.version,
@@ -68,7 +115,7 @@ class Identity:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Identity:
         """From a run record or lock entry (which name the five fields as to_json does)."""
-        return cls(*(data[name] for name in IDENTITY))
+        return cls(data["type"], data["version"], data["params"], data["inputs"], data["env"])
 
     @property
     def host_specific(self) -> bool:
@@ -86,17 +133,19 @@ class RunOutput:
     size: int
     values: FloatValues | None = None  # float values that another CPU's run may keep
 
-    def to_json(self) -> dict[str, Any]:
-        found = {
+    def to_json(self) -> RunOutputJson:
+        found: RunOutputJson = {
             "digest": self.digest,
             "kind": self.kind,
             "filename": self.filename,
             "size": self.size,
         }
-        return found if self.values is None else {**found, "values": pack_floats(self.values)}
+        if self.values is not None:
+            found["values"] = pack_floats(self.values)
+        return found
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunOutput:
+    def from_json(cls, data: RunOutputJson) -> RunOutput:
         return cls(
             data["digest"],
             data.get("kind", ""),
@@ -125,19 +174,20 @@ class RunRecord:
     key: str
     stage: str
     type: str
-    version: Any
-    params: Mapping[str, Any]
-    inputs: Mapping[str, Any]
+    version: Version
+    params: Mapping[str, Json]
+    inputs: Mapping[str, Digests]
     env: Mapping[str, str]
     outputs: Mapping[str, RunOutput]
     ran_on: Mapping[str, str] = field(
         default_factory=dict
     )  # where it was measured or built; not part of the key
     summary: str = ""
-    metrics: Mapping[str, Any] = field(default_factory=dict)
-    data_source: Mapping[str, Any] | None = (
-        None  # the data its verdict rests on (types.DataSource JSON)
-    )
+    # each metric's value as the stage gave it: free JSON (a number, a table per model...)
+    metrics: Mapping[str, Json] = field(default_factory=dict)
+    # the data its verdict rests on, as DataSource.to_json wrote it (provenance.DataSourceJson); read back with
+    # DataSource.from_json, which tolerates what an older version wrote (engine/publish/report.py copies it)
+    data_source: Mapping[str, Any] | None = None
     seconds: float = 0.0
     log: str = ""
     gate_failed: str | None = None
@@ -228,12 +278,14 @@ class LockedOutput:
     size: int
     values: FloatValues | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"digest": self.digest, "size": self.size}
-        return found if self.values is None else {**found, "values": pack_floats(self.values)}
+    def to_json(self) -> LockedOutputJson:
+        found: LockedOutputJson = {"digest": self.digest, "size": self.size}
+        if self.values is not None:
+            found["values"] = pack_floats(self.values)
+        return found
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LockedOutput:
+    def from_json(cls, data: LockedOutputJson) -> LockedOutput:
         return cls(data["digest"], data.get("size", 0), floats_of(data.get("values")))
 
 
@@ -245,9 +297,9 @@ class LockEntry:
     churn in git when another machine runs it."""
 
     type: str
-    version: Any
-    params: Mapping[str, Any]
-    inputs: Mapping[str, Any]
+    version: Version
+    params: Mapping[str, Json]
+    inputs: Mapping[str, Digests]
     env: Mapping[str, str]  # the portable facts only
     key: str | None = None  # None for a host-specific entry
     outputs: Mapping[str, LockedOutput] | None = None
@@ -294,8 +346,8 @@ class LockEntry:
     def digests(self) -> dict[str, str]:
         return {port: out.digest for port, out in (self.outputs or {}).items()}
 
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {
+    def to_json(self) -> LockEntryJson:
+        found: LockEntryJson = {
             "type": self.type,
             "version": self.version,
             "params": self.params,
@@ -313,7 +365,7 @@ class LockEntry:
         return found
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LockEntry:
+    def from_json(cls, data: LockEntryJson) -> LockEntry:
         """From an entry schemas/lock.schema.json accepted."""
         outputs = data.get("outputs")
         return cls(

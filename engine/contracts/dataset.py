@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator, Mapping
 
 from ortflow.engine.contracts.provenance import DataProvenance, DataSource
 from ortflow.engine.leaves.errors import StageError
-from ortflow.engine.leaves.json_types import JsonObject, Params
+from ortflow.engine.leaves.json_types import Json, JsonObject, Params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,7 +60,7 @@ class ModelInputs(list[ModelInput]):  # a list, so every caller of model_inputs 
     """The inputs a caller feeds, and `frozen`: inputs the model was specialized for (constants now), which data
     made for the original model still carries; Dataset.feeds drops them after checking the data's value."""
 
-    def __init__(self, found: Iterable[ModelInput] = (), frozen: dict[str, object] | None = None):
+    def __init__(self, found: Iterable[ModelInput] = (), frozen: dict[str, Json] | None = None):
         super().__init__(found)
         self.frozen = dict(frozen or {})
 
@@ -97,7 +97,7 @@ def model_inputs(model_path: Path) -> ModelInputs:
     return ModelInputs(found, _frozen(model))
 
 
-def _frozen(model: onnx.ModelProto) -> dict[str, object]:
+def _frozen(model: onnx.ModelProto) -> dict[str, Json]:
     import json
 
     for prop in model.metadata_props:
@@ -177,11 +177,13 @@ class DatasetLoader:
     # loader's tokenizer is a file it reads, not its data).
     data_params: ClassVar[tuple[str, ...] | None] = None
 
-    def data_provenance(self, params: Params) -> DataProvenance:
+    def data_provenance(self, params: Mapping[str, Json | Path]) -> DataProvenance:
         """What these parameters' samples are (by default the class's `provenance`); a loader whose data
         depends on its parameters (a user function) says so here."""
         return self.provenance
 
+    # `params` typed as the other hooks take them once no caller builds them as a dict of objects (the quantizers'
+    # sanity check feeds the random loader so: stages/quantization/sanity.py)
     def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterable[Feed]:
         """Yield one feed (input name -> array with a leading batch axis) per sample. A `limit` parameter,
         if the schema declares one, is applied by the engine."""
@@ -191,11 +193,11 @@ class DatasetLoader:
         """Environment facts (engine.leaves.environment) the feeds depend on, e.g. the tokenizers version."""
         return ()
 
-    def labels(self, params: Params) -> "np.ndarray | None":
+    def labels(self, params: Mapping[str, Json | Path]) -> "np.ndarray | None":
         """Ground-truth labels, one per sample in feed order, if the data has them."""
         return None
 
-    def key_caveat(self, params: Params) -> str | None:
+    def key_caveat(self, params: Mapping[str, Json | Path]) -> str | None:
         """What the dataset's cache key cannot cover (e.g. files a user function reads), said by plan and run."""
         return None
 
@@ -206,7 +208,8 @@ class Dataset:
 
     name: str
     loader: DatasetLoader
-    params: Params  # file parameters already resolved to absolute Paths
+    # validated, defaults filled in: JSON values, its file parameters resolved to absolute Paths
+    params: Mapping[str, Json | Path]
     digest: str
     location: str  # where the recipe declares it, for messages
 

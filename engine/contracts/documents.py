@@ -115,7 +115,7 @@ class AccuracyResults:
             "failures": list(self.failures),
         }
         if self.data is not None:
-            document["data"] = self.data.to_json()
+            document["data"] = json_value(self.data.to_json())
         document["report"] = json_value(self.report)
         if self.reference is not None:
             document["reference"] = {
@@ -178,7 +178,7 @@ class SelectionCandidate:
             "chosen": self.chosen,
             **({"session": self.session.to_json()} if self.session is not None else {}),
             **(
-                {"calibrated_on": self.calibrated_on.to_json()}
+                {"calibrated_on": json_value(self.calibrated_on.to_json())}
                 if self.calibrated_on is not None
                 else {}
             ),
@@ -227,7 +227,7 @@ class Selection:
         return {
             "objective": {self.goal: self.objective},
             "constraints": json_value(self.constraints.to_json()),
-            "data": self.data.to_json() if self.data is not None else None,
+            "data": json_value(self.data.to_json()) if self.data is not None else None,
             "chosen": self.chosen,
             "candidates": [c.to_json() for c in self.candidates],
             "report": json_value(self.report),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
-from ortflow.engine.leaves.json_types import JsonObject, Params
+from ortflow.engine.leaves.json_types import Json, JsonObject
 
 if TYPE_CHECKING:
     from ortflow.engine.contracts.dataset import Feed
@@ -52,16 +52,16 @@ class Metric:
         "additionalProperties": False,
     }
 
-    def reads(self, params: Params) -> tuple[str, ...]:
+    def reads(self, params: Mapping[str, Json]) -> tuple[str, ...]:
         """The outputs it reads (each must exist in the reference); empty when it reads every output."""
         return ()
 
-    def check(self, params: Params) -> list[str]:
+    def check(self, params: Mapping[str, Json]) -> list[str]:
         """Problems with a combination of parameters that a JSON Schema cannot express."""
         return []
 
     def compute(
-        self, reference: Outputs, candidate: Outputs, feeds: list[Feed], params: Params
+        self, reference: Outputs, candidate: Outputs, feeds: list[Feed], params: Mapping[str, Json]
     ) -> dict[str, float]:
         """Every declared name's value for this candidate."""
         raise NotImplementedError

@@ -13,7 +13,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from typing import TYPE_CHECKING, Any, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar, overload
+
+from ortflow.engine.leaves.json_types import Json
 
 if TYPE_CHECKING:  # both import this module: named here for the type checker only
     from ortflow.engine.contracts.metric import Metric
@@ -35,7 +37,7 @@ def fill_defaults(params: dict[str, Any], schema: dict[str, Any]) -> dict[str, A
     return result
 
 
-def schema_problems(params: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+def schema_problems(params: Mapping[str, Json], schema: dict[str, Any]) -> list[str]:
     """Each way `params` breaks `schema`, as `where: what` (for parameters built by code, not a recipe)."""
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # jsonschema ships no stubs
 
@@ -122,20 +124,27 @@ KEYED_BUILTINS = frozenset(
 _warned: set[str] = set()  # the stage types already told (once per process each)
 
 
-class KeyedParams(dict[str, object]):
+class KeyedParams(dict[str, Json]):
     """A stage's ctx.params (a plugin's, or a built-in's that declares settings): reading a parameter by key
     works as it always did, and warns once per stage type (DeprecationWarning naming the stage and
     ctx.settings). A dict still, so json.dumps, copies and `in` behave as before; only reads by key warn."""
 
-    def __init__(self, values: Mapping[str, object], stage_type: str) -> None:
+    def __init__(self, values: Mapping[str, Json], stage_type: str) -> None:
         super().__init__(values)
         self.stage_type = stage_type
 
-    def __getitem__(self, key: str) -> object:
+    def __getitem__(self, key: str) -> Json:
         self._warn()
         return super().__getitem__(key)
 
-    def get(self, key: str, default: object = None) -> object:
+    @overload
+    def get(self, key: str, default: None = None) -> Json: ...
+    @overload
+    def get(self, key: str, default: Json) -> Json: ...
+    @overload
+    def get(self, key: str, default: T) -> Json | T: ...
+
+    def get(self, key: str, default: object = None) -> object:  # as dict.get: None when absent
         self._warn()
         return super().get(key, default)
 
@@ -151,7 +160,7 @@ class KeyedParams(dict[str, object]):
         )
 
 
-def stage_params(stage_type: str, params: Mapping[str, object]) -> dict[str, object]:
+def stage_params(stage_type: str, params: Mapping[str, Json]) -> dict[str, Json]:
     """A stage's own copy of its parameters as its ctx.params: plain for a built-in not yet converted
     (KEYED_BUILTINS), else one that warns when read by key."""
     return dict(params) if stage_type in KEYED_BUILTINS else KeyedParams(params, stage_type)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 UNVERIFIED_RANDOM = "unverified: random feeds"
 REUSED = "calibration data reused"
@@ -22,6 +22,18 @@ class DataProvenance(str, Enum):
     REAL = "real"  # samples of the model's real inputs, read from files
     RANDOM = "random"  # synthetic feeds: good for timing, say nothing about accuracy
     UNKNOWN = "unknown"  # the loader did not declare it (e.g. a user function)
+
+
+class DataSourceJson(TypedDict):
+    """A DataSource as a run record and the result documents hold it (DataSource.to_json)."""
+
+    provenance: str  # a DataProvenance's value
+    loader: str
+    dataset: str
+    paths: list[str]
+    calibration_reused: bool
+    verified: bool
+    label: str
 
 
 @dataclass(frozen=True)
@@ -53,7 +65,7 @@ class DataSource:
             return f"real data: {where}{reused}"
         return f"unverified: data of unknown provenance ({where}){reused}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DataSourceJson:
         return {
             "provenance": self.provenance.value,
             "loader": self.loader,

@@ -9,11 +9,12 @@ subclasses DatasetLoader directly keeps working as before."""
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Generic, Iterable, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, Iterable, Mapping, TypeVar
 
 from ortflow.engine.contracts.dataset import DataProvenance, DatasetLoader, Feed, ModelInput
 from ortflow.engine.contracts.params import settings_of
-from ortflow.engine.leaves.json_types import Params
+from ortflow.engine.leaves.json_types import Json, Params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,11 +48,11 @@ class SettingsLoader(DatasetLoader, Generic[S]):
     def feeds(self, params: Params, inputs: list[ModelInput]) -> Iterable[Feed]:
         return self.samples(self.read(params), inputs)
 
-    def labels(self, params: Params) -> "np.ndarray | None":
+    def labels(self, params: Mapping[str, Json | Path]) -> "np.ndarray | None":
         return self.labels_of(self.read(params))
 
-    def data_provenance(self, params: Params) -> DataProvenance:
+    def data_provenance(self, params: Mapping[str, Json | Path]) -> DataProvenance:
         return self.provenance_of(self.read(params))
 
-    def key_caveat(self, params: Params) -> str | None:
+    def key_caveat(self, params: Mapping[str, Json | Path]) -> str | None:
         return self.caveat_of(self.read(params))

@@ -9,7 +9,7 @@ import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Protocol, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Mapping, Protocol, Sequence, TypeVar, Union
 
 from ortflow.engine.contracts.declarations import NOTHING, Declares
 from ortflow.engine.contracts.params import settings_of
@@ -93,7 +93,7 @@ class Steps(Protocol):
     def run(
         self,
         uses: str,
-        params: Params,
+        params: Mapping[str, Json],
         inputs: dict[str, Artifact | list[Artifact]],
         labels: dict[str, Labels] | None = None,
     ) -> StepResult: ...
@@ -380,7 +380,7 @@ class Stage:
 
 def within_tolerance(
     stage_cls: type[Stage],
-    params: Params,
+    params: Mapping[str, Json],
     ours: dict[str, tuple[float, ...] | None],
     locked: dict[str, tuple[float, ...] | None],
 ) -> bool:

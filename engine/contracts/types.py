@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ortflow.engine.contracts.provenance import DataSource
     from ortflow.engine.contracts.stage import Stage
     from ortflow.engine.leaves.errors import Location
+    from ortflow.engine.leaves.json_types import Json
     from ortflow.engine.leaves.yamlsource import SourceMap
 
 SOURCES = ("inputs", "datasets")
@@ -80,7 +81,7 @@ class StageSpec:
     name: str
     uses: str
     stage_cls: type[Stage]
-    params: dict[str, Any]  # validated, defaults filled in
+    params: dict[str, Json]  # validated, defaults filled in
     inputs: dict[str, Binding]
     after: list[str]
     location: Location | None

@@ -3,7 +3,7 @@ signature says "a JSON object" rather than a str-keyed dict of Any (an unchecked
 
 from __future__ import annotations
 
-from typing import Mapping, Union
+from typing import Mapping, TypedDict, Union
 
 Scalar = Union[str, int, float, bool, None]  # one JSON value that is not a container
 Json = Union[Scalar, list["Json"], dict[str, "Json"]]  # any JSON value
@@ -11,6 +11,36 @@ JsonObject = dict[str, Json]  # a JSON object: a document, a schema, a record's 
 # A stage's parameters: the recipe's values, validated against its params_schema with defaults filled in. Their
 # shape is the stage's own (its schema says it), so to the engine they are opaque user values.
 Params = Mapping[str, object]
+
+# A JSON Schema (or a part of one: a property's, an item's) in the subset ortflow's own schemas use
+# (schemas/*.schema.json, compiled by engine.leaves.schema_check, which refuses any keyword not named here).
+# Keys such as "$ref" are no identifiers, hence the functional form.
+SchemaFragment = TypedDict(
+    "SchemaFragment",
+    {
+        "$schema": str,
+        "$id": str,
+        "$defs": dict[str, "SchemaFragment"],
+        "$ref": str,
+        "title": str,
+        "description": str,
+        "x-expected": Json,
+        "type": Union[str, list[str]],
+        "const": Json,
+        "enum": list[Json],
+        "properties": dict[str, "SchemaFragment"],
+        "required": list[str],
+        "additionalProperties": Union[bool, "SchemaFragment"],
+        "minProperties": int,
+        "maxProperties": int,
+        "pattern": str,
+        "items": "SchemaFragment",
+        "minItems": int,
+        "minimum": float,
+        "anyOf": list["SchemaFragment"],
+    },
+    total=False,
+)
 
 
 # Typed readers of JSON documents: indexing a `Json` value needs its shape first (mypy checks each use), and a

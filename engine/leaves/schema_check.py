@@ -16,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Callable
 
+from ortflow.engine.leaves.json_types import Json, SchemaFragment
+
 Check = Callable[[Any, str], "str | None"]  # (value, where) -> what is wrong, or None
 
 _TYPES: dict[str, Callable[[Any], bool]] = {
@@ -57,7 +59,7 @@ def compiled(name: str) -> Check:
         .joinpath(f"{name}.schema.json")
         .read_text(encoding="utf-8")
     )
-    schema = json.loads(text)
+    schema: SchemaFragment = json.loads(text)  # its keywords are checked as it compiles
     return _compile(schema, schema.get("$defs", {}))
 
 
@@ -66,7 +68,7 @@ def problem(name: str, document: Any) -> str | None:
     return compiled(name)(document, "")
 
 
-def _compile(schema: dict[str, Any], defs: dict[str, Any]) -> Check:
+def _compile(schema: SchemaFragment, defs: dict[str, SchemaFragment]) -> Check:
     unknown = set(schema) - _KEYWORDS - _ANNOTATIONS
     if unknown:
         raise ValueError(
@@ -109,7 +111,7 @@ def _all(checks: list[Check]) -> Check:
     return check
 
 
-def _type(schema: dict[str, Any]) -> Check:
+def _type(schema: SchemaFragment) -> Check:
     names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     tests = [_TYPES[name] for name in names]
     wanted = " or ".join(names)
@@ -120,7 +122,7 @@ def _type(schema: dict[str, Any]) -> Check:
     )
 
 
-def _const(expected: Any) -> Check:
+def _const(expected: Json) -> Check:
     def check(value: Any, where: str) -> str | None:
         same = value == expected and isinstance(value, bool) == isinstance(expected, bool)
         return None if same else f"{where} must be {json.dumps(expected)}"
@@ -128,7 +130,7 @@ def _const(expected: Any) -> Check:
     return check
 
 
-def _enum(allowed: list[Any]) -> Check:
+def _enum(allowed: list[Json]) -> Check:
     def check(value: Any, where: str) -> str | None:
         same = any(
             value == one and isinstance(value, bool) == isinstance(one, bool) for one in allowed
@@ -186,7 +188,7 @@ def _items(item: Check) -> Check:
     return check
 
 
-def _object(schema: dict[str, Any], defs: dict[str, Any]) -> Check:
+def _object(schema: SchemaFragment, defs: dict[str, SchemaFragment]) -> Check:
     properties = {name: _compile(sub, defs) for name, sub in schema.get("properties", {}).items()}
     required = tuple(schema.get("required", ()))
     extra = schema.get("additionalProperties", True)
