@@ -77,3 +77,22 @@ def test_the_store_refuses_to_write_a_record_it_could_never_serve(tmp_path, monk
     store.write_run(RunRecord(good.key, "join", *good.to_json().values(), {"file": out}))
     written = json.loads(store.run_path(good.key).read_text(encoding="utf-8"))
     assert fits_run_schema(written) and store.read_run_json(good.key) == written
+
+
+def test_a_written_record_tells_its_text_redacted_and_keeps_its_identity(tmp_path, monkeypatch):
+    _no_keys(monkeypatch)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("MY_API_TOKEN", "tok-9f8e7d6c5b4a")
+    store = ArtifactStore(tmp_path / "cache")
+    made = tmp_path / "a.txt"
+    made.write_text("abc", encoding="utf-8")
+    digest = store.add(made)
+    identity = {**IDENTITY, "params": {"text": "tok-9f8e7d6c5b4a"}}
+    key = Identity.from_json(identity).key
+    outputs = {"file": {"digest": digest, "kind": "file", "filename": "a.txt", "size": 3}}
+    told = {"summary": "used tok-9f8e7d6c5b4a", "metrics": {"note": "tok-9f8e7d6c5b4a"}}
+    store.write_run_json(key, {"key": key, **identity, "outputs": outputs, **told})
+    written = json.loads(store.run_path(key).read_text(encoding="utf-8"))
+    assert written["summary"] == "used ***" and written["metrics"] == {"note": "***"}
+    assert written["params"] == {"text": "tok-9f8e7d6c5b4a"}  # the key is computed from it
+    assert store.read_run_json(key) == written
