@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ortflow.engine.contracts.builds import RunRecord, parse_record
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import JsonObject
-from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
@@ -56,7 +55,12 @@ from ortflow.engine.store.records import (
     signature_of,
     signed,
 )
-from ortflow.engine.store.run_document import RunDocument, fits_run_schema, run_schema_problem
+from ortflow.engine.store.run_document import (
+    RunDocument,
+    fits_run_schema,
+    redacted,
+    run_schema_problem,
+)
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -205,7 +209,7 @@ class ArtifactStore:
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
         if not as_is:  # without the team's key, signed with the local one: `cache adopt` (engine.store.adoption)
-            record = signed(_redacted(record))
+            record = signed(redacted(record))
             record = record if "signature" in record else locally_signed(record)
         text = json.dumps(record, indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
@@ -392,21 +396,3 @@ def open_store(
         raise StoreError(
             f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder"
         ) from None
-
-
-def _redacted(record: RunDocument) -> RunDocument:
-    """A run record's text (summary, log, steps, metrics) through the one redactor; its identity (type, version,
-    params, inputs, env), which the record's key is checked against, as the recipe gave it."""
-    found = redact_json(record)
-    found.update(
-        {
-            "key": record["key"],
-            "type": record["type"],
-            "version": record["version"],
-            "params": record["params"],
-            "inputs": record["inputs"],
-            "env": record["env"],
-            "outputs": record["outputs"],
-        }
-    )
-    return found

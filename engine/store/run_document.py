@@ -9,6 +9,7 @@ from typing import TypedDict, TypeGuard
 
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.schema_check import problem as schema_problem
+from ortflow.engine.leaves.secrets import redact_json
 
 
 class _OutputNames(TypedDict):
@@ -67,3 +68,21 @@ def run_schema_problem(document: object) -> str | None:
     trip on."""
     found = schema_problem("run_record", document)
     return f"it does not fit schemas/run_record.schema.json: {found}" if found else None
+
+
+def redacted(record: RunDocument) -> RunDocument:
+    """A run record's text (summary, log, steps, metrics) through the one redactor; its identity (type, version,
+    params, inputs, env), which the record's key is checked against, as the recipe gave it."""
+    found = redact_json(record)
+    found.update(
+        {
+            "key": record["key"],
+            "type": record["type"],
+            "version": record["version"],
+            "params": record["params"],
+            "inputs": record["inputs"],
+            "env": record["env"],
+            "outputs": record["outputs"],
+        }
+    )
+    return found
