@@ -20,16 +20,15 @@ import uuid
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.contracts.types import StageOutcome, Status
 from ortflow.engine.leaves.errors import OrtflowError
 from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.run.dask_client import DaskFuture, WorkerInfo, connect, workers_of
 from ortflow.engine.store.shared import SharedStore
 
 if TYPE_CHECKING:
-    from distributed import Future as DaskFuture
-
     from ortflow.engine.contracts.types import StageJob
     from ortflow.engine.store.base import Store
 
@@ -44,15 +43,14 @@ class DaskExecutor:
 
     def __init__(self, scheduler: str, jobs: int | None = None, timeout_s: float = 10):
         try:
-            from distributed import Client
-
-            logging.getLogger("distributed").setLevel(
-                logging.WARNING
-            )  # its INFO lines would bury the run's
+            import distributed  # noqa: F401 - said before connecting, where it is not installed
         except ImportError:
             raise OrtflowError(f"--executor dask needs Dask distributed — {INSTALL}") from None
+        logging.getLogger("distributed").setLevel(
+            logging.WARNING
+        )  # its INFO lines would bury the run's
         try:
-            self.client = Client(scheduler, timeout=timeout_s, set_as_default=False)
+            self.client = connect(scheduler, timeout_s)
         except (OSError, TimeoutError) as exc:
             raise OrtflowError(
                 f"cannot reach the Dask scheduler at {scheduler}: {exc} — start one with "
@@ -89,7 +87,7 @@ class DaskExecutor:
     def run_stage(
         self, store: Store, job: "StageJob", log: Callable[[str], None]
     ) -> "Future[StageOutcome]":
-        result: Future = Future()
+        result: Future[StageOutcome] = Future()
         if not self._subscribed:  # worker log lines stream back while stages run
             self._subscribed = True
             self.client.subscribe_topic(self._topic, lambda event: log(event[1]))
@@ -145,9 +143,9 @@ class DaskExecutor:
                 self._pinned[task_key] = item
 
         def settle(
-            done: Any,
+            done: DaskFuture,
         ) -> None:  # called on a Dask thread once the task finished, failed or was lost
-            if done.key in self._replaced:
+            if task_key in self._replaced:
                 return
             try:
                 # Stays watched meanwhile: if its worker dies before the result is fetched, Dask recomputes it,
@@ -156,9 +154,9 @@ class DaskExecutor:
             except Exception as exc:  # noqa: BLE001 - boundary: remote executor; every failure becomes the stage's one-line error
                 outcome = StageOutcome(spec.name, Status.FAILED, error=_task_error(exc))
             with self._lock:
-                self._tasks.pop(done.key, None)
-                self._pinned.pop(done.key, None)
-                if done.key in self._replaced or item.result.done():
+                self._tasks.pop(task_key, None)
+                self._pinned.pop(task_key, None)
+                if task_key in self._replaced or item.result.done():
                     return
                 item.result.set_result(outcome)
 
@@ -229,9 +227,9 @@ class DaskExecutor:
             self._submit(item)
 
     def _workers(self) -> dict[str, WorkerInfo]:
-        return self.client.scheduler_info(n_workers=-1)[
-            "workers"
-        ]  # every worker, not the first few
+        return workers_of(
+            self.client.scheduler_info(n_workers=-1)
+        )  # every worker, not the first few
 
     def _placement(
         self, resources: dict[str, float], workers: list[str]
@@ -279,22 +277,17 @@ class DaskExecutor:
         self.client.close()
 
 
-class WorkerInfo(TypedDict, total=False):  # what placement reads of Dask's scheduler_info()
-    name: str | int
-    resources: dict[str, float]
-
-
 @dataclass
 class _Submission:
     """A stage submitted to the cluster, with what it takes to submit it again."""
 
     store_root: str
     job: "StageJob"
-    result: Future
+    result: Future[StageOutcome]
     remote: tuple[str, dict[str, Json], bool] | None = (
         None  # the remote's URL, options and opt-in to unsigned records, when there is one
     )
-    task: Any = None
+    task: DaskFuture | None = None
     addresses: set[str] = field(default_factory=set)
     restarts: int = 0
     gone_since: float | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypeVar
 
 from ortflow.engine.contracts.builds import Identity, LockEntry, portable_env
 from ortflow.engine.contracts.types import Missing, Recipe, StageSpec, TextEnum
@@ -165,5 +165,9 @@ def _why(entry: LockEntry | None, identity: Identity) -> str:
     return "cache key changed"
 
 
-def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+V = TypeVar("V")  # any value: compared for equality only
+
+
+def _diff(old: Mapping[str, V], new: Mapping[str, V]) -> list[str]:
+    """The names whose values differ (a lock entry's against the job's: parameters, inputs or facts)."""
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))

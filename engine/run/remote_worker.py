@@ -9,8 +9,8 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from ortflow.engine.contracts.dataset import Dataset
 from ortflow.engine.contracts.types import StageJob, StageOutcome, Status
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import Json
@@ -43,21 +43,21 @@ def worker_store(
 def localized(store: SharedStore, job: StageJob) -> StageJob:
     """The job with every input that is a store object (named by its digest in the client's store) pointed at
     this worker's copy, fetched from the remote when it is not here yet."""
-    paths: dict[str, Any] = {}
+    paths: dict[str, Path | list[Path] | Dataset] = {}
     for port, value in job.input_paths.items():
         digests = job.input_digests[port]
         if isinstance(value, list):
             paths[port] = [
                 _local(store, item, digest) for item, digest in zip(value, digests, strict=False)
             ]
-        else:
+        elif isinstance(value, Path) and isinstance(digests, str):
             paths[port] = _local(store, value, digests)
+        else:
+            paths[port] = value  # a dataset: its files on the worker's disk at the same path
     return replace(job, input_paths=paths)
 
 
-def _local(store: SharedStore, item: Any, digest: Any) -> Any:
-    if not isinstance(item, Path) or not isinstance(digest, str):
-        return item  # a dataset: its files on the worker's disk at the same path
+def _local(store: SharedStore, item: Path, digest: str) -> Path:
     is_object = item.parent.parent.name == "objects" and item.parent.name + item.name == digest
     if not is_object and item.exists():
         return item  # a recipe input the worker has at the same path

@@ -11,7 +11,7 @@ what this machine built, as it built it; everything else is named and left unsig
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.store.hashing import hash_file, hash_tree
@@ -20,25 +20,31 @@ from ortflow.engine.store.records import (
     LOCAL_SIGNATURE,
     Origin,
     Signature,
-    record_problem,
+    checked_record,
     signature_of,
 )
+from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.signing import local_key, sign, signature_ok
 
 
-def _payload(record: dict[str, Any]) -> bytes:
+def _payload(record: Mapping[str, object]) -> bytes:
+    """What a local signature signs: a document as read (checked or not), less its signatures."""
     plain = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
     return canonical_json(plain).encode("utf-8")
 
 
-def locally_signed(record: dict[str, Any]) -> dict[str, Any]:
+def locally_signed(record: RunDocument) -> RunDocument:
     """The record with this user's local signature (unchanged where no local key can be kept)."""
     key = local_key()
-    plain = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
-    return {**plain, LOCAL_SIGNATURE: sign(key, _payload(plain))} if key else plain
+    plain = record.copy()
+    plain.pop("signature", None)
+    plain.pop(LOCAL_SIGNATURE, None)
+    if key:
+        plain[LOCAL_SIGNATURE] = sign(key, _payload(plain))
+    return plain
 
 
-def written_here(record: Any) -> bool:
+def written_here(record: object) -> bool:
     """Signed with this user's local key, and unchanged since."""
     key = local_key()
     return (
@@ -63,22 +69,23 @@ def adopt(store: Any) -> Adoption:
             done.already += 1
             continue
         stage = (record or {}).get("stage", key[:12]) if isinstance(record, dict) else key[:12]
-        problem = _adoption_problem(store, key, record)
-        if problem:
-            done.refused.append(f"{stage} ({key[:12]}): {problem}")
+        found = _adoptable(store, key, record)
+        if isinstance(found, str):
+            done.refused.append(f"{stage} ({key[:12]}): {found}")
             continue
-        store.write_run_json(key, {k: v for k, v in record.items() if k != LOCAL_SIGNATURE})
+        found.pop(LOCAL_SIGNATURE, None)
+        store.write_run_json(key, found)
         done.adopted.append(stage)
     return done
 
 
-def _adoption_problem(store: Any, key: str, record: Any) -> str | None:
+def _adoptable(store: Any, key: str, record: object) -> RunDocument | str:
+    """The record, checked, if this machine wrote it and every object it names re-hashes to its name; else why not."""
     if not written_here(record):
         return (
             "not signed by this machine's local key (written elsewhere, planted, or changed since)"
         )
-    problem = record_problem(key, record, lambda d: _rehashed(store, d), Origin.REMOTE_UNSIGNED_OK)
-    return problem
+    return checked_record(key, record, lambda d: _rehashed(store, d), Origin.REMOTE_UNSIGNED_OK)
 
 
 def _rehashed(store: Any, digest: str) -> bool:

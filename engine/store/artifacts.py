@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ortflow.engine.contracts.builds import RunRecord, parse_record
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import JsonObject
-from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
@@ -52,9 +51,15 @@ from ortflow.engine.store.records import (
     Origin,
     Signature,
     Unsigned,
-    record_problem,
+    checked_record,
     signature_of,
     signed,
+)
+from ortflow.engine.store.run_document import (
+    RunDocument,
+    fits_run_schema,
+    redacted,
+    run_schema_problem,
 )
 
 if TYPE_CHECKING:
@@ -156,7 +161,7 @@ class ArtifactStore:
         document = self.read_run_json(key, stage)
         return RunRecord.from_json(document) if document is not None else None
 
-    def read_run_json(self, key: str, stage: str = "") -> JsonObject | None:
+    def read_run_json(self, key: str, stage: str = "") -> RunDocument | None:
         """The run record for `key` as the JSON document it is stored as (what push and pull move verbatim,
         signature included), if it exists, holds what its key claims (engine.store.records) and every object
         it names is intact, else None. A record that is not a regular file is never opened."""
@@ -167,7 +172,8 @@ class ArtifactStore:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
-        return record if record_problem(key, record, self.object_intact) is None else None
+        found = checked_record(key, record, self.object_intact)
+        return None if isinstance(found, str) else found
 
     def has_run(self, key: str) -> bool:
         return self.run_path(key).exists()
@@ -184,22 +190,26 @@ class ArtifactStore:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             return None
-        if record_problem(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK) is not None:
+        found = checked_record(key, record, self.object_intact, Origin.REMOTE_UNSIGNED_OK)
+        if isinstance(found, str) or signature_of(found) is not Signature.UNSIGNED:
             return None
-        if signature_of(record) is not Signature.UNSIGNED:
-            return None
-        return Unsigned.HERE if written_here(record) else Unsigned.ELSEWHERE
+        return Unsigned.HERE if written_here(found) else Unsigned.ELSEWHERE
 
     def write_run(self, record: RunRecord) -> None:
-        self.write_run_json(record.key, record.to_json())
+        document = record.to_json()
+        if not fits_run_schema(
+            document
+        ):  # the engine's own record: a bug, said before it is stored
+            raise StoreError(f"run record of {record.stage}: {run_schema_problem(document)}")
+        self.write_run_json(record.key, document)
 
-    def write_run_json(self, key: str, record: JsonObject, as_is: bool = False) -> None:
+    def write_run_json(self, key: str, record: RunDocument, as_is: bool = False) -> None:
         """The document form of write_run (push, pull and `cache adopt` move records as documents). Signed
         when this machine holds the team's key; `as_is` keeps a checked record from a remote
         exactly as it came (its signature included, which this machine may not be able to make)."""
         store_folder(self.run_path(key).parent)
         if not as_is:  # without the team's key, signed with the local one: `cache adopt` (engine.store.adoption)
-            record = signed(_redacted(record))
+            record = signed(redacted(record))
             record = record if "signature" in record else locally_signed(record)
         text = json.dumps(record, indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
@@ -386,10 +396,3 @@ def open_store(
         raise StoreError(
             f"cannot use the cache folder {root}: {exc} — set ORTFLOW_CACHE or --cache to a writable folder"
         ) from None
-
-
-def _redacted(record: JsonObject) -> JsonObject:
-    """A run record's text (summary, log, steps, metrics) through the one redactor; its identity (type, version,
-    params, inputs, env), which the record's key is checked against, as the recipe gave it."""
-    kept = ("key", "type", "version", "params", "inputs", "env", "outputs")
-    return {name: value if name in kept else redact_json(value) for name, value in record.items()}

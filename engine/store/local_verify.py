@@ -12,7 +12,8 @@ from typing import Any, Iterator
 
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind, real_folder
-from ortflow.engine.store.records import lock_disagreement, output_digests, record_problem
+from ortflow.engine.store.records import checked_record, lock_disagreement, output_digests
+from ortflow.engine.store.run_document import RunDocument
 
 ArtifactStore = Any  # engine.store.artifacts.ArtifactStore, which imports this module
 
@@ -61,18 +62,19 @@ def verify_store(
             damage.append(Damage("object", digest, f"content hashes to {actual}"))
     broken = {d.name for d in damage if d.what == "object"}
     for key, record in store.iter_runs():
-        problem = record_problem(
+        found = checked_record(
             key, record, lambda d: d not in broken and os.path.lexists(store.object_path(d))
         )
-        if problem is None and key in (locked or {}):
-            problem = _lock_problem(record, *locked[key])  # type: ignore[index]
+        problem = found if isinstance(found, str) else None
+        if locked and key in locked and not isinstance(found, str):
+            problem = _lock_problem(found, *locked[key])
         if problem:
             damage.append(Damage("run", key, problem))
     return damage
 
 
-def _lock_problem(record: object, lock_name: str, digests: dict[str, str]) -> str | None:
-    differs = lock_disagreement(output_digests(record), digests)  # type: ignore[arg-type]
+def _lock_problem(record: RunDocument, lock_name: str, digests: dict[str, str]) -> str | None:
+    differs = lock_disagreement(output_digests(record), digests)
     if not differs:
         return None
     return (

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Any, Callable
+from typing import Any, Callable, Final, Mapping
 
 from ortflow.engine.contracts.builds import IDENTITY, Identity, canonical_json
-from ortflow.engine.leaves.schema_check import problem as schema_problem
+from ortflow.engine.store.run_document import RunDocument, fits_run_schema, run_schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signed_by_any, verifying_keys
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
-LOCAL_SIGNATURE = "local_signature"  # by this user's local key: the records this machine wrote (engine.store.adoption)
+LOCAL_SIGNATURE: Final = "local_signature"  # by this user's local key: the records this machine wrote (engine.store.adoption)
 SIGN_IT = "sign the remote once with `engine cache sign --remote`, or accept unsigned records with --allow-unsigned"
 
 
@@ -42,7 +42,8 @@ class Unsigned(Enum):
     ELSEWHERE = "elsewhere"  # no valid local signature: only a rebuild signs it
 
 
-def signature_of(record: dict[str, Any]) -> Signature:
+def signature_of(record: Mapping[str, object]) -> Signature:
+    """Whether a document as read (checked or not: every field but the signature is signed) is signed."""
     if "signature" not in record:
         return Signature.UNSIGNED
     keys = verifying_keys()
@@ -55,20 +56,31 @@ def signature_of(record: dict[str, Any]) -> Signature:
     )
 
 
-def signed(record: dict[str, Any]) -> dict[str, Any]:
+def signed(record: RunDocument) -> RunDocument:
     """The record with its signature, when this machine holds the shared key."""
     key = shared_key()
-    unsigned = {k: v for k, v in record.items() if k not in ("signature", LOCAL_SIGNATURE)}
-    if key is None:
-        return unsigned
-    return {**unsigned, "signature": sign(key, canonical_json(unsigned).encode("utf-8"))}
+    unsigned = record.copy()
+    unsigned.pop("signature", None)
+    unsigned.pop(LOCAL_SIGNATURE, None)
+    if key is not None:
+        unsigned["signature"] = sign(key, canonical_json(unsigned).encode("utf-8"))
+    return unsigned
 
 
 def record_problem(
-    key: str, record: Any, object_intact: Callable[[str], bool], origin: Origin = Origin.LOCAL
+    key: str, record: object, object_intact: Callable[[str], bool], origin: Origin = Origin.LOCAL
 ) -> str | None:
-    """Why the record cannot be served under `key`, or None. The key binds the record to the job asking: it is
-    recomputed from the type, version, parameters, inputs and environment the record lists."""
+    """Why the record cannot be served under `key`, or None (checked_record's verdict)."""
+    found = checked_record(key, record, object_intact, origin)
+    return found if isinstance(found, str) else None
+
+
+def checked_record(
+    key: str, record: object, object_intact: Callable[[str], bool], origin: Origin = Origin.LOCAL
+) -> RunDocument | str:
+    """The record as a RunDocument if it can be served under `key`, else why not: the one place a record read
+    from a file or a remote becomes one. The key binds the record to the job asking: it is recomputed from
+    the type, version, parameters, inputs and environment the record lists."""
     if not isinstance(record, dict) or record.get("key") != key:
         return "unreadable run record, or one filed under another key"
     if not all(field in record for field in IDENTITY):
@@ -81,31 +93,23 @@ def record_problem(
         return (
             "its type, version, parameters, inputs or environment were changed after it was written"
         )
-    problem = (
-        _signature_problem(record, origin)
-        or _outputs_problem(record.get("outputs"))
-        or _schema_problem(record)
-    )
+    problem = _signature_problem(record, origin) or _outputs_problem(record.get("outputs"))
     if problem:
         return problem
+    if not fits_run_schema(record):
+        return run_schema_problem(record) or "it does not fit schemas/run_record.schema.json"
     for name, out in sorted(record["outputs"].items()):
         if not object_intact(out["digest"]):
             return f"output '{name}' object {out['digest']} is missing or damaged"
-    return None
+    return record
 
 
-def _schema_problem(record: dict[str, Any]) -> str | None:
-    """What the record's fields do not fit (a summary that is not text, say), which whatever shows it would trip on."""
-    found = schema_problem("run_record", record)
-    return f"it does not fit schemas/run_record.schema.json: {found}" if found else None
-
-
-def output_digests(record: dict[str, Any]) -> dict[str, str]:
+def output_digests(record: RunDocument) -> dict[str, str]:
     """{output: digest} of a checked record."""
     return {port: out["digest"] for port, out in record["outputs"].items()}
 
 
-def _signature_problem(record: dict[str, Any], origin: Origin) -> str | None:
+def _signature_problem(record: Mapping[str, object], origin: Origin) -> str | None:
     if origin is Origin.REMOTE_UNSIGNED_OK:
         return None
     found = signature_of(record)

@@ -31,6 +31,7 @@ from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
 from ortflow.engine.store.remote_folder import make_folders, refusal, written
 from ortflow.engine.store.remote_timeouts import with_timeouts
+from ortflow.engine.store.run_document import RunDocument
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',
@@ -178,8 +179,8 @@ class Remote:
                 values[name] = None
         return values
 
-    def write_many(self, values: Mapping[str, Json]) -> None:
-        """write_json() of several names; on an object store in one concurrent batch."""
+    def write_many(self, values: Mapping[str, RunDocument]) -> None:
+        """write_json() of several run records; on an object store in one concurrent batch."""
         if not self.atomic_put:
             for name, value in values.items():
                 self.write_json(name, value)

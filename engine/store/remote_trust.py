@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping
 
 from ortflow.engine.leaves.errors import StoreError
-from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
+from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.store.records import Origin, Signature, checked_record, signature_of, signed
+from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.signing import shared_key, verifying_keys
 
 Claims = dict[
@@ -24,14 +26,15 @@ Claims = dict[
 ClaimsSource = Callable[[], Claims]
 
 
-def claims_of(records: Mapping[str, Any]) -> Claims:
+def claims_of(records: Mapping[str, Json]) -> Claims:
     """{object: keys} over run records ({key: record as read, or None})."""
     found: dict[str, set[str]] = {}
     for key, record in records.items():
         outputs = record.get("outputs") if isinstance(record, dict) else None
         for out in (outputs or {}).values() if isinstance(outputs, dict) else ():
-            if isinstance(out, dict) and isinstance(out.get("digest"), str):
-                found.setdefault(out["digest"], set()).add(key)
+            digest = out.get("digest") if isinstance(out, dict) else None
+            if isinstance(digest, str):
+                found.setdefault(digest, set()).add(key)
     return {digest: frozenset(keys) for digest, keys in found.items()}
 
 
@@ -62,11 +65,11 @@ def stage_shown(key: str, record: Any) -> str:
     )
 
 
-def needs_binding(record: dict[str, Any], origin: Origin) -> bool:
+def needs_binding(record: RunDocument, origin: Origin) -> bool:
     return origin is Origin.REMOTE_UNSIGNED_OK and signature_of(record) is not Signature.VALID
 
 
-def reuse_problem(key: str, record: dict[str, Any], claims: Claims) -> str | None:
+def reuse_problem(key: str, record: RunDocument, claims: Claims) -> str | None:
     """Why an unsigned record cannot be served: an output object another record on the remote names."""
     for port, out in sorted(record["outputs"].items()):
         others = sorted(claims.get(out["digest"], frozenset()) - {key})
@@ -78,25 +81,23 @@ def reuse_problem(key: str, record: dict[str, Any], claims: Claims) -> str | Non
     return None
 
 
-def remote_record_problem(
-    remote: Any, key: str, record: Any, holds: Callable[[str], bool], claims: ClaimsSource
-) -> str | None:
-    """Why a record read from `remote` under `key` is not served: the checks a local record passes, the
-    signature (unless the user accepted unsigned records), and then what binds an unsigned one."""
-    problem = record_problem(key, record, holds, remote.origin)
-    if problem is None and needs_binding(record, remote.origin):
-        if (
-            verifying_keys()
-        ):  # kept, it would never be served: this cache serves only signed records
-            return (
-                "it is not signed with the team's key, which this machine holds (its cache serves only signed "
-                "records, --allow-unsigned or not) — sign the remote once with `engine cache sign --remote`"
-            )
-        problem = reuse_problem(key, record, claims())
-    return problem
+def checked_remote_record(
+    remote: Any, key: str, record: object, holds: Callable[[str], bool], claims: ClaimsSource
+) -> RunDocument | str:
+    """The record read from `remote` under `key` if it is served, else why not: the checks a local record
+    passes, the signature (unless the user accepted unsigned records), and then what binds an unsigned one."""
+    found = checked_record(key, record, holds, remote.origin)
+    if isinstance(found, str) or not needs_binding(found, remote.origin):
+        return found
+    if verifying_keys():  # kept, it would never be served: this cache serves only signed records
+        return (
+            "it is not signed with the team's key, which this machine holds (its cache serves only signed "
+            "records, --allow-unsigned or not) — sign the remote once with `engine cache sign --remote`"
+        )
+    return reuse_problem(key, found, claims()) or found
 
 
-def for_remote(record: dict[str, Any], remote: Any) -> dict[str, Any]:
+def for_remote(record: RunDocument, remote: Any) -> RunDocument:
     """The record as it goes up: signed with the current team key (one signed with a previous key, re-signed).
     Without a key it could only go up unsigned, which every machine refuses unless it accepted unsigned
     records: refused here too, unless this side accepted them."""

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Callable
 
 from ortflow.engine.leaves.errors import StoreError
-from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.meter import NoMeter
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims
+from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.transfer import Tally, fetch_objects, fetch_run
 
 
@@ -36,7 +36,7 @@ class SharedStore(ArtifactStore):
         self._claims: Claims | None = None
         self._lock = threading.Lock()
 
-    def read_run_json(self, key: str, stage: str = "") -> JsonObject | None:
+    def read_run_json(self, key: str, stage: str = "") -> RunDocument | None:
         """This cache's record, else the remote's, checked as `engine cache pull` checks it (a record from a
         remote must be signed unless the user accepted unsigned ones); a refusal is a one-line warning naming
         the stage, which then builds here. read_run (the typed record) reads through this too."""

@@ -8,22 +8,23 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ortflow.engine.contracts.builds import RunRecord
 from ortflow.engine.leaves.disk_space import PULL_FIX, PUSH_FIX, said_when_full
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.manifests import DAMAGED, manifest_problem
 from ortflow.engine.store.meter import Counted, Meter, NoMeter
+from ortflow.engine.store.records import output_digests
 from ortflow.engine.store.remote import Listing, Remote
 from ortflow.engine.store.remote_trust import (
     ClaimsSource,
+    checked_remote_record,
     for_remote,
     lazy_claims,
     remote_claims,
-    remote_record_problem,
 )
+from ortflow.engine.store.run_document import RunDocument
 
 
 @dataclass
@@ -58,7 +59,7 @@ def push(
 def _push(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
-    records: dict[str, JsonObject] = {}
+    records: dict[str, RunDocument] = {}
     for key, stage in sorted(keys.items()):
         record = ArtifactStore.read_run_json(
             store, key
@@ -170,7 +171,7 @@ def pull(
 def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Meter) -> Tally:
     tally = Tally()
     listing = remote.listing()
-    wanted: dict[str, JsonObject] = {}
+    wanted: dict[str, RunDocument] = {}
     remote_keys = []
     for key, stage in sorted(keys.items()):
         if (
@@ -200,7 +201,7 @@ def _pull(store: ArtifactStore, remote: Remote, keys: dict[str, str], meter: Met
 
 def fetch_run(
     store: ArtifactStore, remote: Remote, key: str, stage: str, claims: ClaimsSource | None = None
-) -> tuple[JsonObject | None, Tally]:
+) -> tuple[RunDocument | None, Tally]:
     """Read-through: one key's record and objects, without listing the whole remote (unless an unsigned
     record the user accepted needs `claims`: engine.store.remote_trust)."""
     tally = Tally()
@@ -216,9 +217,9 @@ def fetch_run(
     return store.read_run_json(key), tally
 
 
-def _digests(record: JsonObject) -> set[str]:
-    """The objects a checked record names (its document moves verbatim; its fields are read typed)."""
-    return set(RunRecord.from_json(record).digests.values())
+def _digests(record: RunDocument) -> set[str]:
+    """The objects a checked record names (its document moves verbatim)."""
+    return set(output_digests(record).values())
 
 
 def _checked_record(
@@ -228,8 +229,8 @@ def _checked_record(
     holds: Callable[[str], bool],
     tally: Tally,
     claims: ClaimsSource,
-    record: Any = None,
-) -> JsonObject | None:
+    record: Json = None,
+) -> RunDocument | None:
     """The remote record for `key` (read here unless given) if it passes the checks a local record must pass
     (its key recomputed, plain output names) and the remote's (engine.store.remote_trust), else None with the
     reason in the tally."""
@@ -241,12 +242,11 @@ def _checked_record(
     if record is None:
         tally.missing.append(stage)
         return None
-    problem = remote_record_problem(remote, key, record, holds, claims)
-    if problem:
-        tally.problems.append(f"{remote.shown}: {stage} not pulled: {problem}")
+    found = checked_remote_record(remote, key, record, holds, claims)
+    if isinstance(found, str):
+        tally.problems.append(f"{remote.shown}: {stage} not pulled: {found}")
         return None
-    checked: JsonObject = record  # remote_record_problem refuses anything but a JSON object
-    return checked
+    return found
 
 
 def fetch_objects(
