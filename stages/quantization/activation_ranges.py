@@ -182,9 +182,7 @@ def write_table(
             if name not in masked
         },
     )
-    payload = with_mask_tensors(
-        {**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed
-    )
+    payload = with_mask_tensors(table, sorted(masked), pre_processed)
     path.write_text(
         json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8"
     )
