@@ -50,8 +50,8 @@ def test_the_emulated_kernel_saturates_exactly_the_pairs_computed_by_hand():
 
 def test_the_conv_rows_follow_qlinearconvs_nhwc_im2col_order():
     x = np.arange(2 * 3 * 3).reshape(1, 2, 3, 3)  # 2 channels, 3 x 3
-    attrs = {"strides": (1, 1), "dilations": (1, 1), "pads": [1, 1, 1, 1]}
-    rows = saturation.conv_rows(x, 99, (2, 2), attrs, np.array([[0, 0, 0], [0, 2, 2]]))
+    conv = saturation.ConvGeometry((2, 2), strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1))
+    rows = saturation.conv_rows(x, 99, (2, 2), conv, np.array([[0, 0, 0], [0, 2, 2]]))
     # output (0, 0) reads the padded corner: kernel row 0 is padding, then x[:, 0, 0] and x[:, 0, 1]
     # in (kernel row, kernel column, channel) order, so the pairs are the two channels of one pixel
     assert rows[0].tolist() == [99, 99, 99, 99, 99, 99, 0, 9]
