@@ -66,7 +66,9 @@ class FamilyTable(TypedDict):
     onnxruntime: str
     method: str
     classes: dict[str, ClassRow]
-    per_model: dict[str, dict[str, dict[str, list[float]]]]  # model -> class -> float_us/int8_us rounds
+    per_model: dict[
+        str, dict[str, dict[str, list[float]]]
+    ]  # model -> class -> float_us/int8_us rounds
 
 
 class OpTable(TypedDict):
@@ -158,7 +160,9 @@ def family_of(isa: str) -> str:
 def _load(path: Path) -> OpTable:
     if not path.exists():  # no family measured yet: every family quantizes everything
         return {"families": {}}
-    data: OpTable = json.loads(path.read_text(encoding="utf-8"))  # written by bench/int8_op_table.py
+    data: OpTable = json.loads(
+        path.read_text(encoding="utf-8")
+    )  # written by bench/int8_op_table.py
     return data
 
 
@@ -220,19 +224,21 @@ def model_nodes(model: Any) -> list[tuple[str, str, str]]:
     return found
 
 
-def is_auto(params: dict[str, Any]) -> bool:
-    return params.get("op_types_to_quantize") == AUTO
+def is_auto(op_types_to_quantize: object) -> bool:
+    """Whether a quantize stage's op_types_to_quantize (a list, or `auto`) asks for `auto`."""
+    return op_types_to_quantize == AUTO
 
 
 def env_facts(params: dict[str, Any]) -> tuple[str, ...]:
     """What `auto` adds to a stage's key: the target's kernel family and the table's digest (never a timing)."""
-    return ("target_isa", TABLE_FACT) if is_auto(params) else ()
+    return ("target_isa", TABLE_FACT) if is_auto(params.get("op_types_to_quantize")) else ()
 
 
 def without_auto(params: dict[str, Any]) -> dict[str, Any]:
     """The params with `auto` read as every op type (the quantizer's default); `rule` then adds the nodes to
     keep float, once the model the quantizer reads is known."""
-    return {**params, "op_types_to_quantize": []} if is_auto(params) else params
+    auto = is_auto(params.get("op_types_to_quantize"))
+    return {**params, "op_types_to_quantize": []} if auto else params
 
 
 def rule(
@@ -242,7 +248,7 @@ def rule(
     classes the table measured slower on the target (env's target_isa) added to nodes_to_exclude, and the rule for the summary; None
     when not auto. `model`: the float ModelProto the quantizer reads (its nodes named as there). Refuses
     (StageError, naming `stage`) a model none of whose compute nodes is faster in INT8: fp32 is the faster one."""
-    if not is_auto(params):
+    if not is_auto(params.get("op_types_to_quantize")):
         return params, None
     found = decide(env.get("target_isa", ""), model_nodes(model), table())
     if found.everything_float:
