@@ -22,8 +22,15 @@ import onnxruntime as ort
 import quick
 from interleaved import latency_ms, sessions
 
-from ortflow.api import fill_defaults, model_inputs
-from ortflow.stages.graphs.specialization import GraphCounts, apply, fold, plan, shape_nodes
+from ortflow.api import fill_defaults, model_inputs, settings_of
+from ortflow.stages.graphs.specialization import (
+    GraphCounts,
+    SpecializeSettings,
+    apply,
+    fold,
+    plan,
+    shape_nodes,
+)
 from ortflow.stages.specialize import Specialize
 
 EMBEDDING = "461"  # the pooled sentence embedding
@@ -41,7 +48,7 @@ def specialized(source: Path, target: Path) -> str:
     params = fill_defaults({"dims": {batch: 1, seq: SEQ}}, Specialize.params_schema)
     model = onnx.load(str(source))
     before = GraphCounts.of(model)
-    apply(model, plan(params, inputs, []), inputs)
+    apply(model, plan(settings_of(SpecializeSettings, params), inputs, []), inputs)
     model = fold(model)
     onnx_model.save(model, target)
     after = GraphCounts.of(model)

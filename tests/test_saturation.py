@@ -48,10 +48,49 @@ def test_the_emulated_kernel_saturates_exactly_the_pairs_computed_by_hand():
     assert op.relative(op.saturating_error) > 0.2 > op.relative(op.seven_bit_error)
 
 
+def test_the_weighted_ops_read_each_attribute_as_its_onnx_type():
+    """A node's attributes read by their ONNX types: a 1-D Conv's pads, strides and dilations as the 2-D
+    geometry the emulation walks, a depthwise Conv without groups (it cannot saturate), an auto_pad Conv left
+    out as one it cannot emulate, and a Gemm's transB."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = {
+        "w1": rng.standard_normal((4, 2, 3)),  # 1-D: M 4, C 2, kernel 3
+        "w2": rng.standard_normal((2, 1, 3, 3)),  # depthwise over 2 channels
+        "w3": rng.standard_normal((2, 2, 3, 3)),
+        "wg": rng.standard_normal((5, 6)),  # Gemm's B with transB: [N, K]
+    }
+    nodes = [
+        helper.make_node(
+            "Conv", ["x1", "w1"], ["y1"], "conv1d", pads=[1, 2], strides=[2], dilations=[3]
+        ),
+        helper.make_node("Conv", ["x2", "w2"], ["y2"], "depthwise", group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x2", "w3"], ["y3"], "same", auto_pad="SAME_UPPER"),
+        helper.make_node("Gemm", ["x4", "wg"], ["y4"], "gemm", transB=1),
+    ]
+    initializers = [numpy_helper.from_array(w.astype(np.float32), n) for n, w in weights.items()]
+    model = helper.make_model(helper.make_graph(nodes, "g", [], [], initializers))
+    found, skipped = saturation_evidence.weighted_ops(model, set(), [])
+    ops = {op.name: op for op in found}
+    assert skipped == ["same"] and sorted(ops) == ["conv1d", "depthwise", "gemm"]
+    assert ops["conv1d"].conv == saturation.ConvGeometry(
+        kernel=(1, 3), strides=(1, 2), dilations=(1, 3), pads=(0, 1, 0, 2), group=1, one_d=True
+    )
+    assert [g.shape for g in ops["conv1d"].groups] == [(3 * 2, 4)]
+    assert ops["depthwise"].conv == saturation.ConvGeometry(
+        kernel=(3, 3), strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1), group=2, one_d=False
+    )
+    assert ops["depthwise"].groups == []
+    gemm = ops["gemm"]
+    assert gemm.conv is None and gemm.groups[0].shape == (6, 5)
+    assert np.allclose(gemm.groups[0], weights["wg"].astype(np.float32).T)
+
+
 def test_the_conv_rows_follow_qlinearconvs_nhwc_im2col_order():
     x = np.arange(2 * 3 * 3).reshape(1, 2, 3, 3)  # 2 channels, 3 x 3
-    attrs = {"strides": (1, 1), "dilations": (1, 1), "pads": [1, 1, 1, 1]}
-    rows = saturation.conv_rows(x, 99, (2, 2), attrs, np.array([[0, 0, 0], [0, 2, 2]]))
+    conv = saturation.ConvGeometry((2, 2), strides=(1, 1), dilations=(1, 1), pads=(1, 1, 1, 1))
+    rows = saturation.conv_rows(x, 99, (2, 2), conv, np.array([[0, 0, 0], [0, 2, 2]]))
     # output (0, 0) reads the padded corner: kernel row 0 is padding, then x[:, 0, 0] and x[:, 0, 1]
     # in (kernel row, kernel column, channel) order, so the pairs are the two channels of one pixel
     assert rows[0].tolist() == [99, 99, 99, 99, 99, 99, 0, 9]

@@ -14,8 +14,14 @@ import onnx
 import pytest
 from conftest import minilm_model, write
 
-from ortflow.api import StageError, fill_defaults, model_inputs
-from ortflow.stages.graphs.specialization import GraphCounts, apply, fold, plan
+from ortflow.api import StageError, fill_defaults, model_inputs, settings_of
+from ortflow.stages.graphs.specialization import (
+    GraphCounts,
+    SpecializeSettings,
+    apply,
+    fold,
+    plan,
+)
 from ortflow.stages.specialize import Specialize, compare
 
 DATA = Path(__file__).parent.parent / "recipes" / "data" / "audio"
@@ -42,12 +48,17 @@ def _vad_project(project: Path, freeze: str, sr: int = 16000) -> Path:
     return write(project / "vad.yaml", VAD_RECIPE.replace("FREEZE", freeze))
 
 
+def _settings(params: dict) -> SpecializeSettings:
+    """The stage's settings from parameters as a recipe gives them (defaults filled in)."""
+    return settings_of(SpecializeSettings, fill_defaults(params, Specialize.params_schema))
+
+
 def _specialized(
     params: dict, model: Path = None
 ) -> tuple[Path, onnx.ModelProto, onnx.ModelProto, object]:
     model = model or minilm_model()
     inputs = model_inputs(model)
-    spec = plan(fill_defaults(params, Specialize.params_schema), inputs, [])
+    spec = plan(_settings(params), inputs, [])
     original = onnx.load(str(model))
     changed = onnx.load(str(model))
     apply(changed, spec, inputs)
@@ -176,7 +187,7 @@ def test_outputs_are_checked_equal_and_a_wrong_fold_fails_loudly(tmp_path):
 )
 def test_bad_params_name_the_fix(params, said):
     with pytest.raises(StageError, match=None) as raised:
-        plan(fill_defaults(params, Specialize.params_schema), model_inputs(minilm_model()), [])
+        plan(_settings(params), model_inputs(minilm_model()), [])
     assert said in str(raised.value)
 
 

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
-from ortflow.api import FROZEN_INPUTS, Feed, Json, ModelInput, StageError, settings_of
+from ortflow.api import FROZEN_INPUTS, Feed, Json, ModelInput, StageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,18 +98,11 @@ class SpecializeSettings:
     rtol: float = 1e-3
 
 
-def plan(
-    params: SpecializeSettings | Mapping[str, object], inputs: list[ModelInput], feeds: list[Feed]
-) -> Specialization:
-    """The shapes and values asked for, checked against the model's inputs (each message names the fix);
-    `params` as the stage's settings, or as validated parameters by key (the bench scripts build them so)."""
+def plan(read: SpecializeSettings, inputs: list[ModelInput], feeds: list[Feed]) -> Specialization:
+    """The shapes and values asked for in the stage's settings, checked against the model's inputs (each
+    message names the fix)."""
     import numpy as np
 
-    read = (
-        params
-        if isinstance(params, SpecializeSettings)
-        else settings_of(SpecializeSettings, params)
-    )
     by_name = {i.name: i for i in inputs}
     named = ", ".join(i.name for i in inputs)
     for name in [*read.shapes, *read.freeze, *read.freeze_from_data]:

@@ -6,6 +6,7 @@ reads as the stage's steps (schedule the passes, observe the batches, write the 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -55,13 +56,37 @@ def worst_difference(ours: tuple[float, ...], locked: tuple[float, ...]) -> floa
     return worst
 
 
+@dataclass(frozen=True)
+class Histogram:
+    """What ORT's HistogramCollector is made with, for the histogram methods."""
+
+    method: str
+    symmetric: bool
+    num_bins: int
+    num_quantized_bins: int
+    percentile: float
+
+
 class ActivationRanges:
     """What calibration has seen of each tensor so far, reduced as it comes: for minmax the per-batch extremes,
     for the histogram methods ORT's HistogramCollector; and the mask fills left out, counted per tensor."""
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.params = params
-        self.collector = _histogram_collector(params)
+        method = params["method"]
+        self.collector = (
+            None  # minmax keeps per-batch extremes
+            if method == "minmax"
+            else _histogram_collector(
+                Histogram(
+                    method,
+                    params["symmetric"],
+                    params.get("num_bins") or DEFAULT_BINS[method],
+                    params["num_quantized_bins"],
+                    params["percentile"],
+                )
+            )
+        )
         self.lows: dict[str, list[float]] = {}
         self.highs: dict[str, list[float]] = {}
         self.masked: dict[str, int] = {}
@@ -109,22 +134,17 @@ class ActivationRanges:
         return ranges
 
 
-def _histogram_collector(params: dict[str, Any]) -> Any:
-    """The histogram the histogram methods reduce to ranges; None for minmax, which keeps per-batch extremes."""
+def _histogram_collector(histogram: Histogram) -> Any:
+    """The histogram a histogram method reduces to ranges."""
     from onnxruntime.quantization.calibrate import HistogramCollector
 
-    method = params["method"]
-    return (
-        None
-        if method == "minmax"
-        else HistogramCollector(
-            method=method,
-            symmetric=params["symmetric"],
-            num_bins=params.get("num_bins") or DEFAULT_BINS[method],
-            num_quantized_bins=params["num_quantized_bins"],
-            percentile=params["percentile"],
-            scenario="same",
-        )
+    return HistogramCollector(
+        method=histogram.method,
+        symmetric=histogram.symmetric,
+        num_bins=histogram.num_bins,
+        num_quantized_bins=histogram.num_quantized_bins,
+        percentile=histogram.percentile,
+        scenario="same",
     )
 
 
@@ -182,9 +202,7 @@ def write_table(
             if name not in masked
         },
     )
-    payload = with_mask_tensors(
-        {**table.to_dict(), "smooth_quant": False}, sorted(masked), pre_processed
-    )
+    payload = with_mask_tensors(table, sorted(masked), pre_processed)
     path.write_text(
         json.dumps(payload, cls=CalibrationCacheEncoder, sort_keys=True), encoding="utf-8"
     )

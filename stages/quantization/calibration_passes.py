@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ortflow.api import onnx as onnx_model
 
 if TYPE_CHECKING:
+    from onnx import ValueInfoProto
+
     from ortflow.api import Feed
 
 MB = 1024 * 1024
@@ -29,7 +31,7 @@ class Pass:
     estimated_bytes: int
 
 
-def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, Any]:
+def tensors_to_calibrate(model: Path, op_types: list[str]) -> dict[str, ValueInfoProto]:
     """Tensor name -> value info, in graph order: what ORT's calibrators would calibrate (float inputs and
     outputs of the nodes of `op_types`, or of every node; never initializers), chosen by ORT's own rule on the
     graph ONNX's shape inference types, as ORT's calibrators do, but without loading the weights (a model
@@ -76,7 +78,7 @@ def session(path: Path) -> Any:
 
 
 def bytes_per_sample(
-    model: Path, tensors: dict[str, Any], sample: Feed, samples: int
+    model: Path, tensors: dict[str, ValueInfoProto], sample: Feed, samples: int
 ) -> dict[str, int]:
     """Each tensor's bytes for one sample, measured by running `sample` (holding `samples` samples) once with
     every tensor an output: one sample's values, a batch-size share of an unbounded batch."""

@@ -7,15 +7,39 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 MASK_KEY = "ortflow"
 
 
-def with_mask_tensors(
-    table: dict[str, Any], masked: list[str], pre_processed: bool
-) -> dict[str, Any]:
-    return {**table, MASK_KEY: {"mask_tensors": sorted(masked), "pre_processed": pre_processed}}
+class OrtflowNote(TypedDict):
+    """What the table says beyond ORT's form, under MASK_KEY."""
+
+    mask_tensors: list[str]
+    pre_processed: bool
+
+
+class CalibrationCache(TypedDict):
+    """The table file's form: ORT's TensorsData.to_dict() (its values ORT objects, written by ORT's
+    CalibrationCacheEncoder), with smooth_quant and our note added."""
+
+    CLS: str
+    data: Any  # ORT's TensorData per tensor name (onnxruntime ships no types)
+    calibration_method: Any  # ORT's CalibrationMethod
+    smooth_quant: bool
+    ortflow: OrtflowNote  # MASK_KEY
+
+
+def with_mask_tensors(tensors: Any, masked: list[str], pre_processed: bool) -> CalibrationCache:
+    """ORT's table (a TensorsData) as the cache file's object, naming the mask tensors left out."""
+    form = tensors.to_dict()
+    return {
+        "CLS": form["CLS"],
+        "data": form["data"],
+        "calibration_method": form["calibration_method"],
+        "smooth_quant": False,
+        "ortflow": {"mask_tensors": sorted(masked), "pre_processed": pre_processed},
+    }
 
 
 def mask_tensors(table_path: Path) -> list[str]:

@@ -33,12 +33,15 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ortflow.api import JsonObject, StageError, int8_saturates
+from ortflow.api import Json, JsonObject, StageError, int8_saturates
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import saturation_evidence
 from ortflow.stages.quantization.saturation_evidence import Evidence
+
+if TYPE_CHECKING:
+    from ortflow.api import Feed, StageContext
 
 # decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (squared
 # relative error where each is worst), 8-bit when this many times less; between the two, no verdict.
@@ -62,6 +65,34 @@ def saturates(isa: str) -> bool:
 def needs_isa(params: dict[str, Any]) -> bool:
     """Whether the stage's result depends on the target's instruction set (then target_isa is in its key)."""
     return params.get("reduce_range") == "auto"
+
+
+@dataclass(frozen=True)
+class WeightChoice:
+    """What `reduce_range` decides from, read once from a quantize stage's validated parameters."""
+
+    reduce_range: str | bool  # auto, or as given
+    per_channel: bool
+    u8_activations: bool = True  # QUInt8 activations (dynamic quantization's always are)
+    s8_weights: bool = True  # QInt8 weights
+
+    @classmethod
+    def of(cls, ctx: StageContext, u8_activations: bool | None = None) -> WeightChoice:
+        """A running quantize stage's choice; `u8_activations` None: from its activation_type (quantize_static),
+        else as given (quantize_dynamic's activations are always uint8)."""
+        params = ctx.params
+        reduce_range = params["reduce_range"]
+        assert isinstance(
+            reduce_range, (str, bool)
+        )  # the params_schema's enum: auto, true or false
+        if u8_activations is None:
+            u8_activations = params["activation_type"] == "QUInt8"
+        return cls(
+            reduce_range,
+            bool(params["per_channel"]),
+            u8_activations,
+            params["weight_type"] == "QInt8",
+        )
 
 
 class Verdict(Enum):
@@ -116,46 +147,48 @@ def decide(
 
 
 def static_reduce_range(
-    ctx: Any, model: Path, ranges: dict[str, tuple[float, float]], excluded: list[str]
+    ctx: StageContext, model: Path, ranges: dict[str, tuple[float, float]], excluded: list[str]
 ) -> tuple[bool, str]:
     """quantize_static's reduce_range and why, for its summary: `auto`, for a target that saturates, decided
     from the emulation on the stage's real samples run through `model` (the graph the table's `ranges`
     describe), the nodes kept float (`excluded`) left out."""
-    params = ctx.params
-    u8_activations = params["activation_type"] == "QUInt8"
-    s8_weights = params["weight_type"] == "QInt8"
+    choice = WeightChoice.of(ctx)
+    # the op types as the recipe gives them: a list, or `auto`, which names no op type here (as before issue 43)
+    asked = ctx.params["op_types_to_quantize"]
+    op_types = [str(op) for op in asked] if isinstance(asked, list) else [str(asked)]
     evidence = None
-    if wants_evidence(params, ctx.env, u8_activations, s8_weights):
+    if wants_evidence(choice, ctx.env):
         evidence = saturation_evidence.measure(
             model,
             ranges,
             _real_feeds(ctx, model),
-            params["per_channel"],
+            choice.per_channel,
             set(excluded),
-            params["op_types_to_quantize"],
+            op_types,
         )
     counts = onnx_model.op_counts(model)
-    return reduce_range(params, ctx.env, counts, u8_activations, s8_weights, evidence)
+    return reduce_range(choice, ctx.env, counts, evidence)
 
 
-def dynamic_reduce_range(ctx: Any, model: Path, op_types: list[str]) -> tuple[bool, str]:
+def dynamic_reduce_range(ctx: StageContext, model: Path, op_types: list[str]) -> tuple[bool, str]:
     """quantize_dynamic's reduce_range and why: `auto`, for a target that saturates and a stage given real
     samples (its `data`), decided from the emulation with each tensor's own range per sample, as ORT
     quantizes activations at run time; without real samples, the rule of thumb (there is no table whose
     ranges would bound the worst case)."""
-    params = ctx.params
-    s8_weights = params["weight_type"] == "QInt8"
-    feeds = _real_feeds(ctx, model) if wants_evidence(params, ctx.env, True, s8_weights) else []
+    choice = WeightChoice.of(ctx, u8_activations=True)  # ORT quantizes them to uint8 at run time
+    excluded = ctx.params["nodes_to_exclude"]
+    assert isinstance(excluded, list)  # the params_schema's array of node names
+    feeds = _real_feeds(ctx, model) if wants_evidence(choice, ctx.env) else []
     evidence = None
     if feeds:
         evidence = saturation_evidence.measure(
-            model, None, feeds, params["per_channel"], set(params["nodes_to_exclude"]), op_types
+            model, None, feeds, choice.per_channel, {str(n) for n in excluded}, op_types
         )
     counts = onnx_model.op_counts(model)
-    return reduce_range(params, ctx.env, counts, True, s8_weights, evidence)
+    return reduce_range(choice, ctx.env, counts, evidence)
 
 
-def _real_feeds(ctx: Any, model: Path) -> list[dict[str, Any]]:
+def _real_feeds(ctx: StageContext, model: Path) -> list[Feed]:
     """A few of the stage's real samples for the emulation; none when it has only random feeds (noise says
     nothing about which pairs saturate: the emulation then uses the calibrated ranges' worst case)."""
     from ortflow.stages.quantization import sanity
@@ -167,35 +200,31 @@ def _real_feeds(ctx: Any, model: Path) -> list[dict[str, Any]]:
     return [] if synthetic else feeds
 
 
-def wants_evidence(
-    params: dict[str, Any], env: dict[str, str], u8_activations: bool, s8_weights: bool
-) -> bool:
+def wants_evidence(choice: WeightChoice, env: Mapping[str, str]) -> bool:
     """Whether `auto` has a choice to make that the saturation emulation can inform (it costs seconds)."""
     return (
-        params["reduce_range"] == "auto"
-        and u8_activations
-        and s8_weights
+        choice.reduce_range == "auto"
+        and choice.u8_activations
+        and choice.s8_weights
         and saturates(env["target_isa"])
     )
 
 
 def reduce_range(
-    params: dict[str, Any],
-    env: dict[str, str],
+    choice: WeightChoice,
+    env: Mapping[str, str],
     op_counts: Counter[str],
-    u8_activations: bool = True,
-    s8_weights: bool = True,
     evidence: Evidence | None = None,
 ) -> tuple[bool, str]:
     """The reduce_range to use, and, when `auto` decided, why (for the stage's summary). `op_counts`: the
     float model's nodes by op type; `evidence`: the saturation emulation's (None: the rule of thumb)."""
-    if params["reduce_range"] != "auto":
-        return bool(params["reduce_range"]), ""
+    if choice.reduce_range != "auto":
+        return bool(choice.reduce_range), ""
     isa = env["target_isa"]
-    fallback, why = _rule_of_thumb(params, isa, op_counts, u8_activations, s8_weights)
+    fallback, why = _rule_of_thumb(choice, isa, op_counts)
     if evidence is None:
         return fallback, why
-    decision = decide(isa, evidence, u8_activations, s8_weights)
+    decision = decide(isa, evidence, choice.u8_activations, choice.s8_weights)
     if decision.verdict is not Verdict.INCONCLUSIVE:
         on = decision.verdict is Verdict.SEVEN_BIT
         return on, f"{decision.verdict.value} weights for {_features(isa)}: {decision.reason}"
@@ -203,21 +232,15 @@ def reduce_range(
     return fallback, f"{rule} (emulation inconclusive: {decision.reason})"
 
 
-def _rule_of_thumb(
-    params: dict[str, Any],
-    isa: str,
-    op_counts: Counter[str],
-    u8_activations: bool,
-    s8_weights: bool,
-) -> tuple[bool, str]:
+def _rule_of_thumb(choice: WeightChoice, isa: str, op_counts: Counter[str]) -> tuple[bool, str]:
     """The rule `auto` fell back on without evidence: 7-bit weights for per-channel scales on a MatMul model."""
     matmuls = op_counts.get("MatMul", 0) + op_counts.get("Gemm", 0)
     convs = op_counts.get("Conv", 0) + op_counts.get("ConvTranspose", 0)
     if (
-        u8_activations
-        and s8_weights
+        choice.u8_activations
+        and choice.s8_weights
         and saturates(isa)
-        and params["per_channel"]
+        and choice.per_channel
         and matmuls > convs
     ):
         return (
@@ -227,7 +250,9 @@ def _rule_of_thumb(
     return False, ""
 
 
-def wasted(params: dict[str, Any], isa: str) -> str:
+# The search's pruning and order read a combination of quantize parameters as the user gave it (the grid's
+# JSON, checked by the stage it is then given to; a parameter left out is the stage's default).
+def wasted(params: Mapping[str, Json], isa: str) -> str:
     """Why a combination of quantize parameters (weight_type, activation_type, reduce_range) cannot help on
     a target with instruction set `isa`: the search does not build it. Empty when it can."""
     u8_weights = params.get("weight_type") == "QUInt8"
@@ -240,7 +265,7 @@ def wasted(params: dict[str, Any], isa: str) -> str:
     return ""
 
 
-def kernel_rank(params: dict[str, Any], isa: str) -> int:
+def kernel_rank(params: Mapping[str, Json], isa: str) -> int:
     """How fast the int8 kernel a combination runs on is expected to be on `isa` (0: fastest). On x86, MLAS's
     u8 x s8 kernels are the fast ones; uint8 weights or signed activations take slower paths."""
     if not isa.startswith("x86_64"):
@@ -251,7 +276,7 @@ def kernel_rank(params: dict[str, Any], isa: str) -> int:
     )
 
 
-def accuracy_rank(params: dict[str, Any], isa: str) -> int:
+def accuracy_rank(params: Mapping[str, Json], isa: str) -> int:
     """How likely a combination keeps accuracy on `isa` (0: likeliest): per-channel scales first; without VNNI,
     full-range int8 weights saturate (u8 x s8), so they come after 7-bit or uint8 weights."""
     saturating = (

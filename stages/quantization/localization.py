@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, TypedDict
 
 if TYPE_CHECKING:
     from ortflow.api import Feed
@@ -23,6 +23,17 @@ EXACT_DB = 100.0  # the SQNR of a tensor quantization did not touch (graph input
 HARMLESS_DB = 40.0  # above this SQNR (noise at 1% of the signal's amplitude) the error is not what breaks a model
 DQ_SUFFIX = "_DequantizeLinear_Output"  # ORT's name for what consumers of a quantized tensor read
 CHANNEL_QUANTILE = 0.2  # a tensor's SQNR: that of its worst fifth of channels (a collapsed slice shows, one dead one not)
+
+
+class NodeErrorRow(TypedDict):
+    """A NodeError as the debug report and the sanity metrics write it (SQNR rounded to 0.01 dB)."""
+
+    node: str
+    op_type: str
+    sqnr_db: float
+    input_sqnr_db: float
+    jump_db: float
+    tensor: str
 
 
 @dataclass(frozen=True)
@@ -39,7 +50,7 @@ class NodeError:
         exactly in float and to 50 dB after quantization lost nothing that matters)."""
         return min(self.input_db, HARMLESS_DB) - min(self.output_db, HARMLESS_DB)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> NodeErrorRow:
         return {
             "node": self.node,
             "op_type": self.op_type,

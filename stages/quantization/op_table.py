@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypedDict
 
 from ortflow.api import JsonObject, StageError
 
@@ -45,6 +45,45 @@ OP_TYPES_PARAM: JsonObject = {
     "stages/quantization/int8_op_table.json (bench/int8_op_table.py); a family without a measured table "
     "quantizes everything, and the summary says so",
 }
+
+
+class ClassRow(TypedDict):
+    """One node class's verdict on one kernel family (bench/int8_op_table.py: medians over the corpus models)."""
+
+    faster: bool  # INT8 with its Q/DQ faster than float: the one field `auto` reads
+    float_us: float
+    int8_us: float
+    models: list[str]
+    speedup: float
+    spread: list[float]  # the per-round ratio's min and max
+
+
+class FamilyTable(TypedDict):
+    """One kernel family's measurement: where and how it was taken, the verdicts, each model's timings."""
+
+    host: str
+    date: str
+    onnxruntime: str
+    method: str
+    classes: dict[str, ClassRow]
+    per_model: dict[
+        str, dict[str, dict[str, list[float]]]
+    ]  # model -> class -> float_us/int8_us rounds
+
+
+class OpTable(TypedDict):
+    """int8_op_table.json: the measured families by isa fact (`x86_64: amx`)."""
+
+    families: dict[str, FamilyTable]
+
+
+class RuleMetrics(TypedDict):
+    """A Rule as the quantize stages' metrics name it (`op_types_auto`)."""
+
+    family: str
+    measured: bool
+    kept_float_classes: list[str]
+    kept_float_nodes: int
 
 
 def shape_class(op_type: str, group: int, weight_shape: tuple[int, ...] | None) -> str:
@@ -79,7 +118,7 @@ class Rule:
     nodes: tuple[str, ...] = field(default=())
     everything_float: bool = False  # every compute node of the model is of a slower class
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> RuleMetrics:
         return {
             "family": self.family,
             "measured": self.measured,
@@ -118,14 +157,16 @@ def family_of(isa: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> OpTable:
     if not path.exists():  # no family measured yet: every family quantizes everything
         return {"families": {}}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: OpTable = json.loads(
+        path.read_text(encoding="utf-8")
+    )  # written by bench/int8_op_table.py
     return data
 
 
-def table(path: Path = TABLE_PATH) -> dict[str, Any]:
+def table(path: Path = TABLE_PATH) -> OpTable:
     """The kept table: {"families": {isa fact: {"classes": {class: {"faster": bool, ...}}, ...}}}."""
     return _load(path)
 
@@ -137,7 +178,7 @@ def digest(path: Path = TABLE_PATH) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def slower_classes(isa: str, data: dict[str, Any]) -> set[str] | None:
+def slower_classes(isa: str, data: OpTable) -> set[str] | None:
     """The classes measured slower in INT8 (with their Q/DQ) than float on this family; None: no table. A class
     the table did not measure is not among them: it is quantized, as without a table."""
     found = data.get("families", {}).get(family_of(isa))
@@ -146,7 +187,7 @@ def slower_classes(isa: str, data: dict[str, Any]) -> set[str] | None:
     return {name for name, row in found["classes"].items() if not row["faster"]}
 
 
-def decide(isa: str, nodes: Iterable[tuple[str, str, str]], data: dict[str, Any]) -> Rule:
+def decide(isa: str, nodes: Iterable[tuple[str, str, str]], data: OpTable) -> Rule:
     """The rule for a model: `nodes` are its (name, op type, shape class) triples; those of a class the
     family's table measured slower stay float. Pure: the same facts and table give the same answer."""
     slower = slower_classes(isa, data)
@@ -183,19 +224,21 @@ def model_nodes(model: Any) -> list[tuple[str, str, str]]:
     return found
 
 
-def is_auto(params: dict[str, Any]) -> bool:
-    return params.get("op_types_to_quantize") == AUTO
+def is_auto(op_types_to_quantize: object) -> bool:
+    """Whether a quantize stage's op_types_to_quantize (a list, or `auto`) asks for `auto`."""
+    return op_types_to_quantize == AUTO
 
 
 def env_facts(params: dict[str, Any]) -> tuple[str, ...]:
     """What `auto` adds to a stage's key: the target's kernel family and the table's digest (never a timing)."""
-    return ("target_isa", TABLE_FACT) if is_auto(params) else ()
+    return ("target_isa", TABLE_FACT) if is_auto(params.get("op_types_to_quantize")) else ()
 
 
 def without_auto(params: dict[str, Any]) -> dict[str, Any]:
     """The params with `auto` read as every op type (the quantizer's default); `rule` then adds the nodes to
     keep float, once the model the quantizer reads is known."""
-    return {**params, "op_types_to_quantize": []} if is_auto(params) else params
+    auto = is_auto(params.get("op_types_to_quantize"))
+    return {**params, "op_types_to_quantize": []} if auto else params
 
 
 def rule(
@@ -205,7 +248,7 @@ def rule(
     classes the table measured slower on the target (env's target_isa) added to nodes_to_exclude, and the rule for the summary; None
     when not auto. `model`: the float ModelProto the quantizer reads (its nodes named as there). Refuses
     (StageError, naming `stage`) a model none of whose compute nodes is faster in INT8: fp32 is the faster one."""
-    if not is_auto(params):
+    if not is_auto(params.get("op_types_to_quantize")):
         return params, None
     found = decide(env.get("target_isa", ""), model_nodes(model), table())
     if found.everything_float:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ortflow.api import JsonObject
 from ortflow.stages.quantization import output_groups
+from ortflow.stages.quantization.sanity_metrics import SanityMetrics, output_numbers
 
 if TYPE_CHECKING:
     from ortflow.api import Feed
@@ -74,17 +75,12 @@ class SanityReport:
     def blind_spots(self) -> list[str]:
         return [f"output '{o.name}': {p}" for o in self.outputs for p in o.unjudged]
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> SanityMetrics:
         return {
             "samples": self.samples,
             "synthetic_inputs": self.synthetic,
             "outputs": {
-                o.name: {
-                    "cosine_mean": round(o.cosine, 5),
-                    "relative_error": round(o.relative_error, 5),
-                    "problems": o.problems,
-                    **({"unjudged": o.unjudged} if o.unjudged else {}),
-                }
+                o.name: output_numbers(o.cosine, o.relative_error, o.problems, o.unjudged)
                 for o in self.outputs
             },
         }
@@ -292,7 +288,9 @@ def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[Feed], bool]:
     return found.feeds, found.synthetic
 
 
-def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, Any]) -> str:
+def verify_quantized(
+    ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, SanityMetrics]
+) -> str:
     """The sanity check of a quantize stage: adds its numbers (and, when an output collapsed, the nodes where
     the error entered) to `metrics`, the stage's run-record metrics; raises GateFailed when an output
     collapsed on real data, and warns (a log line, and WARNING in the summary) when it did on random feeds.
@@ -320,7 +318,8 @@ def verify_quantized(ctx: Any, float_model: Path, quantized: Path, metrics: dict
             raise StageError(f"the float model cannot run the {used.described}: {exc}") from exc
         metrics["sanity"] = {"skipped": f"random feeds do not fit the model: {exc}"}
         return "sanity check skipped: random feeds do not fit this model (give the stage `data`)"
-    metrics["sanity"] = {**report.metrics(), "data": used.described}
+    metrics["sanity"] = found = report.metrics()
+    found["data"] = used.described
     failures = report.failures
     if failures and used.synthetic and not any("NaN" in f for f in failures):
         # random feeds are off the model's distribution (a detector sees no object in noise, and rounding its
@@ -346,7 +345,7 @@ def _refuse(
     quantized: Path,
     used: Samples,
     failures: list[str],
-    metrics: dict[str, Any],
+    metrics: dict[str, SanityMetrics],
 ) -> None:
     """Raise the gate's verdict: what collapsed, where the error enters, and the fixes that fit this model."""
     from ortflow.api import GateFailed

@@ -129,15 +129,27 @@ class OpSaturation:
         self.seven_bit_error += float(np.square(seven - reference).sum())
 
 
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A Conv's geometry as the emulation reads it, a 1-D Conv as a 2-D one of height 1 (`one_d`)."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    group: int = 1
+    one_d: bool = False
+
+
 def conv_rows(
-    inputs: Any, zero: int, kernel: tuple[int, ...], attrs: dict[str, Any], picks: Any
+    inputs: Any, zero: int, kernel: tuple[int, ...], conv: ConvGeometry, picks: Any
 ) -> Any:
     """QLinearConv's im2col rows [R, kh * kw * C] (NHWC order: kernel row, kernel column, channel) at output
     positions `picks` (R x (sample, row, column)) of inputs [N, C, H, W] (uint8 values), padded with `zero`."""
     kh, kw = kernel
-    sh, sw = attrs["strides"]
-    dh, dw = attrs["dilations"]
-    top, left, bottom, right = attrs["pads"]
+    sh, sw = conv.strides
+    dh, dw = conv.dilations
+    top, left, bottom, right = conv.pads
     padded = np.pad(inputs, ((0, 0), (0, 0), (top, bottom), (left, right)), constant_values=zero)
     n, oh, ow = picks[:, 0], picks[:, 1], picks[:, 2]
     rows = oh[:, None] * sh + np.arange(kh)[None, :] * dh  # [R, kh]

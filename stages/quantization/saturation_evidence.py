@@ -17,6 +17,7 @@ from ortflow.stages.quantization import calibration_passes, saturation_outputs
 from ortflow.stages.quantization.saturation import (
     FULL,
     INT16,
+    ConvGeometry,
     OpSaturation,
     conv_rows,
     conv_weights,
@@ -27,6 +28,8 @@ from ortflow.stages.quantization.saturation import (
 from ortflow.stages.quantization.saturation_outputs import OutputDamage
 
 if TYPE_CHECKING:
+    from onnx import NodeProto
+
     from ortflow.api import Feed
 
 ROWS = 96  # output positions (rows of the GEMM) measured per op and sample
@@ -42,7 +45,7 @@ class WeightedOp:
     op_type: str
     activation: str  # the input tensor quantized to uint8
     groups: list[Any]  # float weights per group, [K, N] in the kernel's K order
-    conv: dict[str, Any] | None = None  # kernel, strides, dilations, pads; None for MatMul/Gemm
+    conv: ConvGeometry | None = None  # None for MatMul/Gemm
 
 
 @dataclass
@@ -61,7 +64,7 @@ def weighted_ops(
     """The nodes ORT would quantize as u8 x s8 GEMMs (MatMul/Gemm/Conv with constant weights, not excluded),
     and the names of those it cannot emulate (3-D Conv, auto_pad, ...). A depthwise Conv comes without
     groups: MLAS's depthwise kernels widen to int16 first and cannot saturate (its weights are still rounded)."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     weights = {t.name: t for t in model.graph.initializer}
     found, skipped = [], []
@@ -72,41 +75,40 @@ def weighted_ops(
             continue
         if len(node.input) < 2 or node.input[1] not in weights:
             continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         w = numpy_helper.to_array(weights[node.input[1]]).astype(np.float64)
         if node.op_type == "Conv":
-            op = _conv(node, w, attrs)
+            op = _conv(node, w)
             if op is None:
                 skipped.append(node.name)
             else:
                 found.append(op)
-        elif w.ndim == 2 and not attrs.get("transA", 0):
-            w = w.T if attrs.get("transB", 0) else w
+        elif w.ndim == 2 and not _int(node, "transA", 0):
+            w = w.T if _int(node, "transB", 0) else w
             found.append(WeightedOp(node.name, node.op_type, node.input[0], [w]))
         else:
             skipped.append(node.name)
     return found, skipped
 
 
-def _conv(node: Any, w: Any, attrs: dict[str, Any]) -> WeightedOp | None:
+def _conv(node: NodeProto, w: Any) -> WeightedOp | None:
     """A Conv as GEMMs per group (no groups: depthwise); None when it is not a 1-D or 2-D Conv with explicit pads."""
-    if w.ndim not in (3, 4) or attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+    if w.ndim not in (3, 4) or _text(node, "auto_pad", "NOTSET") != "NOTSET":
         return None
     dims = w.ndim - 2
     if dims == 1:
         w = w[:, :, None, :]
-    group = int(attrs.get("group", 1))
-    pads = list(attrs.get("pads", [0] * 2 * dims))
+    group = _int(node, "group", 1)
+    pads = _ints(node, "pads", [0] * 2 * dims)
     if dims == 1 or len(pads) == 2:
         pads = [0, pads[0], 0, pads[1]]
-    conv = {
-        "kernel": tuple(w.shape[2:]),
-        "strides": _pair(attrs.get("strides", [1, 1])),
-        "dilations": _pair(attrs.get("dilations", [1, 1])),
-        "pads": pads,
-        "group": group,
-        "one_d": node.op_type == "Conv" and dims == 1,
-    }
+    conv = ConvGeometry(
+        kernel=tuple(w.shape[2:]),
+        strides=_pair(_ints(node, "strides", [1, 1])),
+        dilations=_pair(_ints(node, "dilations", [1, 1])),
+        pads=(pads[0], pads[1], pads[2], pads[3]),
+        group=group,
+        one_d=node.op_type == "Conv" and dims == 1,
+    )
     if w.shape[1] == 1 and group > 1:
         return WeightedOp(node.name, "Conv", node.input[0], [], conv)
     per_group = w.shape[0] // group
@@ -116,6 +118,22 @@ def _conv(node: Any, w: Any, attrs: dict[str, Any]) -> WeightedOp | None:
 
 def _pair(values: list[int]) -> tuple[int, int]:
     return (1, int(values[0])) if len(values) == 1 else (int(values[0]), int(values[1]))
+
+
+# A node's attributes by name, each read as the type ONNX declares for it (a default where the node has none).
+def _int(node: NodeProto, name: str, default: int) -> int:
+    found = [a.i for a in node.attribute if a.name == name]
+    return int(found[0]) if found else default
+
+
+def _ints(node: NodeProto, name: str, default: list[int]) -> list[int]:
+    found = [list(a.ints) for a in node.attribute if a.name == name]
+    return [int(v) for v in found[0]] if found else default
+
+
+def _text(node: NodeProto, name: str, default: str) -> str:
+    found = [a.s.decode() for a in node.attribute if a.name == name]
+    return found[0] if found else default
 
 
 def measure(
@@ -192,23 +210,19 @@ def _measure_op(
         found.add(flat[picks], zero, op.groups[0], per_channel)
         return
     conv = op.conv
-    if conv["one_d"]:
+    if conv.one_d:
         quantized = quantized[:, :, None, :]
     batch, channels, height, width = quantized.shape
-    top, left, bottom, right = conv["pads"]
-    out_h = output_size(
-        height, conv["kernel"][0], conv["strides"][0], conv["dilations"][0], top + bottom
-    )
-    out_w = output_size(
-        width, conv["kernel"][1], conv["strides"][1], conv["dilations"][1], left + right
-    )
+    top, left, bottom, right = conv.pads
+    out_h = output_size(height, conv.kernel[0], conv.strides[0], conv.dilations[0], top + bottom)
+    out_w = output_size(width, conv.kernel[1], conv.strides[1], conv.dilations[1], left + right)
     count = min(ROWS, batch * out_h * out_w)
     flat = rng.choice(batch * out_h * out_w, size=count, replace=False)
     picks = np.stack([flat // (out_h * out_w), (flat // out_w) % out_h, flat % out_w], axis=1)
-    per_group = channels // conv["group"]
+    per_group = channels // conv.group
     for g, weights in enumerate(op.groups):
         part = quantized[:, g * per_group : (g + 1) * per_group]
-        found.add(conv_rows(part, zero, conv["kernel"], conv, picks), zero, weights, per_channel)
+        found.add(conv_rows(part, zero, conv.kernel, conv, picks), zero, weights, per_channel)
 
 
 def _worst_case(op: WeightedOp, found: OpSaturation, per_channel: bool) -> None:

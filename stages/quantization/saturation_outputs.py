@@ -84,16 +84,16 @@ def loss(op: Any, values: Any, span: tuple[float, float], per_channel: bool) -> 
         lost = _lost(rows, op.groups[0], per_channel)
         return (lost * scale).reshape(*values.shape[:-1], -1).astype(np.float32)
     conv = op.conv
-    if conv["one_d"]:
+    if conv.one_d:
         quantized = quantized[:, :, None, :]
     batch, channels, height, width = quantized.shape
-    top, left, bottom, right = conv["pads"]
-    kernel, strides, dilations = conv["kernel"], conv["strides"], conv["dilations"]
+    top, left, bottom, right = conv.pads
+    kernel, strides, dilations = conv.kernel, conv.strides, conv.dilations
     out_h = saturation.output_size(height, kernel[0], strides[0], dilations[0], top + bottom)
     out_w = saturation.output_size(width, kernel[1], strides[1], dilations[1], left + right)
     flat = np.arange(batch * out_h * out_w)
     picks = np.stack([flat // (out_h * out_w), (flat // out_w) % out_h, flat % out_w], axis=1)
-    per_group = channels // conv["group"]
+    per_group = channels // conv.group
     parts = [
         _lost(
             saturation.conv_rows(
@@ -105,7 +105,7 @@ def loss(op: Any, values: Any, span: tuple[float, float], per_channel: bool) -> 
         for g, w in enumerate(op.groups)
     ]
     lost = np.concatenate(parts, axis=1).reshape(batch, out_h, out_w, -1).transpose(0, 3, 1, 2)
-    return (lost[:, :, 0, :] if conv["one_d"] else lost).astype(np.float32) * scale
+    return (lost[:, :, 0, :] if conv.one_d else lost).astype(np.float32) * scale
 
 
 def _lost(rows: Any, weights: Any, per_channel: bool) -> Any:

@@ -26,6 +26,19 @@ class StaticModel:
     opset_upgraded_from: int | None  # None when the opset was not changed
 
 
+@dataclass(frozen=True)
+class FloatChoice:
+    """What preparing reads of quantize_static's parameters: the names to check, the nodes kept float,
+    and whether scales are per channel (`op_types_to_quantize` already a list: op_table.without_auto)."""
+
+    nodes_to_exclude: tuple[str, ...]
+    op_types_to_quantize: tuple[str, ...]
+    keep_float_op_types: tuple[str, ...]
+    keep_float_first: int
+    keep_float_last: int
+    per_channel: bool
+
+
 def prepare(
     model_path: Path,
     params: dict[str, Any],
@@ -42,11 +55,19 @@ def prepare(
     # fails past 2 GB ("Failed to serialize proto").
     large = onnx_model.needs_external_data(onnx_model.total_size(model_path))
     model = onnx_model.load_graph(model_path, external_data=not large)
+    asked = FloatChoice(
+        tuple(params["nodes_to_exclude"]),
+        tuple(params["op_types_to_quantize"]),
+        tuple(params["keep_float_op_types"]),
+        params["keep_float_first"],
+        params["keep_float_last"],
+        params["per_channel"],
+    )
     changed = _name_nodes(model)
-    _check_names(model, params)
-    _check_coverage(model, params, calibrated | masks)
-    model, upgraded = _per_channel_opset(model, params)
-    excluded, around_masks = _kept_float(list(model.graph.node), params, masks)
+    _check_names(model, asked)
+    _check_coverage(model, asked, calibrated | masks)
+    model, upgraded = _per_channel_opset(model, asked)
+    excluded, around_masks = _kept_float(list(model.graph.node), asked, masks)
     if changed or upgraded is not None:
         model_path = onnx_model.save(model, destination)
     return StaticModel(model_path, excluded, around_masks, upgraded)
@@ -70,13 +91,16 @@ def _name_nodes(model: Any) -> bool:
     return changed
 
 
-def _check_names(model: Any, params: dict[str, Any]) -> None:
+def _check_names(model: Any, asked: FloatChoice) -> None:
     """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
     the nearest name the model has."""
     op_types = {n.op_type for n in model.graph.node}
-    quantized_graph.check_excluded_nodes(model, params["nodes_to_exclude"])
-    for field in ("op_types_to_quantize", "keep_float_op_types"):
-        for op_type in params[field]:
+    quantized_graph.check_excluded_nodes(model, list(asked.nodes_to_exclude))
+    for field, names in (
+        ("op_types_to_quantize", asked.op_types_to_quantize),
+        ("keep_float_op_types", asked.keep_float_op_types),
+    ):
+        for op_type in names:
             if not _is_op_type(op_type):
                 hint = (
                     suggest(op_type, op_types)
@@ -87,14 +111,14 @@ def _check_names(model: Any, params: dict[str, Any]) -> None:
                 )
 
 
-def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> None:
+def _check_coverage(model: Any, asked: FloatChoice, described: set[str]) -> None:
     """The table (its ranges and mask tensors: `described`) must cover at least MIN_COVERAGE of the float
     activations to quantize; less means it was calibrated on another graph, and ORT would fail on the
     first tensor it lacks with a message that does not say so."""
     nodes = list(model.graph.node)
     op_types = {n.op_type for n in nodes}
     floats = quantized_graph.float_tensors(model) - {t.name for t in model.graph.initializer}
-    wanted = set(params["op_types_to_quantize"])
+    wanted = set(asked.op_types_to_quantize)
     if wanted and not wanted & op_types:
         raise StageError(
             f"op_types_to_quantize: the model has no {', '.join(sorted(wanted))} node "
@@ -111,12 +135,12 @@ def _check_coverage(model: Any, params: dict[str, Any], described: set[str]) -> 
         )
 
 
-def _per_channel_opset(model: Any, params: dict[str, Any]) -> tuple[Any, int | None]:
+def _per_channel_opset(model: Any, asked: FloatChoice) -> tuple[Any, int | None]:
     """The model to quantize and the opset it was upgraded from (None when it was not). Per-channel
     DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into older models anyway,
     which onnx.checker then rejects: so per_channel moves an older model to opset 13."""
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
-    if not params["per_channel"] or opset >= 13:
+    if not asked.per_channel or opset >= 13:
         return model, None
     from onnx import version_converter
 
@@ -130,21 +154,21 @@ def _per_channel_opset(model: Any, params: dict[str, Any]) -> tuple[Any, int | N
 
 
 def _kept_float(
-    nodes: list[Any], params: dict[str, Any], masks: set[str]
+    nodes: list[Any], asked: FloatChoice, masks: set[str]
 ) -> tuple[list[str], list[str]]:
     """The nodes to keep in float: those named, those of the keep_float op types, the first and last N
     quantizable ones, and every node reading or writing a mask tensor (its fills have no range in the
     table). Returns (all of them, sorted; the ones around masks, sorted)."""
     around_masks = {n.name for n in nodes if masks & (set(n.input) | set(n.output))}
-    kept = {n.name for n in nodes if n.op_type in params["keep_float_op_types"]}
+    kept = {n.name for n in nodes if n.op_type in asked.keep_float_op_types}
     quantizable = [
         n.name for n in nodes if n.op_type in ("MatMul", "Gemm", "Conv", "ConvTranspose")
     ]
-    if params["keep_float_first"]:
-        kept.update(quantizable[: params["keep_float_first"]])
-    if params["keep_float_last"]:
-        kept.update(quantizable[-params["keep_float_last"] :])
-    return sorted(set(params["nodes_to_exclude"]) | kept | around_masks), sorted(around_masks)
+    if asked.keep_float_first:
+        kept.update(quantizable[: asked.keep_float_first])
+    if asked.keep_float_last:
+        kept.update(quantizable[-asked.keep_float_last :])
+    return sorted(set(asked.nodes_to_exclude) | kept | around_masks), sorted(around_masks)
 
 
 def _is_op_type(name: str) -> bool:

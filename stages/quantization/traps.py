@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ortflow.api import JsonObject
+
+if TYPE_CHECKING:
+    from onnx import NodeProto
 
 TRAP_PARAMS: JsonObject = {
     "avoid_traps": {
@@ -59,6 +62,13 @@ LOGIT_OPS = {
 DEPTH = 14  # a decomposed normalisation is a dozen ops deep at most
 
 
+class TrapsMetrics(TypedDict):
+    """The traps as quantize_static's metrics name them (the ratios rounded to 0.1)."""
+
+    mixed_range_concats: dict[str, float]
+    decomposed_ops: dict[str, list[str]]
+
+
 @dataclass
 class Traps:
     mixed_concats: dict[str, float] = field(
@@ -71,7 +81,7 @@ class Traps:
     def nodes(self) -> set[str]:
         return set(self.mixed_concats) | {n for group in self.decomposed.values() for n in group}
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> TrapsMetrics:
         return {
             "mixed_range_concats": {k: round(v, 1) for k, v in sorted(self.mixed_concats.items())},
             "decomposed_ops": self.decomposed,
@@ -137,7 +147,7 @@ def _appliers(start: Any, readers: dict[str, list[Any]]) -> list[Any]:
 
 
 def _region(
-    end: Any, producers: dict[str, Any], allowed: set[str], anchor: tuple[str, ...]
+    end: NodeProto, producers: dict[str, NodeProto], allowed: set[str], anchor: tuple[str, ...]
 ) -> list[str]:
     """The nodes of the decomposed op ending at `end`: walking back through `allowed` ops, but not past the
     input of an `anchor` op (the tensor being normalised, whose producer belongs to the layer before).
@@ -156,7 +166,9 @@ def _region(
     return sorted(n.name for n in _walk_back(end, producers, allowed, stop))
 
 
-def _walk_back(end: Any, producers: dict[str, Any], allowed: set[str], stop: set[str]) -> list[Any]:
+def _walk_back(
+    end: NodeProto, producers: dict[str, NodeProto], allowed: set[str], stop: set[str]
+) -> list[NodeProto]:
     found, frontier = {id(end): end}, [(end, 0)]
     while frontier:
         node, depth = frontier.pop()

@@ -12,6 +12,9 @@ from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import calibration_passes
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from ortflow.api import Feed
 
 
@@ -83,7 +86,9 @@ def ranked(
     return sorted(errors, key=lambda item: -item[1])
 
 
-def _layer_inputs(model_path: Path, names: set[str], feeds: list[Feed]) -> dict[str, Any]:
+def _layer_inputs(
+    model_path: Path, names: set[str], feeds: list[Feed]
+) -> dict[str, NDArray[np.float32]]:
     """The values of tensors `names` over `feeds`, concatenated sample after sample along a flattened axis."""
     import numpy as np
     from onnx import helper
