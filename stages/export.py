@@ -12,9 +12,8 @@ from typing import Any, Mapping
 from ortflow.api import (
     ArtifactKind,
     GateFailed,
-    Params,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
@@ -53,7 +52,7 @@ class ExportSettings:
     dynamic_axes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-class Export(Stage):
+class Export(SettingsStage[ExportSettings]):
     type = "export"
     # 2: Hugging Face folders load with eager attention (fusable into Attention); 3: no source paths in the model
     version = "3"
@@ -160,11 +159,11 @@ class Export(Stage):
 
     settings = ExportSettings
 
-    def check(self, params: Params) -> list[str]:
+    def problems(self, settings: ExportSettings) -> list[str]:
         missing = missing_torch()
         return [missing] if missing else []
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: ExportSettings) -> tuple[str, ...]:
         return ("torch", "transformers", "onnxscript", "onnx", "onnxruntime")
 
     def run(self, ctx: StageContext) -> StageResult:
