@@ -116,7 +116,6 @@ KEYED_BUILTINS = frozenset(
         "quantize_search",
         "quantize_static",
         "quantize_weights",
-        "validate_accuracy",
     }
 )
 _warned: set[str] = set()  # the stage types already told (once per process each)
