@@ -109,7 +109,6 @@ def _same_default(field: dataclasses.Field[Any], default: object) -> bool:
 # settings (Stage.settings) and reads ctx.settings(): this list only shrinks (tests/unit/test_stage_settings.py).
 KEYED_BUILTINS = frozenset(
     {
-        "benchmark",
         "calibrate",
         "quantize_dynamic",
         "quantize_partial",
