@@ -259,9 +259,9 @@ def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any] | None, ...]
 def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Exporter) -> None:
     import torch
 
-    axes: dict[str, Any] = {"dynamic_axes": exportable.dynamic_axes}
-    if exporter == Exporter.DYNAMO and (shapes := _dynamic_shapes(exportable)) is not None:
-        axes = {"dynamic_shapes": shapes}  # names carry through to the outputs' axes
+    # with the dynamo exporter, named dimensions where it can (names carry through to the outputs' axes),
+    # else the axes by position (None is each argument's default: as if not given)
+    shapes = _dynamic_shapes(exportable) if exporter == Exporter.DYNAMO else None
     with torch.no_grad():
         torch.onnx.export(
             exportable.module,
@@ -272,7 +272,8 @@ def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Ex
             opset_version=opset,
             dynamo=exporter == Exporter.DYNAMO,
             external_data=False,
-            **axes,
+            dynamic_axes=exportable.dynamic_axes if shapes is None else None,
+            dynamic_shapes=shapes,
         )
     if not target.is_file():
         raise StageError(f"torch.onnx.export ({exporter.value}) wrote no model to {target.name}")

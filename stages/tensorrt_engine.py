@@ -301,7 +301,7 @@ def _check_fallback(placement: Placement, limit: int | None) -> None:
         )
 
 
-def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:
+def _trt_calibration(table_path: Path, engines: Path) -> dict[str, str | bool]:
     """ORT's calibration JSON converted to the flatbuffers table the TensorRT EP reads (beside the engines)."""
     import numpy as np
     from onnxruntime.quantization.calibrate import TensorData, load_tensors_data
