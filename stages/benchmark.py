@@ -255,30 +255,38 @@ class Benchmark(SettingsStage[BenchmarkSettings]):
             )
         if not rows:
             raise ProviderUnavailable("; ".join(refused or []))
-        per_round = params.runs // params.rounds
-        budget = params.seconds / params.rounds if params.seconds is not None else None
-        counters = [0] * len(rows)  # each model walks the feeds in the same order
-        for round_index in range(params.rounds):
-            order = list(range(len(rows)))
-            order = (
-                order[round_index % len(order) :] + order[: round_index % len(order)]
-            )  # rotate who goes first
-            for index in order:
-                call, timings = sessions[index], rows[index].latencies_ms
-                for _ in range(
-                    SETTLE_RUNS
-                ):  # the previous model's spinning thread pool must wind down first
-                    call(counters[index])
-                turn_started = time.perf_counter()
-                done = 0
-                while not _turn_over(done, per_round, budget, turn_started):
-                    started = time.perf_counter()
-                    call(counters[index])
-                    timings.append((time.perf_counter() - started) * 1000)
-                    counters[index] += 1
-                    done += 1
-                rows[index].round_p50_ms.append(round(statistics.median(timings[-done:]), 4))
+        _timed_rounds(sessions, rows, params)
         return [row.row() for row in rows]
+
+
+def _timed_rounds(
+    sessions: list[Callable[[int], Any]], rows: list[Timing], params: BenchmarkSettings
+) -> None:
+    """Each model timed in turn, round after round (who goes first rotates), into its row: its share of the
+    runs or of the time budget per turn, after a few untimed runs that let the previous model's threads settle."""
+    per_round = params.runs // params.rounds
+    budget = params.seconds / params.rounds if params.seconds is not None else None
+    counters = [0] * len(rows)  # each model walks the feeds in the same order
+    for round_index in range(params.rounds):
+        order = list(range(len(rows)))
+        order = (
+            order[round_index % len(order) :] + order[: round_index % len(order)]
+        )  # rotate who goes first
+        for index in order:
+            call, timings = sessions[index], rows[index].latencies_ms
+            for _ in range(
+                SETTLE_RUNS
+            ):  # the previous model's spinning thread pool must wind down first
+                call(counters[index])
+            turn_started = time.perf_counter()
+            done = 0
+            while not _turn_over(done, per_round, budget, turn_started):
+                started = time.perf_counter()
+                call(counters[index])
+                timings.append((time.perf_counter() - started) * 1000)
+                counters[index] += 1
+                done += 1
+            rows[index].round_p50_ms.append(round(statistics.median(timings[-done:]), 4))
 
 
 @dataclass(frozen=True)
