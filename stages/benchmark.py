@@ -7,7 +7,7 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.api import (
     ArtifactKind,
@@ -17,17 +17,15 @@ from ortflow.api import (
     Distribution,
     Json,
     Measure,
-    Params,
     Port,
     ProviderUnavailable,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
     Tables,
     counted,
     model_inputs,
-    settings_of,
 )
 from ortflow.api import environment_facts as facts
 from ortflow.api import onnx as onnx_model
@@ -35,25 +33,24 @@ from ortflow.api.providers import names as provider_names
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.measurement.benchmark_params import PARAMS_SCHEMA
 from ortflow.stages.measurement.benchmark_report import benchmark_report
-from ortflow.stages.measurement.benchmark_settings import BenchmarkSettings, swept
+from ortflow.stages.measurement.benchmark_settings import BenchmarkSettings, SessionConfig, swept
 from ortflow.stages.measurement.cuda_graph import require_capturable, session_settings
 from ortflow.stages.measurement.feeds import full_batches
 from ortflow.stages.measurement.feeds import (
     with_length as _with_length,  # tests import it from here
 )
 from ortflow.stages.measurement.machine_load import LoadWatch
-from ortflow.stages.measurement.peak_memory import peak_memory_mb
 from ortflow.stages.measurement.profiles import profile
 from ortflow.stages.measurement.sessions import timed_session
+from ortflow.stages.measurement.timing_rows import Timing
 
 if TYPE_CHECKING:  # the result documents are imported when the stage runs (engine plan stays light)
     from ortflow.api import BenchmarkRow, Profile
 
-PERCENTILES = (50, 90, 95, 99)
 SETTLE_RUNS = 3  # untimed runs each time a model takes its turn in a round
 
 
-class Benchmark(Stage):
+class Benchmark(SettingsStage[BenchmarkSettings]):
     type = "benchmark"
     version = "1"
     exclusive = True  # nothing else runs while it measures
@@ -97,20 +94,21 @@ class Benchmark(Stage):
     )
     params_schema = PARAMS_SCHEMA
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(BenchmarkSettings, params)
-        if read.seconds is None and read.runs < read.rounds:
-            return [f"runs ({read.runs}) must be at least rounds ({read.rounds})"]
-        graphs, bindings = swept(read.cuda_graph), swept(read.io_binding)
+    settings = BenchmarkSettings
+
+    def problems(self, settings: BenchmarkSettings) -> list[str]:
+        if settings.seconds is None and settings.runs < settings.rounds:
+            return [f"runs ({settings.runs}) must be at least rounds ({settings.rounds})"]
+        graphs, bindings = swept(settings.cuda_graph), swept(settings.io_binding)
         if True in graphs and True not in bindings:
             return [
                 "cuda_graph: true replays buffers bound once on the GPU — set io_binding: true (or [false, true])"
             ]
         return []
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: BenchmarkSettings) -> tuple[str, ...]:
         # timings on CUDA depend on the provider's build (in-tree or plugin EP, CUDA and cuDNN majors)
-        providers = list(settings_of(BenchmarkSettings, params).providers)
+        providers = list(settings.providers)
         on_cuda = ("cuda_provider",) if uses_cuda(providers) else ()
         return ("onnxruntime", "cpu", "isa", "gpu", "providers", "python", *on_cuda)
 
@@ -121,7 +119,7 @@ class Benchmark(Stage):
             write_document,
         )  # documents: when run
 
-        params = ctx.settings(BenchmarkSettings)
+        params = self.read(ctx)
         models = [onnx_model.model_file(p) for p in ctx.paths("models")]
         names = ctx.labels("models")
         baseline = params.baseline or names[0]
@@ -132,7 +130,7 @@ class Benchmark(Stage):
         # from the unrounded medians: rounding first could make two tiny models look equal
         timed, skipped = self._sweep(ctx, params, work)
         results = with_speedups(timed, baseline, _median_speedup)
-        profiles = _profiles(work, params, dict(ctx.params), ctx.scratch)
+        profiles = _profiles(work, params, ctx.scratch)
         load = watch.finish()
         document = BenchmarkResults(
             baseline,
@@ -181,14 +179,20 @@ class Benchmark(Stage):
         ]
         for done, (thread_count, length, batch_size, bound, graph) in enumerate(settings, start=1):
             shaped = work.batches(length, batch_size)
-            # what the measurement helpers read by key: the parameters at this point of the sweep
-            config = {**ctx.params, "io_binding": bound, "cuda_graph": graph}
+            config = SessionConfig.of(params, io_binding=bound, cuda_graph=graph)
             refused: list[str] = []
             try:
                 if graph:
                     require_capturable(list(params.providers), shaped)
                 rows = self._measure(
-                    work.models, work.names, shaped, thread_count, batch_size, config, refused
+                    work.models,
+                    work.names,
+                    shaped,
+                    thread_count,
+                    batch_size,
+                    params,
+                    config,
+                    refused,
                 )
             except ProviderUnavailable as exc:
                 if not graph:
@@ -218,51 +222,71 @@ class Benchmark(Stage):
         feeds: list[dict],
         threads: int,
         batch_size: int,
-        params: dict[str, Any],
+        params: BenchmarkSettings,
+        config: SessionConfig,
         refused: list[str] | None = None,
     ) -> list[BenchmarkRow]:
         """`refused` collects the models no CUDA graph could be captured for (left out of this configuration)."""
-        sessions, rows = [], []
+        sessions: list[Callable[[int], Any]] = []
+        rows: list[Timing] = []
         for name, path in zip(names, models):
             try:
-                session, created, call = timed_session(path, params, threads, feeds)
+                session, created, call = timed_session(path, config, threads, feeds)
             except ProviderUnavailable as exc:
-                if refused is None or not params["cuda_graph"]:
+                if refused is None or not config.cuda_graph:
                     raise
                 refused.append(f"{name}: {exc}")
                 continue
-            for i in range(params["warmup"]):
+            for i in range(params.warmup):
                 call(i)
             sessions.append(call)
             rows.append(
-                _started_row(name, path, session, created, threads, batch_size, params, feeds)
+                Timing.started(
+                    name,
+                    path,
+                    session,
+                    created,
+                    threads,
+                    batch_size,
+                    config,
+                    feeds[0],
+                    params.peak_memory,
+                )
             )
         if not rows:
             raise ProviderUnavailable("; ".join(refused or []))
-        per_round = params["runs"] // params["rounds"]
-        budget = params["seconds"] / params["rounds"] if "seconds" in params else None
-        counters = [0] * len(rows)  # each model walks the feeds in the same order
-        for round_index in range(params["rounds"]):
-            order = list(range(len(rows)))
-            order = (
-                order[round_index % len(order) :] + order[: round_index % len(order)]
-            )  # rotate who goes first
-            for index in order:
-                call, timings = sessions[index], rows[index]["latencies_ms"]
-                for _ in range(
-                    SETTLE_RUNS
-                ):  # the previous model's spinning thread pool must wind down first
-                    call(counters[index])
-                turn_started = time.perf_counter()
-                done = 0
-                while not _turn_over(done, per_round, budget, turn_started):
-                    started = time.perf_counter()
-                    call(counters[index])
-                    timings.append((time.perf_counter() - started) * 1000)
-                    counters[index] += 1
-                    done += 1
-                rows[index]["round_p50_ms"].append(round(statistics.median(timings[-done:]), 4))
-        return [_row(row, batch_size) for row in rows]
+        _timed_rounds(sessions, rows, params)
+        return [row.row() for row in rows]
+
+
+def _timed_rounds(
+    sessions: list[Callable[[int], Any]], rows: list[Timing], params: BenchmarkSettings
+) -> None:
+    """Each model timed in turn, round after round (who goes first rotates), into its row: its share of the
+    runs or of the time budget per turn, after a few untimed runs that let the previous model's threads settle."""
+    per_round = params.runs // params.rounds
+    budget = params.seconds / params.rounds if params.seconds is not None else None
+    counters = [0] * len(rows)  # each model walks the feeds in the same order
+    for round_index in range(params.rounds):
+        order = list(range(len(rows)))
+        order = (
+            order[round_index % len(order) :] + order[: round_index % len(order)]
+        )  # rotate who goes first
+        for index in order:
+            call, timings = sessions[index], rows[index].latencies_ms
+            for _ in range(
+                SETTLE_RUNS
+            ):  # the previous model's spinning thread pool must wind down first
+                call(counters[index])
+            turn_started = time.perf_counter()
+            done = 0
+            while not _turn_over(done, per_round, budget, turn_started):
+                started = time.perf_counter()
+                call(counters[index])
+                timings.append((time.perf_counter() - started) * 1000)
+                counters[index] += 1
+                done += 1
+            rows[index].round_p50_ms.append(round(statistics.median(timings[-done:]), 4))
 
 
 @dataclass(frozen=True)
@@ -296,41 +320,13 @@ class _Workload:
         )
 
 
-def _started_row(
-    name: str,
-    path: Path,
-    session: Any,
-    created: float,
-    threads: int,
-    batch_size: int,
-    params: dict[str, Any],
-    feeds: list[dict],
-) -> dict[str, Any]:
-    """A model's row before its timings: what it ran on, how long its session took, its size and memory."""
-    return {
-        "model": name,
-        "intra_op_threads": threads,
-        "batch_size": batch_size,
-        "providers_used": session.get_providers(),
-        "session_create_s": round(created, 3),
-        "peak_rss_mb": peak_memory_mb(path, params, threads, feeds[0])
-        if params.get("peak_memory", True)
-        else None,
-        "size_mb": round(onnx_model.total_size(path) / 1e6, 2),
-        "latencies_ms": [],
-        "round_p50_ms": [],
-    }
-
-
 def _median_speedup(base: BenchmarkRow, row: BenchmarkRow) -> float:
     import numpy as np
 
     return round(float(np.median(base.latencies_ms) / np.median(row.latencies_ms)), 3)
 
 
-def _profiles(
-    work: _Workload, params: BenchmarkSettings, plain: dict[str, Any], scratch: Path
-) -> dict[str, Profile]:
+def _profiles(work: _Workload, params: BenchmarkSettings, scratch: Path) -> dict[str, Profile]:
     """Each model profiled under the first configuration of the sweep, with the same providers, options and
     threads; only when asked, except on a GPU provider, where the profile pass always runs: it is what shows
     nodes falling back to the CPU."""
@@ -340,7 +336,8 @@ def _profiles(
     if not (params.profile or on_device):
         return {}
     return {
-        n: profile(m, first_feeds, plain, threads, scratch) for n, m in zip(work.names, work.models)
+        n: profile(m, first_feeds, SessionConfig.of(params), threads, scratch)
+        for n, m in zip(work.names, work.models)
     }
 
 
@@ -359,27 +356,6 @@ def _metrics(
         ),
         "configs": len(results) // models,
     }
-
-
-def _row(measured: dict[str, Any], batch_size: int) -> BenchmarkRow:
-    """A model's row from its timings: the latency statistics rounded to the microsecond."""
-    import numpy as np
-
-    from ortflow.api import BenchmarkRow, Latency
-
-    latencies = np.asarray(measured["latencies_ms"])
-    stats = {
-        "mean": latencies.mean(),
-        "min": latencies.min(),
-        "max": latencies.max(),
-        **{f"p{q}": np.percentile(latencies, q) for q in PERCENTILES},
-    }
-    return BenchmarkRow(
-        **{**measured, "round_p50_ms": tuple(measured["round_p50_ms"])},
-        latency_ms=Latency(**{k: round(float(v), 3) for k, v in stats.items()}),
-        throughput_per_s=round(batch_size * 1000 / float(latencies.mean()), 2),
-        runs=len(latencies),
-    )
 
 
 def _turn_over(done: int, runs: int, budget: float | None, started: float) -> bool:

@@ -12,8 +12,7 @@ from ortflow.api import (
     DataSource,
     Feed,
     ModelInput,
-    Params,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
@@ -38,7 +37,7 @@ class Float32Settings:
     rtol: float = 1e-2
 
 
-class ConvertFloat32(Stage):
+class ConvertFloat32(SettingsStage[Float32Settings]):
     type = "convert_float32"
     version = "1"
     description = (
@@ -87,7 +86,7 @@ class ConvertFloat32(Stage):
 
     settings = Float32Settings
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: Float32Settings) -> tuple[str, ...]:
         return ("onnxruntime", "onnx")
 
     def run(self, ctx: StageContext) -> StageResult:

@@ -12,9 +12,8 @@ from typing import Any, Mapping
 from ortflow.api import (
     ArtifactKind,
     GateFailed,
-    Params,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
@@ -53,7 +52,7 @@ class ExportSettings:
     dynamic_axes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-class Export(Stage):
+class Export(SettingsStage[ExportSettings]):
     type = "export"
     # 2: Hugging Face folders load with eager attention (fusable into Attention); 3: no source paths in the model
     version = "3"
@@ -160,11 +159,11 @@ class Export(Stage):
 
     settings = ExportSettings
 
-    def check(self, params: Params) -> list[str]:
+    def problems(self, settings: ExportSettings) -> list[str]:
         missing = missing_torch()
         return [missing] if missing else []
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: ExportSettings) -> tuple[str, ...]:
         return ("torch", "transformers", "onnxscript", "onnx", "onnxruntime")
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -260,9 +259,9 @@ def _dynamic_shapes(exportable: Exportable) -> tuple[dict[int, Any] | None, ...]
 def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Exporter) -> None:
     import torch
 
-    axes: dict[str, Any] = {"dynamic_axes": exportable.dynamic_axes}
-    if exporter == Exporter.DYNAMO and (shapes := _dynamic_shapes(exportable)) is not None:
-        axes = {"dynamic_shapes": shapes}  # names carry through to the outputs' axes
+    # with the dynamo exporter, named dimensions where it can (names carry through to the outputs' axes),
+    # else the axes by position (None is each argument's default: as if not given)
+    shapes = _dynamic_shapes(exportable) if exporter == Exporter.DYNAMO else None
     with torch.no_grad():
         torch.onnx.export(
             exportable.module,
@@ -273,7 +272,8 @@ def _torch_export(exportable: Exportable, target: Path, opset: int, exporter: Ex
             opset_version=opset,
             dynamo=exporter == Exporter.DYNAMO,
             external_data=False,
-            **axes,
+            dynamic_axes=exportable.dynamic_axes if shapes is None else None,
+            dynamic_shapes=shapes,
         )
     if not target.is_file():
         raise StageError(f"torch.onnx.export ({exporter.value}) wrote no model to {target.name}")

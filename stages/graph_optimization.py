@@ -11,14 +11,12 @@ from typing import Any, Mapping
 from ortflow.api import (
     ArtifactKind,
     Json,
-    Params,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
     providers,
-    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.api.providers import uses_cuda
@@ -45,7 +43,7 @@ class GraphOptimizationSettings:
     disabled_optimizers: tuple[str, ...] = ()
 
 
-class GraphOptimization(Stage):
+class GraphOptimization(SettingsStage[GraphOptimizationSettings]):
     type = "graph_optimization"
     version = "2"  # 2: metrics.json no longer holds timings
     description = (
@@ -96,15 +94,14 @@ class GraphOptimization(Stage):
 
     settings = GraphOptimizationSettings
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        read = settings_of(GraphOptimizationSettings, params)
+    def facts(self, settings: GraphOptimizationSettings) -> tuple[str, ...]:
         facts: tuple[str, ...] = ("onnxruntime", "onnx")
-        if read.level in MACHINE_SPECIFIC_LEVELS:
+        if settings.level in MACHINE_SPECIFIC_LEVELS:
             facts += ("cpu",)
-        if read.providers != ("CPUExecutionProvider",):
+        if settings.providers != ("CPUExecutionProvider",):
             facts += ("providers",)
         if uses_cuda(
-            list(read.providers)
+            list(settings.providers)
         ):  # the CUDA provider's build decides its fusions and kernels
             facts += ("cuda_provider",)
         return facts

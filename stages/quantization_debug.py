@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageResult
+from ortflow.api import ArtifactKind, Port, SettingsStage, StageContext, StageResult
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import localization, pre_processing, sanity, static_model
 
@@ -21,7 +21,7 @@ class DebugSettings:
     min_cosine: float = 0.5
 
 
-class QuantizationDebug(Stage):
+class QuantizationDebug(SettingsStage[DebugSettings]):
     type = "quantization_debug"
     version = "2"  # 2: pre_process (rank the nodes of the graph the quantizer was given)
     description = (
@@ -81,7 +81,7 @@ class QuantizationDebug(Stage):
 
     settings = DebugSettings
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: DebugSettings) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "numpy", "isa")  # integer kernels differ by instruction set
 
     def run(self, ctx: StageContext) -> StageResult:

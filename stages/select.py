@@ -20,16 +20,14 @@ from ortflow.api import (
     Json,
     KnownMetrics,
     Measure,
-    Params,
     Port,
     Scalar,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
     bound_problems,
     read_document,
-    settings_of,
     write_document,
 )
 from ortflow.stages.search.pareto import pareto_front
@@ -72,7 +70,7 @@ FASTER = {*LATENCY, "speedup", "throughput_per_s"}
 D = TypeVar("D", AccuracyResults, BenchmarkResults)
 
 
-class Select(Stage):
+class Select(SettingsStage[SelectSettings]):
     type = "select"
     # 3: selection.json and the summary name the data the accuracy verdict rests on; 4: a model whose activation
     # ranges were calibrated on random or unknown data is never chosen; 5: on a speed objective, a model is
@@ -132,13 +130,12 @@ class Select(Stage):
 
     settings = SelectSettings
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(SelectSettings, params)
-        if read.minimize and read.maximize:
+    def problems(self, settings: SelectSettings) -> list[str]:
+        if settings.minimize and settings.maximize:
             return ["set one of minimize and maximize, not both"]
         return []
 
-    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
+    def metric_problems(self, settings: SelectSettings, known: KnownMetrics) -> list[str]:
         """Constraints and the objective name metrics the benchmark or the accuracy results carry."""
         if "accuracy" in known.inputs and known.inputs["accuracy"] is None:
             return []  # its producer cannot say before it runs
@@ -146,14 +143,13 @@ class Select(Stage):
             **(SPEED if "benchmark" in known.inputs else {}),
             **(known.inputs.get("accuracy") or {}),
         }
-        read = settings_of(SelectSettings, params)
-        objective = read.maximize or read.minimize or "p50_ms"
+        objective = settings.maximize or settings.minimize or "p50_ms"
         if objective in SPEED and "benchmark" not in known.inputs:
             return [
                 f"the objective {objective} is a benchmark result — give a `benchmark` input",
-                *bound_problems(read.min, read.max, names),
+                *bound_problems(settings.min, settings.max, names),
             ]
-        return bound_problems(read.min, read.max, names, (objective,))
+        return bound_problems(settings.min, settings.max, names, (objective,))
 
     def run(self, ctx: StageContext) -> StageResult:
         params = ctx.settings(SelectSettings)

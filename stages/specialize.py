@@ -12,13 +12,11 @@ from ortflow.api import (
     DataSource,
     Feed,
     ModelInput,
-    Params,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
     model_inputs,
-    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
@@ -36,7 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-class Specialize(Stage):
+class Specialize(SettingsStage[SpecializeSettings]):
     type = "specialize"
     version = "1"
     description = (
@@ -116,16 +114,15 @@ class Specialize(Stage):
 
     settings = SpecializeSettings
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(SpecializeSettings, params)
-        both = sorted(set(read.freeze) & set(read.freeze_from_data))
+    def problems(self, settings: SpecializeSettings) -> list[str]:
+        both = sorted(set(settings.freeze) & set(settings.freeze_from_data))
         return (
             [f"specialize: {', '.join(both)} named in both freeze and freeze_from_data — keep one"]
             if both
             else []
         )
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: SpecializeSettings) -> tuple[str, ...]:
         return ("onnxruntime", "onnx", "onnxscript")
 
     def run(self, ctx: StageContext) -> StageResult:

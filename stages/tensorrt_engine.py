@@ -12,14 +12,12 @@ from ortflow.api import (
     ArtifactKind,
     Json,
     JsonObject,
-    Params,
     Placement,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
-    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 
@@ -46,7 +44,7 @@ class TensorrtSettings:
     options: Mapping[str, Json] = field(default_factory=dict)  # trt_* provider options
 
 
-class TensorrtEngine(Stage):
+class TensorrtEngine(SettingsStage[TensorrtSettings]):
     type = "tensorrt_engine"
     version = "1"
     exclusive = True  # engine builds take the whole GPU, and minutes
@@ -169,9 +167,9 @@ class TensorrtEngine(Stage):
 
     settings = TensorrtSettings
 
-    def check(self, params: Params) -> list[str]:
+    def problems(self, settings: TensorrtSettings) -> list[str]:
         problems = []
-        for name, profile in settings_of(TensorrtSettings, params).profiles.items():
+        for name, profile in settings.profiles.items():
             shapes = [profile["min"], profile["opt"], profile["max"]]
             if len({len(s) for s in shapes}) != 1:
                 problems.append(f"profiles.{name}: min, opt and max must have the same rank")
@@ -179,7 +177,7 @@ class TensorrtEngine(Stage):
                 problems.append(f"profiles.{name}: each dimension needs min <= opt <= max")
         return problems
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: TensorrtSettings) -> tuple[str, ...]:
         # the nodes TensorRT leaves run on the CUDA provider, whose build (cuda_provider) shapes the engine's session
         return ("onnxruntime", "gpu", "tensorrt", "cuda", "cuda_provider", "platform")
 
@@ -303,7 +301,7 @@ def _check_fallback(placement: Placement, limit: int | None) -> None:
         )
 
 
-def _trt_calibration(table_path: Path, engines: Path) -> dict[str, Any]:
+def _trt_calibration(table_path: Path, engines: Path) -> dict[str, str | bool]:
     """ORT's calibration JSON converted to the flatbuffers table the TensorRT EP reads (beside the engines)."""
     import numpy as np
     from onnxruntime.quantization.calibrate import TensorData, load_tensors_data

@@ -10,13 +10,11 @@ from typing import Any, Mapping
 from ortflow.api import (
     ArtifactKind,
     Json,
-    Params,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
-    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.graphs.attention_fusion import (
@@ -93,7 +91,7 @@ class FusionSettings:
     fusion: Mapping[str, bool | str] = field(default_factory=dict)  # FusionOptions switches
 
 
-class TransformerFusion(Stage):
+class TransformerFusion(SettingsStage[FusionSettings]):
     type = "transformer_fusion"
     version = "2"
     description = (
@@ -175,9 +173,8 @@ class TransformerFusion(Stage):
 
     settings = FusionSettings
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(FusionSettings, params)
-        heads, hidden = read.num_heads, read.hidden_size
+    def problems(self, settings: FusionSettings) -> list[str]:
+        heads, hidden = settings.num_heads, settings.hidden_size
         if heads and hidden and hidden % heads:
             return [
                 f"hidden_size {hidden} is not divisible by num_heads {heads} — check the model's config"
@@ -186,12 +183,10 @@ class TransformerFusion(Stage):
             return ["give both num_heads and hidden_size, or neither (0: detect both)"]
         return []
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: FusionSettings) -> tuple[str, ...]:
         # opt_level 99 lets ORT apply layout optimizations for this machine's CPU
         return (
-            ("onnxruntime", "onnx", "cpu")
-            if settings_of(FusionSettings, params).opt_level == 99
-            else ("onnxruntime", "onnx")
+            ("onnxruntime", "onnx", "cpu") if settings.opt_level == 99 else ("onnxruntime", "onnx")
         )
 
     def run(self, ctx: StageContext) -> StageResult:

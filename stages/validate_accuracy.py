@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
     ArtifactKind,
@@ -13,29 +13,29 @@ from ortflow.api import (
     Declares,
     GateFailed,
     Json,
-    JsonObject,
     KnownMetrics,
     Measure,
-    Params,
     Port,
-    Stage,
+    SettingsStage,
     StageContext,
     StageError,
     StageResult,
     bound_problems,
     counted,
     model_inputs,
-    settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.measurement import task_metrics
 from ortflow.stages.measurement.accuracy_gates import (
     Counted,
+    ModelResults,
+    Results,
     counted_values,
     gate_failures,
     verdict_data,
 )
 from ortflow.stages.measurement.accuracy_params import PARAMS_SCHEMA
+from ortflow.stages.measurement.accuracy_settings import AccuracySettings
 from ortflow.stages.measurement.output_comparison import (
     BUILT_IN,
     FLOAT_ONLY,
@@ -44,29 +44,11 @@ from ortflow.stages.measurement.output_comparison import (
     sliced,
 )
 
-
-@dataclass(frozen=True)
-class AccuracySettings:
-    """ValidateAccuracy's parameters (accuracy_params.PARAMS_SCHEMA; tests/unit/test_stages_typed.py holds the
-    two together). Not declared as Stage.settings yet: the measurement helpers take the parameters by key."""
-
-    samples: int = 100
-    outputs: tuple[str, ...] = ()
-    slices: Mapping[str, str] = field(default_factory=dict)
-    pooling: str = "none"
-    mask_input: str = "attention_mask"
-    top_k: int = 5
-    label_output: str | None = None
-    metrics: JsonObject = field(
-        default_factory=dict
-    )  # each metric's own `with:`, checked by the metric
-    min: Mapping[str, float] = field(default_factory=dict)
-    max: Mapping[str, float] = field(default_factory=dict)
-    gate_outputs: tuple[str, ...] = ()
-    metric_function: str = "metric"
+if TYPE_CHECKING:  # the result documents are imported when the stage runs (engine plan stays light)
+    from ortflow.api import Bounds
 
 
-class ValidateAccuracy(Stage):
+class ValidateAccuracy(SettingsStage[AccuracySettings]):
     type = "validate_accuracy"
     version = "3"  # 3: accuracy.json names the data its verdict rests on (`data`)
     description = (
@@ -113,22 +95,25 @@ class ValidateAccuracy(Stage):
     )
     params_schema = PARAMS_SCHEMA
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(AccuracySettings, params)
-        problems = task_metrics.problems(dict(read.metrics))
-        if read.outputs and set(read.gate_outputs) - set(read.outputs):
+    settings = AccuracySettings
+
+    def problems(self, settings: AccuracySettings) -> list[str]:
+        problems = task_metrics.problems(settings.metrics)
+        if settings.outputs and set(settings.gate_outputs) - set(settings.outputs):
             problems.append(
-                f"gate_outputs {sorted(set(read.gate_outputs) - set(read.outputs))} are not among `outputs`"
+                f"gate_outputs {sorted(set(settings.gate_outputs) - set(settings.outputs))} are not among `outputs`"
             )
-        if {"accuracy", "f1_macro"} & set(read.min) and not read.label_output:
+        if {"accuracy", "f1_macro"} & set(settings.min) and not settings.label_output:
             problems.append(
                 "gates on accuracy or f1_macro need label_output (and a dataset with labels)"
             )
         return problems
 
-    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
+    def metrics_known(
+        self, settings: AccuracySettings, files: dict[str, Path]
+    ) -> dict[str, Better] | None:
         names = {n.name: n.better for n in BUILT_IN}
-        names.update(task_metrics.directions(dict(settings_of(AccuracySettings, params).metrics)))
+        names.update(task_metrics.directions(settings.metrics))
         if "metric" in files:
             try:
                 names.update(task_metrics.declared(files["metric"]))
@@ -136,11 +121,10 @@ class ValidateAccuracy(Stage):
                 return None  # the run says what is wrong with the file
         return names
 
-    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
-        read = settings_of(AccuracySettings, params)
-        return bound_problems(read.min, read.max, known.own)
+    def metric_problems(self, settings: AccuracySettings, known: KnownMetrics) -> list[str]:
+        return bound_problems(settings.min, settings.max, known.own)
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
+    def facts(self, settings: AccuracySettings) -> tuple[str, ...]:
         # Integer kernels differ between CPUs (VNNI or not), so a verdict holds for the instruction set it was
         # made on; the CPU's model name alone is the same for VNNI and non-VNNI hosts of one cloud family.
         # An installed metric's package and version too: its results are only as good as its code.
@@ -149,10 +133,7 @@ class ValidateAccuracy(Stage):
             "numpy",
             "cpu",
             "isa",
-            *(
-                f"plugin:ortflow.metrics:{name}"
-                for name in settings_of(AccuracySettings, params).metrics
-            ),
+            *(f"plugin:ortflow.metrics:{name}" for name in settings.metrics),
         )
 
     def run(self, ctx: StageContext) -> StageResult:
@@ -164,17 +145,14 @@ class ValidateAccuracy(Stage):
             rounded_value,
         )
 
-        params = ctx.settings(AccuracySettings)
-        plain = dict(ctx.params)  # for the measurement helpers, which read the parameters by key
+        params = self.read(ctx)
         reference = onnx_model.model_file(ctx.path("reference"))
         candidates = [onnx_model.model_file(p) for p in ctx.paths("candidates")]
         names = ctx.labels("candidates") if candidates else []
         inputs = model_inputs(reference)
         _check_same_inputs(names, candidates, inputs)
         comparison = _Comparison.of(ctx, reference, inputs)
-        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(
-            dict(params.metrics)
-        )
+        better = {n.name: n.better for n in BUILT_IN} | task_metrics.directions(params.metrics)
         better |= task_metrics.declared(comparison.metric) if comparison.metric is not None else {}
         _refuse_meaningless(params, comparison.expected, comparison.chosen)
         results, reference_scores = _measured(ctx, comparison, names, candidates)
@@ -183,7 +161,7 @@ class ValidateAccuracy(Stage):
         counted = {
             n: counted_values(per, groups, gate_outputs, better) for n, per in results.items()
         }
-        failures = gate_failures(counted, plain)  # on the unrounded values
+        failures = gate_failures(counted, _gates(params))  # on the unrounded values
         # The reference against itself: what select counts for it when it is also one of the models to choose from.
         itself = comparison.results("reference", comparison.expected)
         own = counted_values(
@@ -195,7 +173,7 @@ class ValidateAccuracy(Stage):
         )
         own_values = {m: rounded_value(v) for m, (v, _) in own.items()}
         document = accuracy_document(
-            verdict, plain, ReferenceValues(ctx.label("reference"), own_values)
+            verdict, params, ReferenceValues(ctx.label("reference"), own_values)
         )
         write_document(ctx.output_path("results"), document)
         shown = _shown(params, counted)
@@ -221,7 +199,6 @@ class _Comparison:
     expected: dict[str, list[Any]]  # the reference's outputs, per feed
     chosen: list[str]  # the outputs compared
     settings: AccuracySettings
-    params: dict[str, Any]  # the same, by key, for output_comparison.compare
     metric: Path | None  # the recipe's metric file
 
     @classmethod
@@ -237,13 +214,13 @@ class _Comparison:
                 f"the reference has no output {', '.join(missing)} (it has {', '.join(expected)})"
             )
         metric = ctx.path("metric") if ctx.has("metric") else None
-        return cls(feeds, expected, chosen, params, dict(ctx.params), metric)
+        return cls(feeds, expected, chosen, params, metric)
 
-    def results(self, name: str, got: dict[str, list[Any]]) -> dict[str, Any]:
+    def results(self, name: str, got: dict[str, list[Any]]) -> ModelResults:
         """One model's metrics (`got`: its outputs) against the reference's outputs: per compared output,
         sliced where asked; each task metric's values under its type; the metric file's under "python"."""
         params, expected, feeds = self.settings, self.expected, self.feeds
-        results: dict[str, Any] = {}
+        results: ModelResults = {}
         for output in self.chosen:
             if output not in got:
                 raise StageError(
@@ -253,8 +230,8 @@ class _Comparison:
                 sliced(a, output, params.slices.get(output))
                 for a in (expected[output], got[output])
             )
-            results[output] = compare(ref, cand, feeds, self.params)
-        for entry in task_metrics.configured(dict(params.metrics)):
+            results[output] = compare(ref, cand, feeds, params)
+        for entry in task_metrics.configured(params.metrics):
             results[entry.metric.type] = task_metrics.run_configured(entry, expected, got, feeds)
         if self.metric is not None:
             results[task_metrics.FILE_GROUP] = task_metrics.run_file(
@@ -265,11 +242,11 @@ class _Comparison:
 
 def _measured(
     ctx: StageContext, comparison: _Comparison, names: list[str], candidates: list[Path]
-) -> tuple[dict[str, dict[str, Any]], dict[str, float] | None]:
+) -> tuple[Results, dict[str, float] | None]:
     """Every candidate's results against the reference, and with label_output, the reference's scores against
     the dataset's labels (the candidates' are added to their results)."""
     params = comparison.settings
-    results: dict[str, dict[str, Any]] = {}
+    results: Results = {}
     for done, (name, path) in enumerate(zip(names, candidates), start=1):
         results[name] = comparison.results(name, _outputs(path, comparison.feeds))
         ctx.progress(
@@ -290,6 +267,13 @@ def _measured(
     return results, reference_scores
 
 
+def _gates(params: AccuracySettings) -> Bounds:
+    """The `min:`/`max:` bounds the verdict is judged on."""
+    from ortflow.api import Bounds
+
+    return Bounds(dict(params.min), dict(params.max))
+
+
 def _summary(counted: dict[str, Counted], shown: list[str], params: AccuracySettings) -> str:
     summary = "; ".join(
         f"{n} " + ", ".join(f"{_label(m)} {v[m][0]:.4g}" for m in shown if m in v)
@@ -303,7 +287,7 @@ def _shown(params: AccuracySettings, counted: dict[str, Counted]) -> list[str]:
     """The metrics a run's table and records show: the gated ones, the task metrics', and cosine where measured
     (the report plots it against speed)."""
     names = [*params.min, *params.max]
-    for entry in task_metrics.configured(dict(params.metrics)):
+    for entry in task_metrics.configured(params.metrics):
         names += [n.name for n in entry.metric.names]
     names += [
         n
@@ -359,7 +343,7 @@ def _refuse_meaningless(
 
 
 def _label_scores(
-    results: dict[str, dict[str, Any]],
+    results: Results,
     names: list[str],
     candidates: list[Path],
     feeds: list[dict],

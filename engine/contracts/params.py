@@ -111,14 +111,12 @@ def _same_default(field: dataclasses.Field[Any], default: object) -> bool:
 # settings (Stage.settings) and reads ctx.settings(): this list only shrinks (tests/unit/test_stage_settings.py).
 KEYED_BUILTINS = frozenset(
     {
-        "benchmark",
         "calibrate",
         "quantize_dynamic",
         "quantize_partial",
         "quantize_search",
         "quantize_static",
         "quantize_weights",
-        "validate_accuracy",
     }
 )
 _warned: set[str] = set()  # the stage types already told (once per process each)

@@ -7,18 +7,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, overload
 
 from ortflow.api import Better, DataSource, Json
 from ortflow.stages.measurement import task_metrics
-from ortflow.stages.measurement.accuracy_gates import Counted
+from ortflow.stages.measurement.accuracy_gates import Counted, Results
+from ortflow.stages.measurement.accuracy_settings import AccuracySettings
 
 if TYPE_CHECKING:  # annotations only: the documents load when the stage runs
     from ortflow.api import AccuracyResults, ReferenceValues, ReportSection, Table
 
-Results = dict[
-    str, dict[str, dict[str, Json]]
-]  # model -> output or metric group -> metric -> value
+# the results as accuracy.json records them (rounded): model -> output or metric group -> metric -> value
+Recorded = dict[str, dict[str, dict[str, Json]]]
 Values = Mapping[str, Mapping[str, Json]]  # model -> metric -> counted value
 
 LABELS_GROUP = "labels"  # where accuracy and macro F1 against a labelled dataset are kept
@@ -38,7 +38,7 @@ class Verdict:
 
 
 def accuracy_document(
-    verdict: Verdict, params: dict[str, Any], reference: ReferenceValues
+    verdict: Verdict, params: AccuracySettings, reference: ReferenceValues
 ) -> AccuracyResults:
     """accuracy.json: every value per model and output or metric group, and each metric's counted value
     (`values`, its worst over the gated outputs) with which way is better, which select and quantize_search read;
@@ -46,7 +46,7 @@ def accuracy_document(
     from ortflow.api import AccuracyResults, Bounds
 
     results, counted, better = verdict.results, verdict.counted, verdict.better
-    rounded = {
+    rounded: Recorded = {
         n: {o: {k: rounded_value(v) for k, v in m.items()} for o, m in per.items()}
         for n, per in results.items()
     }
@@ -59,7 +59,7 @@ def accuracy_document(
         {n: {m: where for m, (_, where) in c.items()} for n, c in counted.items()},
         {m: better.get(m, Better.HIGHER) for m in used},
         verdict.reference_scores,
-        Bounds(params["min"], params["max"]),
+        Bounds(dict(params.min), dict(params.max)),
         verdict.failures,
         verdict.source,
         _report(rounded, values, verdict.reference_scores, params, verdict.source),
@@ -81,14 +81,14 @@ def rounded_value(value: Json) -> Json:
 
 
 def _report(
-    results: Results,
+    results: Recorded,
     values: Values,
     reference_labelled: dict[str, float] | None,
-    params: dict[str, Any],
+    params: AccuracySettings,
     source: DataSource,
 ) -> ReportSection:
     on = f" — {source.label()}"  # every table says what data it was measured on
-    groups = {*params["metrics"], LABELS_GROUP, task_metrics.FILE_GROUP}
+    groups = {*params.metrics, LABELS_GROUP, task_metrics.FILE_GROUP}
     tables = [_outputs_table(results, groups, on)]
     task = sorted(
         {
@@ -112,7 +112,7 @@ def _report(
     return {"tables": tables}
 
 
-def _outputs_table(results: Results, groups: set[str], on: str) -> Table:
+def _outputs_table(results: Recorded, groups: set[str], on: str) -> Table:
     """The output comparisons, one row per model and compared output (metric groups have tables of their own)."""
     columns = [
         "model",
@@ -142,7 +142,7 @@ def _outputs_table(results: Results, groups: set[str], on: str) -> Table:
     return {"title": "Accuracy against the reference" + on, "columns": columns, "rows": rows}
 
 
-def _labels_table(results: Results, reference_labelled: dict[str, float], on: str) -> Table:
+def _labels_table(results: Recorded, reference_labelled: dict[str, float], on: str) -> Table:
     """Accuracy and macro F1 against the dataset's labels, the reference's first."""
     rows: list[list[Json]] = [
         ["reference", reference_labelled["accuracy"], reference_labelled["f1_macro"]]

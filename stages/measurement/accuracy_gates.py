@@ -8,13 +8,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ortflow.api import Better, DataSource, Json, StageContext, StageError
 
 if TYPE_CHECKING:  # annotations only
     from ortflow.api import AccuracyResults, Bounds
 
+# One model's values: output or metric group -> metric -> value (every comparison and metric gives floats).
+ModelResults = dict[str, dict[str, float]]
+Results = dict[str, ModelResults]  # model -> its values
 Counted = dict[
     str, tuple[float, str]
 ]  # metric -> (value it counts at, the output or metric group it came from)
@@ -59,12 +62,12 @@ def margin(values: dict[str, float], gates: Bounds) -> float | None:
     return round(min(margins), 6) if margins else None
 
 
-def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[str]:
+def gate_failures(counted: dict[str, Counted], gates: Bounds) -> list[str]:
     """Every miss, as `model output: metric value < min bound`. A gate no model could be measured by is an
     error, not a pass; a non-finite value (NaN from a broken model) always fails."""
     failures = []
     for name, values in counted.items():
-        for bounds, sign, label in ((params["min"], "<", "min"), (params["max"], ">", "max")):
+        for bounds, sign, label in ((gates.min, "<", "min"), (gates.max, ">", "max")):
             for metric, bound in bounds.items():
                 if metric not in values:
                     continue
@@ -76,7 +79,7 @@ def gate_failures(counted: dict[str, Counted], params: dict[str, Any]) -> list[s
                 elif (value < bound) if label == "min" else (value > bound):
                     failures.append(f"{name} {where}: {metric} {value:.6g} {sign} {label} {bound}")
     unmeasured = sorted(
-        m for m in {*params["min"], *params["max"]} if not any(m in v for v in counted.values())
+        m for m in {*gates.min, *gates.max} if not any(m in v for v in counted.values())
     )
     if unmeasured and counted:
         raise StageError(
@@ -93,8 +96,7 @@ def judged(document: AccuracyResults, gates: Bounds) -> tuple[dict[str, float], 
     ((label, values),) = document.values.items()  # its label may be another search's
     counted = {m: (v, document.counted_at[label].get(m, "")) for m, v in values.items()}
     gated = {m: v for m, (v, _) in counted.items() if m in {*gates.min, *gates.max}}
-    bounds = {"min": gates.min, "max": gates.max}  # as validate_accuracy's parameters name them
-    return gated, margin(gated, gates), not gate_failures({label: counted}, bounds)
+    return gated, margin(gated, gates), not gate_failures({label: counted}, gates)
 
 
 def verdict_data(ctx: StageContext, data_port: str, built_from: tuple[str, ...]) -> DataSource:

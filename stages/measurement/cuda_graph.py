@@ -14,7 +14,8 @@ from ortflow.api import ProviderUnavailable
 from ortflow.api.providers import names as provider_names
 
 if TYPE_CHECKING:
-    from ortflow.api import SessionSettings
+    from ortflow.api import Json, SessionSettings
+    from ortflow.stages.measurement.benchmark_settings import SessionConfig
 
 CUDA = "CUDAExecutionProvider"
 
@@ -115,18 +116,18 @@ def off_cuda_nodes(profile: Path) -> tuple[list[str], int]:
     return sorted(n for n, p in placed.items() if p != CUDA), len(placed)
 
 
-def session_settings(params: dict[str, Any], threads: int) -> SessionSettings:
+def session_settings(params: SessionConfig, threads: int) -> SessionSettings:
     """What reproduces a configuration's timings: the session's providers (with `enable_cuda_graph` where a CUDA
     graph was replayed), level, threads and feeding."""
     from ortflow.api import SessionSettings
 
-    graph = bool(params["cuda_graph"])
+    providers: list[Json] = list(params.providers)
     return SessionSettings(
-        with_cuda_graph(params["providers"]) if graph else list(params["providers"]),
-        params["optimization_level"],
+        with_cuda_graph(providers) if params.cuda_graph else providers,
+        params.optimization_level,
         threads,
-        params["inter_op_threads"],
-        params["execution_mode"],
-        bool(params["io_binding"]),
-        graph,
+        params.inter_op_threads,
+        params.execution_mode,
+        params.io_binding,
+        params.cuda_graph,
     )

@@ -9,6 +9,7 @@ from types import EllipsisType
 from typing import Any
 
 from ortflow.api import Better, MetricName, StageError
+from ortflow.stages.measurement.accuracy_settings import AccuracySettings
 
 BUILT_IN = (
     MetricName(
@@ -62,7 +63,7 @@ _ITEM = r"(\.\.\.|-?\d+|-?\d*:-?\d*)"  # ..., an index, or start:stop with eithe
 SLICE = re.compile(rf"^\[\s*{_ITEM}(\s*,\s*{_ITEM})*\s*\]$")
 
 
-def compare(ref: list, cand: list, feeds: list[dict], params: dict[str, Any]) -> dict[str, float]:
+def compare(ref: list, cand: list, feeds: list[dict], params: AccuracySettings) -> dict[str, float]:
     """One output's metrics over every feed (`ref`, `cand`: one array per feed)."""
     import numpy as np
 
@@ -96,7 +97,7 @@ def compare(ref: list, cand: list, feeds: list[dict], params: dict[str, Any]) ->
         metrics["cosine_mean"] = float(np.mean(cosines))
         metrics["cosine_min"] = float(np.min(cosines))
     if ref[0].ndim >= 2 and ref[0].shape[-1] > 1:
-        k = min(params["top_k"], ref[0].shape[-1])
+        k = min(params.top_k, ref[0].shape[-1])
         top1 = [np.argmax(r, -1) == np.argmax(c, -1) for r, c in zip(ref, cand)]
         topk = [
             np.argmax(c, -1)[..., None] == np.argsort(-r, -1)[..., :k] for r, c in zip(ref, cand)
@@ -180,20 +181,20 @@ def _apply_slice(arrays: list, text: str) -> list:
     return [a[tuple(parts)] for a in arrays]
 
 
-def _pool(array: Any, feed: dict, params: dict[str, Any]) -> Any:
+def _pool(array: Any, feed: dict, params: AccuracySettings) -> Any:
     import numpy as np
 
-    mode = params["pooling"]
+    mode = params.pooling
     if mode == "none" or array.ndim < 3:
         return array
     if mode == "first":
         return array[:, 0]
     if mode == "mean":
         return array.mean(axis=1)
-    mask = feed.get(params["mask_input"])
+    mask = feed.get(params.mask_input)
     if mask is None:
         raise StageError(
-            f"pooling masked_mean needs the input '{params['mask_input']}' (feeds have {', '.join(feed)})"
+            f"pooling masked_mean needs the input '{params.mask_input}' (feeds have {', '.join(feed)})"
         )
     weights = np.asarray(mask, dtype=np.float64)[..., None]
     return (array * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ortflow.api.processes import child_command
 from ortflow.api.providers import for_session
 from ortflow.stages.measurement.benchmark_params import LEVELS
+from ortflow.stages.measurement.benchmark_settings import SessionConfig
 
 PEAK_MEMORY_SCRIPT = """
 import pickle, sys
@@ -25,7 +25,7 @@ print(next(line.split()[1] for line in open("/proc/self/status") if line.startsw
 """
 
 
-def peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict) -> float | None:
+def peak_memory_mb(path: Path, params: SessionConfig, threads: int, feed: dict) -> float | None:
     """Peak resident memory of a fresh process that loads the model and runs it: models timed in one
     process share its memory, so only a process of its own says what serving a model costs. The process dies
     with the engine's (child_command): a `kill -9` of `engine run` must not leave a model loaded."""
@@ -35,8 +35,8 @@ def peak_memory_mb(path: Path, params: dict[str, Any], threads: int, feed: dict)
     payload = pickle.dumps(
         (
             str(path),
-            for_session(params["providers"]),
-            LEVELS[params["optimization_level"]],
+            for_session(list(params.providers)),
+            LEVELS[params.optimization_level],
             threads,
             feed,
         )

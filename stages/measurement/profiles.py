@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ortflow.stages.measurement.benchmark_settings import SessionConfig
 from ortflow.stages.measurement.sessions import configured_session
 
 if TYPE_CHECKING:
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def profile(
-    path: Path, feeds: list[dict], params: dict[str, Any], threads: int, workdir: Path
+    path: Path, feeds: list[dict], params: SessionConfig, threads: int, workdir: Path
 ) -> Profile:
     """Time share by op type, the slowest nodes, and where each node ran, from ORT's profiler (a separate,
     untimed pass)."""

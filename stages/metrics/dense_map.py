@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.api import Better, Feed, Metric, MetricName, Outputs, Params, StageError, settings_of
+from ortflow.api import Better, Feed, MetricName, Outputs, StageError
+from ortflow.stages.metrics.settings_metric import SettingsMetric
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class DenseMapSettings:
     threshold: float | str = "auto"  # a number, or "auto"
 
 
-class DenseMapAgreement(Metric):
+class DenseMapAgreement(SettingsMetric[DenseMapSettings]):
     type = "dense_map"
     description = (
         "Regions of dense maps (probability maps, masks) against the reference's: both maps thresholded, "
@@ -62,20 +63,21 @@ class DenseMapAgreement(Metric):
         },
     }
 
-    def reads(self, params: Params) -> tuple[str, ...]:
-        return settings_of(DenseMapSettings, params).outputs
+    settings = DenseMapSettings
 
-    def compute(
+    def outputs_read(self, settings: DenseMapSettings) -> tuple[str, ...]:
+        return settings.outputs
+
+    def measure(
         self,
         reference: Outputs,
         candidate: Outputs,
         feeds: list[Feed],
-        params: Params,
+        settings: DenseMapSettings,
     ) -> dict[str, float]:
         import numpy as np
 
-        read = settings_of(DenseMapSettings, params)
-        thresholds = {o: _threshold(reference[o], read.threshold) for o in read.outputs}
+        thresholds = {o: _threshold(reference[o], settings.threshold) for o in settings.outputs}
         ious: list[float] = []
         dices: list[float] = []
         for i in range(len(feeds)):

@@ -19,18 +19,16 @@ from ortflow.api import (
     Better,
     Feed,
     HeadReading,
-    Metric,
     MetricName,
     Outputs,
-    Params,
     StageError,
     box_iou,
     confident_boxes,
     decode_head,
     feed_image_size,
     plausibility,
-    settings_of,
 )
+from ortflow.stages.metrics.settings_metric import SettingsMetric
 
 
 @dataclass(frozen=True)
@@ -60,7 +58,7 @@ class Detections:
     scores: Any
 
 
-class DetectionAgreement(Metric):
+class DetectionAgreement(SettingsMetric[DetectionSettings]):
     type = "detection"
     description = (
         "Detections of the candidate against the reference's (same decoding, score threshold and NMS): "
@@ -154,32 +152,31 @@ class DetectionAgreement(Metric):
         },
     }
 
-    def reads(self, params: Params) -> tuple[str, ...]:
-        read = settings_of(DetectionSettings, params)
-        return (read.output,) if read.output else (read.boxes, read.scores)
+    settings = DetectionSettings
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(DetectionSettings, params)
-        if bool(read.output) == bool(read.boxes or read.scores):
+    def outputs_read(self, settings: DetectionSettings) -> tuple[str, ...]:
+        return (settings.output,) if settings.output else (settings.boxes, settings.scores)
+
+    def problems(self, settings: DetectionSettings) -> list[str]:
+        if bool(settings.output) == bool(settings.boxes or settings.scores):
             return ["give either `output` (a YOLO-style head) or both `boxes` and `scores`"]
-        if read.boxes and not read.scores or read.scores and not read.boxes:
+        if settings.boxes and not settings.scores or settings.scores and not settings.boxes:
             return ["`boxes` and `scores` go together"]
         return []
 
-    def compute(
+    def measure(
         self,
         reference: Outputs,
         candidate: Outputs,
         feeds: list[Feed],
-        params: Params,
+        settings: DetectionSettings,
     ) -> dict[str, float]:
         import numpy as np
 
-        read = settings_of(DetectionSettings, params)
-        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, read, feeds[i])]
-        _check_reference(truth, read, feeds)
-        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, read, feeds[i])]
-        matches = [_match(t, f, read.match_iou) for t, f in zip(truth, found)]
+        truth = [d for i in range(len(feeds)) for d in _decoded(reference, i, settings, feeds[i])]
+        _check_reference(truth, settings, feeds)
+        found = [d for i in range(len(feeds)) for d in _decoded(candidate, i, settings, feeds[i])]
+        matches = [_match(t, f, settings.match_iou) for t, f in zip(truth, found)]
         tp = sum(int(m.sum()) for m in matches)
         predicted = sum(len(f.scores) for f in found)
         expected = sum(len(t.scores) for t in truth)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ortflow.api import Better, Feed, Metric, MetricName, Outputs, Params, StageError, settings_of
+from ortflow.api import Better, Feed, MetricName, Outputs, StageError
+from ortflow.stages.metrics.settings_metric import SettingsMetric
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class ExactSettings:
     mask_input: str | None = None  # an input marking the positions counted
 
 
-class ExactAgreement(Metric):
+class ExactAgreement(SettingsMetric[ExactSettings]):
     type = "exact"
     description = (
         "Exact agreement of labels with the reference's: per label and per sample. Integer outputs are "
@@ -62,34 +63,35 @@ class ExactAgreement(Metric):
         },
     }
 
-    def reads(self, params: Params) -> tuple[str, ...]:
-        return settings_of(ExactSettings, params).outputs
+    settings = ExactSettings
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(ExactSettings, params)
-        if read.argmax_axis is not None and read.threshold is not None:
+    def outputs_read(self, settings: ExactSettings) -> tuple[str, ...]:
+        return settings.outputs
+
+    def problems(self, settings: ExactSettings) -> list[str]:
+        if settings.argmax_axis is not None and settings.threshold is not None:
             return ["set one of argmax_axis and threshold, not both"]
         return []
 
-    def compute(
+    def measure(
         self,
         reference: Outputs,
         candidate: Outputs,
         feeds: list[Feed],
-        params: Params,
+        settings: ExactSettings,
     ) -> dict[str, float]:
         import numpy as np
 
-        read = settings_of(ExactSettings, params)
         equal = counted = 0
         unchanged: list[bool] = []
         for i, feed in enumerate(feeds):
             same_sample = None
-            for output in read.outputs:
+            for output in settings.outputs:
                 ref, cand = (
-                    _labels(values[output][i], output, read) for values in (reference, candidate)
+                    _labels(values[output][i], output, settings)
+                    for values in (reference, candidate)
                 )
-                keep = _mask(feed, read, ref.shape)
+                keep = _mask(feed, settings, ref.shape)
                 agree = (ref == cand) | ~keep
                 equal += int(np.sum((ref == cand) & keep))
                 counted += int(np.sum(keep))

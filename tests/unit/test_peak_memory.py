@@ -8,9 +8,10 @@ import numpy as np
 from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
 
+from ortflow.stages.measurement.benchmark_settings import BenchmarkSettings, SessionConfig
 from ortflow.stages.measurement.peak_memory import peak_memory_mb
 
-PARAMS = {"providers": ["CPUExecutionProvider"], "optimization_level": "all"}
+PARAMS = SessionConfig.of(BenchmarkSettings(providers=("CPUExecutionProvider",)))
 
 
 def _weights_model(path, megabytes: int):

@@ -67,6 +67,7 @@ def test_built_ins_not_yet_converted_are_spared_and_the_list_only_shrinks():
     assert not KEYED_BUILTINS & set(declaring_settings())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert stage_params("benchmark", {"top": 1})["top"] == 1
+        for keyed in KEYED_BUILTINS:  # any still spared (the list shrinks as stages are converted)
+            assert stage_params(keyed, {"top": 1})["top"] == 1
     converted = stage_params("convert_float16", {"samples": 8})
     assert isinstance(converted, KeyedParams) and dict(converted) == {"samples": 8}
