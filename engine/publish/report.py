@@ -21,6 +21,13 @@ from ortflow.engine.leaves.environment import facts, target_isa
 from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects, text
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
+from ortflow.engine.publish.report_types import (
+    AxisJson,
+    DeclaredJson,
+    OutputJson,
+    ReportJson,
+    StageEntry,
+)
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
@@ -61,10 +68,8 @@ def write_report(
     store: Objects,
 ) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
-    stages: list[Json] = [
-        _stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()
-    ]
-    report: JsonObject = {
+    stages = [_stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()]
+    report: ReportJson = {
         "recipe": recipe.name,
         "recipe_path": str(recipe.path),
         "overrides": list(recipe.overrides),
@@ -77,8 +82,11 @@ def write_report(
         "stages": stages,
     }
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
-    report["sections"] = list[Json](_sections(outcomes, store, declared))
-    report.update(_declared(list(declared.values())))
+    report["sections"] = _sections(outcomes, store, declared)
+    measures = _declared(list(declared.values()))
+    report["units"] = measures["units"]
+    if "trade_off" in measures:
+        report["trade_off"] = measures["trade_off"]
     _add_constraints(report, recipe)
     found = find_headline(report)
     report["headline"] = found.to_json() if found is not None else None
@@ -87,59 +95,56 @@ def write_report(
     atomic.remove_stale_staging(out_dir)
     atomic.write_text(path, json.dumps(report, indent=2))
     render(report, out_dir)
-    return WrittenReport(path, objects(report["sections"]))
+    return WrittenReport(path, report["sections"])
 
 
-def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> JsonObject:
+def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> StageEntry:
     """One stage's entry in report.json's `stages`: how it ended, what it was built from and where its
-    outputs were published. A stage that did not finish (no run record) has empty fields, not missing ones."""
-    record = outcome.record
-    return {
+    outputs were published. A stage that did not finish (no run record) has empty fields, not missing ones.
+    Its keys are written in the order they are set here."""
+    record, spec = outcome.record, recipe.stages[name]
+    entry: StageEntry = {
         "stage": name,
         "folder": stage_slug(name),  # under out/<recipe>/
-        "type": recipe.stages[name].uses,
+        "type": spec.uses,
         "status": outcome.status.value,
         "seconds": round(outcome.seconds, 3),
         "build_seconds": record.seconds if record is not None else None,
         "key": outcome.key,
-        **(
-            {
-                "matrix": {
-                    "stage": recipe.stages[name].template,
-                    "axes": dict(recipe.stages[name].axes),
-                }
-            }
-            if recipe.stages[name].template
-            else {}
-        ),
-        # the machine that built or measured it
-        "ran_on": dict(record.ran_on) if record is not None else None,
-        "summary": record.summary if record is not None else "",
-        "metrics": dict(record.metrics) if record is not None else {},
-        # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
-        # calibration_reused, verified, label), where the stage declared one
-        "data_source": dict(record.data_source)
-        if record is not None and record.data_source is not None
-        else None,
-        "outputs": {
-            port: {
-                "digest": out.digest,
-                "path": str(stage_folder(out_dir, name) / out.filename),
-                "size": out.size,
-            }
-            for port, out in (record.outputs if record is not None else {}).items()
-        },
-        "error": outcome.error,
-        # an optional stage's own refusal, which fails nothing: the dependents that went on without it
-        **(
-            {"tolerated": True, "dropped_from": list(outcome.dropped_from)}
-            if outcome.tolerated
-            else {}
-        ),
+    }
+    if spec.template:
+        entry["matrix"] = {"stage": spec.template, "axes": dict(spec.axes)}
+    # the machine that built or measured it
+    entry["ran_on"] = dict(record.ran_on) if record is not None else None
+    entry["summary"] = record.summary if record is not None else ""
+    entry["metrics"] = dict(record.metrics) if record is not None else {}
+    # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader,
+    # paths, calibration_reused, verified, label), where the stage declared one
+    entry["data_source"] = (
+        dict(record.data_source) if record is not None and record.data_source is not None else None
+    )
+    entry["outputs"] = _published(out_dir, name, outcome)
+    entry["error"] = outcome.error
+    if outcome.tolerated:  # an optional stage's own refusal, which fails nothing
+        entry["tolerated"] = True
+        entry["dropped_from"] = list(outcome.dropped_from)  # the dependents that went on without it
+    return entry
+
+
+def _published(out_dir: Path, name: str, outcome: StageOutcome) -> dict[str, OutputJson]:
+    """Each output of a stage: its store digest, the path it was published at and its size."""
+    outputs = outcome.record.outputs if outcome.record is not None else {}
+    return {
+        port: {
+            "digest": out.digest,
+            "path": str(stage_folder(out_dir, name) / out.filename),
+            "size": out.size,
+        }
+        for port, out in outputs.items()
     }
 
 
-def render(report: JsonObject, out_dir: Path) -> None:
+def render(report: ReportJson, out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
     from ortflow.engine.publish.report_html import html_report, markdown_report
 
@@ -147,11 +152,11 @@ def render(report: JsonObject, out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _declared(declared: list[Declares]) -> JsonObject:
+def _declared(declared: list[Declares]) -> DeclaredJson:
     """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
     speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
 
-    def axis(measure: Measure) -> JsonObject:
+    def axis(measure: Measure) -> AxisJson:
         return {
             "metric": measure.name,
             "title": measure.axis_title,
@@ -160,20 +165,20 @@ def _declared(declared: list[Declares]) -> JsonObject:
         }
 
     speed, accuracy = plotted(declared, Axis.SPEED), plotted(declared, Axis.ACCURACY)
-    trade_off: JsonObject = (
-        {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
-    )
-    return {"units": dict(units(declared)), **trade_off}
+    found: DeclaredJson = {"units": dict(units(declared))}
+    if speed and accuracy:
+        found["trade_off"] = {"x": axis(speed), "y": axis(accuracy)}
+    return found
 
 
-def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
+def _add_constraints(report: ReportJson, recipe: Recipe) -> None:
     """The trade-off chart's axes start at the recipe's bound on their measure (a `min:`/`max:` parameter naming
     it, as validate_accuracy's gates and select's constraints do): a 0.0002 difference above a 0.99 bound must not
     fill the whole axis like a cliff. The strictest bound, where several stages name one."""
-    for found in obj(report.get("trade_off")).values():
-        axis = obj(found)
-        side = "max" if axis.get("better") == "lower" else "min"
-        metric = text(axis["metric"])
+    trade = report.get("trade_off")
+    for axis in (trade["x"], trade["y"]) if trade is not None else ():
+        side = "max" if axis["better"] == "lower" else "min"
+        metric = axis["metric"]
         bounds: list[float] = []
         for spec in recipe.stages.values():
             limits = spec.params.get(side)

@@ -22,6 +22,7 @@ from ortflow.engine.publish.headline import (
     trade_off,
     trade_off_points,
 )
+from ortflow.engine.publish.report_types import ReportJson
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -36,8 +37,8 @@ STYLE = (
 )
 
 
-def markdown_report(report: JsonObject) -> str:
-    env, facts = obj(report["environment"]), ReportFacts.of(report)
+def markdown_report(report: ReportJson) -> str:
+    env, facts = report["environment"], ReportFacts.of(report)
     lines = [f"# {report['recipe']}", "", *_md_headline(_headline(report)), ""]
     lines += [
         f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
@@ -46,11 +47,11 @@ def markdown_report(report: JsonObject) -> str:
     ]
     if report.get("overrides"):
         lines += [
-            f"Run with overrides: {', '.join(f'`--set {o}`' for o in _texts(report['overrides']))}.",
+            f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.",
             "",
         ]
     lines += _md_table(*_stage_table(facts))
-    for section in objects(report.get("sections")):
+    for section in report.get("sections", []):
         for table in objects(section.get("tables")):
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
             lines += _md_table(*_table(table))
@@ -65,10 +66,10 @@ def markdown_report(report: JsonObject) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_report(report: JsonObject) -> str:
+def html_report(report: ReportJson) -> str:
     """The page leads with the answer (the headline), then the stages, then each stage's tables and charts;
     every model keeps one colour across the charts, and every table scrolls inside the page's width."""
-    env, facts = obj(report["environment"]), ReportFacts.of(report)
+    env, facts = report["environment"], ReportFacts.of(report)
     colors = charts.color_map(_model_names(report, facts))
     found = _headline(report)
     parts = [
@@ -77,15 +78,15 @@ def html_report(report: JsonObject) -> str:
         f"<p>Finished {_e(report['finished'])} on {_e(env.get('cpu', '?'))} ({_e(env.get('isa', '?'))}), "
         f"{_e(env.get('onnxruntime', '?'))}; built for {_e(env.get('target_isa', '?'))}.</p>",
         (
-            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in _texts(report['overrides'])))}.</p>"
+            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
             if report.get("overrides")
             else ""
         ),
         _html_table(*_stage_table(facts)),
     ]
     figures: list[Figure] = []
-    units = {k: text(v) for k, v in obj(report.get("units")).items()}
-    for section in objects(report.get("sections")):
+    units = report.get("units", {})
+    for section in report.get("sections", []):
         for table in objects(section.get("tables")):
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
             parts.append(_html_table(*_table(table)))
@@ -144,14 +145,12 @@ def _table(table: JsonObject) -> tuple[list[str], list[list[Json]]]:
     return _filled(columns, rows)
 
 
-def _headline(report: JsonObject) -> Headline | None:
+def _headline(report: ReportJson) -> Headline | None:
     """report.json's headline; a report.json written before there was one is answered from its stages."""
     if "headline" not in report:
         return find_headline(report)
     data = report["headline"]
-    if not isinstance(data, dict):
-        return None
-    return Headline.from_json(data)
+    return Headline.from_json(data) if data is not None else None
 
 
 def _measure_text(measure: Measured | None) -> str:
@@ -206,10 +205,10 @@ def _html_headline(found: Headline, colors: dict[str, str]) -> str:
     )
 
 
-def _model_names(report: JsonObject, facts: ReportFacts) -> list[str]:
+def _model_names(report: ReportJson, facts: ReportFacts) -> list[str]:
     """Every model the charts name, in the order they first appear (the report's colour order)."""
     names: list[str] = []
-    for section in objects(report.get("sections")):
+    for section in report.get("sections", []):
         for chart in objects(section.get("charts")):
             names += list(obj(chart.get("series"))) + [
                 str(p["label"]) for p in objects(chart.get("points"))
