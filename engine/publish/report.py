@@ -13,20 +13,25 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeGuard
 
 from ortflow.engine.contracts.declarations import Axis, Declares, Measure, plotted, units
 from ortflow.engine.contracts.report_section import report_section
 from ortflow.engine.contracts.types import Recipe, StageOutcome
 from ortflow.engine.leaves.environment import facts, target_isa
-from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
 from ortflow.engine.publish.report_types import (
     AxisJson,
+    ChartJson,
     DeclaredJson,
     OutputJson,
     ReportJson,
+    SectionJson,
+    SectionParts,
     StageEntry,
+    TableJson,
 )
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
@@ -93,9 +98,11 @@ def write_report(
     report = redact_json(report)  # a stage's error or a parameter may hold a URL with credentials
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
-    atomic.write_text(path, json.dumps(report, indent=2))
+    written = json.dumps(report, indent=2)
+    atomic.write_text(path, written)
     render(report, out_dir)
-    return WrittenReport(path, report["sections"])
+    # the sections as JSON objects, which the run summary carries to the console: as written to report.json
+    return WrittenReport(path, objects(obj(json.loads(written)).get("sections")))
 
 
 def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> StageEntry:
@@ -191,10 +198,10 @@ def _add_constraints(report: ReportJson, recipe: Recipe) -> None:
 
 def _sections(
     outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]
-) -> list[JsonObject]:
+) -> list[SectionJson]:
     """Each metrics output's report section (engine.contracts.documents.report_section), in the order the stages ran, with
     what its stage type declares about it."""
-    sections: list[JsonObject] = []
+    sections: list[SectionJson] = []
     for name, outcome in outcomes.items():
         for out in (outcome.record.outputs if outcome.record is not None else {}).values():
             section = (
@@ -207,14 +214,14 @@ def _sections(
     return sections
 
 
-def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
+def _annotated(section: SectionParts, declares: Declares) -> SectionParts:
     """A section with what its stage type declares about it: tables kept out of the terminal (`terminal: false`),
     the value axis and unit of its distribution charts."""
-    for table in objects(section["tables"]):
-        if not declares.shown_in_terminal(text(table["title"])):
+    for table in section["tables"]:
+        if not declares.shown_in_terminal(table["title"]):
             table["terminal"] = False
-    for chart in objects(section["charts"]):
-        title = text(chart["title"])
+    for chart in section["charts"]:
+        title = chart["title"]
         found = declares.distribution(title) if chart["kind"] == "distribution" else None
         if found is not None:
             chart.setdefault("x_label", found.value)
@@ -222,25 +229,13 @@ def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
     return section
 
 
-def _well_formed(section: JsonObject) -> JsonObject:
-    """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
-    tables: list[Json] = [
-        t
-        for t in _list(section.get("tables"))
-        if isinstance(t, dict)
-        and isinstance(t.get("title"), str)
-        and isinstance(t.get("columns"), list)
-        and isinstance(t.get("rows"), list)
-        and all(isinstance(r, list) for r in _list(t["rows"]))
-    ]
-    charts: list[Json] = [
-        c
-        for c in _list(section.get("charts"))
-        if isinstance(c, dict)
-        and isinstance(c.get("title"), str)
-        and (_distribution(c) or _scatter(c))
-    ]
-    return {"tables": tables, "charts": charts}
+def _well_formed(section: JsonObject) -> SectionParts:
+    """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run. The
+    plugin's section is JSON as it wrote it; each table and chart kept is checked against its type here."""
+    return {
+        "tables": [t for t in _list(section.get("tables")) if _is_table(t)],
+        "charts": [c for c in _list(section.get("charts")) if _is_chart(c)],
+    }
 
 
 def _list(value: Json) -> list[Json]:
@@ -248,22 +243,36 @@ def _list(value: Json) -> list[Json]:
     return value if isinstance(value, list) else []
 
 
-def _distribution(chart: JsonObject) -> bool:
+def _is_table(table: Json) -> TypeGuard[TableJson]:
     return (
-        chart.get("kind") == "distribution"
-        and isinstance(chart.get("series"), dict)
-        and all(
-            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-            for v in obj(chart["series"]).values()
-        )
+        isinstance(table, dict)
+        and isinstance(table.get("title"), str)
+        and isinstance(table.get("columns"), list)
+        and isinstance(table.get("rows"), list)
+        and all(isinstance(r, list) for r in _list(table["rows"]))
     )
 
 
-def _scatter(chart: JsonObject) -> bool:
-    points = chart.get("points")
+def _is_chart(chart: Json) -> TypeGuard[ChartJson]:
+    """A distribution (`series`: lists of numbers by name) or a scatter (`points`: at least one, each with a
+    text label and numbers x and y), with a title."""
+    if not isinstance(chart, dict) or not isinstance(chart.get("title"), str):
+        return False
+    kind = chart.get("kind")
+    return (kind == "distribution" and _series(chart.get("series"))) or (
+        kind == "scatter" and _points(chart.get("points"))
+    )
+
+
+def _series(series: Json) -> bool:
+    return isinstance(series, dict) and all(
+        isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in series.values()
+    )
+
+
+def _points(points: Json) -> bool:
     return (
-        chart.get("kind") == "scatter"
-        and isinstance(points, list)
+        isinstance(points, list)
         and bool(points)
         and all(
             isinstance(p, dict)

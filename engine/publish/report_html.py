@@ -8,7 +8,7 @@ import html
 from ortflow.engine.contracts.declarations import unit_of
 from ortflow.engine.contracts.provenance import with_label
 from ortflow.engine.contracts.types import dropped_text
-from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, number, text
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
@@ -22,7 +22,7 @@ from ortflow.engine.publish.headline import (
     trade_off,
     trade_off_points,
 )
-from ortflow.engine.publish.report_types import ReportJson
+from ortflow.engine.publish.report_types import ChartJson, ReportJson, TableJson
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -52,7 +52,7 @@ def markdown_report(report: ReportJson) -> str:
         ]
     lines += _md_table(*_stage_table(facts))
     for section in report.get("sections", []):
-        for table in objects(section.get("tables")):
+        for table in section["tables"]:
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
             lines += _md_table(*_table(table))
     points = trade_off_points(facts)
@@ -87,10 +87,10 @@ def html_report(report: ReportJson) -> str:
     figures: list[Figure] = []
     units = report.get("units", {})
     for section in report.get("sections", []):
-        for table in objects(section.get("tables")):
+        for table in section["tables"]:
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
             parts.append(_html_table(*_table(table)))
-        for chart in objects(section.get("charts")):
+        for chart in section["charts"]:
             figure = _figure(chart, units, colors)
             if figure is not None:
                 parts.append(
@@ -129,20 +129,9 @@ def _trade_off_figure(facts: ReportFacts, colors: dict[str, str]) -> Figure | No
     )
 
 
-def _texts(value: Json) -> list[str]:
-    """A JSON array of strings (the overrides a run was given); null reads as []."""
-    return [text(item) for item in value] if isinstance(value, list) else []
-
-
-def _table(table: JsonObject) -> tuple[list[str], list[list[Json]]]:
+def _table(table: TableJson) -> tuple[list[str], list[list[Json]]]:
     """A section's table (its columns and rows) without the columns no row fills."""
-    columns = _texts(table["columns"])
-    rows = (
-        [row for row in table["rows"] or [] if isinstance(row, list)]
-        if isinstance(table["rows"], list)
-        else []
-    )
-    return _filled(columns, rows)
+    return _filled([text(column) for column in table["columns"]], table["rows"])
 
 
 def _headline(report: ReportJson) -> Headline | None:
@@ -209,10 +198,8 @@ def _model_names(report: ReportJson, facts: ReportFacts) -> list[str]:
     """Every model the charts name, in the order they first appear (the report's colour order)."""
     names: list[str] = []
     for section in report.get("sections", []):
-        for chart in objects(section.get("charts")):
-            names += list(obj(chart.get("series"))) + [
-                str(p["label"]) for p in objects(chart.get("points"))
-            ]
+        for chart in section["charts"]:
+            names += list(chart.get("series", {})) + [p["label"] for p in chart.get("points", [])]
     return names + [m for m, _, _ in trade_off_points(facts)]
 
 
@@ -241,24 +228,19 @@ def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list
 
 
 def _figure(
-    chart: JsonObject, units: dict[str, str], colors: dict[str, str] | None = None
+    chart: ChartJson, units: dict[str, str], colors: dict[str, str] | None = None
 ) -> Figure | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
-        series = {
-            name: [v for v in values if isinstance(v, (int, float))]
-            if isinstance(values, list)
-            else []
-            for name, values in obj(chart["series"]).items()
-        }
+        series = {name: list(values) for name, values in chart["series"].items()}
         return charts.distribution_figure(
             series, text(chart.get("x_label", "value")), text(chart.get("x_unit", "")), colors
         )
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = text(chart.get("x_label", "")), text(chart.get("y_label", ""))
         return charts.scatter_figure(
-            [charts.chart_point(point) for point in objects(chart["points"])],
+            [charts.chart_point(point) for point in chart["points"]],
             x_label,
             y_label,
             text(chart.get("x_unit", unit_of(x_label, units))),

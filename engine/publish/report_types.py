@@ -1,13 +1,13 @@
 """report.json's form, as engine.publish.report writes it and the renderers and the headline read it: typed so
-that each reader indexes a known key, not a JSON object of anything. The stages' sections stay JSON objects:
-a plugin writes them, report._well_formed keeps what a renderer can draw, and every other key it wrote is
-carried into report.json as written."""
+that each reader indexes a known key, not a JSON object of anything. A stage's section is a plugin's JSON
+until report._well_formed has checked each table and chart against these types (their TypeGuards); a key
+they do not name is carried into report.json as the plugin wrote it."""
 
 from __future__ import annotations
 
 from typing import TypedDict
 
-from ortflow.engine.leaves.json_types import Json, JsonObject
+from ortflow.engine.leaves.json_types import Json
 
 
 class MeasuredJson(TypedDict):
@@ -49,6 +49,62 @@ class AxisJson(_Axis, total=False):
 class TradeOffJson(TypedDict):
     x: AxisJson  # speed
     y: AxisJson  # accuracy
+
+
+class _Table(TypedDict):
+    title: str
+    columns: list[Json]  # their names, as the plugin wrote them
+    rows: list[list[Json]]
+
+
+class TableJson(_Table, total=False):
+    """A section's table; `terminal` False where its stage type keeps it out of the terminal."""
+
+    terminal: bool
+
+
+class _Point(TypedDict):
+    label: str
+    x: float  # a JSON number, kept as written (an int stays an int)
+    y: float
+
+
+class PointJson(_Point, total=False):
+    """A scatter chart's point; its flags are read as truth values (charts.chart_point)."""
+
+    front: Json  # on the Pareto front
+    chosen: Json  # the search's pick
+
+
+class _Chart(TypedDict):
+    kind: str  # distribution | scatter
+    title: str
+
+
+class ChartJson(_Chart, total=False):
+    """A section's chart: a distribution's `series` (values by model) or a scatter's `points`; its labels, units
+    and y bound are the plugin's free values, read as text and number where drawn."""
+
+    series: dict[str, list[float]]
+    points: list[PointJson]
+    x_label: Json
+    x_unit: Json
+    y_label: Json
+    y_unit: Json
+    y_bound: Json
+
+
+class SectionParts(TypedDict):
+    """What a renderer can draw of a stage's section (report._well_formed): its tables and charts."""
+
+    tables: list[TableJson]
+    charts: list[ChartJson]
+
+
+class SectionJson(SectionParts):
+    """A stage's section as report.json holds it, under the name of the stage that wrote it."""
+
+    stage: str
 
 
 class _Declared(TypedDict):
@@ -110,14 +166,14 @@ class _Report(TypedDict):
 
 
 class ReportJson(_Report, total=False):
-    """report.json. `sections` are the stages' report sections (a plugin's free JSON, kept as written once
-    well formed); `units` each declared measure's unit; `trade_off` only where the stage types declare a
-    measure for each axis; `headline` None when the run measured neither."""
+    """report.json. `sections`: each stage's report section, well formed; `units`: each declared measure's
+    unit; `trade_off` only where the stage types declare a measure for each axis; `headline` None when the
+    run measured neither."""
 
     recipe_path: str
     overrides: list[str]
     sources: dict[str, str]
-    sections: list[JsonObject]
+    sections: list[SectionJson]
     units: dict[str, str]
     trade_off: TradeOffJson
     headline: HeadlineJson | None
