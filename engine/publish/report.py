@@ -59,7 +59,8 @@ def stage_folder(out_dir: Path, stage: str) -> Path:
 @dataclass(frozen=True)
 class WrittenReport:
     """report.json's path and the sections stages added to it, kept so the console prints them without reading
-    the file back."""
+    the file back. The run summary (engine.pipeline.RunSummary) carries them as JSON objects, so they are the
+    text written to report.json parsed back: a SectionJson is no JSON object to mypy (a TypedDict never is)."""
 
     path: Path
     sections: list[JsonObject]
@@ -101,7 +102,6 @@ def write_report(
     written = json.dumps(report, indent=2)
     atomic.write_text(path, written)
     render(report, out_dir)
-    # the sections as JSON objects, which the run summary carries to the console: as written to report.json
     return WrittenReport(path, objects(obj(json.loads(written)).get("sections")))
 
 
