@@ -288,3 +288,41 @@ def test_the_report_fits_a_browser_window_at_1400_and_800_px(minilm_report):
         assert seen.headline is not None and seen.headline[2] <= width, seen
         assert 0 <= seen.headline[1] and seen.headline[3] <= seen.inner_height, seen
         assert seen.plotly == "object" and seen.drawn == seen.charts >= 2, seen
+
+
+def _keys_declared(value: JsonObject, form: type, where: str) -> list[str]:
+    """What a written JSON object holds against the TypedDict that declares its form: keys the type does not
+    name, and required keys missing."""
+    declared = form.__required_keys__ | form.__optional_keys__  # type: ignore[attr-defined]
+    extra = sorted(set(value) - declared)
+    missing = sorted(form.__required_keys__ - set(value))  # type: ignore[attr-defined]
+    return [f"{where}: undeclared {extra}" for _ in extra[:1]] + [
+        f"{where}: missing {missing}" for _ in missing[:1]
+    ]
+
+
+def test_report_json_has_the_form_its_types_declare(minilm_report):
+    """Issue 43: the renderers and the headline read report.json through engine.publish.report_types, not as
+    JSON objects of anything; a real run's report.json (a first run and its cached re-run) holds exactly the
+    keys those types declare, so a key added to the file without its type (or the other way round) fails."""
+    from ortflow.engine.publish import report_types as form
+
+    out, first = minilm_report
+    for doc in (first, json.loads((out / "report.json").read_text())):
+        found = _keys_declared(doc, form.ReportJson, "report")
+        for entry in doc["stages"]:
+            found += _keys_declared(entry, form.StageEntry, entry["stage"])
+            for port, published in entry["outputs"].items():
+                found += _keys_declared(published, form.OutputJson, f"{entry['stage']}.{port}")
+        for section in doc["sections"]:
+            found += _keys_declared(section, form.SectionJson, f"section {section['stage']}")
+            for table in section["tables"]:
+                found += _keys_declared(table, form.TableJson, table["title"])
+            for chart in section["charts"]:
+                found += _keys_declared(chart, form.ChartJson, chart["title"])
+        for side in ("x", "y"):
+            found += _keys_declared(doc["trade_off"][side], form.AxisJson, f"trade_off.{side}")
+        found += _keys_declared(doc["headline"], form.HeadlineJson, "headline")
+        found += _keys_declared(doc["headline"]["speed"], form.MeasuredJson, "headline.speed")
+        assert not found, found
+        assert doc["sections"] and doc["headline"]["accuracy"] is not None  # every part was checked

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 
@@ -22,6 +21,7 @@ from ortflow.engine.publish.figure_types import (
     Shape,
     Trace,
 )
+from ortflow.engine.publish.report_types import PointJson
 
 PALETTE = ["#3367d6", "#e8710a", "#188038", "#d93025", "#9334e6", "#12b5cb", "#f9ab00", "#5f6368"]
 SYMBOLS = ["circle", "square", "diamond", "triangle-up", "cross", "x"]
@@ -246,13 +246,13 @@ def plotly_script() -> str:
     return "<script>" + source.replace("</script", "<\\/script") + "</script>"
 
 
-def chart_point(entry: Mapping[str, Json]) -> ChartPoint:
-    """A chart entry's point (engine.publish.report._scatter) read once, here: x and y must be numbers (kept as
-    written, so the figure's JSON is the entry's), `front` and `chosen` flags."""
+def chart_point(entry: PointJson) -> ChartPoint:
+    """A chart entry's point (engine.publish.report._is_chart checked it) read once, here: x and y must be
+    numbers (kept as written, so the figure's JSON is the entry's), `front` and `chosen` flags."""
     point: ChartPoint = {
         "label": str(entry["label"]),
-        "x": _coord(entry, "x"),
-        "y": _coord(entry, "y"),
+        "x": _coord(entry["x"], "x"),
+        "y": _coord(entry["y"], "y"),
     }
     if "front" in entry:
         point["front"] = bool(entry["front"])
@@ -261,11 +261,10 @@ def chart_point(entry: Mapping[str, Json]) -> ChartPoint:
     return point
 
 
-def _coord(point: Mapping[str, Json], key: str) -> float:
+def _coord(value: Json, key: str) -> float:
     """A point's x or y, as written: a number in every chart entry report.py passes on."""
-    value = point[key]
     if number(value) is None or not isinstance(value, (int, float)):
-        raise TypeError(f"a chart point's {key} is not a number: {point[key]!r}")
+        raise TypeError(f"a chart point's {key} is not a number: {value!r}")
     return value
 
 

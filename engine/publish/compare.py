@@ -3,11 +3,32 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ortflow.engine.leaves.errors import OrtflowError
+from ortflow.engine.leaves.json_types import Json, obj
 from ortflow.engine.publish.lockfile import load_lock_yaml, read_bounded_text
+
+FIELDS = ("type", "version", "status")  # compared as a whole
+GROUPS = ("params", "env", "inputs", "outputs", "metrics")  # compared key by key
+
+
+@dataclass(frozen=True)
+class Compared:
+    """A stage as `engine compare` reads it from a lock file or a report.json: the file's values as written
+    (a report has no version, params, env or inputs; a lock no status), outputs by store digest. They are
+    compared as JSON, whatever each stage type put in them."""
+
+    type: Json
+    version: Json
+    status: Json
+    params: Json
+    env: Json
+    inputs: Json
+    outputs: dict[str, str]
+    metrics: Json
 
 
 def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
@@ -30,16 +51,19 @@ def compare_files(before: Path, after: Path) -> list[tuple[str, str, str, str]]:
                 )
             )
             continue
-        for field in ("type", "version", "status"):
-            if a.get(field) != b.get(field) and (a.get(field) or b.get(field)):
-                rows.append((name, field, str(a.get(field)), str(b.get(field))))
-        for group in ("params", "env", "inputs", "outputs", "metrics"):
-            for key, (x, y) in sorted(_diff(a.get(group) or {}, b.get(group) or {}).items()):
+        for field in FIELDS:
+            x, y = getattr(a, field), getattr(b, field)
+            if x != y and (x or y):
+                rows.append((name, field, str(x), str(y)))
+        for group in GROUPS:
+            for key, (x, y) in sorted(
+                _diff(getattr(a, group) or {}, getattr(b, group) or {}).items()
+            ):
                 rows.append((name, f"{group}.{key}", _short(x), _short(y)))
     return rows
 
 
-def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
+def _load(path: Path) -> tuple[dict[str, Compared], str]:
     """Stages by name, from a lock file (YAML) or a report.json, and which of the two it was. Both are
     bounded in size, and a lock is read as `engine run` reads it: anchors and aliases, which could expand a
     small file into gigabytes, are refused."""
@@ -60,20 +84,9 @@ def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
         if (
             isinstance(data, dict) and isinstance(data.get("stages"), dict) and "schema" in data
         ):  # a lock file
-            return {
-                n: {**e, "outputs": {k: v["digest"] for k, v in (e.get("outputs") or {}).items()}}
-                for n, e in data["stages"].items()
-            }, "lock file"
+            return {n: _compared(e) for n, e in data["stages"].items()}, "lock file"
         if isinstance(data, dict) and isinstance(data.get("stages"), list):  # a report.json
-            return {
-                s["stage"]: {
-                    "type": s.get("type"),
-                    "status": s.get("status"),
-                    "metrics": s.get("metrics"),
-                    "outputs": {k: v["digest"] for k, v in (s.get("outputs") or {}).items()},
-                }
-                for s in data["stages"]
-            }, "report"
+            return {s["stage"]: _compared(s, report=True) for s in data["stages"]}, "report"
     except (TypeError, KeyError, AttributeError) as exc:
         raise OrtflowError(
             f"{path}: a damaged lock file or report.json ({type(exc).__name__}: {exc})"
@@ -81,10 +94,25 @@ def _load(path: Path) -> tuple[dict[str, dict[str, Any]], str]:
     raise OrtflowError(f"{path}: neither an ortflow lock file nor a report.json")
 
 
-def _diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> dict[str, tuple[Any, Any]]:
-    found: dict[str, tuple[Any, Any]] = {}
-    for key in sorted(set(a) | set(b), key=str):
-        x, y = a.get(key), b.get(key)
+def _compared(entry: Any, report: bool = False) -> Compared:
+    """A lock entry or a report.json's stage entry (YAML or JSON as read: a damaged one raises TypeError,
+    KeyError or AttributeError, which _load reports)."""
+    # a lock entry is copied first: one that is no mapping fails with the TypeError compare always named
+    get = entry.get if report else {**entry}.get
+    outputs = {k: v["digest"] for k, v in (get("outputs") or {}).items()}
+    if report:  # a report.json's entry has no version, params, env or inputs
+        return Compared(get("type"), None, get("status"), None, None, None, outputs, get("metrics"))
+    version, params, env, inputs = get("version"), get("params"), get("env"), get("inputs")
+    status = get("status")
+    return Compared(get("type"), version, status, params, env, inputs, outputs, get("metrics"))
+
+
+def _diff(a: Json, b: Json, prefix: str = "") -> dict[str, tuple[Json, Json]]:
+    """Each key (a dotted path into nested objects) whose value differs between two JSON objects."""
+    left, right = obj(a), obj(b)
+    found: dict[str, tuple[Json, Json]] = {}
+    for key in sorted(set(left) | set(right), key=str):
+        x, y = left.get(key), right.get(key)
         if isinstance(x, dict) and isinstance(y, dict):
             found.update(_diff(x, y, f"{prefix}{key}."))
         elif x != y:
@@ -92,6 +120,6 @@ def _diff(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> dict[str, t
     return found
 
 
-def _short(value: Any) -> str:
+def _short(value: Json) -> str:
     text = json.dumps(value) if not isinstance(value, str) else value
     return text if len(text) <= 40 else text[:37] + "..."

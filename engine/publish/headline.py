@@ -4,9 +4,16 @@ keeps it (`headline`) so a script reads the same answer the page shows."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, number, obj, text
+from ortflow.engine.publish.report_types import (
+    AxisJson,
+    HeadlineJson,
+    MeasuredJson,
+    ReportJson,
+    StageEntry,
+)
 
 
 @dataclass(frozen=True)
@@ -17,6 +24,9 @@ class Measured:
     title: str
     unit: str
     value: float
+
+    def to_json(self) -> MeasuredJson:
+        return {"metric": self.metric, "title": self.title, "unit": self.unit, "value": self.value}
 
 
 @dataclass(frozen=True)
@@ -36,30 +46,37 @@ class Headline:
     # "stage: why", so a headline of "1.00x" says why nothing faster was kept.
     refused: list[str] = field(default_factory=list)
 
-    def to_json(self) -> JsonObject:
-        return asdict(self)
+    def to_json(self) -> HeadlineJson:
+        """report.json's `headline`: the fields in their order here (as dataclasses.asdict wrote them)."""
+        return {
+            "model": self.model,
+            "how": self.how,
+            "speed": self.speed.to_json() if self.speed is not None else None,
+            "accuracy": self.accuracy.to_json() if self.accuracy is not None else None,
+            "data": self.data,
+            "verified": self.verified,
+            "path": self.path,
+            "refused": list(self.refused),
+        }
 
     @classmethod
-    def from_json(cls, data: JsonObject) -> Headline:
-        refused = data.get("refused")
+    def from_json(cls, data: HeadlineJson) -> Headline:
         return cls(
-            text(data.get("model")),
-            text(data.get("how")),
-            _measured_json(data.get("speed")),
-            _measured_json(data.get("accuracy")),
-            text(data.get("data")),
-            data.get("verified") is True,
-            text(data.get("path")),
-            [str(r) for r in refused] if isinstance(refused, list) else [],
+            data["model"],
+            data["how"],
+            _measured_json(data["speed"]),
+            _measured_json(data["accuracy"]),
+            data["data"],
+            data["verified"] is True,
+            data["path"],
+            list(data["refused"]),
         )
 
 
-def _measured_json(value: Json) -> Measured | None:
-    found = obj(value)
-    if not found:
+def _measured_json(value: MeasuredJson | None) -> Measured | None:
+    if not value:
         return None
-    metric, title, unit = (text(found[k]) for k in ("metric", "title", "unit"))
-    return Measured(metric, title, unit, number(found["value"]) or 0.0)
+    return Measured(value["metric"], value["title"], value["unit"], value["value"])
 
 
 @dataclass(frozen=True)
@@ -75,10 +92,10 @@ class TradeOffAxis:
     )  # the recipe's constraint on the measure, where it sets one (report._add_constraints)
 
     @classmethod
-    def from_json(cls, value: Json) -> TradeOffAxis:
-        found = obj(value)
-        metric, title, unit = (text(found[k]) for k in ("metric", "title", "unit"))
-        return cls(metric, title, unit, text(found.get("better")), number(found.get("bound")))
+    def from_json(cls, axis: AxisJson) -> TradeOffAxis:
+        return cls(
+            axis["metric"], axis["title"], axis["unit"], axis["better"], number(axis.get("bound"))
+        )
 
 
 @dataclass(frozen=True)
@@ -99,20 +116,20 @@ class StageResult:
     outputs: dict[str, str]  # port: the path its file was published at
 
     @classmethod
-    def from_json(cls, entry: JsonObject) -> StageResult:
-        outputs, dropped = obj(entry.get("outputs")), entry.get("dropped_from")
+    def from_json(cls, entry: StageEntry) -> StageResult:
+        outputs = entry.get("outputs") or {}
         return cls(
-            text(entry["stage"]),
+            entry["stage"],
             text(entry.get("type")),
             text(entry.get("status")),
             number(entry.get("seconds")) or 0.0,
             number(entry.get("build_seconds")),
             text(entry.get("summary")),
             str(entry["error"]) if entry.get("error") else "",
-            tuple(text(d) for d in dropped) if isinstance(dropped, list) else (),
+            tuple(entry.get("dropped_from") or ()),
             obj(entry.get("metrics")),
             obj(entry.get("data_source")),
-            {port: str(obj(out).get("path", "")) for port, out in outputs.items()},
+            {port: out.get("path", "") for port, out in outputs.items()},
         )
 
 
@@ -125,13 +142,13 @@ class ReportFacts:
     y: TradeOffAxis | None  # accuracy
 
     @classmethod
-    def of(cls, report: JsonObject) -> ReportFacts:
-        axes = obj(report.get("trade_off"))
+    def of(cls, report: ReportJson) -> ReportFacts:
+        axes = report.get("trade_off")
         x, y = (TradeOffAxis.from_json(axes[side]) if axes else None for side in ("x", "y"))
-        return cls(tuple(StageResult.from_json(s) for s in objects(report["stages"])), x, y)
+        return cls(tuple(StageResult.from_json(s) for s in report["stages"]), x, y)
 
 
-def trade_off(report: JsonObject) -> list[tuple[str, float, float]]:
+def trade_off(report: ReportJson) -> list[tuple[str, float, float]]:
     """(model, x, y) for every model with both of the measures the stage types declared for the speed-against-
     accuracy chart (report.json's `trade_off`: e.g. a benchmark's speedup and a validate_accuracy's mean cosine)."""
     return trade_off_points(ReportFacts.of(report))
@@ -150,7 +167,7 @@ def trade_off_points(facts: ReportFacts) -> list[tuple[str, float, float]]:
     return [(m, found["x"][m], found["y"][m]) for m in sorted(set(found["x"]) & set(found["y"]))]
 
 
-def find_headline(report: JsonObject) -> Headline | None:
+def find_headline(report: ReportJson) -> Headline | None:
     """The chosen model: the one a stage chose (its metrics name it `chosen`, as select's do), else the best by
     the speed measure among the models measured for accuracy as well; None when the run measured neither."""
     facts = ReportFacts.of(report)

@@ -54,7 +54,8 @@ def drifted(entry: LockEntry, base: LockEntry | None) -> bool:
     )
 
 
-def _digests_in(inputs: Mapping[str, object]) -> set[str]:
+def _digests_in(inputs: Mapping[str, str | list[str]]) -> set[str]:
+    """The store digests a lock entry's inputs name: one per port, or a list for a port that takes several."""
     found: set[str] = set()
     for value in inputs.values():
         found.update(value if isinstance(value, list) else [str(value)])

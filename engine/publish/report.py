@@ -13,14 +13,26 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeGuard
 
 from ortflow.engine.contracts.declarations import Axis, Declares, Measure, plotted, units
 from ortflow.engine.contracts.report_section import report_section
 from ortflow.engine.contracts.types import Recipe, StageOutcome
 from ortflow.engine.leaves.environment import facts, target_isa
-from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
+from ortflow.engine.publish.report_types import (
+    AxisJson,
+    ChartJson,
+    DeclaredJson,
+    OutputJson,
+    ReportJson,
+    SectionJson,
+    SectionParts,
+    StageEntry,
+    TableJson,
+)
 from ortflow.engine.store import atomic
 from ortflow.engine.store.base import Objects
 from ortflow.engine.store.hashing import hash_bytes
@@ -47,7 +59,8 @@ def stage_folder(out_dir: Path, stage: str) -> Path:
 @dataclass(frozen=True)
 class WrittenReport:
     """report.json's path and the sections stages added to it, kept so the console prints them without reading
-    the file back."""
+    the file back. The run summary (engine.pipeline.RunSummary) carries them as JSON objects, so they are the
+    text written to report.json parsed back: a SectionJson is no JSON object to mypy (a TypedDict never is)."""
 
     path: Path
     sections: list[JsonObject]
@@ -61,10 +74,8 @@ def write_report(
     store: Objects,
 ) -> WrittenReport:
     out_dir.mkdir(parents=True, exist_ok=True)
-    stages: list[Json] = [
-        _stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()
-    ]
-    report: JsonObject = {
+    stages = [_stage_entry(recipe, out_dir, name, outcome) for name, outcome in outcomes.items()]
+    report: ReportJson = {
         "recipe": recipe.name,
         "recipe_path": str(recipe.path),
         "overrides": list(recipe.overrides),
@@ -77,69 +88,70 @@ def write_report(
         "stages": stages,
     }
     declared = {name: spec.stage_cls.declares for name, spec in recipe.stages.items()}
-    report["sections"] = list[Json](_sections(outcomes, store, declared))
-    report.update(_declared(list(declared.values())))
+    report["sections"] = _sections(outcomes, store, declared)
+    measures = _declared(list(declared.values()))
+    report["units"] = measures["units"]
+    if "trade_off" in measures:
+        report["trade_off"] = measures["trade_off"]
     _add_constraints(report, recipe)
     found = find_headline(report)
     report["headline"] = found.to_json() if found is not None else None
     report = redact_json(report)  # a stage's error or a parameter may hold a URL with credentials
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
-    atomic.write_text(path, json.dumps(report, indent=2))
+    written = json.dumps(report, indent=2)
+    atomic.write_text(path, written)
     render(report, out_dir)
-    return WrittenReport(path, objects(report["sections"]))
+    return WrittenReport(path, objects(obj(json.loads(written)).get("sections")))
 
 
-def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> JsonObject:
+def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> StageEntry:
     """One stage's entry in report.json's `stages`: how it ended, what it was built from and where its
-    outputs were published. A stage that did not finish (no run record) has empty fields, not missing ones."""
-    record = outcome.record
-    return {
+    outputs were published. A stage that did not finish (no run record) has empty fields, not missing ones.
+    Its keys are written in the order they are set here."""
+    record, spec = outcome.record, recipe.stages[name]
+    entry: StageEntry = {
         "stage": name,
         "folder": stage_slug(name),  # under out/<recipe>/
-        "type": recipe.stages[name].uses,
+        "type": spec.uses,
         "status": outcome.status.value,
         "seconds": round(outcome.seconds, 3),
         "build_seconds": record.seconds if record is not None else None,
         "key": outcome.key,
-        **(
-            {
-                "matrix": {
-                    "stage": recipe.stages[name].template,
-                    "axes": dict(recipe.stages[name].axes),
-                }
-            }
-            if recipe.stages[name].template
-            else {}
-        ),
-        # the machine that built or measured it
-        "ran_on": dict(record.ran_on) if record is not None else None,
-        "summary": record.summary if record is not None else "",
-        "metrics": dict(record.metrics) if record is not None else {},
-        # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader, paths,
-        # calibration_reused, verified, label), where the stage declared one
-        "data_source": dict(record.data_source)
-        if record is not None and record.data_source is not None
-        else None,
-        "outputs": {
-            port: {
-                "digest": out.digest,
-                "path": str(stage_folder(out_dir, name) / out.filename),
-                "size": out.size,
-            }
-            for port, out in (record.outputs if record is not None else {}).items()
-        },
-        "error": outcome.error,
-        # an optional stage's own refusal, which fails nothing: the dependents that went on without it
-        **(
-            {"tolerated": True, "dropped_from": list(outcome.dropped_from)}
-            if outcome.tolerated
-            else {}
-        ),
+    }
+    if spec.template:
+        entry["matrix"] = {"stage": spec.template, "axes": dict(spec.axes)}
+    # the machine that built or measured it
+    entry["ran_on"] = dict(record.ran_on) if record is not None else None
+    entry["summary"] = record.summary if record is not None else ""
+    entry["metrics"] = dict(record.metrics) if record is not None else {}
+    # a verdict's data (engine.contracts.provenance.DataSource as JSON: provenance real/random/unknown, loader,
+    # paths, calibration_reused, verified, label), where the stage declared one
+    entry["data_source"] = (
+        dict(record.data_source) if record is not None and record.data_source is not None else None
+    )
+    entry["outputs"] = _published(out_dir, name, outcome)
+    entry["error"] = outcome.error
+    if outcome.tolerated:  # an optional stage's own refusal, which fails nothing
+        entry["tolerated"] = True
+        entry["dropped_from"] = list(outcome.dropped_from)  # the dependents that went on without it
+    return entry
+
+
+def _published(out_dir: Path, name: str, outcome: StageOutcome) -> dict[str, OutputJson]:
+    """Each output of a stage: its store digest, the path it was published at and its size."""
+    outputs = outcome.record.outputs if outcome.record is not None else {}
+    return {
+        port: {
+            "digest": out.digest,
+            "path": str(stage_folder(out_dir, name) / out.filename),
+            "size": out.size,
+        }
+        for port, out in outputs.items()
     }
 
 
-def render(report: JsonObject, out_dir: Path) -> None:
+def render(report: ReportJson, out_dir: Path) -> None:
     """report.md and a self-contained report.html (inline CSS and SVG, nothing fetched when opened)."""
     from ortflow.engine.publish.report_html import html_report, markdown_report
 
@@ -147,11 +159,11 @@ def render(report: JsonObject, out_dir: Path) -> None:
     atomic.write_text(out_dir / "report.html", html_report(report))
 
 
-def _declared(declared: list[Declares]) -> JsonObject:
+def _declared(declared: list[Declares]) -> DeclaredJson:
     """What the renderers read from the stage types' declarations: each measure's unit, and the measures the
     speed-against-accuracy chart plots (absent when no stage type declares one for each axis)."""
 
-    def axis(measure: Measure) -> JsonObject:
+    def axis(measure: Measure) -> AxisJson:
         return {
             "metric": measure.name,
             "title": measure.axis_title,
@@ -160,20 +172,20 @@ def _declared(declared: list[Declares]) -> JsonObject:
         }
 
     speed, accuracy = plotted(declared, Axis.SPEED), plotted(declared, Axis.ACCURACY)
-    trade_off: JsonObject = (
-        {"trade_off": {"x": axis(speed), "y": axis(accuracy)}} if speed and accuracy else {}
-    )
-    return {"units": dict(units(declared)), **trade_off}
+    found: DeclaredJson = {"units": dict(units(declared))}
+    if speed and accuracy:
+        found["trade_off"] = {"x": axis(speed), "y": axis(accuracy)}
+    return found
 
 
-def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
+def _add_constraints(report: ReportJson, recipe: Recipe) -> None:
     """The trade-off chart's axes start at the recipe's bound on their measure (a `min:`/`max:` parameter naming
     it, as validate_accuracy's gates and select's constraints do): a 0.0002 difference above a 0.99 bound must not
     fill the whole axis like a cliff. The strictest bound, where several stages name one."""
-    for found in obj(report.get("trade_off")).values():
-        axis = obj(found)
-        side = "max" if axis.get("better") == "lower" else "min"
-        metric = text(axis["metric"])
+    trade = report.get("trade_off")
+    for axis in (trade["x"], trade["y"]) if trade is not None else ():
+        side = "max" if axis["better"] == "lower" else "min"
+        metric = axis["metric"]
         bounds: list[float] = []
         for spec in recipe.stages.values():
             limits = spec.params.get(side)
@@ -186,10 +198,10 @@ def _add_constraints(report: JsonObject, recipe: Recipe) -> None:
 
 def _sections(
     outcomes: dict[str, StageOutcome], store: Objects, declared: dict[str, Declares]
-) -> list[JsonObject]:
+) -> list[SectionJson]:
     """Each metrics output's report section (engine.contracts.documents.report_section), in the order the stages ran, with
     what its stage type declares about it."""
-    sections: list[JsonObject] = []
+    sections: list[SectionJson] = []
     for name, outcome in outcomes.items():
         for out in (outcome.record.outputs if outcome.record is not None else {}).values():
             section = (
@@ -202,14 +214,14 @@ def _sections(
     return sections
 
 
-def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
+def _annotated(section: SectionParts, declares: Declares) -> SectionParts:
     """A section with what its stage type declares about it: tables kept out of the terminal (`terminal: false`),
     the value axis and unit of its distribution charts."""
-    for table in objects(section["tables"]):
-        if not declares.shown_in_terminal(text(table["title"])):
+    for table in section["tables"]:
+        if not declares.shown_in_terminal(table["title"]):
             table["terminal"] = False
-    for chart in objects(section["charts"]):
-        title = text(chart["title"])
+    for chart in section["charts"]:
+        title = chart["title"]
         found = declares.distribution(title) if chart["kind"] == "distribution" else None
         if found is not None:
             chart.setdefault("x_label", found.value)
@@ -217,25 +229,13 @@ def _annotated(section: JsonObject, declares: Declares) -> JsonObject:
     return section
 
 
-def _well_formed(section: JsonObject) -> JsonObject:
-    """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run."""
-    tables: list[Json] = [
-        t
-        for t in _list(section.get("tables"))
-        if isinstance(t, dict)
-        and isinstance(t.get("title"), str)
-        and isinstance(t.get("columns"), list)
-        and isinstance(t.get("rows"), list)
-        and all(isinstance(r, list) for r in _list(t["rows"]))
-    ]
-    charts: list[Json] = [
-        c
-        for c in _list(section.get("charts"))
-        if isinstance(c, dict)
-        and isinstance(c.get("title"), str)
-        and (_distribution(c) or _scatter(c))
-    ]
-    return {"tables": tables, "charts": charts}
+def _well_formed(section: JsonObject) -> SectionParts:
+    """Only the tables and charts a renderer can draw: a plugin's malformed section must not sink a run. The
+    plugin's section is JSON as it wrote it; each table and chart kept is checked against its type here."""
+    return {
+        "tables": [t for t in _list(section.get("tables")) if _is_table(t)],
+        "charts": [c for c in _list(section.get("charts")) if _is_chart(c)],
+    }
 
 
 def _list(value: Json) -> list[Json]:
@@ -243,22 +243,36 @@ def _list(value: Json) -> list[Json]:
     return value if isinstance(value, list) else []
 
 
-def _distribution(chart: JsonObject) -> bool:
+def _is_table(table: Json) -> TypeGuard[TableJson]:
     return (
-        chart.get("kind") == "distribution"
-        and isinstance(chart.get("series"), dict)
-        and all(
-            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-            for v in obj(chart["series"]).values()
-        )
+        isinstance(table, dict)
+        and isinstance(table.get("title"), str)
+        and isinstance(table.get("columns"), list)
+        and isinstance(table.get("rows"), list)
+        and all(isinstance(r, list) for r in _list(table["rows"]))
     )
 
 
-def _scatter(chart: JsonObject) -> bool:
-    points = chart.get("points")
+def _is_chart(chart: Json) -> TypeGuard[ChartJson]:
+    """A distribution (`series`: lists of numbers by name) or a scatter (`points`: at least one, each with a
+    text label and numbers x and y), with a title."""
+    if not isinstance(chart, dict) or not isinstance(chart.get("title"), str):
+        return False
+    kind = chart.get("kind")
+    return (kind == "distribution" and _series(chart.get("series"))) or (
+        kind == "scatter" and _points(chart.get("points"))
+    )
+
+
+def _series(series: Json) -> bool:
+    return isinstance(series, dict) and all(
+        isinstance(v, list) and all(isinstance(x, (int, float)) for x in v) for v in series.values()
+    )
+
+
+def _points(points: Json) -> bool:
     return (
-        chart.get("kind") == "scatter"
-        and isinstance(points, list)
+        isinstance(points, list)
         and bool(points)
         and all(
             isinstance(p, dict)

@@ -8,7 +8,7 @@ import html
 from ortflow.engine.contracts.declarations import unit_of
 from ortflow.engine.contracts.provenance import with_label
 from ortflow.engine.contracts.types import dropped_text
-from ortflow.engine.leaves.json_types import Json, JsonObject, number, obj, objects, text
+from ortflow.engine.leaves.json_types import Json, number, text
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.publish import charts
@@ -22,6 +22,7 @@ from ortflow.engine.publish.headline import (
     trade_off,
     trade_off_points,
 )
+from ortflow.engine.publish.report_types import ChartJson, ReportJson, TableJson
 
 __all__ = ["html_report", "markdown_report", "trade_off"]
 STYLE = (
@@ -36,8 +37,8 @@ STYLE = (
 )
 
 
-def markdown_report(report: JsonObject) -> str:
-    env, facts = obj(report["environment"]), ReportFacts.of(report)
+def markdown_report(report: ReportJson) -> str:
+    env, facts = report["environment"], ReportFacts.of(report)
     lines = [f"# {report['recipe']}", "", *_md_headline(_headline(report)), ""]
     lines += [
         f"Finished {report['finished']} on {env.get('cpu', '?')} ({env.get('isa', '?')}), "
@@ -46,12 +47,12 @@ def markdown_report(report: JsonObject) -> str:
     ]
     if report.get("overrides"):
         lines += [
-            f"Run with overrides: {', '.join(f'`--set {o}`' for o in _texts(report['overrides']))}.",
+            f"Run with overrides: {', '.join(f'`--set {o}`' for o in report['overrides'])}.",
             "",
         ]
     lines += _md_table(*_stage_table(facts))
-    for section in objects(report.get("sections")):
-        for table in objects(section.get("tables")):
+    for section in report.get("sections", []):
+        for table in section["tables"]:
             lines += ["", f"## {table['title']} ({section['stage']})", ""]
             lines += _md_table(*_table(table))
     points = trade_off_points(facts)
@@ -65,10 +66,10 @@ def markdown_report(report: JsonObject) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_report(report: JsonObject) -> str:
+def html_report(report: ReportJson) -> str:
     """The page leads with the answer (the headline), then the stages, then each stage's tables and charts;
     every model keeps one colour across the charts, and every table scrolls inside the page's width."""
-    env, facts = obj(report["environment"]), ReportFacts.of(report)
+    env, facts = report["environment"], ReportFacts.of(report)
     colors = charts.color_map(_model_names(report, facts))
     found = _headline(report)
     parts = [
@@ -77,19 +78,19 @@ def html_report(report: JsonObject) -> str:
         f"<p>Finished {_e(report['finished'])} on {_e(env.get('cpu', '?'))} ({_e(env.get('isa', '?'))}), "
         f"{_e(env.get('onnxruntime', '?'))}; built for {_e(env.get('target_isa', '?'))}.</p>",
         (
-            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in _texts(report['overrides'])))}.</p>"
+            f"<p>Run with overrides: {_e(', '.join('--set ' + o for o in report['overrides']))}.</p>"
             if report.get("overrides")
             else ""
         ),
         _html_table(*_stage_table(facts)),
     ]
     figures: list[Figure] = []
-    units = {k: text(v) for k, v in obj(report.get("units")).items()}
-    for section in objects(report.get("sections")):
-        for table in objects(section.get("tables")):
+    units = report.get("units", {})
+    for section in report.get("sections", []):
+        for table in section["tables"]:
             parts.append(f"<h2>{_e(table['title'])} <small>({_e(section['stage'])})</small></h2>")
             parts.append(_html_table(*_table(table)))
-        for chart in objects(section.get("charts")):
+        for chart in section["charts"]:
             figure = _figure(chart, units, colors)
             if figure is not None:
                 parts.append(
@@ -128,30 +129,17 @@ def _trade_off_figure(facts: ReportFacts, colors: dict[str, str]) -> Figure | No
     )
 
 
-def _texts(value: Json) -> list[str]:
-    """A JSON array of strings (the overrides a run was given); null reads as []."""
-    return [text(item) for item in value] if isinstance(value, list) else []
-
-
-def _table(table: JsonObject) -> tuple[list[str], list[list[Json]]]:
+def _table(table: TableJson) -> tuple[list[str], list[list[Json]]]:
     """A section's table (its columns and rows) without the columns no row fills."""
-    columns = _texts(table["columns"])
-    rows = (
-        [row for row in table["rows"] or [] if isinstance(row, list)]
-        if isinstance(table["rows"], list)
-        else []
-    )
-    return _filled(columns, rows)
+    return _filled([text(column) for column in table["columns"]], table["rows"])
 
 
-def _headline(report: JsonObject) -> Headline | None:
+def _headline(report: ReportJson) -> Headline | None:
     """report.json's headline; a report.json written before there was one is answered from its stages."""
     if "headline" not in report:
         return find_headline(report)
     data = report["headline"]
-    if not isinstance(data, dict):
-        return None
-    return Headline.from_json(data)
+    return Headline.from_json(data) if data is not None else None
 
 
 def _measure_text(measure: Measured | None) -> str:
@@ -206,14 +194,12 @@ def _html_headline(found: Headline, colors: dict[str, str]) -> str:
     )
 
 
-def _model_names(report: JsonObject, facts: ReportFacts) -> list[str]:
+def _model_names(report: ReportJson, facts: ReportFacts) -> list[str]:
     """Every model the charts name, in the order they first appear (the report's colour order)."""
     names: list[str] = []
-    for section in objects(report.get("sections")):
-        for chart in objects(section.get("charts")):
-            names += list(obj(chart.get("series"))) + [
-                str(p["label"]) for p in objects(chart.get("points"))
-            ]
+    for section in report.get("sections", []):
+        for chart in section["charts"]:
+            names += list(chart.get("series", {})) + [p["label"] for p in chart.get("points", [])]
     return names + [m for m, _, _ in trade_off_points(facts)]
 
 
@@ -242,24 +228,19 @@ def _filled(columns: list[str], rows: list[list[Json]]) -> tuple[list[str], list
 
 
 def _figure(
-    chart: JsonObject, units: dict[str, str], colors: dict[str, str] | None = None
+    chart: ChartJson, units: dict[str, str], colors: dict[str, str] | None = None
 ) -> Figure | None:
     """A chart entry as a figure; axis units as the chart gives them, else as the stage types declared them
     (report.json's `units`), else none."""
     if chart.get("kind") == "distribution":
-        series = {
-            name: [v for v in values if isinstance(v, (int, float))]
-            if isinstance(values, list)
-            else []
-            for name, values in obj(chart["series"]).items()
-        }
+        series = {name: list(values) for name, values in chart["series"].items()}
         return charts.distribution_figure(
             series, text(chart.get("x_label", "value")), text(chart.get("x_unit", "")), colors
         )
     if chart.get("kind") == "scatter" and chart.get("points"):
         x_label, y_label = text(chart.get("x_label", "")), text(chart.get("y_label", ""))
         return charts.scatter_figure(
-            [charts.chart_point(point) for point in objects(chart["points"])],
+            [charts.chart_point(point) for point in chart["points"]],
             x_label,
             y_label,
             text(chart.get("x_unit", unit_of(x_label, units))),
