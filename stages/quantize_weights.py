@@ -188,7 +188,7 @@ class QuantizeWeights(Stage):
             "bytes_after": after,
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}  # sanity's measurements (its own module's type)
+        measured: dict[str, Json] = {}  # sanity's measurements, for the run record's metrics
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = after / before
         ops = ", ".join(

@@ -112,8 +112,6 @@ KEYED_BUILTINS = frozenset(
         "benchmark",
         "calibrate",
         "quantize_dynamic",
-        "quantize_partial",
-        "quantize_search",
         "quantize_static",
         "quantize_weights",
         "validate_accuracy",
