@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Json,
+    Params,
+    Port,
+    Stage,
+    StageContext,
+    StageError,
+    StageResult,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -22,29 +33,12 @@ from ortflow.stages.quantization import (
     traps,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-
-QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
-# onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
-EXTRA_OPTIONS = [
-    "ActivationRestrictedAsymmetric",
-    "ActivationSymmetric",
-    "AddQDQPairToWeight",
-    "DedicatedQDQPair",
-    "EnableSubgraph",
-    "ForceQuantizeNoInputCheck",
-    "MatMulConstBOnly",
-    "MinimumRealRange",
-    "OpTypesToExcludeOutputQuantization",
-    "QDQDisableWeightAdjustForInt32Bias",
-    "QDQKeepRemovableActivations",
-    "QDQOpTypePerChannelSupportToAxis",
-    "SmoothQuant",
-    "SmoothQuantAlpha",
-    "SmoothQuantFolding",
-    "TensorQuantOverrides",
-    "UseQDQContribOps",
-    "WeightSymmetric",
-]
+from ortflow.stages.quantize_settings import (
+    EXTRA_OPTIONS,
+    QUANT_TYPES,
+    StaticMetrics,
+    StaticSettings,
+)
 
 
 class QuantizeStatic(Stage):
@@ -134,13 +128,10 @@ class QuantizeStatic(Stage):
     }
 
     def check(self, params: Params) -> list[str]:
-        # validated against the schema first: three strings, and a mapping of ORT's extra options
-        form, activation_type, weight_type = (
-            str(params[k]) for k in ("format", "activation_type", "weight_type")
-        )
-        extra = params["extra_options"]
+        read = settings_of(StaticSettings, params)  # validated against the schema first
+        form, activation_type, weight_type = read.format, read.activation_type, read.weight_type
         problems = []
-        if isinstance(extra, Mapping) and extra.get("SmoothQuant"):
+        if read.extra_options.get("SmoothQuant"):
             problems.append(
                 "SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
                 " it is not supported here yet"
@@ -176,42 +167,48 @@ class QuantizeStatic(Stage):
             prepared.model.parent / "prepared.onnx",
         )
         model = chosen.path
-        params, rule = op_table.rule(
+        resolved, rule = op_table.rule(
             asked, ctx.env, onnx_model.load_graph(model), "quantize_static"
         )
-        found = _find_traps(model, table, params)
-        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
+        settings = settings_of(StaticSettings, resolved)
+        found = _find_traps(model, table, settings)
+        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(settings.nodes_to_exclude))
         reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
-        params["reduce_range"] = reduce_range
+        settings = replace(settings, reduce_range=reduce_range)
         target, reordered, kept = self._write(
-            model, ctx.output_path("model"), params, (table, table_path), excluded
+            model, ctx.output_path("model"), settings, (table, table_path), excluded
         )
         excluded = sorted({*excluded, *(k.node for k in kept)})
         quantized = quantized_graph.quantized_ops(target)
-        _check_quantized(model, quantized, params)
+        _check_quantized(model, quantized["by_op_type"], quantized["activations"], settings)
+        by_op_type: dict[str, int] = dict(sorted(quantized["by_op_type"].items()))
+        part = _quantized_metrics(
+            settings, (model, target), by_op_type, quantized["activations"], excluded
+        )
+        before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
-            **_quantized_metrics(params, model, target, quantized, excluded),
+            **part,
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
             **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             "opset_upgraded_from": chosen.opset_upgraded_from,
             **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
+            "bytes_before": before,
+            "bytes_after": after,
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}
+        measured: dict[str, Json] = {}  # sanity's numbers, for the run record's metrics
         checked = sanity.verify_quantized(ctx, model, target, measured)
-        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ratio = after / before
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
         notes.append(float_retry.summary(kept))
         notes = [n for n in [*notes, checked, prepared.summary()] if n]
         return StageResult(
-            summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
+            summary=_headline(settings, by_op_type, ratio) + "".join(f"; {n}" for n in notes),
             metrics={
-                "quantized": metrics["quantized_by_op_type"],
+                "quantized": part["quantized_by_op_type"],
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
                 **measured,
@@ -238,17 +235,19 @@ class QuantizeStatic(Stage):
         cls,
         model: Path,
         output: Path,
-        params: dict[str, Any],
+        settings: StaticSettings,
         calibration: tuple[Any, Path],
         excluded: list[str],
     ) -> tuple[Path, bool, list[float_retry.KeptFloat]]:
         """ORT's quantize_static, the result repaired and loaded once; where ORT fails or writes a model it
         cannot load, again with the node it names kept float (float_retry). (file, re-sorted, kept float)"""
-        written: dict[str, Any] = {}
+        written: list[
+            tuple[Path, bool]
+        ] = []  # each attempt that ORT got through: (file, re-sorted)
 
         def attempt(floated: list[str]) -> None:
-            target = cls._quantize(model, output, params, *calibration, floated)
-            written.update(target=target, reordered=_repair(target))  # _repair loads it in ORT
+            target = cls._quantize(model, output, settings, *calibration, floated)
+            written.append((target, _repair(target)))  # _repair loads it in ORT
 
         graph = onnx_model.load_graph(model).graph
         try:
@@ -257,13 +256,14 @@ class QuantizeStatic(Stage):
             Exception
         ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
             raise ort_failures.after_retries("quantize_static", exc) from exc
-        return written["target"], written["reordered"], kept
+        target, reordered = written[-1]
+        return target, reordered, kept
 
     @staticmethod
     def _quantize(
         model: Path,
         output: Path,
-        params: dict[str, Any],
+        settings: StaticSettings,
         table: Any,
         table_path: Path,
         excluded: list[str],
@@ -280,18 +280,18 @@ class QuantizeStatic(Stage):
             str(model),
             str(target),
             calibration_data_reader=None,
-            quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
-            op_types_to_quantize=params["op_types_to_quantize"] or None,
-            per_channel=params["per_channel"],
-            reduce_range=params["reduce_range"],
-            activation_type=getattr(QuantType, params["activation_type"]),
-            weight_type=getattr(QuantType, params["weight_type"]),
+            quant_format=QuantFormat.QDQ if settings.format == "QDQ" else QuantFormat.QOperator,
+            op_types_to_quantize=settings.op_types() or None,
+            per_channel=settings.per_channel,
+            reduce_range=settings.reduce_range,
+            activation_type=getattr(QuantType, settings.activation_type),
+            weight_type=getattr(QuantType, settings.weight_type),
             nodes_to_exclude=excluded or None,
             use_external_data_format=large,
             calibrate_method=getattr(
                 CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
             ),
-            extra_options=dict(params["extra_options"]),
+            extra_options=dict(settings.extra_options),
             calibration_cache_path=str(table_path),
         )
         return target
@@ -306,64 +306,71 @@ def _repair(target: Path) -> bool:
     return reordered
 
 
-def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, Any]) -> None:
+def _check_quantized(
+    model: Path, by_op_type: Mapping[str, int], activations: int, settings: StaticSettings
+) -> None:
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
-    if not quantized["by_op_type"]:
-        asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
+    if not by_op_type:
+        asked = settings.op_types() or sorted(_registry(settings.format))
         raise StageError(
             f"quantize_static quantized nothing: {quantized_graph.nothing_quantized(model, asked)}"
         )
-    if not quantized["activations"] and not params["allow_weight_only"]:
+    if not activations and not settings.allow_weight_only:
         raise StageError(
             "no activation was quantized: the result is weight-only, and usually slower than fp32 "
-            f"(quantized inputs by op type: {dict(quantized['by_op_type']) or 'none'}). On a transformer-fused "
+            f"(quantized inputs by op type: {dict(by_op_type) or 'none'}). On a transformer-fused "
             "graph ORT leaves Attention and the fused LayerNorms in float: quantize the unfused model instead, "
             "or set allow_weight_only: true"
         )
 
 
-def _find_traps(model: Path, table: Any, params: dict[str, Any]) -> traps.Traps:
+def _find_traps(model: Path, table: Any, settings: StaticSettings) -> traps.Traps:
     """The nodes that quantize badly with the table's ranges (none looked for unless avoid_traps)."""
-    if not params["avoid_traps"]:
+    if not settings.avoid_traps:
         return traps.Traps()
     return traps.find_traps(
         list(onnx_model.load_graph(model).graph.node),
         traps.table_ranges(table),
-        params["mixed_range_ratio"],
+        settings.mixed_range_ratio,
     )
 
 
 def _quantized_metrics(
-    params: dict[str, Any],
-    model: Path,
-    target: Path,
-    quantized: dict[str, Any],
+    settings: StaticSettings,
+    models: tuple[Path, Path],
+    by_op_type: dict[str, int],
+    activations: int,
     excluded: list[str],
-) -> dict[str, Any]:
-    """metrics.json's first part: the settings, and what ORT quantized and kept in float."""
+) -> StaticMetrics:
+    """metrics.json's first part: the settings, and what ORT quantized and kept in float (`models`: the
+    float model, the quantized one)."""
+    model, target = models
     counts = onnx_model.op_counts(target)
+    quantized_ops: dict[str, Json] = dict(by_op_type)
     return {
-        "format": params["format"],
-        "activation_type": params["activation_type"],
-        "weight_type": params["weight_type"],
-        "per_channel": params["per_channel"],
-        "reduce_range": params["reduce_range"],
-        "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-        "quantized_activations": quantized["activations"],
+        "format": settings.format,
+        "activation_type": settings.activation_type,
+        "weight_type": settings.weight_type,
+        "per_channel": settings.per_channel,
+        "reduce_range": settings.reduce_range,
+        "quantized_by_op_type": quantized_ops,
+        "quantized_activations": activations,
         "QuantizeLinear": counts.get("QuantizeLinear", 0),
         "DequantizeLinear": counts.get("DequantizeLinear", 0),
         "nodes_kept_float": excluded,
         "quantized_nodes": quantized_graph.quantized_node_names(
-            model, target, _registry(params["format"])
+            model, target, _registry(settings.format)
         ),
     }
 
 
-def _headline(params: dict[str, Any], metrics: dict[str, Any]) -> str:
+def _headline(settings: StaticSettings, by_op_type: Mapping[str, int], ratio: float) -> str:
     """The summary's first part: format, types, the quantized op counts and the size ratio."""
-    ops = ", ".join(f"{op} {n}" for op, n in metrics["quantized_by_op_type"].items())
-    ratio = metrics["bytes_after"] / metrics["bytes_before"]
-    return f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
+    ops = ", ".join(f"{op} {n}" for op, n in by_op_type.items())
+    return (
+        f"{settings.format} {settings.activation_type}/{settings.weight_type}: {ops}; "
+        f"size x{ratio:.2f}"
+    )
 
 
 def _traps_text(found: traps.Traps) -> str:
