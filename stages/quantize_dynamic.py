@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Json, Params, Stage, StageContext, StageError, StageResult, settings_of
+from ortflow.api import Json, StageContext, StageError, StageResult, settings_of
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -19,14 +19,14 @@ from ortflow.stages.quantization import (
     sanity,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-from ortflow.stages.quantize_settings import DynamicSettings
+from ortflow.stages.quantize_common import DynamicSettings, OrtQuantizer
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
 # kernel (NudeNet's YOLOv8n: 152 ms against 56 ms fp32 on this project's AVX2 machine).
 SLOW_WHEN_DYNAMIC = frozenset({"Conv"})
 
 
-class QuantizeDynamic(Stage):
+class QuantizeDynamic(OrtQuantizer):
     type = "quantize_dynamic"
     # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8;
     # 7: the sanity numbers in the run record, not metrics.json; 8: reduce_range auto decided from the saturation
@@ -78,11 +78,6 @@ class QuantizeDynamic(Stage):
             **sanity.SANITY_PARAMS,
         },
     }
-
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        plain = dict(params)  # isa and op_table read the parameters by key
-        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
-        return ("onnxruntime", "onnx") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
         from onnxruntime.quantization.registry import IntegerOpsRegistry

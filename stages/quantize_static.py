@@ -12,7 +12,6 @@ from ortflow.api import (
     Json,
     Params,
     Port,
-    Stage,
     StageContext,
     StageError,
     StageResult,
@@ -33,20 +32,22 @@ from ortflow.stages.quantization import (
     traps,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-from ortflow.stages.quantize_settings import (
+from ortflow.stages.quantize_common import (
     EXTRA_OPTIONS,
     QUANT_TYPES,
+    OrtQuantizer,
     StaticMetrics,
     StaticSettings,
 )
 
 
-class QuantizeStatic(Stage):
+class QuantizeStatic(OrtQuantizer):
     type = "quantize_static"
     # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json;
     # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused;
     # 7: reduce_range auto decided from the saturation emulation (on the pre-processed graph, its real samples)
     version = "7"
+    libraries = ("onnxruntime", "onnx", "numpy")
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -143,11 +144,6 @@ class QuantizeStatic(Stage):
                 "ORT does not support int8 activations with uint8 weights — use QInt8 weights"
             )
         return problems
-
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        plain = dict(params)  # isa and op_table read the parameters by key
-        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
-        return ("onnxruntime", "onnx", "numpy") + tuple(dict.fromkeys(needs))
 
     def run(self, ctx: StageContext) -> StageResult:
         asked = dict(ctx.params)

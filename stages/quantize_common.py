@@ -1,5 +1,6 @@
-"""quantize_static's and quantize_dynamic's parameters read typed (with the values quantize_static's schema
-allows), and the first part of quantize_static's metrics.json.
+"""What quantize_static and quantize_dynamic share: the facts their cache keys depend on (OrtQuantizer), their
+parameters read typed (with the values quantize_static's schema allows), and the first part of quantize_static's
+metrics.json.
 
 Each settings dataclass stands for its stage's params_schema (tests/unit/test_stages_typed.py holds the two
 together). Not declared as Stage.settings yet: the helpers the stages call in stages/quantization (isa's
@@ -9,9 +10,10 @@ them typed once those have resolved `auto` (op types, reduce_range) and hand the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, TypedDict
+from typing import ClassVar, Mapping, TypedDict
 
-from ortflow.api import Json
+from ortflow.api import Json, Params, Stage
+from ortflow.stages.quantization import isa, op_table
 
 QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
 # onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
@@ -35,6 +37,18 @@ EXTRA_OPTIONS = [
     "UseQDQContribOps",
     "WeightSymmetric",
 ]
+
+
+class OrtQuantizer(Stage):
+    """A stage running one of ORT's quantizers: its key holds the target's instruction set where reduce_range
+    is `auto`, and the target and the INT8 op table where op_types_to_quantize is."""
+
+    libraries: ClassVar[tuple[str, ...]] = ("onnxruntime", "onnx")  # the facts every run depends on
+
+    def env_facts(self, params: Params) -> tuple[str, ...]:
+        plain = dict(params)  # isa and op_table read the parameters by key
+        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
+        return self.libraries + tuple(dict.fromkeys(needs))
 
 
 def _op_types(asked: tuple[str, ...] | str) -> list[str]:
