@@ -151,10 +151,8 @@ class QuantizeStatic(OrtQuantizer):
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
-        # a private copy: ORT may rewrite its cache file
         table_path = ctx.scratch / "calibration.json"
-        table, masks = self._read_table(ctx.path("calibration"), table_path)
-        pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
+        table, masks = self._read_table(ctx.path("calibration"), table_path, prepared)
         chosen = static_model.prepare(
             prepared.model,
             params,
@@ -175,12 +173,7 @@ class QuantizeStatic(OrtQuantizer):
             model, ctx.output_path("model"), settings, (table, table_path), excluded
         )
         excluded = sorted({*excluded, *(k.node for k in kept)})
-        quantized = quantized_graph.quantized_ops(target)
-        _check_quantized(model, quantized["by_op_type"], quantized["activations"], settings)
-        by_op_type: dict[str, int] = dict(sorted(quantized["by_op_type"].items()))
-        part = _quantized_metrics(
-            settings, (model, target), by_op_type, quantized["activations"], excluded
-        )
+        part = _quantized_metrics(settings, (model, target), excluded)
         before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
             **part,
@@ -199,10 +192,10 @@ class QuantizeStatic(OrtQuantizer):
         checked = sanity.verify_quantized(ctx, model, target, measured)
         ratio = after / before
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
-        notes.append(float_retry.summary(kept))
-        notes = [n for n in [*notes, checked, prepared.summary()] if n]
+        notes = [n for n in [*notes, float_retry.summary(kept), checked, prepared.summary()] if n]
         return StageResult(
-            summary=_headline(settings, by_op_type, ratio) + "".join(f"; {n}" for n in notes),
+            summary=_headline(settings, part["quantized_by_op_type"], ratio)
+            + "".join(f"; {n}" for n in notes),
             metrics={
                 "quantized": part["quantized_by_op_type"],
                 "size_ratio": round(ratio, 3),
@@ -215,16 +208,21 @@ class QuantizeStatic(OrtQuantizer):
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _read_table(given: Path, private: Path) -> tuple[Any, list[str]]:
+    def _read_table(
+        given: Path, private: Path, prepared: pre_processing.Prepared
+    ) -> tuple[Any, list[str]]:
         """Copy the calibrate stage's table to `private` (ORT may rewrite its cache file) and read it:
-        (ORT's TensorsData, the mask tensors calibrate left out of it)."""
+        (ORT's TensorsData, the mask tensors calibrate left out of it). A table calibrated on the other
+        graph than `prepared` (pre-processed or not) is refused."""
         from onnxruntime.quantization.calibrate import load_tensors_data
 
         private.write_bytes(given.read_bytes())
         try:
-            return load_tensors_data(private), calibration_table.mask_tensors(private)
+            found = load_tensors_data(private), calibration_table.mask_tensors(private)
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
+        pre_processing.check_same_graph(calibration_table.pre_processed(private), prepared)
+        return found
 
     @classmethod
     def _write(
@@ -332,17 +330,16 @@ def _find_traps(model: Path, table: Any, settings: StaticSettings) -> traps.Trap
 
 
 def _quantized_metrics(
-    settings: StaticSettings,
-    models: tuple[Path, Path],
-    by_op_type: dict[str, int],
-    activations: int,
-    excluded: list[str],
+    settings: StaticSettings, models: tuple[Path, Path], excluded: list[str]
 ) -> StaticMetrics:
     """metrics.json's first part: the settings, and what ORT quantized and kept in float (`models`: the
-    float model, the quantized one)."""
+    float model, the quantized one); a result with nothing quantized, or weights only, refused first."""
     model, target = models
+    quantized = quantized_graph.quantized_ops(target)
+    activations: int = quantized["activations"]
+    _check_quantized(model, quantized["by_op_type"], activations, settings)
     counts = onnx_model.op_counts(target)
-    quantized_ops: dict[str, Json] = dict(by_op_type)
+    quantized_ops: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
     return {
         "format": settings.format,
         "activation_type": settings.activation_type,
@@ -360,7 +357,7 @@ def _quantized_metrics(
     }
 
 
-def _headline(settings: StaticSettings, by_op_type: Mapping[str, int], ratio: float) -> str:
+def _headline(settings: StaticSettings, by_op_type: Mapping[str, Json], ratio: float) -> str:
     """The summary's first part: format, types, the quantized op counts and the size ratio."""
     ops = ", ".join(f"{op} {n}" for op, n in by_op_type.items())
     return (
