@@ -19,7 +19,7 @@ from ortflow.stages.quantization import (
     sanity,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-from ortflow.stages.quantize_common import DynamicSettings, OrtQuantizer
+from ortflow.stages.quantization.ort_quantizer import DynamicSettings, OrtQuantizer
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
 # kernel (NudeNet's YOLOv8n: 152 ms against 56 ms fp32 on this project's AVX2 machine).

@@ -32,7 +32,7 @@ from ortflow.stages.quantization import (
     traps,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-from ortflow.stages.quantize_common import (
+from ortflow.stages.quantization.ort_quantizer import (
     EXTRA_OPTIONS,
     QUANT_TYPES,
     OrtQuantizer,

@@ -8,7 +8,7 @@ from ortflow.api import settings_of, settings_problems
 from ortflow.engine.contracts.params import fill_defaults
 from ortflow.stages.benchmark import Benchmark, BenchmarkSettings
 from ortflow.stages.calibrate import Calibrate, CalibrateSettings
-from ortflow.stages.quantize_common import DynamicSettings, StaticSettings
+from ortflow.stages.quantization.ort_quantizer import DynamicSettings, StaticSettings
 from ortflow.stages.quantize_dynamic import QuantizeDynamic
 from ortflow.stages.quantize_static import QuantizeStatic
 from ortflow.stages.quantize_weights import QuantizeWeights, WeightsSettings
