@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import (
     ArtifactKind,
@@ -22,6 +22,9 @@ from ortflow.api import (
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import activation_ranges, calibration_passes, pre_processing
+
+if TYPE_CHECKING:
+    from onnx import ValueInfoProto
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,7 @@ class Calibrate(Stage):
     @staticmethod
     def _schedule(
         ctx: StageContext, params: CalibrateSettings, model: Path
-    ) -> tuple[dict[str, Any], list[calibration_passes.Pass]]:
+    ) -> tuple[dict[str, ValueInfoProto], list[calibration_passes.Pass]]:
         """The tensors to calibrate (name -> value info), grouped into passes that fit max_memory_mb (one pass
         without it)."""
         value_infos = calibration_passes.tensors_to_calibrate(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Json, Params, Stage, StageContext, StageError, StageResult
+from ortflow.api import Json, StageContext, StageError, StageResult, json_value, settings_of
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -18,13 +19,15 @@ from ortflow.stages.quantization import (
     sanity,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
+from ortflow.stages.quantization.ort_quantizer import DynamicSettings, OrtQuantizer
+from ortflow.stages.quantization.sanity_metrics import SanityMetrics
 
 # Op types ORT can quantize dynamically but that then run slower than in fp32 on CPUs: ConvInteger has no fast
 # kernel (NudeNet's YOLOv8n: 152 ms against 56 ms fp32 on this project's AVX2 machine).
 SLOW_WHEN_DYNAMIC = frozenset({"Conv"})
 
 
-class QuantizeDynamic(Stage):
+class QuantizeDynamic(OrtQuantizer):
     type = "quantize_dynamic"
     # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8;
     # 7: the sanity numbers in the run record, not metrics.json; 8: reduce_range auto decided from the saturation
@@ -77,29 +80,25 @@ class QuantizeDynamic(Stage):
         },
     }
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        plain = dict(params)  # isa and op_table read the parameters by key
-        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
-        return ("onnxruntime", "onnx") + tuple(dict.fromkeys(needs))
-
     def run(self, ctx: StageContext) -> StageResult:
         from onnxruntime.quantization.registry import IntegerOpsRegistry
 
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        params, rule = op_table.rule(
+        resolved, rule = op_table.rule(
             dict(ctx.params), ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
         )
+        settings = settings_of(DynamicSettings, resolved)
         quantized_graph.check_excluded_nodes(
-            onnx_model.load_graph(source), params["nodes_to_exclude"]
+            onnx_model.load_graph(source), list(settings.nodes_to_exclude)
         )
         large = onnx_model.needs_external_data(onnx_model.total_size(source))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         counts = onnx_model.op_counts(source)
-        op_types, left = _op_types(params, counts, set(IntegerOpsRegistry))
+        op_types, left = _op_types(settings, counts, set(IntegerOpsRegistry))
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
         reduce_range, why = isa.dynamic_reduce_range(ctx, source, op_types)
-        written = _Writer(ctx.scratch, source, target, params, op_types, reduce_range, large)
+        written = _Writer(ctx.scratch, source, target, settings, op_types, reduce_range, large)
         kept = written.write(onnx_model.load_graph(source).graph)
         reordered = written.reordered
         quantized = quantized_graph.quantized_ops(target)
@@ -112,7 +111,7 @@ class QuantizeDynamic(Stage):
             "quantized_nodes": quantized_graph.quantized_node_names(
                 source, target, set(IntegerOpsRegistry)
             ),
-            "nodes_kept_float": sorted({*params["nodes_to_exclude"], *(k.node for k in kept)}),
+            "nodes_kept_float": sorted({*settings.nodes_to_exclude, *(k.node for k in kept)}),
             **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             **({"op_types_auto": rule.metrics()} if rule else {}),
             "reduce_range": reduce_range,
@@ -121,14 +120,14 @@ class QuantizeDynamic(Stage):
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}
+        measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = after / before
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         notes = (_with_left_float(why, left), rule and rule.summary(), float_retry.summary(kept))
         why = "; ".join(p for p in notes if p)
         summary = (
-            f"dynamic {params['weight_type']}: {ops}; size x{ratio:.2f}"
+            f"dynamic {settings.weight_type}: {ops}; size x{ratio:.2f}"
             + (f"; {why}" if why else "")
             + f"; {checked}"
         )
@@ -138,17 +137,17 @@ class QuantizeDynamic(Stage):
                 "quantized": by_op_type,
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
-                **measured,
+                **{name: json_value(found) for name, found in measured.items()},
             },
         )
 
 
 def _op_types(
-    params: dict[str, Any], counts: dict[str, int], supported: set[str]
+    settings: DynamicSettings, counts: dict[str, int], supported: set[str]
 ) -> tuple[list[str], list[str]]:
     """The op types to quantize (those asked for; by default every type ORT `supported` but the ones slow when
     dynamic), and the ones of this model that the default leaves float."""
-    op_types = params["op_types_to_quantize"] or sorted(supported - SLOW_WHEN_DYNAMIC)
+    op_types = settings.op_types() or sorted(supported - SLOW_WHEN_DYNAMIC)
     left = sorted(op for op in SLOW_WHEN_DYNAMIC if op in counts and op not in op_types)
     return op_types, left
 
@@ -162,12 +161,13 @@ class _Writer:
         scratch: Path,
         source: Path,
         target: Path,
-        params: dict[str, Any],
+        settings: DynamicSettings,
         op_types: list[str],
         reduce_range: bool,
         large: bool,
     ):
-        self.scratch, self.source, self.target, self.params = scratch, source, target, params
+        self.scratch, self.source, self.target = scratch, source, target
+        self.settings = settings
         self.op_types, self.reduce_range, self.large = op_types, reduce_range, large
         self.reordered = False
 
@@ -175,7 +175,7 @@ class _Writer:
         """Quantize, retrying with the nodes ORT fails on kept float; the nodes so kept."""
         try:
             return float_retry.quantize_with_retries(
-                self.attempt, graph, self.params["nodes_to_exclude"]
+                self.attempt, graph, list(self.settings.nodes_to_exclude)
             )
         except (
             Exception
@@ -184,7 +184,7 @@ class _Writer:
 
     def attempt(self, excluded: list[str]) -> None:
         model, names = self.source, excluded
-        retried = [n for n in excluded if n not in self.params["nodes_to_exclude"]]
+        retried = [n for n in excluded if n not in self.settings.nodes_to_exclude]
         if (
             retried and not self.large
         ):  # a Gemm float_retry keeps float needs ORT's rewrite done first
@@ -195,7 +195,7 @@ class _Writer:
         _quantize(
             model,
             self.target,
-            {**self.params, "nodes_to_exclude": names},
+            replace(self.settings, nodes_to_exclude=tuple(names)),
             self.op_types,
             self.reduce_range,
             self.large,
@@ -209,7 +209,7 @@ class _Writer:
 def _quantize(
     source: Path,
     target: Path,
-    params: dict[str, Any],
+    settings: DynamicSettings,
     op_types: list[str],
     reduce_range: bool,
     large: bool,
@@ -220,15 +220,15 @@ def _quantize(
 
     # Without a default type, weights whose dtype ORT cannot infer on a transformer-fused graph fail with
     # "Unable to find data type for weight_name".
-    extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **params["extra_options"]}
+    extra = {"DefaultTensorType": onnx.TensorProto.FLOAT, **settings.extra_options}
     quantize_dynamic(
         str(source),
         str(target),
         op_types_to_quantize=op_types,
-        per_channel=params["per_channel"],
+        per_channel=settings.per_channel,
         reduce_range=reduce_range,
-        weight_type=getattr(QuantType, params["weight_type"]),
-        nodes_to_exclude=params["nodes_to_exclude"] or None,
+        weight_type=getattr(QuantType, settings.weight_type),
+        nodes_to_exclude=list(settings.nodes_to_exclude) or None,
         use_external_data_format=large,
         extra_options=extra,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
 
 from ortflow.api import (
     ArtifactKind,
@@ -17,10 +16,11 @@ from ortflow.api import (
 )
 
 # isort: split
-from ortflow.api import params_problems, stage_type
+from ortflow.api import params_problems, settings_of, stage_type
 from ortflow.api.ports import metric_in
 from ortflow.stages.search.candidate_steps import accuracy_params
 from ortflow.stages.search.partial_search import PartialSearch
+from ortflow.stages.search.settings import PartialSettings
 
 
 class QuantizePartial(Stage):
@@ -122,7 +122,7 @@ class QuantizePartial(Stage):
     }
 
     def check(self, params: Params) -> list[str]:
-        accuracy: dict[str, Any] = dict(cast("dict[str, Any]", params["accuracy"]))
+        accuracy = dict(settings_of(PartialSettings, params).accuracy)
         problems = [
             f"accuracy: {p}" for p in params_problems(stage_type("validate_accuracy"), accuracy)
         ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -11,24 +10,26 @@ from ortflow.api import (
     Better,
     Json,
     KnownMetrics,
-    Params,
     Port,
+    SettingsStage,
     Stage,
     StageContext,
     StageResult,
 )
 
 # isort: split
-from ortflow.api import params_problems, settings_of, stage_type
+from ortflow.api import params_problems, stage_type
 from ortflow.api.ports import metric_in
 from ortflow.api.providers import uses_cuda
 from ortflow.stages.search import space as search_space
-from ortflow.stages.search.quantization_search import FAMILIES, Search, accuracy_params
+from ortflow.stages.search.candidate_steps import accuracy_target
+from ortflow.stages.search.quantization_search import FAMILIES, Search
+from ortflow.stages.search.settings import SearchSettings
 
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")  # the op-type subset in the default static space
 
 
-class QuantizeSearch(Stage):
+class QuantizeSearch(SettingsStage[SearchSettings]):
     type = "quantize_search"
     step_types = (*FAMILIES.values(), "validate_accuracy", "benchmark", "quantization_debug")
     version = "6"  # 3: culprit-first probes; 4: any metric; 5: every base's culprits first; 6: ISA-pruned axes
@@ -168,20 +169,23 @@ class QuantizeSearch(Stage):
         },
     }
 
-    def check(self, params: Params) -> list[str]:
-        read = settings_of(_Steps, params)
+    settings = SearchSettings
+
+    def problems(self, settings: SearchSettings) -> list[str]:
         problems = [
-            f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), read.accuracy)
+            f"accuracy: {p}" for p in _problems(stage_type("validate_accuracy"), settings.accuracy)
         ]
-        if not read.accuracy.get("min") and not read.accuracy.get("max"):
+        if not settings.accuracy.get("min") and not settings.accuracy.get("max"):
             problems.append(
                 "accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})"
             )
-        problems += [f"benchmark: {p}" for p in _problems(stage_type("benchmark"), read.benchmark)]
+        problems += [
+            f"benchmark: {p}" for p in _problems(stage_type("benchmark"), settings.benchmark)
+        ]
         for family in FAMILIES:
             stage_cls = stage_type(FAMILIES[family])
-            space = params[family]  # an object: the schema says so
-            if family in read.families and isinstance(space, dict):
+            space = settings.space(family)  # an object: the schema says so
+            if family in settings.families and isinstance(space, dict):
                 for combination in search_space.grid(space, stage_cls.params_schema):
                     if not search_space.unsupported(
                         combination
@@ -189,20 +193,24 @@ class QuantizeSearch(Stage):
                         problems += [f"{family}: {p}" for p in _problems(stage_cls, combination)]
         return sorted(set(problems))
 
-    def metric_names(self, params: Params, files: dict[str, Path]) -> dict[str, Better] | None:
-        return stage_type("validate_accuracy")().metric_names(accuracy_params(dict(params)), files)
+    def metrics_known(
+        self, settings: SearchSettings, files: dict[str, Path]
+    ) -> dict[str, Better] | None:
+        return stage_type("validate_accuracy")().metric_names(
+            accuracy_target(settings.accuracy), files
+        )
 
-    def check_metrics(self, params: Params, known: KnownMetrics) -> list[str]:
+    def metric_problems(self, settings: SearchSettings, known: KnownMetrics) -> list[str]:
         """Its accuracy target names metrics its accuracy checks compute, as validate_accuracy's gates would."""
         return [
             f"accuracy: {p}"
             for p in stage_type("validate_accuracy")().check_metrics(
-                accuracy_params(dict(params)), known
+                accuracy_target(settings.accuracy), known
             )
         ]
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        providers = settings_of(_Steps, params).benchmark.get("providers", [])
+    def facts(self, settings: SearchSettings) -> tuple[str, ...]:
+        providers = settings.benchmark.get("providers", [])
         return (
             "onnxruntime",
             "onnx",
@@ -220,16 +228,6 @@ class QuantizeSearch(Stage):
         search = Search(ctx)
         search.run()
         return search.finish()
-
-
-@dataclass(frozen=True)
-class _Steps:
-    """What check() and env_facts() read of the parameters, typed: the steps' own parameters as given (free
-    JSON until each step's schema validates it) and the families searched. The search itself reads the rest."""
-
-    accuracy: Mapping[str, Json] = field(default_factory=dict)
-    benchmark: Mapping[str, Json] = field(default_factory=dict)
-    families: tuple[str, ...] = ()
 
 
 def _problems(stage_cls: type[Stage], params: Mapping[str, Json]) -> list[str]:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ortflow.api import ArtifactKind, Params, Port, Stage, StageContext, StageError, StageResult
+from ortflow.api import (
+    ArtifactKind,
+    Json,
+    Params,
+    Port,
+    StageContext,
+    StageError,
+    StageResult,
+    json_value,
+    settings_of,
+)
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -22,37 +33,23 @@ from ortflow.stages.quantization import (
     traps,
 )
 from ortflow.stages.quantization.isa import REDUCE_RANGE_PARAM
-
-QUANT_TYPES = ["QInt8", "QUInt8", "QInt16", "QUInt16"]
-# onnxruntime.quantization's extra_options for static quantization (quantize_static's docstring, ORT 1.31).
-EXTRA_OPTIONS = [
-    "ActivationRestrictedAsymmetric",
-    "ActivationSymmetric",
-    "AddQDQPairToWeight",
-    "DedicatedQDQPair",
-    "EnableSubgraph",
-    "ForceQuantizeNoInputCheck",
-    "MatMulConstBOnly",
-    "MinimumRealRange",
-    "OpTypesToExcludeOutputQuantization",
-    "QDQDisableWeightAdjustForInt32Bias",
-    "QDQKeepRemovableActivations",
-    "QDQOpTypePerChannelSupportToAxis",
-    "SmoothQuant",
-    "SmoothQuantAlpha",
-    "SmoothQuantFolding",
-    "TensorQuantOverrides",
-    "UseQDQContribOps",
-    "WeightSymmetric",
-]
+from ortflow.stages.quantization.ort_quantizer import (
+    EXTRA_OPTIONS,
+    QUANT_TYPES,
+    OrtQuantizer,
+    StaticMetrics,
+    StaticSettings,
+)
+from ortflow.stages.quantization.sanity_metrics import SanityMetrics
 
 
-class QuantizeStatic(Stage):
+class QuantizeStatic(OrtQuantizer):
     type = "quantize_static"
     # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json;
     # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused;
     # 7: reduce_range auto decided from the saturation emulation (on the pre-processed graph, its real samples)
     version = "7"
+    libraries = ("onnxruntime", "onnx", "numpy")
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
         "calibrate stage's table (no re-calibration). Reports the quantized op counts, and fails when no "
@@ -134,13 +131,10 @@ class QuantizeStatic(Stage):
     }
 
     def check(self, params: Params) -> list[str]:
-        # validated against the schema first: three strings, and a mapping of ORT's extra options
-        form, activation_type, weight_type = (
-            str(params[k]) for k in ("format", "activation_type", "weight_type")
-        )
-        extra = params["extra_options"]
+        read = settings_of(StaticSettings, params)  # validated against the schema first
+        form, activation_type, weight_type = read.format, read.activation_type, read.weight_type
         problems = []
-        if isinstance(extra, Mapping) and extra.get("SmoothQuant"):
+        if read.extra_options.get("SmoothQuant"):
             problems.append(
                 "SmoothQuant re-calibrates inside quantize_static, which takes a calibrate stage's table;"
                 " it is not supported here yet"
@@ -153,21 +147,14 @@ class QuantizeStatic(Stage):
             )
         return problems
 
-    def env_facts(self, params: Params) -> tuple[str, ...]:
-        plain = dict(params)  # isa and op_table read the parameters by key
-        needs = (("target_isa",) if isa.needs_isa(plain) else ()) + op_table.env_facts(plain)
-        return ("onnxruntime", "onnx", "numpy") + tuple(dict.fromkeys(needs))
-
     def run(self, ctx: StageContext) -> StageResult:
         asked = dict(ctx.params)
         params = op_table.without_auto(asked)
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
-        # a private copy: ORT may rewrite its cache file
         table_path = ctx.scratch / "calibration.json"
-        table, masks = self._read_table(ctx.path("calibration"), table_path)
-        pre_processing.check_same_graph(calibration_table.pre_processed(table_path), prepared)
+        table, masks = self._read_table(ctx.path("calibration"), table_path, prepared)
         chosen = static_model.prepare(
             prepared.model,
             params,
@@ -176,45 +163,46 @@ class QuantizeStatic(Stage):
             prepared.model.parent / "prepared.onnx",
         )
         model = chosen.path
-        params, rule = op_table.rule(
+        resolved, rule = op_table.rule(
             asked, ctx.env, onnx_model.load_graph(model), "quantize_static"
         )
-        found = _find_traps(model, table, params)
-        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(params["nodes_to_exclude"]))
+        settings = settings_of(StaticSettings, resolved)
+        found = _find_traps(model, table, settings)
+        excluded = sorted(set(chosen.kept_float) | found.nodes() | set(settings.nodes_to_exclude))
         reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
-        params["reduce_range"] = reduce_range
+        settings = replace(settings, reduce_range=reduce_range)
         target, reordered, kept = self._write(
-            model, ctx.output_path("model"), params, (table, table_path), excluded
+            model, ctx.output_path("model"), settings, (table, table_path), excluded
         )
         excluded = sorted({*excluded, *(k.node for k in kept)})
-        quantized = quantized_graph.quantized_ops(target)
-        _check_quantized(model, quantized, params)
+        part = _quantized_metrics(settings, (model, target), excluded)
+        before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
-            **_quantized_metrics(params, model, target, quantized, excluded),
+            **part,
             "mask_nodes_kept_float": chosen.around_masks,
             "traps_kept_float": found.metrics(),
             **({"kept_float_after_ort_failures": [k.as_dict() for k in kept]} if kept else {}),
             "opset_upgraded_from": chosen.opset_upgraded_from,
             **({"op_types_auto": rule.metrics()} if rule else {}),
             **prepared.metrics(),
-            "bytes_before": onnx_model.total_size(source),
-            "bytes_after": onnx_model.total_size(target),
+            "bytes_before": before,
+            "bytes_after": after,
             **({"nodes_reordered_after_ort": True} if reordered else {}),
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}
+        measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
         checked = sanity.verify_quantized(ctx, model, target, measured)
-        ratio = metrics["bytes_after"] / metrics["bytes_before"]
+        ratio = after / before
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
-        notes.append(float_retry.summary(kept))
-        notes = [n for n in [*notes, checked, prepared.summary()] if n]
+        notes = [n for n in [*notes, float_retry.summary(kept), checked, prepared.summary()] if n]
         return StageResult(
-            summary=_headline(params, metrics) + "".join(f"; {note}" for note in notes),
+            summary=_headline(settings, part["quantized_by_op_type"], ratio)
+            + "".join(f"; {n}" for n in notes),
             metrics={
-                "quantized": metrics["quantized_by_op_type"],
+                "quantized": part["quantized_by_op_type"],
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
-                **measured,
+                **{name: json_value(found) for name, found in measured.items()},
                 **prepared.metrics(),
             },
         )
@@ -222,33 +210,40 @@ class QuantizeStatic(Stage):
     # -- the steps of run, in order ------------------------------------------------------------------
 
     @staticmethod
-    def _read_table(given: Path, private: Path) -> tuple[Any, list[str]]:
+    def _read_table(
+        given: Path, private: Path, prepared: pre_processing.Prepared
+    ) -> tuple[Any, list[str]]:
         """Copy the calibrate stage's table to `private` (ORT may rewrite its cache file) and read it:
-        (ORT's TensorsData, the mask tensors calibrate left out of it)."""
+        (ORT's TensorsData, the mask tensors calibrate left out of it). A table calibrated on the other
+        graph than `prepared` (pre-processed or not) is refused."""
         from onnxruntime.quantization.calibrate import load_tensors_data
 
         private.write_bytes(given.read_bytes())
         try:
-            return load_tensors_data(private), calibration_table.mask_tensors(private)
+            found = load_tensors_data(private), calibration_table.mask_tensors(private)
         except Exception as exc:
             raise StageError(f"{given.name} is not a calibration table: {exc}") from exc
+        pre_processing.check_same_graph(calibration_table.pre_processed(private), prepared)
+        return found
 
     @classmethod
     def _write(
         cls,
         model: Path,
         output: Path,
-        params: dict[str, Any],
+        settings: StaticSettings,
         calibration: tuple[Any, Path],
         excluded: list[str],
     ) -> tuple[Path, bool, list[float_retry.KeptFloat]]:
         """ORT's quantize_static, the result repaired and loaded once; where ORT fails or writes a model it
         cannot load, again with the node it names kept float (float_retry). (file, re-sorted, kept float)"""
-        written: dict[str, Any] = {}
+        written: list[
+            tuple[Path, bool]
+        ] = []  # each attempt that ORT got through: (file, re-sorted)
 
         def attempt(floated: list[str]) -> None:
-            target = cls._quantize(model, output, params, *calibration, floated)
-            written.update(target=target, reordered=_repair(target))  # _repair loads it in ORT
+            target = cls._quantize(model, output, settings, *calibration, floated)
+            written.append((target, _repair(target)))  # _repair loads it in ORT
 
         graph = onnx_model.load_graph(model).graph
         try:
@@ -257,13 +252,14 @@ class QuantizeStatic(Stage):
             Exception
         ) as exc:  # ORT's quantizer or loader, after the retries: one line, what to do
             raise ort_failures.after_retries("quantize_static", exc) from exc
-        return written["target"], written["reordered"], kept
+        target, reordered = written[-1]
+        return target, reordered, kept
 
     @staticmethod
     def _quantize(
         model: Path,
         output: Path,
-        params: dict[str, Any],
+        settings: StaticSettings,
         table: Any,
         table_path: Path,
         excluded: list[str],
@@ -280,18 +276,18 @@ class QuantizeStatic(Stage):
             str(model),
             str(target),
             calibration_data_reader=None,
-            quant_format=QuantFormat.QDQ if params["format"] == "QDQ" else QuantFormat.QOperator,
-            op_types_to_quantize=params["op_types_to_quantize"] or None,
-            per_channel=params["per_channel"],
-            reduce_range=params["reduce_range"],
-            activation_type=getattr(QuantType, params["activation_type"]),
-            weight_type=getattr(QuantType, params["weight_type"]),
+            quant_format=QuantFormat.QDQ if settings.format == "QDQ" else QuantFormat.QOperator,
+            op_types_to_quantize=settings.op_types() or None,
+            per_channel=settings.per_channel,
+            reduce_range=settings.reduce_range,
+            activation_type=getattr(QuantType, settings.activation_type),
+            weight_type=getattr(QuantType, settings.weight_type),
             nodes_to_exclude=excluded or None,
             use_external_data_format=large,
             calibrate_method=getattr(
                 CalibrationMethod, table.calibration_method.name, CalibrationMethod.MinMax
             ),
-            extra_options=dict(params["extra_options"]),
+            extra_options=dict(settings.extra_options),
             calibration_cache_path=str(table_path),
         )
         return target
@@ -306,64 +302,70 @@ def _repair(target: Path) -> bool:
     return reordered
 
 
-def _check_quantized(model: Path, quantized: dict[str, Any], params: dict[str, Any]) -> None:
+def _check_quantized(
+    model: Path, by_op_type: Mapping[str, int], activations: int, settings: StaticSettings
+) -> None:
     """Refuse a result with nothing quantized, or (unless allowed) with weights only: neither is faster than fp32."""
-    if not quantized["by_op_type"]:
-        asked = params["op_types_to_quantize"] or sorted(_registry(params["format"]))
+    if not by_op_type:
+        asked = settings.op_types() or sorted(_registry(settings.format))
         raise StageError(
             f"quantize_static quantized nothing: {quantized_graph.nothing_quantized(model, asked)}"
         )
-    if not quantized["activations"] and not params["allow_weight_only"]:
+    if not activations and not settings.allow_weight_only:
         raise StageError(
             "no activation was quantized: the result is weight-only, and usually slower than fp32 "
-            f"(quantized inputs by op type: {dict(quantized['by_op_type']) or 'none'}). On a transformer-fused "
+            f"(quantized inputs by op type: {dict(by_op_type) or 'none'}). On a transformer-fused "
             "graph ORT leaves Attention and the fused LayerNorms in float: quantize the unfused model instead, "
             "or set allow_weight_only: true"
         )
 
 
-def _find_traps(model: Path, table: Any, params: dict[str, Any]) -> traps.Traps:
+def _find_traps(model: Path, table: Any, settings: StaticSettings) -> traps.Traps:
     """The nodes that quantize badly with the table's ranges (none looked for unless avoid_traps)."""
-    if not params["avoid_traps"]:
+    if not settings.avoid_traps:
         return traps.Traps()
     return traps.find_traps(
         list(onnx_model.load_graph(model).graph.node),
         traps.table_ranges(table),
-        params["mixed_range_ratio"],
+        settings.mixed_range_ratio,
     )
 
 
 def _quantized_metrics(
-    params: dict[str, Any],
-    model: Path,
-    target: Path,
-    quantized: dict[str, Any],
-    excluded: list[str],
-) -> dict[str, Any]:
-    """metrics.json's first part: the settings, and what ORT quantized and kept in float."""
+    settings: StaticSettings, models: tuple[Path, Path], excluded: list[str]
+) -> StaticMetrics:
+    """metrics.json's first part: the settings, and what ORT quantized and kept in float (`models`: the
+    float model, the quantized one); a result with nothing quantized, or weights only, refused first."""
+    model, target = models
+    quantized = quantized_graph.quantized_ops(target)
+    activations: int = quantized["activations"]
+    _check_quantized(model, quantized["by_op_type"], activations, settings)
     counts = onnx_model.op_counts(target)
+    quantized_ops: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
     return {
-        "format": params["format"],
-        "activation_type": params["activation_type"],
-        "weight_type": params["weight_type"],
-        "per_channel": params["per_channel"],
-        "reduce_range": params["reduce_range"],
-        "quantized_by_op_type": dict(sorted(quantized["by_op_type"].items())),
-        "quantized_activations": quantized["activations"],
+        "format": settings.format,
+        "activation_type": settings.activation_type,
+        "weight_type": settings.weight_type,
+        "per_channel": settings.per_channel,
+        "reduce_range": settings.reduce_range,
+        "quantized_by_op_type": quantized_ops,
+        "quantized_activations": activations,
         "QuantizeLinear": counts.get("QuantizeLinear", 0),
         "DequantizeLinear": counts.get("DequantizeLinear", 0),
         "nodes_kept_float": excluded,
         "quantized_nodes": quantized_graph.quantized_node_names(
-            model, target, _registry(params["format"])
+            model, target, _registry(settings.format)
         ),
     }
 
 
-def _headline(params: dict[str, Any], metrics: dict[str, Any]) -> str:
+def _headline(settings: StaticSettings, by_op_type: Mapping[str, Json], ratio: float) -> str:
     """The summary's first part: format, types, the quantized op counts and the size ratio."""
-    ops = ", ".join(f"{op} {n}" for op, n in metrics["quantized_by_op_type"].items())
-    ratio = metrics["bytes_after"] / metrics["bytes_before"]
-    return f"{params['format']} {params['activation_type']}/{params['weight_type']}: {ops}; size x{ratio:.2f}"
+    ops = ", ".join(f"{op} {n}" for op, n in by_op_type.items())
+    return (
+        f"{settings.format} {settings.activation_type}/{settings.weight_type}: {ops}; "
+        f"size x{ratio:.2f}"
+    )
 
 
 def _traps_text(found: traps.Traps) -> str:

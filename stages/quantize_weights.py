@@ -16,10 +16,12 @@ from ortflow.api import (
     StageContext,
     StageError,
     StageResult,
+    json_value,
     settings_of,
 )
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import ort_failures, quantized_graph, sanity, weight_sensitivity
+from ortflow.stages.quantization.sanity_metrics import SanityMetrics
 
 
 class Algorithm(str, Enum):
@@ -188,7 +190,9 @@ class QuantizeWeights(Stage):
             "bytes_after": after,
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
-        measured: dict[str, Any] = {}  # sanity's measurements (its own module's type)
+        measured: dict[
+            str, SanityMetrics
+        ] = {}  # sanity's measurements, for the run record's metrics
         checked = sanity.verify_quantized(ctx, source, target, measured)
         ratio = after / before
         ops = ", ".join(
@@ -204,7 +208,7 @@ class QuantizeWeights(Stage):
             metrics={
                 "quantized": quantized_ops,
                 "size_ratio": round(ratio, 3),
-                **measured,
+                **{name: json_value(found) for name, found in measured.items()},
             },
         )
 

@@ -113,8 +113,6 @@ KEYED_BUILTINS = frozenset(
     {
         "calibrate",
         "quantize_dynamic",
-        "quantize_partial",
-        "quantize_search",
         "quantize_static",
         "quantize_weights",
     }

@@ -118,6 +118,9 @@ from ortflow.engine.contracts.types import TextEnum
 
 # JSON-shaped values: what a parsed JSON/YAML document holds, and a stage's opaque parameters.
 from ortflow.engine.leaves.json_types import Json, JsonObject, Params, Scalar
+from ortflow.engine.contracts.json_values import (
+    json_value,
+)  # a typed part (a TypedDict) as a JSON value, checked
 
 # Model files, kept at the top for plugins written against the first API (ortflow.api.onnx has the rest).
 from ortflow.engine.ort.onnx_model import check as check_model
@@ -247,6 +250,7 @@ __all__ = [
     "BenchmarkRow",
     "Bounds",
     "Json",
+    "json_value",
     "JsonObject",
     "Latency",
     "Params",

@@ -8,6 +8,9 @@ from ortflow.api import settings_of, settings_problems
 from ortflow.engine.contracts.params import fill_defaults
 from ortflow.stages.benchmark import Benchmark, BenchmarkSettings
 from ortflow.stages.calibrate import Calibrate, CalibrateSettings
+from ortflow.stages.quantization.ort_quantizer import DynamicSettings, StaticSettings
+from ortflow.stages.quantize_dynamic import QuantizeDynamic
+from ortflow.stages.quantize_static import QuantizeStatic
 from ortflow.stages.quantize_weights import QuantizeWeights, WeightsSettings
 from ortflow.stages.validate_accuracy import AccuracySettings, ValidateAccuracy
 
@@ -15,6 +18,8 @@ UNDECLARED = [
     (Benchmark, BenchmarkSettings),
     (Calibrate, CalibrateSettings),
     (QuantizeWeights, WeightsSettings),
+    (QuantizeStatic, StaticSettings),
+    (QuantizeDynamic, DynamicSettings),
     (ValidateAccuracy, AccuracySettings),
 ]
 
@@ -48,3 +53,32 @@ def test_a_swept_benchmark_parameter_reads_as_its_values():
     assert (
         Benchmark().check(fill_defaults({"runs": 2, "seconds": 1.0}, Benchmark.params_schema)) == []
     )
+
+
+def test_quantize_static_and_dynamic_read_auto_op_types_and_their_checks_typed():
+    """op_table reads `auto` as [] (every type) before run reads the settings; the list given is the list used.
+    quantize_static's check reads the typed settings and names each unsupported combination."""
+    for stage_cls, settings in (
+        (QuantizeStatic, StaticSettings),
+        (QuantizeDynamic, DynamicSettings),
+    ):
+        given = fill_defaults({"op_types_to_quantize": ["MatMul"]}, stage_cls.params_schema)
+        assert settings_of(settings, given).op_types() == ["MatMul"]
+        assert settings_of(settings, fill_defaults({}, stage_cls.params_schema)).op_types() == []
+    filled = fill_defaults(
+        {
+            "format": "QOperator",
+            "activation_type": "QInt8",
+            "weight_type": "QUInt16",
+            "extra_options": {"SmoothQuant": True},
+        },
+        QuantizeStatic.params_schema,
+    )
+    problems = QuantizeStatic().check(filled)
+    assert len(problems) == 2 and "SmoothQuant" in problems[0] and "format QDQ" in problems[1]
+    int8_with_uint8 = fill_defaults(
+        {"activation_type": "QInt8", "weight_type": "QUInt8"}, QuantizeStatic.params_schema
+    )
+    assert QuantizeStatic().check(int8_with_uint8) == [
+        "ORT does not support int8 activations with uint8 weights — use QInt8 weights"
+    ]

@@ -45,3 +45,33 @@ def test_search_settings_read_the_recipes_values_and_keep_nested_blocks_as_given
 )
 def test_metric_settings_agree_with_the_metrics_params_schema(metric, settings):
     assert settings_problems(settings, metric_type(metric).params_schema) == []
+
+
+def test_quantize_search_is_a_settings_stage_whose_hooks_read_its_settings():
+    """quantize_search declares SearchSettings: the engine's hooks parse the parameters once and the typed hooks
+    answer from them; it reads nothing by key, so it is no longer spared the deprecation (nor is
+    quantize_partial, whose search reads ctx.settings)."""
+    from ortflow.api import SettingsStage
+    from ortflow.engine.contracts.params import KEYED_BUILTINS
+    from ortflow.stages.quantize_search import QuantizeSearch
+
+    assert issubclass(QuantizeSearch, SettingsStage) and QuantizeSearch.settings is SearchSettings
+    assert not {"quantize_search", "quantize_partial"} & KEYED_BUILTINS
+    schema = QuantizeSearch.params_schema
+    given = {
+        "accuracy": {"min": {"cosine_mean": 0.99}},
+        "benchmark": {"providers": ["CUDAExecutionProvider"]},
+    }
+    stage = QuantizeSearch()
+    read = stage.parsed(fill_defaults(given, schema))
+    assert "cuda_provider" in stage.facts(read)
+    assert stage.env_facts(fill_defaults(given, schema)) == stage.facts(read)
+    assert "cuda_provider" not in stage.env_facts(
+        fill_defaults({"accuracy": given["accuracy"]}, schema)
+    )
+    untargeted = stage.problems(stage.parsed(fill_defaults({"accuracy": {}}, schema)))
+    assert untargeted == [
+        "accuracy needs a target: min (e.g. {cosine_mean: 0.99}) or max (e.g. {max_abs: 0.01})"
+    ]
+    unknown = fill_defaults({"accuracy": {"min": {"cosine_mean": 0.99}, "bogus": 1}}, schema)
+    assert any(p.startswith("accuracy: ") and "bogus" in p for p in stage.check(unknown))
