@@ -11,7 +11,7 @@ by ortflow.api)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,6 +21,15 @@ MARGIN = 0.05  # a box may overhang the image by 5% of its side (detectors clip 
 MIN_SIDE_SHARE = 0.01  # the median box side is at least 1% of the image's shorter side
 MAX_PER_IMAGE = 300  # more confident boxes than this on one image (after NMS) reads noise
 MIN_SHARE = 0.9  # of confident boxes inside the image and of a real size
+
+
+class HeadWith(TypedDict, total=False):
+    """A reading as the detection metric's parameters (`layout`, `objectness`, `strides` where not the default):
+    what `engine init` writes into the recipe for the reading it chose."""
+
+    layout: str
+    objectness: bool
+    strides: list[int]
 
 
 @dataclass(frozen=True)
@@ -34,9 +43,9 @@ class HeadReading:
     objectness: bool
     strides: tuple[int, ...] = GRID_STRIDES
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> HeadWith:
         """The detection metric's parameters for this reading."""
-        found: dict[str, Any] = {"layout": self.layout, "objectness": self.objectness}
+        found: HeadWith = {"layout": self.layout, "objectness": self.objectness}
         if self.layout == "grid" and self.strides != GRID_STRIDES:
             found["strides"] = list(self.strides)
         return found
