@@ -226,15 +226,7 @@ def random_choice(
         comments.append(
             f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized
         )
-    params: LoaderWith = {"samples": RANDOM_SAMPLES, "seed": 0}
-    if dims:
-        params["dims"] = dims
-    if shapes:
-        params["shapes"] = shapes
-    if ranges:
-        params["ranges"] = ranges
-    if batch_axes:
-        params["batch_axes"] = batch_axes
+    params = _random_params(dims, shapes, ranges, batch_axes)
     return DatasetChoice(
         DataKind.RANDOM,
         "random",
@@ -244,6 +236,25 @@ def random_choice(
         guesses,
         list(remarks),
     )
+
+
+def _random_params(
+    dims: dict[str, int],
+    shapes: dict[str, list[int]],
+    ranges: dict[str, list[int | float]],
+    batch_axes: dict[str, int | None],
+) -> LoaderWith:
+    """The random loader's block: the seed, then only the parts that say something (none is written empty)."""
+    params: LoaderWith = {"samples": RANDOM_SAMPLES, "seed": 0}
+    if dims:
+        params["dims"] = dims
+    if shapes:
+        params["shapes"] = shapes
+    if ranges:
+        params["ranges"] = ranges
+    if batch_axes:
+        params["batch_axes"] = batch_axes
+    return params
 
 
 def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
