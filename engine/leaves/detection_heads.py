@@ -44,11 +44,18 @@ class HeadReading:
     strides: tuple[int, ...] = GRID_STRIDES
 
     def params(self) -> HeadWith:
-        """The detection metric's parameters for this reading."""
-        found: HeadWith = {"layout": self.layout, "objectness": self.objectness}
-        if self.layout == "grid" and self.strides != GRID_STRIDES:
-            found["strides"] = list(self.strides)
+        """The detection metric's parameters for this reading (ortflow.api exports the class to plugins)."""
+        found: HeadWith = {}
+        self.write_params(found)
         return found
+
+    def write_params(self, block: HeadWith) -> None:
+        """The detection metric's parameters for this reading, set in its `with:` block (a block of more keys
+        is a HeadWith too: the reading's keys are set in place, after those the block holds)."""
+        block["layout"] = self.layout
+        block["objectness"] = self.objectness
+        if self.layout == "grid" and self.strides != GRID_STRIDES:
+            block["strides"] = list(self.strides)
 
     def describe(self) -> str:
         names = {

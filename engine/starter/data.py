@@ -38,16 +38,16 @@ from ortflow.engine.starter.split import count_samples, split
 RANDOM_SAMPLES = 16
 
 
-class _NoAliases(yaml.SafeDumper):
+class _NoAliases(yaml.SafeDumper):  # type: ignore[misc]  # yaml ships no types: its classes are Any
     def ignore_aliases(
         self, data: Any
     ) -> bool:  # a list used twice is written twice, not as &id001 / *id001
         return True
 
 
-def flow(value: Any) -> str:
+def flow(value: object) -> str:
     """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
-    text = yaml.dump(
+    text: str = yaml.dump(  # a str: no stream given
         value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False
     )
     return text.strip().removesuffix("\n...").strip()
@@ -309,7 +309,8 @@ def _images_choice(
         )
     height, width = image_size(roles, images[0], data)
     chosen = preprocessing or Preprocessing()
-    params: LoaderWith = {"path": where, "size": [height, width], **chosen.params()}
+    params: LoaderWith = {"path": where, "size": [height, width]}
+    chosen.write_params(params)
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
     notes = [f"{data.name}: images, resized to {height} x {width}, {chosen.channels}", assumed]
     if (height, width) == median_size(data) and None in fixed_sides(images[0]):

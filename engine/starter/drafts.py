@@ -48,14 +48,7 @@ class MetricWith(TypedDict, total=False):
     threshold: float
 
 
-class ValidateWith(TypedDict, total=False):
-    """What the metric init chose adds to validate_accuracy's `with:` (and to quantize_partial's `accuracy`)."""
-
-    outputs: list[str]
-    metrics: dict[str, MetricWith]
-
-
-class StageWith(ValidateWith, total=False):
+class StageWith(TypedDict, total=False):
     """A drafted stage's `with:`: the keys init writes for each stage type it proposes, typed once here so the
     proposals build them by name; the stage's own params_schema judges the recipe when it is validated."""
 
@@ -71,8 +64,11 @@ class StageWith(ValidateWith, total=False):
     fp16: bool
     freeze_from_data: list[str]
     shapes_from_data: bool
-    # validate_accuracy (then ValidateWith's keys), select, quantize_partial's accuracy
+    # validate_accuracy (outputs and metrics: the metric init chose, engine.starter.metric_choice), select,
+    # quantize_partial's accuracy
     samples: int
+    outputs: list[str]
+    metrics: dict[str, MetricWith]
     minimize: str
     min: dict[str, float]
     # benchmark

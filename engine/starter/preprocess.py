@@ -102,18 +102,17 @@ class Preprocessing:
             said = "pixels in [0, 255], no mean/std"
         return said + ("" if self.channels == "RGB" else f", {self.channels} channels")
 
-    def params(self) -> PixelWith:
-        """The images loader's parameters (none for its own default, RGB [0, 1] with no mean/std)."""
-        found: PixelWith = {}
+    def write_params(self, block: PixelWith) -> None:
+        """The images loader's parameters, set in its `with:` block after the keys it holds (none for the
+        loader's own default, RGB [0, 1] with no mean/std)."""
         if self.channels != "RGB":
-            found["channels"] = self.channels
+            block["channels"] = self.channels
         if self.pixels == "0-255":
-            found["scale"] = 1
+            block["scale"] = 1
         width = 1 if self.channels == "gray" else 3
         if set(self.mean) != {0.0} or set(self.std) != {1.0}:
-            found["mean"] = list(self.mean[:width])
-            found["std"] = list(self.std[:width])
-        return found
+            block["mean"] = list(self.mean[:width])
+            block["std"] = list(self.std[:width])
 
     def value_range(self) -> list[float]:
         """Where the pixels land once normalised: the range of random image feeds."""

@@ -21,18 +21,12 @@ from ortflow.engine.starter.data import (
     relative,
     user_choice,
 )
-from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageWith
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, StageWith, Target
 from ortflow.engine.starter.gpu_target import attention_note, timing_params
 from ortflow.engine.starter.head_choice import SAMPLES, ReadingChoice, choose_reading
+from ortflow.engine.starter.metric_choice import MetricChoice
 from ortflow.engine.starter.preprocess import Preprocessing
-from ortflow.engine.starter.proposal import (
-    MetricChoice,
-    Proposal,
-    StageDraft,
-    Target,
-    branch_note,
-    propose_stages,
-)
+from ortflow.engine.starter.proposal import Proposal, branch_note, propose_stages
 from ortflow.engine.starter.roles import (
     InputRole,
     ModelKind,

@@ -1,5 +1,5 @@
 """The `with:` blocks `engine init` writes are typed where it builds them (engine/starter: LoaderWith, StageWith,
-ValidateWith, MetricWith; a head's reading as HeadWith). Each key those types declare must be a parameter of a
+MetricWith; a head's reading as HeadWith). Each key those types declare must be a parameter of a
 loader, stage or metric init writes it for, of the JSON type the parameter's schema takes: a key renamed on
 one side only would otherwise be written into every drafted recipe and refused when the user validates it."""
 
@@ -14,7 +14,7 @@ import pytest
 from ortflow.engine.contracts.registry import installed_metrics, installed_stages, loader_type
 from ortflow.engine.leaves.detection_heads import HeadWith
 from ortflow.engine.starter.data import LoaderWith
-from ortflow.engine.starter.drafts import MetricWith, StageWith, ValidateWith
+from ortflow.engine.starter.drafts import MetricWith, StageWith
 
 # the plugins each type's keys are parameters of: the ones init writes that block for
 LOADERS = ("random", "images", "text", "npz")
@@ -90,7 +90,6 @@ def _problems(form: type, kind: str, owners: tuple[str, ...]) -> list[str]:
     [
         (LoaderWith, "loader", LOADERS),
         (StageWith, "stage", STAGES),
-        (ValidateWith, "stage", ("validate_accuracy",)),
         (MetricWith, "metric", METRICS),
         (HeadWith, "metric", ("detection",)),
     ],
