@@ -11,9 +11,10 @@ from conftest import toy_model
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.engine.ort.model_facts import read_model_facts
-from ortflow.engine.starter.data import image_size, random_choice
-from ortflow.engine.starter.proposal import choose_metric
+from ortflow.engine.starter.data import random_choice
+from ortflow.engine.starter.metric_choice import choose_metric
 from ortflow.engine.starter.roles import InputRole, ModelKind, OutputMeaning, read_roles
+from ortflow.engine.starter.sizes import image_size
 
 
 def _nhwc_classifier(path):

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 def _init_options(args: argparse.Namespace, output: Path, name: str | None = None) -> Any:
+    from ortflow.engine.starter.drafts import Target
     from ortflow.engine.starter.preprocess import from_flags
-    from ortflow.engine.starter.proposal import Target
     from ortflow.engine.starter.write import InitOptions
 
     return InitOptions(
@@ -87,7 +87,7 @@ def cmd_init(args: argparse.Namespace, out: Output) -> int:
 
 
 def _target(args: argparse.Namespace) -> Any:
-    from ortflow.engine.starter.proposal import Target
+    from ortflow.engine.starter.drafts import Target
 
     return Target(args.target)
 

@@ -11,7 +11,7 @@ by ortflow.api)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,6 +21,15 @@ MARGIN = 0.05  # a box may overhang the image by 5% of its side (detectors clip 
 MIN_SIDE_SHARE = 0.01  # the median box side is at least 1% of the image's shorter side
 MAX_PER_IMAGE = 300  # more confident boxes than this on one image (after NMS) reads noise
 MIN_SHARE = 0.9  # of confident boxes inside the image and of a real size
+
+
+class HeadWith(TypedDict, total=False):
+    """A reading as the detection metric's parameters (`layout`, `objectness`, `strides` where not the default):
+    what `engine init` writes into the recipe for the reading it chose."""
+
+    layout: str
+    objectness: bool
+    strides: list[int]
 
 
 @dataclass(frozen=True)
@@ -34,12 +43,19 @@ class HeadReading:
     objectness: bool
     strides: tuple[int, ...] = GRID_STRIDES
 
-    def params(self) -> dict[str, Any]:
-        """The detection metric's parameters for this reading."""
-        found: dict[str, Any] = {"layout": self.layout, "objectness": self.objectness}
-        if self.layout == "grid" and self.strides != GRID_STRIDES:
-            found["strides"] = list(self.strides)
+    def params(self) -> HeadWith:
+        """The detection metric's parameters for this reading (ortflow.api exports the class to plugins)."""
+        found: HeadWith = {}
+        self.write_params(found)
         return found
+
+    def write_params(self, block: HeadWith) -> None:
+        """The detection metric's parameters for this reading, set in its `with:` block (a block of more keys
+        is a HeadWith too: the reading's keys are set in place, after those the block holds)."""
+        block["layout"] = self.layout
+        block["objectness"] = self.objectness
+        if self.layout == "grid" and self.strides != GRID_STRIDES:
+            block["strides"] = list(self.strides)
 
     def describe(self) -> str:
         names = {

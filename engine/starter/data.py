@@ -13,10 +13,8 @@ from typing import Any
 
 import yaml
 
-from ortflow.engine.contracts.json_values import json_value
 from ortflow.engine.leaves.errors import OrtflowError
-from ortflow.engine.leaves.json_types import JsonObject
-from ortflow.engine.starter.preprocess import Preprocessing, assumed_note, first_nodes
+from ortflow.engine.starter.preprocess import PixelWith, Preprocessing, assumed_note, first_nodes
 from ortflow.engine.starter.roles import InputInfo, InputRole, ModelKind, ModelRoles
 from ortflow.engine.starter.sizes import (
     IMAGE_EXTENSIONS,
@@ -40,19 +38,39 @@ from ortflow.engine.starter.split import count_samples, split
 RANDOM_SAMPLES = 16
 
 
-class _NoAliases(yaml.SafeDumper):
+class _NoAliases(yaml.SafeDumper):  # type: ignore[misc]  # yaml ships no types: its classes are Any
     def ignore_aliases(
         self, data: Any
     ) -> bool:  # a list used twice is written twice, not as &id001 / *id001
         return True
 
 
-def flow(value: Any) -> str:
+def flow(value: object) -> str:
     """One YAML value in flow style on one line (`{a: 1, b: [x, y]}`)."""
-    text = yaml.dump(
+    text: str = yaml.dump(  # a str: no stream given
         value, Dumper=_NoAliases, default_flow_style=True, width=10_000, sort_keys=False
     )
     return text.strip().removesuffix("\n...").strip()
+
+
+class LoaderWith(PixelWith, total=False):
+    """A dataset's `with:` as init writes it, for whichever of the four loaders it chose (random, images, text,
+    npz): the keys init sets, in the order it writes them, so the recipe's line reads the same every time.
+    The loader's own params_schema still judges the block (engine.starter.trial), as it does a user's."""
+
+    samples: int  # random
+    seed: int
+    dims: dict[str, int]
+    shapes: dict[str, list[int]]
+    ranges: dict[str, list[int | float]]
+    path: str  # images, text, npz
+    size: list[int]  # images (then PixelWith's keys)
+    resize: str
+    tokenizer: str  # text
+    max_length: int
+    batch_axes: dict[str, int | None]  # random, npz
+    limit: int  # user data cut in two (engine.starter.split)
+    skip: int
 
 
 class DataKind(enum.Enum):
@@ -66,9 +84,9 @@ class DataKind(enum.Enum):
 class DatasetChoice:
     kind: DataKind
     loader: str
-    params: JsonObject
+    params: LoaderWith
     comments: list[str] = field(default_factory=list)
-    held_out_params: JsonObject | None = (
+    held_out_params: LoaderWith | None = (
         None  # random data: another seed; user data: the same source
     )
     guesses: dict[str, SizeGuess] = field(
@@ -165,7 +183,9 @@ def _value_range(info: InputInfo) -> list[int | float] | None:
 
 
 def random_choice(
-    roles: ModelRoles, sizes: dict[str, int] | None = None, preprocessing: Any = None
+    roles: ModelRoles,
+    sizes: dict[str, int] | None = None,
+    preprocessing: Preprocessing | None = None,
 ) -> DatasetChoice:
     """Seeded random feeds; `sizes` replaces init's guesses for some open dims (by SizeGuess key), and
     `preprocessing` (engine.starter.preprocess) sets the value range of an image input."""
@@ -206,15 +226,7 @@ def random_choice(
         comments.append(
             f"{info.fact.describe()}: {info.role.value}" + _range_note(info, value_range) + sized
         )
-    params: JsonObject = {"samples": RANDOM_SAMPLES, "seed": 0}
-    for key, value in (
-        ("dims", dims),
-        ("shapes", shapes),
-        ("ranges", ranges),
-        ("batch_axes", batch_axes),
-    ):
-        if value:
-            params[key] = json_value(value)
+    params = _random_params(dims, shapes, ranges, batch_axes)
     return DatasetChoice(
         DataKind.RANDOM,
         "random",
@@ -224,6 +236,25 @@ def random_choice(
         guesses,
         list(remarks),
     )
+
+
+def _random_params(
+    dims: dict[str, int],
+    shapes: dict[str, list[int]],
+    ranges: dict[str, list[int | float]],
+    batch_axes: dict[str, int | None],
+) -> LoaderWith:
+    """The random loader's block: the seed, then only the parts that say something (none is written empty)."""
+    params: LoaderWith = {"samples": RANDOM_SAMPLES, "seed": 0}
+    if dims:
+        params["dims"] = dims
+    if shapes:
+        params["shapes"] = shapes
+    if ranges:
+        params["ranges"] = ranges
+    if batch_axes:
+        params["batch_axes"] = batch_axes
+    return params
 
 
 def _range_note(info: InputInfo, value_range: list[int | float] | None) -> str:
@@ -254,16 +285,16 @@ def user_choice(
         return _images_choice(roles, data, where, preprocessing).split(data)
     if kind == DataKind.TEXT:
         return _text_choice(roles, data, where, recipe_dir, tokenizer).split(data)
-    params: JsonObject = {"path": where}
+    params: LoaderWith = {"path": where}
     batch_axes = {i.fact.name: i.batch_axis for i in roles.inputs if i.batch_axis != 0}
     if batch_axes:
-        params["batch_axes"] = json_value(batch_axes)
+        params["batch_axes"] = batch_axes
     return DatasetChoice(
         kind,
         "npz",
         params,
         [f"{data.name}: one array per model input, samples along the first axis"],
-        dict(params),
+        params.copy(),
     ).split(data)
 
 
@@ -278,7 +309,8 @@ def _images_choice(
         )
     height, width = image_size(roles, images[0], data)
     chosen = preprocessing or Preprocessing()
-    params: JsonObject = {"path": where, "size": [height, width], **chosen.params()}
+    params: LoaderWith = {"path": where, "size": [height, width]}
+    chosen.write_params(params)
     assumed = assumed_note(first_nodes(roles.facts.path, images[0].fact.name), chosen)
     notes = [f"{data.name}: images, resized to {height} x {width}, {chosen.channels}", assumed]
     if (height, width) == median_size(data) and None in fixed_sides(images[0]):
@@ -287,13 +319,13 @@ def _images_choice(
             "set size: to the one it is used at"
         )
     if roles.kind == ModelKind.DETECTOR:
-        params.update(resize="letterbox")
+        params["resize"] = "letterbox"
         notes.append(
             "letterboxed (fit and pad with grey 114, as YOLO does; some detectors pad with 0 at the bottom "
             "right: pad_value: 0, pad_position: bottom_right)"
         )
     notes.append("match your model's own preprocessing: mean/std, channels: BGR, layout")
-    return DatasetChoice(DataKind.IMAGES, "images", params, notes, dict(params), remarks=[assumed])
+    return DatasetChoice(DataKind.IMAGES, "images", params, notes, params.copy(), remarks=[assumed])
 
 
 def _text_choice(
@@ -311,7 +343,7 @@ def _text_choice(
             f"--data {data}: text needs the model's tokenizer.json, and none lies beside the model — "
             "pass --tokenizer PATH/tokenizer.json"
         )
-    params: JsonObject = {
+    params: LoaderWith = {
         "path": where,
         "tokenizer": relative(tokenizer, recipe_dir),
         "max_length": SEQUENCE_LENGTH,
@@ -319,7 +351,7 @@ def _text_choice(
     notes = [
         f"{data.name}: one text a line, tokenized with {tokenizer.name}, padded to {SEQUENCE_LENGTH} tokens"
     ]
-    return DatasetChoice(DataKind.TEXT, "text", params, notes, dict(params))
+    return DatasetChoice(DataKind.TEXT, "text", params, notes, params.copy())
 
 
 def find_tokenizer(model: Path) -> Path | None:

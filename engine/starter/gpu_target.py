@@ -8,13 +8,12 @@ where the `specialize` stage is installed."""
 from __future__ import annotations
 
 from ortflow.engine.contracts.registry import installed_stages
-from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import ModelFacts
-from ortflow.engine.starter.drafts import StageDraft, Target
+from ortflow.engine.starter.drafts import StageDraft, StageWith, Target
 from ortflow.engine.starter.roles import ModelKind, ModelRoles
 
 # benchmark settings for a fixed-shape candidate: one binding on the GPU, timed with and without a CUDA graph
-GRAPH_TIMING: JsonObject = {"io_binding": True, "cuda_graph": [False, True]}
+GRAPH_TIMING: StageWith = {"io_binding": True, "cuda_graph": [False, True]}
 EAGER_HINT = (
     "Its attention looks like PyTorch's SDPA as the TorchScript exporter writes it (Softmax, then IsNaN/Where), "
     "which no fusion recognises: re-export with eager attention "
@@ -105,6 +104,6 @@ def _fp16(name: str, source: str, why: str) -> StageDraft:
     )
 
 
-def timing_params(candidates: list[str]) -> JsonObject:
+def timing_params(candidates: list[str]) -> StageWith:
     """The benchmark settings the candidates need: a CUDA graph axis where a fixed-shape one is among them."""
     return GRAPH_TIMING if "fixed_fp16.model" in candidates else {}

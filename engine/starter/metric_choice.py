@@ -6,21 +6,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.starter.drafts import MetricWith, StageWith
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.roles import ModelKind, ModelRoles, OutputMeaning
 
 DENSE_MAP_GATE = 0.9  # iou_mean: the marked regions of the mean sample keep 90% of their overlap
 
 # validate_accuracy's parameters, the metric select constrains, its threshold, and the comment saying why
-_Metric = tuple[JsonObject, str, float, list[str]]
+_Metric = tuple[StageWith, str, float, list[str]]
 
 
 @dataclass
 class MetricChoice:
-    """How accuracy is judged: validate_accuracy's parameters and the constraint select applies."""
+    """How accuracy is judged: validate_accuracy's parameters (`outputs`, `metrics`) and the constraint select
+    applies."""
 
-    validate: JsonObject
+    validate: StageWith
     name: str
     threshold: float
     comments: list[str]
@@ -85,12 +86,12 @@ def _gated_outputs(roles: ModelRoles, *meanings: OutputMeaning) -> list[str]:
 def _detection_metric(out: str, real_data: bool, reading: ReadingChoice | None) -> _Metric:
     """A YOLO head is judged by the boxes it finds (det_f1) on real images; random images give no boxes to
     compare, so there the gate is the head's cosine (the detection metric is still reported)."""
-    detection: JsonObject = {"output": out, "score_threshold": 0.25}
-    validate: JsonObject = {"outputs": [out], "metrics": {"detection": detection}}
+    detection: MetricWith = {"output": out, "score_threshold": 0.25}
+    validate: StageWith = {"outputs": [out], "metrics": {"detection": detection}}
     if real_data and reading is not None and reading.reading is None:
         return (validate, "cosine_mean", 0.99, reading.comments(out))
     if real_data and reading is not None and reading.reading is not None:
-        detection.update(reading.reading.params())
+        reading.reading.write_params(detection)
         return (
             validate,
             "det_f1",
@@ -178,7 +179,7 @@ def _label_metric(roles: ModelRoles) -> _Metric | None:
 def _dense_map_metric(outs: list[str], real_data: bool) -> _Metric:
     """Maps ([batch, C, H, W] probability maps, masks) are used by the regions they mark at a threshold: IoU of
     those regions, which cosine over the whole map hides (mostly background, which shifts little)."""
-    validate: JsonObject = {"outputs": [*outs], "metrics": {"dense_map": {"outputs": [*outs]}}}
+    validate: StageWith = {"outputs": [*outs], "metrics": {"dense_map": {"outputs": [*outs]}}}
     what = [
         f"{', '.join(outs)}: a dense map [batch, C, H, W] (a probability map or mask); accuracy is the IoU of",
         "the regions both models mark at a threshold (dense_map's default, auto: 0.5 for values in [0, 1], else 0;",

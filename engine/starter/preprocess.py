@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ortflow.engine.leaves.errors import OrtflowError
 
@@ -37,6 +37,19 @@ PRESETS: dict[str, tuple[tuple[float, ...], tuple[float, ...], str]] = {
         "CLIP's mean/std",
     ),
 }
+
+
+class PixelWith(TypedDict, total=False):
+    """The images loader's pixel parameters as init writes them into a recipe's `with:` (each left out at the
+    loader's default), a type of their own so that the dataset's block (engine.starter.data.LoaderWith) takes
+    them by name."""
+
+    channels: str
+    scale: int
+    mean: list[float]
+    std: list[float]
+
+
 PRESET_HELP = "; ".join(f"{name}: {why}" for name, (_, _, why) in PRESETS.items())
 NORMALISING = {"Sub", "Div", "Mul", "Add", "BatchNormalization"}
 WEIGHTED = {
@@ -89,17 +102,17 @@ class Preprocessing:
             said = "pixels in [0, 255], no mean/std"
         return said + ("" if self.channels == "RGB" else f", {self.channels} channels")
 
-    def params(self) -> dict[str, Any]:
-        """The images loader's parameters (none for its own default, RGB [0, 1] with no mean/std)."""
-        found: dict[str, Any] = {}
+    def write_params(self, block: PixelWith) -> None:
+        """The images loader's parameters, set in its `with:` block after the keys it holds (none for the
+        loader's own default, RGB [0, 1] with no mean/std)."""
         if self.channels != "RGB":
-            found["channels"] = self.channels
+            block["channels"] = self.channels
         if self.pixels == "0-255":
-            found["scale"] = 1
+            block["scale"] = 1
         width = 1 if self.channels == "gray" else 3
         if set(self.mean) != {0.0} or set(self.std) != {1.0}:
-            found.update(mean=list(self.mean[:width]), std=list(self.std[:width]))
-        return found
+            block["mean"] = list(self.mean[:width])
+            block["std"] = list(self.std[:width])
 
     def value_range(self) -> list[float]:
         """Where the pixels land once normalised: the range of random image feeds."""

@@ -8,9 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ortflow.engine.contracts.registry import installed_stages
-from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
-from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, InputRefs, StageDraft, Target
+from ortflow.engine.starter.drafts import (
+    PARTIAL_CANDIDATES,
+    InputRefs,
+    StageDraft,
+    StageWith,
+    Target,
+)
 from ortflow.engine.starter.float32_source import from_float32, wants_float32
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
@@ -190,7 +195,7 @@ AUTO_NOTE = [
 ]
 
 
-def _static_settings(kind: ModelKind, convs: int, matmuls: int) -> tuple[JsonObject, list[str]]:
+def _static_settings(kind: ModelKind, convs: int, matmuls: int) -> tuple[StageWith, list[str]]:
     """quantize_static's parameters for the kind of model, and why: a streaming model quantizes only its
     weighted ops; convolutions take per-channel scales; Gemm-heavy models per-tensor ones."""
     if kind == ModelKind.STREAMING:
@@ -375,7 +380,7 @@ def _partial_stage(
         inputs["sanity_data"] = int8.inputs["data"]
     # the samples the `accuracy` stage checks, so both judge the same data (a step's labels are in its key: the
     # two never serve each other a check named for the other)
-    accuracy: JsonObject = {
+    accuracy: StageWith = {
         **metric.validate,
         "min": {metric.name: metric.threshold},
     }
@@ -383,7 +388,7 @@ def _partial_stage(
         "int8_partial",
         "quantize_partial",
         inputs,
-        {"quantize": dict(int8.params), "accuracy": accuracy, "max_candidates": budget},
+        {"quantize": int8.params.copy(), "accuracy": accuracy, "max_candidates": budget},
         [
             f"partial INT8: where `int8` misses {metric.name} >= {metric.threshold} on the held-out data, the nodes",
             "where its error enters (SQNR drop, quantization_debug) stay float, fewest first, until the metric holds;",

@@ -18,15 +18,9 @@ from ortflow.engine.contracts.registry import DATASETS, installed
 from ortflow.engine.leaves.errors import OrtflowError, StageError
 from ortflow.engine.leaves.yamlsource import parse_yaml
 from ortflow.engine.ort.onnx_model import first_line, ort_errors
-from ortflow.engine.starter.data import (
-    DataKind,
-    DatasetChoice,
-    SizeGuess,
-    flow,
-    image_axes,
-    resolved_shape,
-)
+from ortflow.engine.starter.data import DataKind, DatasetChoice, flow, image_axes
 from ortflow.engine.starter.roles import InputRole, ModelRoles
+from ortflow.engine.starter.sizes import SizeGuess, resolved_shape
 
 MAX_TRIALS = (
     12  # runs after the first: a model whose single run is slow is fine, a loop over it is not

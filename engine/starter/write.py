@@ -11,7 +11,6 @@ from typing import Any
 
 import ortflow
 from ortflow.engine.leaves.errors import OrtflowError, StageError
-from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import (
     DataKind,
@@ -22,18 +21,12 @@ from ortflow.engine.starter.data import (
     relative,
     user_choice,
 )
-from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES
+from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, StageWith, Target
 from ortflow.engine.starter.gpu_target import attention_note, timing_params
 from ortflow.engine.starter.head_choice import SAMPLES, ReadingChoice, choose_reading
+from ortflow.engine.starter.metric_choice import MetricChoice
 from ortflow.engine.starter.preprocess import Preprocessing
-from ortflow.engine.starter.proposal import (
-    MetricChoice,
-    Proposal,
-    StageDraft,
-    Target,
-    branch_note,
-    propose_stages,
-)
+from ortflow.engine.starter.proposal import Proposal, branch_note, propose_stages
 from ortflow.engine.starter.roles import (
     InputRole,
     ModelKind,
@@ -44,7 +37,7 @@ from ortflow.engine.starter.roles import (
 )
 from ortflow.engine.starter.trial import Trial, seen_running
 
-BENCHMARK = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
+BENCHMARK: StageWith = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
 VALIDATION_SAMPLES = 16
 
 
@@ -166,7 +159,7 @@ def _stage_lines(stage: StageDraft) -> list[str]:
 
 
 # per target, the benchmark's `providers` (none on the CPU: ORT's default)
-PROVIDERS: dict[Target, dict[str, list[Json]]] = {
+PROVIDERS: dict[Target, StageWith] = {
     Target.CPU: {},
     Target.CUDA: {"providers": ["CUDAExecutionProvider", "CPUExecutionProvider"]},
     Target.TENSORRT: {
