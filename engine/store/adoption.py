@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind
@@ -23,7 +24,6 @@ from ortflow.engine.store.records import (
     checked_record,
     signature_of,
 )
-from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.signing import local_key, sign, signature_ok
 
 

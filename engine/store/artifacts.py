@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import RunRecord, parse_record
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import JsonObject
@@ -56,7 +57,6 @@ from ortflow.engine.store.records import (
     signed,
 )
 from ortflow.engine.store.run_document import (
-    RunDocument,
     fits_run_schema,
     redacted,
     run_schema_problem,

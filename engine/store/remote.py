@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.errors import OrtflowError, StoreError
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.secrets import redact, url_secrets
@@ -31,7 +32,6 @@ from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
 from ortflow.engine.store.remote_folder import make_folders, refusal, written
 from ortflow.engine.store.remote_timeouts import with_timeouts
-from ortflow.engine.store.run_document import RunDocument
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.records import Origin, Signature, checked_record, signature_of, signed
-from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.signing import shared_key, verifying_keys
 
 Claims = dict[

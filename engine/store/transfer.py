@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.disk_space import PULL_FIX, PUSH_FIX, said_when_full
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.artifacts import ArtifactStore
@@ -24,7 +25,6 @@ from ortflow.engine.store.remote_trust import (
     lazy_claims,
     remote_claims,
 )
-from ortflow.engine.store.run_document import RunDocument
 
 
 @dataclass
