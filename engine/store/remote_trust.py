@@ -57,8 +57,9 @@ def lazy_claims(load: ClaimsSource) -> ClaimsSource:
     return claims
 
 
-def stage_shown(key: str, record: Any) -> str:
-    """The stage name a remote record gives, fit to print (it is the remote's word), else the key's start."""
+def stage_shown(key: str, record: object) -> str:
+    """The stage name an unchecked record gives, fit to print (a remote's or a planted file's word), else the
+    key's start."""
     stage = record.get("stage") if isinstance(record, dict) else None
     return (
         stage if isinstance(stage, str) and stage.isprintable() and len(stage) < 100 else key[:12]
