@@ -99,3 +99,18 @@ def test_a_run_record_is_written_and_read_back_in_one_form():
     made = record((0.5,))
     assert parse_record(made.to_json()) is not None
     assert RunRecord.from_json(made.to_json()).to_json() == made.to_json()
+
+
+def test_a_lock_file_form_is_the_lock_schema_and_what_lock_writes(tmp_path):
+    from ortflow.engine.publish.lock import Lock
+    from ortflow.engine.publish.lockfile import LockJson
+
+    lock = schema("lock")
+    required, optional = keys(LockJson)
+    assert required == set(lock["required"]) and required | optional == set(lock["properties"])
+    assert typing.get_type_hints(Lock.to_json)["return"] is LockJson
+    made = record(None)
+    written = Lock(tmp_path / "r.yaml.lock", {"s": LockEntry.of(made)}, "r", family="x86_64: amx")
+    assert required <= set(written.to_json()) <= required | optional
+    written.write()
+    assert Lock.read(written.path).to_json() == written.to_json()
