@@ -150,18 +150,19 @@ class Remote:
         before every read, which such a file would block or never end. An object store holds only objects."""
         return None if self.atomic_put else refusal(self.root, name)
 
-    def read_json(self, name: str) -> Any:
+    def read_json(self, name: str) -> Json:
         """A record or manifest; None when it is not there or is not JSON. Raises Unreadable for a name
         that is not a regular file (engine.store.remote_folder)."""
         problem = self.refusal(name)
         if problem:
             raise Unreadable(problem)
         try:
-            return json.loads(self.fs.cat_file(name))
+            found: Json = json.loads(self.fs.cat_file(name))  # unchecked: its reader checks it
         except FileNotFoundError:
             return None
         except (ValueError, UnicodeDecodeError):
             return None
+        return found
 
     def read_many(self, names: list[str]) -> dict[str, Json]:
         """read_json() of several names in one concurrent batch (a thousand-stage recipe is not a thousand

@@ -11,7 +11,7 @@ from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import Json
-from ortflow.engine.store.manifests import manifest_problem
+from ortflow.engine.store.manifests import checked_manifest
 from ortflow.engine.store.records import Origin, Signature, checked_record, signature_of, signed
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, claims_of, reuse_problem, stage_shown
@@ -102,7 +102,5 @@ class _Objects:
         remote = self.remote
         if remote.size(remote.object_name(digest)) is not None:
             return remote.hash_of(remote.object_name(digest)) == digest
-        manifest = remote.read_json(remote.tree_name(digest))
-        if manifest_problem(digest, manifest) is not None:
-            return False
-        return all(self(member) for member in manifest.values())
+        manifest = checked_manifest(digest, remote.read_json(remote.tree_name(digest)))
+        return not isinstance(manifest, str) and all(self(member) for member in manifest.values())
