@@ -11,7 +11,7 @@ import traceback
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ortflow.engine.contracts.builds import RunOutput, RunRecord
 from ortflow.engine.contracts.dataset import Dataset
@@ -32,7 +32,7 @@ from ortflow.engine.leaves.errors import (
     StageError,
     no_space,
 )
-from ortflow.engine.leaves.json_types import JsonObject, obj
+from ortflow.engine.leaves.json_types import Json, obj
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import served, settled
 from ortflow.engine.run.steps import StepRunner
@@ -253,7 +253,7 @@ def _build(
         return record
 
 
-def _recorded(source: DataSource | None) -> JsonObject | None:
+def _recorded(source: DataSource | None) -> Mapping[str, Json] | None:
     """The data a verdict rests on as the run record keeps it: its DataSourceJson as plain JSON (the record's
     field also holds what older versions wrote, which DataSource.from_json reads back)."""
     return obj(json_value(source.to_json())) if source is not None else None
