@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable
 
 from ortflow.engine.cli.command_base import CommandBase
 from ortflow.engine.cli.run_options import check_run_options, run_executor, run_remote
@@ -13,6 +13,7 @@ from ortflow.engine.leaves.errors import EXIT_DIFFERENT, EXIT_OK, EXIT_STAGE_FAI
 from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.wording import counted
 from ortflow.engine.store.remote import remote_call
+from ortflow.engine.store.remote_trust import stage_shown
 
 if TYPE_CHECKING:
     from ortflow.engine.cli.output import Output
@@ -276,8 +277,7 @@ def cmd_cache_push(args: argparse.Namespace, out: Output) -> int:
         if args.recipes
         else (
             {  # a record's stage as it is recorded (a name)
-                key: cast(str, (record or {}).get("stage", key[:12]))
-                for key, record in store.iter_runs()
+                key: stage_shown(key, record) for key, record in store.iter_runs()
             },
             set(),
         )

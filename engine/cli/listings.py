@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from ortflow.engine.contracts.builds import parse_record
 from ortflow.engine.contracts.registry import Plugins, Registry
 from ortflow.engine.contracts.stage import Port
 from ortflow.engine.leaves.errors import OrtflowError
@@ -140,19 +141,19 @@ def _port(port: Port) -> PortView:
 def cached_runs(store: Store) -> list[CachedRun]:
     """Every run record in the store (an unreadable one as such)."""
     runs: list[CachedRun] = []
-    for key, record in store.iter_runs():
+    for key, document in store.iter_runs():
+        record = parse_record(document)
         if record is None:
             runs.append({"key": key, "unreadable": True})
             continue
-        outputs = record.get("outputs", {})
         runs.append(
             {
                 "key": key,
-                "stage": record["stage"],
-                "type": record["type"],
-                "created": record["created"],
-                "outputs": sorted(outputs),
-                "bytes": sum(out["size"] for out in outputs.values()),
+                "stage": record.stage,
+                "type": record.type,
+                "created": record.created,
+                "outputs": sorted(record.outputs),
+                "bytes": sum(out.size for out in record.outputs.values()),
             }
         )
     return runs

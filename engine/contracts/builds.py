@@ -3,7 +3,8 @@ what the store records about a run (RunRecord) and what a lock file records abou
 
 One definition of each, so the key is computed once per job and a record or lock entry is read by attribute,
 never re-derived from a dict in several places. The JSON forms (to_json/from_json) are what the store and the
-lock file hold, unchanged from the dicts they replace: keys and files written before still read."""
+lock file hold (their TypedDicts: engine.contracts.build_json), unchanged from the dicts they replace: keys and
+files written before still read."""
 
 from __future__ import annotations
 
@@ -11,8 +12,17 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping, TypedDict, Union
+from typing import Any, Mapping
 
+from ortflow.engine.contracts.build_json import (
+    Digests,
+    IdentityJson,
+    LockedOutputJson,
+    LockEntryJson,
+    OutputDocument,
+    RunDocument,
+    Version,
+)
 from ortflow.engine.leaves.environment import HOST_FACTS
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.packed_floats import pack_floats, unpack_floats
@@ -21,11 +31,6 @@ FloatValues = tuple[
     float, ...
 ]  # float values a stage kept with an output (stored packed: packed_floats.pack_floats)
 
-# A stage type's version: a string (Stage.version); a record written by an older ortflow may hold an int.
-Version = Union[str, int]
-# An input port's content digest, or one per item of a port that takes many: paths never enter a key.
-Digests = Union[str, list[str]]
-
 IDENTITY = (
     "type",
     "version",
@@ -33,47 +38,6 @@ IDENTITY = (
     "inputs",
     "env",
 )  # what a key is computed from, as a record names it
-
-
-class IdentityJson(TypedDict):
-    """An Identity as JSON: the five fields a key is computed from, as a run record and a lock entry name them."""
-
-    type: str
-    version: Version
-    params: Mapping[str, Json]
-    inputs: Mapping[str, Digests]
-    env: Mapping[str, str]
-
-
-class _OutputJson(TypedDict):
-    digest: str
-    size: int
-
-
-class LockedOutputJson(_OutputJson, total=False):
-    """An output as a lock file records it."""
-
-    values: str  # packed_floats.pack_floats: the exact floats as text
-
-
-class _RunOutputJson(_OutputJson):
-    kind: str
-    filename: str
-
-
-class RunOutputJson(_RunOutputJson, total=False):
-    """An output as a run record records it."""
-
-    values: str  # packed_floats.pack_floats
-
-
-class LockEntryJson(IdentityJson, total=False):
-    """A stage's entry in a lock file (schemas/lock.schema.json's entry): the identity, then what applies."""
-
-    measurement: bool
-    host_specific: bool
-    key: str
-    outputs: dict[str, LockedOutputJson]
 
 
 def canonical_json(value: Any) -> str:
@@ -113,7 +77,7 @@ class Identity:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Identity:
+    def from_json(cls, data: IdentityJson) -> Identity:
         """From a run record or lock entry (which name the five fields as to_json does)."""
         return cls(data["type"], data["version"], data["params"], data["inputs"], data["env"])
 
@@ -133,8 +97,8 @@ class RunOutput:
     size: int
     values: FloatValues | None = None  # float values that another CPU's run may keep
 
-    def to_json(self) -> RunOutputJson:
-        found: RunOutputJson = {
+    def to_json(self) -> OutputDocument:
+        found: OutputDocument = {
             "digest": self.digest,
             "kind": self.kind,
             "filename": self.filename,
@@ -145,7 +109,7 @@ class RunOutput:
         return found
 
     @classmethod
-    def from_json(cls, data: RunOutputJson) -> RunOutput:
+    def from_json(cls, data: OutputDocument) -> RunOutput:
         return cls(
             data["digest"],
             data.get("kind", ""),
@@ -187,7 +151,7 @@ class RunRecord:
     metrics: Mapping[str, Json] = field(default_factory=dict)
     # the data its verdict rests on, as DataSource.to_json wrote it (provenance.DataSourceJson); read back with
     # DataSource.from_json, which tolerates what an older version wrote (engine/publish/report.py copies it)
-    data_source: Mapping[str, Any] | None = None
+    data_source: Mapping[str, Json] | None = None
     seconds: float = 0.0
     log: str = ""
     gate_failed: str | None = None
@@ -207,8 +171,9 @@ class RunRecord:
     def digests(self) -> dict[str, str]:
         return {port: out.digest for port, out in self.outputs.items()}
 
-    def to_json(self) -> dict[str, Any]:
-        found = {
+    def to_json(self) -> RunDocument:
+        """The record's document, its keys in the order they were always written (the store sorts them)."""
+        found: RunDocument = {
             "key": self.key,
             "stage": self.stage,
             "type": self.type,
@@ -220,18 +185,26 @@ class RunRecord:
             "outputs": {port: out.to_json() for port, out in self.outputs.items()},
             "summary": self.summary,
             "metrics": self.metrics,
-            **({"data_source": self.data_source} if self.data_source is not None else {}),
-            "seconds": self.seconds,
-            "log": self.log,
-            "gate_failed": self.gate_failed,
-            "steps": list(self.steps),
-            "created": self.created,
-            **({"refused": self.refused} if self.refused is not None else {}),
         }
-        return found if self.signature is None else {**found, "signature": self.signature}
+        if self.data_source is not None:
+            found["data_source"] = self.data_source
+        found.update(
+            {
+                "seconds": self.seconds,
+                "log": self.log,
+                "gate_failed": self.gate_failed,
+                "steps": list(self.steps),
+                "created": self.created,
+            }
+        )
+        if self.refused is not None:
+            found["refused"] = self.refused
+        if self.signature is not None:
+            found["signature"] = self.signature
+        return found
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+    def from_json(cls, data: RunDocument) -> RunRecord:
         """From a record the store has checked (engine.store.records.record_problem): fields a record written
         by an older version lacks take their defaults."""
         outputs = {port: RunOutput.from_json(out) for port, out in data["outputs"].items()}
@@ -244,7 +217,7 @@ class RunRecord:
             data["inputs"],
             data["env"],
             outputs,
-            data.get("ran_on") or {},
+            _texts(data.get("ran_on") or {}),
             data.get("summary") or "",
             data.get("metrics") or {},
             data.get("data_source"),
@@ -258,13 +231,19 @@ class RunRecord:
         )
 
 
+def _texts(ran_on: Mapping[str, Json]) -> dict[str, str]:
+    """Where a run was made ({host, worker, address}): every ortflow writes text; the schema allows any
+    object, and a value no ortflow wrote is left out."""
+    return {name: value for name, value in ran_on.items() if isinstance(value, str)}
+
+
 def parse_record(document: object) -> RunRecord | None:
     """The one place a run record's JSON becomes a RunRecord, for documents nobody checked yet (every file
     under runs/, for gc and listings): one that lacks what a record must hold reads as None."""
     if not isinstance(document, Mapping):
         return None
-    try:
-        record = RunRecord.from_json(document)
+    try:  # unchecked on purpose: a record that lacks a field, or holds one of another type, raises below
+        record = RunRecord.from_json(document)  # type: ignore[arg-type]
     except (KeyError, TypeError, AttributeError, ValueError):
         return None
     return record if isinstance(record.env, Mapping) else None

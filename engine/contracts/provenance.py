@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 UNVERIFIED_RANDOM = "unverified: random feeds"
 REUSED = "calibration data reused"
@@ -77,7 +77,7 @@ class DataSource:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> DataSource | None:
+    def from_json(cls, data: object) -> DataSource | None:
         """The DataSource a document or run record holds, or None (none recorded, or not one of ours)."""
         if not isinstance(data, dict) or not isinstance(data.get("loader"), str):
             return None
@@ -95,7 +95,7 @@ class DataSource:
         )
 
 
-def with_label(text: str, data_source: Any) -> str:
+def with_label(text: str, data_source: object) -> str:
     """A stage's one-line result with the label of the data its verdict rests on (a recorded DataSource), unless
     the line says it already: what the run table and the reports show, for any stage that declares its data."""
     source = DataSource.from_json(data_source)

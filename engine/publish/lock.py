@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
 import yaml
 
@@ -29,6 +29,7 @@ from ortflow.engine.publish.lockfile import (
     FIX,
     HEADER,
     LOCK_SCHEMA,
+    LockJson,
     PlainDumper,
     load_lock_yaml,
     read_bounded_text,
@@ -49,11 +50,14 @@ def lock_schema() -> dict[str, Json]:  # a JSON Schema document
     )
 
 
+def _fits_lock_schema(data: object) -> TypeGuard[LockJson]:
+    """The data fits schemas/lock.schema.json, which is the LockJson form."""
+    return schema_problem("lock", data) is None
+
+
 def _problems(path: Path, data: Any) -> list[Problem]:
     """Each way `data` breaks the lock schema, at file:line:col. The lock's text is parsed again with
     positions only here, for a lock that is already known to be damaged (by the compiled check)."""
-    if schema_problem("lock", data) is None:
-        return []
     from ortflow.engine.leaves.yamlsource import parse_yaml
     from ortflow.engine.recipe.schema_errors import validate
 
@@ -98,9 +102,8 @@ class Lock:
                     )
                 ]
             )
-        problems = _problems(path, data)
-        if problems:
-            raise RecipeError(problems)
+        if not _fits_lock_schema(data):
+            raise RecipeError(_problems(path, data))
         stages = {name: LockEntry.from_json(entry) for name, entry in data["stages"].items()}
         families = {
             family: {name: LockEntry.from_json(entry) for name, entry in entries.items()}
@@ -116,13 +119,14 @@ class Lock:
             families,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"schema": LOCK_SCHEMA}
+    def to_json(self) -> LockJson:
+        found: LockJson = {"schema": LOCK_SCHEMA, "stages": {}}
         if self.recipe is not None:
             found["recipe"] = self.recipe
-        for name, value in (("inputs", self.inputs), ("datasets", self.datasets)):
-            if value is not None:
-                found[name] = value
+        if self.inputs is not None:
+            found["inputs"] = self.inputs
+        if self.datasets is not None:
+            found["datasets"] = self.datasets
         found["stages"] = {name: entry.to_json() for name, entry in self.stages.items()}
         if self.family is not None:
             found["family"] = self.family

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 import yaml
 
+from ortflow.engine.contracts.build_json import LockEntryJson
 from ortflow.engine.leaves.errors import Location, Problem, RecipeError
 from ortflow.engine.leaves.yamlsource import MAX_DEPTH, byte_size, too_deep_for_libyaml
 
@@ -16,6 +17,22 @@ LOCK_SCHEMA = 1
 HEADER = (
     "# Written by `engine run`. Commit it beside the recipe: it records exactly what was built.\n"
 )
+
+
+class _LockStages(TypedDict):
+    schema: int  # LOCK_SCHEMA
+    stages: dict[str, LockEntryJson]  # the base family's entries
+
+
+class LockJson(_LockStages, total=False):
+    """A lock file's form (schemas/lock.schema.json): what Lock.to_json writes and Lock.read takes once the
+    schema accepted it."""
+
+    recipe: str
+    inputs: Mapping[str, Mapping[str, str]]  # {name: {path, digest}}
+    datasets: Mapping[str, Mapping[str, str]]  # {name: {loader, digest}}
+    family: str  # the kernel family `stages` was built on, once another family is recorded
+    families: dict[str, dict[str, LockEntryJson]]  # {kernel family: {stage: entry}}
 
 
 _Loader = getattr(

@@ -11,11 +11,13 @@ import traceback
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ortflow.engine.contracts.builds import RunOutput, RunRecord
 from ortflow.engine.contracts.dataset import Dataset
+from ortflow.engine.contracts.json_values import json_value
 from ortflow.engine.contracts.params import stage_params
+from ortflow.engine.contracts.provenance import DataSource
 from ortflow.engine.contracts.stage import StageContext, StageResult
 from ortflow.engine.contracts.types import (
     StageJob,
@@ -30,6 +32,7 @@ from ortflow.engine.leaves.errors import (
     StageError,
     no_space,
 )
+from ortflow.engine.leaves.json_types import Json, obj
 from ortflow.engine.run.capture import captured_output
 from ortflow.engine.run.jobs import served, settled
 from ortflow.engine.run.steps import StepRunner
@@ -239,7 +242,7 @@ def _build(
             ran_on,
             ran.result.summary,
             ran.result.metrics,
-            ran.result.data_source.to_json() if ran.result.data_source is not None else None,
+            _recorded(ran.result.data_source),
             round(ran.seconds, 3),
             ran.printed,
             ran.gate_failed,
@@ -248,6 +251,12 @@ def _build(
         )
         store.write_run(record)
         return record
+
+
+def _recorded(source: DataSource | None) -> Mapping[str, Json] | None:
+    """The data a verdict rests on as the run record keeps it: its DataSourceJson as plain JSON (the record's
+    field also holds what older versions wrote, which DataSource.from_json reads back)."""
+    return obj(json_value(source.to_json())) if source is not None else None
 
 
 def _context(

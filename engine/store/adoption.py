@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind
@@ -23,7 +24,7 @@ from ortflow.engine.store.records import (
     checked_record,
     signature_of,
 )
-from ortflow.engine.store.run_document import RunDocument
+from ortflow.engine.store.remote_trust import stage_shown
 from ortflow.engine.store.signing import local_key, sign, signature_ok
 
 
@@ -68,7 +69,7 @@ def adopt(store: Any) -> Adoption:
         if isinstance(record, dict) and signature_of(record) is Signature.VALID:
             done.already += 1
             continue
-        stage = (record or {}).get("stage", key[:12]) if isinstance(record, dict) else key[:12]
+        stage = stage_shown(key, record)
         found = _adoptable(store, key, record)
         if isinstance(found, str):
             done.refused.append(f"{stage} ({key[:12]}): {found}")

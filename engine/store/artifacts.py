@@ -25,9 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import RunRecord, parse_record
 from ortflow.engine.leaves.errors import StoreError
-from ortflow.engine.leaves.json_types import JsonObject
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store import atomic
 from ortflow.engine.store.adoption import locally_signed, written_here
 from ortflow.engine.store.atomic import ProcessMutex, store_folder
@@ -56,7 +57,6 @@ from ortflow.engine.store.records import (
     signed,
 )
 from ortflow.engine.store.run_document import (
-    RunDocument,
     fits_run_schema,
     redacted,
     run_schema_problem,
@@ -214,7 +214,7 @@ class ArtifactStore:
         text = json.dumps(record, indent=2, sort_keys=True)
         atomic.write_text(self.run_path(key), text, mode=READ_ONLY)
 
-    def iter_runs(self) -> Iterator[tuple[str, JsonObject | None]]:
+    def iter_runs(self) -> Iterator[tuple[str, Json]]:
         """Every run record that is a regular file in a real shard folder (odd_entries() names the rest), as
         unchecked documents: `cache verify` and `cache adopt` judge them, others parse them with
         engine.contracts.builds.parse_record."""

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from ortflow.engine.contracts.builds import RunRecord
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.hashing import HashCache
+from ortflow.engine.store.records import Unsigned
 
 
 class Objects(Protocol):
@@ -46,11 +48,13 @@ class RunRecords(Protocol):
     def has_run(self, key: str) -> bool:
         """A record file exists for `key`, intact or not (a damaged entry, to be reported as such)."""
 
-    def unsigned_run(self, key: str) -> Any:
+    def unsigned_run(self, key: str) -> Unsigned | None:
         """An Unsigned (engine.store.records) when the record for `key` fails only for want of the team's
         signature (written before the key was set), else None."""
 
-    def iter_runs(self) -> Iterator[tuple[str, dict[str, Any] | None]]: ...
+    def iter_runs(self) -> Iterator[tuple[str, Json]]:
+        """Every record file as the unchecked JSON it holds (None when it is not JSON), for those that judge
+        it (engine.store.records.checked_record) or parse it leniently (engine.contracts.builds.parse_record)."""
 
 
 class Mutexes(Protocol):

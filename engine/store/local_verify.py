@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.store.hashing import hash_file, hash_tree
 from ortflow.engine.store.links import odd_kind, real_folder
 from ortflow.engine.store.records import checked_record, lock_disagreement, output_digests
-from ortflow.engine.store.run_document import RunDocument
 
 ArtifactStore = Any  # engine.store.artifacts.ArtifactStore, which imports this module
 

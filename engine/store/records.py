@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Any, Callable, Final, Mapping
+from typing import Callable, Final, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import IDENTITY, Identity, canonical_json
-from ortflow.engine.store.run_document import RunDocument, fits_run_schema, run_schema_problem
+from ortflow.engine.store.run_document import fits_run_schema, run_schema_problem
 from ortflow.engine.store.signing import shared_key, sign, signed_by_any, verifying_keys
 
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
@@ -86,7 +87,9 @@ def checked_record(
     if not all(field in record for field in IDENTITY):
         return "the record lacks what its key is computed from"
     try:
-        recomputed = Identity.from_json(record).key
+        recomputed = Identity(
+            *(record[field] for field in IDENTITY)
+        ).key  # IDENTITY: in Identity's order
     except (TypeError, ValueError):
         recomputed = None
     if recomputed != key:
@@ -129,7 +132,7 @@ def _signature_problem(record: Mapping[str, object], origin: Origin) -> str | No
     )
 
 
-def _outputs_problem(outputs: Any) -> str | None:
+def _outputs_problem(outputs: object) -> str | None:
     """Outputs name objects by full digest and files by plain names: a name with a path in it would place
     a file outside the output folder when the result is published."""
     if not isinstance(outputs, dict):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.errors import OrtflowError, StoreError
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.secrets import redact, url_secrets
@@ -31,7 +32,6 @@ from ortflow.engine.store.hashing import hash_file
 from ortflow.engine.store.records import Origin
 from ortflow.engine.store.remote_folder import make_folders, refusal, written
 from ortflow.engine.store.remote_timeouts import with_timeouts
-from ortflow.engine.store.run_document import RunDocument
 
 INSTALL = {
     "s3": 's3fs: pip install "ortflow[s3]"',
@@ -150,18 +150,19 @@ class Remote:
         before every read, which such a file would block or never end. An object store holds only objects."""
         return None if self.atomic_put else refusal(self.root, name)
 
-    def read_json(self, name: str) -> Any:
+    def read_json(self, name: str) -> Json:
         """A record or manifest; None when it is not there or is not JSON. Raises Unreadable for a name
         that is not a regular file (engine.store.remote_folder)."""
         problem = self.refusal(name)
         if problem:
             raise Unreadable(problem)
         try:
-            return json.loads(self.fs.cat_file(name))
+            found: Json = json.loads(self.fs.cat_file(name))  # unchecked: its reader checks it
         except FileNotFoundError:
             return None
         except (ValueError, UnicodeDecodeError):
             return None
+        return found
 
     def read_many(self, names: list[str]) -> dict[str, Json]:
         """read_json() of several names in one concurrent batch (a thousand-stage recipe is not a thousand

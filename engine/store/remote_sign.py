@@ -6,14 +6,15 @@ names was re-hashed from its bytes and it passed every check an unsigned record 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import canonical_json
 from ortflow.engine.leaves.errors import StoreError
-from ortflow.engine.store.manifests import manifest_problem
-from ortflow.engine.store.records import Origin, Signature, record_problem, signature_of, signed
+from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.store.manifests import checked_manifest
+from ortflow.engine.store.records import Origin, Signature, checked_record, signature_of, signed
 from ortflow.engine.store.remote import Remote
-from ortflow.engine.store.remote_trust import claims_of, reuse_problem, stage_shown
+from ortflow.engine.store.remote_trust import Claims, claims_of, reuse_problem, stage_shown
 from ortflow.engine.store.signing import shared_key, signature_ok
 
 
@@ -40,39 +41,46 @@ def sign_remote(remote: Remote, resign_previous: bool = False) -> Signing:
             "create one with `engine cache key new` and set it"
         )
     listing = remote.listing()
-    records = {name: remote.read_json(remote.run_name(name)) for name in sorted(listing.runs)}
+    records: dict[str, Json] = {  # unchecked: what the remote holds
+        name: remote.read_json(remote.run_name(name)) for name in sorted(listing.runs)
+    }
     claims = claims_of(records)
     intact = _Objects(remote)
     done = Signing()
     for name, record in records.items():
-        if isinstance(record, dict) and _current(key, record):
+        if _current(key, record):
             done.already += 1
             continue
         if not resign_previous and _previous_only(record):
             done.skipped.append(stage_shown(name, record))
             continue
-        problem = _why_not(name, record, intact, claims)
-        if problem:
-            done.refused.append(f"run record {name[:12]} ({stage_shown(name, record)}): {problem}")
+        found = _vouched(name, record, intact, claims)
+        if isinstance(found, str):
+            done.refused.append(f"run record {name[:12]} ({stage_shown(name, record)}): {found}")
             continue
-        remote.write_json(remote.run_name(name), signed(record))
+        remote.write_json(remote.run_name(name), signed(found))
         done.signed.append(stage_shown(name, record))
     return done
 
 
-def _why_not(name: str, record: Any, intact: "_Objects", claims: Any) -> str | None:
+def _vouched(name: str, record: Json, intact: "_Objects", claims: Claims) -> RunDocument | str:
+    """The record, checked, if signing it vouches for nothing that would not be served; else why not. One
+    whose signature is invalid is judged as a signed remote record (which refuses it)."""
     if isinstance(record, dict) and signature_of(record) is Signature.INVALID:
-        return record_problem(name, record, intact, Origin.REMOTE)
-    problem = record_problem(name, record, intact, Origin.REMOTE_UNSIGNED_OK)
-    return problem or reuse_problem(name, record, claims)
+        return checked_record(name, record, intact, Origin.REMOTE)
+    found = checked_record(name, record, intact, Origin.REMOTE_UNSIGNED_OK)
+    return found if isinstance(found, str) else reuse_problem(name, found, claims) or found
 
 
-def _previous_only(record: Any) -> bool:
+def _previous_only(record: Json) -> bool:
     """Signed, and verified only by a key kept from before a rotation (the current one was tried first)."""
     return isinstance(record, dict) and signature_of(record) is Signature.VALID
 
 
-def _current(key: bytes, record: dict[str, Any]) -> bool:
+def _current(key: bytes, record: Json) -> bool:
+    """Signed with the team's current key."""
+    if not isinstance(record, dict):
+        return False
     unsigned = {k: v for k, v in record.items() if k != "signature"}
     return signature_ok(key, canonical_json(unsigned).encode("utf-8"), record.get("signature"))
 
@@ -94,7 +102,5 @@ class _Objects:
         remote = self.remote
         if remote.size(remote.object_name(digest)) is not None:
             return remote.hash_of(remote.object_name(digest)) == digest
-        manifest = remote.read_json(remote.tree_name(digest))
-        if manifest_problem(digest, manifest) is not None:
-            return False
-        return all(self(member) for member in manifest.values())
+        manifest = checked_manifest(digest, remote.read_json(remote.tree_name(digest)))
+        return not isinstance(manifest, str) and all(self(member) for member in manifest.values())

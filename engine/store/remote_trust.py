@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.records import Origin, Signature, checked_record, signature_of, signed
-from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.signing import shared_key, verifying_keys
 
 Claims = dict[
@@ -57,8 +57,9 @@ def lazy_claims(load: ClaimsSource) -> ClaimsSource:
     return claims
 
 
-def stage_shown(key: str, record: Any) -> str:
-    """The stage name a remote record gives, fit to print (it is the remote's word), else the key's start."""
+def stage_shown(key: str, record: object) -> str:
+    """The stage name an unchecked record gives, fit to print (a remote's or a planted file's word), else the
+    key's start."""
     stage = record.get("stage") if isinstance(record, dict) else None
     return (
         stage if isinstance(stage, str) and stage.isprintable() and len(stage) < 100 else key[:12]

@@ -7,13 +7,15 @@ only when there are none, or the user accepted unsigned records."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ortflow.engine.contracts.build_json import RunDocument
+from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.artifacts import Damage
-from ortflow.engine.store.manifests import manifest_problem
+from ortflow.engine.store.manifests import checked_manifest
 from ortflow.engine.store.records import (
     Origin,
     Signature,
+    checked_record,
     lock_disagreement,
     output_digests,
     record_problem,
@@ -51,10 +53,10 @@ def verify_remote(
             damage.append(Damage("object", digest, f"content hashes to {actual}"))
     good = set(listing.objects) - {d.name for d in damage}
     for digest in sorted(listing.trees - set(refused)):
-        manifest = remote.read_json(remote.tree_name(digest))
-        problem = manifest_problem(digest, manifest)
-        lacking = [] if problem else sorted(set(manifest.values()) - good)
-        if problem or lacking:
+        manifest = checked_manifest(digest, remote.read_json(remote.tree_name(digest)))
+        lacking = [] if isinstance(manifest, str) else sorted(set(manifest.values()) - good)
+        if isinstance(manifest, str) or lacking:
+            problem = manifest if isinstance(manifest, str) else None
             damage.append(
                 Damage("folder", digest, problem or f"its file {lacking[0]} is missing or damaged")
             )
@@ -64,11 +66,11 @@ def verify_remote(
     records = {key: remote.read_json(remote.run_name(key)) for key in runs}
     claims = claims_of(records)
     for key, record in records.items():
-        problem = _run_problem(key, record, good, locked or {}, claims)
-        if problem:
-            damage.append(Damage("run", key, problem))
-        elif signature_of(record) is not Signature.VALID:
-            uncheckable = signature_of(record) is Signature.UNCHECKABLE
+        found = _served_or_damage(key, record, good, locked or {}, claims)
+        if isinstance(found, str):
+            damage.append(Damage("run", key, found))
+        elif signature_of(found) is not Signature.VALID:
+            uncheckable = signature_of(found) is Signature.UNCHECKABLE
             verdict.unsigned.append(Unsigned(key, stage_shown(key, record), uncheckable))
     return verdict
 
@@ -88,28 +90,32 @@ def _refused(remote: Remote, listing: Listing) -> dict[str, Damage]:
     return found
 
 
-def _run_problem(
+def _served_or_damage(
     key: str,
-    record: Any,
+    record: Json,
     good: set[str],
     locked: dict[str, tuple[str, dict[str, str]]],
     claims: Claims,
-) -> str | None:
-    """Damage: what no rule serves (an invalid signature, a record not what its key says, an unsigned one
-    naming another record's object). Whether an unsigned record is served is the opt-in's to say."""
-    problem = record_problem(key, record, good.__contains__, Origin.REMOTE_UNSIGNED_OK)
-    if problem is None and signature_of(record) is Signature.INVALID:
-        problem = record_problem(key, record, good.__contains__, Origin.REMOTE)
-    if problem is None and signature_of(record) is not Signature.VALID:
-        problem = reuse_problem(key, record, claims)
+) -> RunDocument | str:
+    """The record, checked, or its damage: what no rule serves (an invalid signature, a record not what its
+    key says, an unsigned one naming another record's object). Whether an unsigned record is served is the
+    opt-in's to say."""
+    found = checked_record(key, record, good.__contains__, Origin.REMOTE_UNSIGNED_OK)
+    if isinstance(found, str):
+        return found
+    problem = None
+    if signature_of(found) is Signature.INVALID:
+        problem = record_problem(key, found, good.__contains__, Origin.REMOTE)
+    if problem is None and signature_of(found) is not Signature.VALID:
+        problem = reuse_problem(key, found, claims)
     if problem is None and key in locked:
-        differs = lock_disagreement(output_digests(record), locked[key][1])
+        differs = lock_disagreement(output_digests(found), locked[key][1])
         if differs:
             return (
                 f"disagrees with {locked[key][0]}: its output '{differs[0]}' is object {differs[1]}, the lock file "
                 f"records {differs[2]}"
             )
-    return problem
+    return problem or found
 
 
 def remove_remote_damage(remote: Remote, damage: list[Damage]) -> None:

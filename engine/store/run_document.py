@@ -1,61 +1,16 @@
 """A run record as the JSON document the store keeps (`runs/<key>.json`) and moves verbatim between caches (push,
 pull and read-through keep its bytes, signature included): the form schemas/run_record.schema.json gives it.
 A document read from disk or from a remote is unchecked JSON until engine.store.records has checked it, and
-becomes a RunDocument there, once; what the engine reads of a record is engine.contracts.builds.RunRecord."""
+becomes a RunDocument there, once (the form engine.contracts.build_json gives it, the same form RunRecord.to_json
+writes); what the engine reads of a record is engine.contracts.builds.RunRecord."""
 
 from __future__ import annotations
 
-from typing import TypedDict, TypeGuard
+from typing import TypeGuard
 
-from ortflow.engine.leaves.json_types import Json
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.schema_check import problem as schema_problem
 from ortflow.engine.leaves.secrets import redact_json
-
-
-class _OutputNames(TypedDict):
-    digest: str  # the object's full sha256
-    filename: str  # a plain file name: the schema refuses a path
-
-
-class OutputDocument(_OutputNames, total=False):
-    """One output of a run record."""
-
-    kind: str
-    size: int
-    values: str  # pinned float values, packed (engine.leaves.packed_floats)
-
-
-class _Identity(TypedDict):
-    """The fields the record's key is computed from (engine.contracts.builds.IDENTITY), its key and outputs."""
-
-    key: str
-    type: str
-    version: str | int
-    params: dict[
-        str, Json
-    ]  # the stage's own values: its params_schema, not the store, knows their shape
-    inputs: dict[str, str | list[str]]  # input port -> digest, or digests
-    env: dict[str, str]
-    outputs: dict[str, OutputDocument]
-
-
-class RunDocument(_Identity, total=False):
-    """A checked run record document (engine.store.records.checked_record); the optional fields are what the
-    stage said and how the record is signed."""
-
-    stage: str
-    ran_on: dict[str, Json]
-    summary: str
-    metrics: dict[str, Json]  # a metric's value is the metric's own
-    data_source: dict[str, Json] | None
-    seconds: float
-    log: str
-    gate_failed: str | None
-    refused: str | None
-    steps: list[str]
-    created: str
-    signature: str  # by the team's key (engine.store.signing)
-    local_signature: str  # by this user's local key (engine.store.adoption)
 
 
 def fits_run_schema(document: object) -> TypeGuard[RunDocument]:

@@ -9,12 +9,12 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.artifacts import ArtifactStore
 from ortflow.engine.store.meter import NoMeter
 from ortflow.engine.store.remote import Remote
 from ortflow.engine.store.remote_trust import Claims, ClaimsSource, remote_claims
-from ortflow.engine.store.run_document import RunDocument
 from ortflow.engine.store.transfer import Tally, fetch_objects, fetch_run
 
 

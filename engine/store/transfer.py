@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.leaves.disk_space import PULL_FIX, PUSH_FIX, said_when_full
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.store.artifacts import ArtifactStore
-from ortflow.engine.store.manifests import DAMAGED, manifest_problem
+from ortflow.engine.store.manifests import DAMAGED, checked_manifest
 from ortflow.engine.store.meter import Counted, Meter, NoMeter
 from ortflow.engine.store.records import output_digests
 from ortflow.engine.store.remote import Listing, Remote
@@ -24,7 +25,6 @@ from ortflow.engine.store.remote_trust import (
     lazy_claims,
     remote_claims,
 )
-from ortflow.engine.store.run_document import RunDocument
 
 
 @dataclass
@@ -309,12 +309,11 @@ def _locate(
             continue
         if _refused(remote, remote.tree_name(digest), f"object {digest}", tally):
             continue
-        manifest = remote.read_json(remote.tree_name(digest))
-        problem = manifest_problem(digest, manifest)
-        if problem:
-            tally.problems.append(f"{remote.shown}: object {digest} {problem}")
+        found = checked_manifest(digest, remote.read_json(remote.tree_name(digest)))
+        if isinstance(found, str):
+            tally.problems.append(f"{remote.shown}: object {digest} {found}")
         else:
-            trees[digest] = manifest
+            trees[digest] = found
     return sizes, trees
 
 

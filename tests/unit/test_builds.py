@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 
 from ortflow.engine.contracts import builds
+from ortflow.engine.contracts.build_json import IdentityJson
 from ortflow.engine.contracts.builds import Identity, LockedOutput, LockEntry, RunOutput, RunRecord
 
 D1, D2, D3 = "1" * 64, "2" * 64, "3" * 64
 PACKED = "AAAAAAAA+D8AAAAAAADQvw=="  # packed_floats.pack_floats([1.5, -0.25])
-IDENTITY = {
+IDENTITY: IdentityJson = {
     "type": "concat",
     "version": "2",
     "params": {"text": "+x", "n": [1, 2.5]},

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from ortflow.engine.contracts.build_json import RunDocument
 from ortflow.engine.contracts.builds import LockEntry, RunRecord
 from ortflow.engine.contracts.types import StageOutcome, Status
 from ortflow.engine.leaves.errors import RecipeError
@@ -108,7 +109,7 @@ def toy_recipe(tmp_path: Path, *names: str, deterministic: bool = True) -> Simpl
 
 
 def run_of(name: str, key: str, digest: str, status: Status = Status.RAN) -> StageOutcome:
-    data = {
+    data: RunDocument = {
         "key": key,
         "stage": name,
         "type": "concat",

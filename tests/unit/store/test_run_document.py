@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from ortflow.engine.contracts.build_json import IdentityJson
 from ortflow.engine.contracts.builds import Identity, RunOutput, RunRecord
 from ortflow.engine.leaves.errors import StoreError
 from ortflow.engine.store.artifacts import ArtifactStore
@@ -15,7 +16,7 @@ from ortflow.engine.store.records import checked_record
 from ortflow.engine.store.run_document import fits_run_schema
 
 D1, D2 = "1" * 64, "2" * 64
-IDENTITY = {
+IDENTITY: IdentityJson = {
     "type": "concat",
     "version": "1",
     "params": {"text": "+x"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ortflow.engine.contracts.build_json import IdentityJson
 from ortflow.engine.contracts.builds import Identity
 from ortflow.engine.store.records import (
     kinds_problem,
@@ -11,7 +12,7 @@ from ortflow.engine.store.records import (
 )
 
 D1, D2 = "1" * 64, "2" * 64
-IDENTITY = {
+IDENTITY: IdentityJson = {
     "type": "concat",
     "version": "1",
     "params": {"text": "+x"},

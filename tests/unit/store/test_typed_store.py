@@ -48,3 +48,32 @@ def test_snapshots_are_kept_through_the_store_and_go_with_gc(tmp_path):
     assert store.read_snapshot("k" * 64) == "signature\n{}"
     store.gc(set(), set())
     assert store.read_snapshot("k" * 64) is None
+
+
+def test_the_cache_listing_reads_records_through_the_one_parse(tmp_path):
+    """`engine cache ls --json` (listings.cached_runs) read each record file by key itself, apart from
+    parse_record: a record written before `created` existed, or a file that holds JSON but no object, crashed
+    the listing (KeyError, AttributeError) instead of showing the record, or the file as unreadable."""
+    from ortflow.engine.cli.listings import cached_runs
+
+    store = ArtifactStore(tmp_path / "cache")
+    out = stored_output(store, tmp_path)
+    store.write_run(RunRecord(IDENTITY.key, "join", *IDENTITY.to_json().values(), {"file": out}))
+    path = store.run_path(IDENTITY.key)
+    older = json.loads(path.read_text(encoding="utf-8"))
+    del older["created"]
+    path.chmod(0o644)
+    path.write_text(json.dumps(older), encoding="utf-8")
+    listed = store.run_path("f" * 64)
+    listed.parent.mkdir(parents=True, exist_ok=True)
+    listed.write_text("[1, 2]", encoding="utf-8")
+    rows = {row["key"]: row for row in cached_runs(store)}
+    assert rows[IDENTITY.key] == {
+        "key": IDENTITY.key,
+        "stage": "join",
+        "type": "concat",
+        "created": "",
+        "outputs": ["file"],
+        "bytes": 3,
+    }
+    assert rows["f" * 64] == {"key": "f" * 64, "unreadable": True}
