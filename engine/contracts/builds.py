@@ -40,30 +40,38 @@ class IdentityJson(TypedDict):
 
     type: str
     version: Version
-    params: Mapping[str, Json]
-    inputs: Mapping[str, Digests]
+    params: Mapping[
+        str, Json
+    ]  # the stage's own values: its params_schema, not the store, knows their shape
+    inputs: Mapping[str, Digests]  # input port -> digest, or digests
     env: Mapping[str, str]
 
 
-class _OutputJson(TypedDict):
+class _Digest(TypedDict):
     digest: str
+
+
+class _LockedOutputNames(_Digest):
     size: int
 
 
-class LockedOutputJson(_OutputJson, total=False):
+class LockedOutputJson(_LockedOutputNames, total=False):
     """An output as a lock file records it."""
 
     values: str  # packed_floats.pack_floats: the exact floats as text
 
 
-class _RunOutputJson(_OutputJson):
+class _RunOutputNames(_Digest):
+    filename: str  # a plain file name: the schema refuses a path
+
+
+class RunOutputJson(_RunOutputNames, total=False):
+    """An output as a run record holds it (schemas/run_record.schema.json): the one form its writer
+    (RunOutput.to_json, which writes every key) and its readers (the store's RunDocument, RunOutput.from_json)
+    share; kind and size are optional because a record an older ortflow wrote may lack them."""
+
     kind: str
-    filename: str
-
-
-class RunOutputJson(_RunOutputJson, total=False):
-    """An output as a run record records it."""
-
+    size: int
     values: str  # packed_floats.pack_floats
 
 

@@ -5,38 +5,20 @@ becomes a RunDocument there, once; what the engine reads of a record is engine.c
 
 from __future__ import annotations
 
-from typing import TypedDict, TypeGuard
+from typing import TypeGuard
 
+from ortflow.engine.contracts.builds import IdentityJson, RunOutputJson
 from ortflow.engine.leaves.json_types import Json
 from ortflow.engine.leaves.schema_check import problem as schema_problem
 from ortflow.engine.leaves.secrets import redact_json
 
 
-class _OutputNames(TypedDict):
-    digest: str  # the object's full sha256
-    filename: str  # a plain file name: the schema refuses a path
-
-
-class OutputDocument(_OutputNames, total=False):
-    """One output of a run record."""
-
-    kind: str
-    size: int
-    values: str  # pinned float values, packed (engine.leaves.packed_floats)
-
-
-class _Identity(TypedDict):
-    """The fields the record's key is computed from (engine.contracts.builds.IDENTITY), its key and outputs."""
+class _Identity(IdentityJson):
+    """The fields the record's key is computed from (builds.IdentityJson, the form a lock entry shares), the
+    key and the outputs."""
 
     key: str
-    type: str
-    version: str | int
-    params: dict[
-        str, Json
-    ]  # the stage's own values: its params_schema, not the store, knows their shape
-    inputs: dict[str, str | list[str]]  # input port -> digest, or digests
-    env: dict[str, str]
-    outputs: dict[str, OutputDocument]
+    outputs: dict[str, RunOutputJson]
 
 
 class RunDocument(_Identity, total=False):

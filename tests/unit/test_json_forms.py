@@ -82,3 +82,22 @@ def test_what_the_writers_write_is_their_form():
         assert all(required <= set(o) <= required | optional for o in outputs.values())
     source = DataSource(DataProvenance.REAL, "images", "held_out", ("data/x",), False)
     assert set(source.to_json()) == set(DataSourceJson.__annotations__)
+
+
+def test_a_run_records_output_and_identity_have_one_form_each():
+    """The store's RunDocument holds its outputs and identity in the very forms RunRecord writes and a lock entry
+    shares (not a second TypedDict of its own), and the output form requires only what the schema requires: a
+    record an older ortflow wrote, without kind or size, is one RunOutput.from_json reads."""
+    from typing import get_type_hints
+
+    from ortflow.engine.store.run_document import RunDocument
+
+    hints = get_type_hints(RunDocument)
+    assert hints["outputs"] == dict[str, RunOutputJson]
+    identity = get_type_hints(IdentityJson)
+    assert {name: hints[name] for name in identity} == identity
+    out = schema("run_record")["properties"]["outputs"]["additionalProperties"]
+    required, optional = keys(RunOutputJson)
+    assert required == set(out["required"]) and required | optional == set(out["properties"])
+    old: RunOutputJson = {"digest": D1, "filename": "joined.txt"}
+    assert RunOutput.from_json(old) == RunOutput(D1, "", "joined.txt", 0, None)
