@@ -101,3 +101,18 @@ def test_a_run_records_output_and_identity_have_one_form_each():
     assert required == set(out["required"]) and required | optional == set(out["properties"])
     old: RunOutputJson = {"digest": D1, "filename": "joined.txt"}
     assert RunOutput.from_json(old) == RunOutput(D1, "", "joined.txt", 0, None)
+
+
+def test_the_sections_a_run_hands_the_console_are_report_jsons_sections():
+    """The sections the run summary carries to the console are the ones written to report.json, in their form
+    (SectionJson), not the written text parsed back into untyped JSON objects."""
+    from typing import get_type_hints
+
+    from ortflow.engine.pipeline import RunSummary
+    from ortflow.engine.publish.report import WrittenReport
+    from ortflow.engine.publish.report_types import ReportJson, SectionJson
+
+    sections = get_type_hints(ReportJson)["sections"]
+    assert sections == list[SectionJson]
+    assert get_type_hints(WrittenReport)["sections"] == sections
+    assert get_type_hints(RunSummary)["sections"] == sections
