@@ -149,15 +149,16 @@ class QuantizeStatic(OrtQuantizer):
 
     def run(self, ctx: StageContext) -> StageResult:
         asked = dict(ctx.params)
-        params = op_table.without_auto(asked)
+        # the settings before `auto` is resolved against the model: `auto` read as every op type
+        early = settings_of(StaticSettings, op_table.without_auto(asked))
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
+        prepared = pre_processing.prepare(source, ctx.scratch, early.pre_process)
         table_path = ctx.scratch / "calibration.json"
         table, masks = self._read_table(ctx.path("calibration"), table_path, prepared)
         chosen = static_model.prepare(
             prepared.model,
-            params,
+            static_model.FloatChoice.of(early),
             set(table.data),
             set(masks),
             prepared.model.parent / "prepared.onnx",
