@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
-    Json,
     Params,
     Port,
     StageContext,
@@ -200,7 +199,7 @@ class QuantizeStatic(OrtQuantizer):
             summary=_headline(settings, part["quantized_by_op_type"], ratio)
             + "".join(f"; {n}" for n in notes),
             metrics={
-                "quantized": part["quantized_by_op_type"],
+                "quantized": json_value(part["quantized_by_op_type"]),
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
                 **{name: json_value(found) for name, found in measured.items()},
@@ -339,10 +338,10 @@ def _quantized_metrics(
     float model, the quantized one); a result with nothing quantized, or weights only, refused first."""
     model, target = models
     quantized = quantized_graph.quantized_ops(target)
-    activations: int = quantized["activations"]
+    activations = quantized["activations"]
     _check_quantized(model, quantized["by_op_type"], activations, settings)
     counts = onnx_model.op_counts(target)
-    quantized_ops: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
+    quantized_ops = dict(sorted(quantized["by_op_type"].items()))
     return {
         "format": settings.format,
         "activation_type": settings.activation_type,
@@ -360,7 +359,7 @@ def _quantized_metrics(
     }
 
 
-def _headline(settings: StaticSettings, by_op_type: Mapping[str, Json], ratio: float) -> str:
+def _headline(settings: StaticSettings, by_op_type: Mapping[str, int], ratio: float) -> str:
     """The summary's first part: format, types, the quantized op counts and the size ratio."""
     ops = ", ".join(f"{op} {n}" for op, n in by_op_type.items())
     return (

@@ -52,3 +52,40 @@ def test_preparing_keeps_float_what_the_typed_settings_choose(tmp_path):
         "Relu_1",
         "MatMul_2",
     ]
+
+
+def _qdq_matmul(path: Path) -> Path:
+    """x -> QuantizeLinear -> DequantizeLinear -> MatMul (its weight dequantized too) -> y."""
+    scale = numpy_helper.from_array(np.array(0.1, dtype=np.float32), "s")
+    zero = numpy_helper.from_array(np.array(0, dtype=np.uint8), "z")
+    weight = numpy_helper.from_array(np.ones((4, 4), dtype=np.uint8), "wq")
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["wd"]),
+        helper.make_node("MatMul", ["xd", "wd"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [scale, zero, weight],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+def test_what_quantization_did_is_counted_in_its_typed_form(tmp_path):
+    """quantized_ops returns its form (QuantizedOps: counts by op type, activations), the counts that
+    quantize_static's metrics.json holds as numbers (StaticMetrics), not free JSON."""
+    from typing import get_type_hints
+
+    from ortflow.stages.quantization.ort_quantizer import StaticMetrics
+    from ortflow.stages.quantization.quantized_graph import QuantizedOps, quantized_ops
+
+    found = quantized_ops(_qdq_matmul(tmp_path / "q.onnx"))
+    assert set(found) == set(QuantizedOps.__annotations__)
+    assert found["by_op_type"] == {"MatMul": 1} and found["activations"] == 1
+    counts = get_type_hints(QuantizedOps)["by_op_type"]
+    assert get_type_hints(StaticMetrics)["quantized_by_op_type"] == counts == dict[str, int]
