@@ -121,7 +121,7 @@ class QuantizeDynamic(OrtQuantizer):
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
-        checked = sanity.verify_quantized(ctx, source, target, measured)
+        checked = sanity.verify_quantized(ctx, settings, source, target, measured)
         ratio = after / before
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         notes = (_with_left_float(why, left), rule and rule.summary(), float_retry.summary(kept))

@@ -191,7 +191,7 @@ class QuantizeStatic(OrtQuantizer):
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
-        checked = sanity.verify_quantized(ctx, model, target, measured)
+        checked = sanity.verify_quantized(ctx, settings, model, target, measured)
         ratio = after / before
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
         notes = [n for n in [*notes, float_retry.summary(kept), checked, prepared.summary()] if n]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ortflow.api import JsonObject
 from ortflow.stages.quantization import output_groups
 from ortflow.stages.quantization.sanity_metrics import SanityMetrics, output_numbers
 
 if TYPE_CHECKING:
-    from ortflow.api import Feed
+    from ortflow.api import Feed, StageContext
 
 SANITY_PARAMS: JsonObject = {
     "sanity_check": {
@@ -251,7 +251,7 @@ class Samples:
     described: str  # "3 samples" (of `data`), "8 samples of the calibration data 'photos'"
 
 
-def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
+def samples_for(ctx: StageContext, model: Path, samples: int) -> Samples:
     """Up to `samples` feeds: from the stage's `data` input; else from the data its calibration table (or
     another input) was made from upstream, referenced, not an input (not in the key, nothing copied); else
     seeded random ones."""
@@ -282,14 +282,30 @@ def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
     return Samples(feeds, True, f"{len(feeds)} random samples")
 
 
-def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[Feed], bool]:
+def feeds_for(ctx: StageContext, model: Path, samples: int) -> tuple[list[Feed], bool]:
     """samples_for's feeds, and whether they are random: (feeds, synthetic)."""
     found = samples_for(ctx, model, samples)
     return found.feeds, found.synthetic
 
 
+class SanityChoice(Protocol):
+    """What the check reads of a quantize stage's settings (StaticSettings, DynamicSettings and
+    WeightsSettings each have these three parameters)."""
+
+    @property
+    def sanity_check(self) -> bool: ...
+    @property
+    def sanity_samples(self) -> int: ...
+    @property
+    def sanity_min_cosine(self) -> float: ...
+
+
 def verify_quantized(
-    ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, SanityMetrics]
+    ctx: StageContext,
+    settings: SanityChoice,
+    float_model: Path,
+    quantized: Path,
+    metrics: dict[str, SanityMetrics],
 ) -> str:
     """The sanity check of a quantize stage: adds its numbers (and, when an output collapsed, the nodes where
     the error entered) to `metrics`, the stage's run-record metrics; raises GateFailed when an output
@@ -299,11 +315,10 @@ def verify_quantized(
     every machine."""
     from ortflow.api import StageError
 
-    params = ctx.params
-    if not params["sanity_check"]:
+    if not settings.sanity_check:
         return "sanity check off"
     try:
-        used = samples_for(ctx, float_model, params["sanity_samples"])
+        used = samples_for(ctx, float_model, settings.sanity_samples)
     except (
         StageError
     ) as exc:  # random feeds need every symbolic axis named: say so rather than guess
@@ -311,7 +326,7 @@ def verify_quantized(
         return "sanity check skipped (give it `data`)"
     try:
         report = check_outputs(
-            float_model, quantized, used.feeds, params["sanity_min_cosine"], used.synthetic
+            float_model, quantized, used.feeds, settings.sanity_min_cosine, used.synthetic
         )
     except FeedsDoNotFit as exc:
         if not used.synthetic:
@@ -340,7 +355,7 @@ def verify_quantized(
 
 
 def _refuse(
-    ctx: Any,
+    ctx: StageContext,
     float_model: Path,
     quantized: Path,
     used: Samples,

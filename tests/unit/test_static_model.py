@@ -1,6 +1,6 @@
-"""quantize_static's preparation of a model (stages/quantization/static_model.prepare) reads the stage's typed
-settings (a FloatChoice made from StaticSettings), not its parameters by key: on a real two-MatMul graph, the
-nodes kept float are the ones the settings choose, by the names preparing gives unnamed nodes."""
+"""The quantizers' helpers read the stage's typed settings, not its parameters by key (issue 43 review):
+static_model.prepare a FloatChoice made from StaticSettings, the sanity check any quantizer's settings, and
+quantized_ops returns its form. Each on a real graph built here (two MatMuls; a QDQ MatMul)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _two_matmuls(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
         weights,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     onnx.save(model, path)
     return path
 
@@ -72,7 +72,9 @@ def _qdq_matmul(path: Path) -> Path:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
         [scale, zero, weight],
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    onnx.save(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8), path
+    )
     return path
 
 
@@ -89,3 +91,22 @@ def test_what_quantization_did_is_counted_in_its_typed_form(tmp_path):
     assert found["by_op_type"] == {"MatMul": 1} and found["activations"] == 1
     counts = get_type_hints(QuantizedOps)["by_op_type"]
     assert get_type_hints(StaticMetrics)["quantized_by_op_type"] == counts == dict[str, int]
+
+
+def test_the_sanity_check_reads_the_quantize_stages_settings_not_its_params(tmp_path):
+    """verify_quantized takes its three parameters from the stage's settings (any of the quantizers'): a stage
+    whose ctx.params lacks them (a plugin's, or one read typed) is checked all the same."""
+    from dataclasses import replace
+
+    from ortflow.api import StageContext
+    from ortflow.stages.quantization import sanity
+
+    model = _two_matmuls(tmp_path / "m.onnx")
+    ctx = StageContext("q", {}, {}, tmp_path, {}, tmp_path)
+    settings = replace(StaticSettings(), sanity_samples=2)
+    measured: dict = {}
+    said = sanity.verify_quantized(ctx, settings, model, model, measured)
+    assert said == "sanity: worst output cosine 1.000 on 2 random samples"
+    assert measured["sanity"]["data"] == "2 random samples"
+    off = replace(settings, sanity_check=False)
+    assert sanity.verify_quantized(ctx, off, model, model, {}) == "sanity check off"
