@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ortflow.api import JsonObject
 from ortflow.stages.quantization import output_groups
-from ortflow.stages.quantization.sanity_metrics import SanityMetrics, output_numbers
+from ortflow.stages.quantization.sanity_metrics import SanityChoice, SanityMetrics, output_numbers
 
 if TYPE_CHECKING:
     from ortflow.api import Feed, StageContext
@@ -288,18 +288,6 @@ def feeds_for(ctx: StageContext, model: Path, samples: int) -> tuple[list[Feed],
     return found.feeds, found.synthetic
 
 
-class SanityChoice(Protocol):
-    """What the check reads of a quantize stage's settings (StaticSettings, DynamicSettings and
-    WeightsSettings each have these three parameters)."""
-
-    @property
-    def sanity_check(self) -> bool: ...
-    @property
-    def sanity_samples(self) -> int: ...
-    @property
-    def sanity_min_cosine(self) -> float: ...
-
-
 def verify_quantized(
     ctx: StageContext,
     settings: SanityChoice,
@@ -319,9 +307,8 @@ def verify_quantized(
         return "sanity check off"
     try:
         used = samples_for(ctx, float_model, settings.sanity_samples)
-    except (
-        StageError
-    ) as exc:  # random feeds need every symbolic axis named: say so rather than guess
+    except StageError as exc:
+        # random feeds need every symbolic axis named: say so rather than guess
         metrics["sanity"] = {"skipped": str(exc)}
         return "sanity check skipped (give it `data`)"
     try:
@@ -384,11 +371,8 @@ def _refuse(
     )
 
 
-HEAVY_OPS = (
-    "MatMul",
-    "Gemm",
-    "Conv",
-)  # where INT8 pays; the rest is quantized to spare conversions
+# where INT8 pays; the rest is quantized to spare conversions
+HEAVY_OPS = ("MatMul", "Gemm", "Conv")
 
 
 def fewer_op_types(float_model: Path, quantized: Path) -> list[str]:
