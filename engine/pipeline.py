@@ -20,7 +20,6 @@ from ortflow.engine.leaves.errors import (
     RecipeError,
     no_space,
 )
-from ortflow.engine.leaves.json_types import JsonObject
 from ortflow.engine.publish.lock import Lock, LockWriter
 from ortflow.engine.publish.out_folder import (
     Publisher,
@@ -29,6 +28,7 @@ from ortflow.engine.publish.out_folder import (
     remove_stale_folders,
 )
 from ortflow.engine.publish.report import WrittenReport, write_report
+from ortflow.engine.publish.report_types import SectionJson
 from ortflow.engine.recipe import snapshot
 from ortflow.engine.recipe.graph import StageGraph
 from ortflow.engine.run.executors import Executor, LocalExecutor
@@ -235,7 +235,7 @@ class RunSummary:
     report_path: Path
     exit_code: int
     warnings: list[str]
-    sections: list[JsonObject] = field(
+    sections: list[SectionJson] = field(
         default_factory=list
     )  # the report's stage sections, for the console
     # The outputs folder's disk filled: which, and the fix (exit code 5).

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ortflow.api import Json, StageContext, StageError, StageResult, json_value, settings_of
+from ortflow.api import StageContext, StageError, StageResult, json_value, settings_of
 from ortflow.api import onnx as onnx_model
 from ortflow.api.ports import metrics_out, model_in, model_out, samples_in
 from ortflow.stages.quantization import (
@@ -104,7 +104,7 @@ class QuantizeDynamic(OrtQuantizer):
         quantized = quantized_graph.quantized_ops(target)
         if not quantized["by_op_type"]:
             raise _nothing_quantized(source, op_types, left)
-        by_op_type: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
+        by_op_type = dict(sorted(quantized["by_op_type"].items()))
         before, after = onnx_model.total_size(source), onnx_model.total_size(target)
         metrics = {
             "quantized_by_op_type": by_op_type,
@@ -121,7 +121,7 @@ class QuantizeDynamic(OrtQuantizer):
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
-        checked = sanity.verify_quantized(ctx, source, target, measured)
+        checked = sanity.verify_quantized(ctx, settings, source, target, measured)
         ratio = after / before
         ops = ", ".join(f"{op} {n}" for op, n in sorted(quantized["by_op_type"].items()))
         notes = (_with_left_float(why, left), rule and rule.summary(), float_retry.summary(kept))
@@ -134,7 +134,7 @@ class QuantizeDynamic(OrtQuantizer):
         return StageResult(
             summary=summary,
             metrics={
-                "quantized": by_op_type,
+                "quantized": json_value(by_op_type),
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
                 **{name: json_value(found) for name, found in measured.items()},

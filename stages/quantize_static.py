@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from ortflow.api import (
     ArtifactKind,
-    Json,
     Params,
     Port,
     StageContext,
@@ -149,15 +148,16 @@ class QuantizeStatic(OrtQuantizer):
 
     def run(self, ctx: StageContext) -> StageResult:
         asked = dict(ctx.params)
-        params = op_table.without_auto(asked)
+        # the settings before `auto` is resolved against the model: `auto` read as every op type
+        early = settings_of(StaticSettings, op_table.without_auto(asked))
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        prepared = pre_processing.prepare(source, ctx.scratch, params["pre_process"])
+        prepared = pre_processing.prepare(source, ctx.scratch, early.pre_process)
         table_path = ctx.scratch / "calibration.json"
         table, masks = self._read_table(ctx.path("calibration"), table_path, prepared)
         chosen = static_model.prepare(
             prepared.model,
-            params,
+            static_model.FloatChoice.of(early),
             set(table.data),
             set(masks),
             prepared.model.parent / "prepared.onnx",
@@ -191,7 +191,7 @@ class QuantizeStatic(OrtQuantizer):
         }
         ctx.output_path("metrics").write_text(json.dumps(metrics, indent=2), encoding="utf-8")
         measured: dict[str, SanityMetrics] = {}  # sanity's numbers, for the run record's metrics
-        checked = sanity.verify_quantized(ctx, model, target, measured)
+        checked = sanity.verify_quantized(ctx, settings, model, target, measured)
         ratio = after / before
         notes = [why, rule.summary() if rule else "", _traps_text(found) if found.nodes() else ""]
         notes = [n for n in [*notes, float_retry.summary(kept), checked, prepared.summary()] if n]
@@ -199,7 +199,7 @@ class QuantizeStatic(OrtQuantizer):
             summary=_headline(settings, part["quantized_by_op_type"], ratio)
             + "".join(f"; {n}" for n in notes),
             metrics={
-                "quantized": part["quantized_by_op_type"],
+                "quantized": json_value(part["quantized_by_op_type"]),
                 "size_ratio": round(ratio, 3),
                 "reduce_range": reduce_range,
                 **{name: json_value(found) for name, found in measured.items()},
@@ -338,10 +338,10 @@ def _quantized_metrics(
     float model, the quantized one); a result with nothing quantized, or weights only, refused first."""
     model, target = models
     quantized = quantized_graph.quantized_ops(target)
-    activations: int = quantized["activations"]
+    activations = quantized["activations"]
     _check_quantized(model, quantized["by_op_type"], activations, settings)
     counts = onnx_model.op_counts(target)
-    quantized_ops: dict[str, Json] = dict(sorted(quantized["by_op_type"].items()))
+    quantized_ops = dict(sorted(quantized["by_op_type"].items()))
     return {
         "format": settings.format,
         "activation_type": settings.activation_type,
@@ -359,7 +359,7 @@ def _quantized_metrics(
     }
 
 
-def _headline(settings: StaticSettings, by_op_type: Mapping[str, Json], ratio: float) -> str:
+def _headline(settings: StaticSettings, by_op_type: Mapping[str, int], ratio: float) -> str:
     """The summary's first part: format, types, the quantized op counts and the size ratio."""
     ops = ", ".join(f"{op} {n}" for op, n in by_op_type.items())
     return (

@@ -35,7 +35,7 @@ class Algorithm(str, Enum):
 @dataclass(frozen=True)
 class WeightsSettings:
     """QuantizeWeights' parameters (its params_schema; tests/unit/test_stages_typed.py holds the two together).
-    Not declared as Stage.settings yet: sanity.verify_quantized still reads ctx.params by key."""
+    Not declared as Stage.settings yet: the sanity check's advice still reads per_channel from ctx.params."""
 
     algorithm: str = Algorithm.DEFAULT.value  # an Algorithm's value
     bits: int = 4  # 4 or 8
@@ -193,7 +193,7 @@ class QuantizeWeights(Stage):
         measured: dict[
             str, SanityMetrics
         ] = {}  # sanity's measurements, for the run record's metrics
-        checked = sanity.verify_quantized(ctx, source, target, measured)
+        checked = sanity.verify_quantized(ctx, params, source, target, measured)
         ratio = after / before
         ops = ", ".join(
             f"{op.removeprefix('com.microsoft.')} {n}" for op, n in quantized_ops.items()

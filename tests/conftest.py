@@ -184,3 +184,15 @@ def raw_terminal(
     child.expect(pexpect.EOF)
     child.close()
     return child.exitstatus, child.before
+
+
+# the store's record tests (tests/unit/store): a record's checks are those of an unsigned cache unless a test sets a key
+@pytest.fixture
+def no_signing_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No signing key in the environment (the team's, its file, or previous ones)."""
+    for name in (
+        "ORTFLOW_SIGNING_KEY",
+        "ORTFLOW_SIGNING_KEY_FILE",
+        "ORTFLOW_SIGNING_KEYS_PREVIOUS",
+    ):
+        monkeypatch.delenv(name, raising=False)

@@ -19,7 +19,7 @@ from ortflow.engine.contracts.declarations import Axis, Declares, Measure, plott
 from ortflow.engine.contracts.report_section import report_section
 from ortflow.engine.contracts.types import Recipe, StageOutcome
 from ortflow.engine.leaves.environment import facts, target_isa
-from ortflow.engine.leaves.json_types import Json, JsonObject, obj, objects
+from ortflow.engine.leaves.json_types import Json, JsonObject
 from ortflow.engine.leaves.secrets import redact_json
 from ortflow.engine.publish.headline import find_headline
 from ortflow.engine.publish.report_types import (
@@ -58,12 +58,11 @@ def stage_folder(out_dir: Path, stage: str) -> Path:
 
 @dataclass(frozen=True)
 class WrittenReport:
-    """report.json's path and the sections stages added to it, kept so the console prints them without reading
-    the file back. The run summary (engine.pipeline.RunSummary) carries them as JSON objects, so they are the
-    text written to report.json parsed back: a SectionJson is no JSON object to mypy (a TypedDict never is)."""
+    """report.json's path and the sections stages added to it (redacted, as written), kept so the console prints
+    them without reading the file back."""
 
     path: Path
-    sections: list[JsonObject]
+    sections: list[SectionJson]
 
 
 def write_report(
@@ -99,10 +98,9 @@ def write_report(
     report = redact_json(report)  # a stage's error or a parameter may hold a URL with credentials
     path = out_dir / "report.json"
     atomic.remove_stale_staging(out_dir)
-    written = json.dumps(report, indent=2)
-    atomic.write_text(path, written)
+    atomic.write_text(path, json.dumps(report, indent=2))
     render(report, out_dir)
-    return WrittenReport(path, objects(obj(json.loads(written)).get("sections")))
+    return WrittenReport(path, report["sections"])
 
 
 def _stage_entry(recipe: Recipe, out_dir: Path, name: str, outcome: StageOutcome) -> StageEntry:

@@ -110,7 +110,7 @@ class StaticMetrics(TypedDict):
     weight_type: str
     per_channel: bool
     reduce_range: bool | str
-    quantized_by_op_type: dict[str, Json]
+    quantized_by_op_type: dict[str, int]  # op type -> nodes quantized, sorted by op type
     quantized_activations: int
     QuantizeLinear: int
     DequantizeLinear: int

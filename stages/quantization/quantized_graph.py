@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any, Collection, TypedDict
 
 # Ops ORT runs as integer kernels when all their float inputs are dequantized (QDQ), whatever follows them.
 INTEGER_COMPUTE_OPS = {
@@ -41,7 +41,14 @@ def float_tensors(model: Any) -> set[str]:
     return found | {t.name for t in model.graph.initializer if t.data_type in kinds}
 
 
-def quantized_ops(path: Path) -> dict[str, Any]:
+class QuantizedOps(TypedDict):
+    """What quantization did to a graph (quantized_ops)."""
+
+    by_op_type: dict[str, int]  # op type -> how many of its nodes ORT runs quantized
+    activations: int  # activations (not weights) quantized
+
+
+def quantized_ops(path: Path) -> QuantizedOps:
     """What quantization did. QDQ: nodes all of whose float inputs are dequantized (ORT runs them as integer
     kernels). QOperator and dynamic: the QLinear* and *Integer ops. Plus how many activations (tensors that
     are not weights) pass through QuantizeLinear or DynamicQuantizeLinear."""

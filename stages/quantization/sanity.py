@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from ortflow.api import JsonObject
 from ortflow.stages.quantization import output_groups
-from ortflow.stages.quantization.sanity_metrics import SanityMetrics, output_numbers
+from ortflow.stages.quantization.sanity_metrics import SanityChoice, SanityMetrics, output_numbers
 
 if TYPE_CHECKING:
-    from ortflow.api import Feed
+    from ortflow.api import Feed, StageContext
 
 SANITY_PARAMS: JsonObject = {
     "sanity_check": {
@@ -251,7 +251,7 @@ class Samples:
     described: str  # "3 samples" (of `data`), "8 samples of the calibration data 'photos'"
 
 
-def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
+def samples_for(ctx: StageContext, model: Path, samples: int) -> Samples:
     """Up to `samples` feeds: from the stage's `data` input; else from the data its calibration table (or
     another input) was made from upstream, referenced, not an input (not in the key, nothing copied); else
     seeded random ones."""
@@ -282,14 +282,18 @@ def samples_for(ctx: Any, model: Path, samples: int) -> Samples:
     return Samples(feeds, True, f"{len(feeds)} random samples")
 
 
-def feeds_for(ctx: Any, model: Path, samples: int) -> tuple[list[Feed], bool]:
+def feeds_for(ctx: StageContext, model: Path, samples: int) -> tuple[list[Feed], bool]:
     """samples_for's feeds, and whether they are random: (feeds, synthetic)."""
     found = samples_for(ctx, model, samples)
     return found.feeds, found.synthetic
 
 
 def verify_quantized(
-    ctx: Any, float_model: Path, quantized: Path, metrics: dict[str, SanityMetrics]
+    ctx: StageContext,
+    settings: SanityChoice,
+    float_model: Path,
+    quantized: Path,
+    metrics: dict[str, SanityMetrics],
 ) -> str:
     """The sanity check of a quantize stage: adds its numbers (and, when an output collapsed, the nodes where
     the error entered) to `metrics`, the stage's run-record metrics; raises GateFailed when an output
@@ -299,19 +303,17 @@ def verify_quantized(
     every machine."""
     from ortflow.api import StageError
 
-    params = ctx.params
-    if not params["sanity_check"]:
+    if not settings.sanity_check:
         return "sanity check off"
     try:
-        used = samples_for(ctx, float_model, params["sanity_samples"])
-    except (
-        StageError
-    ) as exc:  # random feeds need every symbolic axis named: say so rather than guess
+        used = samples_for(ctx, float_model, settings.sanity_samples)
+    except StageError as exc:
+        # random feeds need every symbolic axis named: say so rather than guess
         metrics["sanity"] = {"skipped": str(exc)}
         return "sanity check skipped (give it `data`)"
     try:
         report = check_outputs(
-            float_model, quantized, used.feeds, params["sanity_min_cosine"], used.synthetic
+            float_model, quantized, used.feeds, settings.sanity_min_cosine, used.synthetic
         )
     except FeedsDoNotFit as exc:
         if not used.synthetic:
@@ -340,7 +342,7 @@ def verify_quantized(
 
 
 def _refuse(
-    ctx: Any,
+    ctx: StageContext,
     float_model: Path,
     quantized: Path,
     used: Samples,
@@ -369,11 +371,8 @@ def _refuse(
     )
 
 
-HEAVY_OPS = (
-    "MatMul",
-    "Gemm",
-    "Conv",
-)  # where INT8 pays; the rest is quantized to spare conversions
+# where INT8 pays; the rest is quantized to spare conversions
+HEAVY_OPS = ("MatMul", "Gemm", "Conv")
 
 
 def fewer_op_types(float_model: Path, quantized: Path) -> list[str]:

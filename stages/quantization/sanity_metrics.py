@@ -1,10 +1,11 @@
 """The sanity check's numbers as a quantize stage's run record keeps them (its `sanity` metric): what it
 measured on each output, on which data, or why it was skipped; and, when an output collapsed, where the
-error entered (localization's rows). Kept apart from sanity.py, which computes them."""
+error entered (localization's rows); and what the check reads of a quantizer's settings. Kept apart from
+sanity.py, which computes them."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from ortflow.stages.quantization.localization import NodeErrorRow
 
@@ -45,3 +46,15 @@ def output_numbers(
     if unjudged:
         found["unjudged"] = unjudged
     return found
+
+
+class SanityChoice(Protocol):
+    """What the check reads of a quantize stage's settings (StaticSettings, DynamicSettings and
+    WeightsSettings each have these three parameters)."""
+
+    @property
+    def sanity_check(self) -> bool: ...
+    @property
+    def sanity_samples(self) -> int: ...
+    @property
+    def sanity_min_cosine(self) -> float: ...

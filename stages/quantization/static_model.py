@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ortflow.api import StageError, suggest
 from ortflow.api import onnx as onnx_model
 from ortflow.stages.quantization import quantized_graph
+
+if TYPE_CHECKING:  # onnx is imported where a model is read (a plan stays light)
+    from onnx import ModelProto, NodeProto
+
+    from ortflow.stages.quantization.ort_quantizer import StaticSettings
 
 MIN_COVERAGE = 0.5  # share of the model's float activations the table must describe
 
@@ -38,10 +43,22 @@ class FloatChoice:
     keep_float_last: int
     per_channel: bool
 
+    @classmethod
+    def of(cls, settings: StaticSettings) -> FloatChoice:
+        """From quantize_static's settings, read with `auto` as every op type (op_table.without_auto)."""
+        return cls(
+            settings.nodes_to_exclude,
+            tuple(settings.op_types()),
+            settings.keep_float_op_types,
+            settings.keep_float_first,
+            settings.keep_float_last,
+            settings.per_channel,
+        )
+
 
 def prepare(
     model_path: Path,
-    params: dict[str, Any],
+    asked: FloatChoice,
     calibrated: set[str],
     masks: set[str],
     destination: Path,
@@ -55,14 +72,6 @@ def prepare(
     # fails past 2 GB ("Failed to serialize proto").
     large = onnx_model.needs_external_data(onnx_model.total_size(model_path))
     model = onnx_model.load_graph(model_path, external_data=not large)
-    asked = FloatChoice(
-        tuple(params["nodes_to_exclude"]),
-        tuple(params["op_types_to_quantize"]),
-        tuple(params["keep_float_op_types"]),
-        params["keep_float_first"],
-        params["keep_float_last"],
-        params["per_channel"],
-    )
     changed = _name_nodes(model)
     _check_names(model, asked)
     _check_coverage(model, asked, calibrated | masks)
@@ -76,13 +85,13 @@ def prepare(
 # -- the checks and choices of prepare, in order ----------------------------------------------------
 
 
-def name_nodes(model: Any) -> bool:
+def name_nodes(model: ModelProto) -> bool:
     """Name each unnamed node as quantize_static does before ORT's quantizer sees it (quantization_debug names
     the reference graph alike, so its culprits are names nodes_to_exclude takes). Whether any was."""
     return _name_nodes(model)
 
 
-def _name_nodes(model: Any) -> bool:
+def _name_nodes(model: ModelProto) -> bool:
     """Name each unnamed node `<op type>_<index>`, since nodes are kept in float by name. Whether any was."""
     changed = False
     for index, node in enumerate(model.graph.node):
@@ -91,7 +100,7 @@ def _name_nodes(model: Any) -> bool:
     return changed
 
 
-def _check_names(model: Any, asked: FloatChoice) -> None:
+def _check_names(model: ModelProto, asked: FloatChoice) -> None:
     """A node or op type name that matches nothing would silently exclude or quantize nothing: fail, with
     the nearest name the model has."""
     op_types = {n.op_type for n in model.graph.node}
@@ -111,7 +120,7 @@ def _check_names(model: Any, asked: FloatChoice) -> None:
                 )
 
 
-def _check_coverage(model: Any, asked: FloatChoice, described: set[str]) -> None:
+def _check_coverage(model: ModelProto, asked: FloatChoice, described: set[str]) -> None:
     """The table (its ranges and mask tensors: `described`) must cover at least MIN_COVERAGE of the float
     activations to quantize; less means it was calibrated on another graph, and ORT would fail on the
     first tensor it lacks with a message that does not say so."""
@@ -135,7 +144,7 @@ def _check_coverage(model: Any, asked: FloatChoice, described: set[str]) -> None
         )
 
 
-def _per_channel_opset(model: Any, asked: FloatChoice) -> tuple[Any, int | None]:
+def _per_channel_opset(model: ModelProto, asked: FloatChoice) -> tuple[ModelProto, int | None]:
     """The model to quantize and the opset it was upgraded from (None when it was not). Per-channel
     DequantizeLinear (its `axis`) exists from opset 13; ORT's quantizer writes it into older models anyway,
     which onnx.checker then rejects: so per_channel moves an older model to opset 13."""
@@ -154,7 +163,7 @@ def _per_channel_opset(model: Any, asked: FloatChoice) -> tuple[Any, int | None]
 
 
 def _kept_float(
-    nodes: list[Any], asked: FloatChoice, masks: set[str]
+    nodes: list[NodeProto], asked: FloatChoice, masks: set[str]
 ) -> tuple[list[str], list[str]]:
     """The nodes to keep in float: those named, those of the keep_float op types, the first and last N
     quantizable ones, and every node reading or writing a mask tensor (its fills have no range in the

@@ -114,3 +114,18 @@ def test_a_lock_file_form_is_the_lock_schema_and_what_lock_writes(tmp_path):
     assert required <= set(written.to_json()) <= required | optional
     written.write()
     assert Lock.read(written.path).to_json() == written.to_json()
+
+
+def test_the_sections_a_run_hands_the_console_are_report_jsons_sections():
+    """The sections the run summary carries to the console are the ones written to report.json, in their form
+    (SectionJson), not the written text parsed back into untyped JSON objects."""
+    from typing import get_type_hints
+
+    from ortflow.engine.pipeline import RunSummary
+    from ortflow.engine.publish.report import WrittenReport
+    from ortflow.engine.publish.report_types import ReportJson, SectionJson
+
+    sections = get_type_hints(ReportJson)["sections"]
+    assert sections == list[SectionJson]
+    assert get_type_hints(WrittenReport)["sections"] == sections
+    assert get_type_hints(RunSummary)["sections"] == sections

@@ -32,17 +32,7 @@ def record(**changes: object) -> dict:
     return {"key": KEY, "stage": "s", **IDENTITY, "summary": "", "outputs": outputs, **changes}
 
 
-def _no_keys(monkeypatch) -> None:
-    for name in (
-        "ORTFLOW_SIGNING_KEY",
-        "ORTFLOW_SIGNING_KEY_FILE",
-        "ORTFLOW_SIGNING_KEYS_PREVIOUS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-def test_a_servable_record_comes_back_as_the_document_it_is(monkeypatch):
-    _no_keys(monkeypatch)
+def test_a_servable_record_comes_back_as_the_document_it_is(no_signing_keys, monkeypatch):
     found = checked_record(KEY, record(), lambda _d: True)
     assert found == record() and not isinstance(found, str)
     assert found["outputs"]["file"]["digest"] == D2
@@ -51,8 +41,9 @@ def test_a_servable_record_comes_back_as_the_document_it_is(monkeypatch):
     )
 
 
-def test_the_reasons_keep_their_order_signature_then_outputs_then_form(monkeypatch):
-    _no_keys(monkeypatch)
+def test_the_reasons_keep_their_order_signature_then_outputs_then_form(
+    no_signing_keys, monkeypatch
+):
     unfit = record(summary=5)
     assert "does not fit schemas/run_record.schema.json" in checked_record(KEY, unfit, bool)
     bad_name = record(summary=5, outputs={"f": {"digest": D2, "filename": "../x"}})
@@ -61,10 +52,11 @@ def test_the_reasons_keep_their_order_signature_then_outputs_then_form(monkeypat
     assert "not signed with this team's" in checked_record(KEY, bad_name, bool)
 
 
-def test_the_store_refuses_to_write_a_record_it_could_never_serve(tmp_path, monkeypatch):
+def test_the_store_refuses_to_write_a_record_it_could_never_serve(
+    tmp_path, no_signing_keys, monkeypatch
+):
     """A stage type whose version is a float (schemas/run_record: a string or an integer) used to be written
     and then never served, its stage rebuilt on every run without a word."""
-    _no_keys(monkeypatch)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     store = ArtifactStore(tmp_path / "cache")
     made = tmp_path / "a.txt"
@@ -80,8 +72,9 @@ def test_the_store_refuses_to_write_a_record_it_could_never_serve(tmp_path, monk
     assert fits_run_schema(written) and store.read_run_json(good.key) == written
 
 
-def test_a_written_record_tells_its_text_redacted_and_keeps_its_identity(tmp_path, monkeypatch):
-    _no_keys(monkeypatch)
+def test_a_written_record_tells_its_text_redacted_and_keeps_its_identity(
+    tmp_path, no_signing_keys, monkeypatch
+):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setenv("MY_API_TOKEN", "tok-9f8e7d6c5b4a")
     store = ArtifactStore(tmp_path / "cache")

@@ -80,19 +80,11 @@ def test_outputs_against_the_stage_type_and_the_lock():
     assert lock_disagreement({"file": D2}, {"file": D2, "gone": D1}) is None
 
 
-def _no_keys(monkeypatch) -> None:
-    for name in (
-        "ORTFLOW_SIGNING_KEY",
-        "ORTFLOW_SIGNING_KEY_FILE",
-        "ORTFLOW_SIGNING_KEYS_PREVIOUS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-def test_a_remote_record_must_be_signed_unless_unsigned_ones_are_accepted(monkeypatch):
+def test_a_remote_record_must_be_signed_unless_unsigned_ones_are_accepted(
+    no_signing_keys, monkeypatch
+):
     from ortflow.engine.store.records import Origin, signed
 
-    _no_keys(monkeypatch)
     assert record_problem(KEY, record(), intact, Origin.LOCAL) is None  # this cache, no team key
     assert "it is unsigned" in record_problem(KEY, record(), intact, Origin.REMOTE)
     assert record_problem(KEY, record(), intact, Origin.REMOTE_UNSIGNED_OK) is None
@@ -103,10 +95,9 @@ def test_a_remote_record_must_be_signed_unless_unsigned_ones_are_accepted(monkey
     assert "no ORTFLOW_SIGNING_KEY to check it" in record_problem(KEY, good, intact, Origin.REMOTE)
 
 
-def test_rotation_accepts_previous_keys_and_a_key_file(monkeypatch, tmp_path):
+def test_rotation_accepts_previous_keys_and_a_key_file(no_signing_keys, monkeypatch, tmp_path):
     from ortflow.engine.store.records import Signature, signature_of, signed
 
-    _no_keys(monkeypatch)
     monkeypatch.setenv("ORTFLOW_SIGNING_KEY", "old" * 11)
     by_old = signed(record())
     (tmp_path / "team.key").write_text("new" * 11 + "\n")
