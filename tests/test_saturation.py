@@ -291,10 +291,14 @@ def test_auto_op_types_reach_the_emulation_on_each_kernel_family(project, cli, m
         said[family] = next(s["summary"] for s in report["stages"] if s["stage"] == "int8")
         said[family], metrics["reduce_range"] = said[family], metrics["reduce_range"]
         if family == "avx2":
-            assert "inconclusive" not in said[family] and "no op it could emulate" not in said[family]
+            assert (
+                "inconclusive" not in said[family] and "no op it could emulate" not in said[family]
+            )
             assert "7-bit weights for avx2: " in said[family], said[family]
             assert "leave int16" in said[family] and "(worst op " in said[family], said[family]
             assert metrics["reduce_range"] is True
         else:
             assert metrics["reduce_range"] is False, said[family]
-            assert "pair sums" not in said[family] and "bit weights" not in said[family], said[family]
+            assert "pair sums" not in said[family] and "bit weights" not in said[family], said[
+                family
+            ]
