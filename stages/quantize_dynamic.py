@@ -31,8 +31,10 @@ class QuantizeDynamic(OrtQuantizer):
     type = "quantize_dynamic"
     # 3: reduce_range auto; 4: the sanity check; 5: Conv left float unless asked for; 6: auto: no 7-bit uint8;
     # 7: the sanity numbers in the run record, not metrics.json; 8: reduce_range auto decided from the saturation
-    # emulation when the stage has real samples
-    version = "8"
+    # emulation when the stage has real samples; 9: DynamicQuantizeLSTM counted as quantized (an LSTM-only model
+    # was refused, "quantized nothing", and 8 may have cached that failure), and the emulation reads the nodes
+    # op_table keeps float under `op_types_to_quantize: auto` as excluded (the settings op_table resolved)
+    version = "9"
     description = (
         "Dynamic quantization with onnxruntime.quantization.quantize_dynamic: MatMul/Gemm (and the fused "
         "Attention op) get INT8 weights; activations are quantized at run time. Works on fused graphs. Where "
@@ -85,19 +87,17 @@ class QuantizeDynamic(OrtQuantizer):
 
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
-        resolved, rule = op_table.rule(
-            dict(ctx.params), ctx.env, onnx_model.load_graph(source), "quantize_dynamic"
-        )
+        graph = onnx_model.load_graph(source)
+        resolved, rule = op_table.rule(dict(ctx.params), ctx.env, graph, "quantize_dynamic")
         settings = settings_of(DynamicSettings, resolved)
-        quantized_graph.check_excluded_nodes(
-            onnx_model.load_graph(source), list(settings.nodes_to_exclude)
-        )
+        quantized_graph.check_excluded_nodes(graph, list(settings.nodes_to_exclude))
         large = onnx_model.needs_external_data(onnx_model.total_size(source))
         target = onnx_model.output_file(ctx.output_path("model"), large)
         counts = onnx_model.op_counts(source)
         op_types, left = _op_types(settings, counts, set(IntegerOpsRegistry))
         # activations: uint8; uint8 weights never saturate (u8 x u8 is widened first), so auto leaves them 8-bit
-        reduce_range, why = isa.dynamic_reduce_range(ctx, source, op_types)
+        what = isa.Quantized(source, op_types, settings.nodes_to_exclude, isa.samples(ctx, source))
+        reduce_range, why = isa.dynamic_reduce_range(settings, ctx.env, what)
         written = _Writer(ctx.scratch, source, target, settings, op_types, reduce_range, large)
         kept = written.write(onnx_model.load_graph(source).graph)
         reordered = written.reordered

@@ -46,8 +46,10 @@ class QuantizeStatic(OrtQuantizer):
     type = "quantize_static"
     # 3: reduce_range auto; 4: the sanity check; 5: the sanity numbers in the run record, not metrics.json;
     # 6: pre_process auto (the default), and a table calibrated on the other graph (pre-processed or not) refused;
-    # 7: reduce_range auto decided from the saturation emulation (on the pre-processed graph, its real samples)
-    version = "7"
+    # 7: reduce_range auto decided from the saturation emulation (on the pre-processed graph, its real samples);
+    # 8: the emulation measures the op types op_table resolved `op_types_to_quantize: auto` to (7 gave it
+    # ["auto"], which matched no op, so a saturating target fell back to the rule of thumb)
+    version = "8"
     libraries = ("onnxruntime", "onnx", "numpy")
     description = (
         "Static quantization with onnxruntime.quantization.quantize_static, reading the ranges from a "
@@ -147,9 +149,8 @@ class QuantizeStatic(OrtQuantizer):
         return problems
 
     def run(self, ctx: StageContext) -> StageResult:
-        asked = dict(ctx.params)
         # the settings before `auto` is resolved against the model: `auto` read as every op type
-        early = settings_of(StaticSettings, op_table.without_auto(asked))
+        early = settings_of(StaticSettings, op_table.without_auto(dict(ctx.params)))
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, early.pre_process)
@@ -163,13 +164,15 @@ class QuantizeStatic(OrtQuantizer):
             prepared.model.parent / "prepared.onnx",
         )
         model = chosen.path
-        resolved, rule = op_table.rule(
-            asked, ctx.env, onnx_model.load_graph(model), "quantize_static"
-        )
+        graph = onnx_model.load_graph(model)
+        resolved, rule = op_table.rule(dict(ctx.params), ctx.env, graph, "quantize_static")
         settings = settings_of(StaticSettings, resolved)
         found = _find_traps(model, table, settings)
         excluded = sorted(set(chosen.kept_float) | found.nodes() | set(settings.nodes_to_exclude))
-        reduce_range, why = isa.static_reduce_range(ctx, model, traps.table_ranges(table), excluded)
+        what = isa.Quantized(model, settings.op_types(), excluded, isa.samples(ctx, model))
+        reduce_range, why = isa.static_reduce_range(
+            settings, ctx.env, what, traps.table_ranges(table)
+        )
         settings = replace(settings, reduce_range=reduce_range)
         target, reordered, kept = self._write(
             model, ctx.output_path("model"), settings, (table, table_path), excluded

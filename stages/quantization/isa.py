@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from ortflow.api import Json, JsonObject, StageError, int8_saturates
 from ortflow.api import onnx as onnx_model
@@ -42,6 +42,7 @@ from ortflow.stages.quantization.saturation_evidence import Evidence
 
 if TYPE_CHECKING:
     from ortflow.api import Feed, StageContext
+    from ortflow.stages.quantization.ort_quantizer import DynamicSettings, StaticSettings
 
 # decide: 7-bit weights when saturation damages the outputs this many times more than 7-bit weights do (squared
 # relative error where each is worst), 8-bit when this many times less; between the two, no verdict.
@@ -69,7 +70,7 @@ def needs_isa(params: dict[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class WeightChoice:
-    """What `reduce_range` decides from, read once from a quantize stage's validated parameters."""
+    """What `reduce_range` decides from, read once from a quantize stage's settings."""
 
     reduce_range: str | bool  # auto, or as given
     per_channel: bool
@@ -77,22 +78,31 @@ class WeightChoice:
     s8_weights: bool = True  # QInt8 weights
 
     @classmethod
-    def of(cls, ctx: StageContext, u8_activations: bool | None = None) -> WeightChoice:
-        """A running quantize stage's choice; `u8_activations` None: from its activation_type (quantize_static),
-        else as given (quantize_dynamic's activations are always uint8)."""
-        params = ctx.params
-        reduce_range = params["reduce_range"]
-        assert isinstance(
-            reduce_range, (str, bool)
-        )  # the params_schema's enum: auto, true or false
-        if u8_activations is None:
-            u8_activations = params["activation_type"] == "QUInt8"
+    def of(
+        cls, settings: StaticSettings | DynamicSettings, activation_type: str = "QUInt8"
+    ) -> WeightChoice:
+        """A quantize stage's choice; `activation_type`: quantize_static's, or QUInt8 for quantize_dynamic
+        (ORT quantizes its activations to uint8 at run time)."""
         return cls(
-            reduce_range,
-            bool(params["per_channel"]),
-            u8_activations,
-            params["weight_type"] == "QInt8",
+            settings.reduce_range,
+            settings.per_channel,
+            activation_type == "QUInt8",
+            settings.weight_type == "QInt8",
         )
+
+
+@dataclass(frozen=True)
+class Quantized:
+    """What the emulation measures: the float graph ORT's quantizer reads and what the stage has it quantize,
+    read once op_table has resolved `op_types_to_quantize: auto` (the recipe's `auto` names no op type: given
+    as such, the emulation matched nothing and `auto` fell back to the rule of thumb on every saturating host)."""
+
+    model: Path
+    op_types: Sequence[str]  # as ORT's quantizer is given them; empty: every type it quantizes
+    excluded: Collection[str]  # the nodes kept float
+    samples: Callable[
+        [], list[Feed]
+    ]  # the stage's real samples, read only for an emulation (seconds)
 
 
 class Verdict(Enum):
@@ -147,80 +157,91 @@ def decide(
 
 
 def static_reduce_range(
-    ctx: StageContext, model: Path, ranges: dict[str, tuple[float, float]], excluded: list[str]
+    settings: StaticSettings,
+    env: Mapping[str, str],
+    quantized: Quantized,
+    ranges: dict[str, tuple[float, float]],
 ) -> tuple[bool, str]:
-    """quantize_static's reduce_range and why, for its summary: `auto`, for a target that saturates, decided
-    from the emulation on the stage's real samples run through `model` (the graph the table's `ranges`
-    describe), the nodes kept float (`excluded`) left out."""
-    choice = WeightChoice.of(ctx)
-    # the op types as the recipe gives them: a list, or `auto`, which names no op type here (as before issue 43)
-    asked = ctx.params["op_types_to_quantize"]
-    op_types = [str(op) for op in asked] if isinstance(asked, list) else [str(asked)]
+    """quantize_static's reduce_range and why, for its summary: `auto`, for a target (env's target_isa) that
+    saturates, decided from the emulation of what the stage quantizes on its real samples run through the graph
+    the table's `ranges` describe; without real samples, the worst case the ranges allow."""
+    choice = WeightChoice.of(settings, settings.activation_type)
+    target = env.get("target_isa", "")  # in env where reduce_range is auto (needs_isa)
     evidence = None
-    if wants_evidence(choice, ctx.env):
+    if wants_evidence(choice, target):
         evidence = saturation_evidence.measure(
-            model,
+            quantized.model,
             ranges,
-            _real_feeds(ctx, model),
+            quantized.samples(),
             choice.per_channel,
-            set(excluded),
-            op_types,
+            set(quantized.excluded),
+            list(quantized.op_types),
         )
-    counts = onnx_model.op_counts(model)
-    return reduce_range(choice, ctx.env, counts, evidence)
+    counts = onnx_model.op_counts(quantized.model)
+    return reduce_range(choice, target, counts, evidence)
 
 
-def dynamic_reduce_range(ctx: StageContext, model: Path, op_types: list[str]) -> tuple[bool, str]:
+def dynamic_reduce_range(
+    settings: DynamicSettings, env: Mapping[str, str], quantized: Quantized
+) -> tuple[bool, str]:
     """quantize_dynamic's reduce_range and why: `auto`, for a target that saturates and a stage given real
     samples (its `data`), decided from the emulation with each tensor's own range per sample, as ORT
     quantizes activations at run time; without real samples, the rule of thumb (there is no table whose
     ranges would bound the worst case)."""
-    choice = WeightChoice.of(ctx, u8_activations=True)  # ORT quantizes them to uint8 at run time
-    excluded = ctx.params["nodes_to_exclude"]
-    assert isinstance(excluded, list)  # the params_schema's array of node names
-    feeds = _real_feeds(ctx, model) if wants_evidence(choice, ctx.env) else []
+    choice = WeightChoice.of(settings)  # activations: uint8, quantized at run time
+    target = env.get("target_isa", "")
+    feeds = quantized.samples() if wants_evidence(choice, target) else []
     evidence = None
     if feeds:
         evidence = saturation_evidence.measure(
-            model, None, feeds, choice.per_channel, {str(n) for n in excluded}, op_types
+            quantized.model,
+            None,
+            feeds,
+            choice.per_channel,
+            set(quantized.excluded),
+            list(quantized.op_types),
         )
-    counts = onnx_model.op_counts(model)
-    return reduce_range(choice, ctx.env, counts, evidence)
+    counts = onnx_model.op_counts(quantized.model)
+    return reduce_range(choice, target, counts, evidence)
 
 
-def _real_feeds(ctx: StageContext, model: Path) -> list[Feed]:
-    """A few of the stage's real samples for the emulation; none when it has only random feeds (noise says
-    nothing about which pairs saturate: the emulation then uses the calibrated ranges' worst case)."""
+def samples(ctx: StageContext, model: Path) -> Callable[[], list[Feed]]:
+    """How to read a few of the stage's real samples for the emulation, once it runs: none when the stage
+    has only random feeds (noise says nothing about which pairs saturate: the emulation then uses the
+    calibrated ranges' worst case)."""
     from ortflow.stages.quantization import sanity
 
-    try:
-        feeds, synthetic = sanity.feeds_for(ctx, model, saturation_evidence.SAMPLES)
-    except StageError:  # random feeds that cannot be made: no samples either way
-        return []
-    return [] if synthetic else feeds
+    def read() -> list[Feed]:
+        try:
+            feeds, synthetic = sanity.feeds_for(ctx, model, saturation_evidence.SAMPLES)
+        except StageError:  # random feeds that cannot be made: no samples either way
+            return []
+        return [] if synthetic else feeds
+
+    return read
 
 
-def wants_evidence(choice: WeightChoice, env: Mapping[str, str]) -> bool:
+def wants_evidence(choice: WeightChoice, target_isa: str) -> bool:
     """Whether `auto` has a choice to make that the saturation emulation can inform (it costs seconds)."""
     return (
         choice.reduce_range == "auto"
         and choice.u8_activations
         and choice.s8_weights
-        and saturates(env["target_isa"])
+        and saturates(target_isa)
     )
 
 
 def reduce_range(
     choice: WeightChoice,
-    env: Mapping[str, str],
+    isa: str,
     op_counts: Counter[str],
     evidence: Evidence | None = None,
 ) -> tuple[bool, str]:
-    """The reduce_range to use, and, when `auto` decided, why (for the stage's summary). `op_counts`: the
-    float model's nodes by op type; `evidence`: the saturation emulation's (None: the rule of thumb)."""
+    """The reduce_range to use on a target with kernel family `isa`, and, when `auto` decided, why (for the
+    stage's summary). `op_counts`: the float model's nodes by op type; `evidence`: the saturation
+    emulation's (None: the rule of thumb)."""
     if choice.reduce_range != "auto":
         return bool(choice.reduce_range), ""
-    isa = env["target_isa"]
     fallback, why = _rule_of_thumb(choice, isa, op_counts)
     if evidence is None:
         return fallback, why

@@ -3,9 +3,10 @@ parameters read typed (with the values quantize_static's schema allows), and the
 metrics.json.
 
 Each settings dataclass stands for its stage's params_schema (tests/unit/test_stages_typed.py holds the two
-together). Not declared as Stage.settings yet: the helpers the stages call in stages/quantization (isa's
-reduce_range decision, sanity's check, op_table's rule) still read the parameters by key, so the stages read
-them typed once those have resolved `auto` (op types, reduce_range) and hand the typed form to their own steps."""
+together). Not declared as Stage.settings yet: some helpers the stages call in stages/quantization (sanity's
+check, op_table's rule) still read the parameters by key, so the stages read them typed once op_table has
+resolved `auto` op types, and hand the typed form to their own steps and to isa's reduce_range decision
+(which must see the op types resolved: the recipe's `auto` names none)."""
 
 from __future__ import annotations
 
