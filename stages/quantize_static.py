@@ -149,8 +149,7 @@ class QuantizeStatic(OrtQuantizer):
         return problems
 
     def run(self, ctx: StageContext) -> StageResult:
-        # the settings before `auto` is resolved against the model: `auto` read as every op type
-        early = settings_of(StaticSettings, op_table.without_auto(dict(ctx.params)))
+        early = settings_of(StaticSettings, op_table.without_auto(dict(ctx.params)))  # auto: all
         source = onnx_model.private_model(ctx.path("model"), ctx.scratch)  # ORT writes beside it
         onnx_model.load_for_ort(source)
         prepared = pre_processing.prepare(source, ctx.scratch, early.pre_process)
