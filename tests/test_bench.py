@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
 # imported by the scripts, not run on their own
-HELPERS = {"corpus_feeds", "corpus_partial", "gpu_models", "quick"}
+HELPERS = {"corpus_feeds", "corpus_partial", "corpus_speed", "gpu_models", "quick"}
 SCRIPTS = sorted(p.stem for p in BENCH.glob("*.py") if p.stem not in HELPERS)
 LIMIT_S = 300  # one script's quick mode; each takes well under a minute when it works
 
