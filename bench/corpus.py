@@ -344,8 +344,13 @@ def try_model(
         result.steps.append(step)
     judge(result, recipe)
     # timed here only where the full benchmark runs: the quick run's few rounds would claim nothing
+    started = time.perf_counter()
     cell = partial_cell(recipe, path, *((1, 2) if run_args else (7, 20)))
     result.partial = cell.text() if cell is not None else ""
+    if cell is not None:  # its timing counts in the row's time, as a step of its own
+        result.steps.append(
+            Step("partial timing", 0, time.perf_counter() - started, result.partial, "")
+        )
     if optimize:
         step = engine(
             "optimize",

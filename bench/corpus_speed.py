@@ -26,7 +26,7 @@ ROUNDS = (
     5  # rounds per model: the spread needs several; each round times original, copy and delivered
 )
 MAX_RUNS = 20  # runs per round for a fast model
-BUDGET_S = 8.0  # timed seconds per model (warm-up apart), shared out over the rounds and the three sessions
+BUDGET_S = 5.0  # timed seconds per model (warm-up apart), shared out over the rounds and the three sessions
 MODELS = ("original", "copy", "delivered")
 
 
