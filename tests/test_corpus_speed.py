@@ -14,8 +14,8 @@ from conftest import minilm_model
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from corpus import FIXED, Result, load_manifest, row  # noqa: E402
-from corpus_speed import (  # noqa: E402
+from corpus import FIXED, Result, load_manifest, row  # type: ignore[import-not-found]  # noqa: E402
+from corpus_speed import (  # type: ignore[import-not-found]  # noqa: E402
     SpeedClaim,
     counts_faster,
     plan_runs,
