@@ -56,7 +56,7 @@ sys.path.insert(0, str(BENCH))
 
 from corpus_feeds import DERIVE, FEEDS, wheel_path  # noqa: E402
 from corpus_partial import held_out_feed, partial_cell  # noqa: E402
-from corpus_speed import ROUNDS, SpeedClaim, summary, time_delivered  # noqa: E402
+from corpus_speed import ORT_ERRORS, ROUNDS, SpeedClaim, summary, time_delivered  # noqa: E402
 
 FIXED = 19  # the manifest's first 19 models: issue 41's fixed denominator (models added later counted apart)
 
@@ -378,7 +378,11 @@ def claim(result: Result, recipe: Path, original: Path, folder: Path, rounds: in
         feed = held_out_feed(recipe, load_yaml(recipe)[0], original)
     except KeyError:
         return SpeedClaim(note="untimed: the recipe has no held-out data")
-    speed = time_delivered(original, delivered, feed, folder, rounds)
+    try:
+        speed = time_delivered(original, delivered, feed, folder, rounds)
+    # boundary: ORT refusing a feed leaves this row untimed, not the run stopped
+    except ORT_ERRORS as error:
+        speed = SpeedClaim(note=f"untimed: {str(error).splitlines()[0]}")
     result.steps.append(
         Step("interleaved timing", 0, time.perf_counter() - started, speed.text(), "")
     )
