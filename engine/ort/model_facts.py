@@ -130,6 +130,12 @@ class ModelFacts:
         ORT's quantized ops (QDQ pairs, MatMulInteger, QLinearConv, MatMulNBits, ...)."""
         return self.integer_weights > 0 or self.has_ops(*QUANTIZED_OPS)
 
+    @property
+    def stored_int8_only(self) -> bool:
+        """Weights stored in 8 bits and computed in float: no ORT quantized op (QDQ, MatMulInteger, QLinear*)
+        runs them, so the model runs float kernels and INT8 kernels can still gain."""
+        return self.integer_weights > 0 and not self.has_ops(*QUANTIZED_OPS)
+
     def has_ops(self, *op_types: str) -> bool:
         return any(self.op_counts.get(op, 0) for op in op_types)
 

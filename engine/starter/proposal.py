@@ -5,10 +5,10 @@ is chosen in engine.starter.metric_choice (MetricChoice and choose_metric are im
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortflow.engine.contracts.registry import installed_stages
-from ortflow.engine.ort.model_facts import QUANTIZED_OPS, BranchFact, ModelFacts
+from ortflow.engine.ort.model_facts import BranchFact, ModelFacts
 from ortflow.engine.starter.drafts import (
     PARTIAL_CANDIDATES,
     InputRefs,
@@ -20,6 +20,8 @@ from ortflow.engine.starter.float32_source import from_float32, wants_float32
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
+from ortflow.engine.starter.quantized_already import quantized_stages, stored_int8_stages
+from ortflow.engine.starter.timing import SMALL_WEIGHTS, benchmark_with
 
 
 @dataclass
@@ -30,6 +32,9 @@ class Proposal:
     # what accuracy is measured against: the original, or its specialized copy (checked equal to it on the data)
     # where the candidates take fewer inputs than the original
     reference: str = "inputs.model"
+    timing: StageWith = field(
+        default_factory=lambda: benchmark_with(SMALL_WEIGHTS)
+    )  # the benchmark's run settings
 
 
 def network_in_branches(facts: ModelFacts) -> BranchFact | None:
@@ -287,29 +292,6 @@ def _folding_only() -> StageDraft:
     )
 
 
-def _quantized_stages(roles: ModelRoles) -> tuple[list[StageDraft], list[str]]:
-    """A model quantized already: INT8 again finds nothing to quantize (its weights feed Cast/Dequantize nodes, not
-    MatMuls directly), so the candidate is ORT's graph optimizer on it."""
-    facts = roles.facts
-    what = (
-        f"{facts.integer_weights} weights of 8 bits or fewer"
-        if facts.integer_weights
-        else "quantized ops (" + ", ".join(op for op in QUANTIZED_OPS if facts.has_ops(op)) + ")"
-    )
-    return [
-        StageDraft(
-            "optimized",
-            "graph_optimization",
-            {"model": "inputs.model"},
-            {"level": "extended"},
-            [
-                f"the model is quantized already ({what}): INT8 again would quantize nothing,",
-                "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is",
-            ],
-        )
-    ], ["inputs.model", "optimized.model"]
-
-
 DROPPED_NOTE = [
     "optional: a candidate that fails its sanity check on your data is dropped from the choice, not the end",
     "of the run (the run table says why; `pick` chooses among the rest)",
@@ -341,8 +323,10 @@ def propose_stages(
         stages, candidates = gpu_stages(roles, target)
     elif network_in_branches(roles.facts):
         stages, candidates = _branched_stages(roles, real_data)
+    elif roles.facts.stored_int8_only and roles.kind == ModelKind.TRANSFORMER:
+        stages, candidates = stored_int8_stages(roles.facts.integer_weights, real_data)
     elif roles.facts.already_quantized:
-        stages, candidates = _quantized_stages(roles)
+        stages, candidates = quantized_stages(roles.facts)
     elif roles.kind == ModelKind.TRANSFORMER:
         stages, candidates = _transformer_stages(real_data)
     else:
@@ -359,7 +343,9 @@ def propose_stages(
         stages.append(partial)
         candidates.append(f"{partial.name}.model")
     _candidates_optional(stages, candidates)
-    return Proposal(stages, candidates, metric, candidates[0])
+    return Proposal(
+        stages, candidates, metric, candidates[0], benchmark_with(roles.facts.weight_total)
+    )
 
 
 def _partial_stage(

@@ -37,7 +37,6 @@ from ortflow.engine.starter.roles import (
 )
 from ortflow.engine.starter.trial import Trial, seen_running
 
-BENCHMARK: StageWith = {"runs": 30, "rounds": 3, "warmup": 5, "samples": 8, "peak_memory": False}
 VALIDATION_SAMPLES = 16
 
 
@@ -172,15 +171,22 @@ PROVIDERS: dict[Target, StageWith] = {
 }
 
 
-def _speed(models: list[str], target: Target) -> StageDraft:
+def _speed(models: list[str], target: Target, timing: StageWith) -> StageDraft:
     return StageDraft(
         "speed",
         "benchmark",
         {"models": models, "data": "datasets.held_out"},
-        {**BENCHMARK, **PROVIDERS[target]},
+        {**timing, **PROVIDERS[target]},
         [
             "every candidate and the original, interleaved in rounds on the same feeds (batch 1); raise runs",
-            "and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep",
+            "(or seconds) and rounds for steadier numbers, add batch_size: [1, 8] or intra_op_threads: [1, 2] to sweep",
+            *(
+                [
+                    "a model this small is timed for a budget (seconds), not a run count: thousands of runs a round"
+                ]
+                if "seconds" in timing
+                else []
+            ),
         ],
         optional=target != Target.CPU,
     )
@@ -189,7 +195,7 @@ def _speed(models: list[str], target: Target) -> StageDraft:
 def evaluation_stages(proposal: Proposal, target: Target) -> list[StageDraft]:
     """Accuracy, speed and the choice, over the proposal's candidates."""
     if target == Target.TENSORRT:  # validate_accuracy runs on the CPU, which cannot load an engine
-        speed = _speed(["trt_fp16.context_model"], target)
+        speed = _speed(["trt_fp16.context_model"], target, proposal.timing)
         speed.comments += [
             "TensorRT: the engine's accuracy is not checked here (validate_accuracy runs on the CPU);",
             "the fp16 engine is timed against nothing else: add a CUDA benchmark of inputs.model to compare",
@@ -223,7 +229,7 @@ def evaluation_stages(proposal: Proposal, target: Target) -> list[StageDraft]:
         ],
         optional=target != Target.CPU,
     )
-    speed = _speed(proposal.candidates, target)
+    speed = _speed(proposal.candidates, target, proposal.timing)
     speed.params.update(timing_params(proposal.candidates))
     return [accuracy, speed, pick]
 
