@@ -73,6 +73,7 @@ class StageWith(TypedDict, total=False):
     min: dict[str, float]
     # benchmark
     runs: int
+    seconds: float
     rounds: int
     warmup: int
     peak_memory: bool

@@ -19,8 +19,8 @@ from ortflow.engine.starter.drafts import (
 from ortflow.engine.starter.float32_source import from_float32, wants_float32
 from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
-from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
 from ortflow.engine.starter.quantized_already import quantized_stages, stored_int8_stages
+from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
 from ortflow.engine.starter.timing import SMALL_WEIGHTS, benchmark_with
 
 

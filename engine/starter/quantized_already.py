@@ -12,13 +12,13 @@ for INT8: its candidate is the graph optimizer alone."""
 from __future__ import annotations
 
 from ortflow.engine.ort.model_facts import QUANTIZED_OPS, ModelFacts
-from ortflow.engine.starter.drafts import StageDraft
+from ortflow.engine.starter.drafts import InputRefs, StageDraft
 
 
 def stored_int8_stages(integer_weights: int, real_data: bool) -> tuple[list[StageDraft], list[str]]:
     """The drafts for such a model: the folded graph (a candidate itself) and dynamic INT8 of it. `real_data`:
     the INT8 stage's sanity check runs on the calibration samples (random feeds prove nothing there)."""
-    int8_inputs = {"model": "optimized.model"}
+    int8_inputs: InputRefs = {"model": "optimized.model"}
     if real_data:
         int8_inputs["data"] = "datasets.calibration"
     return [
