@@ -228,6 +228,21 @@ def orientation_pages(out: Path) -> None:
     np.savez(out, x=np.stack(crops).astype(np.float32))
 
 
+def ppocr_det_pages(out: Path) -> None:
+    """PP-OCRv4's text detector as rapidocr 1.4.4 feeds it: a whole page (main.py:142-164 hands the detector the
+    image, not lines), its shorter side scaled to limit_side_len 736 (config.yaml Det, limit_type min; utils.py
+    58-70) and to a multiple of 32, BGR, (x / 255 - 0.5) / 0.5 (ch_ppocr_det/utils.py:24,39-40), CHW. Eight
+    pages of the repository's text lines, 736 x 736."""
+    lines = _bgr_lines()
+    pages = [_page(lines, seed, side=736) for seed in range(8)]
+    np.savez(
+        out,
+        x=np.stack([((page / 255 - 0.5) / 0.5).transpose(2, 0, 1) for page in pages]).astype(
+            np.float32
+        ),
+    )
+
+
 FEEDS: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -241,6 +256,7 @@ FEEDS: dict[str, Callable[[Path], None]] = {
         ppocr_cls_lines,
         orientation_crops,
         orientation_pages,
+        ppocr_det_pages,
     )
 }
 
