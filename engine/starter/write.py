@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import ortflow
+from ortflow.engine.leaves.detection_heads import feed_image_size
 from ortflow.engine.leaves.errors import OrtflowError, StageError
 from ortflow.engine.ort.model_facts import read_model_facts
 from ortflow.engine.starter.data import (
@@ -307,14 +308,17 @@ def _dataset(roles: ModelRoles, options: InitOptions, folder: Path) -> DatasetCh
 
 
 def _head_reading(roles: ModelRoles, data: DatasetChoice, folder: Path) -> ReadingChoice | None:
-    """On real images, how a detection head is read: chosen by plausibility (engine.starter.head_choice)."""
+    """On real images, how a detection head is read: chosen by plausibility (engine.starter.head_choice). Images
+    in an .npz (pixels prepared as the model's own front end does) are real images too: without a reading, the
+    metric read the head in the default layout unchecked, and a misread head failed the run's accuracy stage."""
     heads = roles.outputs_with(OutputMeaning.DETECTIONS)
-    if not heads or data.kind != DataKind.IMAGES:
+    if not heads or data.kind not in (DataKind.IMAGES, DataKind.NPZ):
         return None
     trial = Trial(roles.facts.path, folder)
-    return choose_reading(
-        roles.facts.path.name, heads[0].fact.name, trial.feeds(data, SAMPLES), trial.session
-    )
+    feeds = trial.feeds(data, SAMPLES)
+    if not feeds or feed_image_size(feeds[0]) is None:
+        return None  # an .npz without an image input: nothing to place boxes in
+    return choose_reading(roles.facts.path.name, heads[0].fact.name, feeds, trial.session)
 
 
 def init_recipe(options: InitOptions) -> InitResult:
