@@ -63,8 +63,9 @@ def test_nothing_timed_claims_nothing():
         (116.0, 4),  # captcha-crnn's fp32
         (55.9, 9),  # captcha-crnn's INT8
         (30.0, 17),
-        (5.93, 20),  # magika: capped
-        (0.0, 20),  # a model faster than the clock
+        (5.93, 89),  # magika
+        (1.0, 533),  # a 1 ms model: rounds long enough that one scheduler tick does not decide them
+        (0.0, 2000),  # a model faster than the clock: capped
     ],
 )
 def test_runs_per_round_share_out_the_budget(latency_ms, runs):
