@@ -22,15 +22,9 @@ def stored_int8_stages(integer_weights: int, real_data: bool) -> tuple[list[Stag
     if real_data:
         int8_inputs["data"] = "datasets.calibration"
     return [
-        StageDraft(
-            "optimized",
-            "graph_optimization",
-            {"model": "inputs.model"},
-            {"level": "extended"},
-            [
-                f"{integer_weights} weights are stored in 8 bits but turned back to float (Cast and Mul) before",
-                "float MatMuls: the graph optimizer folds them into float weights, a candidate itself",
-            ],
+        _optimized(
+            f"{integer_weights} weights are stored in 8 bits but turned back to float (Cast and Mul) before",
+            "float MatMuls: the graph optimizer folds them into float weights, a candidate itself",
         ),
         StageDraft(
             "int8",
@@ -55,14 +49,19 @@ def quantized_stages(facts: ModelFacts) -> tuple[list[StageDraft], list[str]]:
         else "quantized ops (" + ", ".join(op for op in QUANTIZED_OPS if facts.has_ops(op)) + ")"
     )
     return [
-        StageDraft(
-            "optimized",
-            "graph_optimization",
-            {"model": "inputs.model"},
-            {"level": "extended"},
-            [
-                f"the model is quantized already ({what}): INT8 again would quantize nothing,",
-                "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is",
-            ],
+        _optimized(
+            f"the model is quantized already ({what}): INT8 again would quantize nothing,",
+            "so the candidate is ORT's graph optimizer (constant folding, fusions) on it as it is",
         )
     ], ["inputs.model", "optimized.model"]
+
+
+def _optimized(*comments: str) -> StageDraft:
+    """ORT's graph optimizer (extended: constant folding and fusions) on the model as given."""
+    return StageDraft(
+        "optimized",
+        "graph_optimization",
+        {"model": "inputs.model"},
+        {"level": "extended"},
+        [*comments],
+    )
