@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from ortflow.engine.leaves.terminal_text import printable
 from ortflow.engine.leaves.yamlsource import load_yaml
 from ortflow.stages.search.selection import SPREAD_MISS
 
@@ -382,7 +383,7 @@ def claim(result: Result, recipe: Path, original: Path, folder: Path, rounds: in
         speed = time_delivered(original, delivered, feed, folder, rounds)
     # boundary: ORT refusing a feed leaves this row untimed, not the run stopped
     except ORT_ERRORS as error:
-        speed = SpeedClaim(note=f"untimed: {str(error).splitlines()[0]}")
+        speed = SpeedClaim(note=f"untimed: {printable(str(error).splitlines()[0])}")
     result.steps.append(
         Step("interleaved timing", 0, time.perf_counter() - started, speed.text(), "")
     )

@@ -64,7 +64,16 @@ def _figures(heads: list[Any], reading: HeadReading, size: tuple[int, int]) -> P
     return plausibility(corners, size)
 
 
-def choose_reading(model: str, output: str, feeds: list[Feed], session: Any) -> ReadingChoice:
+# what to change when no reading is plausible: the flags that prepare a folder's images, or an .npz's own pixels
+FOLDER_FIX = (
+    "if the model takes other pixels, say so with --channels BGR, --pixels 0-255 or --preprocess"
+)
+NPZ_FIX = "if the model takes other pixels, prepare the .npz's arrays as its own front end does"
+
+
+def choose_reading(
+    model: str, output: str, feeds: list[Feed], session: Any, pixels_fix: str = FOLDER_FIX
+) -> ReadingChoice:
     """The first plausible reading (READINGS' order) of `output` on `feeds`; OrtflowError naming the
     parameters to set when none is."""
     size = feed_image_size(feeds[0])
@@ -92,8 +101,7 @@ def choose_reading(model: str, output: str, feeds: list[Feed], session: Any) -> 
     if not plausible:
         raise OrtflowError(
             f"{model}: no reading of '{output}' gives plausible boxes on the first {len(feeds)} images of "
-            f"--data ({' | '.join(rejected)}) — if the model takes other pixels, say so with --channels BGR, "
-            "--pixels 0-255 or --preprocess; else write the recipe without --data and set the detection "
+            f"--data ({' | '.join(rejected)}) — {pixels_fix}; else write the recipe without --data and set the detection "
             "metric's `layout` (channels_first, anchors_first, grid), `objectness` and `strides`"
         )
     reading, figures = plausible[0]

@@ -24,7 +24,13 @@ from ortflow.engine.starter.data import (
 )
 from ortflow.engine.starter.drafts import PARTIAL_CANDIDATES, StageDraft, StageWith, Target
 from ortflow.engine.starter.gpu_target import attention_note, timing_params
-from ortflow.engine.starter.head_choice import SAMPLES, ReadingChoice, choose_reading
+from ortflow.engine.starter.head_choice import (
+    FOLDER_FIX,
+    NPZ_FIX,
+    SAMPLES,
+    ReadingChoice,
+    choose_reading,
+)
 from ortflow.engine.starter.metric_choice import MetricChoice
 from ortflow.engine.starter.preprocess import Preprocessing
 from ortflow.engine.starter.proposal import Proposal, branch_note, propose_stages
@@ -318,7 +324,8 @@ def _head_reading(roles: ModelRoles, data: DatasetChoice, folder: Path) -> Readi
     feeds = trial.feeds(data, SAMPLES)
     if not feeds or feed_image_size(feeds[0]) is None:
         return None  # an .npz without an image input: nothing to place boxes in
-    return choose_reading(roles.facts.path.name, heads[0].fact.name, feeds, trial.session)
+    fix = NPZ_FIX if data.kind == DataKind.NPZ else FOLDER_FIX
+    return choose_reading(roles.facts.path.name, heads[0].fact.name, feeds, trial.session, fix)
 
 
 def init_recipe(options: InitOptions) -> InitResult:

@@ -61,6 +61,7 @@ class PartialSearch(CandidateSteps):
             int, Candidate
         ] = {}  # culprits kept float -> the candidate that met the target
         self.failing: dict[int, Candidate] = {}
+        self.stall = ""  # why the doubling stopped as stalled (`stalled`), if it did
 
     @property
     def reference(self) -> Artifact:
@@ -146,10 +147,11 @@ class PartialSearch(CandidateSteps):
         tried = [c.score for k, c in self.failing.items() if k > 0 and c.score is not None]
         if not stalled(whole, tried):
             return False
-        self.budget.stopped = (
+        self.stall = (
             f"stalled: {len(tried)} candidates with 1-{max(self.failing)} culprits float recovered under "
             f"{STALL_SHARE:.0%} of whole-model INT8's shortfall (the error is spread, not carried by a few nodes)"
         )
+        self.budget.stopped = self.stall  # the stop the metrics report (stopped_early)
         return True
 
     def _try(self, count: int) -> None:
@@ -184,16 +186,22 @@ class PartialSearch(CandidateSteps):
         scored = [c for c in self.candidates if c.score is not None]
         closest = max(scored, key=lambda c: c.score or 0)
         most = max(self.failing)
-        why = (
-            f"the budget stopped it ({self.budget.stopped})"
-            if self.budget.stopped
-            else f"even {most} of {len(self.culprits)} culprits kept float miss it"
+        stalled = bool(self.stall)
+        if stalled:  # not a budget: more candidates of the same would not have helped
+            why = f"the search {self.stall}"
+        elif self.budget.stopped:
+            why = f"the budget stopped it ({self.budget.stopped})"
+        else:
+            why = f"even {most} of {len(self.culprits)} culprits kept float miss it"
+        fix = (
+            "keep the model float or relax the target"
+            if stalled
+            else "raise max_candidates or max_float, or relax the target"
         )
         write_document(self, None, self._metrics(None))
         raise GateFailed(
             f"no partial INT8 met the target: whole-model INT8 {shown_values(whole)}; {why}; closest "
-            f"{closest.id} ({len(closest.excluded)} kept float) {shown_values(closest)} — raise max_candidates "
-            "or max_float, or relax the target",
+            f"{closest.id} ({len(closest.excluded)} kept float) {shown_values(closest)} — {fix}",
             metrics=self._metrics(None),
             data_source=self.data_source,
         )
