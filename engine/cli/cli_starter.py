@@ -38,7 +38,7 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="the accuracy the chosen model must keep, in the metric init picks (default: its own, e.g. 0.99 cosine)",
     )
-    _partial_option(parser)
+    _candidate_options(parser)
     parser.add_argument("--force", action="store_true", help="overwrite an existing recipe")
     parser.add_argument(
         "--preprocess",
@@ -71,6 +71,24 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="S",
         help="image std per channel, in --channels order, or one value for all; on [0, 1] pixels",
+    )
+
+
+def _candidate_options(parser: argparse.ArgumentParser) -> None:
+    """What shapes the candidates init proposes: the partial-INT8 search's budget, the deployment's batch."""
+    _partial_option(parser)
+    _batch_option(parser)
+
+
+def _batch_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--batch",
+        type=int,
+        choices=[1],
+        metavar="1",
+        help="the batch size you call the model with, where it is 1 (one sample a call, as streaming audio "
+        "models are called): the model's batch dim is fixed at 1 and what it decides folded (the delivered "
+        "model then takes batch 1 only)",
     )
 
 

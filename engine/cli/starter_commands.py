@@ -26,6 +26,7 @@ def _init_options(args: argparse.Namespace, output: Path, name: str | None = Non
         tokenizer=args.tokenizer,
         min_accuracy=args.min_accuracy,
         partial_candidates=args.partial_candidates,
+        batch=args.batch,
         force=args.force,
         name=name,
         preprocessing=from_flags(args.preprocess, args.mean, args.std, args.channels, args.pixels),
@@ -92,6 +93,18 @@ def _target(args: argparse.Namespace) -> Any:
     return Target(args.target)
 
 
+def _verdict(choice: Any, output: Path, result: Any, refused: list[str]) -> list[str]:
+    """optimize's closing lines: the model delivered, what it takes where --batch 1 fixed its batch dim, and
+    the remark on a network inside an If."""
+    from ortflow.engine.starter import optimize
+    from ortflow.engine.starter.shape_source import batch_note
+
+    lines = [optimize.closing_line(choice, output, refused)]
+    batch = batch_note(result.proposal.stages, output, choice.chosen == choice.original)
+    branch = _branch_line(result)
+    return lines + [line for line in (batch, branch) if line is not None]
+
+
 def cmd_optimize(args: argparse.Namespace, out: Output) -> int:
     from ortflow.engine import pipeline
     from ortflow.engine.cli.command_base import open_workspace
@@ -140,9 +153,8 @@ def cmd_optimize(args: argparse.Namespace, out: Output) -> int:
     if args.require_real_data:
         optimize.require_real(choice, args.model, args.output)
     optimize.deliver(choice, args.output)
-    out.say(optimize.closing_line(choice, args.output, optimize.refusals(summary.outcomes)))
-    if (note := _branch_line(result)) is not None:
-        out.say(note)
+    for line in _verdict(choice, args.output, result, optimize.refusals(summary.outcomes)):
+        out.say(line)
     out.say(
         f"recipe kept: {result.recipe} (re-run, edit or grow it with `engine run {result.recipe}`)"
     )

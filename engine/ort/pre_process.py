@@ -100,10 +100,18 @@ def pre_processed(source: Path, destination: Path) -> Path:
         lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
         said = lines[-1] if lines else f"exit status {done.returncode}"
         failure = classify(said, done.stderr)
+        if failure is PreProcessFailure.INCOMPLETE_SHAPES and _control_flow(source):
+            # an If/Loop/Scan output left untyped: what follows it cannot be typed either (silero-vad's folded copy,
+            # its one If left on a time dim); the model's own, as CONTROL_FLOW
+            failure = PreProcessFailure.CONTROL_FLOW
         raise PreProcessFailed(
             f"quant_pre_process failed: {said} — {_hint(failure, done.stderr)}", failure
         ) from ChildFailure(done.stderr.strip())
     return destination
+
+
+def _control_flow(model: Path) -> bool:
+    return bool(onnx_model.op_counts(model).keys() & {"If", "Loop", "Scan"})
 
 
 def classify(said: str, printed: str) -> PreProcessFailure:

@@ -64,6 +64,7 @@ class StageWith(TypedDict, total=False):
     fp16: bool
     freeze_from_data: list[str]
     shapes_from_data: bool
+    dims: dict[str, int]
     # validate_accuracy (outputs and metrics: the metric init chose, engine.starter.metric_choice), select,
     # quantize_partial's accuracy
     samples: int

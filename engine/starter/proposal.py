@@ -21,6 +21,7 @@ from ortflow.engine.starter.head_choice import ReadingChoice
 from ortflow.engine.starter.metric_choice import MetricChoice, choose_metric
 from ortflow.engine.starter.quantized_already import quantized_stages, stored_int8_stages
 from ortflow.engine.starter.roles import MATMUL_HEAVY, ModelKind, ModelRoles, article
+from ortflow.engine.starter.shape_source import from_spec, wants_spec
 from ortflow.engine.starter.timing import SMALL_WEIGHTS, benchmark_with
 
 
@@ -314,6 +315,7 @@ def propose_stages(
     min_accuracy: float | None,
     reading: ReadingChoice | None = None,
     partial_candidates: int = PARTIAL_CANDIDATES,
+    batch: int | None = None,
 ) -> Proposal:
     if target != Target.CPU:
         from ortflow.engine.starter.gpu_target import (
@@ -337,6 +339,13 @@ def propose_stages(
         and wants_float32(roles.facts, "convert_float32" in installed_stages())
     ):
         from_float32(stages, candidates, roles.facts, real_data)
+    elif (
+        target == Target.CPU
+        and real_data  # specialize checks its copy on the data, and takes free dims' sizes from it
+        and not network_in_branches(roles.facts)
+        and wants_spec(roles.facts, batch, "specialize" in installed_stages())
+    ):
+        from_spec(stages, candidates, roles.facts, batch)
     metric = choose_metric(roles, real_data, min_accuracy, reading)
     partial = _partial_stage(stages, metric, partial_candidates) if real_data else None
     if partial is not None and target == Target.CPU:

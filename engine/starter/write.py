@@ -58,6 +58,7 @@ class InitOptions:
     partial_candidates: int = (
         PARTIAL_CANDIDATES  # the partial-INT8 search's budget (real data only); 0: none
     )
+    batch: int | None = None  # --batch 1: the deployment calls the model one sample at a time
     force: bool = False
     name: str | None = None  # the recipe's name (its out/<name>/ folder); default <model>-<target>
     preprocessing: Preprocessing | None = (
@@ -347,6 +348,11 @@ def init_recipe(options: InitOptions) -> InitResult:
         )
     folder = output.resolve().parent
     data = _dataset(roles, options, folder)
+    if options.batch is not None and data.kind == DataKind.RANDOM:
+        raise OrtflowError(
+            f"{model}: --batch {options.batch} needs real samples: give them with --data (the copy with its batch dim "
+            "fixed is checked equal to the original on them)"
+        )
     proposal = propose_stages(
         roles,
         options.target,
@@ -354,6 +360,7 @@ def init_recipe(options: InitOptions) -> InitResult:
         options.min_accuracy,
         _head_reading(roles, data, folder),
         options.partial_candidates,
+        options.batch,
     )
     model_ref = flow(
         package_file(model) or relative(model, folder)

@@ -1,0 +1,101 @@
+"""Shape arithmetic folded before anything else (the `spec` stage, specialize): a small model spends much of its run
+on per-node overhead, and the nodes that compute on its input shapes (Shape, Size, the Ifs they decide) run on every
+call, because ORT's own folding leaves a Shape of a symbolic dim alone. onnxscript's optimizer folds what the ranks
+and fixed dims already decide; with `--batch 1` (the deployment calls the model one sample at a time, as streaming
+audio models are called) the batch dim is fixed at 1 too, and what it decides folds as well.
+
+Measured on the corpus (2-core AMX Xeon, interleaved rounds against a byte-copy control): silero-vad's op15 and
+"half" files 325-350 -> 39-42 nodes and about 1.2x in float32 from folding alone; openWakeWord's hey_mycroft folds
+only with its batch fixed (37 -> 20 nodes, its LSTM's zero states were built from the batch on every call), 1.1x.
+The copy is a candidate and the source of every INT8 one; it is checked equal to the original on the data, so the
+original stays the reference accuracy is measured against. A model of SMALL_WEIGHTS or more is left alone unless
+the batch is fixed: its run time is its arithmetic, and the fold would change nothing measurable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ortflow.engine.ort.model_facts import ModelFacts, TensorFact
+from ortflow.engine.starter.drafts import InputRefs, StageDraft
+from ortflow.engine.starter.timing import SMALL_WEIGHTS
+
+SPEC = "spec"
+SHAPE_OPS = ("Shape", "Size", "If")  # what computes on the input shapes, or branches on them
+
+
+def batch_dims(inputs: tuple[TensorFact, ...]) -> dict[str, int] | None:
+    """{name: 1} for the named dim on each input's batch axis (its first symbolic one), or None where an input's
+    batch axis has no name to fix it by (or no input has one)."""
+    names: dict[str, int] = {}
+    for tensor in inputs:
+        axes = tensor.symbolic_axes()
+        if not axes:
+            continue
+        dim = tensor.shape[axes[0]]
+        if not isinstance(dim, str) or not dim:
+            return None
+        names[dim] = 1
+    return names or None
+
+
+def wants_spec(facts: ModelFacts, batch: int | None, stage_installed: bool) -> bool:
+    """Whether init folds the shape arithmetic first: with --batch 1, wherever the batch dim can be fixed; without
+    it, a small model that computes on its input shapes. Never for a model quantized already (its recipe runs the
+    graph optimizer alone)."""
+    if not stage_installed or facts.already_quantized:
+        return False
+    if batch is not None:
+        return batch_dims(facts.inputs) is not None
+    return facts.weight_total < SMALL_WEIGHTS and facts.count(*SHAPE_OPS) > 0
+
+
+def from_spec(
+    stages: list[StageDraft], candidates: list[str], facts: ModelFacts, batch: int | None
+) -> None:
+    """Put the spec stage first, every stage that read the original read its folded copy, and the copy in the
+    candidates after the original (which stays the reference). Real data only: the copy is checked equal to the
+    original on it."""
+    for stage in stages:
+        if stage.inputs.get("model") == "inputs.model":
+            stage.inputs["model"] = f"{SPEC}.model"
+    stages.insert(0, _spec_stage(facts, batch))
+    candidates.insert(1, f"{SPEC}.model")
+
+
+def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
+    inputs: InputRefs = {"model": "inputs.model", "data": "datasets.calibration"}
+    dims = batch_dims(facts.inputs) if batch is not None else None
+    shape_ops = facts.count(*SHAPE_OPS)
+    what = (
+        f"the batch dim ({', '.join(dims)}) fixed at 1 (--batch 1: one sample a call), then the shape arithmetic"
+        if dims
+        else f"the shape arithmetic ({shape_ops} Shape/Size/If nodes)"
+    )
+    return StageDraft(
+        SPEC,
+        "specialize",
+        inputs,
+        {"dims": dims} if dims else {},
+        [
+            f"{what} folded (onnxscript's optimizer): ORT runs",
+            "those nodes on every call, a real share of a small model's time. A candidate, and the source of every",
+            "INT8 one; checked equal to the original on your data",
+            *(
+                ["it takes batch 1 only: leave out --batch 1 (or this stage) if you batch calls"]
+                if dims
+                else []
+            ),
+        ],
+    )
+
+
+def batch_note(stages: list[StageDraft], delivered: Path, chosen_original: bool) -> str | None:
+    """What optimize says of a delivered model whose batch dim the recipe fixed: it takes batch 1 only."""
+    spec = next((s for s in stages if s.name == SPEC), None)
+    dims = spec.params.get("dims") if spec is not None else None
+    if chosen_original or not dims:
+        return None
+    return (
+        f"{delivered} takes batch 1 only: --batch 1 fixed its batch dim ({', '.join(dims)}) at 1; "
+        "run `engine optimize` without --batch for a model that takes any batch"
+    )
