@@ -36,14 +36,16 @@ if TYPE_CHECKING:
 
 class Specialize(SettingsStage[SpecializeSettings]):
     type = "specialize"
-    version = "1"
+    # 2: recurrent ops' all-zero initial states left out (ONNX's default), with the nodes that built them
+    version = "2"
     description = (
         "Specialize a model for fixed shapes and input values: fix dims (by name, or an input's whole shape), "
         "freeze inputs to constants (removed from the inputs; values from params or from the data, e.g. a VAD's "
         "sample rate), then fold constants, shape arithmetic and Ifs whose condition became constant with "
         "onnxscript's optimizer. Checked: outputs equal the original's on the data's feeds (random feeds without "
         "data) within atol + rtol*|reference|. The model records its frozen inputs, so data made for the original feeds "
-        "it (each frozen value checked, then left out)."
+        "it (each frozen value checked, then left out). An LSTM/GRU/RNN's initial state that is all zeros (exporters build "
+        "it from the batch dim on every call) is left out, ONNX's default, with the nodes that built it."
     )
     inputs = (
         model_in("the model to specialize"),
