@@ -25,6 +25,8 @@ from ortflow.api import (
     StageResult,
     Tables,
     counted,
+    feeds_fit,
+    feeds_for,
     model_inputs,
 )
 from ortflow.api import environment_facts as facts
@@ -230,8 +232,9 @@ class Benchmark(SettingsStage[BenchmarkSettings]):
         sessions: list[Callable[[int], Any]] = []
         rows: list[Timing] = []
         for name, path in zip(names, models):
+            own = feeds_for(path, feeds)  # less the inputs a specialized model froze
             try:
-                session, created, call = timed_session(path, config, threads, feeds)
+                session, created, call = timed_session(path, config, threads, own)
             except ProviderUnavailable as exc:
                 if refused is None or not config.cuda_graph:
                     raise
@@ -249,7 +252,7 @@ class Benchmark(SettingsStage[BenchmarkSettings]):
                     threads,
                     batch_size,
                     config,
-                    feeds[0],
+                    own[0],
                     params.peak_memory,
                 )
             )
@@ -304,10 +307,11 @@ class _Workload:
         """The models must share their inputs, since all run on the same feeds."""
         inputs = model_inputs(models[0])
         for name, path in zip(names, models):
-            if _signature(model_inputs(path)) != _signature(inputs):
+            if not feeds_fit(model_inputs(path), inputs):
                 raise StageError(
                     f"model {name} takes other inputs than {names[0]} — models compared on the same feeds "
-                    "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types)"
+                    "must share their inputs' names, dtypes and ranks (an fp16 model needs keep_io_types; a "
+                    "specialized model may lack the inputs it was specialized for)"
                 )
         samples = ctx.settings(BenchmarkSettings).samples
         feeds = list(ctx.dataset("data").feeds(inputs, limit=samples))
@@ -336,7 +340,7 @@ def _profiles(work: _Workload, params: BenchmarkSettings, scratch: Path) -> dict
     if not (params.profile or on_device):
         return {}
     return {
-        n: profile(m, first_feeds, SessionConfig.of(params), threads, scratch)
+        n: profile(m, feeds_for(m, first_feeds), SessionConfig.of(params), threads, scratch)
         for n, m in zip(work.names, work.models)
     }
 

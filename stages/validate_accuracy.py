@@ -22,6 +22,8 @@ from ortflow.api import (
     StageResult,
     bound_problems,
     counted,
+    feeds_fit,
+    feeds_for,
     model_inputs,
 )
 from ortflow.api import onnx as onnx_model
@@ -308,7 +310,8 @@ def _label(metric: str) -> str:
 
 def _check_same_inputs(names: list[str], candidates: list[Path], inputs: list[Any]) -> None:
     """Every candidate must take the reference's inputs, since all run on the same feeds: the same names with
-    the same dtypes and ranks (their order and the names of symbolic dimensions do not matter)."""
+    the same dtypes and ranks (their order and the names of symbolic dimensions do not matter), less the inputs
+    a specialized candidate froze."""
 
     def signature(found: list[Any]) -> dict[str, tuple[str, int]]:
         return {i.name: (i.dtype, len(i.shape)) for i in found}
@@ -316,7 +319,7 @@ def _check_same_inputs(names: list[str], candidates: list[Path], inputs: list[An
     wanted = signature(inputs)
     for name, path in zip(names, candidates):
         theirs = model_inputs(path)
-        if signature(theirs) != wanted:
+        if not feeds_fit(theirs, inputs):
             differ = sorted(set(signature(theirs).items()) ^ set(wanted.items()))
             raise StageError(
                 f"candidate {name} takes other inputs than the reference ({_describe(theirs)} vs "
@@ -374,7 +377,7 @@ def _outputs(path: Path, feeds: list[dict]) -> dict[str, list[Any]]:
     session = onnx_model.load_for_ort(path)
     names = [o.name for o in session.get_outputs()]
     collected: dict[str, list] = {n: [] for n in names}
-    for feed in feeds:
+    for feed in feeds_for(path, feeds):  # less the inputs a specialized model froze
         for name, value in zip(names, session.run(None, feed)):
             collected[name].append(np.asarray(value))
     return collected

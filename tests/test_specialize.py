@@ -105,6 +105,32 @@ def test_the_if_wrapped_vad_frozen_from_its_data_becomes_a_plain_graph(project, 
         without_frozen({**feed, "sr": np.array(8000)}, inputs, "sample 0")
 
 
+MEASURED = """
+  accuracy:
+    uses: validate_accuracy
+    in: {reference: inputs.model, candidates: [spec.model], data: datasets.audio}
+    with: {samples: 8}
+  speed:
+    uses: benchmark
+    in: {models: [inputs.model, spec.model], data: datasets.audio}
+    with: {runs: 5, rounds: 1, warmup: 1, samples: 2}
+"""
+
+
+def test_the_specialized_copy_is_measured_beside_the_original_on_its_data(project, cli):
+    """validate_accuracy and benchmark take the copy beside the original on data made for the original: each
+    feed's sr is checked and left out for the copy (before, both refused it: "takes other inputs than the
+    reference"), so init's recipe keeps the original as the reference and pick's baseline."""
+    recipe = _vad_project(project, "freeze_from_data: [sr]")
+    write(recipe, recipe.read_text() + MEASURED)
+    code, out, err = cli("run", recipe)
+    assert code == 0, err + out
+    accuracy = json.loads((project / "out" / "vad" / "accuracy" / "accuracy.json").read_text())
+    assert accuracy["values"]["spec"]["max_abs"] == 0.0, accuracy["values"]
+    speed = json.loads((project / "out" / "vad" / "speed" / "benchmark.json").read_text())
+    assert {r["model"] for r in speed["results"]} == {"model", "spec"}, speed["results"]
+
+
 def test_data_giving_several_values_for_a_frozen_input_is_refused(project, cli):
     recipe = _vad_project(project, "freeze_from_data: [sr]")
     mixed = dict(np.load(project / "audio.npz"))

@@ -123,6 +123,27 @@ def without_frozen(feed: Feed, inputs: list[ModelInput], where: str) -> Feed:
     return {k: v for k, v in feed.items() if k not in frozen}
 
 
+def feeds_fit(candidate: list[ModelInput], reference: list[ModelInput]) -> bool:
+    """Whether data made for `reference` feeds `candidate`: the same input names, dtypes and ranks (not their
+    order, nor the names of symbolic dims), less the inputs the candidate was specialized for, which the data
+    still carries (feeds_for drops them, checking their value)."""
+    frozen = candidate.frozen if isinstance(candidate, ModelInputs) else {}
+    wanted = {i.name: (i.dtype, len(i.shape)) for i in reference}
+    theirs = {i.name: (i.dtype, len(i.shape)) for i in candidate}
+    return frozen.keys() <= wanted.keys() and theirs == {
+        k: v for k, v in wanted.items() if k not in frozen
+    }
+
+
+def feeds_for(model_path: Path, feeds: list[Feed]) -> list[Feed]:
+    """Feeds made for the original model, as the model at `model_path` takes them: less the inputs it was
+    specialized for (each value checked against what it was specialized for); the same list where it has none."""
+    inputs = model_inputs(model_path)
+    if not inputs.frozen:
+        return feeds
+    return [without_frozen(f, inputs, f"{model_path.name} feed {i}") for i, f in enumerate(feeds)]
+
+
 # The most values one input of one synthetic sample may hold (1 GiB of float32, the npz loader's default bound):
 # the random loader refuses more before allocating, and `engine init` refuses a model whose fixed dims declare more.
 MAX_FEED_VALUES = 1 << 28

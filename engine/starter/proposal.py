@@ -266,7 +266,8 @@ def _branched_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraf
         [
             f"specialize: {', '.join(deciding)} frozen to the value the data carries, the inputs fixed to its shapes,",
             "then the If and the shape arithmetic folded (onnxscript's optimizer), so INT8 reaches the network;",
-            "checked equal to the original on the data, it is the float reference the candidates are measured against",
+            "checked equal to the original on the data, a candidate itself; the data made for the original feeds it",
+            "(the frozen input's value checked, then left out)",
         ],
     )
     return [
@@ -274,6 +275,7 @@ def _branched_stages(roles: ModelRoles, real_data: bool) -> tuple[list[StageDraf
         _calibration_stage("spec.model", False),
         _static_int8_stage(roles, "spec.model", real_data),
     ], [
+        "inputs.model",
         "spec.model",
         "int8.model",
     ]

@@ -63,6 +63,8 @@ from ortflow.engine.contracts.dataset import (
     Feed,
     ModelInput,
     batched,
+    feeds_fit,
+    feeds_for,
     file_param,
     model_inputs,
 )
@@ -239,6 +241,8 @@ __all__ = [
     "metric_type",
     "model_file",
     "model_inputs",
+    "feeds_fit",
+    "feeds_for",
     "params_problems",
     "save_model",
     "stage_type",
