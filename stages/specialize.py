@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 class Specialize(SettingsStage[SpecializeSettings]):
     type = "specialize"
-    # 2: recurrent ops' all-zero initial states left out (ONNX's default), with the nodes that built them
+    # 2: recurrent ops' all-zero initial states left out (ONNX's default), with the nodes that built them;
+    # HardSwish/HardSigmoid Clip chains fused into those ops
     version = "2"
     description = (
         "Specialize a model for fixed shapes and input values: fix dims (by name, or an input's whole shape), "
@@ -45,7 +46,9 @@ class Specialize(SettingsStage[SpecializeSettings]):
         "onnxscript's optimizer. Checked: outputs equal the original's on the data's feeds (random feeds without "
         "data) within atol + rtol*|reference|. The model records its frozen inputs, so data made for the original feeds "
         "it (each frozen value checked, then left out). An LSTM/GRU/RNN's initial state that is all zeros (exporters build "
-        "it from the batch dim on every call) is left out, ONNX's default, with the nodes that built it."
+        "it from the batch dim on every call) is left out, ONNX's default, with the nodes that built it; HardSwish and "
+        "HardSigmoid written as Clip chains (x * Clip(x + 3, 0, 6) / 6, as Paddle exports them) become those ops, "
+        "the opset raised to 14 where it is older."
     )
     inputs = (
         model_in("the model to specialize"),

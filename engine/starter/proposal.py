@@ -30,8 +30,8 @@ class Proposal:
     stages: list[StageDraft]
     candidates: list[str]  # model references select chooses among, the original first
     metric: MetricChoice
-    # what accuracy is measured against: the original, or its specialized copy (checked equal to it on the data)
-    # where the candidates take fewer inputs than the original
+    # what accuracy is measured against: the original (a specialized candidate is fed its data less the frozen
+    # inputs); a plugin's proposal may name another
     reference: str = "inputs.model"
     timing: StageWith = field(
         default_factory=lambda: benchmark_with(SMALL_WEIGHTS)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 from ortflow.api import FROZEN_INPUTS, Feed, Json, ModelInput, StageError
+from ortflow.stages.graphs.activations import fuse_hard_activations
 from ortflow.stages.graphs.zero_states import drop_zero_states
 
 if TYPE_CHECKING:
@@ -195,7 +196,8 @@ def apply(model: Any, spec: Specialization, inputs: list[ModelInput]) -> None:
 def fold(model: Any) -> Any:
     """onnxscript's optimizer: constant folding with shape inference, Ifs on constant conditions inlined, unused
     nodes and initializers removed. ConstantOfShape, which it keeps by default to save bytes, is folded too. Then
-    recurrent ops' all-zero initial states are left out (ONNX's default), with the nodes that built them."""
+    recurrent ops' all-zero initial states are left out (ONNX's default), with the nodes that built them, and
+    HardSwish/HardSigmoid written as Clip chains become those ops (stages/graphs/activations.py)."""
     import onnx_ir as ir
     import onnxscript.optimizer as optimizer
 
@@ -209,6 +211,8 @@ def fold(model: Any) -> Any:
     )
     if drop_zero_states(graph):  # what built the zeros is unused now
         optimizer.remove_unused_nodes(graph)
+    graph = fuse_hard_activations(graph)
+    optimizer.remove_unused_nodes(graph)
     return ir.serde.serialize_model(graph)
 
 
