@@ -5,11 +5,13 @@ recipe; what they likely mean (token ids, an image, a recurrent state, a detecti
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ortflow.engine.ort.activation_facts import hard_chains
 from ortflow.engine.ort.onnx_model import external_data_files, load_graph, total_size
 
 if TYPE_CHECKING:
@@ -96,14 +98,15 @@ class ModelFacts:
     producer: str = ""
     node_total: int = 0  # every node, those inside If/Loop/Scan subgraphs too
     weight_total: int = 0  # elements of every initializer and Constant tensor, subgraphs too
-    weights_by_op: Counter = field(
-        default_factory=Counter
-    )  # weight elements each op type consumes (through Cast, Transpose, ...)
+    weights_by_op: Counter = field(default_factory=Counter)  # weight elements each op type consumes
     branches: tuple[BranchFact, ...] = ()  # top-level If nodes
     # float16 initializers, Constant tensors and Cast(to=float16) nodes, subgraphs too: a float16 model, or
     # float16 islands inside a float one (a converter's Cast before an LSTM), which CPUs run slowly
     float16_parts: int = 0
     integer_weights: int = 0  # initializers of 8 bits or fewer holding at least MIN_WEIGHT values: weights quantized already
+    hard_chains: int = (
+        0  # HardSwish/HardSigmoid written as Clip(x + 3, 0, 6) chains (engine.ort.activation_facts)
+    )
 
     def weight_share(self, *op_types: str) -> float:
         """The share of the model's weights consumed by these op types (0 for a model without weights)."""
@@ -388,11 +391,9 @@ def read_model_facts(path: Path) -> ModelFacts:
         branches=_branches(model.graph, {f.name for f in inputs}, tally.sizes),
         integer_weights=integer_weights,
         float16_parts=tally.float16 + sum(f.dtype == "float16" for f in inputs),
+        hard_chains=hard_chains(model.graph),
     )
 
 
 def _values(tensor: object) -> int:
-    count = 1
-    for dim in tensor.dims:  # type: ignore[attr-defined]
-        count *= dim
-    return count
+    return math.prod(tensor.dims)  # type: ignore[attr-defined]

@@ -40,14 +40,17 @@ def batch_dims(inputs: tuple[TensorFact, ...]) -> dict[str, int] | None:
 
 
 def wants_spec(facts: ModelFacts, batch: int | None, stage_installed: bool) -> bool:
-    """Whether init folds the shape arithmetic first: with --batch 1, wherever the batch dim can be fixed; without
-    it, a small model that computes on its input shapes. Never for a model quantized already (its recipe runs the
-    graph optimizer alone)."""
+    """Whether init folds the shape arithmetic first: with --batch 1, wherever the batch dim can be fixed; a model
+    of any size with HardSwish written as Clip chains; a small model that computes on its input shapes. Never for
+    a model quantized already (its recipe runs the graph optimizer alone)."""
     if not stage_installed or facts.already_quantized:
         return False
-    if batch is not None:
-        return batch_dims(facts.inputs) is not None
-    return facts.weight_total < SMALL_WEIGHTS and facts.count(*SHAPE_OPS) > 0
+    if batch is not None and batch_dims(facts.inputs) is not None:
+        return True
+    # HardSwish written as Clip chains: four nodes each, breaking ORT's NCHWc layout, at any size
+    return facts.hard_chains > 0 or (
+        facts.weight_total < SMALL_WEIGHTS and facts.count(*SHAPE_OPS) > 0
+    )
 
 
 def from_spec(
@@ -78,8 +81,8 @@ def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
         inputs,
         {"dims": dims} if dims else {},
         [
-            f"{what} folded (onnxscript's optimizer): ORT runs",
-            "those nodes on every call, a real share of a small model's time. A candidate, and the source of every",
+            f"{what} folded (onnxscript's optimizer; zero recurrent states and HardSwish Clip chains too): ORT",
+            "runs those nodes on every call, a real share of a small model's time. A candidate, and the source of every",
             "INT8 one; checked equal to the original on your data",
             *(
                 ["it takes batch 1 only: leave out --batch 1 (or this stage) if you batch calls"]
