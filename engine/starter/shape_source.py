@@ -73,7 +73,7 @@ def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
     what = (
         f"the batch dim ({', '.join(dims)}) fixed at 1 (--batch 1: one sample a call), then the shape arithmetic"
         if dims
-        else f"the shape arithmetic ({shape_ops} Shape/Size/If nodes)"
+        else f"the shape arithmetic ({shape_ops} Shape/Size/If nodes, {facts.hard_chains} HardSwish Clip chains)"
     )
     return StageDraft(
         SPEC,
