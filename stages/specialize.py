@@ -38,7 +38,8 @@ class Specialize(SettingsStage[SpecializeSettings]):
     type = "specialize"
     # 2: recurrent ops' all-zero initial states left out (ONNX's default), with the nodes that built them;
     # HardSwish/HardSigmoid Clip chains fused into those ops
-    version = "2"
+    # 3: batch norms and scalar Mul/Add around convolutions folded into their weights
+    version = "3"
     description = (
         "Specialize a model for fixed shapes and input values: fix dims (by name, or an input's whole shape), "
         "freeze inputs to constants (removed from the inputs; values from params or from the data, e.g. a VAD's "
@@ -48,7 +49,8 @@ class Specialize(SettingsStage[SpecializeSettings]):
         "it (each frozen value checked, then left out). An LSTM/GRU/RNN's initial state that is all zeros (exporters build "
         "it from the batch dim on every call) is left out, ONNX's default, with the nodes that built it; HardSwish and "
         "HardSigmoid written as Clip chains (x * Clip(x + 3, 0, 6) / 6, as Paddle exports them) become those ops, "
-        "the opset raised to 14 where it is older."
+        "the opset raised to 14 where it is older; batch norms and scalar scales and shifts after a convolution (or "
+        "before an unpadded 1x1 one) are folded into its weights."
     )
     inputs = (
         model_in("the model to specialize"),

@@ -1,6 +1,7 @@
-"""HardSwish and HardSigmoid written as Clip chains (x * Clip(x + 3, 0, 6) / 6, Clip(x + 3, 0, 6) / 6), as Paddle's
-exporter writes them: counted for `engine init`, which folds them back into the ops (the `spec` stage) whatever the
-model's size, since ORT runs each chain as four nodes that break its NCHWc layout."""
+"""What `engine init` folds with the `spec` stage whatever the model's size, counted: HardSwish and HardSigmoid
+written as Clip chains (x * Clip(x + 3, 0, 6) / 6, Clip(x + 3, 0, 6) / 6), as Paddle's exporter writes them, four
+nodes ORT runs one by one, each breaking its NCHWc layout; and a convolution followed by a scalar Mul and Add (PP-
+LCNetV3's "learnable affine block"), two passes over the feature map that ORT does not fold into the Conv."""
 
 from __future__ import annotations
 
@@ -29,6 +30,40 @@ def hard_chains(graph: Any) -> int:
         shifted = producers.get(node.input[0])
         if bounds == _BOUNDS and shifted is not None and shifted.op_type == "Add":
             count += any(_scalar(values, name) == _SHIFT for name in shifted.input)
+    return count
+
+
+def conv_scalings(graph: Any) -> int:
+    """Conv (through a BatchNormalization) -> Mul -> Add runs at the graph's top level, the Mul and the Add each
+    by a single-valued initializer or Constant, each value's only consumer the next node."""
+    singles = {t.name for t in graph.initializer if _one(t.dims)}
+    singles |= {
+        n.output[0]
+        for n in graph.node
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")
+        if _one(n.attribute[0].t.dims)
+    }
+    consumers: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    def only(name: str, op_type: str) -> Any:
+        found = consumers.get(name, [])
+        return found[0] if len(found) == 1 and found[0].op_type == op_type else None
+
+    count = 0
+    for node in graph.node:
+        if node.op_type != "Conv":
+            continue
+        out = node.output[0]
+        norm = only(out, "BatchNormalization")
+        scale = only(norm.output[0] if norm is not None else out, "Mul")
+        shift = only(scale.output[0], "Add") if scale is not None else None
+        if shift is not None:
+            count += any(i in singles for i in scale.input) and any(
+                i in singles for i in shift.input
+            )
     return count
 
 

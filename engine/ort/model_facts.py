@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ortflow.engine.ort.activation_facts import hard_chains
+from ortflow.engine.ort.activation_facts import conv_scalings, hard_chains
 from ortflow.engine.ort.onnx_model import external_data_files, load_graph, total_size
 
 if TYPE_CHECKING:
@@ -32,9 +32,8 @@ QUANTIZED_OPS = (
     "DynamicQuantizeLSTM",
     "QGemm",
 )
-MIN_WEIGHT = (
-    64  # values: an int8 table of a few entries (a lookup, a shape) is not a quantized weight
-)
+# values: an int8 table of a few entries (a lookup, a shape) is not a quantized weight
+MIN_WEIGHT = 64
 _INTEGER_WEIGHT_TYPES = {2, 3, 21, 22}  # TensorProto UINT8, INT8, UINT4, INT4
 
 
@@ -104,9 +103,10 @@ class ModelFacts:
     # float16 islands inside a float one (a converter's Cast before an LSTM), which CPUs run slowly
     float16_parts: int = 0
     integer_weights: int = 0  # initializers of 8 bits or fewer holding at least MIN_WEIGHT values: weights quantized already
-    hard_chains: int = (
-        0  # HardSwish/HardSigmoid written as Clip(x + 3, 0, 6) chains (engine.ort.activation_facts)
-    )
+    # what init's spec stage folds at any size (engine.ort.activation_facts): HardSwish/HardSigmoid written as
+    # Clip(x + 3, 0, 6) chains, and a Conv's scalar Mul and Add
+    hard_chains: int = 0
+    conv_scalings: int = 0
 
     def weight_share(self, *op_types: str) -> float:
         """The share of the model's weights consumed by these op types (0 for a model without weights)."""
@@ -392,6 +392,7 @@ def read_model_facts(path: Path) -> ModelFacts:
         integer_weights=integer_weights,
         float16_parts=tally.float16 + sum(f.dtype == "float16" for f in inputs),
         hard_chains=hard_chains(model.graph),
+        conv_scalings=conv_scalings(model.graph),
     )
 
 

@@ -47,8 +47,9 @@ def wants_spec(facts: ModelFacts, batch: int | None, stage_installed: bool) -> b
         return False
     if batch is not None and batch_dims(facts.inputs) is not None:
         return True
-    # HardSwish written as Clip chains: four nodes each, breaking ORT's NCHWc layout, at any size
-    return facts.hard_chains > 0 or (
+    # HardSwish written as Clip chains (four nodes each, breaking ORT's NCHWc layout) or a Conv's scalar Mul and
+    # Add (two passes over its output): at any size
+    return facts.hard_chains + facts.conv_scalings > 0 or (
         facts.weight_total < SMALL_WEIGHTS and facts.count(*SHAPE_OPS) > 0
     )
 
@@ -73,7 +74,8 @@ def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
     what = (
         f"the batch dim ({', '.join(dims)}) fixed at 1 (--batch 1: one sample a call), then the shape arithmetic"
         if dims
-        else f"the shape arithmetic ({shape_ops} Shape/Size/If nodes, {facts.hard_chains} HardSwish Clip chains)"
+        else f"the shape arithmetic ({shape_ops} Shape/Size/If nodes, {facts.hard_chains} HardSwish Clip chains, "
+        f"{facts.conv_scalings} Conv scalings)"
     )
     return StageDraft(
         SPEC,
