@@ -38,7 +38,8 @@ class Specialize(SettingsStage[SpecializeSettings]):
     type = "specialize"
     # 2: recurrent ops' all-zero initial states left out (ONNX's default), with the nodes that built them;
     # HardSwish/HardSigmoid Clip chains fused into those ops
-    # 3: batch norms and scalar Mul/Add around convolutions folded into their weights
+    # 3: batch norms and scalar Mul/Add around convolutions folded into their weights; a bidirectional op's
+    # directions joined by one Transpose and Reshape
     version = "3"
     description = (
         "Specialize a model for fixed shapes and input values: fix dims (by name, or an input's whole shape), "
@@ -50,7 +51,8 @@ class Specialize(SettingsStage[SpecializeSettings]):
         "it from the batch dim on every call) is left out, ONNX's default, with the nodes that built it; HardSwish and "
         "HardSigmoid written as Clip chains (x * Clip(x + 3, 0, 6) / 6, as Paddle exports them) become those ops, "
         "the opset raised to 14 where it is older; batch norms and scalar scales and shifts after a convolution (or "
-        "before an unpadded 1x1 one) are folded into its weights."
+        "before an unpadded 1x1 one) are folded into its weights; a bidirectional LSTM/GRU/RNN's directions sliced "
+        "apart and concatenated (tf2onnx's Keras Bidirectional) become one Transpose and Reshape."
     )
     inputs = (
         model_in("the model to specialize"),

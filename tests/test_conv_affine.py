@@ -99,3 +99,24 @@ def test_ppocr_v4_recogniser_loses_its_affine_nodes_and_keeps_its_text():
     reference, result = _run(original, x), _run(folded, x)
     np.testing.assert_allclose(result, reference, atol=1e-4)
     assert (result.argmax(-1) == reference.argmax(-1)).all()
+
+
+def test_init_folds_the_blocks_of_a_model_of_any_size(tmp_path):
+    """The blocks are counted (ModelFacts.conv_scalings) and, with real data, init writes the spec stage for them
+    above the 1,000,000 weights under which only shape arithmetic gets it (PP-OCRv4's recogniser, 2.7M weights)."""
+    from ortflow.engine.ort.model_facts import read_model_facts
+    from ortflow.engine.starter.drafts import Target
+    from ortflow.engine.starter.proposal import propose_stages
+    from ortflow.engine.starter.roles import read_roles
+    from ortflow.engine.starter.timing import SMALL_WEIGHTS
+
+    model = _block()
+    model.graph.initializer.append(
+        numpy_helper.from_array(np.zeros(SMALL_WEIGHTS, np.float32), "unused_weights")
+    )
+    onnx.save(model, tmp_path / "block.onnx")
+    facts = read_model_facts(tmp_path / "block.onnx")
+    assert facts.conv_scalings == 1 and facts.hard_chains == 0
+    assert facts.weight_total > SMALL_WEIGHTS
+    candidates = propose_stages(read_roles(facts), Target.CPU, True, None).candidates
+    assert candidates[:2] == ["inputs.model", "spec.model"], candidates

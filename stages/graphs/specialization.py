@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 from ortflow.api import FROZEN_INPUTS, Feed, Json, ModelInput, StageError
 from ortflow.stages.graphs.activations import fuse_hard_activations
+from ortflow.stages.graphs.bidirectional import join_directions
 from ortflow.stages.graphs.conv_affine import fold_conv_affine
 from ortflow.stages.graphs.zero_states import drop_zero_states
 
@@ -197,8 +198,9 @@ def apply(model: Any, spec: Specialization, inputs: list[ModelInput]) -> None:
 def fold(model: Any) -> Any:
     """onnxscript's optimizer: constant folding with shape inference, Ifs on constant conditions inlined, unused
     nodes and initializers removed. ConstantOfShape, which it keeps by default to save bytes, is folded too. Then
-    recurrent ops' all-zero initial states are left out (ONNX's default), with the nodes that built them, and
-    HardSwish/HardSigmoid written as Clip chains become those ops (stages/graphs/activations.py), and scalar scales
+    recurrent ops' all-zero initial states are left out (ONNX's default), with the nodes that built them; a
+    bidirectional op's directions sliced apart and joined again become one reshape (stages/graphs/bidirectional.py);
+    HardSwish/HardSigmoid written as Clip chains become those ops (stages/graphs/activations.py); and scalar scales
     and shifts around convolutions go into their weights (stages/graphs/conv_affine.py)."""
     import onnx_ir as ir
     import onnxscript.optimizer as optimizer
@@ -211,7 +213,7 @@ def fold(model: Any) -> Any:
         output_size_limit=FOLD_OUTPUT_LIMIT,
         should_fold=lambda node: True if node.op_type == "ConstantOfShape" else None,
     )
-    if drop_zero_states(graph):  # what built the zeros is unused now
+    if drop_zero_states(graph) + join_directions(graph):  # what they replaced is unused now
         optimizer.remove_unused_nodes(graph)
     graph = fold_conv_affine(fuse_hard_activations(graph))
     optimizer.remove_unused_nodes(graph)

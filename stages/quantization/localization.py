@@ -11,7 +11,6 @@ collapse of small values beside large ones (class scores concatenated with pixel
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, TypedDict
