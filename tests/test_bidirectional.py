@@ -5,13 +5,11 @@ case."""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, distribution
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest import corpus_file
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.stages.graphs.specialization import fold
@@ -84,13 +82,7 @@ def test_another_join_stays(first: int, axis: int):
 def test_hey_mycroft_joins_its_first_layer():
     """Its first layer's join (5 nodes) becomes 2; the second layer keeps one direction's last step and the
     other's first, not this join, and stays."""
-    try:
-        found = distribution("openwakeword")
-    except PackageNotFoundError:
-        pytest.skip(
-            "openwakeword is not installed: pip install --no-deps $(python bench/corpus.py --packages)"
-        )
-    path = Path(str(found.locate_file("openwakeword/resources/models/hey_mycroft_v0.1.onnx")))
+    path = corpus_file("openwakeword", "openwakeword/resources/models/hey_mycroft_v0.1.onnx")
     original = onnx.load(str(path))
     folded = fold(original)
     ops = [n.op_type for n in folded.graph.node]

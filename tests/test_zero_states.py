@@ -4,13 +4,11 @@ rule's edges (a state that is not zeros stays), openWakeWord's hey_mycroft for t
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, distribution
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest import corpus_file
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.stages.graphs.specialization import fold
@@ -88,13 +86,7 @@ def test_hey_mycroft_loses_the_zero_states_its_lstms_built_on_every_call():
     """tf2onnx built each LSTM's zero h and c from the batch (Shape, Cast, Slice, Concat, Expand, Unsqueeze,
     Concat): 37 nodes -> 20 (17 with its first layer's directions joined, tests/test_bidirectional.py), the
     outputs the same at batch 1 and 2."""
-    try:
-        found = distribution("openwakeword")
-    except PackageNotFoundError:
-        pytest.skip(
-            "openwakeword is not installed: pip install --no-deps $(python bench/corpus.py --packages)"
-        )
-    path = Path(str(found.locate_file("openwakeword/resources/models/hey_mycroft_v0.1.onnx")))
+    path = corpus_file("openwakeword", "openwakeword/resources/models/hey_mycroft_v0.1.onnx")
     original = onnx.load(str(path))
     folded = fold(original)
     assert (len(original.graph.node), len(folded.graph.node)) == (37, 17)
