@@ -29,13 +29,13 @@ def fold_conv_affine(model: Any) -> Any:
         commute=True,  # Paddle writes Mul(scale, x)
     )
     trial = ir.serde.deserialize_model(ir.serde.serialize_model(model))
-    if not rules.apply_to_model(trial) or not all(_bias_fits(n) for n in trial.graph):
+    if not rules.apply_to_model(trial) or not all(_bias_fits(n) for n in trial.graph.all_nodes()):
         return model
     return trial
 
 
 def _bias_fits(node: Any) -> bool:
-    """A top-level Conv's constant bias is one value per output channel (a bias fed at run time passes)."""
+    """A Conv's constant bias is one value per output channel (a bias fed at run time passes)."""
     if node.op_type != "Conv" or len(node.inputs) < 3 or node.inputs[2] is None:
         return True
     bias, weight = node.inputs[2].const_value, node.inputs[1].const_value
