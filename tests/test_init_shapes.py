@@ -133,3 +133,26 @@ def test_batch_dims_read_each_inputs_first_free_axis_by_name():
     assert (
         batch_dims((chunk, TensorFact("y", "float32", (None, 4)))) is None
     )  # a free axis without a name
+
+
+def test_optimize_says_which_shapes_a_specialized_delivery_takes(tmp_path):
+    """--batch 1 delivers a model of batch 1; a network inside an If is specialized on the data's shapes, so its
+    delivery takes those only: optimize's closing lines say which (before, the If route said nothing)."""
+    from ortflow.engine.starter.drafts import StageDraft
+    from ortflow.engine.starter.shape_source import batch_note
+
+    delivered = tmp_path / "vad-optimized.onnx"
+    batch = StageDraft("spec", "specialize", {}, {"dims": {"batch": 1}}, [])
+    branched = StageDraft(
+        "spec", "specialize", {}, {"freeze_from_data": ["sr"], "shapes_from_data": True}, []
+    )
+    assert "takes batch 1 only" in (batch_note([batch], delivered, False) or "")
+    said = batch_note([branched], delivered, False) or ""
+    assert (
+        said.startswith(f"{delivered} takes the data's input shapes only")
+        and "shapes_from_data: false" in said
+    )
+    assert (
+        batch_note([branched], delivered, True) is None
+    )  # the original delivered: it takes what it took
+    assert batch_note([StageDraft("spec", "specialize", {}, {}, [])], delivered, False) is None

@@ -94,8 +94,8 @@ def _target(args: argparse.Namespace) -> Any:
 
 
 def _verdict(choice: Any, output: Path, result: Any, refused: list[str]) -> list[str]:
-    """optimize's closing lines: the model delivered, what it takes where --batch 1 fixed its batch dim, and
-    the remark on a network inside an If."""
+    """optimize's closing lines: the model delivered, the shapes it takes where the recipe fixed them (--batch 1,
+    or a network inside an If specialized on the data's shapes), and the remark on a network inside an If."""
     from ortflow.engine.starter import optimize
     from ortflow.engine.starter.shape_source import batch_note
 

@@ -96,12 +96,21 @@ def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
 
 
 def batch_note(stages: list[StageDraft], delivered: Path, chosen_original: bool) -> str | None:
-    """What optimize says of a delivered model whose batch dim the recipe fixed: it takes batch 1 only."""
+    """What optimize says of a delivered model whose input shapes the recipe fixed: with --batch 1, it takes
+    batch 1 only; where the spec stage took every input's shape from the data (a network inside an If), it takes
+    those shapes only."""
     spec = next((s for s in stages if s.name == SPEC), None)
-    dims = spec.params.get("dims") if spec is not None else None
-    if chosen_original or not dims:
+    if chosen_original or spec is None:
         return None
-    return (
-        f"{delivered} takes batch 1 only: --batch 1 fixed its batch dim ({', '.join(dims)}) at 1; "
-        "run `engine optimize` without --batch for a model that takes any batch"
-    )
+    dims = spec.params.get("dims")
+    if dims:
+        return (
+            f"{delivered} takes batch 1 only: --batch 1 fixed its batch dim ({', '.join(dims)}) at 1; "
+            "run `engine optimize` without --batch for a model that takes any batch"
+        )
+    if spec.params.get("shapes_from_data"):
+        return (
+            f"{delivered} takes the data's input shapes only: the `{SPEC}` stage fixed each input's shape to "
+            "the samples'; for other shapes set its `shapes_from_data: false` in the recipe and run it"
+        )
+    return None
