@@ -21,30 +21,30 @@ def _ints(name: str, *values: int) -> onnx.TensorProto:
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
-def _joined(first: int = 0, axis: int = 2) -> onnx.ModelProto:
-    """x [seq, batch, 5] -> bidirectional LSTM -> each direction sliced out of Y, squeezed, concatenated on `axis`
-    (`first` the direction put first) -> Relu."""
+def _joined(first: int = 0, axis: int = 2, layers: int = 1) -> onnx.ModelProto:
+    """x [seq, batch, 5] -> `layers` bidirectional LSTMs, after each its directions sliced out of Y, squeezed and
+    concatenated on `axis` (`first` the direction put first) -> Relu. No node has a name, as many exporters
+    leave them."""
     rng = np.random.default_rng(0)
-    weights = [
-        numpy_helper.from_array(rng.normal(size=(2, 4 * HIDDEN, 5)).astype(np.float32), "W"),
-        numpy_helper.from_array(rng.normal(size=(2, 4 * HIDDEN, HIDDEN)).astype(np.float32), "R"),
-        _ints("zero", 0),
-        _ints("one", 1),
-        _ints("two", 2),
-    ]
-    nodes = [
-        helper.make_node(
-            "LSTM", ["x", "W", "R"], ["y"], direction="bidirectional", hidden_size=HIDDEN
-        ),
-        helper.make_node("Slice", ["y", "zero", "one", "one"], ["forward4"]),
-        helper.make_node("Slice", ["y", "one", "two", "one"], ["backward4"]),
-        helper.make_node("Squeeze", ["forward4", "one"], ["forward"]),
-        helper.make_node("Squeeze", ["backward4", "one"], ["backward"]),
-        helper.make_node(
-            "Concat", ["forward", "backward"][:: 1 if first == 0 else -1], ["joined"], axis=axis
-        ),
-        helper.make_node("Relu", ["joined"], ["out"]),
-    ]
+    weights = [_ints("zero", 0), _ints("one", 1), _ints("two", 2)]
+    nodes, x, width = [], "x", 5
+    for layer in range(layers):
+        w, r, y, j = (f"{t}{layer}" for t in ("W", "R", "y", "joined"))
+        weights += [
+            numpy_helper.from_array(rng.normal(size=(2, 4 * HIDDEN, width)).astype(np.float32), w),
+            numpy_helper.from_array(rng.normal(size=(2, 4 * HIDDEN, HIDDEN)).astype(np.float32), r),
+        ]
+        halves = [f"forward{layer}", f"backward{layer}"]
+        nodes += [
+            helper.make_node("LSTM", [x, w, r], [y], direction="bidirectional", hidden_size=HIDDEN),
+            helper.make_node("Slice", [y, "zero", "one", "one"], [halves[0] + "_4d"]),
+            helper.make_node("Slice", [y, "one", "two", "one"], [halves[1] + "_4d"]),
+            helper.make_node("Squeeze", [halves[0] + "_4d", "one"], [halves[0]]),
+            helper.make_node("Squeeze", [halves[1] + "_4d", "one"], [halves[1]]),
+            helper.make_node("Concat", halves[:: 1 if first == 0 else -1], [j], axis=axis),
+        ]
+        x, width = j, 2 * HIDDEN
+    nodes.append(helper.make_node("Relu", [x], ["out"]))
     graph = helper.make_graph(
         nodes,
         "bidirectional",
@@ -65,6 +65,15 @@ def test_the_join_becomes_a_transpose_and_a_reshape():
     folded = fold(original)
     assert [n.op_type for n in folded.graph.node] == ["LSTM", "Transpose", "Reshape", "Relu"]
     x = np.random.default_rng(1).normal(size=(6, 3, 5)).astype(np.float32)
+    np.testing.assert_array_equal(_run(folded, x), _run(original, x))
+
+
+def test_two_stacked_joins_of_unnamed_nodes_are_both_rewritten():
+    """Two layers, no node names: both joins are rewritten, the outputs unchanged."""
+    original = _joined(layers=2)
+    folded = fold(original)
+    assert [n.op_type for n in folded.graph.node] == ["LSTM", "Transpose", "Reshape"] * 2 + ["Relu"]
+    x = np.random.default_rng(4).normal(size=(6, 3, 5)).astype(np.float32)
     np.testing.assert_array_equal(_run(folded, x), _run(original, x))
 
 

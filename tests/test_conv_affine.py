@@ -5,13 +5,11 @@ for the real case (28 -> 15.5 ms a line in float32, bench/README.md)."""
 
 from __future__ import annotations
 
-from importlib.metadata import distribution
-from pathlib import Path
-
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from conftest import corpus_file
 from onnx import TensorProto, helper, numpy_helper
 
 from ortflow.engine.ort.activation_facts import conv_scalings
@@ -86,8 +84,9 @@ def test_a_scale_that_would_widen_the_bias_is_left_alone():
 
 @pytest.mark.corpus  # rapidocr-onnxruntime is a corpus wheel
 def test_ppocr_v4_recogniser_loses_its_affine_nodes_and_keeps_its_text():
-    found = distribution("rapidocr-onnxruntime")
-    path = Path(str(found.locate_file("rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx")))
+    path = corpus_file(
+        "rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"
+    )
     original = onnx.load(str(path))
     assert conv_scalings(original.graph) == 28
     folded = fold(original)

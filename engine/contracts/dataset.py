@@ -126,11 +126,20 @@ def without_frozen(feed: Feed, inputs: list[ModelInput], where: str) -> Feed:
 def feeds_fit(candidate: list[ModelInput], reference: list[ModelInput]) -> bool:
     """Whether data made for `reference` feeds `candidate`: the same input names, dtypes and ranks (not their
     order, nor the names of symbolic dims), less the inputs the candidate was specialized for, which the data
-    still carries (feeds_for drops them, checking their value)."""
+    still carries (feeds_for drops them, checking their value). An input both were specialized for, to the same
+    value (an INT8 built from a specialized model, judged against it), the data need not carry."""
+    import numpy as np
+
     frozen = candidate.frozen if isinstance(candidate, ModelInputs) else {}
+    shared = reference.frozen if isinstance(reference, ModelInputs) else {}
+    if any(
+        not np.array_equal(np.asarray(frozen[k]), np.asarray(shared[k]))
+        for k in frozen.keys() & shared.keys()
+    ):
+        return False
     wanted = {i.name: (i.dtype, len(i.shape)) for i in reference}
     theirs = {i.name: (i.dtype, len(i.shape)) for i in candidate}
-    return frozen.keys() <= wanted.keys() and theirs == {
+    return frozen.keys() - shared.keys() <= wanted.keys() and theirs == {
         k: v for k, v in wanted.items() if k not in frozen
     }
 

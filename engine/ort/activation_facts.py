@@ -14,13 +14,7 @@ _SHIFT = 3.0
 
 def hard_chains(graph: Any) -> int:
     """Clip(Add(x, 3), 0, 6) nodes at the graph's top level, the bounds and the shift constants."""
-    from onnx import numpy_helper
-
-    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer if _one(t.dims)}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
-            if _one(node.attribute[0].t.dims):
-                values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    values = _single_values(graph)
     producers = {out: node for node in graph.node for out in node.output}
     count = 0
     for node in graph.node:
@@ -36,13 +30,7 @@ def hard_chains(graph: Any) -> int:
 def conv_scalings(graph: Any) -> int:
     """Conv (through a BatchNormalization) -> Mul -> Add runs at the graph's top level, the Mul and the Add each
     by a single-valued initializer or Constant, each value's only consumer the next node."""
-    singles = {t.name for t in graph.initializer if _one(t.dims)}
-    singles |= {
-        n.output[0]
-        for n in graph.node
-        if n.op_type == "Constant" and n.attribute and n.attribute[0].HasField("t")
-        if _one(n.attribute[0].t.dims)
-    }
+    singles = _single_values(graph).keys()
     consumers: dict[str, list[Any]] = {}
     for node in graph.node:
         for name in node.input:
@@ -65,6 +53,18 @@ def conv_scalings(graph: Any) -> int:
                 i in singles for i in shift.input
             )
     return count
+
+
+def _single_values(graph: Any) -> dict[str, Any]:
+    """The graph's single-valued initializers and Constant tensors, by name, as arrays."""
+    from onnx import numpy_helper
+
+    values = {t.name: numpy_helper.to_array(t) for t in graph.initializer if _one(t.dims)}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
+            if _one(node.attribute[0].t.dims):
+                values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+    return values
 
 
 def _one(dims: Any) -> bool:

@@ -83,9 +83,9 @@ def _spec_stage(facts: ModelFacts, batch: int | None) -> StageDraft:
         inputs,
         {"dims": dims} if dims else {},
         [
-            f"{what} folded (onnxscript's optimizer; zero recurrent states and HardSwish Clip chains too): ORT",
-            "runs those nodes on every call, a real share of a small model's time. A candidate, and the source of every",
-            "INT8 one; checked equal to the original on your data",
+            f"{what} folded (onnxscript's optimizer; zero recurrent states, HardSwish Clip chains and Conv scalings",
+            "too): ORT runs those nodes on every call, a real share of a small model's time. A candidate, and the",
+            "source of every INT8 one; checked equal to the original on your data",
             *(
                 ["it takes batch 1 only: leave out --batch 1 (or this stage) if you batch calls"]
                 if dims

@@ -14,14 +14,30 @@ STANDARD_DOMAINS = ("", "ai.onnx")
 def join_directions(model: Any) -> int:
     """Rewrite each Slice/Squeeze/Concat join of a bidirectional LSTM/GRU/RNN's Y (onnx_ir model, in place; the
     nodes left unused go with the next removal). Returns how many joins were rewritten."""
-    joined = 0
+    joined, shape = 0, None
     for node in list(model.graph):
         concat = _join(node)
         if concat is None:
             continue
-        _rewrite(model, node.outputs[0], concat)
+        shape = shape or _joined_shape(model)
+        _rewrite(model, node.outputs[0], concat, shape)
         joined += 1
     return joined
+
+
+def _joined_shape(model: Any) -> Any:
+    """The Reshape target [0, 0, -1] every join shares, an initializer named apart from the graph's others."""
+    import numpy as np
+    import onnx_ir as ir
+
+    taken = set(model.graph.initializers)
+    name = next(
+        n for n in (f"joined_directions_shape_{i}" for i in range(len(taken) + 1)) if n not in taken
+    )
+    shape = ir.Value(name=name)
+    shape.const_value = ir.tensor(np.array([0, 0, -1], np.int64), name=name)
+    model.graph.register_initializer(shape)
+    return shape
 
 
 def _join(node: Any) -> Any:
@@ -68,13 +84,9 @@ def _squeezed(node: Any) -> Any:
     return squeeze.outputs[0] if list(axes or ()) == [1] else None
 
 
-def _rewrite(model: Any, y: Any, concat: Any) -> None:
-    import numpy as np
+def _rewrite(model: Any, y: Any, concat: Any, shape: Any) -> None:
     import onnx_ir as ir
 
-    shape = ir.Value(name=f"{concat.name or 'concat'}_joined_shape")
-    shape.const_value = ir.tensor(np.array([0, 0, -1], np.int64), name=shape.name)
-    model.graph.register_initializer(shape)
     transpose = ir.node("Transpose", [y], attributes={"perm": [0, 2, 1, 3]})
     reshape = ir.node("Reshape", [transpose.outputs[0], shape])
     model.graph.insert_before(concat, [transpose, reshape])

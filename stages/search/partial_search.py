@@ -81,6 +81,8 @@ class PartialSearch(CandidateSteps):
         # a model its quantize step's own gate refused (the sanity check: every output, state included) is
         # never delivered, whatever the task metric says: the search goes on to keep its culprits float
         if whole.model is None or whole.passed is None:
+            # the record of what was tried, as every other stop writes it
+            write_document(self, None, self._metrics(None))
             raise GateFailed(
                 f"whole-model INT8 could not be checked: {whole.note}", data_source=self.data_source
             )
